@@ -1,0 +1,421 @@
+//! Settings of every probactr process, read from environment variables.
+//!
+//! Every variable is declared once in [`VARS`] with its default and meaning; the README's
+//! configuration table and `.env.example` are checked against that list. Reading is
+//! strict: a value that does not parse, or a set of values that contradict each other,
+//! is a [`ConfigError`] naming the variable and what was expected, and the binaries exit
+//! with code 2 on it ([`Config::from_env_or_exit`]).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// One environment variable probactr reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    /// The variable's name.
+    pub name: &'static str,
+    /// Its value when unset (empty: no default, the feature is off or the value required).
+    pub default: &'static str,
+    /// What it means, in one line.
+    pub help: &'static str,
+}
+
+/// Every variable any probactr process reads.
+pub const VARS: &[Var] = &[
+    Var { name: "DATABASE_URL", default: "postgres://postgres@127.0.0.1:5432/probactr", help: "PostgreSQL connection URL (the source of truth)" },
+    Var { name: "REDIS_URL", default: "redis://127.0.0.1:6379", help: "Redis connection URL (locks and permits)" },
+    Var { name: "PROBACTR_REDIS_PREFIX", default: "probactr:", help: "prefix of every Redis key, so clusters can share a Redis" },
+    Var { name: "PROBACTR_DB_POOL_SIZE", default: "10", help: "maximum PostgreSQL connections per process" },
+    Var { name: "PROBACTR_HEARTBEAT_INTERVAL", default: "5s", help: "how often executors and monitors heartbeat" },
+    Var { name: "PROBACTR_HEARTBEAT_TIMEOUT", default: "15s", help: "silence after which a monitor declares a process dead; must exceed the interval" },
+    Var { name: "PROBACTR_REAP_INTERVAL", default: "5s", help: "how often monitors look for dead executors and stuck runs" },
+    Var { name: "PROBACTR_LOCK_LEASE", default: "30s", help: "lease of a job's Redis lock or permit; renewed every lease/3" },
+    Var { name: "PROBACTR_LOCK_START_BUDGET", default: "2s", help: "how long an executor retries a busy lock before applying the overlap policy" },
+    Var { name: "PROBACTR_EXECUTOR_CAPACITY", default: "16", help: "runs one executor executes at once" },
+    Var { name: "PROBACTR_FIRE_BATCH", default: "500", help: "due triggers an executor fires per transaction" },
+    Var { name: "PROBACTR_DRAIN_TIMEOUT", default: "30s", help: "on SIGTERM, how long running jobs may finish before they are stopped" },
+    Var { name: "PROBACTR_RETENTION", default: "30d", help: "run history older than this is deleted by monitors" },
+    Var { name: "PROBACTR_HTTP_ALLOW", default: "", help: "comma-separated CIDR ranges HTTP jobs may reach even if denied by default (link-local, metadata)" },
+    Var { name: "PROBACTR_HTTP_DENY", default: "", help: "comma-separated CIDR ranges HTTP jobs may never reach" },
+    Var { name: "PROBACTR_METRICS_LISTEN", default: "", help: "address an executor or monitor serves Prometheus metrics on (off when empty)" },
+    Var { name: "PROBACTR_MANAGER_LISTEN", default: "127.0.0.1:8080", help: "address the manager's web admin and API listen on" },
+    Var { name: "PROBACTR_ADMIN_USER", default: "admin", help: "name of the first admin, created when no user exists" },
+    Var { name: "PROBACTR_ADMIN_PASSWORD", default: "", help: "password of the first admin (at least 12 characters; required when no user exists)" },
+    Var { name: "PROBACTR_LOG_FORMAT", default: "text", help: "log format: text or json" },
+    Var { name: "RUST_LOG", default: "info", help: "log filter (tracing EnvFilter syntax)" },
+];
+
+/// A setting that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A variable's value does not parse.
+    #[error("invalid {var}={value:?}: expected {expected}")]
+    Invalid {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What would have been accepted.
+        expected: String,
+    },
+    /// Values that parse but contradict each other.
+    #[error("inconsistent {var}: {message}")]
+    Inconsistent {
+        /// The variable at fault.
+        var: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// All settings. Each process uses the part it needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `DATABASE_URL`.
+    pub database_url: String,
+    /// `REDIS_URL`.
+    pub redis_url: String,
+    /// `PROBACTR_REDIS_PREFIX`.
+    pub redis_prefix: String,
+    /// `PROBACTR_DB_POOL_SIZE`.
+    pub db_pool_size: u32,
+    /// `PROBACTR_HEARTBEAT_INTERVAL`.
+    pub heartbeat_interval: Duration,
+    /// `PROBACTR_HEARTBEAT_TIMEOUT`.
+    pub heartbeat_timeout: Duration,
+    /// `PROBACTR_REAP_INTERVAL`.
+    pub reap_interval: Duration,
+    /// `PROBACTR_LOCK_LEASE`.
+    pub lock_lease: Duration,
+    /// `PROBACTR_LOCK_START_BUDGET`.
+    pub lock_start_budget: Duration,
+    /// `PROBACTR_EXECUTOR_CAPACITY`.
+    pub executor_capacity: u32,
+    /// `PROBACTR_FIRE_BATCH`.
+    pub fire_batch: u32,
+    /// `PROBACTR_DRAIN_TIMEOUT`.
+    pub drain_timeout: Duration,
+    /// `PROBACTR_RETENTION`.
+    pub retention: Duration,
+    /// `PROBACTR_HTTP_ALLOW`.
+    pub http_allow: Vec<String>,
+    /// `PROBACTR_HTTP_DENY`.
+    pub http_deny: Vec<String>,
+    /// `PROBACTR_METRICS_LISTEN`.
+    pub metrics_listen: Option<SocketAddr>,
+    /// `PROBACTR_MANAGER_LISTEN`.
+    pub manager_listen: SocketAddr,
+    /// `PROBACTR_ADMIN_USER`.
+    pub admin_user: String,
+    /// `PROBACTR_ADMIN_PASSWORD` (None when unset or empty).
+    pub admin_password: Option<String>,
+    /// `PROBACTR_LOG_FORMAT`.
+    pub log_format: LogFormat,
+    /// `RUST_LOG`.
+    pub log_filter: String,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the process environment; on error prints it and exits with code 2.
+    pub fn from_env_or_exit(process: &str) -> Config {
+        match Config::from_env() {
+            Ok(config) => config,
+            Err(err) => {
+                eprintln!("{process}: configuration error: {err}");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    /// Reads settings from a map (tests, tools).
+    pub fn from_map(map: &HashMap<String, String>) -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env { lookup: &lookup };
+        let config = Config {
+            database_url: env.url("DATABASE_URL", &["postgres://", "postgresql://"])?,
+            redis_url: env.url("REDIS_URL", &["redis://", "rediss://", "unix://", "redis+unix://"])?,
+            redis_prefix: env.text("PROBACTR_REDIS_PREFIX"),
+            db_pool_size: env.number("PROBACTR_DB_POOL_SIZE", 1, 1000)?,
+            heartbeat_interval: env.duration("PROBACTR_HEARTBEAT_INTERVAL")?,
+            heartbeat_timeout: env.duration("PROBACTR_HEARTBEAT_TIMEOUT")?,
+            reap_interval: env.duration("PROBACTR_REAP_INTERVAL")?,
+            lock_lease: env.duration("PROBACTR_LOCK_LEASE")?,
+            lock_start_budget: env.duration("PROBACTR_LOCK_START_BUDGET")?,
+            executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
+            fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,
+            drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
+            retention: env.duration("PROBACTR_RETENTION")?,
+            http_allow: env.list("PROBACTR_HTTP_ALLOW"),
+            http_deny: env.list("PROBACTR_HTTP_DENY"),
+            metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
+            manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
+            admin_user: env.text("PROBACTR_ADMIN_USER"),
+            admin_password: Some(env.text("PROBACTR_ADMIN_PASSWORD")).filter(|p| !p.is_empty()),
+            log_format: env.log_format("PROBACTR_LOG_FORMAT")?,
+            log_filter: env.text("RUST_LOG"),
+        };
+        config.check_consistency()?;
+        Ok(config)
+    }
+
+    fn check_consistency(&self) -> Result<(), ConfigError> {
+        if self.heartbeat_timeout <= self.heartbeat_interval {
+            return Err(ConfigError::Inconsistent {
+                var: "PROBACTR_HEARTBEAT_TIMEOUT",
+                message: format!(
+                    "{} must be larger than PROBACTR_HEARTBEAT_INTERVAL ({})",
+                    format_duration(self.heartbeat_timeout),
+                    format_duration(self.heartbeat_interval)
+                ),
+            });
+        }
+        if self.lock_lease < Duration::from_millis(300) {
+            return Err(ConfigError::Inconsistent {
+                var: "PROBACTR_LOCK_LEASE",
+                message: "must be at least 300ms so renewal every lease/3 is possible".into(),
+            });
+        }
+        if self.admin_user.trim().is_empty() {
+            return Err(ConfigError::Inconsistent {
+                var: "PROBACTR_ADMIN_USER",
+                message: "must not be empty".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// One line describing the settings, for the start-up log (no secrets).
+    pub fn summary(&self) -> String {
+        format!(
+            "database={} redis={} prefix={:?} heartbeat={}/{} reap={} lease={} capacity={} drain={}",
+            redact_url(&self.database_url),
+            redact_url(&self.redis_url),
+            self.redis_prefix,
+            format_duration(self.heartbeat_interval),
+            format_duration(self.heartbeat_timeout),
+            format_duration(self.reap_interval),
+            format_duration(self.lock_lease),
+            self.executor_capacity,
+            format_duration(self.drain_timeout),
+        )
+    }
+}
+
+/// Reads one variable at a time, falling back to its declared default.
+struct Env<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Env<'_> {
+    fn raw(&self, name: &'static str) -> String {
+        (self.lookup)(name).unwrap_or_else(|| default_of(name).to_owned())
+    }
+
+    fn text(&self, name: &'static str) -> String {
+        self.raw(name)
+    }
+
+    fn invalid(name: &'static str, value: &str, expected: &str) -> ConfigError {
+        ConfigError::Invalid { var: name, value: value.to_owned(), expected: expected.to_owned() }
+    }
+
+    fn url(&self, name: &'static str, schemes: &[&str]) -> Result<String, ConfigError> {
+        let value = self.raw(name);
+        if schemes.iter().any(|scheme| value.starts_with(scheme)) {
+            Ok(value)
+        } else {
+            Err(Env::invalid(name, &value, &format!("a URL starting with {}", schemes.join(" or "))))
+        }
+    }
+
+    fn number(&self, name: &'static str, min: u32, max: u32) -> Result<u32, ConfigError> {
+        let value = self.raw(name);
+        match value.trim().parse::<u32>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(Env::invalid(name, &value, &format!("a whole number from {min} to {max}"))),
+        }
+    }
+
+    fn duration(&self, name: &'static str) -> Result<Duration, ConfigError> {
+        let value = self.raw(name);
+        match parse_duration(&value) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            _ => Err(Env::invalid(name, &value, "a positive duration like 500ms, 5s, 2m, 1h or 30d")),
+        }
+    }
+
+    fn list(&self, name: &'static str) -> Vec<String> {
+        self.raw(name)
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn addr(&self, name: &'static str) -> Result<SocketAddr, ConfigError> {
+        let value = self.raw(name);
+        value.trim().parse().map_err(|_| Env::invalid(name, &value, "an address like 127.0.0.1:8080"))
+    }
+
+    fn optional_addr(&self, name: &'static str) -> Result<Option<SocketAddr>, ConfigError> {
+        if self.raw(name).trim().is_empty() {
+            Ok(None)
+        } else {
+            self.addr(name).map(Some)
+        }
+    }
+
+    fn log_format(&self, name: &'static str) -> Result<LogFormat, ConfigError> {
+        let value = self.raw(name);
+        match value.trim() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(Env::invalid(name, &value, "text or json")),
+        }
+    }
+}
+
+fn default_of(name: &str) -> &'static str {
+    VARS.iter().find(|var| var.name == name).map(|var| var.default).unwrap_or("")
+}
+
+/// Parses `500ms`, `5s`, `2m`, `1h`, `30d` (one number and one unit).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let amount: u64 = digits.parse().map_err(|_| format!("{text:?} does not start with a number"))?;
+    let millis_per_unit: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "" => return Err(format!("{text:?} has no unit (ms, s, m, h, d)")),
+        other => return Err(format!("{other:?} is not a unit (ms, s, m, h, d)")),
+    };
+    amount
+        .checked_mul(millis_per_unit)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Writes a duration in the largest unit that divides it exactly.
+pub fn format_duration(d: Duration) -> String {
+    let millis = d.as_millis();
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
+        if millis >= size && millis % size == 0 {
+            return format!("{}{unit}", millis / size);
+        }
+    }
+    format!("{millis}ms")
+}
+
+/// Hides the password of a connection URL.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    match rest.split_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_with(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_map(&map)
+    }
+
+    #[test]
+    fn defaults_make_a_local_config() {
+        let config = config_with(&[]).expect("defaults are valid");
+        assert_eq!(config.heartbeat_interval, Duration::from_secs(5));
+        assert_eq!(config.heartbeat_timeout, Duration::from_secs(15));
+        assert_eq!(config.reap_interval, Duration::from_secs(5));
+        assert_eq!(config.lock_lease, Duration::from_secs(30));
+        assert_eq!(config.redis_prefix, "probactr:");
+        assert_eq!(config.admin_password, None);
+    }
+
+    #[test]
+    fn durations_parse_in_every_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        for bad in ["", "5", "s", "5 s", "-5s", "5x", "1.5s", "99999999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should not parse");
+        }
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        let cases = [
+            ("PROBACTR_HEARTBEAT_INTERVAL", "fast"),
+            ("PROBACTR_LOCK_LEASE", "0s"),
+            ("PROBACTR_EXECUTOR_CAPACITY", "-1"),
+            ("PROBACTR_EXECUTOR_CAPACITY", "0"),
+            ("DATABASE_URL", "mysql://x"),
+            ("REDIS_URL", "localhost:6379"),
+            ("PROBACTR_MANAGER_LISTEN", "everywhere"),
+            ("PROBACTR_LOG_FORMAT", "xml"),
+        ];
+        for (var, value) in cases {
+            let err = config_with(&[(var, value)]).expect_err(var);
+            assert!(err.to_string().contains(var), "{err} should name {var}");
+            assert!(err.to_string().contains("expected"), "{err} should say what is expected");
+        }
+    }
+
+    #[test]
+    fn heartbeat_timeout_must_exceed_interval() {
+        let err = config_with(&[
+            ("PROBACTR_HEARTBEAT_INTERVAL", "5s"),
+            ("PROBACTR_HEARTBEAT_TIMEOUT", "5s"),
+        ])
+        .expect_err("equal timeout is inconsistent");
+        assert!(matches!(err, ConfigError::Inconsistent { var: "PROBACTR_HEARTBEAT_TIMEOUT", .. }));
+    }
+
+    #[test]
+    fn summary_hides_passwords() {
+        let config = config_with(&[("DATABASE_URL", "postgres://u:secret@db/x")]).expect("valid");
+        assert!(!config.summary().contains("secret"));
+        assert!(config.summary().contains("u:***@db/x"));
+    }
+
+    #[test]
+    fn every_variable_has_a_parsing_default() {
+        let names: Vec<_> = VARS.iter().map(|v| v.name).collect();
+        let unique: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(names.len(), unique.len(), "a variable is declared twice");
+    }
+}

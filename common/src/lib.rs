@@ -1,0 +1,34 @@
+//! Shared ground of every probactr process.
+//!
+//! probactr's processes never talk to each other: they meet in PostgreSQL (the source of
+//! truth) and Redis (locks). This crate holds what they must agree on.
+//!
+//! # Layout
+//!
+//! - [`config`]: every setting, read from environment variables, with errors that name
+//!   the variable.
+//! - [`model`]: the rows and enums of the data model (jobs, triggers, runs, executors).
+//! - [`store`]: the connection pool, the migrator and the named queries over the model.
+//! - [`schedule`]: cron (with seconds and a time zone), interval and one-shot instants.
+//! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
+//! - [`lock`]: the Redis mutex and permit set (efficiency: contention stays cheap).
+//! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
+//! - [`fence`]: PostgreSQL fencing tokens (correctness: a stale holder cannot write).
+//! - [`telemetry`]: one `init()` for structured logs.
+//! - [`shutdown`]: a cancellation token cancelled on SIGTERM or Ctrl-C.
+//! - [`cli`]: `--help` / `--version` handling shared by the three binaries.
+
+pub mod backoff;
+pub mod cli;
+pub mod config;
+pub mod fence;
+pub mod jobspec;
+pub mod lock;
+pub mod model;
+pub mod schedule;
+pub mod store;
+pub mod shutdown;
+pub mod telemetry;
+
+/// The version every process reports (registration rows, `--version`, logs).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,281 @@
+//! The data model as Rust types: rows read from PostgreSQL and the enums stored in its
+//! CHECK-constrained text columns.
+//!
+//! A run moves through these states (terminal states in brackets):
+//!
+//! ```text
+//!             claim               lock + fence              outcome
+//!   queued ─────────▶ claimed ────────────────▶ running ─────────────▶ [succeeded|failed|
+//!     │  ▲               │                        │                     timed_out|cancelled]
+//!     │  └── lock busy,  │ lock busy,             │ stop point / executor lost
+//!     │      overlap=queue overlap=skip ──▶ [skipped]  └──────────────────▶ [abandoned]
+//!     └──▶ [skipped | missed | cancelled]
+//! ```
+//!
+//! A failed, timed-out or abandoned attempt may be followed by a new `queued` row of the
+//! same chain (`first_run_id`, `attempt + 1`) when the job's retry policy allows.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Declares a string-backed enum whose text form is what the database stores.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The text stored in the database and used in the API.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(UnknownValue {
+                        value: other.to_owned(),
+                        expected: &[$($text),+],
+                    }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = UnknownValue;
+            fn try_from(s: String) -> Result<Self, Self::Error> { s.parse() }
+        }
+    };
+}
+
+/// A text that is not one of an enum's values.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown value {value:?}, expected one of: {}", expected.join(", "))]
+pub struct UnknownValue {
+    /// What was given.
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: &'static [&'static str],
+}
+
+text_enum! {
+    /// What a job runs.
+    JobKind {
+        /// A program with an argument list (no implicit shell).
+        Shell => "shell",
+        /// An HTTP request.
+        Http => "http",
+        /// Does nothing and succeeds; for tests and benchmarks.
+        Noop => "noop",
+        /// Sleeps `spec.millis`; for tests, demos and benchmarks.
+        Sleep => "sleep",
+    }
+}
+
+text_enum! {
+    /// What to do with a run whose job's lock or permit cannot be had in time.
+    Overlap {
+        /// Record the run as skipped, with the reason.
+        Skip => "skip",
+        /// Leave it queued for a later claim.
+        Queue => "queue",
+    }
+}
+
+text_enum! {
+    /// How a trigger computes its instants.
+    TriggerKind {
+        /// A cron expression with seconds, in an IANA time zone.
+        Cron => "cron",
+        /// Every `interval_secs` of real time.
+        Interval => "interval",
+        /// One instant.
+        Once => "once",
+    }
+}
+
+text_enum! {
+    /// What a trigger does with instants that passed while nobody fired them.
+    Misfire {
+        /// Run once now; record the others as missed.
+        FireOnce => "fire_once",
+        /// Record them all as missed.
+        Skip => "skip",
+        /// Run each of them, up to [`FIRE_ALL_CAP`]; record the rest as missed.
+        FireAll => "fire_all",
+    }
+}
+
+/// The most missed instants one firing of a `fire_all` trigger turns into runs.
+pub const FIRE_ALL_CAP: usize = 100;
+
+text_enum! {
+    /// Where a run is in its life (see the module doc for the transitions).
+    RunState {
+        /// Waiting for an executor.
+        Queued => "queued",
+        /// Owned by an executor that is taking the job's lock.
+        Claimed => "claimed",
+        /// Executing.
+        Running => "running",
+        /// Finished with success.
+        Succeeded => "succeeded",
+        /// Finished with a failure (exit code, HTTP status, error).
+        Failed => "failed",
+        /// Killed at its job's timeout.
+        TimedOut => "timed_out",
+        /// Stopped on request.
+        Cancelled => "cancelled",
+        /// Not run: overlap policy or paused job; `reason` says which.
+        Skipped => "skipped",
+        /// Not run: its instant passed (misfire policy, stale queue).
+        Missed => "missed",
+        /// Its executor lost the lock or died; the outcome is unknown.
+        Abandoned => "abandoned",
+    }
+}
+
+impl RunState {
+    /// True once the run can no longer change state.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, RunState::Queued | RunState::Claimed | RunState::Running)
+    }
+}
+
+text_enum! {
+    /// Which kind of process a row of `executors` describes.
+    ProcessRole {
+        /// Runs jobs.
+        Executor => "executor",
+        /// Reaps dead executors.
+        Monitor => "monitor",
+    }
+}
+
+text_enum! {
+    /// A registered process's liveness as the cluster sees it.
+    ProcessState {
+        /// Heartbeating.
+        Alive => "alive",
+        /// Shutting down: takes no new work.
+        Draining => "draining",
+        /// Declared dead by a monitor; its runs were reaped.
+        Dead => "dead",
+        /// Shut down cleanly.
+        Stopped => "stopped",
+    }
+}
+
+/// A row of `jobs`.
+#[allow(missing_docs)] // the columns are documented in migrations/
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct Job {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    #[sqlx(try_from = "String")]
+    pub kind: JobKind,
+    pub spec: serde_json::Value,
+    pub parallel: bool,
+    pub max_concurrency: Option<i32>,
+    #[sqlx(try_from = "String")]
+    pub overlap: Overlap,
+    pub timeout_secs: i32,
+    pub retry_max_attempts: i32,
+    pub retry_backoff_secs: i32,
+    pub paused: bool,
+    pub fence: i64,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A row of `triggers`.
+#[allow(missing_docs)] // the columns are documented in migrations/
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct Trigger {
+    pub id: i64,
+    pub job_id: i64,
+    #[sqlx(try_from = "String")]
+    pub kind: TriggerKind,
+    pub cron: Option<String>,
+    pub timezone: String,
+    pub interval_secs: Option<i64>,
+    pub at: Option<DateTime<Utc>>,
+    pub start_at: Option<DateTime<Utc>>,
+    pub end_at: Option<DateTime<Utc>>,
+    #[sqlx(try_from = "String")]
+    pub misfire: Misfire,
+    pub misfire_threshold_secs: i32,
+    pub paused: bool,
+    pub next_fire_at: Option<DateTime<Utc>>,
+    pub last_fired_at: Option<DateTime<Utc>>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A row of `runs`.
+#[allow(missing_docs)] // the columns are documented in migrations/
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct Run {
+    pub id: i64,
+    pub job_id: i64,
+    pub trigger_id: Option<i64>,
+    pub scheduled_at: DateTime<Utc>,
+    pub attempt: i32,
+    pub first_run_id: Option<i64>,
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
+    pub reason: Option<String>,
+    pub exclusive: bool,
+    pub executor_id: Option<Uuid>,
+    pub lock_token: Option<String>,
+    pub fence: Option<i64>,
+    pub queued_at: DateTime<Utc>,
+    pub available_at: DateTime<Utc>,
+    pub claimed_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+    pub exit_code: Option<i32>,
+    pub http_status: Option<i32>,
+    pub error: Option<String>,
+    pub output: Option<String>,
+    pub output_truncated: bool,
+}
+
+/// A row of `executors` (executors and monitors both register there).
+#[allow(missing_docs)] // the columns are documented in migrations/
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct Process {
+    pub id: Uuid,
+    #[sqlx(try_from = "String")]
+    pub role: ProcessRole,
+    pub host: String,
+    pub pid: i32,
+    pub version: String,
+    pub capacity: i32,
+    #[sqlx(try_from = "String")]
+    pub state: ProcessState,
+    pub started_at: DateTime<Utc>,
+    pub last_heartbeat_at: DateTime<Utc>,
+    pub declared_dead_at: Option<DateTime<Utc>>,
+    pub reaped_by: Option<Uuid>,
+}

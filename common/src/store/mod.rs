@@ -1,0 +1,75 @@
+//! PostgreSQL access: the pool, the migrator, and the named queries over the model.
+//!
+//! Every query is a named function in one of the submodules, with its SQL written out;
+//! nothing is assembled from user strings. Functions take `impl PgExecutor` (a pool, a
+//! connection or a transaction) where one statement suffices, and `&mut PgConnection`
+//! where they run several statements that must share a transaction.
+//!
+//! Time is the database's: every comparison that decides firing or deadness uses
+//! PostgreSQL's `now()`, so a process with a wrong local clock cannot misjudge either.
+
+pub mod jobs;
+pub mod processes;
+pub mod reaping;
+pub mod runs;
+pub mod triggers;
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+/// Channel notified when triggers change (created, edited, paused, resumed, deleted).
+pub const TRIGGERS_CHANNEL: &str = "probactr_triggers";
+/// Channel notified when runs are queued.
+pub const RUNS_CHANNEL: &str = "probactr_runs";
+
+/// The schema migrations, embedded in every binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or failed a query.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Applying migrations failed.
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Opens a pool of at most `max_connections`; connecting is lazy, so a process starts
+/// even while PostgreSQL is down and connects when it returns.
+pub fn pool(database_url: &str, max_connections: u32) -> Result<PgPool, StoreError> {
+    let options: PgConnectOptions = database_url.parse()?;
+    Ok(PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy_with(options.application_name("probactr")))
+}
+
+/// Applies pending migrations. Safe to call from several processes at once: sqlx takes
+/// an advisory lock around the migration.
+pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+/// True when a database error is the violation of the named unique index or constraint.
+pub fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation() && db.constraint() == Some(constraint)
+        }
+        _ => false,
+    }
+}
+
+/// True when an error means the database is unreachable rather than that it refused the
+/// query; callers back off and retry these.
+pub fn is_connection_error(err: &sqlx::Error) -> bool {
+    matches!(
+        err,
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
+    ) || matches!(err, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.starts_with("57P") || code.starts_with("08")))
+}

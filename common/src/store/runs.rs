@@ -1,0 +1,319 @@
+//! Queries over `runs`: queueing, claiming, starting under a fence, finishing, retrying,
+//! cancelling. The state machine is drawn in [`crate::model`].
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use sqlx::{AssertSqlSafe, PgExecutor, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::fence::{Write, RUN_FENCE_IS_CURRENT};
+use crate::model::{Run, RunState};
+
+/// Queues a run of `job_id` now, outside any trigger ("run now").
+pub async fn queue_now(db: impl PgExecutor<'_>, job_id: i64) -> Result<Run, StoreError> {
+    Ok(sqlx::query_as::<_, Run>(
+        "INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING *",
+    )
+    .bind(job_id)
+    .fetch_one(db)
+    .await?)
+}
+
+/// Queues `count` run-now runs of one job in one statement (benchmarks, bulk tools).
+pub async fn queue_many_now(db: impl PgExecutor<'_>, job_id: i64, count: i64) -> Result<u64, StoreError> {
+    let done = sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)",
+    )
+    .bind(job_id)
+    .bind(count)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// One run by id.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Run>, StoreError> {
+    Ok(sqlx::query_as::<_, Run>("SELECT * FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Claims up to `limit` queued runs, oldest first, for `executor_id`. Runs of paused jobs
+/// and runs waiting out a retry backoff stay queued. Concurrent claimers skip each other's
+/// rows instead of waiting (`SKIP LOCKED`).
+pub async fn claim_queued(
+    db: impl PgExecutor<'_>,
+    executor_id: Uuid,
+    limit: i64,
+) -> Result<Vec<Run>, StoreError> {
+    Ok(sqlx::query_as::<_, Run>(
+        "UPDATE runs SET state = 'claimed', executor_id = $1, claimed_at = now()
+         WHERE id IN (
+             SELECT runs.id FROM runs JOIN jobs ON jobs.id = runs.job_id
+             WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
+             ORDER BY runs.available_at, runs.id
+             LIMIT $2
+             FOR UPDATE OF runs SKIP LOCKED)
+         RETURNING *",
+    )
+    .bind(executor_id)
+    .bind(limit)
+    .fetch_all(db)
+    .await?)
+}
+
+/// How an attempt to start a claimed run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Running, with this fencing token (None for an unfenced parallel run).
+    Started {
+        /// The token every later write must carry.
+        fence: Option<i64>,
+    },
+    /// PostgreSQL refused: another attempt of this non-parallel job is running (the
+    /// database's own guard, for when Redis forgot a lock).
+    JobBusy,
+    /// The claim is gone (reaped, cancelled, job deleted).
+    Gone,
+}
+
+/// What the executor holds while starting a run.
+#[derive(Debug, Clone)]
+pub struct StartRequest<'a> {
+    /// The claimed run.
+    pub run_id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The executor that claimed it.
+    pub executor_id: Uuid,
+    /// Non-parallel job: takes the job's mutex, is fenced, and is unique while running.
+    pub exclusive: bool,
+    /// Draw a fencing token (every run that holds a Redis lock or permit does).
+    pub fenced: bool,
+    /// The Redis lock or permit token, when one was taken.
+    pub lock_token: Option<&'a str>,
+}
+
+/// Moves a claimed run to `running`, drawing the job's next fencing token in the same
+/// statement.
+pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<Start, StoreError> {
+    let result = sqlx::query_as::<_, (Option<i64>,)>(
+        "WITH fence AS (
+             UPDATE jobs SET fence = fence + 1 WHERE id = $2 AND $5 RETURNING fence)
+         UPDATE runs SET state = 'running', started_at = now(), heartbeat_at = now(),
+                         exclusive = $4, lock_token = $6, fence = (SELECT fence FROM fence)
+         WHERE id = $1 AND state = 'claimed' AND executor_id = $3
+         RETURNING fence",
+    )
+    .bind(req.run_id)
+    .bind(req.job_id)
+    .bind(req.executor_id)
+    .bind(req.exclusive)
+    .bind(req.fenced)
+    .bind(req.lock_token)
+    .fetch_optional(db)
+    .await;
+    match result {
+        Ok(Some((fence,))) => Ok(Start::Started { fence }),
+        Ok(None) => Ok(Start::Gone),
+        Err(err) if super::is_unique_violation(&err, "runs_one_running_exclusive") => Ok(Start::JobBusy),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Puts a claimed run back in the queue, claimable again after `delay` (lock busy and
+/// overlap = queue, or the executor is shutting down before it started).
+pub async fn unclaim(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    executor_id: Uuid,
+    delay: Duration,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE runs SET state = 'queued', executor_id = NULL, claimed_at = NULL,
+                         available_at = now() + make_interval(secs => $3)
+         WHERE id = $1 AND state = 'claimed' AND executor_id = $2",
+    )
+    .bind(run_id)
+    .bind(executor_id)
+    .bind(delay.as_secs_f64())
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Ends a claimed run that never started (skipped by the overlap policy, failed on an
+/// invalid spec) with its reason.
+pub async fn end_claim(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    executor_id: Uuid,
+    state: RunState,
+    reason: &str,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE runs SET state = $3, reason = $4, finished_at = now()
+         WHERE id = $1 AND state = 'claimed' AND executor_id = $2",
+    )
+    .bind(run_id)
+    .bind(executor_id)
+    .bind(state.as_str())
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The result of an attempt, as it is recorded.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    /// The terminal state (succeeded, failed, timed_out, cancelled, abandoned).
+    pub state: RunState,
+    /// Why, in words, when the state alone does not say it.
+    pub reason: Option<String>,
+    /// A shell job's exit code.
+    pub exit_code: Option<i32>,
+    /// An HTTP job's response status.
+    pub http_status: Option<i32>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// The stored tail of the output.
+    pub output: Option<String>,
+    /// Whether `output` lost its beginning.
+    pub output_truncated: bool,
+}
+
+/// The outcome of [`finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    /// Whether the write was accepted.
+    pub write: Write,
+    /// The queued retry, when the job's policy asked for one.
+    pub retry_run_id: Option<i64>,
+}
+
+/// States after which the job's retry policy may queue another attempt.
+pub const RETRYABLE_STATES: &[RunState] = &[RunState::Failed, RunState::TimedOut, RunState::Abandoned];
+
+/// SQL that queues the next attempt of every row of a CTE named `ended` (with the
+/// columns of `runs`) whose state is retryable and whose job allows more attempts; the
+/// backoff doubles per attempt. `ON CONFLICT DO NOTHING` on the chain's unique
+/// (first_run_id, attempt) makes a second re-queue of the same attempt a no-op.
+pub const QUEUE_RETRIES_SQL: &str = "INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
+    SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
+           coalesce(ended.first_run_id, ended.id),
+           now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)),
+           'retry of run ' || ended.id || ' (' || ended.state || ')'
+    FROM ended JOIN jobs ON jobs.id = ended.job_id
+    WHERE ended.state IN ('failed', 'timed_out', 'abandoned')
+      AND ended.attempt < jobs.retry_max_attempts
+    ON CONFLICT DO NOTHING
+    RETURNING id, first_run_id";
+
+/// The statement of [`finish`], assembled once from the constants above (no user text).
+static FINISH_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH ended AS (
+             UPDATE runs SET state = $4, reason = $5, exit_code = $6, http_status = $7,
+                             error = $8, output = $9, output_truncated = $10, finished_at = now()
+             WHERE runs.id = $1 AND {RUN_FENCE_IS_CURRENT}
+             RETURNING runs.*),
+         retry AS ({QUEUE_RETRIES_SQL})
+         SELECT (SELECT count(*) FROM ended), (SELECT id FROM retry LIMIT 1)"
+    )
+});
+
+/// Records the end of an attempt if the executor's fence is still current, and queues
+/// the next attempt when the job's retry policy asks for one — one statement.
+pub async fn finish(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    executor_id: Uuid,
+    fence: Option<i64>,
+    finish: &Finish,
+) -> Result<Finished, StoreError> {
+    let state = finish.state;
+    let (ended, retry_run_id): (i64, Option<i64>) = sqlx::query_as(AssertSqlSafe(FINISH_SQL.as_str()))
+        .bind(run_id)
+        .bind(executor_id)
+        .bind(fence)
+        .bind(state.as_str())
+        .bind(&finish.reason)
+        .bind(finish.exit_code)
+        .bind(finish.http_status)
+        .bind(&finish.error)
+        .bind(&finish.output)
+        .bind(finish.output_truncated)
+        .fetch_one(db)
+        .await?;
+    Ok(Finished { write: Write::from_rows(ended as u64), retry_run_id })
+}
+
+/// Touches `heartbeat_at` of the executor's running runs (fenced writes in bulk are not
+/// needed here: a reaped run is no longer `running` and is left alone).
+pub async fn touch_running(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<u64, StoreError> {
+    let done = sqlx::query(
+        "UPDATE runs SET heartbeat_at = now() WHERE executor_id = $1 AND state = 'running'",
+    )
+    .bind(executor_id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Asks for a run to stop. A queued or claimed run is cancelled at once; a running one is
+/// flagged and its executor stops it (it polls for the flag). Returns the run's state
+/// after the request, or None when the run does not exist.
+pub async fn request_cancel(db: impl PgExecutor<'_>, run_id: i64, reason: &str) -> Result<Option<RunState>, StoreError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "UPDATE runs SET
+             state = CASE WHEN state IN ('queued', 'claimed') THEN 'cancelled' ELSE state END,
+             finished_at = CASE WHEN state IN ('queued', 'claimed') THEN now() ELSE finished_at END,
+             reason = CASE WHEN state IN ('queued', 'claimed', 'running') THEN $2 ELSE reason END,
+             cancel_requested_at = CASE WHEN state = 'running' THEN now() ELSE cancel_requested_at END
+         WHERE id = $1
+         RETURNING state",
+    )
+    .bind(run_id)
+    .bind(reason)
+    .fetch_optional(db)
+    .await?;
+    row.map(|(state,)| state.parse().map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e)))))
+        .transpose()
+}
+
+/// The executor's running runs whose cancellation was requested.
+pub async fn cancel_requested(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<Vec<i64>, StoreError> {
+    let rows: Vec<(i64,)> = sqlx::query_as(
+        "SELECT id FROM runs
+         WHERE executor_id = $1 AND state = 'running' AND cancel_requested_at IS NOT NULL",
+    )
+    .bind(executor_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Counts runs by state (for tests, status pages and benchmarks), optionally of one job.
+pub async fn count_by_state(
+    db: impl PgExecutor<'_>,
+    job_id: Option<i64>,
+) -> Result<Vec<(RunState, i64)>, StoreError> {
+    let mut query: QueryBuilder<Postgres> = QueryBuilder::new("SELECT state, count(*) FROM runs");
+    if let Some(job_id) = job_id {
+        query.push(" WHERE job_id = ").push_bind(job_id);
+    }
+    query.push(" GROUP BY state ORDER BY state");
+    let rows: Vec<(String, i64)> = query.build_query_as().fetch_all(db).await?;
+    rows.into_iter()
+        .map(|(state, count)| {
+            state
+                .parse::<RunState>()
+                .map(|state| (state, count))
+                .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))
+        })
+        .collect()
+}

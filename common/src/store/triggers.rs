@@ -1,0 +1,296 @@
+//! Queries over `triggers` and `misfires`: creating triggers with their first instant,
+//! and the statements of the firing transaction (claim due, insert runs, record
+//! misfires, advance).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgExecutor};
+
+use super::StoreError;
+use crate::model::{Misfire, Trigger, TriggerKind};
+use crate::schedule::{ScheduleError, TriggerSchedule};
+
+/// What it takes to create a trigger.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewTrigger {
+    /// cron, interval or once.
+    pub kind: TriggerKind,
+    /// The cron text (kind = cron).
+    pub cron: Option<String>,
+    /// IANA zone of the cron text.
+    pub timezone: String,
+    /// Seconds between instants (kind = interval).
+    pub interval_secs: Option<i64>,
+    /// The instant (kind = once).
+    pub at: Option<DateTime<Utc>>,
+    /// No instant before this.
+    pub start_at: Option<DateTime<Utc>>,
+    /// No instant after this.
+    pub end_at: Option<DateTime<Utc>>,
+    /// What to do with instants that passed unfired.
+    pub misfire: Misfire,
+    /// Seconds of lateness after which an instant counts as misfired.
+    pub misfire_threshold_secs: i32,
+    /// Created paused?
+    pub paused: bool,
+}
+
+impl NewTrigger {
+    /// An interval trigger with the schema's defaults.
+    pub fn interval(secs: i64) -> NewTrigger {
+        NewTrigger { interval_secs: Some(secs), ..NewTrigger::base(TriggerKind::Interval) }
+    }
+
+    /// A cron trigger with the schema's defaults.
+    pub fn cron(text: impl Into<String>, timezone: impl Into<String>) -> NewTrigger {
+        NewTrigger {
+            cron: Some(text.into()),
+            timezone: timezone.into(),
+            ..NewTrigger::base(TriggerKind::Cron)
+        }
+    }
+
+    /// A one-shot trigger.
+    pub fn once(at: DateTime<Utc>) -> NewTrigger {
+        NewTrigger { at: Some(at), ..NewTrigger::base(TriggerKind::Once) }
+    }
+
+    fn base(kind: TriggerKind) -> NewTrigger {
+        NewTrigger {
+            kind,
+            cron: None,
+            timezone: "UTC".to_owned(),
+            interval_secs: None,
+            at: None,
+            start_at: None,
+            end_at: None,
+            misfire: Misfire::FireOnce,
+            misfire_threshold_secs: 60,
+            paused: false,
+        }
+    }
+
+    /// The schedule this definition describes, validated; `anchor` is the creation time
+    /// (intervals count from `start_at`, else from it).
+    pub fn schedule(&self, anchor: DateTime<Utc>) -> Result<TriggerSchedule, ScheduleError> {
+        TriggerSchedule::from_parts(
+            self.kind,
+            self.cron.as_deref(),
+            &self.timezone,
+            self.interval_secs,
+            self.at,
+            self.start_at,
+            self.end_at,
+            anchor,
+        )
+    }
+}
+
+/// Why a trigger could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateTriggerError {
+    /// The definition is invalid (the error names the field).
+    #[error(transparent)]
+    Invalid(#[from] ScheduleError),
+    /// The database failed or refused.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Validates and inserts a trigger, with its first instant at or after `now`.
+pub async fn create(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    trigger: &NewTrigger,
+    now: DateTime<Utc>,
+) -> Result<Trigger, CreateTriggerError> {
+    let schedule = trigger.schedule(now)?;
+    let next_fire_at = schedule.first_at_or_after(now);
+    let row = sqlx::query_as::<_, Trigger>(
+        "INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
+                               misfire, misfire_threshold_secs, paused, next_fire_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+         RETURNING *",
+    )
+    .bind(job_id)
+    .bind(trigger.kind.as_str())
+    .bind(&trigger.cron)
+    .bind(&trigger.timezone)
+    .bind(trigger.interval_secs)
+    .bind(trigger.at)
+    .bind(trigger.start_at)
+    .bind(trigger.end_at)
+    .bind(trigger.misfire.as_str())
+    .bind(trigger.misfire_threshold_secs)
+    .bind(trigger.paused)
+    .bind(next_fire_at)
+    .bind(now)
+    .fetch_one(db)
+    .await
+    .map_err(StoreError::from)?;
+    Ok(row)
+}
+
+/// The schedule of a stored trigger (its columns were validated when it was written).
+pub fn schedule_of(trigger: &Trigger) -> Result<TriggerSchedule, ScheduleError> {
+    TriggerSchedule::from_parts(
+        trigger.kind,
+        trigger.cron.as_deref(),
+        &trigger.timezone,
+        trigger.interval_secs,
+        trigger.at,
+        trigger.start_at,
+        trigger.end_at,
+        trigger.created_at,
+    )
+}
+
+/// One trigger by id.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
+    Ok(sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Starts a firing transaction's work: silences the change notification for the
+/// transaction (peers need no wake-up for instants this executor handles) and returns
+/// the database's clock, which decides what is due.
+pub async fn begin_firing(conn: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
+    let (now,): (DateTime<Utc>,) =
+        sqlx::query_as("SELECT now() FROM (SELECT set_config('probactr.quiet', 'on', true)) AS quiet")
+            .fetch_one(conn)
+            .await?;
+    Ok(now)
+}
+
+/// Locks up to `batch` due triggers of unpaused jobs, earliest first; triggers another
+/// executor is firing are skipped, not waited for.
+pub async fn claim_due(conn: &mut PgConnection, batch: i64) -> Result<Vec<Trigger>, StoreError> {
+    Ok(sqlx::query_as::<_, Trigger>(
+        "SELECT triggers.* FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+         WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
+         ORDER BY triggers.next_fire_at
+         LIMIT $1
+         FOR UPDATE OF triggers SKIP LOCKED",
+    )
+    .bind(batch)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Inserts the first attempts of fired instants; an instant that already has a run is
+/// left alone (invariant 1). Returns how many rows were new.
+pub async fn insert_fired_runs(
+    conn: &mut PgConnection,
+    job_ids: &[i64],
+    trigger_ids: &[i64],
+    instants: &[DateTime<Utc>],
+) -> Result<u64, StoreError> {
+    if trigger_ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[])
+         ON CONFLICT (trigger_id, scheduled_at) WHERE attempt = 1 DO NOTHING",
+    )
+    .bind(job_ids)
+    .bind(trigger_ids)
+    .bind(instants)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// A stretch of instants of one trigger that will not run, and why.
+#[derive(Debug, Clone)]
+pub struct MissedInstants {
+    /// The trigger.
+    pub trigger_id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The first missed instant.
+    pub first: DateTime<Utc>,
+    /// The last missed instant.
+    pub last: DateTime<Utc>,
+    /// How many.
+    pub count: i64,
+    /// The policy that decided.
+    pub policy: Misfire,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// Records missed stretches, one row each.
+pub async fn record_misfires(conn: &mut PgConnection, missed: &[MissedInstants]) -> Result<(), StoreError> {
+    if missed.is_empty() {
+        return Ok(());
+    }
+    let column = |f: fn(&MissedInstants) -> String| missed.iter().map(f).collect::<Vec<_>>();
+    sqlx::query(
+        "INSERT INTO misfires (trigger_id, job_id, first_instant, last_instant, instants, policy, reason)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[],
+                              $5::bigint[], $6::text[], $7::text[])",
+    )
+    .bind(missed.iter().map(|m| m.trigger_id).collect::<Vec<_>>())
+    .bind(missed.iter().map(|m| m.job_id).collect::<Vec<_>>())
+    .bind(missed.iter().map(|m| m.first).collect::<Vec<_>>())
+    .bind(missed.iter().map(|m| m.last).collect::<Vec<_>>())
+    .bind(missed.iter().map(|m| m.count).collect::<Vec<_>>())
+    .bind(column(|m| m.policy.as_str().to_owned()))
+    .bind(column(|m| m.reason.clone()))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Moves each trigger's `next_fire_at` on (NULL when it has no instant left).
+pub async fn advance(
+    conn: &mut PgConnection,
+    trigger_ids: &[i64],
+    next_fire_at: &[Option<DateTime<Utc>>],
+    fired_at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    if trigger_ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE triggers SET next_fire_at = advanced.next, last_fired_at = $3
+         FROM UNNEST($1::bigint[], $2::timestamptz[]) AS advanced (id, next)
+         WHERE triggers.id = advanced.id",
+    )
+    .bind(trigger_ids)
+    .bind(next_fire_at)
+    .bind(fired_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Seconds from the database's clock until the earliest due instant of any unpaused
+/// trigger of an unpaused job (negative when overdue), or None when nothing is scheduled.
+pub async fn seconds_until_earliest_due(db: impl PgExecutor<'_>) -> Result<Option<f64>, StoreError> {
+    let (seconds,): (Option<f64>,) = sqlx::query_as(
+        "SELECT EXTRACT(EPOCH FROM (min(next_fire_at) - clock_timestamp()))::float8 FROM (
+             SELECT triggers.next_fire_at FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+             WHERE NOT triggers.paused AND triggers.next_fire_at IS NOT NULL AND NOT jobs.paused
+             ORDER BY triggers.next_fire_at LIMIT 1) AS first",
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(seconds)
+}
+
+/// Sets a trigger's paused flag. Resuming keeps `next_fire_at`, so instants that passed
+/// while paused go through the misfire policy.
+pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .bind(paused)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,288 @@
+//! One attempt of a run, from claim to recorded end.
+//!
+//! ```text
+//! claimed ─ lock or permit (jittered retry within the start budget) ─┬─ busy ─▶ overlap policy
+//!                                                                    │         (skip: record skipped,
+//!                                                                    │          queue: back in the queue)
+//!         start: state = running + next fencing token (one UPDATE) ──┤─ PostgreSQL says another attempt
+//!                                                                    │  of this non-parallel job runs ─▶ overlap policy
+//!         execute, renewing the lease every lease/3 ─────────────────┤─ renewal lost ─▶ stop point: kill, abandoned
+//!         record the end, fenced, retried with jitter until stored ──┘
+//!         release the lock by token
+//! ```
+//!
+//! Weak start, strong end: anything that goes wrong before the job starts is cheap (the
+//! run is skipped or re-queued, with the reason); once it ran, its end must be recorded,
+//! so that write is retried until PostgreSQL stores it or fences it off.
+
+use std::time::Duration;
+
+use probactr_common::backoff::Backoff;
+use probactr_common::fence::Write;
+use probactr_common::jobspec::JobSpec;
+use probactr_common::lock::{Acquire, Lease, Renewal, Want};
+use probactr_common::model::{Job, Overlap, Run, RunState};
+use probactr_common::store::runs::{self, Finish, Start, StartRequest};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use crate::job::{self, Ending, Execution, JobContext};
+use crate::registry::{StopHandle, StopReason};
+use crate::Shared;
+
+/// Runs one claimed run to its recorded end.
+pub async fn run_attempt(shared: &Shared, run: Run, job: Job, executor_id: Uuid, shutdown: &CancellationToken) {
+    let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
+        trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id);
+    Attempt { shared, run, job, executor_id }.execute(shutdown).instrument(span).await;
+}
+
+struct Attempt<'a> {
+    shared: &'a Shared,
+    run: Run,
+    job: Job,
+    executor_id: Uuid,
+}
+
+impl Attempt<'_> {
+    async fn execute(self, shutdown: &CancellationToken) {
+        let spec = match JobSpec::parse(self.job.kind, &self.job.spec) {
+            Ok(spec) => spec,
+            Err(err) => return self.end_before_start(RunState::Failed, &format!("invalid job spec: {err}")).await,
+        };
+        let lease = match self.take_lock().await {
+            Ok(lease) => lease,
+            Err(Busy(why)) => return self.give_way(&why).await,
+        };
+        if shutdown.is_cancelled() {
+            self.release(lease.as_ref()).await;
+            return self.put_back(Duration::ZERO, "executor shutting down").await;
+        }
+        let fence = match self.start(lease.as_ref()).await {
+            Some(fence) => fence,
+            None => return self.release(lease.as_ref()).await,
+        };
+        let handle = self.shared.registry.track(self.run.id, self.executor_id);
+        let renewal = lease.clone().map(|lease| {
+            let locks = self.shared.locks.clone();
+            tokio::spawn(keep_lease(locks, lease, handle.clone()).in_current_span())
+        });
+        let execution = job::execute(&spec, &self.context(fence), self.timeout(), handle.token(), &self.shared.http).await;
+        if let Some(renewal) = renewal {
+            renewal.abort();
+        }
+        let finish = describe_end(&execution, &handle, self.job.timeout_secs);
+        self.record_end(fence, &finish).await;
+        self.shared.registry.untrack(self.run.id);
+        self.release(lease.as_ref()).await;
+    }
+
+    fn context(&self, fence: Option<i64>) -> JobContext {
+        JobContext {
+            run_id: self.run.id,
+            job_id: self.job.id,
+            trigger_id: self.run.trigger_id,
+            scheduled_at: self.run.scheduled_at,
+            attempt: self.run.attempt,
+            fence,
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(u64::try_from(self.job.timeout_secs).unwrap_or(1).max(1))
+    }
+
+    fn want(&self) -> Option<Want> {
+        match (self.job.parallel, self.job.max_concurrency) {
+            (false, _) => Some(Want::Mutex { job_id: self.job.id }),
+            (true, Some(max)) => Some(Want::Permit { job_id: self.job.id, max: max.max(1) as u32 }),
+            (true, None) => None,
+        }
+    }
+
+    /// Takes the job's mutex or permit, retrying with full jitter within the start budget.
+    async fn take_lock(&self) -> Result<Option<Lease>, Busy> {
+        let Some(want) = self.want() else { return Ok(None) };
+        let config = &self.shared.config;
+        let backoff = Backoff::FullJitter { base: Duration::from_millis(20), cap: Duration::from_millis(500) };
+        match self.shared.locks.acquire(want, config.lock_lease, config.lock_start_budget, &backoff).await {
+            Ok(Acquire::Acquired(lease)) => {
+                tracing::debug!(lock.token = lease.token(), "lock acquired");
+                Ok(Some(lease))
+            }
+            Ok(Acquire::Busy { attempts }) => {
+                tracing::info!(attempts, "lock busy for the whole start budget");
+                Err(Busy(format!("job busy: its lock was held for the whole start budget ({attempts} attempts)")))
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot reach Redis to take the lock");
+                Err(Busy(format!("lock unavailable: {err}")))
+            }
+        }
+    }
+
+    /// Marks the run running with a fresh fencing token. None when it must not run.
+    async fn start(&self, lease: Option<&Lease>) -> Option<Option<i64>> {
+        let request = StartRequest {
+            run_id: self.run.id,
+            job_id: self.job.id,
+            executor_id: self.executor_id,
+            exclusive: !self.job.parallel,
+            fenced: lease.is_some(),
+            lock_token: lease.map(Lease::token),
+        };
+        match runs::start(&self.shared.pool, &request).await {
+            Ok(Start::Started { fence }) => {
+                tracing::info!(fence, "run started");
+                Some(fence)
+            }
+            Ok(Start::JobBusy) => {
+                tracing::info!("PostgreSQL refused: another attempt of this non-parallel job is running");
+                self.give_way("job busy: another attempt is running").await;
+                None
+            }
+            Ok(Start::Gone) => {
+                tracing::info!("claim vanished before start (cancelled, reaped or job deleted)");
+                None
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot start the run; putting it back");
+                self.put_back(Duration::from_secs(1), "start failed").await;
+                None
+            }
+        }
+    }
+
+    /// The job's lock or permit could not be had: apply its overlap policy.
+    async fn give_way(&self, why: &str) {
+        match self.job.overlap {
+            Overlap::Skip => self.end_before_start(RunState::Skipped, why).await,
+            Overlap::Queue => {
+                let delay = Backoff::FullJitter { base: Duration::from_millis(250), cap: Duration::from_secs(2) }.delay(2);
+                self.put_back(delay, why).await;
+            }
+        }
+    }
+
+    async fn end_before_start(&self, state: RunState, reason: &str) {
+        let result = retry_small_write(|| runs::end_claim(&self.shared.pool, self.run.id, self.executor_id, state, reason)).await;
+        tracing::info!(state = %state, reason, recorded = result, "run ended before it started");
+    }
+
+    async fn put_back(&self, delay: Duration, why: &str) {
+        let result = retry_small_write(|| runs::unclaim(&self.shared.pool, self.run.id, self.executor_id, delay)).await;
+        tracing::info!(reason = why, delay_ms = delay.as_millis() as u64, requeued = result, "run put back in the queue");
+    }
+
+    /// Strong end: retries with jitter until PostgreSQL stores the end or fences it off.
+    async fn record_end(&self, fence: Option<i64>, finish: &Finish) {
+        let backoff = Backoff::FullJitter { base: Duration::from_millis(50), cap: Duration::from_secs(5) };
+        let mut failures = 0u32;
+        loop {
+            match runs::finish(&self.shared.pool, self.run.id, self.executor_id, fence, finish).await {
+                Ok(done) => {
+                    match done.write {
+                        Write::Stored => tracing::info!(state = %finish.state, exit_code = finish.exit_code,
+                            http_status = finish.http_status, retry.run_id = done.retry_run_id, "run recorded"),
+                        Write::Fenced => tracing::warn!(state = %finish.state, fence,
+                            "end rejected by fencing: the run was reaped or a newer holder took the job"),
+                    }
+                    return;
+                }
+                Err(err) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(error = %err, failures, "cannot record the run's end yet; retrying");
+                    tokio::time::sleep(backoff.delay(failures.min(10))).await;
+                }
+            }
+        }
+    }
+
+    async fn release(&self, lease: Option<&Lease>) {
+        let Some(lease) = lease else { return };
+        match self.shared.locks.release(lease).await {
+            Ok(true) => tracing::debug!(lock.token = lease.token(), "lock released"),
+            Ok(false) => tracing::info!(lock.token = lease.token(), "lock was no longer ours at release"),
+            Err(err) => tracing::warn!(error = %err, "cannot release the lock; it expires with its lease"),
+        }
+    }
+}
+
+/// Why a run could not start.
+struct Busy(String);
+
+/// Retries a small state change a few times (weak start: giving up is acceptable, the
+/// monitor returns stale claims to the queue). Returns whether it was applied.
+async fn retry_small_write<F, Fut>(mut write: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, probactr_common::store::StoreError>>,
+{
+    let backoff = Backoff::FullJitter { base: Duration::from_millis(50), cap: Duration::from_secs(2) };
+    for attempt in 0..8 {
+        match write().await {
+            Ok(applied) => return applied,
+            Err(err) => {
+                tracing::warn!(error = %err, attempt, "state change failed; retrying");
+                tokio::time::sleep(backoff.delay(attempt)).await;
+            }
+        }
+    }
+    false
+}
+
+/// Renews the lease every lease/3 until the attempt ends. When renewal finds the lock
+/// gone, or cannot confirm it before the lease would run out, it stops the job at once:
+/// the stop point. A job never runs past a lease it cannot prove it holds.
+async fn keep_lease(locks: probactr_common::lock::Locks, lease: Lease, handle: StopHandle) {
+    let every = lease.ttl() / 3;
+    let mut confirmed_at = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = handle.token().cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let renewed = tokio::time::timeout(every / 2, locks.renew(&lease)).await;
+        match renewed {
+            Ok(Ok(Renewal::Renewed)) => confirmed_at = tokio::time::Instant::now(),
+            Ok(Ok(Renewal::Lost)) => {
+                tracing::warn!(lock.token = lease.token(), "lock lost: another owner or expired; stopping the job");
+                handle.stop(StopReason::LockLost);
+                return;
+            }
+            Ok(Err(_)) | Err(_) => {
+                // Another interval without confirmation would outlive the lease.
+                if confirmed_at.elapsed() + every >= lease.ttl() {
+                    tracing::warn!(lock.token = lease.token(), "cannot renew the lease before it expires; stopping the job");
+                    handle.stop(StopReason::LockLost);
+                    return;
+                }
+                tracing::info!(lock.token = lease.token(), "lease renewal failed; will retry before it expires");
+            }
+        }
+    }
+}
+
+/// Turns how the job ended into what is recorded.
+fn describe_end(execution: &Execution, handle: &StopHandle, timeout_secs: i32) -> Finish {
+    let (state, reason) = match execution.ending {
+        Ending::Succeeded => (RunState::Succeeded, None),
+        Ending::Failed => (RunState::Failed, None),
+        Ending::TimedOut => (RunState::TimedOut, Some(format!("timed out after {timeout_secs}s"))),
+        Ending::Stopped => match handle.reason() {
+            Some(StopReason::Cancelled) => (RunState::Cancelled, Some(StopReason::Cancelled.describe().to_owned())),
+            Some(reason) => (RunState::Abandoned, Some(reason.describe().to_owned())),
+            None => (RunState::Abandoned, Some("stopped".to_owned())),
+        },
+    };
+    Finish {
+        state,
+        reason,
+        exit_code: execution.exit_code,
+        http_status: execution.http_status,
+        error: execution.error.clone(),
+        output: execution.output.clone(),
+        output_truncated: execution.output_truncated,
+    }
+}

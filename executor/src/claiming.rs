@@ -1,0 +1,90 @@
+//! Claiming: taking queued runs, oldest first, up to this executor's free capacity.
+//!
+//! Capacity is a semaphore of `PROBACTR_EXECUTOR_CAPACITY` permits; each attempt holds
+//! one until it has recorded its end. The loop claims when woken (runs queued, capacity
+//! freed) or every second (retries whose backoff elapsed raise no notification).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use probactr_common::backoff::Backoff;
+use probactr_common::store::{jobs, runs};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::{attempt, Shared};
+
+/// How often the loop looks for claimable runs without being woken.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Claims and starts attempts until `stop` is cancelled.
+pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: CancellationToken) {
+    let capacity = Arc::new(Semaphore::new(shared.config.executor_capacity as usize));
+    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let mut failures = 0u32;
+    while !stop.is_cancelled() {
+        let free = capacity.available_permits();
+        let pause = if free == 0 {
+            POLL
+        } else {
+            match claim_and_start(&shared, &tracker, &capacity, free, &stop).await {
+                Ok(claimed) if claimed == free => Duration::ZERO,
+                Ok(_) => {
+                    failures = 0;
+                    POLL
+                }
+                Err(err) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(error = %err, failures, "claiming failed; backing off");
+                    backoff.delay(failures.min(10))
+                }
+            }
+        };
+        if pause.is_zero() {
+            continue;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = shared.wakeups.runs.notified() => {}
+            _ = tokio::time::sleep(pause) => {}
+        }
+    }
+    tracing::debug!("claim loop stopped");
+}
+
+async fn claim_and_start(
+    shared: &Arc<Shared>,
+    tracker: &TaskTracker,
+    capacity: &Arc<Semaphore>,
+    free: usize,
+    stop: &CancellationToken,
+) -> anyhow::Result<usize> {
+    let executor_id = shared.registry.id();
+    let claimed = runs::claim_queued(&shared.pool, executor_id, free as i64).await?;
+    if claimed.is_empty() {
+        return Ok(0);
+    }
+    let job_ids: Vec<i64> = claimed.iter().map(|run| run.job_id).collect();
+    let jobs = jobs::get_many(&shared.pool, &job_ids).await?;
+    let count = claimed.len();
+    for run in claimed {
+        let Some(job) = jobs.iter().find(|job| job.id == run.job_id).cloned() else {
+            // The job was deleted between claim and read; the cascade removed the run.
+            continue;
+        };
+        let Ok(permit) = capacity.clone().try_acquire_owned() else {
+            // Cannot happen (we claimed at most `free`), but never exceed capacity.
+            runs::unclaim(&shared.pool, run.id, executor_id, Duration::ZERO).await?;
+            continue;
+        };
+        let shared = shared.clone();
+        let stop = stop.clone();
+        tracker.spawn(async move {
+            attempt::run_attempt(&shared, run, job, executor_id, &stop).await;
+            drop(permit);
+            shared.wakeups.runs.notify_one();
+        });
+    }
+    Ok(count)
+}

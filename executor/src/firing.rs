@@ -1,0 +1,227 @@
+//! Firing: turning due trigger instants into run rows, exactly once.
+//!
+//! The loop sleeps until the earliest `next_fire_at` (or a notification that triggers
+//! changed), then fires in batches. One batch is one transaction:
+//!
+//! 1. lock up to `PROBACTR_FIRE_BATCH` due triggers, earliest first, `SKIP LOCKED` — so
+//!    executors firing at once split the work instead of queueing behind each other;
+//! 2. plan each trigger in Rust ([`plan_trigger`]): which instants run, which are
+//!    recorded as missed and why, and the next instant;
+//! 3. insert the runs (`ON CONFLICT DO NOTHING` on the trigger's instant: invariant 1),
+//!    record the misfires, advance `next_fire_at`; commit.
+//!
+//! Misfires: an instant fired later than the trigger's `misfire_threshold_secs` is late.
+//! Instants within the threshold always run; late ones follow the trigger's policy:
+//! `fire_once` runs the latest late instant when no timely one runs, `skip` runs none,
+//! `fire_all` runs up to [`FIRE_ALL_CAP`] of them. Every late instant not run is counted
+//! in a `misfires` row, so nothing is dropped silently (invariant 2).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use probactr_common::backoff::Backoff;
+use probactr_common::model::{Misfire, Trigger, FIRE_ALL_CAP};
+use probactr_common::schedule::TriggerSchedule;
+use probactr_common::store::triggers::{self, MissedInstants};
+use probactr_common::store::StoreError;
+use tokio_util::sync::CancellationToken;
+
+use crate::Shared;
+
+/// The most instants within the misfire threshold one firing runs for one trigger; more
+/// (a one-second interval with an hour's threshold after an outage) are counted as missed.
+pub const TIMELY_CAP: usize = 1000;
+
+/// The longest the loop sleeps without looking again (a safety net under notifications).
+const MAX_SLEEP: Duration = Duration::from_secs(30);
+
+/// Fires until `stop` is cancelled.
+pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
+    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let mut failures = 0u32;
+    while !stop.is_cancelled() {
+        let pause = match fire_due(&shared).await {
+            Ok(()) => {
+                failures = 0;
+                time_until_next_fire(&shared).await
+            }
+            Err(err) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(error = %err, failures, "firing failed; backing off");
+                Ok(backoff.delay(failures.min(10)))
+            }
+        };
+        let pause = pause.unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "cannot read the next fire time");
+            backoff.delay(failures.min(10))
+        });
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = shared.wakeups.triggers.notified() => {}
+            _ = tokio::time::sleep(pause) => {}
+        }
+    }
+    tracing::debug!("fire loop stopped");
+}
+
+async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
+    Ok(match triggers::seconds_until_earliest_due(&shared.pool).await? {
+        Some(secs) if secs > 0.0 => Duration::from_secs_f64(secs).min(MAX_SLEEP),
+        Some(_) => Duration::ZERO,
+        None => MAX_SLEEP,
+    })
+}
+
+/// Fires batches until fewer than a full batch was due.
+pub async fn fire_due(shared: &Shared) -> Result<(), StoreError> {
+    let batch = i64::from(shared.config.fire_batch);
+    loop {
+        let report = fire_batch(shared, batch).await?;
+        if report.triggers > 0 {
+            tracing::debug!(triggers = report.triggers, runs = report.runs, missed = report.missed, "fired");
+            shared.wakeups.runs.notify_one();
+        }
+        if report.triggers < batch as usize {
+            return Ok(());
+        }
+    }
+}
+
+/// What one batch did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FireReport {
+    /// Triggers fired.
+    pub triggers: usize,
+    /// Runs inserted.
+    pub runs: u64,
+    /// Instants recorded as missed.
+    pub missed: i64,
+}
+
+/// Fires one batch in one transaction.
+pub async fn fire_batch(shared: &Shared, batch: i64) -> Result<FireReport, StoreError> {
+    let mut tx = shared.pool.begin().await?;
+    let now = triggers::begin_firing(&mut tx).await?;
+    let due = triggers::claim_due(&mut tx, batch).await?;
+    if due.is_empty() {
+        tx.commit().await?;
+        return Ok(FireReport::default());
+    }
+    let plans: Vec<TriggerPlan> = due.iter().map(|trigger| plan_stored_trigger(trigger, now)).collect();
+    let mut job_ids = Vec::new();
+    let mut trigger_ids = Vec::new();
+    let mut instants = Vec::new();
+    for (trigger, plan) in due.iter().zip(&plans) {
+        for instant in &plan.fire {
+            job_ids.push(trigger.job_id);
+            trigger_ids.push(trigger.id);
+            instants.push(*instant);
+        }
+    }
+    let runs = triggers::insert_fired_runs(&mut tx, &job_ids, &trigger_ids, &instants).await?;
+    let missed: Vec<MissedInstants> = plans.iter().filter_map(|plan| plan.missed.clone()).collect();
+    triggers::record_misfires(&mut tx, &missed).await?;
+    let ids: Vec<i64> = due.iter().map(|trigger| trigger.id).collect();
+    let nexts: Vec<Option<DateTime<Utc>>> = plans.iter().map(|plan| plan.next).collect();
+    triggers::advance(&mut tx, &ids, &nexts, now).await?;
+    tx.commit().await?;
+    for missed in &missed {
+        tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
+            policy = %missed.policy, reason = %missed.reason, "instants missed");
+    }
+    Ok(FireReport { triggers: due.len(), runs, missed: missed.iter().map(|m| m.count).sum() })
+}
+
+/// What firing does with one due trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerPlan {
+    /// Instants that get a run.
+    pub fire: Vec<DateTime<Utc>>,
+    /// Instants that do not, counted, with the reason.
+    pub missed: Option<MissedInstants>,
+    /// The trigger's next instant (None: it has none left).
+    pub next: Option<DateTime<Utc>>,
+}
+
+fn plan_stored_trigger(trigger: &Trigger, now: DateTime<Utc>) -> TriggerPlan {
+    match triggers::schedule_of(trigger) {
+        Ok(schedule) => plan_trigger(trigger, &schedule, now),
+        Err(err) => {
+            tracing::error!(trigger.id = trigger.id, error = %err, "stored trigger has an invalid schedule; it stops firing");
+            let instant = trigger.next_fire_at.unwrap_or(now);
+            TriggerPlan {
+                fire: Vec::new(),
+                missed: Some(missed(trigger, instant, instant, 1, format!("invalid schedule: {err}"))),
+                next: None,
+            }
+        }
+    }
+}
+
+/// Decides which of a due trigger's instants run (see the module doc for the rules).
+pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime<Utc>) -> TriggerPlan {
+    let next = schedule.next_after(now);
+    let Some(first) = trigger.next_fire_at.filter(|first| *first <= now) else {
+        return TriggerPlan { fire: Vec::new(), missed: None, next: trigger.next_fire_at.or(next) };
+    };
+    let threshold = now - TimeDelta::seconds(i64::from(trigger.misfire_threshold_secs));
+    // Instants in [first, threshold) are late; those in [threshold, now] are timely.
+    let just_before_threshold = threshold - TimeDelta::microseconds(1);
+    let (late, late_total) = if first < threshold {
+        let rest = schedule.between(first, just_before_threshold, FIRE_ALL_CAP);
+        (prepend(first, rest.instants), rest.total + 1)
+    } else {
+        (Vec::new(), 0)
+    };
+    let timely = if first >= threshold {
+        let rest = schedule.between(first, now, TIMELY_CAP - 1);
+        Instants { total: rest.total + 1, instants: prepend(first, rest.instants) }
+    } else {
+        let rest = schedule.between(just_before_threshold, now, TIMELY_CAP);
+        Instants { total: rest.total, instants: rest.instants }
+    };
+    let mut fire = timely.instants;
+    let mut missed_count = timely.total.saturating_sub(fire.len() as u64);
+    let mut reason = String::from("more instants due at once than one firing runs");
+    if late_total > 0 {
+        let run_late: Vec<DateTime<Utc>> = match trigger.misfire {
+            Misfire::FireOnce if fire.is_empty() => late.last().copied().into_iter().collect(),
+            Misfire::FireOnce | Misfire::Skip => Vec::new(),
+            Misfire::FireAll => late.iter().copied().take(FIRE_ALL_CAP).collect(),
+        };
+        missed_count += late_total - run_late.len() as u64;
+        reason = format!(
+            "misfired: later than {}s after their instant (policy {})",
+            trigger.misfire_threshold_secs, trigger.misfire
+        );
+        fire.splice(0..0, run_late);
+    }
+    let missed = (missed_count > 0).then(|| {
+        let last_missed = late.last().copied().unwrap_or(first);
+        missed(trigger, first, last_missed, missed_count as i64, reason)
+    });
+    TriggerPlan { fire, missed, next }
+}
+
+struct Instants {
+    instants: Vec<DateTime<Utc>>,
+    total: u64,
+}
+
+fn prepend(first: DateTime<Utc>, mut rest: Vec<DateTime<Utc>>) -> Vec<DateTime<Utc>> {
+    rest.insert(0, first);
+    rest
+}
+
+fn missed(trigger: &Trigger, first: DateTime<Utc>, last: DateTime<Utc>, count: i64, reason: String) -> MissedInstants {
+    MissedInstants {
+        trigger_id: trigger.id,
+        job_id: trigger.job_id,
+        first,
+        last,
+        count,
+        policy: trigger.misfire,
+        reason,
+    }
+}

@@ -1,0 +1,108 @@
+//! probactr's executor: fires due triggers and runs jobs under locks.
+//!
+//! Any number of executors run side by side without a leader. Each one:
+//!
+//! 1. keeps one PostgreSQL listener that wakes it when triggers change or runs are
+//!    queued ([`wakeup`]);
+//! 2. sleeps until the earliest `next_fire_at`, then fires due triggers in batches, one
+//!    transaction per batch, skipping rows other executors hold ([`firing`]);
+//! 3. claims queued runs up to its capacity ([`claiming`]) and runs each as an attempt
+//!    ([`attempt`]): Redis lock or permit, fencing token, the job itself ([`job`]) with
+//!    lease renewal and a stop point, and a completion write that retries until stored;
+//! 4. heartbeats, watches for cancellation requests, and stops its runs when it can no
+//!    longer prove it is alive ([`liveness`]).
+//!
+//! SIGTERM drains: stop claiming, let running attempts finish up to the drain timeout,
+//! stop the rest, record them, release locks, deregister.
+
+pub mod attempt;
+pub mod claiming;
+pub mod firing;
+pub mod job;
+pub mod liveness;
+pub mod registry;
+pub mod wakeup;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use probactr_common::config::Config;
+use probactr_common::lock::Locks;
+use probactr_common::store;
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What every part of an executor shares.
+pub struct Shared {
+    /// Settings.
+    pub config: Config,
+    /// PostgreSQL.
+    pub pool: PgPool,
+    /// Redis locks and permits.
+    pub locks: Locks,
+    /// The HTTP client of HTTP jobs, with its address policy.
+    pub http: job::HttpRunner,
+    /// Who this executor is now, and the runs it is executing.
+    pub registry: registry::Registry,
+    /// Wake-ups from PostgreSQL notifications.
+    pub wakeups: wakeup::Wakeups,
+}
+
+/// Runs an executor until `shutdown` is cancelled, then drains and returns.
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let shared = Arc::new(connect(config).await?);
+    liveness::register_until_done(&shared, &shutdown).await;
+    let tracker = TaskTracker::new();
+    let background = CancellationToken::new();
+    let loops = [
+        tokio::spawn(wakeup::listen(shared.clone(), background.clone())),
+        tokio::spawn(liveness::heartbeat_loop(shared.clone(), background.clone())),
+        tokio::spawn(liveness::cancel_watch_loop(shared.clone(), background.clone())),
+        tokio::spawn(firing::fire_loop(shared.clone(), shutdown.clone())),
+        tokio::spawn(claiming::claim_loop(shared.clone(), tracker.clone(), shutdown.clone())),
+    ];
+    shutdown.cancelled().await;
+    drain(&shared, &tracker).await;
+    background.cancel();
+    for task in loops {
+        let _ = task.await;
+    }
+    liveness::deregister(&shared).await;
+    tracing::info!(executor.id = %shared.registry.id(), "executor stopped");
+    Ok(())
+}
+
+async fn connect(config: Config) -> anyhow::Result<Shared> {
+    let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the PostgreSQL pool")?;
+    let locks = Locks::connect(&config.redis_url, &config.redis_prefix)
+        .await
+        .context("while connecting to Redis")?;
+    let policy = job::HttpPolicy::from_lists(&config.http_allow, &config.http_deny)
+        .map_err(|err| anyhow::anyhow!("PROBACTR_HTTP_ALLOW/PROBACTR_HTTP_DENY: {err}"))?;
+    let http = job::HttpRunner::new(policy).context("while building the HTTP client")?;
+    Ok(Shared {
+        config,
+        pool,
+        locks,
+        http,
+        registry: registry::Registry::new(),
+        wakeups: wakeup::Wakeups::default(),
+    })
+}
+
+/// Lets running attempts finish up to the drain timeout, then stops the rest and waits
+/// for them to record their end.
+async fn drain(shared: &Shared, tracker: &TaskTracker) {
+    tracker.close();
+    liveness::mark_draining(shared).await;
+    let running = shared.registry.running_count();
+    tracing::info!(running, timeout = ?shared.config.drain_timeout, "draining");
+    if tokio::time::timeout(shared.config.drain_timeout, tracker.wait()).await.is_err() {
+        let stopped = shared.registry.stop_all(registry::StopReason::Shutdown);
+        tracing::warn!(stopped, "drain timeout reached; stopping running jobs");
+        if tokio::time::timeout(std::time::Duration::from_secs(15), tracker.wait()).await.is_err() {
+            tracing::error!("attempts did not record their end in time after being stopped");
+        }
+    }
+}

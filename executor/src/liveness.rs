@@ -1,0 +1,133 @@
+//! Staying alive in the cluster's eyes: registration, heartbeats, cancellation requests.
+//!
+//! An executor that cannot prove it is alive must not act as if it were: when its
+//! heartbeats have failed for two thirds of the heartbeat timeout it stops its running
+//! attempts, because a monitor may be about to declare it dead and re-queue them
+//! elsewhere. When a heartbeat finds it already declared dead, it stops everything started
+//! under that identity (those runs were reaped; their writes are fenced off) and
+//! registers again under a new id.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use probactr_common::backoff::Backoff;
+use probactr_common::model::{ProcessRole, ProcessState};
+use probactr_common::store::processes::{self, Heartbeat, Registration};
+use probactr_common::store::runs;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::registry::StopReason;
+use crate::Shared;
+
+/// How often running attempts are checked for cancellation requests (cancel within 1 s).
+const CANCEL_POLL: Duration = Duration::from_millis(400);
+
+/// Registers the current identity, retrying with jitter while PostgreSQL is unreachable.
+pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
+    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let mut failures = 0u32;
+    loop {
+        let who = registration(shared, shared.registry.id());
+        match processes::register(&shared.pool, &who).await {
+            Ok(()) => {
+                tracing::info!(executor.id = %who.id, host = %who.host, pid = who.pid, capacity = who.capacity, "executor registered");
+                return;
+            }
+            Err(err) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(error = %err, failures, "cannot register yet; retrying");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(backoff.delay(failures.min(10))) => {}
+                }
+            }
+        }
+    }
+}
+
+fn registration(shared: &Shared, id: Uuid) -> Registration {
+    let mut who = Registration::this_process(ProcessRole::Executor, shared.config.executor_capacity as i32);
+    who.id = id;
+    who
+}
+
+/// Heartbeats every `PROBACTR_HEARTBEAT_INTERVAL` until `stop` is cancelled.
+pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
+    let interval = shared.config.heartbeat_interval;
+    let give_up_after = shared.config.heartbeat_timeout * 2 / 3;
+    let mut last_success = Instant::now();
+    let mut stopped_for_silence = false;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        let id = shared.registry.id();
+        match processes::heartbeat(&shared.pool, id).await {
+            Ok(Heartbeat::Alive) => {
+                last_success = Instant::now();
+                stopped_for_silence = false;
+                if let Err(err) = runs::touch_running(&shared.pool, id).await {
+                    tracing::debug!(error = %err, "cannot touch running runs");
+                }
+            }
+            Ok(Heartbeat::DeclaredDead) => {
+                let stopped = shared.registry.stop_identity(id, StopReason::ExecutorLost);
+                let new = shared.registry.renew_identity();
+                tracing::warn!(executor.id = %id, new_executor.id = %new.id, stopped,
+                    "declared dead by a monitor; stopped its runs and registering again");
+                register_until_done(&shared, &stop).await;
+                last_success = Instant::now();
+            }
+            Err(err) => {
+                let silent_for = last_success.elapsed();
+                tracing::warn!(error = %err, silent_ms = silent_for.as_millis() as u64, "heartbeat failed");
+                if silent_for >= give_up_after && !stopped_for_silence {
+                    let stopped = shared.registry.stop_identity(id, StopReason::ExecutorLost);
+                    stopped_for_silence = true;
+                    tracing::warn!(executor.id = %id, stopped,
+                        "cannot prove this executor is alive; stopped its running jobs");
+                }
+            }
+        }
+    }
+}
+
+/// Stops attempts whose cancellation was requested, until `stop` is cancelled.
+pub async fn cancel_watch_loop(shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(CANCEL_POLL) => {}
+        }
+        if shared.registry.running_count() == 0 {
+            continue;
+        }
+        match runs::cancel_requested(&shared.pool, shared.registry.id()).await {
+            Ok(ids) => {
+                for run_id in ids {
+                    if shared.registry.stop(run_id, StopReason::Cancelled) {
+                        tracing::info!(run.id = run_id, "cancellation requested; stopping the job");
+                    }
+                }
+            }
+            Err(err) => tracing::debug!(error = %err, "cannot read cancellation requests"),
+        }
+    }
+}
+
+/// Tells the cluster this executor takes no new work.
+pub async fn mark_draining(shared: &Shared) {
+    if let Err(err) = processes::set_state(&shared.pool, shared.registry.id(), ProcessState::Draining).await {
+        tracing::warn!(error = %err, "cannot mark the executor draining");
+    }
+}
+
+/// Marks the executor stopped at the end of a clean shutdown.
+pub async fn deregister(shared: &Shared) {
+    if let Err(err) = processes::set_state(&shared.pool, shared.registry.id(), ProcessState::Stopped).await {
+        tracing::warn!(error = %err, "cannot deregister the executor");
+    }
+}

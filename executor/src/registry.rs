@@ -1,0 +1,161 @@
+//! Who this executor is, and the attempts it is executing.
+//!
+//! The identity changes when a monitor declares this executor dead: every attempt
+//! started under the old identity is stopped (it was reaped, its writes are fenced off)
+//! and the executor registers again under a new id. Each attempt registers a stop
+//! handle here so cancellation, the stop point, liveness loss and shutdown can reach it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Why an attempt was stopped before it ended on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Cancellation was requested through the database.
+    Cancelled,
+    /// Lease renewal found the lock gone or owned by another (the stop point).
+    LockLost,
+    /// The executor was declared dead, or could not heartbeat long enough that it may be.
+    ExecutorLost,
+    /// The executor is shutting down and the drain timeout passed.
+    Shutdown,
+}
+
+impl StopReason {
+    /// The reason recorded on the run.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Cancelled => "cancelled on request",
+            StopReason::LockLost => "lock lost: lease renewal failed (stop point)",
+            StopReason::ExecutorLost => "executor lost: could not prove it was alive",
+            StopReason::Shutdown => "executor shut down before the run finished",
+        }
+    }
+}
+
+/// How to stop one attempt, and why it was stopped.
+#[derive(Debug, Clone, Default)]
+pub struct StopHandle {
+    token: CancellationToken,
+    reason: Arc<OnceLock<StopReason>>,
+}
+
+impl StopHandle {
+    /// Stops the attempt; the first reason given wins.
+    pub fn stop(&self, reason: StopReason) {
+        let _ = self.reason.set(reason);
+        self.token.cancel();
+    }
+
+    /// The token the job watches.
+    pub fn token(&self) -> CancellationToken {
+        self.token.clone()
+    }
+
+    /// Why it was stopped, if it was.
+    pub fn reason(&self) -> Option<StopReason> {
+        self.reason.get().copied()
+    }
+}
+
+/// The executor's current identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// The id registered in `executors`.
+    pub id: Uuid,
+}
+
+/// Identity and running attempts.
+#[derive(Debug)]
+pub struct Registry {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    identity: Identity,
+    running: HashMap<i64, (Uuid, StopHandle)>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl Registry {
+    /// A registry with a fresh (not yet registered) identity.
+    pub fn new() -> Registry {
+        Registry {
+            state: Mutex::new(State { identity: Identity { id: Uuid::new_v4() }, running: HashMap::new() }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this short lock leaves plain data behind; keep going.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The current executor id.
+    pub fn id(&self) -> Uuid {
+        self.lock().identity.id
+    }
+
+    /// Replaces the identity (after being declared dead) and returns the new one.
+    pub fn renew_identity(&self) -> Identity {
+        let mut state = self.lock();
+        state.identity = Identity { id: Uuid::new_v4() };
+        state.identity
+    }
+
+    /// Registers an attempt of `run_id` started under `executor_id`.
+    pub fn track(&self, run_id: i64, executor_id: Uuid) -> StopHandle {
+        let handle = StopHandle::default();
+        self.lock().running.insert(run_id, (executor_id, handle.clone()));
+        handle
+    }
+
+    /// Forgets a finished attempt.
+    pub fn untrack(&self, run_id: i64) {
+        self.lock().running.remove(&run_id);
+    }
+
+    /// Stops one attempt; false when it is not running here.
+    pub fn stop(&self, run_id: i64, reason: StopReason) -> bool {
+        match self.lock().running.get(&run_id) {
+            Some((_, handle)) => {
+                handle.stop(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every attempt started under `executor_id`; returns how many.
+    pub fn stop_identity(&self, executor_id: Uuid, reason: StopReason) -> usize {
+        let state = self.lock();
+        let mut stopped = 0;
+        for (owner, handle) in state.running.values() {
+            if *owner == executor_id {
+                handle.stop(reason);
+                stopped += 1;
+            }
+        }
+        stopped
+    }
+
+    /// Stops every attempt; returns how many.
+    pub fn stop_all(&self, reason: StopReason) -> usize {
+        let state = self.lock();
+        state.running.values().for_each(|(_, handle)| handle.stop(reason));
+        state.running.len()
+    }
+
+    /// How many attempts are registered.
+    pub fn running_count(&self) -> usize {
+        self.lock().running.len()
+    }
+}

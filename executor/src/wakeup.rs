@@ -1,0 +1,70 @@
+//! Wake-ups from PostgreSQL: one `LISTEN` connection per executor turns notifications on
+//! the triggers and runs channels into in-process [`Notify`]s, so a trigger created to
+//! fire in one second fires on time even while the executor sleeps for an hour.
+//!
+//! A lost listener connection is re-opened with jittered backoff; after a reconnect both
+//! notifies fire once, since changes made meanwhile were not heard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use probactr_common::backoff::Backoff;
+use probactr_common::store::{RUNS_CHANNEL, TRIGGERS_CHANNEL};
+use sqlx::postgres::PgListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::Shared;
+
+/// In-process wake-ups.
+#[derive(Debug, Default)]
+pub struct Wakeups {
+    /// Triggers changed: re-read the earliest `next_fire_at`.
+    pub triggers: Notify,
+    /// Runs were queued (or capacity freed): try to claim.
+    pub runs: Notify,
+}
+
+impl Wakeups {
+    fn wake_all(&self) {
+        self.triggers.notify_one();
+        self.runs.notify_one();
+    }
+}
+
+/// Listens until `stop` is cancelled.
+pub async fn listen(shared: Arc<Shared>, stop: CancellationToken) {
+    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let mut failures = 0u32;
+    while !stop.is_cancelled() {
+        match listen_once(&shared, &stop).await {
+            Ok(()) => return,
+            Err(err) => {
+                tracing::warn!(error = %err, "notification listener lost; reconnecting");
+                shared.wakeups.wake_all();
+                failures = failures.saturating_add(1);
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(backoff.delay(failures.min(10))) => {}
+                }
+            }
+        }
+    }
+}
+
+async fn listen_once(shared: &Shared, stop: &CancellationToken) -> Result<(), sqlx::Error> {
+    let mut listener = PgListener::connect_with(&shared.pool).await?;
+    listener.listen_all([TRIGGERS_CHANNEL, RUNS_CHANNEL]).await?;
+    // Anything that changed while we were not listening was missed: look again.
+    shared.wakeups.wake_all();
+    loop {
+        let notification = tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            received = listener.recv() => received?,
+        };
+        match notification.channel() {
+            TRIGGERS_CHANNEL => shared.wakeups.triggers.notify_one(),
+            _ => shared.wakeups.runs.notify_one(),
+        }
+    }
+}

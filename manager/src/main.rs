@@ -1,0 +1,12 @@
+//! `probactr-manager`: the web admin and REST API.
+
+use probactr_common::{cli, config::Config, telemetry};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    cli::handle_args("probactr-manager", "web admin and REST API");
+    let config = Config::from_env_or_exit("probactr-manager");
+    telemetry::init(&config);
+    tracing::info!(config = %config.summary(), "probactr-manager starting");
+    probactr_manager::run(config, probactr_common::shutdown::on_signal()).await
+}

@@ -1,0 +1,129 @@
+//! probactr's monitor: finds executors whose heartbeat stopped and reaps them.
+//!
+//! Any number of monitors can run; they coordinate only through conditional statements
+//! in PostgreSQL, so none reaps an executor or re-queues a run twice. Each monitor:
+//!
+//! - registers and heartbeats like an executor (role `monitor`), so the admin shows it;
+//! - every `PROBACTR_REAP_INTERVAL` runs one [`reaper::reap_once`] pass: declare silent
+//!   executors dead, abandon their runs, release their locks by token, re-queue retries,
+//!   and do the housekeeping (stuck and stale runs, history retention).
+//!
+//! A monitor that cannot reach PostgreSQL backs off with jitter and keeps trying.
+
+pub mod reaper;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use probactr_common::backoff::Backoff;
+use probactr_common::config::Config;
+use probactr_common::lock::Locks;
+use probactr_common::model::{ProcessRole, ProcessState};
+use probactr_common::store::{self, processes};
+use sqlx::PgPool;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// What a monitor's loops share.
+pub struct Monitor {
+    /// Settings.
+    pub config: Config,
+    /// PostgreSQL.
+    pub pool: PgPool,
+    /// Redis, to release dead executors' locks.
+    pub locks: Locks,
+    /// This monitor's registered id (renewed if it is itself declared dead).
+    pub id: Mutex<Uuid>,
+}
+
+/// Runs a monitor until `shutdown` is cancelled.
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let pool = store::pool(&config.database_url, config.db_pool_size.min(4))
+        .context("while opening the PostgreSQL pool")?;
+    let locks = Locks::connect(&config.redis_url, &config.redis_prefix)
+        .await
+        .context("while connecting to Redis")?;
+    let monitor = Arc::new(Monitor { config, pool, locks, id: Mutex::new(Uuid::new_v4()) });
+    register(&monitor, &shutdown).await;
+    let heartbeat = tokio::spawn(heartbeat_loop(monitor.clone(), shutdown.clone()));
+    reap_loop(&monitor, &shutdown).await;
+    let _ = heartbeat.await;
+    let id = *monitor.id.lock().await;
+    if let Err(err) = processes::set_state(&monitor.pool, id, ProcessState::Stopped).await {
+        tracing::warn!(error = %err, "cannot deregister the monitor");
+    }
+    tracing::info!(monitor.id = %id, "monitor stopped");
+    Ok(())
+}
+
+fn jitter() -> Backoff {
+    Backoff::FullJitter { base: Duration::from_millis(200), cap: Duration::from_secs(10) }
+}
+
+async fn register(monitor: &Monitor, stop: &CancellationToken) {
+    let mut failures = 0u32;
+    loop {
+        let mut who = processes::Registration::this_process(ProcessRole::Monitor, 0);
+        who.id = *monitor.id.lock().await;
+        match processes::register(&monitor.pool, &who).await {
+            Ok(()) => {
+                tracing::info!(monitor.id = %who.id, host = %who.host, pid = who.pid, "monitor registered");
+                return;
+            }
+            Err(err) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(error = %err, failures, "cannot register yet; retrying");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(jitter().delay(failures.min(10))) => {}
+                }
+            }
+        }
+    }
+}
+
+async fn heartbeat_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(monitor.config.heartbeat_interval) => {}
+        }
+        let id = *monitor.id.lock().await;
+        match processes::heartbeat(&monitor.pool, id).await {
+            Ok(processes::Heartbeat::Alive) => {}
+            Ok(processes::Heartbeat::DeclaredDead) => {
+                let new = Uuid::new_v4();
+                *monitor.id.lock().await = new;
+                tracing::warn!(monitor.id = %id, new_monitor.id = %new, "declared dead; registering again");
+                register(&monitor, &stop).await;
+            }
+            Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
+        }
+    }
+}
+
+async fn reap_loop(monitor: &Monitor, stop: &CancellationToken) {
+    let mut failures = 0u32;
+    loop {
+        let pause = match reaper::reap_once(monitor).await {
+            Ok(report) => {
+                failures = 0;
+                if !report.is_quiet() {
+                    tracing::info!(?report, "reap pass");
+                }
+                monitor.config.reap_interval
+            }
+            Err(err) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(error = %err, failures, "reap pass failed; backing off");
+                jitter().delay(failures.min(10)).max(Duration::from_millis(100))
+            }
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(pause) => {}
+        }
+    }
+}

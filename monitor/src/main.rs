@@ -1,0 +1,12 @@
+//! `probactr-monitor`: reaps executors whose heartbeats stopped.
+
+use probactr_common::{cli, config::Config, telemetry};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    cli::handle_args("probactr-monitor", "reaps dead executors and cleans up their runs");
+    let config = Config::from_env_or_exit("probactr-monitor");
+    telemetry::init(&config);
+    tracing::info!(config = %config.summary(), "probactr-monitor starting");
+    probactr_monitor::run(config, probactr_common::shutdown::on_signal()).await
+}

@@ -1,0 +1,133 @@
+//! One reaping pass: the decisions a monitor takes every `PROBACTR_REAP_INTERVAL`.
+//!
+//! 1. Declare dead the executors silent for longer than `PROBACTR_HEARTBEAT_TIMEOUT`
+//!    (by the database's clock; one conditional UPDATE, so one monitor per executor).
+//! 2. Abandon the running runs of dead executors ("executor lost"), queue their retries
+//!    where the job's policy allows, and release their locks by their own tokens so the
+//!    next owner need not wait for the lease.
+//! 3. Return claims that never started to the queue.
+//! 4. Housekeeping: ask live executors to stop runs past `timeout + grace`, abandon the
+//!    ones still running a grace later, mark missed the queued runs that waited past
+//!    their trigger's misfire threshold, prune history older than `PROBACTR_RETENTION`.
+//!
+//! Steps 2–4 look at every dead executor, not only the ones this pass declared, so a
+//! monitor that died between declaring and reaping leaves nothing behind.
+
+use std::time::Duration;
+
+use probactr_common::lock::Lease;
+use probactr_common::store::reaping::{self, EndedRun};
+use probactr_common::store::{processes, StoreError};
+
+use crate::Monitor;
+
+/// Rows deleted per retention statement.
+const PRUNE_BATCH: i64 = 1000;
+/// A claim older than this never started: its executor lost it.
+const STALE_CLAIM: Duration = Duration::from_secs(120);
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReapReport {
+    /// Executors declared dead by this monitor.
+    pub declared_dead: usize,
+    /// Runs abandoned (dead executor, or stuck past their timeout).
+    pub abandoned: usize,
+    /// Retries queued for them.
+    pub requeued: usize,
+    /// Locks and permits released by token.
+    pub locks_released: usize,
+    /// Claims returned to the queue.
+    pub claims_returned: usize,
+    /// Overdue runs whose executor was asked to stop them.
+    pub overdue_flagged: usize,
+    /// Queued runs marked missed.
+    pub expired: usize,
+    /// History rows deleted.
+    pub pruned: u64,
+}
+
+impl ReapReport {
+    /// True when the pass changed nothing.
+    pub fn is_quiet(&self) -> bool {
+        *self == ReapReport::default()
+    }
+}
+
+/// Runs one pass.
+pub async fn reap_once(monitor: &Monitor) -> Result<ReapReport, StoreError> {
+    let config = &monitor.config;
+    let monitor_id = *monitor.id.lock().await;
+    let mut report = ReapReport::default();
+
+    let dead = processes::declare_dead(&monitor.pool, monitor_id, config.heartbeat_timeout).await?;
+    for executor_id in &dead {
+        tracing::warn!(executor.id = %executor_id, monitor.id = %monitor_id, "executor declared dead: heartbeat silent");
+    }
+    report.declared_dead = dead.len();
+
+    let orphans = reaping::abandon_orphans(&monitor.pool).await?;
+    settle(monitor, &orphans, "executor lost", &mut report).await;
+
+    let returned = reaping::requeue_stale_claims(&monitor.pool, STALE_CLAIM).await?;
+    for run_id in &returned {
+        tracing::info!(run.id = run_id, "claim that never started returned to the queue");
+    }
+    report.claims_returned = returned.len();
+
+    let grace = config.heartbeat_timeout + config.reap_interval;
+    let overdue = reaping::flag_overdue(&monitor.pool, grace).await?;
+    for run_id in &overdue {
+        tracing::warn!(run.id = run_id, "run overdue past its timeout; asked its executor to stop it");
+    }
+    report.overdue_flagged = overdue.len();
+    let stuck = reaping::abandon_stuck(&monitor.pool, grace).await?;
+    settle(monitor, &stuck, "stuck past its timeout", &mut report).await;
+
+    let expired = reaping::expire_stale_queued(&monitor.pool).await?;
+    for run_id in &expired {
+        tracing::info!(run.id = run_id, "queued run missed: waited past its trigger's misfire threshold");
+    }
+    report.expired = expired.len();
+
+    report.pruned = prune(monitor).await?;
+    Ok(report)
+}
+
+/// Logs ended runs and releases their locks by their own tokens.
+async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut ReapReport) {
+    for run in ended {
+        tracing::warn!(run.id = run.id, job.id = run.job_id, executor.id = ?run.executor_id,
+            retry.run_id = run.retry_run_id, reason = why, "run abandoned");
+        report.abandoned += 1;
+        report.requeued += usize::from(run.retry_run_id.is_some());
+        let Some(token) = run.lock_token.clone() else { continue };
+        let lease = Lease::from_parts(&monitor.config.redis_prefix, run.job_id, run.exclusive, token,
+            monitor.config.lock_lease);
+        match monitor.locks.release(&lease).await {
+            Ok(true) => {
+                report.locks_released += 1;
+                tracing::info!(run.id = run.id, job.id = run.job_id, lock.token = lease.token(), "released the dead owner's lock");
+            }
+            Ok(false) => tracing::debug!(run.id = run.id, "lock already gone"),
+            Err(err) => tracing::warn!(run.id = run.id, error = %err, "cannot release the lock; it expires with its lease"),
+        }
+    }
+}
+
+async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
+    let retention = monitor.config.retention;
+    let mut pruned = 0;
+    loop {
+        let deleted = reaping::prune_runs(&monitor.pool, retention, PRUNE_BATCH).await?;
+        pruned += deleted;
+        if deleted < PRUNE_BATCH as u64 {
+            break;
+        }
+    }
+    pruned += reaping::prune_records(&monitor.pool, retention).await?;
+    if pruned > 0 {
+        tracing::info!(pruned, "history past retention deleted");
+    }
+    Ok(pruned)
+}

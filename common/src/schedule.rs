@@ -257,12 +257,7 @@ impl CronFields {
         if self.day_of_week.restricted {
             return Ok(());
         }
-        let longest_month = self
-            .month
-            .values()
-            .map(longest_month_length)
-            .max()
-            .unwrap_or(31);
+        let longest_month = self.month.values().map(longest_month_length).max().unwrap_or(31);
         match self.day_of_month.values().min() {
             Some(first_day) if first_day > longest_month => Err(ScheduleError::new(
                 DAY_OF_MONTH.key,
@@ -291,9 +286,7 @@ impl CronFields {
     fn matches(&self, local: NaiveDateTime) -> bool {
         use chrono::{Datelike, Timelike};
         let dom = self.day_of_month.contains(local.day());
-        let dow = self
-            .day_of_week
-            .contains(local.weekday().num_days_from_sunday());
+        let dow = self.day_of_week.contains(local.weekday().num_days_from_sunday());
         let day = if self.day_of_month.restricted && self.day_of_week.restricted {
             dom || dow
         } else {
@@ -383,26 +376,17 @@ fn parse_value(text: &str, rule: &FieldRule, ends_range: bool) -> Result<u8, Str
     }
     if text.bytes().all(|b| b.is_ascii_digit()) {
         return match text.parse::<u32>() {
-            Ok(value) if (u32::from(rule.min)..=u32::from(rule.max)).contains(&value) => {
-                Ok(value as u8)
-            }
-            _ => Err(format!(
-                "{text} is out of range {}-{}",
-                rule.min, rule.max
-            )),
+            Ok(value) if (u32::from(rule.min)..=u32::from(rule.max)).contains(&value) => Ok(value as u8),
+            _ => Err(format!("{text} is out of range {}-{}", rule.min, rule.max)),
         };
     }
-    let position = rule
-        .names
-        .iter()
-        .position(|name| name.eq_ignore_ascii_case(text));
+    let position = rule.names.iter().position(|name| name.eq_ignore_ascii_case(text));
     match position {
         Some(0) if ends_range && rule.key == DAY_OF_WEEK.key => Ok(7),
         Some(index) => Ok(rule.min + index as u8),
-        None if rule.names.is_empty() => Err(format!(
-            "{text:?} is not a number in {}-{}",
-            rule.min, rule.max
-        )),
+        None if rule.names.is_empty() => {
+            Err(format!("{text:?} is not a number in {}-{}", rule.min, rule.max))
+        }
         None => Err(format!(
             "{text:?} is neither a number in {}-{} nor one of {}",
             rule.min,
@@ -442,7 +426,8 @@ fn range_bits(first: u8, last: u8, step: u8) -> u64 {
 pub struct CronSpec {
     expression: String,
     timezone: Tz,
-    matcher: Cron,
+    /// Boxed: croner's pattern is a few hundred bytes, and `Schedule` is moved around.
+    matcher: Box<Cron>,
 }
 
 /// Where a croner search starts.
@@ -483,7 +468,7 @@ impl CronSpec {
         Ok(CronSpec {
             expression: expr.split_whitespace().collect::<Vec<_>>().join(" "),
             timezone,
-            matcher,
+            matcher: Box::new(matcher),
         })
     }
 
@@ -613,7 +598,11 @@ impl CronSpec {
 
     /// The first local time after the gap that `local` (read with `offset_before`) is in.
     fn end_of_gap(&self, local: NaiveDateTime, offset_before: i64) -> Option<NaiveDateTime> {
-        let offset_after = self.offset_at(local.checked_sub_signed(TimeDelta::seconds(offset_before))?.and_utc());
+        let offset_after = self.offset_at(
+            local
+                .checked_sub_signed(TimeDelta::seconds(offset_before))?
+                .and_utc(),
+        );
         let gap_length = offset_after - offset_before;
         first_second_where(local, gap_length, |probe| {
             !matches!(self.timezone.from_local_datetime(&probe), LocalResult::None)
@@ -835,7 +824,9 @@ impl TriggerSchedule {
     /// [`CRON_COUNT_CAP`] (see [`Instants::capped`]).
     pub fn between(&self, after: DateTime<Utc>, until: DateTime<Utc>, limit: usize) -> Instants {
         match &self.schedule {
-            Schedule::Interval { every, anchor } => self.interval_between(*anchor, *every, after, until, limit),
+            Schedule::Interval { every, anchor } => {
+                self.interval_between(*anchor, *every, after, until, limit)
+            }
             Schedule::Cron(_) | Schedule::Once(_) => self.counted_between(after, until, limit),
         }
     }
@@ -890,12 +881,7 @@ fn required(field: &str, kind: TriggerKind) -> ScheduleError {
 }
 
 /// A column must be given exactly for its own kind of trigger.
-fn reject_unless(
-    own_kind: bool,
-    given: bool,
-    field: &str,
-    kind: TriggerKind,
-) -> Result<(), ScheduleError> {
+fn reject_unless(own_kind: bool, given: bool, field: &str, kind: TriggerKind) -> Result<(), ScheduleError> {
     match (own_kind, given) {
         (true, false) => Err(required(field, kind)),
         (false, true) => Err(ScheduleError::new(
@@ -929,7 +915,11 @@ fn interval_instant(anchor: DateTime<Utc>, every_nanos: i128, index: i128) -> Op
     anchor.checked_add_signed(TimeDelta::new(secs, subsec)?)
 }
 
-fn interval_next_after(anchor: DateTime<Utc>, every: TimeDelta, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+fn interval_next_after(
+    anchor: DateTime<Utc>,
+    every: TimeDelta,
+    after: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
     let every_nanos = nanos(every);
     if every_nanos <= 0 {
         return None;
@@ -988,10 +978,17 @@ mod tests {
         let every_20s = cron("*/20 * * * * *", "UTC");
         assert_eq!(
             next_utc(&every_20s, "2025-01-01T10:00:05Z", 3),
-            ["2025-01-01T10:00:20+00:00", "2025-01-01T10:00:40+00:00", "2025-01-01T10:01:00+00:00"]
+            [
+                "2025-01-01T10:00:20+00:00",
+                "2025-01-01T10:00:40+00:00",
+                "2025-01-01T10:01:00+00:00"
+            ]
         );
         let at_second_7 = cron("7 0 12 * * *", "UTC");
-        assert_eq!(next_utc(&at_second_7, "2025-01-01T00:00:00Z", 1), ["2025-01-01T12:00:07+00:00"]);
+        assert_eq!(
+            next_utc(&at_second_7, "2025-01-01T00:00:00Z", 1),
+            ["2025-01-01T12:00:07+00:00"]
+        );
     }
 
     #[test]
@@ -1006,15 +1003,63 @@ mod tests {
     #[test]
     fn ranges_steps_and_lists() {
         let cases: &[(&str, &str, &[&str])] = &[
-            ("0 0 9-11 * * *", "2025-01-01T10:30:00Z", &["2025-01-01T11:00:00+00:00", "2025-01-02T09:00:00+00:00"]),
-            ("0 5-20/5 8 * * *", "2025-01-01T00:00:00Z", &["2025-01-01T08:05:00+00:00", "2025-01-01T08:10:00+00:00", "2025-01-01T08:15:00+00:00", "2025-01-01T08:20:00+00:00", "2025-01-02T08:05:00+00:00"]),
-            ("0 10/20 8 * * *", "2025-01-01T00:00:00Z", &["2025-01-01T08:10:00+00:00", "2025-01-01T08:30:00+00:00", "2025-01-01T08:50:00+00:00", "2025-01-02T08:10:00+00:00"]),
-            ("0 0 0 1,15 * *", "2025-01-01T00:00:00Z", &["2025-01-15T00:00:00+00:00", "2025-02-01T00:00:00+00:00"]),
-            ("0 0,30 6,18 * * *", "2025-01-01T06:00:00Z", &["2025-01-01T06:30:00+00:00", "2025-01-01T18:00:00+00:00", "2025-01-01T18:30:00+00:00", "2025-01-02T06:00:00+00:00"]),
-            ("0 0 0 1 */5 *", "2025-01-01T00:00:00Z", &["2025-06-01T00:00:00+00:00", "2025-11-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00"]),
+            (
+                "0 0 9-11 * * *",
+                "2025-01-01T10:30:00Z",
+                &["2025-01-01T11:00:00+00:00", "2025-01-02T09:00:00+00:00"],
+            ),
+            (
+                "0 5-20/5 8 * * *",
+                "2025-01-01T00:00:00Z",
+                &[
+                    "2025-01-01T08:05:00+00:00",
+                    "2025-01-01T08:10:00+00:00",
+                    "2025-01-01T08:15:00+00:00",
+                    "2025-01-01T08:20:00+00:00",
+                    "2025-01-02T08:05:00+00:00",
+                ],
+            ),
+            (
+                "0 10/20 8 * * *",
+                "2025-01-01T00:00:00Z",
+                &[
+                    "2025-01-01T08:10:00+00:00",
+                    "2025-01-01T08:30:00+00:00",
+                    "2025-01-01T08:50:00+00:00",
+                    "2025-01-02T08:10:00+00:00",
+                ],
+            ),
+            (
+                "0 0 0 1,15 * *",
+                "2025-01-01T00:00:00Z",
+                &["2025-01-15T00:00:00+00:00", "2025-02-01T00:00:00+00:00"],
+            ),
+            (
+                "0 0,30 6,18 * * *",
+                "2025-01-01T06:00:00Z",
+                &[
+                    "2025-01-01T06:30:00+00:00",
+                    "2025-01-01T18:00:00+00:00",
+                    "2025-01-01T18:30:00+00:00",
+                    "2025-01-02T06:00:00+00:00",
+                ],
+            ),
+            (
+                "0 0 0 1 */5 *",
+                "2025-01-01T00:00:00Z",
+                &[
+                    "2025-06-01T00:00:00+00:00",
+                    "2025-11-01T00:00:00+00:00",
+                    "2026-01-01T00:00:00+00:00",
+                ],
+            ),
         ];
         for (expr, after, expected) in cases {
-            assert_eq!(next_utc(&cron(expr, "UTC"), after, expected.len()), *expected, "{expr}");
+            assert_eq!(
+                next_utc(&cron(expr, "UTC"), after, expected.len()),
+                *expected,
+                "{expr}"
+            );
         }
     }
 
@@ -1022,14 +1067,52 @@ mod tests {
     fn month_and_weekday_names_any_case() {
         let cases: &[(&str, &[&str])] = &[
             // 2025-01-01 is a Wednesday.
-            ("0 0 0 1 jan,Jul *", &["2025-07-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00"]),
-            ("0 0 0 1 MAR-may *", &["2025-03-01T00:00:00+00:00", "2025-04-01T00:00:00+00:00", "2025-05-01T00:00:00+00:00", "2026-03-01T00:00:00+00:00"]),
-            ("0 0 12 * * mon-WED", &["2025-01-01T12:00:00+00:00", "2025-01-06T12:00:00+00:00", "2025-01-07T12:00:00+00:00", "2025-01-08T12:00:00+00:00"]),
-            ("0 0 12 * * Sat,sun", &["2025-01-04T12:00:00+00:00", "2025-01-05T12:00:00+00:00", "2025-01-11T12:00:00+00:00"]),
-            ("0 0 12 * * FRI-SUN", &["2025-01-03T12:00:00+00:00", "2025-01-04T12:00:00+00:00", "2025-01-05T12:00:00+00:00", "2025-01-10T12:00:00+00:00"]),
+            (
+                "0 0 0 1 jan,Jul *",
+                &["2025-07-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00"],
+            ),
+            (
+                "0 0 0 1 MAR-may *",
+                &[
+                    "2025-03-01T00:00:00+00:00",
+                    "2025-04-01T00:00:00+00:00",
+                    "2025-05-01T00:00:00+00:00",
+                    "2026-03-01T00:00:00+00:00",
+                ],
+            ),
+            (
+                "0 0 12 * * mon-WED",
+                &[
+                    "2025-01-01T12:00:00+00:00",
+                    "2025-01-06T12:00:00+00:00",
+                    "2025-01-07T12:00:00+00:00",
+                    "2025-01-08T12:00:00+00:00",
+                ],
+            ),
+            (
+                "0 0 12 * * Sat,sun",
+                &[
+                    "2025-01-04T12:00:00+00:00",
+                    "2025-01-05T12:00:00+00:00",
+                    "2025-01-11T12:00:00+00:00",
+                ],
+            ),
+            (
+                "0 0 12 * * FRI-SUN",
+                &[
+                    "2025-01-03T12:00:00+00:00",
+                    "2025-01-04T12:00:00+00:00",
+                    "2025-01-05T12:00:00+00:00",
+                    "2025-01-10T12:00:00+00:00",
+                ],
+            ),
         ];
         for (expr, expected) in cases {
-            assert_eq!(next_utc(&cron(expr, "UTC"), "2025-01-01T00:00:00Z", expected.len()), *expected, "{expr}");
+            assert_eq!(
+                next_utc(&cron(expr, "UTC"), "2025-01-01T00:00:00Z", expected.len()),
+                *expected,
+                "{expr}"
+            );
         }
     }
 
@@ -1037,7 +1120,11 @@ mod tests {
     fn weekday_zero_and_seven_are_sunday_and_one_is_monday() {
         let sundays = ["2025-01-05T00:00:00+00:00", "2025-01-12T00:00:00+00:00"];
         for expr in ["0 0 0 * * 0", "0 0 0 * * 7", "0 0 0 * * SUN", "0 0 0 * * 0,7"] {
-            assert_eq!(next_utc(&cron(expr, "UTC"), "2025-01-01T00:00:00Z", 2), sundays, "{expr}");
+            assert_eq!(
+                next_utc(&cron(expr, "UTC"), "2025-01-01T00:00:00Z", 2),
+                sundays,
+                "{expr}"
+            );
         }
         assert_eq!(
             next_utc(&cron("0 0 0 * * 1", "UTC"), "2025-01-01T00:00:00Z", 1),
@@ -1045,7 +1132,11 @@ mod tests {
         );
         assert_eq!(
             next_utc(&cron("0 0 0 * * 6-7", "UTC"), "2025-01-01T00:00:00Z", 3),
-            ["2025-01-04T00:00:00+00:00", "2025-01-05T00:00:00+00:00", "2025-01-11T00:00:00+00:00"]
+            [
+                "2025-01-04T00:00:00+00:00",
+                "2025-01-05T00:00:00+00:00",
+                "2025-01-11T00:00:00+00:00"
+            ]
         );
     }
 
@@ -1053,30 +1144,58 @@ mod tests {
     fn both_day_fields_restricted_means_either() {
         // June 2025: Fridays 6, 13, 20, 27; 13 July is a Sunday.
         let expected = [
-            "2025-06-06T00:00:00+00:00", "2025-06-13T00:00:00+00:00", "2025-06-20T00:00:00+00:00",
-            "2025-06-27T00:00:00+00:00", "2025-07-04T00:00:00+00:00", "2025-07-11T00:00:00+00:00",
-            "2025-07-13T00:00:00+00:00", "2025-07-18T00:00:00+00:00",
+            "2025-06-06T00:00:00+00:00",
+            "2025-06-13T00:00:00+00:00",
+            "2025-06-20T00:00:00+00:00",
+            "2025-06-27T00:00:00+00:00",
+            "2025-07-04T00:00:00+00:00",
+            "2025-07-11T00:00:00+00:00",
+            "2025-07-13T00:00:00+00:00",
+            "2025-07-18T00:00:00+00:00",
         ];
-        assert_eq!(next_utc(&cron("0 0 0 13 * FRI", "UTC"), "2025-06-01T00:00:00Z", 8), expected);
+        assert_eq!(
+            next_utc(&cron("0 0 0 13 * FRI", "UTC"), "2025-06-01T00:00:00Z", 8),
+            expected
+        );
         // `*/10` is restricted too: days 1, 11, 21, 31 or Mondays (2, 9, 16, 23, 30 June).
         assert_eq!(
             next_utc(&cron("0 0 0 */10 * MON", "UTC"), "2025-06-01T00:00:00Z", 6),
             [
-                "2025-06-02T00:00:00+00:00", "2025-06-09T00:00:00+00:00", "2025-06-11T00:00:00+00:00",
-                "2025-06-16T00:00:00+00:00", "2025-06-21T00:00:00+00:00", "2025-06-23T00:00:00+00:00",
+                "2025-06-02T00:00:00+00:00",
+                "2025-06-09T00:00:00+00:00",
+                "2025-06-11T00:00:00+00:00",
+                "2025-06-16T00:00:00+00:00",
+                "2025-06-21T00:00:00+00:00",
+                "2025-06-23T00:00:00+00:00",
             ]
         );
     }
 
     #[test]
     fn one_day_field_unrestricted_means_both() {
-        let thirteenths = ["2025-06-13T00:00:00+00:00", "2025-07-13T00:00:00+00:00", "2025-08-13T00:00:00+00:00"];
+        let thirteenths = [
+            "2025-06-13T00:00:00+00:00",
+            "2025-07-13T00:00:00+00:00",
+            "2025-08-13T00:00:00+00:00",
+        ];
         for expr in ["0 0 0 13 * *", "0 0 0 13 * ?"] {
-            assert_eq!(next_utc(&cron(expr, "UTC"), "2025-06-01T00:00:00Z", 3), thirteenths, "{expr}");
+            assert_eq!(
+                next_utc(&cron(expr, "UTC"), "2025-06-01T00:00:00Z", 3),
+                thirteenths,
+                "{expr}"
+            );
         }
-        let fridays = ["2025-06-06T00:00:00+00:00", "2025-06-13T00:00:00+00:00", "2025-06-20T00:00:00+00:00"];
+        let fridays = [
+            "2025-06-06T00:00:00+00:00",
+            "2025-06-13T00:00:00+00:00",
+            "2025-06-20T00:00:00+00:00",
+        ];
         for expr in ["0 0 0 * * FRI", "0 0 0 ? * FRI"] {
-            assert_eq!(next_utc(&cron(expr, "UTC"), "2025-06-01T00:00:00Z", 3), fridays, "{expr}");
+            assert_eq!(
+                next_utc(&cron(expr, "UTC"), "2025-06-01T00:00:00Z", 3),
+                fridays,
+                "{expr}"
+            );
         }
         // Both unrestricted: every day.
         assert_eq!(
@@ -1096,7 +1215,10 @@ mod tests {
     #[test]
     fn sub_second_start_times() {
         let every_second = cron("* * * * * *", "UTC");
-        assert_eq!(next_utc(&every_second, "2025-01-01T10:00:00.5Z", 1), ["2025-01-01T10:00:01+00:00"]);
+        assert_eq!(
+            next_utc(&every_second, "2025-01-01T10:00:00.5Z", 1),
+            ["2025-01-01T10:00:01+00:00"]
+        );
         assert_eq!(
             every_second.first_at_or_after(utc("2025-01-01T10:00:00Z")),
             Some(utc("2025-01-01T10:00:00Z"))
@@ -1150,7 +1272,11 @@ mod tests {
         for (expr, count) in [("* * * *", 4), ("0 0 0 1 1 * 2030", 7), ("@daily", 1), ("", 0)] {
             let error = error_of(expr);
             assert_eq!(error.field, "cron", "{expr}");
-            assert_eq!(error.message, format!("expected 5 or 6 fields, got {count}"), "{expr}");
+            assert_eq!(
+                error.message,
+                format!("expected 5 or 6 fields, got {count}"),
+                "{expr}"
+            );
         }
     }
 
@@ -1165,43 +1291,194 @@ mod tests {
     fn from_parts_validates_each_column() {
         let now = utc("2025-01-01T00:00:00Z");
         let later = utc("2025-02-01T00:00:00Z");
-        let field_of = |result: Result<TriggerSchedule, ScheduleError>| result.expect_err("must be rejected").field;
+        let field_of =
+            |result: Result<TriggerSchedule, ScheduleError>| result.expect_err("must be rejected").field;
         use TriggerKind::{Cron as C, Interval as I, Once as O};
-        assert_eq!(field_of(TriggerSchedule::from_parts(I, None, "UTC", Some(0), None, None, None, now)), "interval_secs");
-        assert_eq!(field_of(TriggerSchedule::from_parts(I, None, "UTC", Some(-5), None, None, None, now)), "interval_secs");
-        assert_eq!(field_of(TriggerSchedule::from_parts(I, None, "UTC", None, None, None, None, now)), "interval_secs");
-        assert_eq!(field_of(TriggerSchedule::from_parts(I, None, "UTC", Some(i64::MAX), None, None, None, now)), "interval_secs");
-        assert_eq!(field_of(TriggerSchedule::from_parts(C, None, "UTC", None, None, None, None, now)), "cron");
-        assert_eq!(field_of(TriggerSchedule::from_parts(C, Some("0 61 * * * *"), "UTC", None, None, None, None, now)), "cron.minute");
-        assert_eq!(field_of(TriggerSchedule::from_parts(C, Some("* * * * *"), "Nowhere/Land", None, None, None, None, now)), "timezone");
-        assert_eq!(field_of(TriggerSchedule::from_parts(C, Some("* * * * *"), "UTC", Some(5), None, None, None, now)), "interval_secs");
-        assert_eq!(field_of(TriggerSchedule::from_parts(O, None, "UTC", None, None, None, None, now)), "at");
-        assert_eq!(field_of(TriggerSchedule::from_parts(O, Some("* * * * *"), "UTC", None, Some(now), None, None, now)), "cron");
-        assert_eq!(field_of(TriggerSchedule::from_parts(O, None, "UTC", None, Some(now), Some(later), Some(now), now)), "end_at");
-        assert_eq!(field_of(TriggerSchedule::from_parts(O, None, "UTC", None, Some(now), Some(now), Some(now), now)), "end_at");
-        assert!(TriggerSchedule::from_parts(O, None, "UTC", None, Some(now), Some(now), Some(later), now).is_ok());
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                I,
+                None,
+                "UTC",
+                Some(0),
+                None,
+                None,
+                None,
+                now
+            )),
+            "interval_secs"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                I,
+                None,
+                "UTC",
+                Some(-5),
+                None,
+                None,
+                None,
+                now
+            )),
+            "interval_secs"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                I, None, "UTC", None, None, None, None, now
+            )),
+            "interval_secs"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                I,
+                None,
+                "UTC",
+                Some(i64::MAX),
+                None,
+                None,
+                None,
+                now
+            )),
+            "interval_secs"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                C, None, "UTC", None, None, None, None, now
+            )),
+            "cron"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                C,
+                Some("0 61 * * * *"),
+                "UTC",
+                None,
+                None,
+                None,
+                None,
+                now
+            )),
+            "cron.minute"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                C,
+                Some("* * * * *"),
+                "Nowhere/Land",
+                None,
+                None,
+                None,
+                None,
+                now
+            )),
+            "timezone"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                C,
+                Some("* * * * *"),
+                "UTC",
+                Some(5),
+                None,
+                None,
+                None,
+                now
+            )),
+            "interval_secs"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                O, None, "UTC", None, None, None, None, now
+            )),
+            "at"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                O,
+                Some("* * * * *"),
+                "UTC",
+                None,
+                Some(now),
+                None,
+                None,
+                now
+            )),
+            "cron"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                O,
+                None,
+                "UTC",
+                None,
+                Some(now),
+                Some(later),
+                Some(now),
+                now
+            )),
+            "end_at"
+        );
+        assert_eq!(
+            field_of(TriggerSchedule::from_parts(
+                O,
+                None,
+                "UTC",
+                None,
+                Some(now),
+                Some(now),
+                Some(now),
+                now
+            )),
+            "end_at"
+        );
+        assert!(
+            TriggerSchedule::from_parts(O, None, "UTC", None, Some(now), Some(now), Some(later), now).is_ok()
+        );
     }
 
     #[test]
     fn from_parts_anchors_intervals_at_start_else_at_creation() {
         let created = utc("2025-01-01T00:00:07Z");
         let start = utc("2025-01-01T00:00:30Z");
-        let anchored_at_creation =
-            TriggerSchedule::from_parts(TriggerKind::Interval, None, "UTC", Some(60), None, None, None, created)
-                .expect("valid interval");
-        assert_eq!(anchored_at_creation.next_after(created), Some(utc("2025-01-01T00:01:07Z")));
-        let anchored_at_start =
-            TriggerSchedule::from_parts(TriggerKind::Interval, None, "UTC", Some(60), None, Some(start), None, created)
-                .expect("valid interval");
+        let anchored_at_creation = TriggerSchedule::from_parts(
+            TriggerKind::Interval,
+            None,
+            "UTC",
+            Some(60),
+            None,
+            None,
+            None,
+            created,
+        )
+        .expect("valid interval");
+        assert_eq!(
+            anchored_at_creation.next_after(created),
+            Some(utc("2025-01-01T00:01:07Z"))
+        );
+        let anchored_at_start = TriggerSchedule::from_parts(
+            TriggerKind::Interval,
+            None,
+            "UTC",
+            Some(60),
+            None,
+            Some(start),
+            None,
+            created,
+        )
+        .expect("valid interval");
         assert_eq!(anchored_at_start.next_after(created), Some(start));
-        assert_eq!(anchored_at_start.next_after(start), Some(utc("2025-01-01T00:01:30Z")));
+        assert_eq!(
+            anchored_at_start.next_after(start),
+            Some(utc("2025-01-01T00:01:30Z"))
+        );
     }
 
     // --- intervals, one-shots, windows ---------------------------------------------
 
     fn interval(every_secs: i64, anchor: &str) -> TriggerSchedule {
         TriggerSchedule {
-            schedule: Schedule::Interval { every: TimeDelta::seconds(every_secs), anchor: utc(anchor) },
+            schedule: Schedule::Interval {
+                every: TimeDelta::seconds(every_secs),
+                anchor: utc(anchor),
+            },
             window: Window::default(),
         }
     }
@@ -1217,11 +1494,21 @@ mod tests {
             ("2025-01-02T00:00:00Z", "2025-01-02T00:01:30Z"),
         ];
         for (after, expected) in cases {
-            assert_eq!(every_90s.next_after(utc(after)), Some(utc(expected)), "after {after}");
+            assert_eq!(
+                every_90s.next_after(utc(after)),
+                Some(utc(expected)),
+                "after {after}"
+            );
         }
-        assert_eq!(every_90s.first_at_or_after(utc("2025-01-01T00:01:30Z")), Some(utc("2025-01-01T00:01:30Z")));
+        assert_eq!(
+            every_90s.first_at_or_after(utc("2025-01-01T00:01:30Z")),
+            Some(utc("2025-01-01T00:01:30Z"))
+        );
         let never = TriggerSchedule {
-            schedule: Schedule::Interval { every: TimeDelta::zero(), anchor: utc("2025-01-01T00:00:00Z") },
+            schedule: Schedule::Interval {
+                every: TimeDelta::zero(),
+                anchor: utc("2025-01-01T00:00:00Z"),
+            },
             window: Window::default(),
         };
         assert_eq!(never.next_after(utc("2024-01-01T00:00:00Z")), None);
@@ -1230,7 +1517,10 @@ mod tests {
     #[test]
     fn once_fires_once() {
         let at = utc("2025-05-05T05:05:05Z");
-        let once = TriggerSchedule { schedule: Schedule::Once(at), window: Window::default() };
+        let once = TriggerSchedule {
+            schedule: Schedule::Once(at),
+            window: Window::default(),
+        };
         assert_eq!(once.next_after(utc("2025-01-01T00:00:00Z")), Some(at));
         assert_eq!(once.next_after(at), None);
         assert_eq!(once.first_at_or_after(at), Some(at));
@@ -1243,11 +1533,22 @@ mod tests {
         let start = utc("2025-01-10T09:00:00Z");
         let end = utc("2025-01-12T09:00:00Z");
         let mut daily = cron("0 0 9 * * *", "UTC");
-        daily.window = Window { start: Some(start), end: Some(end) };
-        assert_eq!(daily.next_after(utc("2025-01-01T00:00:00Z")), Some(start), "before start: start itself");
+        daily.window = Window {
+            start: Some(start),
+            end: Some(end),
+        };
+        assert_eq!(
+            daily.next_after(utc("2025-01-01T00:00:00Z")),
+            Some(start),
+            "before start: start itself"
+        );
         assert_eq!(daily.first_at_or_after(start), Some(start));
         assert_eq!(daily.next_after(start), Some(utc("2025-01-11T09:00:00Z")));
-        assert_eq!(daily.next_after(utc("2025-01-11T09:00:00Z")), Some(end), "end is inclusive");
+        assert_eq!(
+            daily.next_after(utc("2025-01-11T09:00:00Z")),
+            Some(end),
+            "end is inclusive"
+        );
         assert_eq!(daily.next_after(end), None, "nothing after end");
         assert_eq!(daily.next_after(utc("2025-03-01T00:00:00Z")), None);
         assert_eq!(daily.upcoming(utc("2025-01-01T00:00:00Z"), 10).len(), 3);
@@ -1255,17 +1556,41 @@ mod tests {
         let at = utc("2025-05-05T00:00:00Z");
         let outside = TriggerSchedule {
             schedule: Schedule::Once(at),
-            window: Window { start: Some(utc("2025-06-01T00:00:00Z")), end: None },
+            window: Window {
+                start: Some(utc("2025-06-01T00:00:00Z")),
+                end: None,
+            },
         };
-        assert_eq!(outside.next_after(utc("2025-01-01T00:00:00Z")), None, "one-shot before start");
-        let closed = TriggerSchedule { schedule: Schedule::Once(at), window: Window { start: None, end: Some(at) } };
-        assert_eq!(closed.next_after(utc("2025-01-01T00:00:00Z")), Some(at), "one-shot at end");
+        assert_eq!(
+            outside.next_after(utc("2025-01-01T00:00:00Z")),
+            None,
+            "one-shot before start"
+        );
+        let closed = TriggerSchedule {
+            schedule: Schedule::Once(at),
+            window: Window {
+                start: None,
+                end: Some(at),
+            },
+        };
+        assert_eq!(
+            closed.next_after(utc("2025-01-01T00:00:00Z")),
+            Some(at),
+            "one-shot at end"
+        );
 
         let mut every_minute = interval(60, "2025-01-01T00:00:30Z");
-        every_minute.window = Window { start: Some(utc("2025-01-01T00:10:00Z")), end: Some(utc("2025-01-01T00:12:30Z")) };
+        every_minute.window = Window {
+            start: Some(utc("2025-01-01T00:10:00Z")),
+            end: Some(utc("2025-01-01T00:12:30Z")),
+        };
         assert_eq!(
             next_utc(&every_minute, "2025-01-01T00:00:00Z", 5),
-            ["2025-01-01T00:10:30+00:00", "2025-01-01T00:11:30+00:00", "2025-01-01T00:12:30+00:00"]
+            [
+                "2025-01-01T00:10:30+00:00",
+                "2025-01-01T00:11:30+00:00",
+                "2025-01-01T00:12:30+00:00"
+            ]
         );
     }
 
@@ -1277,11 +1602,21 @@ mod tests {
         let daily = cron("0 30 2 * * *", "Europe/Berlin");
         assert_eq!(
             next_local(&daily, "2025-03-29T12:00:00Z", 3),
-            ["2025-03-30T03:30:00+02:00", "2025-03-31T02:30:00+02:00", "2025-04-01T02:30:00+02:00"]
+            [
+                "2025-03-30T03:30:00+02:00",
+                "2025-03-31T02:30:00+02:00",
+                "2025-04-01T02:30:00+02:00"
+            ]
         );
         // Asked from after the clock change (03:10 CEST), the pushed 02:30 is still ahead.
-        assert_eq!(next_local(&daily, "2025-03-30T01:10:00Z", 1), ["2025-03-30T03:30:00+02:00"]);
-        assert_eq!(next_local(&daily, "2025-03-30T01:30:00Z", 1), ["2025-03-31T02:30:00+02:00"]);
+        assert_eq!(
+            next_local(&daily, "2025-03-30T01:10:00Z", 1),
+            ["2025-03-30T03:30:00+02:00"]
+        );
+        assert_eq!(
+            next_local(&daily, "2025-03-30T01:30:00Z", 1),
+            ["2025-03-31T02:30:00+02:00"]
+        );
     }
 
     #[test]
@@ -1290,8 +1625,12 @@ mod tests {
         assert_eq!(
             next_utc(&quarter_hourly, "2025-03-30T00:30:00Z", 7),
             [
-                "2025-03-30T00:45:00+00:00", "2025-03-30T01:00:00+00:00", "2025-03-30T01:15:00+00:00",
-                "2025-03-30T01:30:00+00:00", "2025-03-30T01:45:00+00:00", "2025-03-30T02:00:00+00:00",
+                "2025-03-30T00:45:00+00:00",
+                "2025-03-30T01:00:00+00:00",
+                "2025-03-30T01:15:00+00:00",
+                "2025-03-30T01:30:00+00:00",
+                "2025-03-30T01:45:00+00:00",
+                "2025-03-30T02:00:00+00:00",
                 "2025-03-30T02:15:00+00:00",
             ]
         );
@@ -1299,7 +1638,11 @@ mod tests {
         let half_hours_2_and_3 = cron("0 0,30 2,3 * * *", "Europe/Berlin");
         assert_eq!(
             next_local(&half_hours_2_and_3, "2025-03-30T00:00:00Z", 3),
-            ["2025-03-30T03:00:00+02:00", "2025-03-30T03:30:00+02:00", "2025-03-31T02:00:00+02:00"]
+            [
+                "2025-03-30T03:00:00+02:00",
+                "2025-03-30T03:30:00+02:00",
+                "2025-03-31T02:00:00+02:00"
+            ]
         );
     }
 
@@ -1314,7 +1657,11 @@ mod tests {
         let hourly = cron("0 0 * * * *", "Europe/Berlin");
         assert_eq!(
             next_local(&hourly, "2025-10-25T23:00:00Z", 3),
-            ["2025-10-26T02:00:00+02:00", "2025-10-26T03:00:00+01:00", "2025-10-26T04:00:00+01:00"]
+            [
+                "2025-10-26T02:00:00+02:00",
+                "2025-10-26T03:00:00+01:00",
+                "2025-10-26T04:00:00+01:00"
+            ]
         );
     }
 
@@ -1329,12 +1676,17 @@ mod tests {
         let hourly = cron("0 0 * * * *", "America/New_York");
         assert_eq!(
             next_local(&hourly, "2025-03-09T05:30:00Z", 3),
-            ["2025-03-09T01:00:00-05:00", "2025-03-09T03:00:00-04:00", "2025-03-09T04:00:00-04:00"]
+            [
+                "2025-03-09T01:00:00-05:00",
+                "2025-03-09T03:00:00-04:00",
+                "2025-03-09T04:00:00-04:00"
+            ]
         );
         let quarter_hourly = cron("0 */15 * * * *", "America/New_York");
         let instants = quarter_hourly.upcoming(utc("2025-03-09T06:00:00Z"), 12);
-        let expected: Vec<DateTime<Utc>> =
-            (1..=12).map(|k| utc("2025-03-09T06:00:00Z") + TimeDelta::minutes(15 * k)).collect();
+        let expected: Vec<DateTime<Utc>> = (1..=12)
+            .map(|k| utc("2025-03-09T06:00:00Z") + TimeDelta::minutes(15 * k))
+            .collect();
         assert_eq!(instants, expected, "real quarter hours, each once");
     }
 
@@ -1347,13 +1699,18 @@ mod tests {
             ["2025-11-02T01:30:00-04:00", "2025-11-03T01:30:00-05:00"]
         );
         // From inside the second pass (01:10 EST), today's 01:30 is already done.
-        assert_eq!(next_local(&daily, "2025-11-02T06:10:00Z", 1), ["2025-11-03T01:30:00-05:00"]);
+        assert_eq!(
+            next_local(&daily, "2025-11-02T06:10:00Z", 1),
+            ["2025-11-03T01:30:00-05:00"]
+        );
         let hourly = cron("0 0 * * * *", "America/New_York");
         assert_eq!(
             next_local(&hourly, "2025-11-02T03:30:00Z", 4),
             [
-                "2025-11-02T00:00:00-04:00", "2025-11-02T01:00:00-04:00",
-                "2025-11-02T02:00:00-05:00", "2025-11-02T03:00:00-05:00",
+                "2025-11-02T00:00:00-04:00",
+                "2025-11-02T01:00:00-04:00",
+                "2025-11-02T02:00:00-05:00",
+                "2025-11-02T03:00:00-05:00",
             ]
         );
         let quarter_hourly = cron("0 */15 * * * *", "America/New_York");
@@ -1371,7 +1728,11 @@ mod tests {
         let noon = cron("0 0 12 * * *", "Pacific/Apia");
         assert_eq!(
             next_utc(&noon, "2011-12-29T12:00:00Z", 3),
-            ["2011-12-29T22:00:00+00:00", "2011-12-30T22:00:00+00:00", "2011-12-31T22:00:00+00:00"]
+            [
+                "2011-12-29T22:00:00+00:00",
+                "2011-12-30T22:00:00+00:00",
+                "2011-12-31T22:00:00+00:00"
+            ]
         );
     }
 
@@ -1388,7 +1749,8 @@ mod tests {
             return true;
         }
         let before = (u - TimeDelta::hours(25)).with_timezone(&zone);
-        let as_if_before = u.naive_utc() + TimeDelta::seconds(i64::from(before.offset().fix().local_minus_utc()));
+        let as_if_before =
+            u.naive_utc() + TimeDelta::seconds(i64::from(before.offset().fix().local_minus_utc()));
         matches!(zone.from_local_datetime(&as_if_before), LocalResult::None) && fields.matches(as_if_before)
     }
 
@@ -1402,7 +1764,13 @@ mod tests {
             ("Australia/Lord_Howe", "2025-10-04T10:00:00Z"), // 30-minute gap
             ("Australia/Lord_Howe", "2025-04-05T10:00:00Z"), // 30-minute repeat
         ];
-        let expressions = ["0 */15 * * * *", "0 30 * * * *", "0 0,30 2,3 * * *", "0 45 1,2 * * *", "0 10 2 * * *"];
+        let expressions = [
+            "0 */15 * * * *",
+            "0 30 * * * *",
+            "0 0,30 2,3 * * *",
+            "0 45 1,2 * * *",
+            "0 10 2 * * *",
+        ];
         for (zone_name, from) in cases {
             let zone: Tz = zone_name.parse().expect("zone");
             for expr in expressions {
@@ -1422,7 +1790,11 @@ mod tests {
                     let after = start + TimeDelta::minutes(minute) + TimeDelta::seconds(13);
                     let want = expected.iter().copied().find(|u| *u > after);
                     if want.is_some() {
-                        assert_eq!(schedule.next_after(after), want, "{expr} in {zone_name} after {after}");
+                        assert_eq!(
+                            schedule.next_after(after),
+                            want,
+                            "{expr} in {zone_name} after {after}"
+                        );
                     }
                 }
             }
@@ -1435,16 +1807,33 @@ mod tests {
     fn between_counts_intervals_arithmetically() {
         let every_second = interval(1, "2025-01-01T00:00:00Z");
         let day = every_second.between(utc("2025-01-01T00:00:00Z"), utc("2025-01-02T00:00:00Z"), 3);
-        assert_eq!(day.total, 86_400, "(after, until]: the anchor itself is excluded, the end included");
-        assert_eq!(day.instants, [utc("2025-01-01T00:00:01Z"), utc("2025-01-01T00:00:02Z"), utc("2025-01-01T00:00:03Z")]);
+        assert_eq!(
+            day.total, 86_400,
+            "(after, until]: the anchor itself is excluded, the end included"
+        );
+        assert_eq!(
+            day.instants,
+            [
+                utc("2025-01-01T00:00:01Z"),
+                utc("2025-01-01T00:00:02Z"),
+                utc("2025-01-01T00:00:03Z")
+            ]
+        );
         assert!(!day.capped);
         let decades = every_second.between(utc("2024-01-01T00:00:00Z"), utc("2045-01-01T00:00:00Z"), 0);
-        assert_eq!(decades.total, 20 * 365 * 86_400 + 5 * 86_400 + 1, "anchor counted when after < anchor");
+        assert_eq!(
+            decades.total,
+            20 * 365 * 86_400 + 5 * 86_400 + 1,
+            "anchor counted when after < anchor"
+        );
         let empty = every_second.between(utc("2025-01-01T00:00:00.5Z"), utc("2025-01-01T00:00:00.9Z"), 3);
         assert_eq!(empty, Instants::default());
 
         let mut windowed = interval(60, "2025-01-01T00:00:00Z");
-        windowed.window = Window { start: Some(utc("2025-01-01T01:00:00Z")), end: Some(utc("2025-01-01T02:00:00Z")) };
+        windowed.window = Window {
+            start: Some(utc("2025-01-01T01:00:00Z")),
+            end: Some(utc("2025-01-01T02:00:00Z")),
+        };
         let clipped = windowed.between(utc("2025-01-01T00:00:00Z"), utc("2025-01-02T00:00:00Z"), 100);
         assert_eq!(clipped.total, 61);
         assert_eq!(clipped.instants.first(), Some(&utc("2025-01-01T01:00:00Z")));
@@ -1456,7 +1845,10 @@ mod tests {
         let every_minute = cron("0 * * * * *", "UTC");
         let three_hours = every_minute.between(utc("2025-01-01T00:00:00Z"), utc("2025-01-01T03:00:00Z"), 2);
         assert_eq!(three_hours.total, 180);
-        assert_eq!(three_hours.instants, [utc("2025-01-01T00:01:00Z"), utc("2025-01-01T00:02:00Z")]);
+        assert_eq!(
+            three_hours.instants,
+            [utc("2025-01-01T00:01:00Z"), utc("2025-01-01T00:02:00Z")]
+        );
         assert!(!three_hours.capped);
 
         let every_second = cron("* * * * * *", "UTC");
@@ -1464,9 +1856,20 @@ mod tests {
         assert!(two_days.capped);
         assert_eq!(two_days.total, CRON_COUNT_CAP);
 
-        let once = TriggerSchedule { schedule: Schedule::Once(utc("2025-01-01T12:00:00Z")), window: Window::default() };
-        assert_eq!(once.between(utc("2025-01-01T00:00:00Z"), utc("2025-01-01T12:00:00Z"), 5).total, 1);
-        assert_eq!(once.between(utc("2025-01-01T12:00:00Z"), utc("2025-01-02T00:00:00Z"), 5).total, 0);
+        let once = TriggerSchedule {
+            schedule: Schedule::Once(utc("2025-01-01T12:00:00Z")),
+            window: Window::default(),
+        };
+        assert_eq!(
+            once.between(utc("2025-01-01T00:00:00Z"), utc("2025-01-01T12:00:00Z"), 5)
+                .total,
+            1
+        );
+        assert_eq!(
+            once.between(utc("2025-01-01T12:00:00Z"), utc("2025-01-02T00:00:00Z"), 5)
+                .total,
+            0
+        );
     }
 
     #[test]

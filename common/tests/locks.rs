@@ -166,6 +166,8 @@ async fn mutex_never_has_two_holders_under_contention() {
     assert_eq!(seen.failed_releases.load(Ordering::Relaxed), 0, "a holder lost its lock while holding it");
     assert!(acquisitions >= minimum_acquisitions(), "only {acquisitions} acquisitions");
     let counted: u64 = pools.iter().map(|locks| locks.stats().acquisitions).sum();
+    let attempts: u64 = pools.iter().map(|locks| locks.stats().attempts).sum();
+    eprintln!("mutex: {acquisitions} acquisitions, {attempts} attempts in {:?}", contention_time());
     assert_eq!(counted, acquisitions, "stats disagree with the witness");
     assert!(!space.exists(&mutex_key(&space.prefix, JOB)).await, "the mutex outlived its last release");
     space.clean().await;
@@ -174,9 +176,11 @@ async fn mutex_never_has_two_holders_under_contention() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn permit_set_never_exceeds_max_holders_and_reaches_it() {
     let space = Space::new().await;
-    let (seen, _pools) = contend(&space, Want::Permit { job_id: JOB, max: 3 }, 3).await;
+    let (seen, pools) = contend(&space, Want::Permit { job_id: JOB, max: 3 }, 3).await;
 
     let acquisitions = seen.acquisitions.load(Ordering::Relaxed);
+    let attempts: u64 = pools.iter().map(|locks| locks.stats().attempts).sum();
+    eprintln!("permits: {acquisitions} acquisitions, {attempts} attempts in {:?}", contention_time());
     assert_eq!(seen.too_many.load(Ordering::Relaxed), 0, "more than 3 holders at once");
     assert_eq!(seen.most_holders.load(Ordering::Relaxed), 3, "3 holders were never reached");
     assert_eq!(seen.failed_releases.load(Ordering::Relaxed), 0);

@@ -1,10 +1,45 @@
 //! probactr's manager: the web admin and the REST API.
+//!
+//! Any number of managers can run side by side: they keep no state of their own. Users,
+//! sessions, API tokens, login failures and the audit log live in PostgreSQL next to the
+//! jobs, triggers and runs they manage, so a request may land on any replica.
+//!
+//! # Layout
+//!
+//! - [`run`]: the process entry: pool, migrations, first admin, listener, graceful shutdown.
+//! - [`app`]: the whole site as an [`axum::Router`] over an [`AppState`]; tests drive it
+//!   with `tower::ServiceExt::oneshot`.
+//! - [`state`]: what every handler shares (pool, Redis client, templates).
+//! - [`error`]: [`error::ApiError`], the one error type of handlers, and its JSON form.
+//! - [`input`]: field-by-field reading of JSON input, so every bad field is named.
+//! - [`auth`]: passwords, sessions, API tokens, roles, the [`auth::Principal`] extractor.
+//! - [`service`]: the operations (create a job, pause a trigger, cancel a run…), with
+//!   their permission checks and audit records; the API and the admin both call them.
+//! - [`db`]: the manager's own queries (listing with filters, versioned updates, users,
+//!   audit log).
+//! - [`api`]: the REST API under `/api/v1`, plus `/healthz`, `/readyz`, `/metrics`.
+//! - [`admin`]: the server-rendered web admin.
+//! - [`layers`]: tower-http middleware and security headers.
 
-use probactr_common::config::Config;
-use tokio_util::sync::CancellationToken;
+pub mod admin;
+pub mod api;
+pub mod auth;
+pub mod db;
+pub mod error;
+pub mod input;
+pub mod layers;
+pub mod service;
+pub mod state;
+mod startup;
 
-/// Runs the manager until `shutdown` is cancelled.
-pub async fn run(_config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    shutdown.cancelled().await;
-    Ok(())
+pub use startup::run;
+pub use state::AppState;
+
+/// The whole site: REST API, health endpoints and web admin, with the middleware stack.
+pub fn app(state: AppState) -> axum::Router {
+    let router = axum::Router::new()
+        .merge(api::router())
+        .merge(admin::router())
+        .with_state(state);
+    layers::apply(router)
 }

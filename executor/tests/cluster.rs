@@ -1,0 +1,357 @@
+//! The executor as users run it: real `probactr-executor` processes on a real PostgreSQL
+//! (a fresh database per test) and Redis (a fresh key prefix per test), observed through
+//! a witness HTTP server the jobs call.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use probactr_common::model::{JobKind, Misfire, Overlap, RunState};
+use probactr_common::store::jobs::{self, NewJob};
+use probactr_common::store::triggers::{self, NewTrigger};
+use probactr_common::store::{runs, MIGRATOR};
+use serde_json::json;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+use support::witness::Witness;
+use support::{eventually, executor, fast_env, unique_prefix};
+
+async fn pool_and_url(pool_options: PgPoolOptions, options: PgConnectOptions) -> (PgPool, String) {
+    let url = support::database_url(&options);
+    let pool = pool_options.connect_with(options).await.expect("test database");
+    (pool, url)
+}
+
+fn http_job(name: &str, url: &str) -> NewJob {
+    NewJob::new(name, JobKind::Http, json!({ "method": "GET", "url": url }))
+}
+
+async fn count_state(pool: &PgPool, job_id: i64, state: RunState) -> i64 {
+    runs::count_by_state(pool, Some(job_id))
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|(s, _)| *s == state)
+        .map(|(_, n)| n)
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+#[tokio::test]
+async fn a_bad_setting_exits_2_naming_the_variable() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
+        .env("PROBACTR_HEARTBEAT_INTERVAL", "often")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PROBACTR_HEARTBEAT_INTERVAL"), "stderr: {stderr}");
+
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
+        .env("PROBACTR_HEARTBEAT_INTERVAL", "10s")
+        .env("PROBACTR_HEARTBEAT_TIMEOUT", "5s")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("PROBACTR_HEARTBEAT_TIMEOUT"));
+
+    let version = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
+        .arg("--version")
+        .output()
+        .await
+        .unwrap();
+    assert!(version.status.success());
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("probactr-executor "));
+}
+
+/// 3 executors, 200 interval triggers every second: every instant runs exactly once.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let seconds: i64 = std::env::var("PROBACTR_TEST_FIRE_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let env = fast_env(&url, &unique_prefix("fire"));
+    let mut trigger_ids = Vec::new();
+    for i in 0..200 {
+        let job = jobs::insert(&pool, &http_job(&format!("tick-{i}"), &witness.url(&format!("t{i}"), 0))).await.unwrap();
+        let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now()).await.unwrap();
+        trigger_ids.push(trigger.id);
+    }
+    let executors: Vec<_> = (0..3).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    let started = Utc::now();
+    tokio::time::sleep(Duration::from_secs(seconds as u64)).await;
+    let cutoff = Utc::now() - TimeDelta::seconds(3);
+    // Let instants up to the cutoff finish.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(executors);
+
+    let rows: Vec<(i64, DateTime<Utc>, String, Option<DateTime<Utc>>)> = sqlx::query_as(
+        "SELECT trigger_id, scheduled_at, state, started_at FROM runs WHERE scheduled_at <= $1 ORDER BY scheduled_at",
+    )
+    .bind(cutoff)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let triggers: Vec<(i64, DateTime<Utc>)> =
+        sqlx::query_as("SELECT id, created_at FROM triggers").fetch_all(&pool).await.unwrap();
+
+    // Every expected instant has a run, and every run succeeded.
+    let mut per_trigger: HashMap<i64, HashSet<DateTime<Utc>>> = HashMap::new();
+    for (trigger_id, scheduled_at, state, _) in &rows {
+        assert_eq!(state, "succeeded", "run of trigger {trigger_id} at {scheduled_at}");
+        assert!(per_trigger.entry(*trigger_id).or_default().insert(*scheduled_at), "duplicate run row");
+    }
+    let mut expected_total = 0;
+    for (id, anchor) in &triggers {
+        let mut instant = *anchor + TimeDelta::seconds(1);
+        while instant <= cutoff {
+            expected_total += 1;
+            assert!(per_trigger.get(id).is_some_and(|s| s.contains(&instant)), "trigger {id} lost instant {instant}");
+            instant += TimeDelta::seconds(1);
+        }
+    }
+    assert_eq!(rows.len(), expected_total, "runs beyond the expected instants");
+
+    // The job's own effect happened exactly once per instant.
+    let mut effects: HashMap<(String, String), usize> = HashMap::new();
+    for hit in witness.hits() {
+        let key = (hit.header("x-probactr-trigger-id").unwrap_or("").to_owned(),
+                   hit.header("x-probactr-scheduled-at").unwrap_or("").to_owned());
+        *effects.entry(key).or_default() += 1;
+    }
+    let duplicated: Vec<_> = effects.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(duplicated.is_empty(), "instants whose effect happened twice: {duplicated:?}");
+    assert!(witness.hits().len() >= expected_total, "effects {} < runs {expected_total}", witness.hits().len());
+
+    let mut lags: Vec<f64> = rows
+        .iter()
+        .filter_map(|(_, scheduled, _, started)| started.map(|s| (s - *scheduled).num_microseconds().unwrap_or(0) as f64 / 1000.0))
+        .collect();
+    lags.sort_by(f64::total_cmp);
+    let elapsed = (cutoff - started).num_milliseconds() as f64 / 1000.0;
+    eprintln!(
+        "FIRE FIGURES: {} runs over {elapsed:.1}s = {:.0} fires/s; start lag ms p50 {:.1} p99 {:.1} max {:.1}",
+        rows.len(),
+        rows.len() as f64 / elapsed.max(1.0),
+        percentile(&lags, 50.0),
+        percentile(&lags, 99.0),
+        percentile(&lags, 100.0)
+    );
+}
+
+/// A non-parallel job slower than its interval never overlaps itself; `skip` records
+/// skipped runs, `queue` runs them one after another.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn non_parallel_jobs_never_overlap(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let env = fast_env(&url, &unique_prefix("overlap"));
+    let skip = jobs::insert(&pool, &http_job("slow-skip", &witness.url("skip", 2500))).await.unwrap();
+    let mut queue_job = http_job("slow-queue", &witness.url("queue", 1200));
+    queue_job.overlap = Overlap::Queue;
+    let queue = jobs::insert(&pool, &queue_job).await.unwrap();
+    for job in [&skip, &queue] {
+        triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now()).await.unwrap();
+    }
+    let executors: Vec<_> = (0..3).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    sqlx::query("UPDATE triggers SET paused = true").execute(&pool).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    drop(executors);
+
+    assert_eq!(witness.max_in_flight("skip"), 1, "the skip job overlapped itself");
+    assert_eq!(witness.max_in_flight("queue"), 1, "the queue job overlapped itself");
+    assert!(witness.hits_of("skip").len() >= 2, "the skip job barely ran");
+    let skipped = count_state(&pool, skip.id, RunState::Skipped).await;
+    assert!(skipped >= 2, "overlap=skip recorded {skipped} skipped runs");
+    let reason: Option<String> = sqlx::query_scalar("SELECT reason FROM runs WHERE job_id = $1 AND state = 'skipped' LIMIT 1")
+        .bind(skip.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(reason.unwrap_or_default().contains("busy"), "a skipped run says why");
+    assert_eq!(count_state(&pool, queue.id, RunState::Skipped).await, 0, "overlap=queue never skips");
+    let queued_runs = witness.hits_of("queue");
+    assert!(queued_runs.len() >= 4, "overlap=queue ran {} times in 9 s", queued_runs.len());
+    let mut spans: Vec<_> = queued_runs.iter().map(|hit| (hit.started, hit.ended)).collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[1].0 >= pair[0].1, "queued runs overlapped");
+    }
+}
+
+/// A parallel job with max_concurrency 3 never has more than 3 attempts in flight.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn parallel_job_respects_max_concurrency(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let env = fast_env(&url, &unique_prefix("permits"));
+    let mut job = http_job("bounded", &witness.url("bounded", 800));
+    job.parallel = true;
+    job.max_concurrency = Some(3);
+    job.overlap = Overlap::Queue;
+    let job = jobs::insert(&pool, &job).await.unwrap();
+    runs::queue_many_now(&pool, job.id, 12).await.unwrap();
+    let _executors: Vec<_> = (0..3).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    eventually(Duration::from_secs(30), "12 runs succeeded", || async {
+        (count_state(&pool, job.id, RunState::Succeeded).await == 12).then_some(())
+    })
+    .await;
+    assert_eq!(witness.max_in_flight("bounded"), 3, "at most 3 at once, and 3 were reached");
+    assert_eq!(witness.hits_of("bounded").len(), 12, "each run called once");
+}
+
+/// A trigger created while executors sleep fires on time (the NOTIFY path).
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_new_trigger_wakes_sleeping_executors(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let env = fast_env(&url, &unique_prefix("notify"));
+    let job = jobs::insert(&pool, &http_job("wake", &witness.url("wake", 0))).await.unwrap();
+    let _executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    // Nothing is scheduled: the executors sleep for their longest pause.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let at = Utc::now() + TimeDelta::milliseconds(1500);
+    let trigger = triggers::create(&pool, job.id, &NewTrigger::once(at), Utc::now()).await.unwrap();
+    let started: DateTime<Utc> = eventually(Duration::from_secs(5), "the one-shot ran", || async {
+        sqlx::query_scalar::<_, Option<DateTime<Utc>>>("SELECT started_at FROM runs WHERE trigger_id = $1")
+            .bind(trigger.id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+            .flatten()
+    })
+    .await;
+    let lag = started - at;
+    assert!(lag < TimeDelta::seconds(1), "fired {lag} after its instant");
+    let next: Option<DateTime<Utc>> = sqlx::query_scalar("SELECT next_fire_at FROM triggers WHERE id = $1")
+        .bind(trigger.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(next, None, "a fired one-shot has no next instant");
+}
+
+/// After an outage, each misfire policy runs and records exactly the instants it should.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn misfire_policies_after_an_outage(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let env = fast_env(&url, &unique_prefix("misfire"));
+    let mut jobs_by_policy = BTreeMap::new();
+    // Instants every 2 s from 20 s ago up to now (the window's end): 11 instants, all
+    // older than the 1 s misfire threshold by the time the executor starts.
+    let now = Utc::now();
+    let outage_start = now - TimeDelta::seconds(20);
+    for policy in [Misfire::FireOnce, Misfire::Skip, Misfire::FireAll] {
+        let mut job = NewJob::new(format!("misfire-{policy}"), JobKind::Noop, json!({}));
+        job.parallel = true;
+        let job = jobs::insert(&pool, &job).await.unwrap();
+        let mut trigger = NewTrigger::interval(2);
+        trigger.misfire = policy;
+        trigger.misfire_threshold_secs = 1;
+        trigger.start_at = Some(outage_start);
+        trigger.end_at = Some(now);
+        let trigger = triggers::create(&pool, job.id, &trigger, Utc::now()).await.unwrap();
+        // The cluster was down: the trigger still waits for its first instant.
+        sqlx::query("UPDATE triggers SET next_fire_at = start_at WHERE id = $1")
+            .bind(trigger.id)
+            .execute(&pool)
+            .await
+            .unwrap();
+        jobs_by_policy.insert(policy.as_str(), (job.id, trigger.id));
+    }
+    let mut executor = executor("executor", &env);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    executor.signal(support::SIGTERM);
+    executor.wait_exit(Duration::from_secs(10)).await;
+
+    for (policy, (job_id, trigger_id)) in &jobs_by_policy {
+        let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE trigger_id = $1").bind(trigger_id).fetch_one(&pool).await.unwrap();
+        let missed: i64 = sqlx::query_scalar("SELECT coalesce(sum(instants), 0)::bigint FROM misfires WHERE trigger_id = $1")
+            .bind(trigger_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let expected = 11;
+        assert_eq!(runs + missed, expected, "{policy}: every instant ran or was recorded missed");
+        match *policy {
+            "fire_once" => assert_eq!(runs, 1, "fire_once runs one late instant"),
+            "skip" => assert_eq!(runs, 0, "skip runs no late instant"),
+            _ => assert_eq!(missed, 0, "fire_all runs them all"),
+        }
+        let done = count_state(&pool, *job_id, RunState::Succeeded).await;
+        assert_eq!(done, runs, "{policy}: the fired runs ran");
+    }
+}
+
+/// SIGTERM drains: a short job finishes and is recorded, a long one is stopped and
+/// recorded, its lock is released, the process exits 0.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn sigterm_drains(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let prefix = unique_prefix("drain");
+    let env = fast_env(&url, &prefix);
+    let short = jobs::insert(&pool, &http_job("short", &witness.url("short", 1000))).await.unwrap();
+    let long = jobs::insert(&pool, &http_job("long", &witness.url("long", 60_000))).await.unwrap();
+    let short_run = runs::queue_now(&pool, short.id).await.unwrap();
+    let long_run = runs::queue_now(&pool, long.id).await.unwrap();
+    let mut executor = executor("executor", &env);
+    eventually(Duration::from_secs(10), "both jobs in flight", || async {
+        (witness.in_flight("short") == 1 && witness.in_flight("long") == 1).then_some(())
+    })
+    .await;
+    executor.signal(support::SIGTERM);
+    let status = executor.wait_exit(Duration::from_secs(20)).await;
+    assert!(status.success(), "exit status {status}");
+
+    let short_after = runs::get(&pool, short_run.id).await.unwrap().unwrap();
+    assert_eq!(short_after.state, RunState::Succeeded);
+    let long_after = runs::get(&pool, long_run.id).await.unwrap().unwrap();
+    assert_eq!(long_after.state, RunState::Abandoned);
+    assert!(long_after.reason.unwrap_or_default().contains("shut down"));
+    let mut redis = redis::Client::open(support::redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let lock: Option<String> = redis::cmd("GET")
+        .arg(format!("{prefix}lock:job:{}", long.id))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(lock, None, "the long job's lock was released");
+    let state: String = sqlx::query_scalar("SELECT state FROM executors").fetch_one(&pool).await.unwrap();
+    assert_eq!(state, "stopped");
+}
+
+/// Cancellation requested through the database stops a running job within a second.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let env = fast_env(&url, &unique_prefix("cancel"));
+    let job = jobs::insert(&pool, &NewJob::new("sleeper", JobKind::Shell, json!({ "program": "sleep", "args": ["60"] })))
+        .await
+        .unwrap();
+    let run = runs::queue_now(&pool, job.id).await.unwrap();
+    let _executor = executor("executor", &env);
+    eventually(Duration::from_secs(10), "the run started", || async {
+        (runs::get(&pool, run.id).await.unwrap().unwrap().state == RunState::Running).then_some(())
+    })
+    .await;
+    let asked = tokio::time::Instant::now();
+    runs::request_cancel(&pool, run.id, "cancelled by test").await.unwrap();
+    eventually(Duration::from_secs(3), "the run cancelled", || async {
+        (runs::get(&pool, run.id).await.unwrap().unwrap().state == RunState::Cancelled).then_some(())
+    })
+    .await;
+    assert!(asked.elapsed() < Duration::from_millis(1500), "cancel took {:?}", asked.elapsed());
+}

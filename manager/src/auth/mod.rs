@@ -1,0 +1,192 @@
+//! Who is calling and what they may do.
+//!
+//! Two ways in: a bearer API token (`Authorization: Bearer pat_…`, made by
+//! `POST /api/v1/auth/token`) for scripts, and the web admin's session cookie for
+//! browsers. A cookie-authenticated API call that changes state must also carry the
+//! session's CSRF token in `X-CSRF-Token`, since a browser attaches cookies to requests
+//! other sites make it send.
+//!
+//! Roles ([`Role`]):
+//!
+//! | role | may |
+//! |---|---|
+//! | `viewer` | read everything except users and the audit log |
+//! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs |
+//! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), users, audit log |
+
+pub mod password;
+pub mod ratelimit;
+pub mod secret;
+pub mod session;
+
+use std::fmt;
+use std::str::FromStr;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, Method};
+use probactr_common::model::JobKind;
+use serde::{Deserialize, Serialize};
+
+use crate::db;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Header carrying the CSRF token on cookie-authenticated API calls.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// What a user may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Read only.
+    Viewer,
+    /// Operates jobs; edits only the built-in job kinds.
+    Operator,
+    /// Everything.
+    Admin,
+}
+
+impl Role {
+    /// Every role, least powerful first.
+    pub const ALL: &'static [Role] = &[Role::Viewer, Role::Operator, Role::Admin];
+
+    /// The stored and displayed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// Pause, resume, run now, cancel, and manage triggers.
+    pub fn can_operate(self) -> bool {
+        matches!(self, Role::Operator | Role::Admin)
+    }
+
+    /// Create, edit or delete a job of `kind`: shell and http jobs run code or reach the
+    /// network from executors, so only admins may define them.
+    pub fn can_edit_job(self, kind: JobKind) -> bool {
+        match self {
+            Role::Admin => true,
+            Role::Operator => matches!(kind, JobKind::Noop | JobKind::Sleep),
+            Role::Viewer => false,
+        }
+    }
+
+    /// Manage users and read the audit log.
+    pub fn is_admin(self) -> bool {
+        self == Role::Admin
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A role name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown role {0:?}, expected one of: viewer, operator, admin")]
+pub struct UnknownRole(String);
+
+impl FromStr for Role {
+    type Err = UnknownRole;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Role::ALL
+            .iter()
+            .copied()
+            .find(|role| role.as_str() == s)
+            .ok_or_else(|| UnknownRole(s.to_owned()))
+    }
+}
+
+/// How the caller authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// A bearer API token (its id).
+    Token(i64),
+    /// The admin session cookie, with the session's CSRF token.
+    Session {
+        /// The session's CSRF token.
+        csrf: String,
+        /// The cookie's value (to log out).
+        cookie: String,
+    },
+}
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The user's id.
+    pub user_id: i64,
+    /// The user's name (as recorded in the audit log).
+    pub username: String,
+    /// The user's role.
+    pub role: Role,
+    /// Token or session.
+    pub via: Via,
+}
+
+impl Principal {
+    /// Ok when `allowed`, else a 403 saying what the role may not do.
+    pub fn require(&self, allowed: bool, what: &str) -> Result<(), ApiError> {
+        if allowed {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!("the {} role may not {what}", self.role)))
+        }
+    }
+
+    /// 403 unless the caller may operate jobs.
+    pub fn require_operator(&self, what: &str) -> Result<(), ApiError> {
+        self.require(self.role.can_operate(), what)
+    }
+
+    /// 403 unless the caller may define jobs of `kind`.
+    pub fn require_job_kind(&self, kind: JobKind) -> Result<(), ApiError> {
+        self.require(self.role.can_edit_job(kind), &format!("create, edit or delete {kind} jobs"))
+    }
+}
+
+/// The bearer token of a request, if it has one.
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Methods that never change state.
+pub fn is_safe_method(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(token) = bearer(parts) {
+            return db::sessions::principal_for_token(&state.pool, token)
+                .await?
+                .ok_or(ApiError::Unauthorized);
+        }
+        let Some(cookie) = session::cookie(&parts.headers) else {
+            return Err(ApiError::Unauthorized);
+        };
+        let principal = db::sessions::principal_for_session(&state.pool, &cookie)
+            .await?
+            .ok_or(ApiError::Unauthorized)?;
+        if !is_safe_method(&parts.method) {
+            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let Via::Session { csrf, .. } = &principal.via else { return Err(ApiError::Unauthorized) };
+            if !secret::same(sent, csrf) {
+                return Err(ApiError::Forbidden(
+                    "cookie-authenticated API calls that change state need the X-CSRF-Token header".into(),
+                ));
+            }
+        }
+        Ok(principal)
+    }
+}

@@ -1,0 +1,61 @@
+//! The web admin's session cookie: a random id (only its SHA-256 is stored), HttpOnly
+//! and SameSite=Strict, replaced by a new id at every login, deleted at logout and when
+//! the password changes, with an idle and an absolute timeout.
+
+use std::time::Duration;
+
+use axum::http::{header, HeaderMap, HeaderValue};
+
+/// The cookie's name.
+pub const COOKIE_NAME: &str = "probactr_session";
+
+/// A session unused for this long is over.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// A session is over this long after login, used or not.
+pub const ABSOLUTE_TIMEOUT: Duration = Duration::from_secs(12 * 60 * 60);
+
+/// The session cookie's value, if the request carries one.
+pub fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE_NAME)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// `Set-Cookie` that installs a session.
+pub fn set_cookie(value: &str) -> HeaderValue {
+    let text = format!(
+        "{COOKIE_NAME}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        ABSOLUTE_TIMEOUT.as_secs()
+    );
+    HeaderValue::from_str(&text).unwrap_or_else(|_| clear_cookie())
+}
+
+/// `Set-Cookie` that removes the session cookie.
+pub fn clear_cookie() -> HeaderValue {
+    HeaderValue::from_static("probactr_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_cookie_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.append(header::COOKIE, HeaderValue::from_static("a=1; probactr_session=abc ; b=2"));
+        assert_eq!(cookie(&headers).as_deref(), Some("abc"));
+        let mut none = HeaderMap::new();
+        none.append(header::COOKIE, HeaderValue::from_static("probactr_session="));
+        assert_eq!(cookie(&none), None);
+        let set = set_cookie("xyz");
+        let text = set.to_str().unwrap_or_default();
+        assert!(text.contains("HttpOnly") && text.contains("SameSite=Strict"));
+    }
+}

@@ -1,0 +1,99 @@
+//! The audit log: one row per change (who, when, what, before and after).
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::PgExecutor;
+
+use crate::auth::Principal;
+use crate::input::Page;
+
+/// What changed, for [`record`].
+#[derive(Debug, Clone)]
+pub struct Change<'a> {
+    /// `object.verb`: `job.create`, `trigger.pause`, `run.cancel`…
+    pub action: &'a str,
+    /// `job`, `trigger`, `run`, `token`, `user`.
+    pub object_type: &'a str,
+    /// The object's id.
+    pub object_id: Option<i64>,
+    /// The object before the change.
+    pub before: Option<Value>,
+    /// The object after it.
+    pub after: Option<Value>,
+}
+
+/// A row of `audit_log`.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Entry {
+    /// Id.
+    pub id: i64,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The actor's user id (None once the user is deleted).
+    pub actor_id: Option<i64>,
+    /// The actor's name at the time.
+    pub actor: String,
+    /// What was done.
+    pub action: String,
+    /// On what kind of object.
+    pub object_type: String,
+    /// Its id.
+    pub object_id: Option<i64>,
+    /// Before.
+    pub before: Option<Value>,
+    /// After.
+    pub after: Option<Value>,
+}
+
+/// Writes one audit row; call it in the transaction of the change.
+pub async fn record(db: impl PgExecutor<'_>, who: &Principal, change: Change<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(who.user_id)
+    .bind(&who.username)
+    .bind(change.action)
+    .bind(change.object_type)
+    .bind(change.object_id)
+    .bind(change.before)
+    .bind(change.after)
+    .execute(db)
+    .await?;
+    tracing::info!(
+        actor = %who.username,
+        action = change.action,
+        object.id = change.object_id,
+        "audited change"
+    );
+    Ok(())
+}
+
+/// A page of the log, newest first, optionally of one object.
+pub async fn list(
+    db: impl PgExecutor<'_> + Copy,
+    object: Option<(&str, i64)>,
+    page: Page,
+) -> Result<(Vec<Entry>, i64), sqlx::Error> {
+    let (object_type, object_id) = object.map_or((None, None), |(t, id)| (Some(t), Some(id)));
+    let items = sqlx::query_as::<_, Entry>(
+        "SELECT * FROM audit_log
+         WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))
+         ORDER BY id DESC LIMIT $3 OFFSET $4",
+    )
+    .bind(object_type)
+    .bind(object_id)
+    .bind(page.limit)
+    .bind(page.offset)
+    .fetch_all(db)
+    .await?;
+    let total: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))",
+    )
+    .bind(object_type)
+    .bind(object_id)
+    .fetch_one(db)
+    .await?;
+    Ok((items, total))
+}

@@ -1,0 +1,150 @@
+//! Jobs as the manager shows them (with run statistics), listed with filters, and the
+//! version-checked update and the delete the shared store does not need.
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{Job, JobKind};
+use probactr_common::store::jobs::NewJob;
+use sqlx::{PgExecutor, Postgres, QueryBuilder};
+
+use crate::input::Page;
+
+/// A job with its statistics.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    /// The row of `jobs`.
+    #[sqlx(flatten)]
+    pub job: Job,
+    /// Runs recorded (every attempt counts).
+    pub runs: i64,
+    /// Runs that succeeded.
+    pub successes: i64,
+    /// Runs that failed, timed out or were abandoned.
+    pub failures: i64,
+    /// When its latest run was queued.
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// The earliest next instant of its unpaused triggers.
+    pub next_fire_at: Option<DateTime<Utc>>,
+}
+
+/// Filters of the job list.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Case-insensitive substring of the name or description.
+    pub q: Option<String>,
+    /// Only this kind.
+    pub kind: Option<JobKind>,
+    /// Only paused (true) or unpaused (false) jobs.
+    pub paused: Option<bool>,
+}
+
+const SELECT_WITH_STATS: &str = "SELECT jobs.*,
+        coalesce(stats.runs, 0) AS runs,
+        coalesce(stats.successes, 0) AS successes,
+        coalesce(stats.failures, 0) AS failures,
+        stats.last_run_at,
+        (SELECT min(triggers.next_fire_at) FROM triggers
+         WHERE triggers.job_id = jobs.id AND NOT triggers.paused) AS next_fire_at
+    FROM jobs
+    LEFT JOIN LATERAL (
+        SELECT count(*) AS runs,
+               count(*) FILTER (WHERE state = 'succeeded') AS successes,
+               count(*) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned')) AS failures,
+               max(queued_at) AS last_run_at
+        FROM runs WHERE runs.job_id = jobs.id) AS stats ON TRUE";
+
+/// `text` as a LIKE pattern matching it anywhere, its wildcards escaped.
+pub fn contains_pattern(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &JobFilter) {
+    query.push(" WHERE TRUE");
+    if let Some(q) = &filter.q {
+        let pattern = contains_pattern(q);
+        query.push(" AND (jobs.name ILIKE ").push_bind(pattern.clone());
+        query.push(" OR jobs.description ILIKE ").push_bind(pattern).push(")");
+    }
+    if let Some(kind) = filter.kind {
+        query.push(" AND jobs.kind = ").push_bind(kind.as_str());
+    }
+    if let Some(paused) = filter.paused {
+        query.push(" AND jobs.paused = ").push_bind(paused);
+    }
+}
+
+/// A page of jobs by name, and how many match in all.
+pub async fn list(
+    db: impl PgExecutor<'_> + Copy,
+    filter: &JobFilter,
+    page: Page,
+) -> Result<(Vec<JobRow>, i64), sqlx::Error> {
+    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    push_filters(&mut query, filter);
+    query.push(" ORDER BY jobs.name LIMIT ").push_bind(page.limit);
+    query.push(" OFFSET ").push_bind(page.offset);
+    let items = query.build_query_as::<JobRow>().fetch_all(db).await?;
+    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM jobs");
+    push_filters(&mut count, filter);
+    let total: i64 = count.build_query_scalar().fetch_one(db).await?;
+    Ok((items, total))
+}
+
+/// One job with its statistics.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobRow>, sqlx::Error> {
+    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    query.push(" WHERE jobs.id = ").push_bind(id);
+    query.build_query_as::<JobRow>().fetch_optional(db).await
+}
+
+/// One job, locked for the rest of the transaction.
+pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, sqlx::Error> {
+    sqlx::query_as::<_, Job>("SELECT * FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// Replaces a job's definition if its version is still `version`; None on a lost race.
+pub async fn update(db: impl PgExecutor<'_>, id: i64, version: i64, job: &NewJob) -> Result<Option<Job>, sqlx::Error> {
+    sqlx::query_as::<_, Job>(
+        "UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
+                         max_concurrency = $8, overlap = $9, timeout_secs = $10,
+                         retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
+                         version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2
+         RETURNING *",
+    )
+    .bind(id)
+    .bind(version)
+    .bind(&job.name)
+    .bind(&job.description)
+    .bind(job.kind.as_str())
+    .bind(&job.spec)
+    .bind(job.parallel)
+    .bind(job.max_concurrency)
+    .bind(job.overlap.as_str())
+    .bind(job.timeout_secs)
+    .bind(job.retry_max_attempts)
+    .bind(job.retry_backoff_secs)
+    .bind(job.paused)
+    .fetch_optional(db)
+    .await
+}
+
+/// Sets the paused flag; returns the new row (None when the job does not exist).
+pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<Option<Job>, sqlx::Error> {
+    sqlx::query_as::<_, Job>(
+        "UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
+    )
+    .bind(id)
+    .bind(paused)
+    .fetch_optional(db)
+    .await
+}
+
+/// Deletes a job with its triggers and history (see the core migration's policy).
+pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM jobs WHERE id = $1").bind(id).execute(db).await?;
+    Ok(done.rows_affected() == 1)
+}

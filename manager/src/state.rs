@@ -1,0 +1,40 @@
+//! What every handler shares: the PostgreSQL pool, the Redis client (readiness only; the
+//! manager takes no locks) and the compiled templates of the web admin.
+
+use std::sync::Arc;
+
+use sqlx::PgPool;
+
+use crate::admin::templates;
+use crate::auth::password::Hasher;
+
+/// Shared state of the site; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The source of truth.
+    pub pool: PgPool,
+    /// Redis, checked by `/readyz`.
+    pub redis: redis::Client,
+    /// The web admin's templates (HTML auto-escaping on).
+    pub templates: Arc<minijinja::Environment<'static>>,
+    /// Password hashing cost.
+    pub hasher: Hasher,
+}
+
+impl AppState {
+    /// State over a pool and a Redis URL (the URL is checked, not connected to).
+    pub fn new(pool: PgPool, redis_url: &str) -> anyhow::Result<AppState> {
+        Ok(AppState {
+            pool,
+            redis: redis::Client::open(redis_url)?,
+            templates: Arc::new(templates::environment()?),
+            hasher: Hasher::default(),
+        })
+    }
+
+    /// The same state with a cheap password hash, for tests that create many users.
+    pub fn with_fast_hashing(mut self) -> AppState {
+        self.hasher = Hasher::fast_for_tests();
+        self
+    }
+}

@@ -1,0 +1,353 @@
+//! `shell` jobs: run a program, capture its output, and make sure nothing it started
+//! outlives the run.
+//!
+//! # No implicit shell
+//!
+//! The program is executed directly with its argument list, so an argument containing
+//! spaces, quotes or `$` reaches the program exactly as written. Only a job that asks
+//! for it (`"shell": true`) runs `sh -c program sh arg1 arg2 …` (the arguments become
+//! `$1`, `$2`, …), for pipelines and redirections.
+//!
+//! # One process group per run
+//!
+//! Killing the program we started is not enough: a script that started `sleep 300 &`,
+//! a build that forked compilers, a pipeline, all leave processes behind that the kernel
+//! does not kill when their parent dies. So every program starts as the leader of a new
+//! process group (`setpgid(0, 0)`, via [`tokio::process::Command::process_group`]), and
+//! everything it forks stays in that group unless it deliberately leaves it (`setsid`,
+//! as daemons do). Signals then go to the whole group with `killpg`:
+//!
+//! - timeout: SIGTERM to the group, then SIGKILL after a grace ([`super::Limits::kill_grace`],
+//!   2 s by default) if the leader is still alive;
+//! - stop (cancellation, the stop point after a lost lease, the end of a drain): SIGKILL
+//!   to the group at once, because a stop must take effect well within a second and
+//!   a stop point exists precisely because another attempt may already be running;
+//! - the program exited on its own: SIGKILL to whatever is left in its group. A run's
+//!   processes end with the run; work that must outlive a run belongs in a service,
+//!   not in a job. (Between the leader's exit and this kill, its pid stays reserved
+//!   as long as the group has members, so the group id cannot name someone else.)
+//!
+//! If the future running a job is dropped (its task aborted), a guard kills the group
+//! with SIGKILL as well.
+//!
+//! # Dying with the executor
+//!
+//! If the executor itself dies, even by `kill -9` where no code of ours runs, its jobs
+//! must die too: otherwise the monitor reaps the run, the retry starts elsewhere and
+//! the old attempt is still running. The child asks the kernel for SIGKILL when its
+//! parent dies (`prctl(PR_SET_PDEATHSIG, SIGKILL)`, Linux), set between fork and exec.
+//! If the executor died during that short window, the child sees a new parent and gives
+//! up instead of running.
+//!
+//! The catch: "parent" here means the *thread* that forked, not the process. Tokio forks
+//! from whichever thread polls the task, and its threads come and go (blocking-pool
+//! threads exit after idling, `block_in_place` retires a worker), which would kill
+//! healthy jobs at random. So all programs are forked from one dedicated thread that
+//! lives as long as the executor process and does nothing else.
+//!
+//! The limit: the death signal is not inherited by the program's own children. When the
+//! executor dies by SIGKILL, the program dies, but a grandchild that ignores its
+//! parent's death survives until it ends or writes to its output (the pipe's reader is
+//! gone, so it gets SIGPIPE). Containing those needs a cgroup per run, which is the
+//! container runtime's business.
+//!
+//! # Output
+//!
+//! stdout and stderr are the two ends of *one* pipe, so the tail interleaves them
+//! exactly as a terminal would show them (a program writing to both sees one ordered
+//! stream). Once the run has ended and its group is gone, the pipe is drained for a
+//! little while longer; a process that escaped the group and still holds the pipe open
+//! cannot make the run wait.
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::{mpsc, Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use probactr_common::jobspec::ShellSpec;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{timed_out_error, Ending, Execution, JobContext, Limits, TailBuffer, STOPPED_ERROR};
+
+/// How long output is still read after the run ended.
+const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
+
+/// How long to wait for a SIGKILLed leader to be reaped before giving up on it.
+const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
+
+/// Runs a shell job.
+pub(super) async fn run(spec: &ShellSpec, ctx: &JobContext, limits: &Limits, stop: &CancellationToken) -> Execution {
+    if let Some(cwd) = &spec.cwd {
+        if !Path::new(cwd).is_dir() {
+            return Execution::failed(format!("cannot start {:?}: working directory {cwd:?} is not a directory", spec.program));
+        }
+    }
+    let (mut child, reader) = match start(spec, ctx).await {
+        Ok(started) => started,
+        Err(err) => return Execution::failed(format!("cannot start {:?}: {err}", spec.program)),
+    };
+    let group = ProcessGroup::of(&child);
+    let output = Arc::new(Mutex::new(TailBuffer::new(limits.output_bytes)));
+    let collector = tokio::spawn(collect(reader, output.clone()));
+    let execution = supervise(&mut child, &group, limits, stop).await;
+    group.finish();
+    finish_collecting(collector).await;
+    let buffer = output.lock().unwrap_or_else(PoisonError::into_inner);
+    execution.with_output(&buffer)
+}
+
+/// Builds the command, creates the output pipe, and forks from the spawner thread.
+async fn start(spec: &ShellSpec, ctx: &JobContext) -> io::Result<(Child, pipe::Receiver)> {
+    let (writer, reader) = pipe::pipe()?;
+    let stdout = writer.into_blocking_fd()?;
+    let stderr = stdout.try_clone()?;
+    let mut command = command(spec, ctx);
+    command.stdout(stdout).stderr(stderr);
+    // `command` holds our copies of the pipe's write end: it must be dropped right after
+    // the fork (spawn_on_spawner does), or the pipe would never report end of file.
+    let child = spawn_on_spawner(command).await?;
+    Ok((child, reader))
+}
+
+/// The command for a spec: program, arguments, environment, directory, process group.
+fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
+    let mut command = if spec.shell {
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(&spec.program).arg("sh");
+        sh
+    } else {
+        Command::new(&spec.program)
+    };
+    command.args(&spec.args).envs(&spec.env);
+    for (name, value) in ctx.identity() {
+        command.env(format!("PROBACTR_{name}"), value);
+    }
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    command.stdin(std::process::Stdio::null()).process_group(0).kill_on_drop(true);
+    die_with_parent(&mut command);
+    command
+}
+
+/// Waits for the program to exit, time out or be stopped, and kills its group in the
+/// latter two cases.
+async fn supervise(child: &mut Child, group: &ProcessGroup, limits: &Limits, stop: &CancellationToken) -> Execution {
+    let execution = tokio::select! {
+        biased;
+        () = stop.cancelled() => Execution::ended(Ending::Stopped).with_error(STOPPED_ERROR),
+        status = child.wait() => return exited(status),
+        () = tokio::time::sleep(limits.timeout) => {
+            Execution::ended(Ending::TimedOut).with_error(timed_out_error(limits.timeout))
+        }
+    };
+    if execution.ending == Ending::TimedOut {
+        group.signal(libc::SIGTERM);
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => {}
+            _ = child.wait() => {}
+            () = tokio::time::sleep(limits.kill_grace) => {}
+        }
+    }
+    group.signal(libc::SIGKILL);
+    if tokio::time::timeout(REAP_AFTER_KILL, child.wait()).await.is_err() {
+        tracing::warn!(pid = group.pgid, "a killed job process was not reaped in time; tokio reaps it later");
+    }
+    execution
+}
+
+/// The execution of a program that exited on its own (or was killed by someone else).
+fn exited(status: io::Result<ExitStatus>) -> Execution {
+    let status = match status {
+        Ok(status) => status,
+        Err(err) => return Execution::failed(format!("lost track of the process: {err}")),
+    };
+    if let Some(code) = status.code() {
+        let ending = if code == 0 { Ending::Succeeded } else { Ending::Failed };
+        let mut execution = Execution::ended(ending);
+        execution.exit_code = Some(code);
+        if code != 0 {
+            execution.error = Some(format!("exited with code {code}"));
+        }
+        return execution;
+    }
+    match status.signal() {
+        Some(signal) => Execution::failed(format!("killed by signal {signal}{}", signal_name(signal))),
+        None => Execution::failed(format!("ended without an exit code: {status}")),
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => " (SIGHUP)",
+        libc::SIGINT => " (SIGINT)",
+        libc::SIGQUIT => " (SIGQUIT)",
+        libc::SIGILL => " (SIGILL)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGBUS => " (SIGBUS)",
+        libc::SIGFPE => " (SIGFPE)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGPIPE => " (SIGPIPE)",
+        libc::SIGTERM => " (SIGTERM)",
+        _ => "",
+    }
+}
+
+/// Reads the output pipe into the tail buffer until end of file.
+async fn collect(mut reader: pipe::Receiver, output: Arc<Mutex<TailBuffer>>) {
+    let mut chunk = vec![0_u8; 16 * 1024];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => output.lock().unwrap_or_else(PoisonError::into_inner).push(&chunk[..n]),
+        }
+    }
+}
+
+/// Lets the collector read what is left, for a little while.
+async fn finish_collecting(mut collector: tokio::task::JoinHandle<()>) {
+    if tokio::time::timeout(DRAIN_AFTER_END, &mut collector).await.is_err() {
+        tracing::debug!("a process outside the job's group still holds its output open; not waiting for it");
+        collector.abort();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Process group
+// ---------------------------------------------------------------------------------------
+
+/// The process group of a started program; kills it with SIGKILL when dropped early.
+struct ProcessGroup {
+    pgid: u32,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl ProcessGroup {
+    fn of(child: &Child) -> Self {
+        // A freshly spawned child has an id until it is reaped; 0 makes every signal a no-op.
+        ProcessGroup { pgid: child.id().unwrap_or(0), finished: false.into() }
+    }
+
+    fn signal(&self, signal: i32) {
+        signal_group(self.pgid, signal);
+    }
+
+    /// Kills what is left of the group, once; the guard is then disarmed.
+    fn finish(&self) {
+        if !self.finished.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.signal(libc::SIGKILL);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Sends `signal` to process group `pgid`; false if it is gone (or `pgid` is not a
+/// plausible group of ours).
+#[allow(unsafe_code)]
+fn signal_group(pgid: u32, signal: i32) -> bool {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return false };
+    // Group 0 is our own and 1 is init's: never ours to kill.
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: killpg takes two integers and no memory; it cannot break Rust's invariants.
+    unsafe { libc::killpg(pgid, signal) == 0 }
+}
+
+/// Arranges for the child to get SIGKILL when its parent (the spawner thread) dies.
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id();
+    let in_child = move || -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: prctl and getppid are async-signal-safe system calls on integers.
+            let (set, ppid) = unsafe { (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong), libc::getppid()) };
+            if set == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // The executor died between fork and prctl: the signal will never come.
+            if u32::try_from(ppid).ok() != Some(parent) {
+                return Err(io::Error::other("the executor died while starting the job"));
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = parent;
+        Ok(())
+    };
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe operations are allowed. It makes two system calls, compares
+    // integers, and allocates only on the error path of a child that is about to exit
+    // (`io::Error::other`); it takes no locks and touches no state shared with threads.
+    unsafe {
+        command.pre_exec(in_child);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The spawner thread
+// ---------------------------------------------------------------------------------------
+
+/// A command to fork, and where to send the child.
+struct SpawnRequest {
+    command: Command,
+    runtime: Handle,
+    reply: oneshot::Sender<io::Result<Child>>,
+}
+
+/// Forks `command` from the long-lived spawner thread (see the module docs for why).
+async fn spawn_on_spawner(command: Command) -> io::Result<Child> {
+    let (reply, response) = oneshot::channel();
+    let request = SpawnRequest { command, runtime: Handle::current(), reply };
+    spawner()?
+        .send(request)
+        .map_err(|_| io::Error::other("the process spawner thread is gone"))?;
+    response.await.map_err(|_| io::Error::other("the process spawner thread dropped the request"))?
+}
+
+fn spawner() -> io::Result<&'static mpsc::Sender<SpawnRequest>> {
+    static SPAWNER: OnceLock<Result<mpsc::Sender<SpawnRequest>, String>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (sender, requests) = mpsc::channel();
+            std::thread::Builder::new()
+                .name("probactr-spawner".into())
+                .spawn(move || serve_spawns(&requests))
+                .map(|_| sender)
+                .map_err(|err| format!("cannot start the process spawner thread: {err}"))
+        })
+        .as_ref()
+        .map_err(|err| io::Error::other(err.clone()))
+}
+
+/// The spawner thread's loop: it lives as long as the process (its sender is static).
+fn serve_spawns(requests: &mpsc::Receiver<SpawnRequest>) {
+    for SpawnRequest { mut command, runtime, reply } in requests.iter() {
+        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _entered = runtime.enter();
+            command.spawn()
+        }))
+        .unwrap_or_else(|_| Err(io::Error::other("spawning panicked")));
+        drop(command);
+        if let Err(Ok(orphan)) = reply.send(spawned) {
+            // The job was dropped while we forked: nobody will supervise this child.
+            if let Some(pid) = orphan.id() {
+                signal_group(pid, libc::SIGKILL);
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The cluster's health: processes with their running counts, the status summary and
+//! the numbers `/metrics` exports.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{Process, ProcessRole};
+use probactr_common::store::{self, StoreError};
+use serde::Serialize;
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+/// A registered executor or monitor as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessView {
+    /// Id (a new one at each registration).
+    pub id: Uuid,
+    /// Host name.
+    pub host: String,
+    /// Process id on that host.
+    pub pid: i32,
+    /// probactr version.
+    pub version: String,
+    /// When it registered.
+    pub started_at: DateTime<Utc>,
+    /// Its latest heartbeat.
+    pub last_heartbeat_at: DateTime<Utc>,
+    /// alive, draining, dead or stopped.
+    pub state: String,
+    /// Runs it is executing or starting (executors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<i64>,
+    /// Runs it executes at once (executors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<i32>,
+}
+
+async fn active_runs_by_executor(db: impl PgExecutor<'_>) -> Result<BTreeMap<Uuid, i64>, sqlx::Error> {
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
+        "SELECT executor_id, count(*) FROM runs
+         WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
+         GROUP BY executor_id",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Every registered process of `role`, newest first.
+pub async fn processes(pool: &PgPool, role: ProcessRole) -> Result<Vec<ProcessView>, StoreError> {
+    let processes = store::processes::list(pool, role).await?;
+    let running = match role {
+        ProcessRole::Executor => active_runs_by_executor(pool).await?,
+        ProcessRole::Monitor => BTreeMap::new(),
+    };
+    Ok(processes.into_iter().map(|p| view(p, role, &running)).collect())
+}
+
+fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> ProcessView {
+    let executor = role == ProcessRole::Executor;
+    ProcessView {
+        running: executor.then(|| running.get(&process.id).copied().unwrap_or(0)),
+        capacity: executor.then_some(process.capacity),
+        id: process.id,
+        host: process.host,
+        pid: process.pid,
+        version: process.version,
+        started_at: process.started_at,
+        last_heartbeat_at: process.last_heartbeat_at,
+        state: process.state.to_string(),
+    }
+}
+
+/// The next instant of one trigger, for the status summary.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct NextFire {
+    /// The trigger.
+    pub trigger_id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The job's name.
+    pub job_name: String,
+    /// When it fires next.
+    pub next_fire_at: DateTime<Utc>,
+}
+
+/// A recent failed run, for the status summary.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RecentFailure {
+    /// The run.
+    pub run_id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The job's name.
+    pub job_name: String,
+    /// failed, timed_out or abandoned.
+    pub state: String,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// What went wrong.
+    pub error: Option<String>,
+}
+
+/// `GET /api/v1/status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Registered processes per role and state: `{"executor": {"alive": 2}}`.
+    pub processes: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Runs queued in the last hour, by state.
+    pub runs_last_hour: BTreeMap<String, i64>,
+    /// Runs queued per minute over the last hour (oldest first, 60 numbers).
+    pub runs_per_minute: Vec<i64>,
+    /// The latest failures.
+    pub recent_failures: Vec<RecentFailure>,
+    /// The next instants to fire.
+    pub next_fires: Vec<NextFire>,
+}
+
+/// The status summary.
+pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
+    let process_rows: Vec<(String, String, i64)> =
+        sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state")
+            .fetch_all(pool)
+            .await?;
+    let mut processes: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for (role, state, count) in process_rows {
+        processes.entry(role).or_default().insert(state, count);
+    }
+    let run_rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT state, count(*) FROM runs WHERE queued_at > now() - interval '1 hour' GROUP BY state",
+    )
+    .fetch_all(pool)
+    .await?;
+    let per_minute: Vec<i64> = sqlx::query_scalar(
+        "SELECT count(runs.id) FROM generate_series(59, 0, -1) AS ago (minutes)
+         LEFT JOIN runs ON runs.queued_at >= date_trunc('minute', now()) - make_interval(mins => ago.minutes)
+                       AND runs.queued_at < date_trunc('minute', now()) - make_interval(mins => ago.minutes - 1)
+         GROUP BY ago.minutes ORDER BY ago.minutes DESC",
+    )
+    .fetch_all(pool)
+    .await?;
+    let recent_failures = sqlx::query_as::<_, RecentFailure>(
+        "SELECT runs.id AS run_id, runs.job_id, jobs.name AS job_name, runs.state, runs.finished_at, runs.error
+         FROM runs JOIN jobs ON jobs.id = runs.job_id
+         WHERE runs.state IN ('failed', 'timed_out', 'abandoned')
+         ORDER BY runs.id DESC LIMIT 10",
+    )
+    .fetch_all(pool)
+    .await?;
+    let next_fires = sqlx::query_as::<_, NextFire>(
+        "SELECT triggers.id AS trigger_id, triggers.job_id, jobs.name AS job_name, triggers.next_fire_at
+         FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+         WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at IS NOT NULL
+         ORDER BY triggers.next_fire_at LIMIT 10",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(Status {
+        processes,
+        runs_last_hour: run_rows.into_iter().collect(),
+        runs_per_minute: per_minute,
+        recent_failures,
+        next_fires,
+    })
+}
+
+/// Numbers for `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics {
+    /// Runs kept in history, by state.
+    pub runs_by_state: Vec<(String, i64)>,
+    /// Registered processes by role and state.
+    pub processes: Vec<(String, String, i64)>,
+    /// Jobs in all.
+    pub jobs: i64,
+    /// Paused jobs.
+    pub jobs_paused: i64,
+    /// Unpaused triggers more than 5 s past their instant (executors falling behind).
+    pub triggers_overdue: i64,
+}
+
+/// Reads [`Metrics`].
+pub async fn metrics(pool: &PgPool) -> Result<Metrics, sqlx::Error> {
+    let runs_by_state = sqlx::query_as("SELECT state, count(*) FROM runs GROUP BY state ORDER BY state")
+        .fetch_all(pool)
+        .await?;
+    let processes = sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state ORDER BY 1, 2")
+        .fetch_all(pool)
+        .await?;
+    let (jobs, jobs_paused): (i64, i64) =
+        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE paused) FROM jobs").fetch_one(pool).await?;
+    let triggers_overdue = sqlx::query_scalar(
+        "SELECT count(*) FROM triggers WHERE NOT paused AND next_fire_at < now() - interval '5 seconds'",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(Metrics { runs_by_state, processes, jobs, jobs_paused, triggers_overdue })
+}

@@ -1,0 +1,176 @@
+//! Run history as the manager lists it: newest first, filtered, without the output
+//! (only whether there is some).
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{Run, RunState};
+use serde::Serialize;
+use sqlx::{PgExecutor, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use crate::input::Page;
+
+/// A run in a list: every field but the output, which is only flagged.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RunSummary {
+    /// Id.
+    pub id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// Its job's name.
+    pub job_name: String,
+    /// The trigger that fired it (None for run-now and deleted triggers).
+    pub trigger_id: Option<i64>,
+    /// The instant it was scheduled for.
+    pub scheduled_at: DateTime<Utc>,
+    /// Attempt number in its chain.
+    pub attempt: i32,
+    /// The chain's first attempt (None on the first attempt itself).
+    pub first_run_id: Option<i64>,
+    /// Where it is in its life.
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
+    /// Why, when the state alone does not say.
+    pub reason: Option<String>,
+    /// The executor that owns or owned it.
+    pub executor_id: Option<Uuid>,
+    /// Its fencing token.
+    pub fence: Option<i64>,
+    /// When it was queued.
+    pub queued_at: DateTime<Utc>,
+    /// When it started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// A shell job's exit code.
+    pub exit_code: Option<i32>,
+    /// An HTTP job's status.
+    pub http_status: Option<i32>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// Whether output was stored.
+    pub has_output: bool,
+}
+
+/// Filters of the run list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only runs of this job.
+    pub job_id: Option<i64>,
+    /// Only runs in this state.
+    pub state: Option<RunState>,
+    /// Only runs queued at or after this.
+    pub since: Option<DateTime<Utc>>,
+    /// Only runs queued before this.
+    pub until: Option<DateTime<Utc>>,
+}
+
+fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &RunFilter) {
+    query.push(" WHERE TRUE");
+    if let Some(job_id) = filter.job_id {
+        query.push(" AND runs.job_id = ").push_bind(job_id);
+    }
+    if let Some(state) = filter.state {
+        query.push(" AND runs.state = ").push_bind(state.as_str());
+    }
+    if let Some(since) = filter.since {
+        query.push(" AND runs.queued_at >= ").push_bind(since);
+    }
+    if let Some(until) = filter.until {
+        query.push(" AND runs.queued_at < ").push_bind(until);
+    }
+}
+
+/// A page of runs, newest first, and how many match in all.
+pub async fn list(
+    db: impl PgExecutor<'_> + Copy,
+    filter: &RunFilter,
+    page: Page,
+) -> Result<(Vec<RunSummary>, i64), sqlx::Error> {
+    let mut query = QueryBuilder::<Postgres>::new(
+        "SELECT runs.id, runs.job_id, jobs.name AS job_name, runs.trigger_id, runs.scheduled_at,
+                runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id, runs.fence,
+                runs.queued_at, runs.started_at, runs.finished_at, runs.exit_code, runs.http_status,
+                runs.error, coalesce(runs.output, '') <> '' AS has_output
+         FROM runs JOIN jobs ON jobs.id = runs.job_id",
+    );
+    push_filters(&mut query, filter);
+    query.push(" ORDER BY runs.id DESC LIMIT ").push_bind(page.limit);
+    query.push(" OFFSET ").push_bind(page.offset);
+    let items = query.build_query_as::<RunSummary>().fetch_all(db).await?;
+    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM runs");
+    push_filters(&mut count, filter);
+    let total: i64 = count.build_query_scalar().fetch_one(db).await?;
+    Ok((items, total))
+}
+
+/// A run as the API shows it: everything but the Redis lock token.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// Id.
+    pub id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The trigger that fired it.
+    pub trigger_id: Option<i64>,
+    /// The instant it was scheduled for.
+    pub scheduled_at: DateTime<Utc>,
+    /// Attempt number in its chain.
+    pub attempt: i32,
+    /// The chain's first attempt.
+    pub first_run_id: Option<i64>,
+    /// Where it is in its life.
+    pub state: RunState,
+    /// Why.
+    pub reason: Option<String>,
+    /// The executor that owns or owned it.
+    pub executor_id: Option<Uuid>,
+    /// Its fencing token.
+    pub fence: Option<i64>,
+    /// When it was queued.
+    pub queued_at: DateTime<Utc>,
+    /// When an executor claimed it.
+    pub claimed_at: Option<DateTime<Utc>>,
+    /// When it started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// When a cancel was asked for.
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+    /// A shell job's exit code.
+    pub exit_code: Option<i32>,
+    /// An HTTP job's status.
+    pub http_status: Option<i32>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// The stored tail of the output.
+    pub output: Option<String>,
+    /// Whether the output lost its beginning.
+    pub output_truncated: bool,
+}
+
+impl From<Run> for RunView {
+    fn from(run: Run) -> Self {
+        RunView {
+            id: run.id,
+            job_id: run.job_id,
+            trigger_id: run.trigger_id,
+            scheduled_at: run.scheduled_at,
+            attempt: run.attempt,
+            first_run_id: run.first_run_id,
+            state: run.state,
+            reason: run.reason,
+            executor_id: run.executor_id,
+            fence: run.fence,
+            queued_at: run.queued_at,
+            claimed_at: run.claimed_at,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            cancel_requested_at: run.cancel_requested_at,
+            exit_code: run.exit_code,
+            http_status: run.http_status,
+            error: run.error,
+            output: run.output,
+            output_truncated: run.output_truncated,
+        }
+    }
+}

@@ -323,7 +323,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub fn format_duration(d: Duration) -> String {
     let millis = d.as_millis();
     for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
-        if millis >= size && millis % size == 0 {
+        if millis >= size && millis.is_multiple_of(size) {
             return format!("{}{unit}", millis / size);
         }
     }

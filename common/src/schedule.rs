@@ -76,8 +76,8 @@
 //!
 //! Both cost one croner search in the common case; the binary searches that find a gap's
 //! or repeated hour's edges run only on the days the clock changes. This relies on a
-//! zone's offset changing at most once in any [`GAP_HORIZON`], which holds for every
-//! zone in the tz database since 1970.
+//! zone's offset changing at most once in any [`GAP_HORIZON`]: true of every zone in
+//! chrono-tz's database from 1970 to 2040 (checked hour by hour when this was written).
 
 use std::fmt;
 
@@ -700,7 +700,9 @@ pub struct Window {
 impl Window {
     /// Whether `instant` is inside the window.
     pub fn contains(&self, instant: DateTime<Utc>) -> bool {
-        self.start.map_or(true, |start| instant >= start) && self.end.map_or(true, |end| instant <= end)
+        let before_start = matches!(self.start, Some(start) if instant < start);
+        let after_end = matches!(self.end, Some(end) if instant > end);
+        !before_start && !after_end
     }
 }
 

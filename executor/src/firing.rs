@@ -145,7 +145,7 @@ pub struct TriggerPlan {
 }
 
 fn plan_stored_trigger(trigger: &Trigger, now: DateTime<Utc>) -> TriggerPlan {
-    match triggers::schedule_of(trigger) {
+    match TriggerSchedule::from_trigger(trigger) {
         Ok(schedule) => plan_trigger(trigger, &schedule, now),
         Err(err) => {
             tracing::error!(trigger.id = trigger.id, error = %err, "stored trigger has an invalid schedule; it stops firing");

@@ -131,20 +131,6 @@ pub async fn create(
     Ok(row)
 }
 
-/// The schedule of a stored trigger (its columns were validated when it was written).
-pub fn schedule_of(trigger: &Trigger) -> Result<TriggerSchedule, ScheduleError> {
-    TriggerSchedule::from_parts(
-        trigger.kind,
-        trigger.cron.as_deref(),
-        &trigger.timezone,
-        trigger.interval_secs,
-        trigger.at,
-        trigger.start_at,
-        trigger.end_at,
-        trigger.created_at,
-    )
-}
-
 /// One trigger by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1")

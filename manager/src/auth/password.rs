@@ -1,7 +1,6 @@
 //! Password hashing with argon2id (PHC strings, so the cost travels with each hash and
 //! can be raised without invalidating old ones).
 
-use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
@@ -48,7 +47,8 @@ impl Hasher {
 
     /// The PHC string of `password` with a fresh salt.
     pub fn hash(&self, password: &str) -> anyhow::Result<String> {
-        let salt = SaltString::generate(&mut OsRng);
+        let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
+            .map_err(|err| anyhow::anyhow!("encoding a salt: {err}"))?;
         let hash = self
             .argon2()
             .hash_password(password.as_bytes(), &salt)

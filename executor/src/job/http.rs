@@ -1,0 +1,482 @@
+//! `http` jobs: one request, judged by its status, with a guard against SSRF.
+//!
+//! # Why a guard
+//!
+//! Whoever may edit an HTTP job may make the executor send requests from *inside* the
+//! network. The classic abuse is the cloud metadata service (`169.254.169.254`, on
+//! AWS also `fd00:ec2::254`), which hands out the machine's credentials to anyone who
+//! can reach it from the machine. So by default the executor refuses link-local
+//! addresses (`169.254.0.0/16`, `fe80::/10`) and the AWS IPv6 metadata address, unless
+//! `PROBACTR_HTTP_ALLOW` lists a range that contains the address; and it refuses
+//! anything in `PROBACTR_HTTP_DENY` (for example your private ranges), allow list or
+//! not. Loopback is allowed by default (a job calling a sidecar is normal).
+//!
+//! # Why the *resolved* address
+//!
+//! Checking the URL's text is useless: `http://metadata.example.com/` can resolve to
+//! `169.254.169.254`, and so can a name whose DNS answer changes between a check and
+//! the connection (DNS rebinding). The check therefore sits in the client's resolver:
+//! every address a name resolves to is checked, a name with any refused address is
+//! refused as a whole, and the connection is made to exactly the addresses that were
+//! checked. URLs with a literal IP never reach a resolver, so those are checked before
+//! the request is sent, and again on every redirect (a permitted server may redirect to
+//! a forbidden one; a redirect to a name goes through the resolver anyway). An
+//! IPv4-mapped IPv6 address (`::ffff:169.254.169.254`) or one in the NAT64 prefix
+//! (`64:ff9b::/96`) is judged by the IPv4 address inside it too.
+//!
+//! Proxies are disabled (`HTTP_PROXY` and friends are ignored): through a proxy the
+//! executor would only ever see the proxy's address, and the guard would be blind.
+//!
+//! # Outcome
+//!
+//! The response status decides: a status in the job's `expect_status` (any 2xx when it
+//! lists none) succeeds, anything else fails with the status recorded. The body's tail
+//! is kept as the run's output. Redirects are followed (at most 10) and the final
+//! status counts. The timeout covers the whole exchange, body included.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use probactr_common::jobspec::HttpSpec;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::redirect;
+use reqwest::{Method, Url};
+use tokio_util::sync::CancellationToken;
+
+use super::{timed_out_error, Ending, Execution, JobContext, Limits, TailBuffer, STOPPED_ERROR};
+
+/// How many redirects a request may follow.
+const MAX_REDIRECTS: usize = 10;
+
+// ---------------------------------------------------------------------------------------
+// Policy
+// ---------------------------------------------------------------------------------------
+
+/// Which addresses HTTP jobs may connect to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpPolicy {
+    allow: Vec<Cidr>,
+    deny: Vec<Cidr>,
+}
+
+/// A connection the policy refused: which address, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The refused address.
+    pub addr: IpAddr,
+    /// The name it was resolved from, if it came from a name.
+    pub host: Option<String>,
+    /// Why, for a person.
+    pub reason: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            Some(host) => write!(f, "refused to connect to {} (resolved from {host}): {}", self.addr, self.reason),
+            None => write!(f, "refused to connect to {}: {}", self.addr, self.reason),
+        }
+    }
+}
+
+impl StdError for Refusal {}
+
+impl HttpPolicy {
+    /// Builds a policy from the `PROBACTR_HTTP_ALLOW` and `PROBACTR_HTTP_DENY` entries:
+    /// CIDR ranges (`10.0.0.0/8`, `fd00::/8`) or single addresses. The error names the
+    /// variable and the entry that is neither.
+    pub fn from_lists(allow: &[String], deny: &[String]) -> Result<HttpPolicy, String> {
+        Ok(HttpPolicy { allow: parse_ranges("PROBACTR_HTTP_ALLOW", allow)?, deny: parse_ranges("PROBACTR_HTTP_DENY", deny)? })
+    }
+
+    /// Whether a connection to `addr` is permitted.
+    pub fn check(&self, addr: IpAddr) -> Result<(), Refusal> {
+        let forms = forms(addr);
+        let refuse = |reason: String| Err(Refusal { addr, host: None, reason });
+        if let Some(range) = forms.iter().flatten().find_map(|ip| self.deny.iter().find(|net| net.contains(ip))) {
+            return refuse(format!("it is in {range}, listed in PROBACTR_HTTP_DENY"));
+        }
+        for ip in forms.iter().flatten() {
+            let Some((range, what)) = forbidden_by_default(*ip) else { continue };
+            if !self.allow.iter().any(|net| net.contains(ip)) {
+                return refuse(format!(
+                    "it is in {range} ({what}), refused unless PROBACTR_HTTP_ALLOW lists a range containing it"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_ranges(variable: &str, entries: &[String]) -> Result<Vec<Cidr>, String> {
+    entries.iter().map(|entry| parse_range(entry).ok_or_else(|| {
+        format!("{variable}: {entry:?} is neither a CIDR range (like 10.0.0.0/8) nor an IP address")
+    })).collect()
+}
+
+fn parse_range(entry: &str) -> Option<Cidr> {
+    Cidr::parse(entry.trim())
+}
+
+/// An address range in CIDR notation (`10.0.0.0/8`, `fe80::/10`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cidr {
+    network: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// `addr/prefix`, or a bare address (a range of one). Host bits are cleared.
+    fn parse(text: &str) -> Option<Cidr> {
+        let (addr, prefix) = match text.split_once('/') {
+            Some((addr, prefix)) => (addr.parse::<IpAddr>().ok()?, Some(prefix.parse::<u8>().ok()?)),
+            None => (text.parse::<IpAddr>().ok()?, None),
+        };
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = prefix.unwrap_or(bits);
+        if prefix > bits {
+            return None;
+        }
+        Some(Cidr { network: Cidr::masked(addr, prefix), prefix })
+    }
+
+    fn contains(&self, addr: &IpAddr) -> bool {
+        addr.is_ipv4() == self.network.is_ipv4() && Cidr::masked(*addr, self.prefix) == self.network
+    }
+
+    /// `addr` with all but its first `prefix` bits cleared.
+    fn masked(addr: IpAddr, prefix: u8) -> IpAddr {
+        match addr {
+            IpAddr::V4(v4) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+                IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
+            }
+            IpAddr::V6(v6) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.network, self.prefix)
+    }
+}
+
+/// The address itself, and the IPv4 address embedded in it, if any.
+fn forms(addr: IpAddr) -> [Option<IpAddr>; 2] {
+    let embedded = match addr {
+        IpAddr::V4(_) => None,
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().or_else(|| nat64_embedded(v6)).map(IpAddr::V4),
+    };
+    [Some(addr), embedded]
+}
+
+/// The IPv4 address inside an address of the NAT64 well-known prefix `64:ff9b::/96`.
+fn nat64_embedded(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    if s[..6] != [0x64, 0xff9b, 0, 0, 0, 0] {
+        return None;
+    }
+    let [.., a, b, c, d] = v6.octets();
+    Some(Ipv4Addr::new(a, b, c, d))
+}
+
+/// The default-refused range containing `ip`, with what it is.
+fn forbidden_by_default(ip: IpAddr) -> Option<(&'static str, &'static str)> {
+    const AWS_V6_METADATA: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
+    match ip {
+        IpAddr::V4(v4) if v4.is_link_local() => Some(("169.254.0.0/16", "link-local, home of cloud metadata services")),
+        IpAddr::V6(v6) if v6 == AWS_V6_METADATA => Some(("fd00:ec2::254", "the AWS metadata service")),
+        IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80 => Some(("fe80::/10", "IPv6 link-local")),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------------------
+
+/// The HTTP client of HTTP jobs: one per executor (connections are pooled), with the
+/// address policy built into its resolver and redirect policy.
+#[derive(Debug, Clone)]
+pub struct HttpRunner {
+    client: reqwest::Client,
+    policy: Arc<HttpPolicy>,
+}
+
+/// A resolver that refuses names resolving to addresses the policy refuses.
+struct GuardedResolver {
+    policy: Arc<HttpPolicy>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            for addr in &addrs {
+                policy.check(addr.ip()).map_err(|refusal| Refusal { host: Some(host.clone()), ..refusal })?;
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+impl HttpRunner {
+    /// Builds the client. Fails only if the TLS backend cannot be set up.
+    pub fn new(policy: HttpPolicy) -> Result<Self, reqwest::Error> {
+        let policy = Arc::new(policy);
+        let for_redirects = policy.clone();
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("probactr/", env!("CARGO_PKG_VERSION")))
+            .no_proxy()
+            .dns_resolver(GuardedResolver { policy: policy.clone() })
+            .redirect(redirect::Policy::custom(move |attempt| check_redirect(&for_redirects, attempt)))
+            .build()?;
+        Ok(HttpRunner { client, policy })
+    }
+
+    /// The address policy.
+    pub fn policy(&self) -> &HttpPolicy {
+        &self.policy
+    }
+
+    /// Runs an HTTP job.
+    pub(super) async fn run(
+        &self,
+        spec: &HttpSpec,
+        ctx: &JobContext,
+        limits: &Limits,
+        stop: &CancellationToken,
+    ) -> Execution {
+        let request = match self.request(spec, ctx) {
+            Ok(request) => request,
+            Err(error) => return Execution::failed(error),
+        };
+        let mut progress = Progress { status: None, body: TailBuffer::new(limits.output_bytes) };
+        let outcome = tokio::select! {
+            biased;
+            () = stop.cancelled() => Outcome::Stopped,
+            result = tokio::time::timeout(limits.timeout, exchange(&self.client, request, &mut progress)) => {
+                match result {
+                    Err(_elapsed) => Outcome::TimedOut,
+                    Ok(Err(error)) => Outcome::Broken(error),
+                    Ok(Ok(())) => Outcome::Complete,
+                }
+            }
+        };
+        judge(spec, limits, outcome, &progress)
+    }
+
+    /// Builds the request, refusing a literal IP the policy refuses.
+    fn request(&self, spec: &HttpSpec, ctx: &JobContext) -> Result<reqwest::Request, String> {
+        let url = Url::parse(&spec.url).map_err(|err| format!("invalid URL {:?}: {err}", spec.url))?;
+        check_literal(&self.policy, &url).map_err(|refusal| refusal.to_string())?;
+        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|err| format!("invalid method: {err}"))?;
+        let mut builder = self.client.request(method, url);
+        for (name, value) in &spec.headers {
+            builder = builder.header(name, value);
+        }
+        for (name, value) in ctx.identity() {
+            builder = builder.header(header_name(name), value);
+        }
+        if let Some(body) = &spec.body {
+            builder = builder.body(body.clone());
+        }
+        builder.build().map_err(|err| format!("invalid request: {}", describe(&err)))
+    }
+}
+
+impl fmt::Debug for GuardedResolver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GuardedResolver").field("policy", &self.policy).finish()
+    }
+}
+
+/// `RUN_ID` → `X-Probactr-Run-Id`.
+fn header_name(suffix: &str) -> String {
+    let words: Vec<String> = suffix
+        .split('_')
+        .map(|word| {
+            let lower = word.to_ascii_lowercase();
+            let mut chars = lower.chars();
+            chars.next().map(|first| first.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+        })
+        .collect();
+    format!("X-Probactr-{}", words.join("-"))
+}
+
+/// Refuses a URL whose host is an IP literal the policy refuses (names are checked by
+/// the resolver).
+fn check_literal(policy: &HttpPolicy, url: &Url) -> Result<(), Refusal> {
+    let Some(host) = url.host_str() else { return Ok(()) };
+    let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    match literal.parse::<IpAddr>() {
+        Ok(addr) => policy.check(addr),
+        Err(_) => Ok(()),
+    }
+}
+
+fn check_redirect(policy: &HttpPolicy, attempt: redirect::Attempt<'_>) -> redirect::Action {
+    if attempt.previous().len() > MAX_REDIRECTS {
+        return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+    }
+    match check_literal(policy, attempt.url()) {
+        Ok(()) => attempt.follow(),
+        Err(refusal) => attempt.error(refusal),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Exchange
+// ---------------------------------------------------------------------------------------
+
+/// What arrived so far; kept outside the exchange so that a timeout still shows it.
+struct Progress {
+    status: Option<u16>,
+    body: TailBuffer,
+}
+
+/// How the exchange ended, before the status is judged.
+enum Outcome {
+    Complete,
+    Broken(String),
+    TimedOut,
+    Stopped,
+}
+
+/// Sends the request and reads the body into `progress`; the error is a transport error.
+async fn exchange(client: &reqwest::Client, request: reqwest::Request, progress: &mut Progress) -> Result<(), String> {
+    let mut response = client.execute(request).await.map_err(|err| describe(&err))?;
+    progress.status = Some(response.status().as_u16());
+    while let Some(chunk) = response.chunk().await.map_err(|err| format!("while reading the body: {}", describe(&err)))? {
+        progress.body.push(&chunk);
+    }
+    Ok(())
+}
+
+/// The execution for an outcome: the status decides when the exchange completed.
+fn judge(spec: &HttpSpec, limits: &Limits, outcome: Outcome, progress: &Progress) -> Execution {
+    let mut execution = match outcome {
+        Outcome::Complete => match progress.status {
+            Some(status) if spec.accepts(status) => Execution::ended(Ending::Succeeded),
+            Some(status) => Execution::failed(format!("unexpected HTTP status {status} (expected {})", expected(spec))),
+            None => Execution::failed("no response"),
+        },
+        Outcome::Broken(error) => Execution::failed(error),
+        Outcome::TimedOut => Execution::ended(Ending::TimedOut).with_error(timed_out_error(limits.timeout)),
+        Outcome::Stopped => Execution::ended(Ending::Stopped).with_error(STOPPED_ERROR),
+    };
+    execution.http_status = progress.status.map(i32::from);
+    execution.with_output(&progress.body)
+}
+
+fn expected(spec: &HttpSpec) -> String {
+    if spec.expect_status.is_empty() {
+        return "2xx".to_owned();
+    }
+    spec.expect_status.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// A reqwest error as one line: a refusal alone when the policy refused, else the
+/// error and its causes.
+fn describe(err: &(dyn StdError + 'static)) -> String {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    let mut parts = Vec::new();
+    while let Some(current) = source {
+        if let Some(refusal) = current.downcast_ref::<Refusal>() {
+            return refusal.to_string();
+        }
+        let text = current.to_string();
+        if !parts.iter().any(|part: &String| part.contains(&text)) {
+            parts.push(text);
+        }
+        source = current.source();
+    }
+    parts.join(": ")
+}
+
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn policy(allow: &[&str], deny: &[&str]) -> HttpPolicy {
+        let owned = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        HttpPolicy::from_lists(&owned(allow), &owned(deny)).unwrap()
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn cidr_parsing_and_matching() {
+        let net = Cidr::parse("10.1.2.3/8").unwrap();
+        assert_eq!(net.to_string(), "10.0.0.0/8");
+        assert!(net.contains(&ip("10.255.0.1")) && !net.contains(&ip("11.0.0.1")) && !net.contains(&ip("::1")));
+        assert!(Cidr::parse("0.0.0.0/0").unwrap().contains(&ip("8.8.8.8")));
+        assert!(Cidr::parse("::/0").unwrap().contains(&ip("::1")));
+        assert!(Cidr::parse("fe80::/10").unwrap().contains(&ip("febf::1")));
+        assert!(Cidr::parse("1.2.3.4").unwrap().contains(&ip("1.2.3.4")));
+        for bad in ["10.0.0.0/33", "::/129", "10.0.0/8", "x", "10.0.0.0/", "/8"] {
+            assert!(Cidr::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        let err = HttpPolicy::from_lists(&[], &["10.0.0.0/8".into(), "nope".into()]).unwrap_err();
+        assert!(err.contains("PROBACTR_HTTP_DENY") && err.contains("\"nope\""), "{err}");
+        let err = HttpPolicy::from_lists(&["1.2.3.4/40".into()], &[]).unwrap_err();
+        assert!(err.contains("PROBACTR_HTTP_ALLOW") && err.contains("1.2.3.4/40"), "{err}");
+    }
+
+    #[test]
+    fn default_policy() {
+        let p = HttpPolicy::default();
+        for ok in ["127.0.0.1", "::1", "10.0.0.1", "93.184.216.34", "fd00:ec2::253"] {
+            assert!(p.check(ip(ok)).is_ok(), "{ok}");
+        }
+        for refused in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe"] {
+            let refusal = p.check(ip(refused)).unwrap_err();
+            assert!(refusal.to_string().contains(refused), "{refusal}");
+        }
+    }
+
+    #[test]
+    fn allow_and_deny() {
+        let p = policy(&["169.254.169.254/32"], &["10.0.0.0/8", "127.0.0.0/8"]);
+        assert!(p.check(ip("169.254.169.254")).is_ok());
+        assert!(p.check(ip("::ffff:169.254.169.254")).is_ok());
+        assert!(p.check(ip("169.254.169.253")).is_err());
+        let refusal = p.check(ip("10.3.3.3")).unwrap_err();
+        assert!(refusal.reason.contains("10.0.0.0/8") && refusal.reason.contains("PROBACTR_HTTP_DENY"), "{refusal}");
+        assert!(p.check(ip("::ffff:127.0.0.1")).is_err());
+        // Deny wins over allow.
+        let p = policy(&["169.254.0.0/16"], &["169.254.169.254"]);
+        assert!(p.check(ip("169.254.169.254")).is_err());
+    }
+
+    #[test]
+    fn header_names() {
+        assert_eq!(header_name("RUN_ID"), "X-Probactr-Run-Id");
+        assert_eq!(header_name("SCHEDULED_AT"), "X-Probactr-Scheduled-At");
+        assert_eq!(header_name("FENCE"), "X-Probactr-Fence");
+    }
+
+    #[test]
+    fn literal_hosts() {
+        let p = HttpPolicy::default();
+        assert!(check_literal(&p, &Url::parse("http://[fe80::1]:80/").unwrap()).is_err());
+        assert!(check_literal(&p, &Url::parse("http://169.254.169.254/latest").unwrap()).is_err());
+        assert!(check_literal(&p, &Url::parse("http://example.com/").unwrap()).is_ok());
+    }
+}

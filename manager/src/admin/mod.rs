@@ -1,0 +1,11 @@
+//! The web admin: server-rendered HTML over the same [`crate::service`] operations as
+//! the API, with plain forms that work without JavaScript.
+pub mod templates;
+
+use axum::Router;
+use crate::state::AppState;
+
+/// Routes of the web admin.
+pub fn router() -> Router<AppState> {
+    Router::new()
+}

@@ -1,0 +1,53 @@
+//! The admin's templates, compiled into the binary, rendered by minijinja with HTML
+//! auto-escaping (every template name ends in `.html`, which switches it on): a job
+//! named `<script>` shows as text.
+
+use chrono::DateTime;
+use minijinja::Environment;
+
+/// Every template, by name.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("base.html", include_str!("../../templates/base.html")),
+    ("macros.html", include_str!("../../templates/macros.html")),
+    ("login.html", include_str!("../../templates/login.html")),
+    ("error.html", include_str!("../../templates/error.html")),
+    ("dashboard.html", include_str!("../../templates/dashboard.html")),
+    ("jobs.html", include_str!("../../templates/jobs.html")),
+    ("job.html", include_str!("../../templates/job.html")),
+    ("job_form.html", include_str!("../../templates/job_form.html")),
+    ("trigger_form.html", include_str!("../../templates/trigger_form.html")),
+    ("runs.html", include_str!("../../templates/runs.html")),
+    ("run.html", include_str!("../../templates/run.html")),
+    ("executors.html", include_str!("../../templates/executors.html")),
+    ("audit.html", include_str!("../../templates/audit.html")),
+];
+
+/// The environment with every template and the `dt` filter.
+pub fn environment() -> anyhow::Result<Environment<'static>> {
+    let mut env = Environment::new();
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source)?;
+    }
+    env.add_filter("dt", format_time);
+    Ok(env)
+}
+
+/// `2026-11-21T10:30:00.123Z` → `2026-11-21 10:30:00`; other text is left alone.
+fn format_time(value: String) -> String {
+    match DateTime::parse_from_rfc3339(&value) {
+        Ok(at) => at.naive_utc().format("%Y-%m-%d %H:%M:%S").to_string(),
+        Err(_) => value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_compiles() {
+        assert!(environment().is_ok());
+        assert_eq!(format_time("2026-11-21T10:30:00.5+00:00".into()), "2026-11-21 10:30:00");
+        assert_eq!(format_time("never".into()), "never");
+    }
+}

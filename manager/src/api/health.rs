@@ -1,0 +1,85 @@
+//! `/healthz` (the process answers), `/readyz` (PostgreSQL and Redis answer) and
+//! `/metrics` (Prometheus text). None needs authentication; none reveals job data.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::db;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How long a readiness check waits for each dependency.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `GET /healthz`.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn postgres(state: &AppState) -> Result<(), String> {
+    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
+    match tokio::time::timeout(CHECK_TIMEOUT, ping).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
+}
+
+async fn redis(state: &AppState) -> Result<(), String> {
+    let ping = async {
+        let mut connection = state.redis.get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut connection).await
+    };
+    match tokio::time::timeout(CHECK_TIMEOUT, ping).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
+}
+
+fn verdict(result: &Result<(), String>) -> serde_json::Value {
+    match result {
+        Ok(()) => json!("ok"),
+        Err(err) => json!({"error": err}),
+    }
+}
+
+/// `GET /readyz`: 200 when both PostgreSQL and Redis answer, else 503 saying which not.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let (pg, rd) = tokio::join!(postgres(&state), redis(&state));
+    let ready = pg.is_ok() && rd.is_ok();
+    if !ready {
+        tracing::warn!(postgres = ?pg, redis = ?rd, "not ready");
+    }
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = json!({"status": if ready { "ok" } else { "unavailable" }, "postgres": verdict(&pg), "redis": verdict(&rd)});
+    (status, Json(body)).into_response()
+}
+
+/// `GET /metrics`: cluster numbers read from PostgreSQL, in Prometheus text format.
+pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let m = db::cluster::metrics(&state.pool).await?;
+    let mut out = String::new();
+    let _ = writeln!(out, "# HELP probactr_runs Runs kept in history, by state.\n# TYPE probactr_runs gauge");
+    for (run_state, count) in &m.runs_by_state {
+        let _ = writeln!(out, "probactr_runs{{state=\"{run_state}\"}} {count}");
+    }
+    let _ = writeln!(out, "# HELP probactr_processes Registered processes, by role and state.\n# TYPE probactr_processes gauge");
+    for (role, process_state, count) in &m.processes {
+        let _ = writeln!(out, "probactr_processes{{role=\"{role}\",state=\"{process_state}\"}} {count}");
+    }
+    let _ = writeln!(out, "# HELP probactr_jobs Jobs defined.\n# TYPE probactr_jobs gauge\nprobactr_jobs {}", m.jobs);
+    let _ = writeln!(out, "# HELP probactr_jobs_paused Paused jobs.\n# TYPE probactr_jobs_paused gauge\nprobactr_jobs_paused {}", m.jobs_paused);
+    let _ = writeln!(
+        out,
+        "# HELP probactr_triggers_overdue Unpaused triggers more than 5 s past their instant.\n# TYPE probactr_triggers_overdue gauge\nprobactr_triggers_overdue {}",
+        m.triggers_overdue
+    );
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out).into_response())
+}

@@ -1,0 +1,44 @@
+//! The middleware stack, from tower-http: request tracing, a request timeout (so a
+//! draining manager cannot hang), compression, a request body limit, and the security
+//! headers of every response (a strict Content-Security-Policy: the admin needs no
+//! script, inline style or foreign origin).
+
+use std::time::Duration;
+
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::Router;
+use tower_http::compression::CompressionLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// The longest a request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest request body accepted.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// The Content-Security-Policy of every response.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+                       frame-ancestors 'none'; base-uri 'none'";
+
+/// Wraps the router in the middleware stack.
+pub fn apply(router: Router) -> Router {
+    let headers: [(HeaderName, &'static str); 5] = [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (HeaderName::from_static("cross-origin-opener-policy"), "same-origin"),
+    ];
+    let mut router = router;
+    for (name, value) in headers {
+        router = router.layer(SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value)));
+    }
+    router
+        .layer(CompressionLayer::new())
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
+        .layer(TraceLayer::new_for_http())
+}

@@ -1,0 +1,364 @@
+//! Jobs: create, read, list, edit (version-checked), delete, pause, resume, run now.
+
+use chrono::{DateTime, Utc};
+use probactr_common::jobspec::JobSpec;
+use probactr_common::model::{Job, JobKind, Overlap};
+use probactr_common::store::{self, jobs::NewJob, StoreError};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{snapshot, Paged};
+use crate::auth::Principal;
+use crate::db::{self, audit::Change, jobs::JobFilter, jobs::JobRow};
+use crate::error::ApiError;
+use crate::input::{Input, Page};
+use crate::state::AppState;
+
+/// The longest name accepted.
+pub const MAX_NAME_CHARS: usize = 200;
+/// The longest description accepted.
+pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
+
+/// A job's retry policy.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetryView {
+    /// Attempts in all, the first included.
+    pub max_attempts: i32,
+    /// Seconds before the second attempt; doubled for each later one.
+    pub backoff_secs: i32,
+}
+
+/// A job's run statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatsView {
+    /// Runs recorded.
+    pub runs: i64,
+    /// Runs that succeeded.
+    pub successes: i64,
+    /// Runs that failed, timed out or were abandoned.
+    pub failures: i64,
+    /// When its latest run was queued.
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// Its next scheduled instant.
+    pub next_fire_at: Option<DateTime<Utc>>,
+}
+
+/// A job as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobView {
+    /// Id.
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// shell, http, noop or sleep.
+    pub kind: JobKind,
+    /// The kind's definition.
+    pub spec: Value,
+    /// May attempts overlap?
+    pub parallel: bool,
+    /// Bound on overlapping attempts of a parallel job.
+    pub max_concurrency: Option<i32>,
+    /// skip or queue, when the job is busy.
+    pub overlap: Overlap,
+    /// Seconds an attempt may run.
+    pub timeout_secs: i32,
+    /// Retry policy.
+    pub retry: RetryView,
+    /// Paused jobs are neither fired nor claimed.
+    pub paused: bool,
+    /// Optimistic-locking version; send it back with a `PATCH`.
+    pub version: i64,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Run statistics.
+    pub stats: StatsView,
+}
+
+impl From<JobRow> for JobView {
+    fn from(row: JobRow) -> Self {
+        let job = row.job;
+        JobView {
+            id: job.id,
+            name: job.name,
+            description: job.description,
+            kind: job.kind,
+            spec: job.spec,
+            parallel: job.parallel,
+            max_concurrency: job.max_concurrency,
+            overlap: job.overlap,
+            timeout_secs: job.timeout_secs,
+            retry: RetryView { max_attempts: job.retry_max_attempts, backoff_secs: job.retry_backoff_secs },
+            paused: job.paused,
+            version: job.version,
+            created_at: job.created_at,
+            updated_at: job.updated_at,
+            stats: StatsView {
+                runs: row.runs,
+                successes: row.successes,
+                failures: row.failures,
+                last_run_at: row.last_run_at,
+                next_fire_at: row.next_fire_at,
+            },
+        }
+    }
+}
+
+/// The kind a request body asks for, when it names a valid one (for the role check,
+/// which comes before validation so a forbidden request learns nothing more).
+fn requested_kind(body: &Value) -> Option<JobKind> {
+    body.get("kind")?.as_str()?.parse().ok()
+}
+
+/// The definition a body describes, laid over `base` (a `PATCH`) or over the defaults
+/// (a create, where `name` and `kind` are required). None when a field is bad; the
+/// errors are in `input`.
+fn read_job(input: &mut Input, base: Option<&Job>) -> Option<NewJob> {
+    let name = input.text("name");
+    let name = match base {
+        Some(_) => input.not_null("name", name),
+        None => input.required("name", name),
+    };
+    let kind = input.choice::<JobKind>("kind");
+    let kind = match base {
+        Some(job) => input.not_null("kind", kind).or(Some(job.kind)),
+        None => input.required("kind", kind),
+    };
+    let mut job = match (base, kind) {
+        (Some(job), Some(kind)) => NewJob {
+            name: job.name.clone(),
+            description: job.description.clone(),
+            kind,
+            spec: job.spec.clone(),
+            parallel: job.parallel,
+            max_concurrency: job.max_concurrency,
+            overlap: job.overlap,
+            timeout_secs: job.timeout_secs,
+            retry_max_attempts: job.retry_max_attempts,
+            retry_backoff_secs: job.retry_backoff_secs,
+            paused: job.paused,
+        },
+        (None, Some(kind)) => NewJob::new("", kind, Value::Null),
+        (_, None) => NewJob::new("", JobKind::Noop, Value::Null),
+    };
+    if let Some(name) = name {
+        check_name(input, &name);
+        job.name = name;
+    }
+    let description = input.text("description");
+    if let Some(description) = input.not_null("description", description) {
+        job.description = description;
+    }
+    if job.description.chars().count() > MAX_DESCRIPTION_CHARS {
+        input.error("description", format!("must be at most {MAX_DESCRIPTION_CHARS} characters"));
+    }
+    if let Some(spec) = input.raw("spec") {
+        job.spec = spec;
+    }
+    let parallel = input.boolean("parallel");
+    if let Some(parallel) = input.not_null("parallel", parallel) {
+        job.parallel = parallel;
+    }
+    if let Some(max) = input.int("max_concurrency", 1, i64::from(i32::MAX)) {
+        job.max_concurrency = max.map(|m| m as i32);
+    }
+    let overlap = input.choice::<Overlap>("overlap");
+    if let Some(overlap) = input.not_null("overlap", overlap) {
+        job.overlap = overlap;
+    }
+    let timeout = input.int("timeout_secs", 1, i64::from(i32::MAX));
+    if let Some(timeout) = input.not_null("timeout_secs", timeout) {
+        job.timeout_secs = timeout as i32;
+    }
+    read_retry(input, &mut job);
+    let paused = input.boolean("paused");
+    if let Some(paused) = input.not_null("paused", paused) {
+        job.paused = paused;
+    }
+    if kind.is_some() {
+        match JobSpec::parse(job.kind, &job.spec) {
+            Ok(spec) => job.spec = spec.to_json(),
+            Err(err) => input.error(&err.field, err.message),
+        }
+    }
+    (!input.has_errors()).then_some(job)
+}
+
+fn check_name(input: &mut Input, name: &str) {
+    if name.trim().is_empty() {
+        input.error("name", "must not be empty");
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        input.error("name", format!("must be at most {MAX_NAME_CHARS} characters"));
+    } else if name.chars().any(char::is_control) {
+        input.error("name", "must not contain control characters");
+    }
+}
+
+fn read_retry(input: &mut Input, job: &mut NewJob) {
+    let retry = input.object("retry");
+    let Some(mut retry) = input.not_null("retry", retry) else { return };
+    let attempts = retry.int("max_attempts", 1, 100);
+    if let Some(attempts) = retry.not_null("max_attempts", attempts) {
+        job.retry_max_attempts = attempts as i32;
+    }
+    let backoff = retry.int("backoff_secs", 0, 7 * 24 * 3600);
+    if let Some(backoff) = retry.not_null("backoff_secs", backoff) {
+        job.retry_backoff_secs = backoff as i32;
+    }
+    input.absorb(retry);
+}
+
+/// A store error, with the name's uniqueness turned into a field error.
+fn name_taken(err: StoreError) -> ApiError {
+    match &err {
+        StoreError::Database(db) if store::is_unique_violation(db, "jobs_name_unique") => {
+            ApiError::field("name", "is already taken by another job")
+        }
+        _ => err.into(),
+    }
+}
+
+/// One job, with statistics.
+pub async fn get(state: &AppState, id: i64) -> Result<JobView, ApiError> {
+    db::jobs::get(&state.pool, id)
+        .await?
+        .map(JobView::from)
+        .ok_or_else(|| ApiError::not_found("job", id))
+}
+
+/// A page of jobs.
+pub async fn list(state: &AppState, filter: &JobFilter, page: Page) -> Result<Paged<JobView>, ApiError> {
+    let (rows, total) = db::jobs::list(&state.pool, filter, page).await?;
+    Ok(Paged { items: rows.into_iter().map(JobView::from).collect(), total })
+}
+
+/// Creates a job from a request body.
+pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<JobView, ApiError> {
+    who.require_operator("create jobs")?;
+    if let Some(kind) = requested_kind(&body) {
+        who.require_job_kind(kind)?;
+    }
+    let mut input = Input::new(body)?;
+    let job = read_job(&mut input, None);
+    input.finish()?;
+    let job = job.ok_or_else(|| ApiError::field("body", "invalid job"))?;
+    let mut tx = state.pool.begin().await?;
+    let created = store::jobs::insert(&mut *tx, &job).await.map_err(name_taken)?;
+    let change = Change {
+        action: "job.create",
+        object_type: "job",
+        object_id: Some(created.id),
+        before: None,
+        after: snapshot(&created),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = created.id, kind = %created.kind, "job created");
+    get(state, created.id).await
+}
+
+/// Edits a job; the body must carry the `version` the caller read.
+pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<JobView, ApiError> {
+    who.require_operator("edit jobs")?;
+    let mut tx = state.pool.begin().await?;
+    let before = db::jobs::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    who.require_job_kind(before.kind)?;
+    if let Some(kind) = requested_kind(&body) {
+        who.require_job_kind(kind)?;
+    }
+    let mut input = Input::new(body)?;
+    let version = input.int("version", 1, i64::MAX);
+    let version = input.required("version", version);
+    let job = read_job(&mut input, Some(&before));
+    input.finish()?;
+    let (Some(version), Some(job)) = (version, job) else {
+        return Err(ApiError::field("body", "invalid job"));
+    };
+    who.require_job_kind(job.kind)?;
+    if version != before.version {
+        return Err(stale("job", id, version, before.version));
+    }
+    let after = db::jobs::update(&mut *tx, id, version, &job)
+        .await
+        .map_err(|err| name_taken(err.into()))?
+        .ok_or_else(|| stale("job", id, version, before.version))?;
+    let change = Change {
+        action: "job.update",
+        object_type: "job",
+        object_id: Some(id),
+        before: snapshot(&before),
+        after: snapshot(&after),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = id, version = after.version, "job updated");
+    get(state, id).await
+}
+
+/// The 409 of a stale `version`.
+pub fn stale(what: &str, id: i64, sent: i64, current: i64) -> ApiError {
+    ApiError::Conflict(format!(
+        "{what} {id} changed since it was read (version {sent} sent, {current} current); reload and retry"
+    ))
+}
+
+/// Deletes a job, its triggers and its history.
+pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+    who.require_operator("delete jobs")?;
+    let mut tx = state.pool.begin().await?;
+    let before = db::jobs::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    who.require_job_kind(before.kind)?;
+    db::jobs::delete(&mut *tx, id).await?;
+    let change = Change {
+        action: "job.delete",
+        object_type: "job",
+        object_id: Some(id),
+        before: snapshot(&before),
+        after: None,
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = id, "job deleted");
+    Ok(())
+}
+
+/// Pauses (true) or resumes (false) a job.
+pub async fn set_paused(state: &AppState, who: &Principal, id: i64, paused: bool) -> Result<JobView, ApiError> {
+    who.require_operator(if paused { "pause jobs" } else { "resume jobs" })?;
+    let mut tx = state.pool.begin().await?;
+    let before = db::jobs::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    let after = db::jobs::set_paused(&mut *tx, id, paused).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    let change = Change {
+        action: if paused { "job.pause" } else { "job.resume" },
+        object_type: "job",
+        object_id: Some(id),
+        before: Some(json!({"paused": before.paused, "version": before.version})),
+        after: Some(json!({"paused": after.paused, "version": after.version})),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = id, paused, "job pause flag set");
+    get(state, id).await
+}
+
+/// Queues a run of a job now; returns the run's id.
+pub async fn run_now(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
+    who.require_operator("run jobs")?;
+    let mut tx = state.pool.begin().await?;
+    store::jobs::get(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    let run = store::runs::queue_now(&mut *tx, id).await?;
+    let change = Change {
+        action: "job.run",
+        object_type: "job",
+        object_id: Some(id),
+        before: None,
+        after: Some(json!({"run_id": run.id})),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = id, run.id = run.id, "run queued by hand");
+    Ok(run.id)
+}

@@ -1,0 +1,25 @@
+//! The operations of the manager, shared by the REST API and the web admin.
+//!
+//! Each operation checks the caller's role, validates its input field by field (bad
+//! input changes nothing), makes its change and the audit row in one transaction, and
+//! answers with an [`crate::error::ApiError`] the two front ends render their own way.
+
+pub mod jobs;
+pub mod runs;
+pub mod triggers;
+
+use serde::Serialize;
+
+/// A page of a list: the items and how many match in all.
+#[derive(Debug, Clone, Serialize)]
+pub struct Paged<T> {
+    /// This page's items.
+    pub items: Vec<T>,
+    /// Items matching the filters, on every page.
+    pub total: i64,
+}
+
+/// A value as audit-log JSON (a value that cannot be serialized is recorded as null).
+pub(crate) fn snapshot<T: Serialize>(value: &T) -> Option<serde_json::Value> {
+    serde_json::to_value(value).ok()
+}

@@ -1,0 +1,79 @@
+//! Starting the manager: pool, migrations, the first admin, the listener, and a graceful
+//! shutdown when the token is cancelled.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use probactr_common::config::Config;
+use probactr_common::store;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{password, Role};
+use crate::db;
+use crate::state::AppState;
+
+/// Why the first admin cannot be created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BootstrapError {
+    /// No user exists and no password was configured.
+    #[error("no user exists yet: set PROBACTR_ADMIN_PASSWORD (at least {} characters) to create the first admin, {user:?}", password::MIN_PASSWORD_CHARS)]
+    MissingPassword {
+        /// `PROBACTR_ADMIN_USER`.
+        user: String,
+    },
+    /// The configured password is too short.
+    #[error("PROBACTR_ADMIN_PASSWORD is too short: it must be at least {} characters", password::MIN_PASSWORD_CHARS)]
+    WeakPassword,
+}
+
+/// What the bootstrap did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bootstrap {
+    /// Users exist already; the configured admin (if any) was not consulted.
+    UsersExist,
+    /// The first admin was created.
+    Created,
+}
+
+/// Creates the first admin from the configuration when no user exists. Several managers
+/// may race here: the insert ignores a name that another one just created.
+pub async fn bootstrap_admin(state: &AppState, config: &Config) -> anyhow::Result<Result<Bootstrap, BootstrapError>> {
+    if db::users::any(&state.pool).await.context("while looking for users")? {
+        return Ok(Ok(Bootstrap::UsersExist));
+    }
+    let Some(admin_password) = &config.admin_password else {
+        return Ok(Err(BootstrapError::MissingPassword { user: config.admin_user.clone() }));
+    };
+    if password::check_strength(admin_password).is_err() {
+        return Ok(Err(BootstrapError::WeakPassword));
+    }
+    let hash = state.hasher.hash(admin_password)?;
+    db::users::create(&state.pool, &config.admin_user, &hash, Role::Admin)
+        .await
+        .context("while creating the first admin")?;
+    tracing::info!(username = %config.admin_user, "first admin created");
+    Ok(Ok(Bootstrap::Created))
+}
+
+/// Runs the manager until `shutdown` is cancelled. Exits the process with code 2 when
+/// no user exists and the first admin's password is missing or too short.
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the pool")?;
+    store::migrate(&pool).await.context("while applying migrations")?;
+    let state = AppState::new(pool, &config.redis_url).context("while building the state")?;
+    if let Err(err) = bootstrap_admin(&state, &config).await? {
+        eprintln!("probactr-manager: {err}");
+        std::process::exit(2);
+    }
+    let listener = tokio::net::TcpListener::bind(config.manager_listen)
+        .await
+        .with_context(|| format!("while binding PROBACTR_MANAGER_LISTEN={}", config.manager_listen))?;
+    tracing::info!(address = %listener.local_addr()?, "manager listening");
+    let app = crate::app(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .context("while serving")?;
+    tracing::info!("manager stopped");
+    Ok(())
+}

@@ -188,9 +188,7 @@ impl<E> RetryError<E> {
     /// How many times the operation ran.
     pub fn attempts(&self) -> u32 {
         match self {
-            RetryError::DeadlineExceeded { attempts, .. } | RetryError::Fatal { attempts, .. } => {
-                *attempts
-            }
+            RetryError::DeadlineExceeded { attempts, .. } | RetryError::Fatal { attempts, .. } => *attempts,
         }
     }
 
@@ -297,7 +295,10 @@ mod tests {
         assert!(buckets.iter().all(|&n| n >= 100), "uneven spread: {buckets:?}");
 
         let mean = samples.iter().sum::<Duration>() / 2000;
-        assert!((400..600).contains(&mean.as_millis()), "mean {mean:?} is not ~500 ms");
+        assert!(
+            (400..600).contains(&mean.as_millis()),
+            "mean {mean:?} is not ~500 ms"
+        );
     }
 
     #[test]
@@ -322,7 +323,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_text_with_a_reason() {
-        for bad in ["", "jitter:1s", "jitter:5s:1s", "jitter:0ms:1s", "fixed", "fixed:soon", "exp:1s:2s"] {
+        for bad in [
+            "",
+            "jitter:1s",
+            "jitter:5s:1s",
+            "jitter:0ms:1s",
+            "fixed",
+            "fixed:soon",
+            "exp:1s:2s",
+        ] {
             let error = bad.parse::<Backoff>().unwrap_err();
             assert!(!error.is_empty(), "{bad:?} gave an empty error");
         }
@@ -339,7 +348,11 @@ mod tests {
         let result: Result<u32, RetryError<&str>> =
             retry_until(&Backoff::full_jitter(MS, 5 * MS), deadline, || {
                 calls += 1;
-                let outcome = if calls < 4 { Err(Retry::Again("busy")) } else { Ok(calls) };
+                let outcome = if calls < 4 {
+                    Err(Retry::Again("busy"))
+                } else {
+                    Ok(calls)
+                };
                 async move { outcome }
             })
             .await;
@@ -354,7 +367,13 @@ mod tests {
             Err(Retry::Fatal("bad input"))
         })
         .await;
-        assert_eq!(result, Err(RetryError::Fatal { attempts: 1, error: "bad input" }));
+        assert_eq!(
+            result,
+            Err(RetryError::Fatal {
+                attempts: 1,
+                error: "bad input"
+            })
+        );
         assert!(start.elapsed() < SLACK, "a fatal failure must not sleep");
     }
 
@@ -378,21 +397,37 @@ mod tests {
         assert!(elapsed < 300 * MS + SLACK, "slept past the deadline: {elapsed:?}");
         assert_eq!(late_calls, 0, "an attempt started well after the deadline");
         assert!(calls > 2, "expected several attempts, got {calls}");
-        assert_eq!(result, Err(RetryError::DeadlineExceeded { attempts: calls, last: calls }));
+        assert_eq!(
+            result,
+            Err(RetryError::DeadlineExceeded {
+                attempts: calls,
+                last: calls
+            })
+        );
     }
 
     /// A sleep longer than the time left is cut at the deadline, followed by one last try.
     #[tokio::test]
     async fn cuts_a_long_sleep_at_the_deadline() {
         let start = Instant::now();
-        let result: Result<(), _> =
-            retry_until(&Backoff::Fixed(Duration::from_secs(10)), start + 200 * MS, || async {
-                Err(Retry::Again("busy"))
-            })
-            .await;
+        let result: Result<(), _> = retry_until(
+            &Backoff::Fixed(Duration::from_secs(10)),
+            start + 200 * MS,
+            || async { Err(Retry::Again("busy")) },
+        )
+        .await;
         let elapsed = start.elapsed();
-        assert_eq!(result, Err(RetryError::DeadlineExceeded { attempts: 2, last: "busy" }));
-        assert!((200 * MS..200 * MS + SLACK).contains(&elapsed), "took {elapsed:?}");
+        assert_eq!(
+            result,
+            Err(RetryError::DeadlineExceeded {
+                attempts: 2,
+                last: "busy"
+            })
+        );
+        assert!(
+            (200 * MS..200 * MS + SLACK).contains(&elapsed),
+            "took {elapsed:?}"
+        );
     }
 
     #[tokio::test]
@@ -405,7 +440,13 @@ mod tests {
                 Err(Retry::Again("busy"))
             })
             .await;
-        assert_eq!(result, Err(RetryError::DeadlineExceeded { attempts: 1, last: "busy" }));
+        assert_eq!(
+            result,
+            Err(RetryError::DeadlineExceeded {
+                attempts: 1,
+                last: "busy"
+            })
+        );
         assert!(start.elapsed() < SLACK);
     }
 }

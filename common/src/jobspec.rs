@@ -69,7 +69,7 @@ pub struct ShellSpec {
     pub env: BTreeMap<String, String>,
     /// Working directory; the executor's own when absent.
     pub cwd: Option<String>,
-    /// When true, run `sh -c program` (with `args` as `$0`, `$1`, …), for pipelines.
+    /// When true, run `sh -c program sh args…` (so `args` are `$1`, `$2`, …), for pipelines.
     pub shell: bool,
 }
 
@@ -111,7 +111,10 @@ pub struct SpecError {
 
 impl SpecError {
     fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        SpecError { field: field.into(), message: message.into() }
+        SpecError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -168,7 +171,11 @@ impl JobSpec {
 }
 
 fn string_map_json(map: &BTreeMap<String, String>) -> Value {
-    Value::Object(map.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect())
+    Value::Object(
+        map.iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+            .collect(),
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -177,7 +184,9 @@ fn string_map_json(map: &BTreeMap<String, String>) -> Value {
 
 /// The spec as an object whose keys are all in `allowed`.
 fn object<'a>(spec: &'a Value, allowed: &[&str]) -> Result<&'a Map<String, Value>, SpecError> {
-    let obj = spec.as_object().ok_or_else(|| SpecError::new("spec", "must be a JSON object"))?;
+    let obj = spec
+        .as_object()
+        .ok_or_else(|| SpecError::new("spec", "must be a JSON object"))?;
     if let Some(unknown) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(SpecError::new(
             format!("spec.{unknown}"),
@@ -201,11 +210,7 @@ fn field<T: DeserializeOwned>(
     }
 }
 
-fn required<T: DeserializeOwned>(
-    obj: &Map<String, Value>,
-    name: &str,
-    what: &str,
-) -> Result<T, SpecError> {
+fn required<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str, what: &str) -> Result<T, SpecError> {
     field(obj, name, what)?.ok_or_else(|| SpecError::new(format!("spec.{name}"), "is required"))
 }
 
@@ -231,8 +236,7 @@ fn parse_shell(spec: &Value) -> Result<ShellSpec, SpecError> {
     for (i, arg) in args.iter().enumerate() {
         no_nul(&format!("spec.args[{i}]"), arg)?;
     }
-    let env: BTreeMap<String, String> =
-        field(obj, "env", "an object of string values")?.unwrap_or_default();
+    let env: BTreeMap<String, String> = field(obj, "env", "an object of string values")?.unwrap_or_default();
     for (key, value) in &env {
         check_env(key, value)?;
     }
@@ -244,7 +248,13 @@ fn parse_shell(spec: &Value) -> Result<ShellSpec, SpecError> {
         no_nul("spec.cwd", cwd)?;
     }
     let shell: bool = field(obj, "shell", "true or false")?.unwrap_or(false);
-    Ok(ShellSpec { program, args, env, cwd, shell })
+    Ok(ShellSpec {
+        program,
+        args,
+        env,
+        cwd,
+        shell,
+    })
 }
 
 fn check_env(key: &str, value: &str) -> Result<(), SpecError> {
@@ -255,8 +265,11 @@ fn check_env(key: &str, value: &str) -> Result<(), SpecError> {
     if key.contains('=') {
         return Err(SpecError::new(name, "variable names must not contain '='"));
     }
-    if key.to_ascii_uppercase().starts_with(RESERVED_ENV_PREFIX) {
-        return Err(SpecError::new(name, "PROBACTR_* variables are reserved: the executor sets them"));
+    if key.starts_with(RESERVED_ENV_PREFIX) {
+        return Err(SpecError::new(
+            name,
+            "PROBACTR_* variables are reserved: the executor sets them",
+        ));
     }
     no_nul(&name, key)?;
     no_nul(&name, value)
@@ -290,7 +303,13 @@ fn parse_http(spec: &Value) -> Result<HttpSpec, SpecError> {
             ));
         }
     }
-    Ok(HttpSpec { method, url, headers, body, expect_status })
+    Ok(HttpSpec {
+        method,
+        url,
+        headers,
+        body,
+        expect_status,
+    })
 }
 
 /// A structural check of an absolute `http`/`https` URL, without a URL crate.
@@ -318,9 +337,12 @@ fn check_url(text: &str) -> Result<(), SpecError> {
         return bad("must name a host");
     }
     let host_ok = if let Some(inner) = host.strip_prefix('[') {
-        inner.strip_suffix(']').is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok())
+        inner
+            .strip_suffix(']')
+            .is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok())
     } else {
-        host.chars().all(|c| c.is_alphanumeric() || "-._~%!$&'()*+,;=".contains(c))
+        host.chars()
+            .all(|c| c.is_alphanumeric() || "-._~%!$&'()*+,;=".contains(c))
     };
     if !host_ok {
         return bad("the host is not a valid name or address");
@@ -358,7 +380,10 @@ fn check_header(name: &str, value: &str) -> Result<(), SpecError> {
         return Err(SpecError::new(field, "not a valid header name"));
     }
     if name.to_ascii_lowercase().starts_with(RESERVED_HEADER_PREFIX) {
-        return Err(SpecError::new(field, "X-Probactr-* headers are reserved: the executor sets them"));
+        return Err(SpecError::new(
+            field,
+            "X-Probactr-* headers are reserved: the executor sets them",
+        ));
     }
     if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
         return Err(SpecError::new(field, "the value must not contain CR, LF or NUL"));
@@ -398,7 +423,8 @@ mod tests {
 
     #[test]
     fn shell_round_trips() {
-        let spec = json!({"program": "echo", "args": ["a b"], "env": {"K": "v"}, "cwd": "/tmp", "shell": false});
+        let spec =
+            json!({"program": "echo", "args": ["a b"], "env": {"K": "v"}, "cwd": "/tmp", "shell": false});
         let parsed = JobSpec::parse(JobKind::Shell, &spec).unwrap();
         assert_eq!(parsed.to_json(), spec);
         assert_eq!(JobSpec::parse(JobKind::Shell, &parsed.to_json()).unwrap(), parsed);
@@ -408,7 +434,9 @@ mod tests {
     #[test]
     fn shell_defaults() {
         let parsed = JobSpec::parse(JobKind::Shell, &json!({"program": "true"})).unwrap();
-        let JobSpec::Shell(s) = parsed else { panic!("not shell") };
+        let JobSpec::Shell(s) = parsed else {
+            panic!("not shell")
+        };
         assert!(s.args.is_empty() && s.env.is_empty() && s.cwd.is_none() && !s.shell);
     }
 
@@ -417,18 +445,46 @@ mod tests {
         assert_eq!(err(JobKind::Shell, json!({})).field, "spec.program");
         assert_eq!(err(JobKind::Shell, json!({"program": " "})).field, "spec.program");
         assert_eq!(err(JobKind::Shell, json!({"program": 3})).field, "spec.program");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "argz": []})).field, "spec.argz");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "args": "a b"})).field, "spec.args");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "args": ["a\0"]})).field, "spec.args[0]");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "env": {"": "v"}})).field, "spec.env");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "env": {"A=B": "v"}})).field, "spec.env.A=B");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "env": {"K": 1}})).field, "spec.env");
         assert_eq!(
-            err(JobKind::Shell, json!({"program": "x", "env": {"PROBACTR_RUN_ID": "1"}})).field,
+            err(JobKind::Shell, json!({"program": "x", "argz": []})).field,
+            "spec.argz"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "args": "a b"})).field,
+            "spec.args"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "args": ["a\0"]})).field,
+            "spec.args[0]"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "env": {"": "v"}})).field,
+            "spec.env"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "env": {"A=B": "v"}})).field,
+            "spec.env.A=B"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "env": {"K": 1}})).field,
+            "spec.env"
+        );
+        assert_eq!(
+            err(
+                JobKind::Shell,
+                json!({"program": "x", "env": {"PROBACTR_RUN_ID": "1"}})
+            )
+            .field,
             "spec.env.PROBACTR_RUN_ID"
         );
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "cwd": ""})).field, "spec.cwd");
-        assert_eq!(err(JobKind::Shell, json!({"program": "x", "shell": "yes"})).field, "spec.shell");
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "cwd": ""})).field,
+            "spec.cwd"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "shell": "yes"})).field,
+            "spec.shell"
+        );
         assert_eq!(err(JobKind::Shell, json!([])).field, "spec");
     }
 
@@ -443,7 +499,9 @@ mod tests {
         let spec = json!({"method": "post", "url": "https://example.com/x", "headers": {"X-A": "1"},
                           "body": "{}", "expect_status": [200, 204]});
         let parsed = JobSpec::parse(JobKind::Http, &spec).unwrap();
-        let JobSpec::Http(h) = &parsed else { panic!("not http") };
+        let JobSpec::Http(h) = &parsed else {
+            panic!("not http")
+        };
         assert_eq!(h.method, "POST");
         assert!(h.accepts(204) && !h.accepts(201));
         assert_eq!(JobSpec::parse(JobKind::Http, &parsed.to_json()).unwrap(), parsed);
@@ -452,7 +510,12 @@ mod tests {
             panic!("not http")
         };
         assert_eq!(h.method, "GET");
-        for ok in ["http://127.0.0.1:8080/a?b#c", "HTTPS://user:pw@Example.com", "http://[::1]:80/", "http://h?x"] {
+        for ok in [
+            "http://127.0.0.1:8080/a?b#c",
+            "HTTPS://user:pw@Example.com",
+            "http://[::1]:80/",
+            "http://h?x",
+        ] {
             assert!(JobSpec::parse(JobKind::Http, &json!({"url": ok})).is_ok(), "{ok}");
         }
         assert!(h.accepts(200) && h.accepts(299) && !h.accepts(300) && !h.accepts(404));
@@ -464,27 +527,64 @@ mod tests {
         assert_eq!(err(JobKind::Http, json!({"url": "not a url"})).field, "spec.url");
         assert_eq!(err(JobKind::Http, json!({"url": "ftp://h/x"})).field, "spec.url");
         assert_eq!(err(JobKind::Http, json!({"url": "/relative"})).field, "spec.url");
-        assert_eq!(err(JobKind::Http, json!({"url": "http:///path"})).field, "spec.url");
-        assert_eq!(err(JobKind::Http, json!({"url": "http://exa mple.com/"})).field, "spec.url");
-        assert_eq!(err(JobKind::Http, json!({"url": "http://h:99999/"})).field, "spec.url");
-        assert_eq!(err(JobKind::Http, json!({"url": "http://[::1/"})).field, "spec.url");
-        assert_eq!(err(JobKind::Http, json!({"url": "http://h/", "method": "BREW"})).field, "spec.method");
-        assert_eq!(err(JobKind::Http, json!({"url": "http://h/", "methd": "GET"})).field, "spec.methd");
         assert_eq!(
-            err(JobKind::Http, json!({"url": "http://h/", "headers": {"Bad Name": "v"}})).field,
+            err(JobKind::Http, json!({"url": "http:///path"})).field,
+            "spec.url"
+        );
+        assert_eq!(
+            err(JobKind::Http, json!({"url": "http://exa mple.com/"})).field,
+            "spec.url"
+        );
+        assert_eq!(
+            err(JobKind::Http, json!({"url": "http://h:99999/"})).field,
+            "spec.url"
+        );
+        assert_eq!(
+            err(JobKind::Http, json!({"url": "http://[::1/"})).field,
+            "spec.url"
+        );
+        assert_eq!(
+            err(JobKind::Http, json!({"url": "http://h/", "method": "BREW"})).field,
+            "spec.method"
+        );
+        assert_eq!(
+            err(JobKind::Http, json!({"url": "http://h/", "methd": "GET"})).field,
+            "spec.methd"
+        );
+        assert_eq!(
+            err(
+                JobKind::Http,
+                json!({"url": "http://h/", "headers": {"Bad Name": "v"}})
+            )
+            .field,
             "spec.headers.Bad Name"
         );
         assert_eq!(
-            err(JobKind::Http, json!({"url": "http://h/", "headers": {"X-A": "a\r\nB: c"}})).field,
+            err(
+                JobKind::Http,
+                json!({"url": "http://h/", "headers": {"X-A": "a\r\nB: c"}})
+            )
+            .field,
             "spec.headers.X-A"
         );
         assert_eq!(
-            err(JobKind::Http, json!({"url": "http://h/", "headers": {"X-Probactr-Run-Id": "1"}})).field,
+            err(
+                JobKind::Http,
+                json!({"url": "http://h/", "headers": {"X-Probactr-Run-Id": "1"}})
+            )
+            .field,
             "spec.headers.X-Probactr-Run-Id"
         );
-        assert_eq!(err(JobKind::Http, json!({"url": "http://h/", "body": 5})).field, "spec.body");
         assert_eq!(
-            err(JobKind::Http, json!({"url": "http://h/", "expect_status": [200, 99]})).field,
+            err(JobKind::Http, json!({"url": "http://h/", "body": 5})).field,
+            "spec.body"
+        );
+        assert_eq!(
+            err(
+                JobKind::Http,
+                json!({"url": "http://h/", "expect_status": [200, 99]})
+            )
+            .field,
             "spec.expect_status[1]"
         );
         assert_eq!(
@@ -500,14 +600,20 @@ mod tests {
     #[test]
     fn builtins() {
         assert_eq!(JobSpec::parse(JobKind::Noop, &json!({})).unwrap(), JobSpec::Noop);
-        assert_eq!(JobSpec::parse(JobKind::Noop, &Value::Null).unwrap(), JobSpec::Noop);
+        assert_eq!(
+            JobSpec::parse(JobKind::Noop, &Value::Null).unwrap(),
+            JobSpec::Noop
+        );
         assert_eq!(err(JobKind::Noop, json!({"x": 1})).field, "spec.x");
         let sleep = JobSpec::parse(JobKind::Sleep, &json!({"millis": 5})).unwrap();
         assert_eq!(sleep, JobSpec::Sleep { millis: 5 });
         assert_eq!(sleep.to_json(), json!({"millis": 5}));
         assert_eq!(err(JobKind::Sleep, json!({})).field, "spec.millis");
         assert_eq!(err(JobKind::Sleep, json!({"millis": -1})).field, "spec.millis");
-        assert_eq!(err(JobKind::Sleep, json!({"millis": MAX_SLEEP_MILLIS + 1})).field, "spec.millis");
+        assert_eq!(
+            err(JobKind::Sleep, json!({"millis": MAX_SLEEP_MILLIS + 1})).field,
+            "spec.millis"
+        );
         assert_eq!(err(JobKind::Sleep, json!({"millis": 1, "x": 2})).field, "spec.x");
     }
 }

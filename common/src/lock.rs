@@ -165,7 +165,13 @@ impl Lease {
         } else {
             (LockKind::Permit, permit_key(prefix, job_id))
         };
-        Lease { kind, job_id, key, token, ttl }
+        Lease {
+            kind,
+            job_id,
+            key,
+            token,
+            ttl,
+        }
     }
 
     /// The owner token, unique to this acquisition (store it on the run).
@@ -402,7 +408,10 @@ pub struct Locks {
 
 impl fmt::Debug for Locks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Locks").field("prefix", &self.prefix).field("stats", &self.stats()).finish()
+        f.debug_struct("Locks")
+            .field("prefix", &self.prefix)
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -479,14 +488,31 @@ impl Locks {
         .await;
         match outcome {
             Ok(lease) => Ok(Acquire::Acquired(lease)),
-            Err(RetryError::DeadlineExceeded { attempts, last: Miss::Busy }) => {
+            Err(RetryError::DeadlineExceeded {
+                attempts,
+                last: Miss::Busy,
+            }) => {
                 bump(&self.counters.gave_up);
-                tracing::debug!(job_id = want.job_id(), attempts, ?budget, "lock still busy at the end of the budget");
+                tracing::debug!(
+                    job_id = want.job_id(),
+                    attempts,
+                    ?budget,
+                    "lock still busy at the end of the budget"
+                );
                 Ok(Acquire::Busy { attempts })
             }
-            Err(RetryError::Fatal { error: Miss::Busy, attempts }) => Ok(Acquire::Busy { attempts }),
-            Err(RetryError::DeadlineExceeded { last: Miss::Failed(error), .. })
-            | Err(RetryError::Fatal { error: Miss::Failed(error), .. }) => Err(error.into()),
+            Err(RetryError::Fatal {
+                error: Miss::Busy,
+                attempts,
+            }) => Ok(Acquire::Busy { attempts }),
+            Err(RetryError::DeadlineExceeded {
+                last: Miss::Failed(error),
+                ..
+            })
+            | Err(RetryError::Fatal {
+                error: Miss::Failed(error),
+                ..
+            }) => Err(error.into()),
         }
     }
 
@@ -504,7 +530,11 @@ impl Locks {
             .arg(ttl_ms)
             .invoke_async(&mut self.conn.clone())
             .await?;
-        let renewal = if renewed == 1 { Renewal::Renewed } else { Renewal::Lost };
+        let renewal = if renewed == 1 {
+            Renewal::Renewed
+        } else {
+            Renewal::Lost
+        };
         match renewal {
             Renewal::Renewed => bump(&self.counters.renewals),
             Renewal::Lost => bump(&self.counters.lost),
@@ -551,7 +581,14 @@ impl Locks {
         let (kind, key, taken): (LockKind, String, i64) = match want {
             Want::Mutex { job_id } => {
                 let key = mutex_key(&self.prefix, job_id);
-                let taken = self.scripts.mutex_acquire.key(&key).arg(token).arg(ttl_ms).invoke_async(&mut conn).await?;
+                let taken = self
+                    .scripts
+                    .mutex_acquire
+                    .key(&key)
+                    .arg(token)
+                    .arg(ttl_ms)
+                    .invoke_async(&mut conn)
+                    .await?;
                 (LockKind::Mutex, key, taken)
             }
             Want::Permit { job_id, max } => {
@@ -575,7 +612,13 @@ impl Locks {
         }
         bump(&self.counters.acquisitions);
         tracing::debug!(job_id, token = token_prefix(token), %key, ?ttl, "lock acquired");
-        Ok(Some(Lease { kind, job_id, key, token: token.to_owned(), ttl }))
+        Ok(Some(Lease {
+            kind,
+            job_id,
+            key,
+            token: token.to_owned(),
+            ttl,
+        }))
     }
 }
 

@@ -30,7 +30,10 @@ fn redis_url() -> String {
 }
 
 fn contention_time() -> Duration {
-    let secs = std::env::var("LOCKS_CONTENTION_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(10.0);
+    let secs = std::env::var("LOCKS_CONTENTION_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10.0);
     Duration::from_secs_f64(secs)
 }
 
@@ -44,7 +47,9 @@ impl Space {
     async fn new() -> Self {
         let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
         let client = redis::Client::open(redis_url()).unwrap();
-        let raw = ConnectionManager::new(client).await.expect("a Redis must run at REDIS_URL");
+        let raw = ConnectionManager::new(client)
+            .await
+            .expect("a Redis must run at REDIS_URL");
         Space { prefix, raw }
     }
 
@@ -58,28 +63,52 @@ impl Space {
     }
 
     async fn get(&self, key: &str) -> Option<String> {
-        redis::cmd("GET").arg(key).query_async(&mut self.raw.clone()).await.unwrap()
+        redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut self.raw.clone())
+            .await
+            .unwrap()
     }
 
     async fn pttl(&self, key: &str) -> i64 {
-        redis::cmd("PTTL").arg(key).query_async(&mut self.raw.clone()).await.unwrap()
+        redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut self.raw.clone())
+            .await
+            .unwrap()
     }
 
     async fn zcard(&self, key: &str) -> i64 {
-        redis::cmd("ZCARD").arg(key).query_async(&mut self.raw.clone()).await.unwrap()
+        redis::cmd("ZCARD")
+            .arg(key)
+            .query_async(&mut self.raw.clone())
+            .await
+            .unwrap()
     }
 
     async fn exists(&self, key: &str) -> bool {
-        redis::cmd("EXISTS").arg(key).query_async::<i64>(&mut self.raw.clone()).await.unwrap() == 1
+        redis::cmd("EXISTS")
+            .arg(key)
+            .query_async::<i64>(&mut self.raw.clone())
+            .await
+            .unwrap()
+            == 1
     }
 
     /// Deletes every key under this test's prefix.
     async fn clean(self) {
         let mut conn = self.raw.clone();
-        let keys: Vec<String> =
-            redis::cmd("KEYS").arg(format!("{}*", self.prefix)).query_async(&mut conn).await.unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         if !keys.is_empty() {
-            redis::cmd("DEL").arg(keys).query_async::<i64>(&mut conn).await.unwrap();
+            redis::cmd("DEL")
+                .arg(keys)
+                .query_async::<i64>(&mut conn)
+                .await
+                .unwrap();
         }
     }
 }
@@ -92,7 +121,10 @@ fn acquired(outcome: Acquire) -> Lease {
 }
 
 fn assert_busy(outcome: Acquire) {
-    assert!(matches!(outcome, Acquire::Busy { .. }), "expected busy, got {outcome:?}");
+    assert!(
+        matches!(outcome, Acquire::Busy { .. }),
+        "expected busy, got {outcome:?}"
+    );
 }
 
 /// What the contenders of a contention test saw.
@@ -123,16 +155,29 @@ async fn contend(space: &Space, want: Want, allowed_holders: u64) -> (Arc<Witnes
         tasks.push(tokio::spawn(async move {
             let mut conn = witness_connection().await;
             while Instant::now() < stop_at {
-                let outcome = locks.acquire(want, Duration::from_secs(5), 200 * MS, &backoff).await.unwrap();
-                let Acquire::Acquired(lease) = outcome else { continue };
-                let holders: u64 = redis::cmd("INCR").arg(&witness).query_async(&mut conn).await.unwrap();
+                let outcome = locks
+                    .acquire(want, Duration::from_secs(5), 200 * MS, &backoff)
+                    .await
+                    .unwrap();
+                let Acquire::Acquired(lease) = outcome else {
+                    continue;
+                };
+                let holders: u64 = redis::cmd("INCR")
+                    .arg(&witness)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
                 seen.acquisitions.fetch_add(1, Ordering::Relaxed);
                 seen.most_holders.fetch_max(holders, Ordering::Relaxed);
                 if holders > allowed_holders {
                     seen.too_many.fetch_add(1, Ordering::Relaxed);
                 }
                 tokio::time::sleep(Duration::from_millis(rand::random_range(1..=5))).await;
-                redis::cmd("DECR").arg(&witness).query_async::<i64>(&mut conn).await.unwrap();
+                redis::cmd("DECR")
+                    .arg(&witness)
+                    .query_async::<i64>(&mut conn)
+                    .await
+                    .unwrap();
                 if !locks.release(&lease).await.unwrap() {
                     seen.failed_releases.fetch_add(1, Ordering::Relaxed);
                 }
@@ -147,7 +192,9 @@ async fn contend(space: &Space, want: Want, allowed_holders: u64) -> (Arc<Witnes
 
 /// The witness's own connection, separate from the lock connections.
 async fn witness_connection() -> ConnectionManager {
-    ConnectionManager::new(redis::Client::open(redis_url()).unwrap()).await.unwrap()
+    ConnectionManager::new(redis::Client::open(redis_url()).unwrap())
+        .await
+        .unwrap()
 }
 
 /// Enough acquisitions to prove the contention test really ran: 20 per second at least
@@ -164,13 +211,26 @@ async fn mutex_never_has_two_holders_under_contention() {
     let acquisitions = seen.acquisitions.load(Ordering::Relaxed);
     assert_eq!(seen.too_many.load(Ordering::Relaxed), 0, "two holders overlapped");
     assert_eq!(seen.most_holders.load(Ordering::Relaxed), 1);
-    assert_eq!(seen.failed_releases.load(Ordering::Relaxed), 0, "a holder lost its lock while holding it");
-    assert!(acquisitions >= minimum_acquisitions(), "only {acquisitions} acquisitions");
+    assert_eq!(
+        seen.failed_releases.load(Ordering::Relaxed),
+        0,
+        "a holder lost its lock while holding it"
+    );
+    assert!(
+        acquisitions >= minimum_acquisitions(),
+        "only {acquisitions} acquisitions"
+    );
     let counted: u64 = pools.iter().map(|locks| locks.stats().acquisitions).sum();
     let attempts: u64 = pools.iter().map(|locks| locks.stats().attempts).sum();
-    eprintln!("mutex: {acquisitions} acquisitions, {attempts} attempts in {:?}", contention_time());
+    eprintln!(
+        "mutex: {acquisitions} acquisitions, {attempts} attempts in {:?}",
+        contention_time()
+    );
     assert_eq!(counted, acquisitions, "stats disagree with the witness");
-    assert!(!space.exists(&mutex_key(&space.prefix, JOB)).await, "the mutex outlived its last release");
+    assert!(
+        !space.exists(&mutex_key(&space.prefix, JOB)).await,
+        "the mutex outlived its last release"
+    );
     space.clean().await;
 }
 
@@ -181,11 +241,25 @@ async fn permit_set_never_exceeds_max_holders_and_reaches_it() {
 
     let acquisitions = seen.acquisitions.load(Ordering::Relaxed);
     let attempts: u64 = pools.iter().map(|locks| locks.stats().attempts).sum();
-    eprintln!("permits: {acquisitions} acquisitions, {attempts} attempts in {:?}", contention_time());
-    assert_eq!(seen.too_many.load(Ordering::Relaxed), 0, "more than 3 holders at once");
-    assert_eq!(seen.most_holders.load(Ordering::Relaxed), 3, "3 holders were never reached");
+    eprintln!(
+        "permits: {acquisitions} acquisitions, {attempts} attempts in {:?}",
+        contention_time()
+    );
+    assert_eq!(
+        seen.too_many.load(Ordering::Relaxed),
+        0,
+        "more than 3 holders at once"
+    );
+    assert_eq!(
+        seen.most_holders.load(Ordering::Relaxed),
+        3,
+        "3 holders were never reached"
+    );
     assert_eq!(seen.failed_releases.load(Ordering::Relaxed), 0);
-    assert!(acquisitions >= minimum_acquisitions(), "only {acquisitions} acquisitions");
+    assert!(
+        acquisitions >= minimum_acquisitions(),
+        "only {acquisitions} acquisitions"
+    );
     space.clean().await;
 }
 
@@ -196,13 +270,26 @@ async fn a_non_owner_can_neither_release_nor_renew_a_mutex() {
     let lease = acquired(owner.try_mutex(JOB, Duration::from_secs(10)).await.unwrap());
     let key = mutex_key(&space.prefix, JOB);
 
-    let forged = Lease::from_parts(&space.prefix, JOB, true, "not-the-owner".into(), Duration::from_secs(60));
+    let forged = Lease::from_parts(
+        &space.prefix,
+        JOB,
+        true,
+        "not-the-owner".into(),
+        Duration::from_secs(60),
+    );
     assert!(!stranger.release(&forged).await.unwrap());
     assert_eq!(stranger.renew(&forged).await.unwrap(), Renewal::Lost);
 
-    assert_eq!(space.get(&key).await.as_deref(), Some(lease.token()), "the owner changed");
+    assert_eq!(
+        space.get(&key).await.as_deref(),
+        Some(lease.token()),
+        "the owner changed"
+    );
     let ttl = space.pttl(&key).await;
-    assert!(0 < ttl && ttl <= 10_000, "ttl {ttl} ms: a stranger extended the lease");
+    assert!(
+        0 < ttl && ttl <= 10_000,
+        "ttl {ttl} ms: a stranger extended the lease"
+    );
     assert_busy(stranger.try_mutex(JOB, Duration::from_secs(10)).await.unwrap());
     assert!(owner.release(&lease).await.unwrap());
     space.clean().await;
@@ -215,15 +302,29 @@ async fn a_non_owner_can_neither_release_nor_renew_a_permit() {
     let lease = acquired(owner.try_permit(JOB, 2, Duration::from_secs(10)).await.unwrap());
     let key = permit_key(&space.prefix, JOB);
 
-    let forged = Lease::from_parts(&space.prefix, JOB, false, "not-the-owner".into(), Duration::from_secs(60));
+    let forged = Lease::from_parts(
+        &space.prefix,
+        JOB,
+        false,
+        "not-the-owner".into(),
+        Duration::from_secs(60),
+    );
     assert!(!stranger.release(&forged).await.unwrap());
     assert_eq!(stranger.renew(&forged).await.unwrap(), Renewal::Lost);
 
-    let members: Vec<String> =
-        redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).query_async(&mut space.raw.clone()).await.unwrap();
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&key)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut space.raw.clone())
+        .await
+        .unwrap();
     assert_eq!(members, [lease.token().to_owned()], "the holders changed");
     let ttl = space.pttl(&key).await;
-    assert!(0 < ttl && ttl <= 10_000, "ttl {ttl} ms: a stranger extended the set");
+    assert!(
+        0 < ttl && ttl <= 10_000,
+        "ttl {ttl} ms: a stranger extended the set"
+    );
     assert!(owner.release(&lease).await.unwrap());
     space.clean().await;
 }
@@ -239,7 +340,11 @@ async fn an_expired_mutex_goes_to_the_next_and_the_old_owner_cannot_touch_it() {
     tokio::time::sleep(300 * MS).await;
     let new = acquired(second.try_mutex(JOB, Duration::from_secs(10)).await.unwrap());
 
-    assert_eq!(first.renew(&old).await.unwrap(), Renewal::Lost, "a stale owner renewed");
+    assert_eq!(
+        first.renew(&old).await.unwrap(),
+        Renewal::Lost,
+        "a stale owner renewed"
+    );
     assert!(!first.release(&old).await.unwrap(), "a stale owner released");
     let key = mutex_key(&space.prefix, JOB);
     assert_eq!(space.get(&key).await.as_deref(), Some(new.token()));
@@ -271,7 +376,8 @@ async fn renewal_keeps_a_mutex_past_its_original_expiry() {
 async fn a_silent_permit_holder_loses_its_slot_to_another() {
     let space = Space::new().await;
     let locks = space.locks().await;
-    let lease = 300 * MS;
+    let lease = 600 * MS;
+    let start = Instant::now();
     let renewing = [
         acquired(locks.try_permit(JOB, 3, lease).await.unwrap()),
         acquired(locks.try_permit(JOB, 3, lease).await.unwrap()),
@@ -279,21 +385,76 @@ async fn a_silent_permit_holder_loses_its_slot_to_another() {
     let silent = acquired(locks.try_permit(JOB, 3, lease).await.unwrap());
     assert_busy(locks.try_permit(JOB, 3, lease).await.unwrap());
 
-    for _ in 0..4 {
-        tokio::time::sleep(100 * MS).await;
+    // Two renew at 200 and 400 ms (now good until ~1000 ms); the third stays silent.
+    for at in [200 * MS, 400 * MS] {
+        tokio::time::sleep_until(start + at).await;
         for held in &renewing {
             assert_eq!(locks.renew(held).await.unwrap(), Renewal::Renewed);
         }
     }
-    // 400 ms in: the silent holder's lease ran out; the renewing two still hold theirs.
+    // 750 ms: the silent lease ran out at 600 ms, and nothing touched the set since 400 ms,
+    // so the newcomer's own acquisition must sweep the expired permit to get in.
+    tokio::time::sleep_until(start + 750 * MS).await;
     let newcomer = acquired(locks.try_permit(JOB, 3, lease).await.unwrap());
     assert_busy(locks.try_permit(JOB, 3, lease).await.unwrap());
     assert_eq!(locks.renew(&silent).await.unwrap(), Renewal::Lost);
     assert!(!locks.release(&silent).await.unwrap());
+    for held in &renewing {
+        assert_eq!(
+            locks.renew(held).await.unwrap(),
+            Renewal::Renewed,
+            "renewal did not outlast the first lease"
+        );
+    }
     assert_eq!(space.zcard(&permit_key(&space.prefix, JOB)).await, 3);
 
     for held in renewing.iter().chain([&newcomer]) {
         assert!(locks.release(held).await.unwrap());
+    }
+    space.clean().await;
+}
+
+/// Expiry is loss: a lease that ran out can be neither renewed back to life nor released,
+/// even when no one took its place yet (the holder must stop, as if another had taken it).
+#[tokio::test]
+async fn an_expired_lease_can_be_neither_renewed_nor_released_even_if_nobody_took_it() {
+    let space = Space::new().await;
+    let locks = space.locks().await;
+    let short = 200 * MS;
+    // Long-lived permits keep the permit sets themselves alive past the short leases, so the
+    // scripts, not the keys' own expiry, must notice that a member expired. Renewal and
+    // release get a set each, so neither can rely on the other having swept the set.
+    let (renew_job, release_job) = (JOB, JOB + 1);
+    let mut neighbours = Vec::new();
+    for job_id in [renew_job, release_job] {
+        neighbours.push(acquired(
+            locks.try_permit(job_id, 3, Duration::from_secs(5)).await.unwrap(),
+        ));
+    }
+    let to_renew = [
+        acquired(locks.try_mutex(renew_job, short).await.unwrap()),
+        acquired(locks.try_permit(renew_job, 3, short).await.unwrap()),
+    ];
+    let to_release = [
+        acquired(locks.try_mutex(release_job, short).await.unwrap()),
+        acquired(locks.try_permit(release_job, 3, short).await.unwrap()),
+    ];
+    tokio::time::sleep(300 * MS).await;
+    for lease in &to_renew {
+        assert_eq!(
+            locks.renew(lease).await.unwrap(),
+            Renewal::Lost,
+            "an expired lease came back: {lease:?}"
+        );
+    }
+    for lease in &to_release {
+        assert!(
+            !locks.release(lease).await.unwrap(),
+            "released an expired lease: {lease:?}"
+        );
+    }
+    for neighbour in &neighbours {
+        assert!(locks.release(neighbour).await.unwrap());
     }
     space.clean().await;
 }
@@ -311,14 +472,20 @@ async fn releasing_a_permit_frees_its_slot_at_once() {
 
     let freed = held.remove(1);
     assert!(locks.release(&freed).await.unwrap());
-    assert!(!locks.release(&freed).await.unwrap(), "a second release must be a no-op");
+    assert!(
+        !locks.release(&freed).await.unwrap(),
+        "a second release must be a no-op"
+    );
     held.push(acquired(locks.try_permit(JOB, 3, lease).await.unwrap()));
     assert_busy(locks.try_permit(JOB, 3, lease).await.unwrap());
 
     for lease in &held {
         assert!(locks.release(lease).await.unwrap());
     }
-    assert!(!space.exists(&permit_key(&space.prefix, JOB)).await, "an empty set stayed behind");
+    assert!(
+        !space.exists(&permit_key(&space.prefix, JOB)).await,
+        "an empty set stayed behind"
+    );
     space.clean().await;
 }
 
@@ -330,7 +497,10 @@ async fn an_idle_permit_set_vanishes_after_its_longest_lease() {
     let _short = acquired(locks.try_permit(JOB, 5, 100 * MS).await.unwrap());
     let _long = acquired(locks.try_permit(JOB, 5, 300 * MS).await.unwrap());
     let ttl = space.pttl(&key).await;
-    assert!((200..=300).contains(&ttl), "the set's ttl {ttl} ms should follow its longest lease");
+    assert!(
+        (200..=300).contains(&ttl),
+        "the set's ttl {ttl} ms should follow its longest lease"
+    );
 
     tokio::time::sleep(400 * MS).await;
     assert!(!space.exists(&key).await, "an idle permit set stayed in Redis");
@@ -342,10 +512,24 @@ async fn a_monitor_releases_a_dead_holders_lock_by_its_token() {
     let space = Space::new().await;
     let (dead, monitor) = (space.locks().await, space.locks().await);
     for exclusive in [true, false] {
-        let want = if exclusive { Want::Mutex { job_id: JOB } } else { Want::Permit { job_id: JOB, max: 1 } };
-        let lease = acquired(dead.acquire(want, Duration::from_secs(30), Duration::ZERO, &Backoff::default()).await.unwrap());
+        let want = if exclusive {
+            Want::Mutex { job_id: JOB }
+        } else {
+            Want::Permit { job_id: JOB, max: 1 }
+        };
+        let lease = acquired(
+            dead.acquire(want, Duration::from_secs(30), Duration::ZERO, &Backoff::default())
+                .await
+                .unwrap(),
+        );
         // What a run row keeps: job id, exclusive, token.
-        let rebuilt = Lease::from_parts(monitor.prefix(), JOB, exclusive, lease.token().to_owned(), lease.ttl());
+        let rebuilt = Lease::from_parts(
+            monitor.prefix(),
+            JOB,
+            exclusive,
+            lease.token().to_owned(),
+            lease.ttl(),
+        );
         assert_eq!(rebuilt, lease);
         assert!(monitor.release(&rebuilt).await.unwrap());
         assert!(!space.exists(lease.key()).await);
@@ -367,7 +551,15 @@ async fn acquire_gives_up_after_its_budget_with_jittered_attempts() {
     for _ in 0..8 {
         let (contender, backoff) = (contender.clone(), backoff);
         waiters.push(tokio::spawn(async move {
-            contender.acquire(Want::Mutex { job_id: JOB }, Duration::from_secs(30), budget, &backoff).await.unwrap()
+            contender
+                .acquire(
+                    Want::Mutex { job_id: JOB },
+                    Duration::from_secs(30),
+                    budget,
+                    &backoff,
+                )
+                .await
+                .unwrap()
         }));
     }
     let mut attempt_counts = Vec::new();
@@ -381,11 +573,20 @@ async fn acquire_gives_up_after_its_budget_with_jittered_attempts() {
 
     assert!(elapsed >= budget, "gave up early, after {elapsed:?}");
     assert!(elapsed < budget + 500 * MS, "gave up late, after {elapsed:?}");
-    assert!(attempt_counts.iter().all(|&n| n > 1), "no retries: {attempt_counts:?}");
+    assert!(
+        attempt_counts.iter().all(|&n| n > 1),
+        "no retries: {attempt_counts:?}"
+    );
     let distinct: BTreeSet<u32> = attempt_counts.iter().copied().collect();
-    assert!(distinct.len() > 1, "8 contenders made identical attempt counts {attempt_counts:?}: no jitter?");
+    assert!(
+        distinct.len() > 1,
+        "8 contenders made identical attempt counts {attempt_counts:?}: no jitter?"
+    );
     let stats = contender.stats();
-    assert_eq!(stats.attempts, attempt_counts.iter().map(|&n| u64::from(n)).sum::<u64>());
+    assert_eq!(
+        stats.attempts,
+        attempt_counts.iter().map(|&n| u64::from(n)).sum::<u64>()
+    );
     assert_eq!((stats.acquisitions, stats.gave_up), (0, 8));
     assert!(holder.release(&held).await.unwrap());
     space.clean().await;
@@ -406,10 +607,23 @@ async fn acquire_takes_the_lock_once_the_holder_releases_it() {
 
     let start = Instant::now();
     let backoff = Backoff::full_jitter(10 * MS, 100 * MS);
-    let outcome = space.locks().await.acquire(Want::Mutex { job_id: JOB }, Duration::from_secs(30), Duration::from_secs(3), &backoff).await;
+    let outcome = space
+        .locks()
+        .await
+        .acquire(
+            Want::Mutex { job_id: JOB },
+            Duration::from_secs(30),
+            Duration::from_secs(3),
+            &backoff,
+        )
+        .await;
     let lease = acquired(outcome.unwrap());
     assert!(releaser.await.unwrap());
-    assert!(start.elapsed() < Duration::from_secs(1), "waited {:?} for a lock freed after 300 ms", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "waited {:?} for a lock freed after 300 ms",
+        start.elapsed()
+    );
     assert_eq!(space.get(lease.key()).await.as_deref(), Some(lease.token()));
     space.clean().await;
 }
@@ -418,11 +632,27 @@ async fn acquire_takes_the_lock_once_the_holder_releases_it() {
 async fn bad_requests_are_refused_before_reaching_redis() {
     let space = Space::new().await;
     let locks = space.locks().await;
-    assert!(matches!(locks.try_mutex(JOB, Duration::ZERO).await, Err(LockError::InvalidLease(_))));
-    assert!(matches!(locks.try_permit(JOB, 3, 999 * Duration::from_micros(1)).await, Err(LockError::InvalidLease(_))));
-    assert!(matches!(locks.try_permit(JOB, 0, Duration::from_secs(1)).await, Err(LockError::NoPermits { job_id: JOB })));
+    assert!(matches!(
+        locks.try_mutex(JOB, Duration::ZERO).await,
+        Err(LockError::InvalidLease(_))
+    ));
+    assert!(matches!(
+        locks.try_permit(JOB, 3, 999 * Duration::from_micros(1)).await,
+        Err(LockError::InvalidLease(_))
+    ));
+    assert!(matches!(
+        locks.try_permit(JOB, 0, Duration::from_secs(1)).await,
+        Err(LockError::NoPermits { job_id: JOB })
+    ));
     let budget = Duration::from_secs(1);
-    let refused = locks.acquire(Want::Permit { job_id: JOB, max: 0 }, Duration::from_secs(1), budget, &Backoff::default()).await;
+    let refused = locks
+        .acquire(
+            Want::Permit { job_id: JOB, max: 0 },
+            Duration::from_secs(1),
+            budget,
+            &Backoff::default(),
+        )
+        .await;
     assert!(matches!(refused, Err(LockError::NoPermits { .. })));
     assert_eq!(locks.stats().attempts, 0);
     space.clean().await;

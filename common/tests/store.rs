@@ -79,7 +79,10 @@ fn start_request(run: &Run, executor: Uuid, exclusive: bool, fenced: bool) -> St
 /// (exclusive and fenced); returns the run and its fence.
 async fn running_exclusive(pool: &PgPool, job_id: i64, executor: Uuid) -> (Run, i64) {
     let run = claimed_run(pool, job_id, executor).await;
-    match runs::start(pool, &start_request(&run, executor, true, true)).await.expect("start") {
+    match runs::start(pool, &start_request(&run, executor, true, true))
+        .await
+        .expect("start")
+    {
         Start::Started { fence: Some(fence) } => (run, fence),
         other => panic!("expected a fenced start, got {other:?}"),
     }
@@ -116,7 +119,9 @@ fn db_error(err: &StoreError) -> &dyn sqlx::error::DatabaseError {
 
 /// Asserts that `err` is the violation of `constraint` with SQLSTATE `code`.
 fn assert_violation(err: &sqlx::Error, code: &str, constraint: &str) {
-    let db = err.as_database_error().unwrap_or_else(|| panic!("expected a database error, got {err}"));
+    let db = err
+        .as_database_error()
+        .unwrap_or_else(|| panic!("expected a database error, got {err}"));
     assert_eq!(db.constraint(), Some(constraint), "violated constraint of: {db}");
     assert_eq!(db.code().as_deref(), Some(code), "SQLSTATE of: {db}");
 }
@@ -152,7 +157,9 @@ async fn seconds_until_available(pool: &PgPool, run_id: i64) -> f64 {
 }
 
 fn instant(secs: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(1_900_000_000 + secs, 0).single().expect("valid instant")
+    Utc.timestamp_opt(1_900_000_000 + secs, 0)
+        .single()
+        .expect("valid instant")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -162,12 +169,19 @@ fn instant(secs: i64) -> DateTime<Utc> {
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn one_run_chain_per_trigger_instant(pool: PgPool) {
     let job = make_job(&pool, "j", |_| {}).await;
-    let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now()).await.expect("trigger");
+    let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("trigger");
     let at = instant(0);
     let insert = "INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, $3) RETURNING id";
 
-    let (first,): (i64,) =
-        sqlx::query_as(insert).bind(job.id).bind(trigger.id).bind(at).fetch_one(&pool).await.expect("first run");
+    let (first,): (i64,) = sqlx::query_as(insert)
+        .bind(job.id)
+        .bind(trigger.id)
+        .bind(at)
+        .fetch_one(&pool)
+        .await
+        .expect("first run");
     let err = sqlx::query_as::<_, (i64,)>(insert)
         .bind(job.id)
         .bind(trigger.id)
@@ -180,8 +194,13 @@ async fn one_run_chain_per_trigger_instant(pool: PgPool) {
     // The firing path: a duplicate instant is skipped, not an error; duplicates inside one
     // batch are folded too; only the genuinely new instant is inserted.
     let mut conn = pool.acquire().await.expect("connection");
-    let again = triggers::insert_fired_runs(&mut conn, &[job.id], &[trigger.id], &[at]).await.expect("insert fired");
-    assert_eq!(again, 0, "ON CONFLICT DO NOTHING: the instant already has its run");
+    let again = triggers::insert_fired_runs(&mut conn, &[job.id], &[trigger.id], &[at])
+        .await
+        .expect("insert fired");
+    assert_eq!(
+        again, 0,
+        "ON CONFLICT DO NOTHING: the instant already has its run"
+    );
     let next = instant(60);
     let batch = triggers::insert_fired_runs(
         &mut conn,
@@ -282,12 +301,19 @@ async fn check_constraints_reject_bad_values(pool: PgPool) {
         ),
     ];
     for (sql, constraint) in cases {
-        let err = sqlx::query(*sql).bind(job.id).execute(&pool).await.expect_err(sql);
+        let err = sqlx::query(*sql)
+            .bind(job.id)
+            .execute(&pool)
+            .await
+            .expect_err(sql);
         assert_violation(&err, CHECK_VIOLATION, constraint);
     }
     // triggers_kind_valid on its own (this test's database is throwaway).
     let mut tx = pool.begin().await.expect("begin");
-    sqlx::query("ALTER TABLE triggers DROP CONSTRAINT triggers_kind_fields").execute(&mut *tx).await.expect("drop");
+    sqlx::query("ALTER TABLE triggers DROP CONSTRAINT triggers_kind_fields")
+        .execute(&mut *tx)
+        .await
+        .expect("drop");
     let err = sqlx::query("INSERT INTO triggers (job_id, kind, interval_secs) VALUES ($1, 'weekly', 60)")
         .bind(job.id)
         .execute(&mut *tx)
@@ -315,8 +341,12 @@ async fn check_constraints_reject_bad_values(pool: PgPool) {
 async fn deleting_a_trigger_keeps_runs_deleting_a_job_removes_everything(pool: PgPool) {
     let job = make_job(&pool, "doomed", |_| {}).await;
     let other = make_job(&pool, "bystander", |_| {}).await;
-    let t1 = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now()).await.expect("t1");
-    let t2 = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now()).await.expect("t2");
+    let t1 = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("t1");
+    let t2 = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("t2");
     let mut conn = pool.acquire().await.expect("connection");
     let inserted = triggers::insert_fired_runs(
         &mut conn,
@@ -332,7 +362,11 @@ async fn deleting_a_trigger_keeps_runs_deleting_a_job_removes_everything(pool: P
     let bystander = runs::queue_now(&pool, other.id).await.expect("other job's run");
 
     // Deleting a trigger keeps the history it produced, detached.
-    sqlx::query("DELETE FROM triggers WHERE id = $1").bind(t1.id).execute(&pool).await.expect("delete trigger");
+    sqlx::query("DELETE FROM triggers WHERE id = $1")
+        .bind(t1.id)
+        .execute(&pool)
+        .await
+        .expect("delete trigger");
     let (detached, attached): (i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE trigger_id IS NULL AND scheduled_at IN ($2, $3)),
                 count(*) FILTER (WHERE trigger_id = $4)
@@ -347,14 +381,30 @@ async fn deleting_a_trigger_keeps_runs_deleting_a_job_removes_everything(pool: P
     .expect("runs after trigger delete");
     assert_eq!(detached, 2, "t1's runs survive with trigger_id NULL");
     assert_eq!(attached, 1, "t2's run is untouched");
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await, 4);
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        4
+    );
 
     // Deleting the job deletes its triggers and its whole run history, and nothing else.
-    sqlx::query("DELETE FROM jobs WHERE id = $1").bind(job.id).execute(&pool).await.expect("delete job");
-    assert_eq!(count(&pool, "SELECT count(*) FROM triggers WHERE job_id = $1", job.id).await, 0);
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await, 0);
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(job.id)
+        .execute(&pool)
+        .await
+        .expect("delete job");
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM triggers WHERE job_id = $1", job.id).await,
+        0
+    );
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        0
+    );
     assert!(runs::get(&pool, manual.id).await.expect("get").is_none());
-    assert!(runs::get(&pool, bystander.id).await.expect("get").is_some(), "another job's run stays");
+    assert!(
+        runs::get(&pool, bystander.id).await.expect("get").is_some(),
+        "another job's run stays"
+    );
     assert!(jobs::get(&pool, other.id).await.expect("get").is_some());
 }
 
@@ -372,9 +422,15 @@ async fn non_parallel_job_cannot_run_twice_parallel_job_can(pool: PgPool) {
     let solo = make_job(&pool, "solo", |_| {}).await;
     let (first, fence1) = running_exclusive(&pool, solo.id, a).await;
     let second = claimed_run(&pool, solo.id, b).await;
-    let refused = runs::start(&pool, &start_request(&second, b, true, true)).await.expect("start");
+    let refused = runs::start(&pool, &start_request(&second, b, true, true))
+        .await
+        .expect("start");
     assert_eq!(refused, Start::JobBusy);
-    assert_eq!(run(&pool, second.id).await.state, RunState::Claimed, "refused start leaves the claim");
+    assert_eq!(
+        run(&pool, second.id).await.state,
+        RunState::Claimed,
+        "refused start leaves the claim"
+    );
     let job_now = jobs::get(&pool, solo.id).await.expect("get").expect("job");
     assert_eq!(job_now.fence, fence1, "a refused start draws no fence");
     let (running,): (i64,) =
@@ -386,20 +442,28 @@ async fn non_parallel_job_cannot_run_twice_parallel_job_can(pool: PgPool) {
     assert_eq!(running, 1);
 
     // Raw SQL cannot sneak past the guard either.
-    let err = sqlx::query(
-        "UPDATE runs SET state = 'running', exclusive = true, started_at = now() WHERE id = $1",
-    )
-    .bind(second.id)
-    .execute(&pool)
-    .await
-    .expect_err("second running exclusive row");
+    let err =
+        sqlx::query("UPDATE runs SET state = 'running', exclusive = true, started_at = now() WHERE id = $1")
+            .bind(second.id)
+            .execute(&pool)
+            .await
+            .expect_err("second running exclusive row");
     assert_violation(&err, UNIQUE_VIOLATION, "runs_one_running_exclusive");
 
     // Once the first ends, the second may start, with a newer fence.
-    let done = runs::finish(&pool, first.id, a, Some(fence1), &ended(RunState::Succeeded)).await.expect("finish");
+    let done = runs::finish(&pool, first.id, a, Some(fence1), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
     assert_eq!(done.write, Write::Stored);
-    let started = runs::start(&pool, &start_request(&second, b, true, true)).await.expect("start");
-    assert_eq!(started, Start::Started { fence: Some(fence1 + 1) });
+    let started = runs::start(&pool, &start_request(&second, b, true, true))
+        .await
+        .expect("start");
+    assert_eq!(
+        started,
+        Start::Started {
+            fence: Some(fence1 + 1)
+        }
+    );
 
     // Parallel: several attempts run at once (fenced with permits, and unfenced).
     let many = make_job(&pool, "many", |j| {
@@ -410,9 +474,15 @@ async fn non_parallel_job_cannot_run_twice_parallel_job_can(pool: PgPool) {
     let p1 = claimed_run(&pool, many.id, a).await;
     let p2 = claimed_run(&pool, many.id, b).await;
     let p3 = claimed_run(&pool, many.id, b).await;
-    let s1 = runs::start(&pool, &start_request(&p1, a, false, true)).await.expect("start p1");
-    let s2 = runs::start(&pool, &start_request(&p2, b, false, true)).await.expect("start p2");
-    let s3 = runs::start(&pool, &start_request(&p3, b, false, false)).await.expect("start p3");
+    let s1 = runs::start(&pool, &start_request(&p1, a, false, true))
+        .await
+        .expect("start p1");
+    let s2 = runs::start(&pool, &start_request(&p2, b, false, true))
+        .await
+        .expect("start p2");
+    let s3 = runs::start(&pool, &start_request(&p3, b, false, false))
+        .await
+        .expect("start p3");
     assert_eq!(s1, Start::Started { fence: Some(1) });
     assert_eq!(s2, Start::Started { fence: Some(2) });
     assert_eq!(s3, Start::Started { fence: None });
@@ -426,7 +496,9 @@ async fn non_parallel_job_cannot_run_twice_parallel_job_can(pool: PgPool) {
     // Each parallel holder's end is still accepted: a newer permit's fence does not fence
     // an older legitimate holder of a parallel job.
     for (r, ex, f) in [(&p1, a, Some(1)), (&p2, b, Some(2)), (&p3, b, None)] {
-        let done = runs::finish(&pool, r.id, ex, f, &ended(RunState::Succeeded)).await.expect("finish");
+        let done = runs::finish(&pool, r.id, ex, f, &ended(RunState::Succeeded))
+            .await
+            .expect("finish");
         assert_eq!(done.write, Write::Stored, "parallel run {} end", r.id);
     }
 }
@@ -438,19 +510,29 @@ async fn start_of_a_vanished_claim_is_gone(pool: PgPool) {
     let job = make_job(&pool, "j", |_| {}).await;
     let claimed = claimed_run(&pool, job.id, a).await;
     // Another executor cannot start A's claim.
-    assert_eq!(runs::start(&pool, &start_request(&claimed, b, true, true)).await.expect("start"), Start::Gone);
+    assert_eq!(
+        runs::start(&pool, &start_request(&claimed, b, true, true))
+            .await
+            .expect("start"),
+        Start::Gone
+    );
     // A cancelled claim cannot be started.
-    let state = runs::request_cancel(&pool, claimed.id, "user").await.expect("cancel");
+    let state = runs::request_cancel(&pool, claimed.id, "user")
+        .await
+        .expect("cancel");
     assert_eq!(state, Some(RunState::Cancelled));
-    assert_eq!(runs::start(&pool, &start_request(&claimed, a, true, true)).await.expect("start"), Start::Gone);
+    assert_eq!(
+        runs::start(&pool, &start_request(&claimed, a, true, true))
+            .await
+            .expect("start"),
+        Start::Gone
+    );
     assert_eq!(run(&pool, claimed.id).await.state, RunState::Cancelled);
 }
 
 /// A start that finds its claim gone must not draw the job's fencing token: that token
 /// belongs to nobody, yet it makes the job's current legitimate holder stale.
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
-#[ignore = "bug: runs::start's `WITH fence AS (UPDATE jobs SET fence = fence + 1 …)` runs even when the run \
-            update matches nothing (Start::Gone), so the running holder's finish is then Fenced"]
 async fn gone_start_does_not_fence_the_current_holder(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
@@ -459,12 +541,29 @@ async fn gone_start_does_not_fence_the_current_holder(pool: PgPool) {
     // B claimed a second run (Redis forgot A's lock, say), which is cancelled before B
     // starts it.
     let late = claimed_run(&pool, job.id, b).await;
-    runs::request_cancel(&pool, late.id, "user").await.expect("cancel");
-    assert_eq!(runs::start(&pool, &start_request(&late, b, true, true)).await.expect("start"), Start::Gone);
+    runs::request_cancel(&pool, late.id, "user")
+        .await
+        .expect("cancel");
+    assert_eq!(
+        runs::start(&pool, &start_request(&late, b, true, true))
+            .await
+            .expect("start"),
+        Start::Gone
+    );
 
-    assert_eq!(jobs::get(&pool, job.id).await.expect("get").expect("job").fence, fence, "no fence drawn");
-    let done = runs::finish(&pool, holder.id, a, Some(fence), &ended(RunState::Succeeded)).await.expect("finish");
-    assert_eq!(done.write, Write::Stored, "the legitimate holder's end is recorded");
+    let done = runs::finish(&pool, holder.id, a, Some(fence), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
+    assert_eq!(
+        done.write,
+        Write::Stored,
+        "the legitimate holder's end is recorded"
+    );
+    assert_eq!(
+        jobs::get(&pool, job.id).await.expect("get").expect("job").fence,
+        fence,
+        "no fence drawn"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -483,9 +582,21 @@ async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     // A's lease expired during a pause; a newer holder drew the next token.
     let fence2 = fence::issue(&pool, job.id).await.expect("issue");
     assert_eq!(fence2, 2);
-    let stale = runs::finish(&pool, run1.id, a, Some(fence1), &ended(RunState::Succeeded)).await.expect("finish");
-    assert_eq!(stale, runs::Finished { write: Write::Fenced, retry_run_id: None });
-    assert_eq!(run(&pool, run1.id).await, before, "a fenced write changes nothing");
+    let stale = runs::finish(&pool, run1.id, a, Some(fence1), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
+    assert_eq!(
+        stale,
+        runs::Finished {
+            write: Write::Fenced,
+            retry_run_id: None
+        }
+    );
+    assert_eq!(
+        run(&pool, run1.id).await,
+        before,
+        "a fenced write changes nothing"
+    );
 
     // The monitor reaps A's run (A is declared dead); B then runs the job under fence 3.
     sqlx::query("UPDATE executors SET last_heartbeat_at = now() - interval '1 hour' WHERE id = $1")
@@ -494,7 +605,12 @@ async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
         .await
         .expect("silence A");
     let monitor = Uuid::new_v4();
-    assert_eq!(processes::declare_dead(&pool, monitor, Duration::from_secs(15)).await.expect("declare"), vec![a]);
+    assert_eq!(
+        processes::declare_dead(&pool, monitor, Duration::from_secs(15))
+            .await
+            .expect("declare"),
+        vec![a]
+    );
     let reaped = reaping::abandon_orphans(&pool).await.expect("abandon");
     assert_eq!(reaped.len(), 1);
     assert_eq!(reaped[0].id, run1.id);
@@ -502,14 +618,24 @@ async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     assert_eq!(fence3, 3);
 
     // A wakes up and retries its end: still fenced, and B's run is not touched.
-    let late = runs::finish(&pool, run1.id, a, Some(fence1), &ended(RunState::Succeeded)).await.expect("finish");
+    let late = runs::finish(&pool, run1.id, a, Some(fence1), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
     assert_eq!(late.write, Write::Fenced);
     assert_eq!(run(&pool, run1.id).await.state, RunState::Abandoned);
     assert_eq!(run(&pool, run2.id).await.state, RunState::Running);
 
     // The current holder's end is stored, with its details.
-    let current = runs::finish(&pool, run2.id, b, Some(fence3), &ended(RunState::Succeeded)).await.expect("finish");
-    assert_eq!(current, runs::Finished { write: Write::Stored, retry_run_id: None });
+    let current = runs::finish(&pool, run2.id, b, Some(fence3), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
+    assert_eq!(
+        current,
+        runs::Finished {
+            write: Write::Stored,
+            retry_run_id: None
+        }
+    );
     let stored = run(&pool, run2.id).await;
     assert_eq!(stored.state, RunState::Succeeded);
     assert_eq!(stored.exit_code, Some(0));
@@ -518,7 +644,9 @@ async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
 
     // A second end of the same run (a retried write that did land) is fenced: the run is
     // no longer running.
-    let twice = runs::finish(&pool, run2.id, b, Some(fence3), &ended(RunState::Failed)).await.expect("finish");
+    let twice = runs::finish(&pool, run2.id, b, Some(fence3), &ended(RunState::Failed))
+        .await
+        .expect("finish");
     assert_eq!(twice.write, Write::Fenced);
     assert_eq!(run(&pool, run2.id).await.state, RunState::Succeeded);
 }
@@ -531,11 +659,21 @@ async fn wrong_executor_wrong_fence_and_reaped_runs_are_fenced(pool: PgPool) {
     let (run1, fence1) = running_exclusive(&pool, job.id, a).await;
     let before = run(&pool, run1.id).await;
 
-    let wrong_executor = runs::finish(&pool, run1.id, b, Some(fence1), &ended(RunState::Failed)).await.expect("finish");
-    assert_eq!(wrong_executor.write, Write::Fenced, "another executor cannot end A's run");
-    let wrong_fence = runs::finish(&pool, run1.id, a, Some(fence1 + 1), &ended(RunState::Failed)).await.expect("finish");
+    let wrong_executor = runs::finish(&pool, run1.id, b, Some(fence1), &ended(RunState::Failed))
+        .await
+        .expect("finish");
+    assert_eq!(
+        wrong_executor.write,
+        Write::Fenced,
+        "another executor cannot end A's run"
+    );
+    let wrong_fence = runs::finish(&pool, run1.id, a, Some(fence1 + 1), &ended(RunState::Failed))
+        .await
+        .expect("finish");
     assert_eq!(wrong_fence.write, Write::Fenced, "a token the run does not carry");
-    let no_fence = runs::finish(&pool, run1.id, a, None, &ended(RunState::Failed)).await.expect("finish");
+    let no_fence = runs::finish(&pool, run1.id, a, None, &ended(RunState::Failed))
+        .await
+        .expect("finish");
     assert_eq!(no_fence.write, Write::Fenced, "an exclusive run needs its token");
     assert_eq!(run(&pool, run1.id).await, before, "nothing was written");
 
@@ -549,7 +687,9 @@ async fn wrong_executor_wrong_fence_and_reaped_runs_are_fenced(pool: PgPool) {
     assert_eq!(reaped.iter().map(|r| r.id).collect::<Vec<_>>(), vec![run1.id]);
     let abandoned = run(&pool, run1.id).await;
     assert_eq!(abandoned.state, RunState::Abandoned);
-    let after_reap = runs::finish(&pool, run1.id, a, Some(fence1), &ended(RunState::Succeeded)).await.expect("finish");
+    let after_reap = runs::finish(&pool, run1.id, a, Some(fence1), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
     assert_eq!(after_reap.write, Write::Fenced, "a reaped run's end is refused");
     assert_eq!(run(&pool, run1.id).await, abandoned);
 }
@@ -569,51 +709,115 @@ async fn failures_queue_retries_up_to_the_limit_with_backoff(pool: PgPool) {
 
     // Attempt 1 fails: attempt 2 is queued, waiting out the base backoff.
     let (run1, f1) = running_exclusive(&pool, job.id, ex).await;
-    let done = runs::finish(&pool, run1.id, ex, Some(f1), &ended(RunState::Failed)).await.expect("finish 1");
+    let done = runs::finish(&pool, run1.id, ex, Some(f1), &ended(RunState::Failed))
+        .await
+        .expect("finish 1");
     assert_eq!(done.write, Write::Stored);
     let run2_id = done.retry_run_id.expect("attempt 2 queued");
     let run2 = run(&pool, run2_id).await;
-    assert_eq!((run2.attempt, run2.first_run_id, run2.state), (2, Some(run1.id), RunState::Queued));
-    assert_eq!((run2.job_id, run2.trigger_id, run2.scheduled_at), (run1.job_id, run1.trigger_id, run1.scheduled_at));
+    assert_eq!(
+        (run2.attempt, run2.first_run_id, run2.state),
+        (2, Some(run1.id), RunState::Queued)
+    );
+    assert_eq!(
+        (run2.job_id, run2.trigger_id, run2.scheduled_at),
+        (run1.job_id, run1.trigger_id, run1.scheduled_at)
+    );
     let wait = seconds_until_available(&pool, run2_id).await;
-    assert!((9.0..=10.0).contains(&wait), "attempt 2 waits the 10 s backoff, waits {wait}");
-    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty(), "not claimable during backoff");
+    assert!(
+        (9.0..=10.0).contains(&wait),
+        "attempt 2 waits the 10 s backoff, waits {wait}"
+    );
+    assert!(
+        runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty(),
+        "not claimable during backoff"
+    );
 
     // Attempt 2 fails: attempt 3 waits twice as long, and stays in the chain of run 1.
-    sqlx::query("UPDATE runs SET available_at = now() WHERE id = $1").bind(run2_id).execute(&pool).await.expect("skip wait");
+    sqlx::query("UPDATE runs SET available_at = now() WHERE id = $1")
+        .bind(run2_id)
+        .execute(&pool)
+        .await
+        .expect("skip wait");
     let claimed = runs::claim_queued(&pool, ex, 10).await.expect("claim");
     assert_eq!(claimed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![run2_id]);
-    let f2 = match runs::start(&pool, &start_request(&claimed[0], ex, true, true)).await.expect("start 2") {
+    let f2 = match runs::start(&pool, &start_request(&claimed[0], ex, true, true))
+        .await
+        .expect("start 2")
+    {
         Start::Started { fence: Some(f) } => f,
         other => panic!("start 2: {other:?}"),
     };
-    let done = runs::finish(&pool, run2_id, ex, Some(f2), &ended(RunState::TimedOut)).await.expect("finish 2");
+    let done = runs::finish(&pool, run2_id, ex, Some(f2), &ended(RunState::TimedOut))
+        .await
+        .expect("finish 2");
     let run3_id = done.retry_run_id.expect("attempt 3 queued after a timeout");
     let run3 = run(&pool, run3_id).await;
     assert_eq!((run3.attempt, run3.first_run_id), (3, Some(run1.id)));
     let wait = seconds_until_available(&pool, run3_id).await;
-    assert!((19.0..=20.0).contains(&wait), "attempt 3 waits 2 x 10 s, waits {wait}");
+    assert!(
+        (19.0..=20.0).contains(&wait),
+        "attempt 3 waits 2 x 10 s, waits {wait}"
+    );
 
     // Attempt 3 fails: the policy is exhausted, nothing more is queued.
-    sqlx::query("UPDATE runs SET available_at = now() WHERE id = $1").bind(run3_id).execute(&pool).await.expect("skip wait");
+    sqlx::query("UPDATE runs SET available_at = now() WHERE id = $1")
+        .bind(run3_id)
+        .execute(&pool)
+        .await
+        .expect("skip wait");
     let claimed = runs::claim_queued(&pool, ex, 10).await.expect("claim");
     assert_eq!(claimed.len(), 1);
-    let f3 = match runs::start(&pool, &start_request(&claimed[0], ex, true, true)).await.expect("start 3") {
+    let f3 = match runs::start(&pool, &start_request(&claimed[0], ex, true, true))
+        .await
+        .expect("start 3")
+    {
         Start::Started { fence: Some(f) } => f,
         other => panic!("start 3: {other:?}"),
     };
-    let done = runs::finish(&pool, run3_id, ex, Some(f3), &ended(RunState::Failed)).await.expect("finish 3");
-    assert_eq!(done, runs::Finished { write: Write::Stored, retry_run_id: None });
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await, 3);
+    let done = runs::finish(&pool, run3_id, ex, Some(f3), &ended(RunState::Failed))
+        .await
+        .expect("finish 3");
+    assert_eq!(
+        done,
+        runs::Finished {
+            write: Write::Stored,
+            retry_run_id: None
+        }
+    );
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        3
+    );
 
     // Success and cancellation queue nothing.
     for state in [RunState::Succeeded, RunState::Cancelled] {
         let (r, f) = running_exclusive(&pool, job.id, ex).await;
-        let done = runs::finish(&pool, r.id, ex, Some(f), &ended(state)).await.expect("finish");
-        assert_eq!(done, runs::Finished { write: Write::Stored, retry_run_id: None }, "{state}");
+        let done = runs::finish(&pool, r.id, ex, Some(f), &ended(state))
+            .await
+            .expect("finish");
+        assert_eq!(
+            done,
+            runs::Finished {
+                write: Write::Stored,
+                retry_run_id: None
+            },
+            "{state}"
+        );
     }
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await, 5);
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'queued'", job.id).await, 0);
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        5
+    );
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'queued'",
+            job.id
+        )
+        .await,
+        0
+    );
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
@@ -622,9 +826,20 @@ async fn default_policy_does_not_retry(pool: PgPool) {
     let job = make_job(&pool, "once", |_| {}).await;
     assert_eq!(job.retry_max_attempts, 1);
     let (r, f) = running_exclusive(&pool, job.id, ex).await;
-    let done = runs::finish(&pool, r.id, ex, Some(f), &ended(RunState::Failed)).await.expect("finish");
-    assert_eq!(done, runs::Finished { write: Write::Stored, retry_run_id: None });
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await, 1);
+    let done = runs::finish(&pool, r.id, ex, Some(f), &ended(RunState::Failed))
+        .await
+        .expect("finish");
+    assert_eq!(
+        done,
+        runs::Finished {
+            write: Write::Stored,
+            retry_run_id: None
+        }
+    );
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        1
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -664,14 +879,22 @@ async fn claim_takes_oldest_available_runs_of_unpaused_jobs(pool: PgPool) {
 
     let first = runs::claim_queued(&pool, ex, 3).await.expect("claim");
     let first_ids: BTreeSet<i64> = first.iter().map(|r| r.id).collect();
-    assert_eq!(first_ids, BTreeSet::from([ids[3], ids[1], ids[4]]), "the three oldest by available_at");
+    assert_eq!(
+        first_ids,
+        BTreeSet::from([ids[3], ids[1], ids[4]]),
+        "the three oldest by available_at"
+    );
     for r in &first {
         assert_eq!((r.state, r.executor_id), (RunState::Claimed, Some(ex)));
         assert!(r.claimed_at.is_some());
     }
     let rest = runs::claim_queued(&pool, ex, 10).await.expect("claim rest");
     let rest_ids: BTreeSet<i64> = rest.iter().map(|r| r.id).collect();
-    assert_eq!(rest_ids, BTreeSet::from([ids[2], ids[0]]), "never the paused job's, never the postponed");
+    assert_eq!(
+        rest_ids,
+        BTreeSet::from([ids[2], ids[0]]),
+        "never the paused job's, never the postponed"
+    );
     assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
     assert_eq!(run(&pool, of_paused.id).await.state, RunState::Queued);
     assert_eq!(run(&pool, future.id).await.state, RunState::Queued);
@@ -679,7 +902,32 @@ async fn claim_takes_oldest_available_runs_of_unpaused_jobs(pool: PgPool) {
     // Resuming the job makes its run claimable.
     jobs::set_paused(&pool, paused.id, false).await.expect("resume");
     let resumed = runs::claim_queued(&pool, ex, 10).await.expect("claim");
-    assert_eq!(resumed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![of_paused.id]);
+    assert_eq!(
+        resumed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![of_paused.id]
+    );
+}
+
+/// The executor starts claimed runs in the order `claim_queued` returns them, so for two
+/// queued runs of one job the older must come first.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn claim_returns_runs_oldest_first(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "j", |_| {}).await;
+    runs::queue_many_now(&pool, job.id, 20).await.expect("queue");
+    // Older by available_at the higher the id, so id order and age order disagree.
+    sqlx::query("UPDATE runs SET available_at = now() - make_interval(secs => id)")
+        .execute(&pool)
+        .await
+        .expect("age");
+    let claimed = runs::claim_queued(&pool, ex, 20).await.expect("claim");
+    let order: Vec<i64> = claimed.iter().map(|r| r.id).collect();
+    let mut oldest_first = order.clone();
+    oldest_first.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(
+        order, oldest_first,
+        "claimed runs in the order they were returned"
+    );
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
@@ -738,9 +986,20 @@ async fn a_silent_executor_is_declared_dead_by_exactly_one_monitor(pool: PgPool)
     let ex = make_executor(&pool).await;
     let live = make_executor(&pool).await;
     let row = processes::get(&pool, ex).await.expect("get").expect("registered");
-    assert_eq!((row.role, row.state, row.host.as_str()), (ProcessRole::Executor, ProcessState::Alive, "test-host"));
-    assert_eq!(processes::heartbeat(&pool, ex).await.expect("heartbeat"), Heartbeat::Alive);
-    assert!(processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(60)).await.expect("declare").is_empty());
+    assert_eq!(
+        (row.role, row.state, row.host.as_str()),
+        (ProcessRole::Executor, ProcessState::Alive, "test-host")
+    );
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::Alive
+    );
+    assert!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(60))
+            .await
+            .expect("declare")
+            .is_empty()
+    );
 
     sqlx::query("UPDATE executors SET last_heartbeat_at = now() - interval '1 minute' WHERE id = $1")
         .bind(ex)
@@ -756,17 +1015,33 @@ async fn a_silent_executor_is_declared_dead_by_exactly_one_monitor(pool: PgPool)
     let mut declared: Vec<Uuid> = r1.iter().chain(r2.iter()).copied().collect();
     declared.sort();
     // `live` heartbeated at registration, but 100 ms may have passed: only count `ex`.
-    assert_eq!(declared.iter().filter(|id| **id == ex).count(), 1, "declared by exactly one: {r1:?} {r2:?}");
+    assert_eq!(
+        declared.iter().filter(|id| **id == ex).count(),
+        1,
+        "declared by exactly one: {r1:?} {r2:?}"
+    );
     let row = processes::get(&pool, ex).await.expect("get").expect("row");
     assert_eq!(row.state, ProcessState::Dead);
     assert!(row.declared_dead_at.is_some());
     let winner = if r1.contains(&ex) { m1 } else { m2 };
-    assert_eq!(row.reaped_by, Some(winner), "reaped_by names the monitor that declared it");
+    assert_eq!(
+        row.reaped_by,
+        Some(winner),
+        "reaped_by names the monitor that declared it"
+    );
 
     // The dead process learns it at its next heartbeat, and cannot revive itself.
-    assert_eq!(processes::heartbeat(&pool, ex).await.expect("heartbeat"), Heartbeat::DeclaredDead);
-    assert!(!processes::set_state(&pool, ex, ProcessState::Alive).await.expect("set state"));
-    assert_eq!(processes::get(&pool, ex).await.expect("get").expect("row").state, ProcessState::Dead);
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::DeclaredDead
+    );
+    assert!(!processes::set_state(&pool, ex, ProcessState::Alive)
+        .await
+        .expect("set state"));
+    assert_eq!(
+        processes::get(&pool, ex).await.expect("get").expect("row").state,
+        ProcessState::Dead
+    );
     let _ = live;
 }
 
@@ -783,20 +1058,42 @@ async fn declaring_dead_is_conditional_under_a_staged_race(pool: PgPool) {
     // Monitor 1 declares inside an open transaction; monitor 2 blocks on the row and, once
     // monitor 1 commits, re-checks the condition and declares nothing.
     let mut tx = pool.begin().await.expect("begin");
-    let first = processes::declare_dead(&mut *tx, Uuid::new_v4(), Duration::from_secs(15)).await.expect("monitor 1");
+    let first = processes::declare_dead(&mut *tx, Uuid::new_v4(), Duration::from_secs(15))
+        .await
+        .expect("monitor 1");
     assert_eq!(first, vec![ex]);
-    let (second, ()) = tokio::join!(processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15)), async {
-        wait_until_blocked(&pool).await;
-        tx.commit().await.expect("commit monitor 1");
-    });
+    let (second, ()) = tokio::join!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15)),
+        async {
+            wait_until_blocked(&pool).await;
+            tx.commit().await.expect("commit monitor 1");
+        }
+    );
     assert_eq!(second.expect("monitor 2"), Vec::<Uuid>::new());
 
     // A process that heartbeats in time is never declared; a draining one can be.
-    assert_eq!(processes::heartbeat(&pool, live).await.expect("heartbeat"), Heartbeat::Alive);
-    assert!(processes::set_state(&pool, live, ProcessState::Draining).await.expect("drain"));
-    assert_eq!(processes::heartbeat(&pool, live).await.expect("heartbeat"), Heartbeat::Alive, "draining still beats");
-    assert!(processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15)).await.expect("declare").is_empty());
-    assert_eq!(processes::heartbeat(&pool, ex).await.expect("heartbeat"), Heartbeat::DeclaredDead);
+    assert_eq!(
+        processes::heartbeat(&pool, live).await.expect("heartbeat"),
+        Heartbeat::Alive
+    );
+    assert!(processes::set_state(&pool, live, ProcessState::Draining)
+        .await
+        .expect("drain"));
+    assert_eq!(
+        processes::heartbeat(&pool, live).await.expect("heartbeat"),
+        Heartbeat::Alive,
+        "draining still beats"
+    );
+    assert!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15))
+            .await
+            .expect("declare")
+            .is_empty()
+    );
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::DeclaredDead
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -814,13 +1111,20 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     })
     .await;
     let dead_run = claimed_run(&pool, job.id, dead).await;
-    let started = runs::start(&pool, &start_request(&dead_run, dead, false, true)).await.expect("start");
+    let started = runs::start(&pool, &start_request(&dead_run, dead, false, true))
+        .await
+        .expect("start");
     assert!(matches!(started, Start::Started { fence: Some(_) }));
     let live_run = claimed_run(&pool, job.id, live).await;
-    runs::start(&pool, &start_request(&live_run, live, false, true)).await.expect("start");
+    runs::start(&pool, &start_request(&live_run, live, false, true))
+        .await
+        .expect("start");
 
     // Nothing is abandoned while both are alive, however old their heartbeats (invariant 6).
-    sqlx::query("UPDATE runs SET heartbeat_at = now() - interval '1 day'").execute(&pool).await.expect("age runs");
+    sqlx::query("UPDATE runs SET heartbeat_at = now() - interval '1 day'")
+        .execute(&pool)
+        .await
+        .expect("age runs");
     let live_before = run(&pool, live_run.id).await;
     assert!(reaping::abandon_orphans(&pool).await.expect("abandon").is_empty());
 
@@ -829,7 +1133,12 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
         .execute(&pool)
         .await
         .expect("silence");
-    assert_eq!(processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15)).await.expect("declare"), vec![dead]);
+    assert_eq!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15))
+            .await
+            .expect("declare"),
+        vec![dead]
+    );
 
     // Two monitors reap at once: the first (in an open transaction) abandons and queues
     // the retry; the second waits for the row, re-checks, and does nothing.
@@ -844,16 +1153,34 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     assert_eq!(first.len(), 1);
     let reaped = &first[0];
     assert_eq!(reaped.id, dead_run.id);
-    assert_eq!((reaped.job_id, reaped.executor_id, reaped.exclusive), (job.id, Some(dead), false));
-    assert_eq!(reaped.lock_token.as_deref(), Some("lock-token"), "the token to release the permit with");
+    assert_eq!(
+        (reaped.job_id, reaped.executor_id, reaped.exclusive),
+        (job.id, Some(dead), false)
+    );
+    assert_eq!(
+        reaped.lock_token.as_deref(),
+        Some("lock-token"),
+        "the token to release the permit with"
+    );
     let retry_id = reaped.retry_run_id.expect("retry queued");
     let retry = run(&pool, retry_id).await;
-    assert_eq!((retry.attempt, retry.first_run_id, retry.state), (2, Some(dead_run.id), RunState::Queued));
+    assert_eq!(
+        (retry.attempt, retry.first_run_id, retry.state),
+        (2, Some(dead_run.id), RunState::Queued)
+    );
     let abandoned = run(&pool, dead_run.id).await;
     assert_eq!(abandoned.state, RunState::Abandoned);
     assert_eq!(abandoned.reason.as_deref(), Some("executor lost"));
     assert!(abandoned.finished_at.is_some());
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE first_run_id = $1", dead_run.id).await, 1);
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT count(*) FROM runs WHERE first_run_id = $1",
+            dead_run.id
+        )
+        .await,
+        1
+    );
 
     // The live executor's run is untouched.
     assert_eq!(run(&pool, live_run.id).await, live_before);
@@ -861,14 +1188,25 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     // Fully concurrent double reap of a second dead executor: still one retry.
     let dead2 = make_executor(&pool).await;
     let r = claimed_run(&pool, job.id, dead2).await;
-    runs::start(&pool, &start_request(&r, dead2, false, false)).await.expect("start");
-    assert!(processes::set_state(&pool, dead2, ProcessState::Stopped).await.expect("stop"));
+    runs::start(&pool, &start_request(&r, dead2, false, false))
+        .await
+        .expect("start");
+    assert!(processes::set_state(&pool, dead2, ProcessState::Stopped)
+        .await
+        .expect("stop"));
     let (x, y) = tokio::join!(reaping::abandon_orphans(&pool), reaping::abandon_orphans(&pool));
     let ended: Vec<_> = x.expect("x").into_iter().chain(y.expect("y")).collect();
-    assert_eq!(ended.len(), 1, "a stopped executor's run is reaped once: {ended:?}");
+    assert_eq!(
+        ended.len(),
+        1,
+        "a stopped executor's run is reaped once: {ended:?}"
+    );
     assert_eq!(ended[0].id, r.id);
     assert!(ended[0].retry_run_id.is_some());
-    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE first_run_id = $1", r.id).await, 1);
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE first_run_id = $1", r.id).await,
+        1
+    );
     assert_eq!(run(&pool, live_run.id).await, live_before);
 }
 
@@ -881,27 +1219,54 @@ async fn stale_claims_return_to_the_queue(pool: PgPool) {
     let fresh = claimed_run(&pool, job.id, live).await;
     let old = claimed_run(&pool, job.id, live).await;
     let running = claimed_run(&pool, job.id, live).await;
-    runs::start(&pool, &start_request(&running, live, false, false)).await.expect("start");
+    runs::start(&pool, &start_request(&running, live, false, false))
+        .await
+        .expect("start");
     sqlx::query("UPDATE runs SET claimed_at = now() - interval '10 minutes' WHERE id IN ($1, $2)")
         .bind(old.id)
         .bind(running.id)
         .execute(&pool)
         .await
         .expect("age claims");
-    sqlx::query("UPDATE executors SET state = 'dead' WHERE id = $1").bind(dead).execute(&pool).await.expect("kill");
+    sqlx::query("UPDATE executors SET state = 'dead' WHERE id = $1")
+        .bind(dead)
+        .execute(&pool)
+        .await
+        .expect("kill");
 
-    let mut requeued = reaping::requeue_stale_claims(&pool, Duration::from_secs(60)).await.expect("requeue");
+    let mut requeued = reaping::requeue_stale_claims(&pool, Duration::from_secs(60))
+        .await
+        .expect("requeue");
     requeued.sort_unstable();
-    assert_eq!(requeued, vec![of_dead.id, old.id], "the dead executor's claim and the stale one");
+    assert_eq!(
+        requeued,
+        vec![of_dead.id, old.id],
+        "the dead executor's claim and the stale one"
+    );
     for id in [of_dead.id, old.id] {
         let r = run(&pool, id).await;
-        assert_eq!((r.state, r.executor_id, r.claimed_at), (RunState::Queued, None, None));
+        assert_eq!(
+            (r.state, r.executor_id, r.claimed_at),
+            (RunState::Queued, None, None)
+        );
     }
     assert_eq!(run(&pool, fresh.id).await.state, RunState::Claimed);
-    assert_eq!(run(&pool, running.id).await.state, RunState::Running, "running runs are not claims");
+    assert_eq!(
+        run(&pool, running.id).await.state,
+        RunState::Running,
+        "running runs are not claims"
+    );
     // The live executor's stale claim is gone: its start now finds nothing.
-    assert_eq!(runs::start(&pool, &start_request(&old, live, false, false)).await.expect("start"), Start::Gone);
-    assert!(reaping::requeue_stale_claims(&pool, Duration::from_secs(60)).await.expect("requeue").is_empty());
+    assert_eq!(
+        runs::start(&pool, &start_request(&old, live, false, false))
+            .await
+            .expect("start"),
+        Start::Gone
+    );
+    assert!(reaping::requeue_stale_claims(&pool, Duration::from_secs(60))
+        .await
+        .expect("requeue")
+        .is_empty());
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
@@ -909,7 +1274,9 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
     let job = make_job(&pool, "j", |j| j.retry_max_attempts = 3).await;
     let mut new_trigger = NewTrigger::interval(60);
     new_trigger.misfire_threshold_secs = 30;
-    let trigger = triggers::create(&pool, job.id, &new_trigger, Utc::now()).await.expect("trigger");
+    let trigger = triggers::create(&pool, job.id, &new_trigger, Utc::now())
+        .await
+        .expect("trigger");
     let mut conn = pool.acquire().await.expect("connection");
     triggers::insert_fired_runs(
         &mut conn,
@@ -961,10 +1328,25 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
     assert_eq!(missed.state, RunState::Missed);
     assert!(missed.finished_at.is_some());
     assert!(missed.reason.is_some_and(|r| r.contains("misfire threshold")));
-    assert_eq!(run(&pool, fresh_id).await.state, RunState::Queued, "within the threshold");
-    assert_eq!(run(&pool, retry_id).await.state, RunState::Queued, "retries are not expired");
-    assert_eq!(run(&pool, manual.id).await.state, RunState::Queued, "run-now runs have no threshold");
-    assert!(reaping::expire_stale_queued(&pool).await.expect("expire").is_empty());
+    assert_eq!(
+        run(&pool, fresh_id).await.state,
+        RunState::Queued,
+        "within the threshold"
+    );
+    assert_eq!(
+        run(&pool, retry_id).await.state,
+        RunState::Queued,
+        "retries are not expired"
+    );
+    assert_eq!(
+        run(&pool, manual.id).await.state,
+        RunState::Queued,
+        "run-now runs have no threshold"
+    );
+    assert!(reaping::expire_stale_queued(&pool)
+        .await
+        .expect("expire")
+        .is_empty());
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
@@ -973,7 +1355,9 @@ async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
     let job = make_job(&pool, "j", |j| j.retry_max_attempts = 2).await;
     // Old and finished: pruned.
     let (old_done, f) = running_exclusive(&pool, job.id, ex).await;
-    runs::finish(&pool, old_done.id, ex, Some(f), &ended(RunState::Succeeded)).await.expect("finish");
+    runs::finish(&pool, old_done.id, ex, Some(f), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
     // Old, failed, with its retry still queued: kept (the retry's chain needs it).
     let (old_failed, f) = running_exclusive(&pool, job.id, ex).await;
     let retry = runs::finish(&pool, old_failed.id, ex, Some(f), &ended(RunState::Failed))
@@ -1000,14 +1384,21 @@ async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
     // Recent and finished: kept.
     let recent = make_job(&pool, "recent", |j| j.parallel = true).await;
     let r = claimed_run(&pool, recent.id, ex).await;
-    runs::start(&pool, &start_request(&r, ex, false, false)).await.expect("start");
-    runs::finish(&pool, r.id, ex, None, &ended(RunState::Succeeded)).await.expect("finish");
+    runs::start(&pool, &start_request(&r, ex, false, false))
+        .await
+        .expect("start");
+    runs::finish(&pool, r.id, ex, None, &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
 
     let week = Duration::from_secs(7 * 24 * 3600);
     assert_eq!(reaping::prune_runs(&pool, week, 100).await.expect("prune"), 1);
     assert!(runs::get(&pool, old_done.id).await.expect("get").is_none());
     for id in [old_failed.id, retry, old_queued.id, old_running.id, r.id] {
-        assert!(runs::get(&pool, id).await.expect("get").is_some(), "run {id} must survive");
+        assert!(
+            runs::get(&pool, id).await.expect("get").is_some(),
+            "run {id} must survive"
+        );
     }
     assert_eq!(reaping::prune_runs(&pool, week, 100).await.expect("prune"), 0);
 
@@ -1052,11 +1443,15 @@ async fn explain<F>(pool: &PgPool, sql: &'static str, bind: F) -> String
 where
     F: for<'q> FnOnce(
         sqlx::query::QueryAs<'q, sqlx::Postgres, (String,), sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, (String,), sqlx::postgres::PgArguments>,
+    )
+        -> sqlx::query::QueryAs<'q, sqlx::Postgres, (String,), sqlx::postgres::PgArguments>,
 {
     let query = sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}")));
     let rows = bind(query).fetch_all(pool).await.expect("explain");
-    rows.into_iter().map(|(line,)| line).collect::<Vec<_>>().join("\n")
+    rows.into_iter()
+        .map(|(line,)| line)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
@@ -1095,20 +1490,33 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
         .execute(&pool)
         .await
         .expect("pause a job with queued runs");
-    sqlx::query("ANALYZE jobs, triggers, runs").execute(&pool).await.expect("analyze");
+    sqlx::query("ANALYZE jobs, triggers, runs")
+        .execute(&pool)
+        .await
+        .expect("analyze");
 
     let due_plan = explain(&pool, CLAIM_DUE_SQL, |q| q.bind(16_i64)).await;
     println!("EXPLAIN claim_due:\n{due_plan}\n");
-    assert!(due_plan.contains("triggers_due"), "claim_due does not use triggers_due:\n{due_plan}");
+    assert!(
+        due_plan.contains("triggers_due"),
+        "claim_due does not use triggers_due:\n{due_plan}"
+    );
 
     let queued_plan = explain(&pool, CLAIM_QUEUED_SQL, |q| q.bind(Uuid::new_v4()).bind(16_i64)).await;
     println!("EXPLAIN claim_queued:\n{queued_plan}\n");
-    assert!(queued_plan.contains("runs_queued"), "claim_queued does not use runs_queued:\n{queued_plan}");
+    assert!(
+        queued_plan.contains("runs_queued"),
+        "claim_queued does not use runs_queued:\n{queued_plan}"
+    );
 
     // The queries planned are the queries that run: on this data they find what is due.
     let mut tx = pool.begin().await.expect("begin");
     let due = triggers::claim_due(&mut tx, 1000).await.expect("claim due");
-    assert_eq!(due.len(), 50, "the 50 due triggers (g % 100 = 1: unpaused, of an unpaused job)");
+    assert_eq!(
+        due.len(),
+        50,
+        "the 50 due triggers (g % 100 = 1: unpaused, of an unpaused job)"
+    );
     tx.rollback().await.expect("rollback");
     let (claimable,): (i64,) = sqlx::query_as(
         "SELECT count(*) FROM runs JOIN jobs ON jobs.id = runs.job_id
@@ -1117,9 +1525,18 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     .fetch_one(&pool)
     .await
     .expect("count");
-    assert!(claimable > 50 && claimable < 100, "some queued runs belong to paused jobs: {claimable}");
-    let claimed = runs::claim_queued(&pool, make_executor(&pool).await, 1000).await.expect("claim queued");
-    assert_eq!(i64::try_from(claimed.len()).expect("small"), claimable, "every queued run of an unpaused job");
+    assert!(
+        claimable > 50 && claimable < 100,
+        "some queued runs belong to paused jobs: {claimable}"
+    );
+    let claimed = runs::claim_queued(&pool, make_executor(&pool).await, 1000)
+        .await
+        .expect("claim queued");
+    assert_eq!(
+        i64::try_from(claimed.len()).expect("small"),
+        claimable,
+        "every queued run of an unpaused job"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1134,16 +1551,35 @@ async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
     // Interval: first instant at the window's start.
     let mut every_minute = NewTrigger::interval(60);
     every_minute.start_at = Some(now + TimeDelta::seconds(100));
-    let t = triggers::create(&pool, job.id, &every_minute, now).await.expect("interval trigger");
-    assert_eq!((t.kind, t.interval_secs, t.job_id), (TriggerKind::Interval, Some(60), job.id));
+    let t = triggers::create(&pool, job.id, &every_minute, now)
+        .await
+        .expect("interval trigger");
+    assert_eq!(
+        (t.kind, t.interval_secs, t.job_id),
+        (TriggerKind::Interval, Some(60), job.id)
+    );
     assert_eq!(t.next_fire_at, Some(now + TimeDelta::seconds(100)));
     // Interval without a window: the first instant is within one interval of now.
-    let t = triggers::create(&pool, job.id, &NewTrigger::interval(60), now).await.expect("interval trigger");
+    let t = triggers::create(&pool, job.id, &NewTrigger::interval(60), now)
+        .await
+        .expect("interval trigger");
     let next = t.next_fire_at.expect("next_fire_at");
-    assert!(next >= now && next <= now + TimeDelta::seconds(60), "next_fire_at {next}");
+    assert!(
+        next >= now && next <= now + TimeDelta::seconds(60),
+        "next_fire_at {next}"
+    );
     // Cron, with seconds: the next quarter hour.
-    let t = triggers::create(&pool, job.id, &NewTrigger::cron("0 */15 * * * *", "UTC"), now).await.expect("cron");
-    assert_eq!(t.next_fire_at, Some(Utc.with_ymd_and_hms(2030, 6, 1, 12, 15, 0).single().expect("instant")));
+    let t = triggers::create(&pool, job.id, &NewTrigger::cron("0 */15 * * * *", "UTC"), now)
+        .await
+        .expect("cron");
+    assert_eq!(
+        t.next_fire_at,
+        Some(
+            Utc.with_ymd_and_hms(2030, 6, 1, 12, 15, 0)
+                .single()
+                .expect("instant")
+        )
+    );
     assert_eq!(triggers::get(&pool, t.id).await.expect("get").expect("stored"), t);
 
     let before = count(&pool, "SELECT count(*) FROM triggers WHERE job_id = $1", job.id).await;
@@ -1154,7 +1590,11 @@ async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
         (NewTrigger::cron("0 0 * * *", "Mars/Olympus"), "timezone"),
         (NewTrigger::interval(0), "interval_secs"),
         (
-            NewTrigger { end_at: Some(now), start_at: Some(now), ..NewTrigger::interval(60) },
+            NewTrigger {
+                end_at: Some(now),
+                start_at: Some(now),
+                ..NewTrigger::interval(60)
+            },
             "end_at",
         ),
     ];

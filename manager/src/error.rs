@@ -73,7 +73,10 @@ impl ApiError {
 
     /// A 404 for an object of kind `what`.
     pub fn not_found(what: &'static str, id: impl ToString) -> ApiError {
-        ApiError::NotFound { what, id: id.to_string() }
+        ApiError::NotFound {
+            what,
+            id: id.to_string(),
+        }
     }
 
     /// The HTTP status of this error.

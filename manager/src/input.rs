@@ -38,14 +38,21 @@ impl Input {
     /// Reads a request body, which must be a JSON object.
     pub fn new(value: Value) -> Result<Input, ApiError> {
         match value {
-            Value::Object(map) => Ok(Input { map, ..Input::default() }),
+            Value::Object(map) => Ok(Input {
+                map,
+                ..Input::default()
+            }),
             _ => Err(ApiError::field("body", "must be a JSON object")),
         }
     }
 
     /// An input over an object; its errors are named `prefix` + field.
     fn nested(map: Map<String, Value>, prefix: String) -> Input {
-        Input { map, prefix, errors: FieldErrors::new() }
+        Input {
+            map,
+            prefix,
+            errors: FieldErrors::new(),
+        }
     }
 
     fn path(&self, key: &str) -> String {
@@ -272,7 +279,10 @@ impl Page {
 impl QueryParams {
     /// A non-empty parameter's text.
     pub fn text(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str).filter(|v| !v.trim().is_empty())
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
     }
 
     /// A whole number parameter in `min..=max`.
@@ -281,7 +291,10 @@ impl QueryParams {
         match text.trim().parse::<i64>() {
             Ok(n) if (min..=max).contains(&n) => Some(n),
             _ => {
-                errors.insert(key.to_owned(), format!("must be a whole number from {min} to {max}"));
+                errors.insert(
+                    key.to_owned(),
+                    format!("must be a whole number from {min} to {max}"),
+                );
                 None
             }
         }
@@ -309,7 +322,10 @@ impl QueryParams {
         match DateTime::parse_from_rfc3339(text) {
             Ok(at) => Some(at.with_timezone(&Utc)),
             Err(_) => {
-                errors.insert(key.to_owned(), "must be an RFC 3339 time such as 2026-01-31T12:00:00Z".into());
+                errors.insert(
+                    key.to_owned(),
+                    "must be an RFC 3339 time such as 2026-01-31T12:00:00Z".into(),
+                );
                 None
             }
         }
@@ -318,7 +334,9 @@ impl QueryParams {
     /// `limit` and `offset`.
     pub fn page(&self, errors: &mut FieldErrors) -> Page {
         Page {
-            limit: self.int("limit", 1, Page::MAX_LIMIT, errors).unwrap_or(Page::DEFAULT_LIMIT),
+            limit: self
+                .int("limit", 1, Page::MAX_LIMIT, errors)
+                .unwrap_or(Page::DEFAULT_LIMIT),
             offset: self.int("offset", 0, i64::from(i32::MAX), errors).unwrap_or(0),
         }
     }

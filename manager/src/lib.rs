@@ -29,8 +29,8 @@ pub mod error;
 pub mod input;
 pub mod layers;
 pub mod service;
+pub mod startup;
 pub mod state;
-mod startup;
 
 pub use startup::run;
 pub use state::AppState;

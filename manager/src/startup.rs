@@ -22,7 +22,10 @@ pub enum BootstrapError {
         user: String,
     },
     /// The configured password is too short.
-    #[error("PROBACTR_ADMIN_PASSWORD is too short: it must be at least {} characters", password::MIN_PASSWORD_CHARS)]
+    #[error(
+        "PROBACTR_ADMIN_PASSWORD is too short: it must be at least {} characters",
+        password::MIN_PASSWORD_CHARS
+    )]
     WeakPassword,
 }
 
@@ -37,12 +40,20 @@ pub enum Bootstrap {
 
 /// Creates the first admin from the configuration when no user exists. Several managers
 /// may race here: the insert ignores a name that another one just created.
-pub async fn bootstrap_admin(state: &AppState, config: &Config) -> anyhow::Result<Result<Bootstrap, BootstrapError>> {
-    if db::users::any(&state.pool).await.context("while looking for users")? {
+pub async fn bootstrap_admin(
+    state: &AppState,
+    config: &Config,
+) -> anyhow::Result<Result<Bootstrap, BootstrapError>> {
+    if db::users::any(&state.pool)
+        .await
+        .context("while looking for users")?
+    {
         return Ok(Ok(Bootstrap::UsersExist));
     }
     let Some(admin_password) = &config.admin_password else {
-        return Ok(Err(BootstrapError::MissingPassword { user: config.admin_user.clone() }));
+        return Ok(Err(BootstrapError::MissingPassword {
+            user: config.admin_user.clone(),
+        }));
     };
     if password::check_strength(admin_password).is_err() {
         return Ok(Err(BootstrapError::WeakPassword));

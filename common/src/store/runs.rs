@@ -50,14 +50,16 @@ pub async fn claim_queued(
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
     Ok(sqlx::query_as::<_, Run>(
-        "UPDATE runs SET state = 'claimed', executor_id = $1, claimed_at = now()
-         WHERE id IN (
-             SELECT runs.id FROM runs JOIN jobs ON jobs.id = runs.job_id
-             WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
-             ORDER BY runs.available_at, runs.id
-             LIMIT $2
-             FOR UPDATE OF runs SKIP LOCKED)
-         RETURNING *",
+        "WITH claimed AS (
+             UPDATE runs SET state = 'claimed', executor_id = $1, claimed_at = now()
+             WHERE id IN (
+                 SELECT runs.id FROM runs JOIN jobs ON jobs.id = runs.job_id
+                 WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
+                 ORDER BY runs.available_at, runs.id
+                 LIMIT $2
+                 FOR UPDATE OF runs SKIP LOCKED)
+             RETURNING *)
+         SELECT * FROM claimed ORDER BY available_at, id",
     )
     .bind(executor_id)
     .bind(limit)
@@ -101,11 +103,16 @@ pub struct StartRequest<'a> {
 /// statement.
 pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<Start, StoreError> {
     let result = sqlx::query_as::<_, (Option<i64>,)>(
-        "WITH fence AS (
-             UPDATE jobs SET fence = fence + 1 WHERE id = $2 AND $5 RETURNING fence)
+        // The claim is locked first so a start that finds no claim draws no fence: a
+        // wasted fence would fence off the job's legitimate current holder.
+        "WITH claimed AS (
+             SELECT id FROM runs WHERE id = $1 AND state = 'claimed' AND executor_id = $3 FOR UPDATE),
+         fence AS (
+             UPDATE jobs SET fence = fence + 1
+             WHERE id = $2 AND $5 AND EXISTS (SELECT 1 FROM claimed) RETURNING fence)
          UPDATE runs SET state = 'running', started_at = now(), heartbeat_at = now(),
                          exclusive = $4, lock_token = $6, fence = (SELECT fence FROM fence)
-         WHERE id = $1 AND state = 'claimed' AND executor_id = $3
+         WHERE id = (SELECT id FROM claimed)
          RETURNING fence",
     )
     .bind(req.run_id)

@@ -75,7 +75,11 @@ pub struct Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.host {
-            Some(host) => write!(f, "refused to connect to {} (resolved from {host}): {}", self.addr, self.reason),
+            Some(host) => write!(
+                f,
+                "refused to connect to {} (resolved from {host}): {}",
+                self.addr, self.reason
+            ),
             None => write!(f, "refused to connect to {}: {}", self.addr, self.reason),
         }
     }
@@ -88,18 +92,33 @@ impl HttpPolicy {
     /// CIDR ranges (`10.0.0.0/8`, `fd00::/8`) or single addresses. The error names the
     /// variable and the entry that is neither.
     pub fn from_lists(allow: &[String], deny: &[String]) -> Result<HttpPolicy, String> {
-        Ok(HttpPolicy { allow: parse_ranges("PROBACTR_HTTP_ALLOW", allow)?, deny: parse_ranges("PROBACTR_HTTP_DENY", deny)? })
+        Ok(HttpPolicy {
+            allow: parse_ranges("PROBACTR_HTTP_ALLOW", allow)?,
+            deny: parse_ranges("PROBACTR_HTTP_DENY", deny)?,
+        })
     }
 
     /// Whether a connection to `addr` is permitted.
     pub fn check(&self, addr: IpAddr) -> Result<(), Refusal> {
         let forms = forms(addr);
-        let refuse = |reason: String| Err(Refusal { addr, host: None, reason });
-        if let Some(range) = forms.iter().flatten().find_map(|ip| self.deny.iter().find(|net| net.contains(ip))) {
+        let refuse = |reason: String| {
+            Err(Refusal {
+                addr,
+                host: None,
+                reason,
+            })
+        };
+        if let Some(range) = forms
+            .iter()
+            .flatten()
+            .find_map(|ip| self.deny.iter().find(|net| net.contains(ip)))
+        {
             return refuse(format!("it is in {range}, listed in PROBACTR_HTTP_DENY"));
         }
         for ip in forms.iter().flatten() {
-            let Some((range, what)) = forbidden_by_default(*ip) else { continue };
+            let Some((range, what)) = forbidden_by_default(*ip) else {
+                continue;
+            };
             if !self.allow.iter().any(|net| net.contains(ip)) {
                 return refuse(format!(
                     "it is in {range} ({what}), refused unless PROBACTR_HTTP_ALLOW lists a range containing it"
@@ -111,9 +130,14 @@ impl HttpPolicy {
 }
 
 fn parse_ranges(variable: &str, entries: &[String]) -> Result<Vec<Cidr>, String> {
-    entries.iter().map(|entry| parse_range(entry).ok_or_else(|| {
-        format!("{variable}: {entry:?} is neither a CIDR range (like 10.0.0.0/8) nor an IP address")
-    })).collect()
+    entries
+        .iter()
+        .map(|entry| {
+            parse_range(entry).ok_or_else(|| {
+                format!("{variable}: {entry:?} is neither a CIDR range (like 10.0.0.0/8) nor an IP address")
+            })
+        })
+        .collect()
 }
 
 fn parse_range(entry: &str) -> Option<Cidr> {
@@ -139,7 +163,10 @@ impl Cidr {
         if prefix > bits {
             return None;
         }
-        Some(Cidr { network: Cidr::masked(addr, prefix), prefix })
+        Some(Cidr {
+            network: Cidr::masked(addr, prefix),
+            prefix,
+        })
     }
 
     fn contains(&self, addr: &IpAddr) -> bool {
@@ -190,7 +217,9 @@ fn nat64_embedded(v6: Ipv6Addr) -> Option<Ipv4Addr> {
 fn forbidden_by_default(ip: IpAddr) -> Option<(&'static str, &'static str)> {
     const AWS_V6_METADATA: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
     match ip {
-        IpAddr::V4(v4) if v4.is_link_local() => Some(("169.254.0.0/16", "link-local, home of cloud metadata services")),
+        IpAddr::V4(v4) if v4.is_link_local() => {
+            Some(("169.254.0.0/16", "link-local, home of cloud metadata services"))
+        }
         IpAddr::V6(v6) if v6 == AWS_V6_METADATA => Some(("fd00:ec2::254", "the AWS metadata service")),
         IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80 => Some(("fe80::/10", "IPv6 link-local")),
         _ => None,
@@ -221,7 +250,10 @@ impl Resolve for GuardedResolver {
         Box::pin(async move {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             for addr in &addrs {
-                policy.check(addr.ip()).map_err(|refusal| Refusal { host: Some(host.clone()), ..refusal })?;
+                policy.check(addr.ip()).map_err(|refusal| Refusal {
+                    host: Some(host.clone()),
+                    ..refusal
+                })?;
             }
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
@@ -236,8 +268,12 @@ impl HttpRunner {
         let client = reqwest::Client::builder()
             .user_agent(concat!("probactr/", env!("CARGO_PKG_VERSION")))
             .no_proxy()
-            .dns_resolver(GuardedResolver { policy: policy.clone() })
-            .redirect(redirect::Policy::custom(move |attempt| check_redirect(&for_redirects, attempt)))
+            .dns_resolver(GuardedResolver {
+                policy: policy.clone(),
+            })
+            .redirect(redirect::Policy::custom(move |attempt| {
+                check_redirect(&for_redirects, attempt)
+            }))
             .build()?;
         Ok(HttpRunner { client, policy })
     }
@@ -259,7 +295,10 @@ impl HttpRunner {
             Ok(request) => request,
             Err(error) => return Execution::failed(error),
         };
-        let mut progress = Progress { status: None, body: TailBuffer::new(limits.output_bytes) };
+        let mut progress = Progress {
+            status: None,
+            body: TailBuffer::new(limits.output_bytes),
+        };
         let outcome = tokio::select! {
             biased;
             () = stop.cancelled() => Outcome::Stopped,
@@ -278,7 +317,8 @@ impl HttpRunner {
     fn request(&self, spec: &HttpSpec, ctx: &JobContext) -> Result<reqwest::Request, String> {
         let url = Url::parse(&spec.url).map_err(|err| format!("invalid URL {:?}: {err}", spec.url))?;
         check_literal(&self.policy, &url).map_err(|refusal| refusal.to_string())?;
-        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|err| format!("invalid method: {err}"))?;
+        let method =
+            Method::from_bytes(spec.method.as_bytes()).map_err(|err| format!("invalid method: {err}"))?;
         let mut builder = self.client.request(method, url);
         for (name, value) in &spec.headers {
             builder = builder.header(name, value);
@@ -289,13 +329,17 @@ impl HttpRunner {
         if let Some(body) = &spec.body {
             builder = builder.body(body.clone());
         }
-        builder.build().map_err(|err| format!("invalid request: {}", describe(&err)))
+        builder
+            .build()
+            .map_err(|err| format!("invalid request: {}", describe(&err)))
     }
 }
 
 impl fmt::Debug for GuardedResolver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuardedResolver").field("policy", &self.policy).finish()
+        f.debug_struct("GuardedResolver")
+            .field("policy", &self.policy)
+            .finish()
     }
 }
 
@@ -306,7 +350,10 @@ fn header_name(suffix: &str) -> String {
         .map(|word| {
             let lower = word.to_ascii_lowercase();
             let mut chars = lower.chars();
-            chars.next().map(|first| first.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
         })
         .collect();
     format!("X-Probactr-{}", words.join("-"))
@@ -316,7 +363,10 @@ fn header_name(suffix: &str) -> String {
 /// the resolver).
 fn check_literal(policy: &HttpPolicy, url: &Url) -> Result<(), Refusal> {
     let Some(host) = url.host_str() else { return Ok(()) };
-    let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let literal = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
     match literal.parse::<IpAddr>() {
         Ok(addr) => policy.check(addr),
         Err(_) => Ok(()),
@@ -352,10 +402,18 @@ enum Outcome {
 }
 
 /// Sends the request and reads the body into `progress`; the error is a transport error.
-async fn exchange(client: &reqwest::Client, request: reqwest::Request, progress: &mut Progress) -> Result<(), String> {
+async fn exchange(
+    client: &reqwest::Client,
+    request: reqwest::Request,
+    progress: &mut Progress,
+) -> Result<(), String> {
     let mut response = client.execute(request).await.map_err(|err| describe(&err))?;
     progress.status = Some(response.status().as_u16());
-    while let Some(chunk) = response.chunk().await.map_err(|err| format!("while reading the body: {}", describe(&err)))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|err| format!("while reading the body: {}", describe(&err)))?
+    {
         progress.body.push(&chunk);
     }
     Ok(())
@@ -366,7 +424,10 @@ fn judge(spec: &HttpSpec, limits: &Limits, outcome: Outcome, progress: &Progress
     let mut execution = match outcome {
         Outcome::Complete => match progress.status {
             Some(status) if spec.accepts(status) => Execution::ended(Ending::Succeeded),
-            Some(status) => Execution::failed(format!("unexpected HTTP status {status} (expected {})", expected(spec))),
+            Some(status) => Execution::failed(format!(
+                "unexpected HTTP status {status} (expected {})",
+                expected(spec)
+            )),
             None => Execution::failed("no response"),
         },
         Outcome::Broken(error) => Execution::failed(error),
@@ -381,7 +442,11 @@ fn expected(spec: &HttpSpec) -> String {
     if spec.expect_status.is_empty() {
         return "2xx".to_owned();
     }
-    spec.expect_status.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+    spec.expect_status
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A reqwest error as one line: a refusal alone when the policy refused, else the
@@ -402,7 +467,6 @@ fn describe(err: &(dyn StdError + 'static)) -> String {
     parts.join(": ")
 }
 
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -421,7 +485,9 @@ mod tests {
     fn cidr_parsing_and_matching() {
         let net = Cidr::parse("10.1.2.3/8").unwrap();
         assert_eq!(net.to_string(), "10.0.0.0/8");
-        assert!(net.contains(&ip("10.255.0.1")) && !net.contains(&ip("11.0.0.1")) && !net.contains(&ip("::1")));
+        assert!(
+            net.contains(&ip("10.255.0.1")) && !net.contains(&ip("11.0.0.1")) && !net.contains(&ip("::1"))
+        );
         assert!(Cidr::parse("0.0.0.0/0").unwrap().contains(&ip("8.8.8.8")));
         assert!(Cidr::parse("::/0").unwrap().contains(&ip("::1")));
         assert!(Cidr::parse("fe80::/10").unwrap().contains(&ip("febf::1")));
@@ -434,9 +500,15 @@ mod tests {
     #[test]
     fn bad_entries_are_named() {
         let err = HttpPolicy::from_lists(&[], &["10.0.0.0/8".into(), "nope".into()]).unwrap_err();
-        assert!(err.contains("PROBACTR_HTTP_DENY") && err.contains("\"nope\""), "{err}");
+        assert!(
+            err.contains("PROBACTR_HTTP_DENY") && err.contains("\"nope\""),
+            "{err}"
+        );
         let err = HttpPolicy::from_lists(&["1.2.3.4/40".into()], &[]).unwrap_err();
-        assert!(err.contains("PROBACTR_HTTP_ALLOW") && err.contains("1.2.3.4/40"), "{err}");
+        assert!(
+            err.contains("PROBACTR_HTTP_ALLOW") && err.contains("1.2.3.4/40"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -445,7 +517,14 @@ mod tests {
         for ok in ["127.0.0.1", "::1", "10.0.0.1", "93.184.216.34", "fd00:ec2::253"] {
             assert!(p.check(ip(ok)).is_ok(), "{ok}");
         }
-        for refused in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe"] {
+        for refused in [
+            "169.254.169.254",
+            "169.254.0.1",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+        ] {
             let refusal = p.check(ip(refused)).unwrap_err();
             assert!(refusal.to_string().contains(refused), "{refusal}");
         }
@@ -458,7 +537,10 @@ mod tests {
         assert!(p.check(ip("::ffff:169.254.169.254")).is_ok());
         assert!(p.check(ip("169.254.169.253")).is_err());
         let refusal = p.check(ip("10.3.3.3")).unwrap_err();
-        assert!(refusal.reason.contains("10.0.0.0/8") && refusal.reason.contains("PROBACTR_HTTP_DENY"), "{refusal}");
+        assert!(
+            refusal.reason.contains("10.0.0.0/8") && refusal.reason.contains("PROBACTR_HTTP_DENY"),
+            "{refusal}"
+        );
         assert!(p.check(ip("::ffff:127.0.0.1")).is_err());
         // Deny wins over allow.
         let p = policy(&["169.254.0.0/16"], &["169.254.169.254"]);

@@ -69,7 +69,10 @@ impl JobContext {
             ("RUN_ID", self.run_id.to_string()),
             ("JOB_ID", self.job_id.to_string()),
             ("TRIGGER_ID", opt(self.trigger_id)),
-            ("SCHEDULED_AT", self.scheduled_at.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+            (
+                "SCHEDULED_AT",
+                self.scheduled_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            ),
             ("ATTEMPT", self.attempt.to_string()),
             ("FENCE", opt(self.fence)),
         ]
@@ -90,7 +93,11 @@ pub struct Limits {
 impl Limits {
     /// The default bounds with this timeout.
     pub fn new(timeout: Duration) -> Self {
-        Limits { timeout, output_bytes: DEFAULT_OUTPUT_LIMIT, kill_grace: DEFAULT_KILL_GRACE }
+        Limits {
+            timeout,
+            output_bytes: DEFAULT_OUTPUT_LIMIT,
+            kill_grace: DEFAULT_KILL_GRACE,
+        }
     }
 }
 
@@ -127,7 +134,14 @@ pub struct Execution {
 impl Execution {
     /// An execution that ended as `ending`, with nothing else known.
     pub fn ended(ending: Ending) -> Self {
-        Execution { ending, exit_code: None, http_status: None, error: None, output: None, output_truncated: false }
+        Execution {
+            ending,
+            exit_code: None,
+            http_status: None,
+            error: None,
+            output: None,
+            output_truncated: false,
+        }
     }
 
     /// A failure with this error text.

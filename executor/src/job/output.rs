@@ -27,7 +27,11 @@ pub struct TailBuffer {
 impl TailBuffer {
     /// An empty buffer keeping at most `limit` bytes.
     pub fn new(limit: usize) -> Self {
-        TailBuffer { limit, bytes: VecDeque::with_capacity(limit.min(8 * 1024)), dropped: 0 }
+        TailBuffer {
+            limit,
+            bytes: VecDeque::with_capacity(limit.min(8 * 1024)),
+            dropped: 0,
+        }
     }
 
     /// Appends `chunk`, dropping the oldest bytes beyond the limit.
@@ -109,9 +113,15 @@ mod tests {
         buf.push(b"abc");
         buf.push(b"def");
         assert_eq!(buf.total(), 6);
-        assert_eq!(buf.finish(), (Some(format!("{}cdef", truncation_marker(2))), true));
+        assert_eq!(
+            buf.finish(),
+            (Some(format!("{}cdef", truncation_marker(2))), true)
+        );
         buf.push(b"0123456789");
-        assert_eq!(buf.finish(), (Some(format!("{}6789", truncation_marker(12))), true));
+        assert_eq!(
+            buf.finish(),
+            (Some(format!("{}6789", truncation_marker(12))), true)
+        );
     }
 
     #[test]

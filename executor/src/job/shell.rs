@@ -83,10 +83,18 @@ const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
 const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
 
 /// Runs a shell job.
-pub(super) async fn run(spec: &ShellSpec, ctx: &JobContext, limits: &Limits, stop: &CancellationToken) -> Execution {
+pub(super) async fn run(
+    spec: &ShellSpec,
+    ctx: &JobContext,
+    limits: &Limits,
+    stop: &CancellationToken,
+) -> Execution {
     if let Some(cwd) = &spec.cwd {
         if !Path::new(cwd).is_dir() {
-            return Execution::failed(format!("cannot start {:?}: working directory {cwd:?} is not a directory", spec.program));
+            return Execution::failed(format!(
+                "cannot start {:?}: working directory {cwd:?} is not a directory",
+                spec.program
+            ));
         }
     }
     let (mut child, reader) = match start(spec, ctx).await {
@@ -132,14 +140,22 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    command.stdin(std::process::Stdio::null()).process_group(0).kill_on_drop(true);
+    command
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
     die_with_parent(&mut command);
     command
 }
 
 /// Waits for the program to exit, time out or be stopped, and kills its group in the
 /// latter two cases.
-async fn supervise(child: &mut Child, group: &ProcessGroup, limits: &Limits, stop: &CancellationToken) -> Execution {
+async fn supervise(
+    child: &mut Child,
+    group: &ProcessGroup,
+    limits: &Limits,
+    stop: &CancellationToken,
+) -> Execution {
     let execution = tokio::select! {
         biased;
         () = stop.cancelled() => Execution::ended(Ending::Stopped).with_error(STOPPED_ERROR),
@@ -159,7 +175,10 @@ async fn supervise(child: &mut Child, group: &ProcessGroup, limits: &Limits, sto
     }
     group.signal(libc::SIGKILL);
     if tokio::time::timeout(REAP_AFTER_KILL, child.wait()).await.is_err() {
-        tracing::warn!(pid = group.pgid, "a killed job process was not reaped in time; tokio reaps it later");
+        tracing::warn!(
+            pid = group.pgid,
+            "a killed job process was not reaped in time; tokio reaps it later"
+        );
     }
     execution
 }
@@ -171,7 +190,11 @@ fn exited(status: io::Result<ExitStatus>) -> Execution {
         Err(err) => return Execution::failed(format!("lost track of the process: {err}")),
     };
     if let Some(code) = status.code() {
-        let ending = if code == 0 { Ending::Succeeded } else { Ending::Failed };
+        let ending = if code == 0 {
+            Ending::Succeeded
+        } else {
+            Ending::Failed
+        };
         let mut execution = Execution::ended(ending);
         execution.exit_code = Some(code);
         if code != 0 {
@@ -208,14 +231,20 @@ async fn collect(mut reader: pipe::Receiver, output: Arc<Mutex<TailBuffer>>) {
     loop {
         match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => output.lock().unwrap_or_else(PoisonError::into_inner).push(&chunk[..n]),
+            Ok(n) => output
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(&chunk[..n]),
         }
     }
 }
 
 /// Lets the collector read what is left, for a little while.
 async fn finish_collecting(mut collector: tokio::task::JoinHandle<()>) {
-    if tokio::time::timeout(DRAIN_AFTER_END, &mut collector).await.is_err() {
+    if tokio::time::timeout(DRAIN_AFTER_END, &mut collector)
+        .await
+        .is_err()
+    {
         tracing::debug!("a process outside the job's group still holds its output open; not waiting for it");
         collector.abort();
     }
@@ -234,7 +263,10 @@ struct ProcessGroup {
 impl ProcessGroup {
     fn of(child: &Child) -> Self {
         // A freshly spawned child has an id until it is reaped; 0 makes every signal a no-op.
-        ProcessGroup { pgid: child.id().unwrap_or(0), finished: false.into() }
+        ProcessGroup {
+            pgid: child.id().unwrap_or(0),
+            finished: false.into(),
+        }
     }
 
     fn signal(&self, signal: i32) {
@@ -259,7 +291,9 @@ impl Drop for ProcessGroup {
 /// plausible group of ours).
 #[allow(unsafe_code)]
 fn signal_group(pgid: u32, signal: i32) -> bool {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return false };
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
     // Group 0 is our own and 1 is init's: never ours to kill.
     if pgid <= 1 {
         return false;
@@ -276,7 +310,12 @@ fn die_with_parent(command: &mut Command) {
         #[cfg(target_os = "linux")]
         {
             // SAFETY: prctl and getppid are async-signal-safe system calls on integers.
-            let (set, ppid) = unsafe { (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong), libc::getppid()) };
+            let (set, ppid) = unsafe {
+                (
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong),
+                    libc::getppid(),
+                )
+            };
             if set == -1 {
                 return Err(io::Error::last_os_error());
             }
@@ -312,11 +351,17 @@ struct SpawnRequest {
 /// Forks `command` from the long-lived spawner thread (see the module docs for why).
 async fn spawn_on_spawner(command: Command) -> io::Result<Child> {
     let (reply, response) = oneshot::channel();
-    let request = SpawnRequest { command, runtime: Handle::current(), reply };
+    let request = SpawnRequest {
+        command,
+        runtime: Handle::current(),
+        reply,
+    };
     spawner()?
         .send(request)
         .map_err(|_| io::Error::other("the process spawner thread is gone"))?;
-    response.await.map_err(|_| io::Error::other("the process spawner thread dropped the request"))?
+    response
+        .await
+        .map_err(|_| io::Error::other("the process spawner thread dropped the request"))?
 }
 
 fn spawner() -> io::Result<&'static mpsc::Sender<SpawnRequest>> {
@@ -336,7 +381,12 @@ fn spawner() -> io::Result<&'static mpsc::Sender<SpawnRequest>> {
 
 /// The spawner thread's loop: it lives as long as the process (its sender is static).
 fn serve_spawns(requests: &mpsc::Receiver<SpawnRequest>) {
-    for SpawnRequest { mut command, runtime, reply } in requests.iter() {
+    for SpawnRequest {
+        mut command,
+        runtime,
+        reply,
+    } in requests.iter()
+    {
         let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _entered = runtime.enter();
             command.spawn()

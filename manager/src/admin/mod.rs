@@ -2,8 +2,8 @@
 //! the API, with plain forms that work without JavaScript.
 pub mod templates;
 
-use axum::Router;
 use crate::state::AppState;
+use axum::Router;
 
 /// Routes of the web admin.
 pub fn router() -> Router<AppState> {

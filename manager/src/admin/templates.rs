@@ -15,7 +15,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("jobs.html", include_str!("../../templates/jobs.html")),
     ("job.html", include_str!("../../templates/job.html")),
     ("job_form.html", include_str!("../../templates/job_form.html")),
-    ("trigger_form.html", include_str!("../../templates/trigger_form.html")),
+    (
+        "trigger_form.html",
+        include_str!("../../templates/trigger_form.html"),
+    ),
     ("runs.html", include_str!("../../templates/runs.html")),
     ("run.html", include_str!("../../templates/run.html")),
     ("executors.html", include_str!("../../templates/executors.html")),
@@ -47,7 +50,10 @@ mod tests {
     #[test]
     fn every_template_compiles() {
         assert!(environment().is_ok());
-        assert_eq!(format_time("2026-11-21T10:30:00.5+00:00".into()), "2026-11-21 10:30:00");
+        assert_eq!(
+            format_time("2026-11-21T10:30:00.5+00:00".into()),
+            "2026-11-21 10:30:00"
+        );
         assert_eq!(format_time("never".into()), "never");
     }
 }

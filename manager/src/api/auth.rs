@@ -31,7 +31,12 @@ pub async fn create_token(
         return Err(ApiError::field("body", "username and password are required"));
     };
     let user = ratelimit::authenticate(&state, &username, &password, &address).await?;
-    let who = Principal { user_id: user.id, username: user.username.clone(), role: user.role(), via: Via::Token(0) };
+    let who = Principal {
+        user_id: user.id,
+        username: user.username.clone(),
+        role: user.role(),
+        via: Via::Token(0),
+    };
     let mut tx = state.pool.begin().await?;
     let (token_id, token) = db::sessions::create_token(&mut *tx, user.id, &name).await?;
     let change = Change {
@@ -43,17 +48,29 @@ pub async fn create_token(
     };
     db::audit::record(&mut *tx, &who, change).await?;
     tx.commit().await?;
-    Ok((StatusCode::CREATED, Json(json!({"token": token, "token_id": token_id, "role": user.role}))))
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"token": token, "token_id": token_id, "role": user.role})),
+    ))
 }
 
 /// Revokes the bearer token of the request.
 pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Result<StatusCode, ApiError> {
     let Via::Token(token_id) = who.via else {
-        return Err(ApiError::field("authorization", "only a bearer token can revoke itself"));
+        return Err(ApiError::field(
+            "authorization",
+            "only a bearer token can revoke itself",
+        ));
     };
     let mut tx = state.pool.begin().await?;
     db::sessions::revoke_token(&mut *tx, token_id).await?;
-    let change = Change { action: "token.revoke", object_type: "token", object_id: Some(token_id), before: None, after: None };
+    let change = Change {
+        action: "token.revoke",
+        object_type: "token",
+        object_id: Some(token_id),
+        before: None,
+        after: None,
+    };
     db::audit::record(&mut *tx, &who, change).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)

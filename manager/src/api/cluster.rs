@@ -18,12 +18,18 @@ async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<Pro
 }
 
 /// `GET /api/v1/executors`.
-pub async fn executors(State(state): State<AppState>, _who: Principal) -> Result<Json<Paged<ProcessView>>, ApiError> {
+pub async fn executors(
+    State(state): State<AppState>,
+    _who: Principal,
+) -> Result<Json<Paged<ProcessView>>, ApiError> {
     processes(&state, ProcessRole::Executor).await
 }
 
 /// `GET /api/v1/monitors`.
-pub async fn monitors(State(state): State<AppState>, _who: Principal) -> Result<Json<Paged<ProcessView>>, ApiError> {
+pub async fn monitors(
+    State(state): State<AppState>,
+    _who: Principal,
+) -> Result<Json<Paged<ProcessView>>, ApiError> {
     processes(&state, ProcessRole::Monitor).await
 }
 

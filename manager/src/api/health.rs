@@ -57,7 +57,11 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     if !ready {
         tracing::warn!(postgres = ?pg, redis = ?rd, "not ready");
     }
-    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     let body = json!({"status": if ready { "ok" } else { "unavailable" }, "postgres": verdict(&pg), "redis": verdict(&rd)});
     (status, Json(body)).into_response()
 }
@@ -66,20 +70,37 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let m = db::cluster::metrics(&state.pool).await?;
     let mut out = String::new();
-    let _ = writeln!(out, "# HELP probactr_runs Runs kept in history, by state.\n# TYPE probactr_runs gauge");
+    let _ = writeln!(
+        out,
+        "# HELP probactr_runs Runs kept in history, by state.\n# TYPE probactr_runs gauge"
+    );
     for (run_state, count) in &m.runs_by_state {
         let _ = writeln!(out, "probactr_runs{{state=\"{run_state}\"}} {count}");
     }
-    let _ = writeln!(out, "# HELP probactr_processes Registered processes, by role and state.\n# TYPE probactr_processes gauge");
+    let _ = writeln!(
+        out,
+        "# HELP probactr_processes Registered processes, by role and state.\n# TYPE probactr_processes gauge"
+    );
     for (role, process_state, count) in &m.processes {
-        let _ = writeln!(out, "probactr_processes{{role=\"{role}\",state=\"{process_state}\"}} {count}");
+        let _ = writeln!(
+            out,
+            "probactr_processes{{role=\"{role}\",state=\"{process_state}\"}} {count}"
+        );
     }
-    let _ = writeln!(out, "# HELP probactr_jobs Jobs defined.\n# TYPE probactr_jobs gauge\nprobactr_jobs {}", m.jobs);
+    let _ = writeln!(
+        out,
+        "# HELP probactr_jobs Jobs defined.\n# TYPE probactr_jobs gauge\nprobactr_jobs {}",
+        m.jobs
+    );
     let _ = writeln!(out, "# HELP probactr_jobs_paused Paused jobs.\n# TYPE probactr_jobs_paused gauge\nprobactr_jobs_paused {}", m.jobs_paused);
     let _ = writeln!(
         out,
         "# HELP probactr_triggers_overdue Unpaused triggers more than 5 s past their instant.\n# TYPE probactr_triggers_overdue gauge\nprobactr_triggers_overdue {}",
         m.triggers_overdue
     );
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        out,
+    )
+        .into_response())
 }

@@ -42,7 +42,11 @@ pub async fn create(
 }
 
 /// `GET /api/v1/jobs/{id}`.
-pub async fn get(State(state): State<AppState>, _who: Principal, Id(id): Id) -> Result<Json<JobView>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<JobView>, ApiError> {
     Ok(Json(jobs::get(&state, id).await?))
 }
 
@@ -57,18 +61,30 @@ pub async fn update(
 }
 
 /// `DELETE /api/v1/jobs/{id}` → 204.
-pub async fn delete(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<StatusCode, ApiError> {
     jobs::delete(&state, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// `POST /api/v1/jobs/{id}/pause`.
-pub async fn pause(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<Json<JobView>, ApiError> {
+pub async fn pause(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<JobView>, ApiError> {
     Ok(Json(jobs::set_paused(&state, &who, id, true).await?))
 }
 
 /// `POST /api/v1/jobs/{id}/resume`.
-pub async fn resume(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<Json<JobView>, ApiError> {
+pub async fn resume(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<JobView>, ApiError> {
     Ok(Json(jobs::set_paused(&state, &who, id, false).await?))
 }
 

@@ -27,12 +27,20 @@ pub fn router() -> Router<AppState> {
         .route("/auth/token", post(auth::create_token).delete(auth::revoke_token))
         .route("/me", get(auth::me))
         .route("/jobs", get(jobs::list).post(jobs::create))
-        .route("/jobs/{id}", get(jobs::get).patch(jobs::update).delete(jobs::delete))
+        .route(
+            "/jobs/{id}",
+            get(jobs::get).patch(jobs::update).delete(jobs::delete),
+        )
         .route("/jobs/{id}/pause", post(jobs::pause))
         .route("/jobs/{id}/resume", post(jobs::resume))
         .route("/jobs/{id}/run", post(jobs::run_now))
         .route("/jobs/{id}/triggers", get(triggers::list).post(triggers::create))
-        .route("/triggers/{id}", get(triggers::get).patch(triggers::update).delete(triggers::delete))
+        .route(
+            "/triggers/{id}",
+            get(triggers::get)
+                .patch(triggers::update)
+                .delete(triggers::delete),
+        )
         .route("/triggers/{id}/pause", post(triggers::pause))
         .route("/triggers/{id}/resume", post(triggers::resume))
         .route("/runs", get(runs::list))
@@ -67,6 +75,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Id {
         let Path(text) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|_| ApiError::not_found("object", "?"))?;
-        text.parse::<i64>().map(Id).map_err(|_| ApiError::not_found("object", text))
+        text.parse::<i64>()
+            .map(Id)
+            .map_err(|_| ApiError::not_found("object", text))
     }
 }

@@ -9,32 +9,87 @@ use serde_json::{json, Map, Value};
 
 /// Every documented operation: method, path, summary, success status.
 pub const OPERATIONS: &[(&str, &str, &str, u16)] = &[
-    ("post", "/auth/token", "Trade a user name and password for a bearer token", 201),
+    (
+        "post",
+        "/auth/token",
+        "Trade a user name and password for a bearer token",
+        201,
+    ),
     ("delete", "/auth/token", "Revoke the bearer token in use", 204),
     ("get", "/me", "The caller", 200),
     ("get", "/jobs", "List jobs (q, kind, paused, limit, offset)", 200),
     ("post", "/jobs", "Create a job (shell and http: admin only)", 201),
     ("get", "/jobs/{id}", "Read a job with its statistics", 200),
-    ("patch", "/jobs/{id}", "Edit a job; carries `version`, 409 when stale", 200),
-    ("delete", "/jobs/{id}", "Delete a job with its triggers and history", 204),
+    (
+        "patch",
+        "/jobs/{id}",
+        "Edit a job; carries `version`, 409 when stale",
+        200,
+    ),
+    (
+        "delete",
+        "/jobs/{id}",
+        "Delete a job with its triggers and history",
+        204,
+    ),
     ("post", "/jobs/{id}/pause", "Pause a job", 200),
     ("post", "/jobs/{id}/resume", "Resume a job", 200),
-    ("post", "/jobs/{id}/run", "Queue a run now; answers the run's id", 202),
+    (
+        "post",
+        "/jobs/{id}/run",
+        "Queue a run now; answers the run's id",
+        202,
+    ),
     ("get", "/jobs/{id}/triggers", "List a job's triggers", 200),
-    ("post", "/jobs/{id}/triggers", "Create a trigger (cron, interval, once)", 201),
+    (
+        "post",
+        "/jobs/{id}/triggers",
+        "Create a trigger (cron, interval, once)",
+        201,
+    ),
     ("get", "/triggers/{id}", "Read a trigger", 200),
-    ("patch", "/triggers/{id}", "Edit a trigger; carries `version`, 409 when stale", 200),
-    ("delete", "/triggers/{id}", "Delete a trigger (its runs stay)", 204),
+    (
+        "patch",
+        "/triggers/{id}",
+        "Edit a trigger; carries `version`, 409 when stale",
+        200,
+    ),
+    (
+        "delete",
+        "/triggers/{id}",
+        "Delete a trigger (its runs stay)",
+        204,
+    ),
     ("post", "/triggers/{id}/pause", "Pause a trigger", 200),
     ("post", "/triggers/{id}/resume", "Resume a trigger", 200),
-    ("get", "/runs", "List runs, newest first (job_id, state, since, until, limit, offset)", 200),
+    (
+        "get",
+        "/runs",
+        "List runs, newest first (job_id, state, since, until, limit, offset)",
+        200,
+    ),
     ("get", "/runs/{id}", "Read a run with its output", 200),
-    ("post", "/runs/{id}/cancel", "Cancel a run; 409 when it already ended", 200),
-    ("get", "/executors", "Registered executors with running and capacity", 200),
+    (
+        "post",
+        "/runs/{id}/cancel",
+        "Cancel a run; 409 when it already ended",
+        200,
+    ),
+    (
+        "get",
+        "/executors",
+        "Registered executors with running and capacity",
+        200,
+    ),
     ("get", "/monitors", "Registered monitors", 200),
     ("get", "/status", "Cluster summary", 200),
     ("get", "/audit", "The audit log, newest first (admin)", 200),
-    ("post", "/schedule/preview", "The next instants of a trigger definition", 200),
+    (
+        "post",
+        "/schedule/preview",
+        "The next instants of a trigger definition",
+        200,
+    ),
     ("get", "/openapi.json", "This document", 200),
 ];
 
@@ -47,7 +102,8 @@ fn operation(summary: &str, status: u16, path: &str) -> Value {
         }
     });
     if path.contains("{id}") {
-        op["parameters"] = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]);
+        op["parameters"] =
+            json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]);
     }
     if path != "/auth/token" && path != "/openapi.json" {
         op["security"] = json!([{"bearer": []}]);

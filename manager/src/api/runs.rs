@@ -32,11 +32,19 @@ pub async fn list(
 }
 
 /// `GET /api/v1/runs/{id}`, output included.
-pub async fn get(State(state): State<AppState>, _who: Principal, Id(id): Id) -> Result<Json<RunView>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<RunView>, ApiError> {
     Ok(Json(runs::get(&state, id).await?))
 }
 
 /// `POST /api/v1/runs/{id}/cancel`.
-pub async fn cancel(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<Json<Cancelled>, ApiError> {
+pub async fn cancel(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<Cancelled>, ApiError> {
     Ok(Json(runs::cancel(&state, &who, id).await?))
 }

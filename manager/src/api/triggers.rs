@@ -15,7 +15,11 @@ use crate::service::Paged;
 use crate::state::AppState;
 
 /// `GET /api/v1/jobs/{id}/triggers` → `{"items", "total"}`.
-pub async fn list(State(state): State<AppState>, _who: Principal, Id(job_id): Id) -> Result<Json<Paged<Trigger>>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(job_id): Id,
+) -> Result<Json<Paged<Trigger>>, ApiError> {
     let items = triggers::list_for_job(&state, job_id).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
@@ -28,11 +32,18 @@ pub async fn create(
     Id(job_id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Trigger>), ApiError> {
-    Ok((StatusCode::CREATED, Json(triggers::create(&state, &who, job_id, body).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(triggers::create(&state, &who, job_id, body).await?),
+    ))
 }
 
 /// `GET /api/v1/triggers/{id}`.
-pub async fn get(State(state): State<AppState>, _who: Principal, Id(id): Id) -> Result<Json<Trigger>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<Trigger>, ApiError> {
     Ok(Json(triggers::get(&state, id).await?))
 }
 
@@ -47,18 +58,30 @@ pub async fn update(
 }
 
 /// `DELETE /api/v1/triggers/{id}` → 204.
-pub async fn delete(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<StatusCode, ApiError> {
     triggers::delete(&state, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// `POST /api/v1/triggers/{id}/pause`.
-pub async fn pause(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<Json<Trigger>, ApiError> {
+pub async fn pause(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<Trigger>, ApiError> {
     Ok(Json(triggers::set_paused(&state, &who, id, true).await?))
 }
 
 /// `POST /api/v1/triggers/{id}/resume`.
-pub async fn resume(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<Json<Trigger>, ApiError> {
+pub async fn resume(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<Trigger>, ApiError> {
     Ok(Json(triggers::set_paused(&state, &who, id, false).await?))
 }
 

@@ -136,7 +136,10 @@ impl Principal {
         if allowed {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!("the {} role may not {what}", self.role)))
+            Err(ApiError::Forbidden(format!(
+                "the {} role may not {what}",
+                self.role
+            )))
         }
     }
 
@@ -147,7 +150,10 @@ impl Principal {
 
     /// 403 unless the caller may define jobs of `kind`.
     pub fn require_job_kind(&self, kind: JobKind) -> Result<(), ApiError> {
-        self.require(self.role.can_edit_job(kind), &format!("create, edit or delete {kind} jobs"))
+        self.require(
+            self.role.can_edit_job(kind),
+            &format!("create, edit or delete {kind} jobs"),
+        )
     }
 }
 
@@ -179,8 +185,14 @@ impl FromRequestParts<AppState> for Principal {
             .await?
             .ok_or(ApiError::Unauthorized)?;
         if !is_safe_method(&parts.method) {
-            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
-            let Via::Session { csrf, .. } = &principal.via else { return Err(ApiError::Unauthorized) };
+            let sent = parts
+                .headers
+                .get(CSRF_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let Via::Session { csrf, .. } = &principal.via else {
+                return Err(ApiError::Unauthorized);
+            };
             if !secret::same(sent, csrf) {
                 return Err(ApiError::Forbidden(
                     "cookie-authenticated API calls that change state need the X-CSRF-Token header".into(),

@@ -30,7 +30,9 @@ pub struct Hasher {
 impl Default for Hasher {
     /// argon2's recommended defaults (19 MiB, 2 passes).
     fn default() -> Self {
-        Hasher { params: Params::default() }
+        Hasher {
+            params: Params::default(),
+        }
     }
 }
 
@@ -59,7 +61,10 @@ impl Hasher {
     /// Whether `password` matches `phc`; a malformed stored hash never matches.
     pub fn verify(&self, password: &str, phc: &str) -> bool {
         match PasswordHash::new(phc) {
-            Ok(parsed) => self.argon2().verify_password(password.as_bytes(), &parsed).is_ok(),
+            Ok(parsed) => self
+                .argon2()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok(),
             Err(err) => {
                 tracing::error!(error = %err, "a stored password hash does not parse");
                 false
@@ -88,7 +93,10 @@ mod tests {
         assert!(phc.starts_with("$argon2id$"));
         assert!(hasher.verify("correct horse battery", &phc));
         assert!(!hasher.verify("wrong", &phc));
-        assert!(Hasher::default().verify("correct horse battery", &phc), "cost travels with the hash");
+        assert!(
+            Hasher::default().verify("correct horse battery", &phc),
+            "cost travels with the hash"
+        );
         assert!(!hasher.verify("x", "not a hash"));
         Ok(())
     }

@@ -16,10 +16,13 @@ pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 
 /// 429 when the key used up its failures.
 pub async fn check(state: &AppState, username: &str, address: &str) -> Result<(), ApiError> {
-    let (failures, retry_after) = db::sessions::recent_failures(&state.pool, username, address, WINDOW).await?;
+    let (failures, retry_after) =
+        db::sessions::recent_failures(&state.pool, username, address, WINDOW).await?;
     if failures >= MAX_FAILURES {
         tracing::warn!(username, address, failures, "login rate limit engaged");
-        return Err(ApiError::TooManyAttempts { retry_after_secs: retry_after.max(1) });
+        return Err(ApiError::TooManyAttempts {
+            retry_after_secs: retry_after.max(1),
+        });
     }
     Ok(())
 }
@@ -32,7 +35,10 @@ pub struct ClientAddr(pub String);
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, _state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
         let address = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()

@@ -49,7 +49,10 @@ mod tests {
     #[test]
     fn finds_the_cookie_among_others() {
         let mut headers = HeaderMap::new();
-        headers.append(header::COOKIE, HeaderValue::from_static("a=1; probactr_session=abc ; b=2"));
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; probactr_session=abc ; b=2"),
+        );
         assert_eq!(cookie(&headers).as_deref(), Some("abc"));
         let mut none = HeaderMap::new();
         none.append(header::COOKIE, HeaderValue::from_static("probactr_session="));

@@ -184,15 +184,24 @@ pub async fn metrics(pool: &PgPool) -> Result<Metrics, sqlx::Error> {
     let runs_by_state = sqlx::query_as("SELECT state, count(*) FROM runs GROUP BY state ORDER BY state")
         .fetch_all(pool)
         .await?;
-    let processes = sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state ORDER BY 1, 2")
-        .fetch_all(pool)
-        .await?;
+    let processes =
+        sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state ORDER BY 1, 2")
+            .fetch_all(pool)
+            .await?;
     let (jobs, jobs_paused): (i64, i64) =
-        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE paused) FROM jobs").fetch_one(pool).await?;
+        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE paused) FROM jobs")
+            .fetch_one(pool)
+            .await?;
     let triggers_overdue = sqlx::query_scalar(
         "SELECT count(*) FROM triggers WHERE NOT paused AND next_fire_at < now() - interval '5 seconds'",
     )
     .fetch_one(pool)
     .await?;
-    Ok(Metrics { runs_by_state, processes, jobs, jobs_paused, triggers_overdue })
+    Ok(Metrics {
+        runs_by_state,
+        processes,
+        jobs,
+        jobs_paused,
+        triggers_overdue,
+    })
 }

@@ -63,7 +63,10 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &JobFilter) {
     if let Some(q) = &filter.q {
         let pattern = contains_pattern(q);
         query.push(" AND (jobs.name ILIKE ").push_bind(pattern.clone());
-        query.push(" OR jobs.description ILIKE ").push_bind(pattern).push(")");
+        query
+            .push(" OR jobs.description ILIKE ")
+            .push_bind(pattern)
+            .push(")");
     }
     if let Some(kind) = filter.kind {
         query.push(" AND jobs.kind = ").push_bind(kind.as_str());
@@ -106,7 +109,12 @@ pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 }
 
 /// Replaces a job's definition if its version is still `version`; None on a lost race.
-pub async fn update(db: impl PgExecutor<'_>, id: i64, version: i64, job: &NewJob) -> Result<Option<Job>, sqlx::Error> {
+pub async fn update(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    version: i64,
+    job: &NewJob,
+) -> Result<Option<Job>, sqlx::Error> {
     sqlx::query_as::<_, Job>(
         "UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
                          max_concurrency = $8, overlap = $9, timeout_secs = $10,
@@ -145,6 +153,9 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 
 /// Deletes a job with its triggers and history (see the core migration's policy).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("DELETE FROM jobs WHERE id = $1").bind(id).execute(db).await?;
+    let done = sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
     Ok(done.rows_affected() == 1)
 }

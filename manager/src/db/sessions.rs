@@ -26,7 +26,10 @@ impl Found {
 }
 
 /// The caller behind a bearer token, if the token is valid.
-pub async fn principal_for_token(db: impl PgExecutor<'_>, token: &str) -> Result<Option<Principal>, sqlx::Error> {
+pub async fn principal_for_token(
+    db: impl PgExecutor<'_>,
+    token: &str,
+) -> Result<Option<Principal>, sqlx::Error> {
     let found = sqlx::query_as::<_, Found>(
         "WITH found AS (
              SELECT users.id AS user_id, users.username, users.role, api_tokens.id AS secret_id,
@@ -52,7 +55,10 @@ pub async fn principal_for_token(db: impl PgExecutor<'_>, token: &str) -> Result
 }
 
 /// The caller behind a session cookie, if the session is valid.
-pub async fn principal_for_session(db: impl PgExecutor<'_>, cookie: &str) -> Result<Option<Principal>, sqlx::Error> {
+pub async fn principal_for_session(
+    db: impl PgExecutor<'_>,
+    cookie: &str,
+) -> Result<Option<Principal>, sqlx::Error> {
     let found = sqlx::query_as::<_, Found>(
         "WITH found AS (
              SELECT users.id AS user_id, users.username, users.role, NULL::bigint AS secret_id,
@@ -72,7 +78,10 @@ pub async fn principal_for_session(db: impl PgExecutor<'_>, cookie: &str) -> Res
     Ok(found.map(|f| Principal {
         user_id: f.user_id,
         role: f.role(),
-        via: Via::Session { csrf: f.csrf_token.clone().unwrap_or_default(), cookie: cookie.to_owned() },
+        via: Via::Session {
+            csrf: f.csrf_token.clone().unwrap_or_default(),
+            cookie: cookie.to_owned(),
+        },
         username: f.username,
     }))
 }
@@ -103,14 +112,20 @@ pub async fn delete_session(db: impl PgExecutor<'_>, cookie: &str) -> Result<(),
 }
 
 /// A new API token of `user_id`; returns the token (the only copy of the secret).
-pub async fn create_token(db: impl PgExecutor<'_>, user_id: i64, name: &str) -> Result<(i64, String), sqlx::Error> {
+pub async fn create_token(
+    db: impl PgExecutor<'_>,
+    user_id: i64,
+    name: &str,
+) -> Result<(i64, String), sqlx::Error> {
     let token = secret::new_api_token();
-    let id: i64 = sqlx::query_scalar("INSERT INTO api_tokens (user_id, name, token_hash) VALUES ($1, $2, $3) RETURNING id")
-        .bind(user_id)
-        .bind(name)
-        .bind(secret::digest(&token))
-        .fetch_one(db)
-        .await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO api_tokens (user_id, name, token_hash) VALUES ($1, $2, $3) RETURNING id",
+    )
+    .bind(user_id)
+    .bind(name)
+    .bind(secret::digest(&token))
+    .fetch_one(db)
+    .await?;
     Ok((id, token))
 }
 
@@ -163,7 +178,11 @@ pub async fn record_failure(
 }
 
 /// Forgets a key's failures after a successful login.
-pub async fn clear_failures(db: impl PgExecutor<'_>, username: &str, address: &str) -> Result<(), sqlx::Error> {
+pub async fn clear_failures(
+    db: impl PgExecutor<'_>,
+    username: &str,
+    address: &str,
+) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM login_failures WHERE username = $1 AND address = $2")
         .bind(username)
         .bind(address)

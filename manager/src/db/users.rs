@@ -59,10 +59,14 @@ pub async fn create(
 
 /// Whether any user exists.
 pub async fn any(db: impl PgExecutor<'_>) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar::<_, bool>("SELECT EXISTS (SELECT 1 FROM users)").fetch_one(db).await
+    sqlx::query_scalar::<_, bool>("SELECT EXISTS (SELECT 1 FROM users)")
+        .fetch_one(db)
+        .await
 }
 
 /// Every user, by name.
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<User>, sqlx::Error> {
-    sqlx::query_as::<_, User>("SELECT * FROM users ORDER BY username").fetch_all(db).await
+    sqlx::query_as::<_, User>("SELECT * FROM users ORDER BY username")
+        .fetch_all(db)
+        .await
 }

@@ -91,7 +91,10 @@ impl From<JobRow> for JobView {
             max_concurrency: job.max_concurrency,
             overlap: job.overlap,
             timeout_secs: job.timeout_secs,
-            retry: RetryView { max_attempts: job.retry_max_attempts, backoff_secs: job.retry_backoff_secs },
+            retry: RetryView {
+                max_attempts: job.retry_max_attempts,
+                backoff_secs: job.retry_backoff_secs,
+            },
             paused: job.paused,
             version: job.version,
             created_at: job.created_at,
@@ -153,7 +156,10 @@ fn read_job(input: &mut Input, base: Option<&Job>) -> Option<NewJob> {
         job.description = description;
     }
     if job.description.chars().count() > MAX_DESCRIPTION_CHARS {
-        input.error("description", format!("must be at most {MAX_DESCRIPTION_CHARS} characters"));
+        input.error(
+            "description",
+            format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
+        );
     }
     if let Some(spec) = input.raw("spec") {
         job.spec = spec;
@@ -199,7 +205,9 @@ fn check_name(input: &mut Input, name: &str) {
 
 fn read_retry(input: &mut Input, job: &mut NewJob) {
     let retry = input.object("retry");
-    let Some(mut retry) = input.not_null("retry", retry) else { return };
+    let Some(mut retry) = input.not_null("retry", retry) else {
+        return;
+    };
     let attempts = retry.int("max_attempts", 1, 100);
     if let Some(attempts) = retry.not_null("max_attempts", attempts) {
         job.retry_max_attempts = attempts as i32;
@@ -232,7 +240,10 @@ pub async fn get(state: &AppState, id: i64) -> Result<JobView, ApiError> {
 /// A page of jobs.
 pub async fn list(state: &AppState, filter: &JobFilter, page: Page) -> Result<Paged<JobView>, ApiError> {
     let (rows, total) = db::jobs::list(&state.pool, filter, page).await?;
-    Ok(Paged { items: rows.into_iter().map(JobView::from).collect(), total })
+    Ok(Paged {
+        items: rows.into_iter().map(JobView::from).collect(),
+        total,
+    })
 }
 
 /// Creates a job from a request body.
@@ -264,7 +275,9 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Jo
 pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<JobView, ApiError> {
     who.require_operator("edit jobs")?;
     let mut tx = state.pool.begin().await?;
-    let before = db::jobs::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    let before = db::jobs::get_for_update(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
     if let Some(kind) = requested_kind(&body) {
         who.require_job_kind(kind)?;
@@ -309,7 +322,9 @@ pub fn stale(what: &str, id: i64, sent: i64, current: i64) -> ApiError {
 pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
     who.require_operator("delete jobs")?;
     let mut tx = state.pool.begin().await?;
-    let before = db::jobs::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    let before = db::jobs::get_for_update(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
     db::jobs::delete(&mut *tx, id).await?;
     let change = Change {
@@ -326,11 +341,20 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), Ap
 }
 
 /// Pauses (true) or resumes (false) a job.
-pub async fn set_paused(state: &AppState, who: &Principal, id: i64, paused: bool) -> Result<JobView, ApiError> {
+pub async fn set_paused(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    paused: bool,
+) -> Result<JobView, ApiError> {
     who.require_operator(if paused { "pause jobs" } else { "resume jobs" })?;
     let mut tx = state.pool.begin().await?;
-    let before = db::jobs::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
-    let after = db::jobs::set_paused(&mut *tx, id, paused).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    let before = db::jobs::get_for_update(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", id))?;
+    let after = db::jobs::set_paused(&mut *tx, id, paused)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", id))?;
     let change = Change {
         action: if paused { "job.pause" } else { "job.resume" },
         object_type: "job",
@@ -348,7 +372,9 @@ pub async fn set_paused(state: &AppState, who: &Principal, id: i64, paused: bool
 pub async fn run_now(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
     who.require_operator("run jobs")?;
     let mut tx = state.pool.begin().await?;
-    store::jobs::get(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("job", id))?;
+    store::jobs::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", id))?;
     let run = store::runs::queue_now(&mut *tx, id).await?;
     let change = Change {
         action: "job.run",

@@ -13,7 +13,10 @@ use crate::state::AppState;
 
 /// One run, output included.
 pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
-    store::runs::get(&state.pool, id).await?.map(RunView::from).ok_or_else(|| ApiError::not_found("run", id))
+    store::runs::get(&state.pool, id)
+        .await?
+        .map(RunView::from)
+        .ok_or_else(|| ApiError::not_found("run", id))
 }
 
 /// A page of runs, newest first.
@@ -36,9 +39,14 @@ pub struct Cancelled {
 pub async fn cancel(state: &AppState, who: &Principal, id: i64) -> Result<Cancelled, ApiError> {
     who.require_operator("cancel runs")?;
     let mut tx = state.pool.begin().await?;
-    let before = store::runs::get(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("run", id))?;
+    let before = store::runs::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
     if before.state.is_terminal() {
-        return Err(ApiError::Conflict(format!("run {id} already ended ({})", before.state)));
+        return Err(ApiError::Conflict(format!(
+            "run {id} already ended ({})",
+            before.state
+        )));
     }
     let reason = format!("cancelled by {}", who.username);
     let after = store::runs::request_cancel(&mut *tx, id, &reason)
@@ -54,5 +62,8 @@ pub async fn cancel(state: &AppState, who: &Principal, id: i64) -> Result<Cancel
     db::audit::record(&mut *tx, who, change).await?;
     tx.commit().await?;
     tracing::info!(run.id = id, state = %after, "cancel requested");
-    Ok(Cancelled { id, state: after.to_string() })
+    Ok(Cancelled {
+        id,
+        state: after.to_string(),
+    })
 }

@@ -23,7 +23,15 @@ pub const DEFAULT_PREVIEW: i64 = 5;
 pub const MAX_PREVIEW: i64 = 100;
 
 /// Fields that decide a trigger's instants: changing one recomputes `next_fire_at`.
-const SCHEDULE_FIELDS: &[&str] = &["kind", "cron", "timezone", "interval_secs", "at", "start_at", "end_at"];
+const SCHEDULE_FIELDS: &[&str] = &[
+    "kind",
+    "cron",
+    "timezone",
+    "interval_secs",
+    "at",
+    "start_at",
+    "end_at",
+];
 
 /// The definition a body describes, laid over `base` (a `PATCH`) or over the defaults
 /// (a create, where `kind` is required). When the kind changes, the previous kind's own
@@ -109,17 +117,26 @@ fn schedule(input: &mut Input, trigger: &NewTrigger, anchor: DateTime<Utc>) -> O
 
 /// One trigger.
 pub async fn get(state: &AppState, id: i64) -> Result<Trigger, ApiError> {
-    store::triggers::get(&state.pool, id).await?.ok_or_else(|| ApiError::not_found("trigger", id))
+    store::triggers::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("trigger", id))
 }
 
 /// A job's triggers (404 when the job does not exist).
 pub async fn list_for_job(state: &AppState, job_id: i64) -> Result<Vec<Trigger>, ApiError> {
-    store::jobs::get(&state.pool, job_id).await?.ok_or_else(|| ApiError::not_found("job", job_id))?;
+    store::jobs::get(&state.pool, job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", job_id))?;
     Ok(db::triggers::list_for_job(&state.pool, job_id).await?)
 }
 
 /// Creates a trigger of a job from a request body.
-pub async fn create(state: &AppState, who: &Principal, job_id: i64, body: Value) -> Result<Trigger, ApiError> {
+pub async fn create(
+    state: &AppState,
+    who: &Principal,
+    job_id: i64,
+    body: Value,
+) -> Result<Trigger, ApiError> {
     who.require_operator("create triggers")?;
     let mut input = Input::new(body)?;
     let now = Utc::now();
@@ -130,11 +147,15 @@ pub async fn create(state: &AppState, who: &Principal, job_id: i64, body: Value)
     input.finish()?;
     let trigger = trigger.ok_or_else(|| ApiError::field("body", "invalid trigger"))?;
     let mut tx = state.pool.begin().await?;
-    store::jobs::get(&mut *tx, job_id).await?.ok_or_else(|| ApiError::not_found("job", job_id))?;
-    let created = store::triggers::create(&mut *tx, job_id, &trigger, now).await.map_err(|err| match err {
-        CreateTriggerError::Invalid(err) => ApiError::field(err.field, err.message),
-        CreateTriggerError::Store(err) => err.into(),
-    })?;
+    store::jobs::get(&mut *tx, job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", job_id))?;
+    let created = store::triggers::create(&mut *tx, job_id, &trigger, now)
+        .await
+        .map_err(|err| match err {
+            CreateTriggerError::Invalid(err) => ApiError::field(err.field, err.message),
+            CreateTriggerError::Store(err) => err.into(),
+        })?;
     let change = Change {
         action: "trigger.create",
         object_type: "trigger",
@@ -154,13 +175,16 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     let mut input = Input::new(body)?;
     let schedule_changed = SCHEDULE_FIELDS.iter().any(|field| input.has(field));
     let mut tx = state.pool.begin().await?;
-    let before =
-        db::triggers::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let before = db::triggers::get_for_update(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("trigger", id))?;
     let version = input.int("version", 1, i64::MAX);
     let version = input.required("version", version);
     let trigger = read_trigger(&mut input, Some(&before));
     let now = Utc::now();
-    let next = trigger.as_ref().and_then(|t| schedule(&mut input, t, before.created_at));
+    let next = trigger
+        .as_ref()
+        .and_then(|t| schedule(&mut input, t, before.created_at));
     input.finish()?;
     let (Some(version), Some(trigger), Some(next)) = (version, trigger, next) else {
         return Err(ApiError::field("body", "invalid trigger"));
@@ -168,7 +192,11 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     if version != before.version {
         return Err(stale("trigger", id, version, before.version));
     }
-    let next_fire_at = if schedule_changed { next.first_at_or_after(now) } else { before.next_fire_at };
+    let next_fire_at = if schedule_changed {
+        next.first_at_or_after(now)
+    } else {
+        before.next_fire_at
+    };
     let after = db::triggers::update(&mut *tx, id, version, &trigger, next_fire_at)
         .await?
         .ok_or_else(|| stale("trigger", id, version, before.version))?;
@@ -189,8 +217,9 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
 pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
     who.require_operator("delete triggers")?;
     let mut tx = state.pool.begin().await?;
-    let before =
-        db::triggers::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let before = db::triggers::get_for_update(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("trigger", id))?;
     db::triggers::delete(&mut *tx, id).await?;
     let change = Change {
         action: "trigger.delete",
@@ -206,13 +235,24 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<i64, A
 }
 
 /// Pauses (true) or resumes (false) a trigger.
-pub async fn set_paused(state: &AppState, who: &Principal, id: i64, paused: bool) -> Result<Trigger, ApiError> {
-    who.require_operator(if paused { "pause triggers" } else { "resume triggers" })?;
+pub async fn set_paused(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    paused: bool,
+) -> Result<Trigger, ApiError> {
+    who.require_operator(if paused {
+        "pause triggers"
+    } else {
+        "resume triggers"
+    })?;
     let mut tx = state.pool.begin().await?;
-    let before =
-        db::triggers::get_for_update(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let after =
-        db::triggers::set_paused(&mut *tx, id, paused).await?.ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let before = db::triggers::get_for_update(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let after = db::triggers::set_paused(&mut *tx, id, paused)
+        .await?
+        .ok_or_else(|| ApiError::not_found("trigger", id))?;
     let change = Change {
         action: if paused { "trigger.pause" } else { "trigger.resume" },
         object_type: "trigger",

@@ -626,11 +626,24 @@ async fn http_rejected_status_fails() {
 
 #[tokio::test]
 async fn http_connection_refused_fails_readably() {
-    let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
-    let done = call(http("GET", &format!("http://127.0.0.1:{port}/")), &runner(), Duration::from_secs(5)).await;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let done = call(
+        http("GET", &format!("http://127.0.0.1:{port}/")),
+        &runner(),
+        Duration::from_secs(5),
+    )
+    .await;
     assert_eq!((done.ending, done.http_status), (Ending::Failed, None));
     let error = done.error.unwrap();
-    assert!(error.contains(&format!("127.0.0.1:{port}")) && error.to_lowercase().contains("refused"), "{error}");
+    assert!(
+        error.contains(&format!("127.0.0.1:{port}")) && error.to_lowercase().contains("refused"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -239,6 +239,7 @@ pub struct HttpRunner {
 }
 
 /// A resolver that refuses names resolving to addresses the policy refuses.
+#[derive(Debug)]
 struct GuardedResolver {
     policy: Arc<HttpPolicy>,
 }
@@ -332,14 +333,6 @@ impl HttpRunner {
         builder
             .build()
             .map_err(|err| format!("invalid request: {}", describe(&err)))
-    }
-}
-
-impl fmt::Debug for GuardedResolver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuardedResolver")
-            .field("policy", &self.policy)
-            .finish()
     }
 }
 

@@ -24,8 +24,9 @@
 //!   a stop point exists precisely because another attempt may already be running;
 //! - the program exited on its own: SIGKILL to whatever is left in its group. A run's
 //!   processes end with the run; work that must outlive a run belongs in a service,
-//!   not in a job. (Between the leader's exit and this kill, its pid stays reserved
-//!   as long as the group has members, so the group id cannot name someone else.)
+//!   not in a job. (Between the leader's exit and this kill, the kernel keeps its pid
+//!   reserved while the group has members, so the group id cannot name someone else's
+//!   group; an empty group makes the kill a harmless no-op.)
 //!
 //! If the future running a job is dropped (its task aborted), a guard kills the group
 //! with SIGKILL as well.
@@ -321,7 +322,7 @@ fn die_with_parent(command: &mut Command) {
             }
             // The executor died between fork and prctl: the signal will never come.
             if u32::try_from(ppid).ok() != Some(parent) {
-                return Err(io::Error::other("the executor died while starting the job"));
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
         }
         #[cfg(not(target_os = "linux"))]
@@ -329,9 +330,10 @@ fn die_with_parent(command: &mut Command) {
         Ok(())
     };
     // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe operations are allowed. It makes two system calls, compares
-    // integers, and allocates only on the error path of a child that is about to exit
-    // (`io::Error::other`); it takes no locks and touches no state shared with threads.
+    // async-signal-safe operations are allowed (another thread may have held the
+    // allocator's lock at the fork). It makes two system calls and compares integers:
+    // no allocation (`from_raw_os_error` and `last_os_error` do not allocate), no locks,
+    // no state shared with other threads.
     unsafe {
         command.pre_exec(in_child);
     }

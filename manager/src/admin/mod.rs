@@ -1,11 +1,276 @@
 //! The web admin: server-rendered HTML over the same [`crate::service`] operations as
-//! the API, with plain forms that work without JavaScript.
-pub mod templates;
+//! the API, with plain forms that work without JavaScript (the trigger form's preview
+//! is a second submit button; lists refresh with a meta refresh).
+//!
+//! Security: pages need the session cookie ([`AdminUser`], otherwise a redirect to the
+//! login page); every state-changing form carries the session's CSRF token, checked by
+//! [`check_csrf`]; nothing changes state on GET; templates escape everything; the CSP
+//! header forbids scripts altogether.
 
-use crate::state::AppState;
+mod cluster;
+mod forms;
+mod jobs;
+mod login;
+mod runs;
+pub mod templates;
+mod triggers;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
 use axum::Router;
+use minijinja::Value;
+
+use crate::auth::{secret, session, Principal, Via};
+use crate::db;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub use forms::FormData;
 
 /// Routes of the web admin.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/", get(cluster::dashboard))
+        .route("/login", get(login::page).post(login::submit))
+        .route("/logout", post(login::logout))
+        .route("/jobs", get(jobs::list))
+        .route("/jobs/new", get(jobs::new_form).post(jobs::create))
+        .route("/jobs/{id}", get(jobs::show))
+        .route("/jobs/{id}/edit", get(jobs::edit_form).post(jobs::update))
+        .route("/jobs/{id}/pause", post(jobs::pause))
+        .route("/jobs/{id}/resume", post(jobs::resume))
+        .route("/jobs/{id}/run", post(jobs::run_now))
+        .route("/jobs/{id}/delete", post(jobs::delete))
+        .route("/jobs/{id}/triggers/new", get(triggers::new_form).post(triggers::create))
+        .route("/triggers/{id}/edit", get(triggers::edit_form).post(triggers::update))
+        .route("/triggers/{id}/pause", post(triggers::pause))
+        .route("/triggers/{id}/resume", post(triggers::resume))
+        .route("/triggers/{id}/delete", post(triggers::delete))
+        .route("/runs", get(runs::list))
+        .route("/runs/{id}", get(runs::show))
+        .route("/runs/{id}/cancel", post(runs::cancel))
+        .route("/executors", get(cluster::executors))
+        .route("/audit", get(cluster::audit))
+        .route("/static/style.css", get(stylesheet))
+}
+
+async fn stylesheet() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")],
+        include_str!("../../static/style.css"),
+    )
+}
+
+/// A page's failure: the login page for a missing session, else an error page.
+#[derive(Debug)]
+pub enum AdminError {
+    /// No valid session: go log in.
+    Login,
+    /// Anything else, shown as an error page with the error's status.
+    Api(ApiError),
+}
+
+impl From<ApiError> for AdminError {
+    fn from(err: ApiError) -> Self {
+        AdminError::Api(err)
+    }
+}
+
+impl From<sqlx::Error> for AdminError {
+    fn from(err: sqlx::Error) -> Self {
+        AdminError::Api(err.into())
+    }
+}
+
+impl From<probactr_common::store::StoreError> for AdminError {
+    fn from(err: probactr_common::store::StoreError) -> Self {
+        AdminError::Api(err.into())
+    }
+}
+
+impl From<anyhow::Error> for AdminError {
+    fn from(err: anyhow::Error) -> Self {
+        AdminError::Api(err.into())
+    }
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        match self {
+            AdminError::Login | AdminError::Api(ApiError::Unauthorized) => Redirect::to("/login").into_response(),
+            AdminError::Api(err) => {
+                err.log();
+                let status = err.status_code();
+                let message = match &err {
+                    ApiError::Internal(_) => "Something went wrong on our side; it was logged.".to_owned(),
+                    other => other.to_string(),
+                };
+                (status, Html(error_page(status, &message))).into_response()
+            }
+        }
+    }
+}
+
+/// `text` with the five HTML-special characters escaped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn error_page(status: StatusCode, message: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{status} · probactr</title>\
+         <link rel=\"stylesheet\" href=\"/static/style.css\"></head><body><main><h1>{status}</h1>\
+         <div class=\"alert bad\">{}</div><p><a href=\"/\">Back to the dashboard</a></p></main></body></html>",
+        escape(message)
+    )
+}
+
+/// The signed-in user of an admin page (session cookie only; bearer tokens are for the
+/// API).
+#[derive(Debug, Clone)]
+pub struct AdminUser(pub Principal);
+
+impl FromRequestParts<AppState> for AdminUser {
+    type Rejection = AdminError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let cookie = session::cookie(&parts.headers).ok_or(AdminError::Login)?;
+        let principal = db::sessions::principal_for_session(&state.pool, &cookie).await?;
+        principal.map(AdminUser).ok_or(AdminError::Login)
+    }
+}
+
+impl AdminUser {
+    /// The session's CSRF token.
+    pub fn csrf(&self) -> &str {
+        match &self.0.via {
+            Via::Session { csrf, .. } => csrf,
+            Via::Token(_) => "",
+        }
+    }
+
+    /// What every page's layout needs: the user, the CSRF token, the active section.
+    pub fn layout(&self, active: &str) -> Value {
+        let who = &self.0;
+        minijinja::context! {
+            user => minijinja::context! {
+                username => who.username,
+                role => who.role.as_str(),
+                can_operate => who.role.can_operate(),
+                is_admin => who.role.is_admin(),
+            },
+            csrf => self.csrf(),
+            active => active,
+        }
+    }
+}
+
+/// 403 unless the form carries the session's CSRF token.
+pub fn check_csrf(user: &AdminUser, form: &FormData) -> Result<(), AdminError> {
+    let sent = form.get("csrf").unwrap_or_default();
+    if !sent.is_empty() && secret::same(sent, user.csrf()) {
+        Ok(())
+    } else {
+        tracing::warn!(user.id = user.0.user_id, "form without a valid CSRF token rejected");
+        Err(AdminError::Api(ApiError::Forbidden(
+            "this form has expired or did not come from this site (CSRF token missing or wrong); reload the page and try again"
+                .into(),
+        )))
+    }
+}
+
+/// Renders a template with a context.
+pub fn render(state: &AppState, name: &str, context: Value) -> Result<Html<String>, AdminError> {
+    let template = state.templates.get_template(name).map_err(anyhow::Error::from)?;
+    let html = template.render(context).map_err(anyhow::Error::from)?;
+    Ok(Html(html))
+}
+
+/// Renders a template with a status other than 200 (forms with errors).
+pub fn render_status(state: &AppState, status: StatusCode, name: &str, context: Value) -> Result<Response, AdminError> {
+    Ok((status, render(state, name, context)?).into_response())
+}
+
+/// Where to go after an action: the form's `next` when it is a path of this site, else
+/// `fallback` (never an absolute or scheme-relative URL: no open redirect).
+pub fn next_or(form: &FormData, fallback: &str) -> Redirect {
+    match form.get("next") {
+        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => Redirect::to(next),
+        _ => Redirect::to(fallback),
+    }
+}
+
+/// Position of a page in a list, for the pager.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Pager {
+    /// 1-based index of the first item shown.
+    pub first: i64,
+    /// 1-based index of the last item shown.
+    pub last: i64,
+    /// Items in all.
+    pub total: i64,
+    /// Offset of the previous page.
+    pub prev: Option<i64>,
+    /// Offset of the next page.
+    pub next: Option<i64>,
+}
+
+impl Pager {
+    /// The pager of `shown` items at `page` out of `total`.
+    pub fn new(page: crate::input::Page, shown: usize, total: i64) -> Pager {
+        let shown = shown as i64;
+        Pager {
+            first: if shown == 0 { 0 } else { page.offset + 1 },
+            last: page.offset + shown,
+            total,
+            prev: (page.offset > 0).then(|| (page.offset - page.limit).max(0)),
+            next: (page.offset + shown < total).then_some(page.offset + page.limit),
+        }
+    }
+}
+
+/// Percent-encodes a query-string component.
+pub fn encode_component(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_and_encoding() {
+        assert_eq!(escape("<a href='x'>&\"</a>"), "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;&lt;/a&gt;");
+        assert_eq!(encode_component("a b&c/é"), "a%20b%26c%2F%C3%A9");
+    }
+
+    #[test]
+    fn pager_edges() {
+        let page = crate::input::Page { limit: 10, offset: 0 };
+        let p = Pager::new(page, 10, 25);
+        assert_eq!((p.first, p.last, p.prev, p.next), (1, 10, None, Some(10)));
+        let last = Pager::new(crate::input::Page { limit: 10, offset: 20 }, 5, 25);
+        assert_eq!((last.first, last.last, last.prev, last.next), (21, 25, Some(10), None));
+        let empty = Pager::new(page, 0, 0);
+        assert_eq!((empty.first, empty.last, empty.next), (0, 0, None));
+    }
 }

@@ -1,6 +1,7 @@
 //! The admin's templates, compiled into the binary, rendered by minijinja with HTML
 //! auto-escaping (every template name ends in `.html`, which switches it on): a job
-//! named `<script>` shows as text.
+//! named `<script>` shows as text. Besides the built-in filters there are `dt` (an RFC 3339
+//! time as `YYYY-MM-DD HH:MM:SS`, UTC) and `truncate`.
 
 use chrono::DateTime;
 use minijinja::Environment;
@@ -23,6 +24,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("run.html", include_str!("../../templates/run.html")),
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),
+    ("run_rows.html", include_str!("../../templates/run_rows.html")),
 ];
 
 /// The environment with every template and the `dt` filter.
@@ -32,6 +34,7 @@ pub fn environment() -> anyhow::Result<Environment<'static>> {
         env.add_template(name, source)?;
     }
     env.add_filter("dt", format_time);
+    env.add_filter("truncate", truncate);
     Ok(env)
 }
 
@@ -40,6 +43,17 @@ fn format_time(value: String) -> String {
     match DateTime::parse_from_rfc3339(&value) {
         Ok(at) => at.naive_utc().format("%Y-%m-%d %H:%M:%S").to_string(),
         Err(_) => value,
+    }
+}
+
+/// The first `max` characters of `value`, with an ellipsis when cut.
+fn truncate(value: String, max: usize) -> String {
+    if value.chars().count() <= max {
+        value
+    } else {
+        let mut cut: String = value.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
     }
 }
 
@@ -55,5 +69,7 @@ mod tests {
             "2026-11-21 10:30:00"
         );
         assert_eq!(format_time("never".into()), "never");
+        assert_eq!(truncate("abcdef".into(), 4), "abc…");
+        assert_eq!(truncate("abc".into(), 4), "abc");
     }
 }

@@ -1,0 +1,214 @@
+//! The jobs list, the job page, the job form (create and edit) and the job actions
+//! (pause, resume, run now, delete).
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use minijinja::context;
+use probactr_common::model::{JobKind, Overlap};
+
+use super::forms::job_body;
+use super::{check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager};
+use crate::api::Id;
+use crate::db::{self, jobs::JobFilter, runs::RunFilter};
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{check, Page, QueryParams};
+use crate::service::jobs::{self, JobView};
+use crate::service::Paged;
+use crate::state::AppState;
+
+/// `GET /jobs?q=&offset=`.
+pub async fn list(State(state): State<AppState>, user: AdminUser, query: QueryParams) -> Result<Html<String>, AdminError> {
+    let mut errors = FieldErrors::new();
+    let page = query.page(&mut errors);
+    check(errors)?;
+    let q = query.text("q").map(str::to_owned);
+    let filter = JobFilter { q: q.clone(), ..JobFilter::default() };
+    let found: Paged<JobView> = jobs::list(&state, &filter, page).await?;
+    let pager = Pager::new(page, found.items.len(), found.total);
+    let page_base = match &q {
+        Some(q) => format!("/jobs?q={}&", encode_component(q)),
+        None => "/jobs?".to_owned(),
+    };
+    let next = format!("{page_base}offset={}", page.offset);
+    let ctx = context! { jobs => found, q, page => pager, page_base, next, ..user.layout("jobs") };
+    render(&state, "jobs.html", ctx)
+}
+
+/// `GET /jobs/{id}`.
+pub async fn show(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Html<String>, AdminError> {
+    let job = jobs::get(&state, id).await?;
+    let triggers = db::triggers::list_for_job(&state.pool, id).await?;
+    let filter = RunFilter { job_id: Some(id), ..RunFilter::default() };
+    let (runs, _) = db::runs::list(&state.pool, &filter, Page { limit: 10, offset: 0 }).await?;
+    let spec_pretty = serde_json::to_string_pretty(&job.spec).unwrap_or_default();
+    let can_edit = user.0.role.can_edit_job(job.kind);
+    let next = format!("/jobs/{id}");
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, ..user.layout("jobs") };
+    render(&state, "job.html", ctx)
+}
+
+/// The kinds the user may pick.
+fn kinds(user: &AdminUser) -> Vec<&'static str> {
+    JobKind::ALL.iter().filter(|kind| user.0.role.can_edit_job(**kind)).map(|kind| kind.as_str()).collect()
+}
+
+/// The form's values for an existing job.
+fn values_of(job: &JobView) -> HashMap<String, String> {
+    let mut values = HashMap::from([
+        ("name".to_owned(), job.name.clone()),
+        ("description".to_owned(), job.description.clone()),
+        ("kind".to_owned(), job.kind.to_string()),
+        ("spec".to_owned(), serde_json::to_string_pretty(&job.spec).unwrap_or_default()),
+        ("overlap".to_owned(), job.overlap.to_string()),
+        ("timeout_secs".to_owned(), job.timeout_secs.to_string()),
+        ("max_concurrency".to_owned(), job.max_concurrency.map(|m| m.to_string()).unwrap_or_default()),
+        ("retry.max_attempts".to_owned(), job.retry.max_attempts.to_string()),
+        ("retry.backoff_secs".to_owned(), job.retry.backoff_secs.to_string()),
+        ("version".to_owned(), job.version.to_string()),
+    ]);
+    if job.parallel {
+        values.insert("parallel".to_owned(), "on".to_owned());
+    }
+    if job.paused {
+        values.insert("paused".to_owned(), "on".to_owned());
+    }
+    values
+}
+
+fn default_values() -> HashMap<String, String> {
+    [
+        ("kind", "noop"),
+        ("spec", "{}"),
+        ("overlap", "skip"),
+        ("timeout_secs", "3600"),
+        ("retry.max_attempts", "1"),
+        ("retry.backoff_secs", "10"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+/// What a form page shows besides its values.
+struct FormState<'a> {
+    job_id: Option<i64>,
+    values: &'a HashMap<String, String>,
+    errors: FieldErrors,
+    conflict: Option<String>,
+}
+
+fn render_form(state: &AppState, user: &AdminUser, status: StatusCode, form: FormState<'_>) -> Result<Response, AdminError> {
+    let spec_errors: Vec<_> = form
+        .errors
+        .iter()
+        .filter(|(field, _)| field.starts_with("spec"))
+        .map(|(field, message)| context! { field, message })
+        .collect();
+    let overlaps: Vec<&str> = Overlap::ALL.iter().map(|o| o.as_str()).collect();
+    let kind_hint = if user.0.role.is_admin() { "" } else { "only admins define shell and http jobs" };
+    let ctx = context! {
+        job_id => form.job_id, form => form.values, errors => form.errors, conflict => form.conflict,
+        spec_errors, kinds => kinds(user), overlaps, kind_hint,
+        ..user.layout("jobs")
+    };
+    render_status(state, status, "job_form.html", ctx)
+}
+
+/// Shows a form again after a failed save: field errors inline (422), a forbidden kind
+/// on the kind field (403), a lost race as a notice (409).
+fn form_failure(
+    state: &AppState,
+    user: &AdminUser,
+    job_id: Option<i64>,
+    form: &FormData,
+    err: ApiError,
+) -> Result<Response, AdminError> {
+    let status = err.status_code();
+    let (errors, conflict) = match err {
+        ApiError::Invalid(errors) => (errors, None),
+        ApiError::Forbidden(message) => (FieldErrors::from([("kind".to_owned(), message)]), None),
+        ApiError::Conflict(message) => (FieldErrors::new(), Some(message)),
+        other => return Err(other.into()),
+    };
+    render_form(state, user, status, FormState { job_id, values: form.values(), errors, conflict })
+}
+
+/// `GET /jobs/new`.
+pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
+    user.0.require_operator("create jobs")?;
+    let values = default_values();
+    render_form(&state, &user, StatusCode::OK, FormState { job_id: None, values: &values, errors: FieldErrors::new(), conflict: None })
+}
+
+/// `POST /jobs/new`.
+pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let mut errors = FieldErrors::new();
+    let body = job_body(&form, false, &mut errors);
+    if !errors.is_empty() {
+        return form_failure(&state, &user, None, &form, ApiError::Invalid(errors));
+    }
+    match jobs::create(&state, &user.0, body).await {
+        Ok(job) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
+        Err(err) => form_failure(&state, &user, None, &form, err),
+    }
+}
+
+/// `GET /jobs/{id}/edit`.
+pub async fn edit_form(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+    let job = jobs::get(&state, id).await?;
+    user.0.require_job_kind(job.kind)?;
+    let values = values_of(&job);
+    render_form(&state, &user, StatusCode::OK, FormState { job_id: Some(id), values: &values, errors: FieldErrors::new(), conflict: None })
+}
+
+/// `POST /jobs/{id}/edit`.
+pub async fn update(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let mut errors = FieldErrors::new();
+    let body = job_body(&form, true, &mut errors);
+    if !errors.is_empty() {
+        return form_failure(&state, &user, Some(id), &form, ApiError::Invalid(errors));
+    }
+    match jobs::update(&state, &user.0, id, body).await {
+        Ok(job) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
+        Err(err @ ApiError::NotFound { .. }) => Err(err.into()),
+        Err(err) => form_failure(&state, &user, Some(id), &form, err),
+    }
+}
+
+/// `POST /jobs/{id}/pause`.
+pub async fn pause(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    jobs::set_paused(&state, &user.0, id, true).await?;
+    Ok(next_or(&form, &format!("/jobs/{id}")))
+}
+
+/// `POST /jobs/{id}/resume`.
+pub async fn resume(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    jobs::set_paused(&state, &user.0, id, false).await?;
+    Ok(next_or(&form, &format!("/jobs/{id}")))
+}
+
+/// `POST /jobs/{id}/run`: queues a run and shows it.
+pub async fn run_now(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    let run_id = jobs::run_now(&state, &user.0, id).await?;
+    Ok(Redirect::to(&format!("/runs/{run_id}")))
+}
+
+/// `POST /jobs/{id}/delete`.
+pub async fn delete(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    jobs::delete(&state, &user.0, id).await?;
+    Ok(Redirect::to("/jobs"))
+}

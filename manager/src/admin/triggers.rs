@@ -1,0 +1,178 @@
+//! The trigger form (create and edit, with a "preview next 5" button that works without
+//! JavaScript) and the trigger actions (pause, resume, delete).
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use chrono::{DateTime, Utc};
+use minijinja::context;
+use probactr_common::model::{Misfire, Trigger, TriggerKind};
+use serde_json::Value;
+
+use super::forms::trigger_body;
+use super::{check_csrf, next_or, render_status, AdminError, AdminUser, FormData};
+use crate::api::Id;
+use crate::error::{ApiError, FieldErrors};
+use crate::service::jobs::{self, JobView};
+use crate::service::triggers;
+use crate::state::AppState;
+
+/// What a trigger form page shows.
+struct FormState<'a> {
+    job: &'a JobView,
+    trigger_id: Option<i64>,
+    values: &'a HashMap<String, String>,
+    errors: FieldErrors,
+    conflict: Option<String>,
+    preview: Option<Vec<DateTime<Utc>>>,
+}
+
+fn render_form(state: &AppState, user: &AdminUser, status: StatusCode, form: FormState<'_>) -> Result<Response, AdminError> {
+    let kinds: Vec<&str> = TriggerKind::ALL.iter().map(|k| k.as_str()).collect();
+    let misfires: Vec<&str> = Misfire::ALL.iter().map(|m| m.as_str()).collect();
+    let ctx = context! {
+        job => form.job, trigger_id => form.trigger_id, form => form.values, errors => form.errors,
+        conflict => form.conflict, preview => form.preview, kinds, misfires,
+        ..user.layout("jobs")
+    };
+    render_status(state, status, "trigger_form.html", ctx)
+}
+
+fn values_of(trigger: &Trigger) -> HashMap<String, String> {
+    let time = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339()).unwrap_or_default();
+    let mut values = HashMap::from([
+        ("kind".to_owned(), trigger.kind.to_string()),
+        ("cron".to_owned(), trigger.cron.clone().unwrap_or_default()),
+        ("timezone".to_owned(), trigger.timezone.clone()),
+        ("interval_secs".to_owned(), trigger.interval_secs.map(|s| s.to_string()).unwrap_or_default()),
+        ("at".to_owned(), time(trigger.at)),
+        ("start_at".to_owned(), time(trigger.start_at)),
+        ("end_at".to_owned(), time(trigger.end_at)),
+        ("misfire".to_owned(), trigger.misfire.to_string()),
+        ("misfire_threshold_secs".to_owned(), trigger.misfire_threshold_secs.to_string()),
+        ("version".to_owned(), trigger.version.to_string()),
+    ]);
+    if trigger.paused {
+        values.insert("paused".to_owned(), "on".to_owned());
+    }
+    values
+}
+
+fn default_values() -> HashMap<String, String> {
+    [("kind", "cron"), ("cron", "0 */5 * * * *"), ("timezone", "UTC"), ("misfire", "fire_once"), ("misfire_threshold_secs", "60")]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Handles a submitted trigger form of `job`: a preview, or a save that creates a
+/// trigger (`trigger_id` None) or edits one.
+async fn submit(
+    state: &AppState,
+    user: &AdminUser,
+    job: &JobView,
+    trigger_id: Option<i64>,
+    form: &FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(user, form)?;
+    let previewing = form.get("action") == Some("preview");
+    let mut errors = FieldErrors::new();
+    let body = trigger_body(form, trigger_id.is_some() && !previewing, &mut errors);
+    let page = |status, errors, conflict, preview| {
+        let view = FormState { job, trigger_id, values: form.values(), errors, conflict, preview };
+        render_form(state, user, status, view)
+    };
+    if !errors.is_empty() {
+        return page(StatusCode::UNPROCESSABLE_ENTITY, errors, None, None);
+    }
+    let result = if previewing {
+        triggers::preview(body).map(|p| Some(p.instants))
+    } else {
+        save(state, user, job.id, trigger_id, body).await.map(|_| None)
+    };
+    match result {
+        Ok(Some(instants)) => page(StatusCode::OK, FieldErrors::new(), None, Some(instants)),
+        Ok(None) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
+        Err(ApiError::Invalid(errors)) => page(StatusCode::UNPROCESSABLE_ENTITY, errors, None, None),
+        Err(ApiError::Conflict(message)) => page(StatusCode::CONFLICT, FieldErrors::new(), Some(message), None),
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn save(
+    state: &AppState,
+    user: &AdminUser,
+    job_id: i64,
+    trigger_id: Option<i64>,
+    body: Value,
+) -> Result<Trigger, ApiError> {
+    match trigger_id {
+        None => triggers::create(state, &user.0, job_id, body).await,
+        Some(id) => triggers::update(state, &user.0, id, body).await,
+    }
+}
+
+/// `GET /jobs/{id}/triggers/new`.
+pub async fn new_form(State(state): State<AppState>, user: AdminUser, Id(job_id): Id) -> Result<Response, AdminError> {
+    user.0.require_operator("create triggers")?;
+    let job = jobs::get(&state, job_id).await?;
+    let values = default_values();
+    let view = FormState { job: &job, trigger_id: None, values: &values, errors: FieldErrors::new(), conflict: None, preview: None };
+    render_form(&state, &user, StatusCode::OK, view)
+}
+
+/// `POST /jobs/{id}/triggers/new`.
+pub async fn create(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(job_id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    let job = jobs::get(&state, job_id).await?;
+    submit(&state, &user, &job, None, &form).await
+}
+
+/// `GET /triggers/{id}/edit`.
+pub async fn edit_form(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+    user.0.require_operator("edit triggers")?;
+    let trigger = triggers::get(&state, id).await?;
+    let job = jobs::get(&state, trigger.job_id).await?;
+    let values = values_of(&trigger);
+    let view = FormState { job: &job, trigger_id: Some(id), values: &values, errors: FieldErrors::new(), conflict: None, preview: None };
+    render_form(&state, &user, StatusCode::OK, view)
+}
+
+/// `POST /triggers/{id}/edit`.
+pub async fn update(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    let trigger = triggers::get(&state, id).await?;
+    let job = jobs::get(&state, trigger.job_id).await?;
+    submit(&state, &user, &job, Some(id), &form).await
+}
+
+/// `POST /triggers/{id}/pause`.
+pub async fn pause(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    let trigger = triggers::set_paused(&state, &user.0, id, true).await?;
+    Ok(next_or(&form, &format!("/jobs/{}", trigger.job_id)))
+}
+
+/// `POST /triggers/{id}/resume`.
+pub async fn resume(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    let trigger = triggers::set_paused(&state, &user.0, id, false).await?;
+    Ok(next_or(&form, &format!("/jobs/{}", trigger.job_id)))
+}
+
+/// `POST /triggers/{id}/delete`.
+pub async fn delete(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    let job_id = triggers::delete(&state, &user.0, id).await?;
+    Ok(next_or(&form, &format!("/jobs/{job_id}")))
+}

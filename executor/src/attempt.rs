@@ -236,11 +236,12 @@ where
 /// gone, or cannot confirm it before the lease would run out, it stops the job at once:
 /// the stop point. A job never runs past a lease it cannot prove it holds.
 async fn keep_lease(locks: probactr_common::lock::Locks, lease: Lease, handle: StopHandle) {
-    let every = lease.ttl() / 3;
+    let every = lease.renew_every();
+    let stopped = handle.token();
     let mut confirmed_at = tokio::time::Instant::now();
     loop {
         tokio::select! {
-            _ = handle.token().cancelled() => return,
+            _ = stopped.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
         let renewed = tokio::time::timeout(every / 2, locks.renew(&lease)).await;

@@ -1,6 +1,7 @@
 //! Integration tests of the manager: the whole router, driven with `oneshot`, over a
 //! fresh migrated database per test (`#[sqlx::test]`, `DATABASE_URL` names the server)
-//! and the Redis of `REDIS_URL` (default `redis://127.0.0.1:6379`).
+//! and the Redis of `REDIS_URL` (default `redis://127.0.0.1:6379`). Logs are silent unless
+//! `TEST_LOG` is set.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -40,6 +41,12 @@ fn redis_url() -> String {
 
 impl TestApp {
     fn new(pool: PgPool) -> TestApp {
+        if std::env::var_os("TEST_LOG").is_some() {
+            let _ = tracing_subscriber::fmt()
+                .with_test_writer()
+                .with_env_filter("info")
+                .try_init();
+        }
         let state = AppState::new(pool, &redis_url())
             .expect("state")
             .with_fast_hashing();
@@ -964,4 +971,592 @@ async fn first_admin_comes_from_configuration(pool: PgPool) {
         Ok(Bootstrap::UsersExist),
         "a second start needs no password"
     );
+}
+
+// ----------------------------------------------------------------------------------------
+// Web admin
+// ----------------------------------------------------------------------------------------
+
+/// A signed-in browser: the session cookie and the CSRF token of its forms.
+struct Browser {
+    cookie: String,
+    csrf: String,
+}
+
+/// The value of the first `name="csrf" value="…"` in a page.
+fn csrf_in(html: &str) -> String {
+    let marker = "name=\"csrf\" value=\"";
+    let start = html.find(marker).expect("a csrf field") + marker.len();
+    html[start..].split('"').next().unwrap().to_owned()
+}
+
+/// `name=value` of a `Set-Cookie` header named `name`.
+fn set_cookie(reply: &Reply, name: &str) -> Option<String> {
+    reply
+        .headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(|v| v.split(';').next().unwrap().to_owned())
+}
+
+fn encode_form(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                probactr_manager::admin::encode_component(k),
+                probactr_manager::admin::encode_component(v)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+impl TestApp {
+    async fn page(&self, uri: &str, cookie: &str) -> Reply {
+        self.send(
+            Request::get(uri)
+                .header(header::COOKIE, cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+    }
+
+    async fn form(&self, uri: &str, cookie: &str, pairs: &[(&str, &str)]) -> Reply {
+        let request = Request::post(uri)
+            .header(header::COOKIE, cookie)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(encode_form(pairs)))
+            .unwrap();
+        self.send(request).await
+    }
+
+    /// Submits the login form as a browser would; returns the reply.
+    async fn submit_login(&self, name: &str, password: &str, extra_cookie: Option<&str>) -> Reply {
+        let login = self.call(Method::GET, "/login", None, None).await;
+        assert_eq!(login.status, StatusCode::OK);
+        let login_cookie = set_cookie(&login, "probactr_login").expect("login cookie");
+        let cookie = match extra_cookie {
+            Some(extra) => format!("{login_cookie}; {extra}"),
+            None => login_cookie,
+        };
+        let csrf = csrf_in(&login.text);
+        self.form(
+            "/login",
+            &cookie,
+            &[("csrf", &csrf), ("username", name), ("password", password)],
+        )
+        .await
+    }
+
+    /// Logs `name` in through the form.
+    async fn browser(&self, name: &str) -> Browser {
+        let reply = self.submit_login(name, &password_of(name), None).await;
+        assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+        let cookie = set_cookie(&reply, "probactr_session").expect("session cookie");
+        let home = self.page("/", &cookie).await;
+        assert_eq!(home.status, StatusCode::OK, "{}", home.text);
+        Browser {
+            csrf: csrf_in(&home.text),
+            cookie,
+        }
+    }
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn login_rotates_and_logout_revokes_the_session(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.admin().await;
+    let anonymous = app.call(Method::GET, "/", None, None).await;
+    assert_eq!(anonymous.status, StatusCode::SEE_OTHER);
+    assert_eq!(anonymous.headers[header::LOCATION], "/login");
+
+    let reply = app.submit_login("admin", &password_of("admin"), None).await;
+    let flags = reply
+        .headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with("probactr_session="))
+        .unwrap();
+    assert!(
+        flags.contains("HttpOnly") && flags.contains("SameSite=Strict"),
+        "{flags}"
+    );
+    let first = set_cookie(&reply, "probactr_session").unwrap();
+
+    let again = app
+        .submit_login("admin", &password_of("admin"), Some(&first))
+        .await;
+    let second = set_cookie(&again, "probactr_session").unwrap();
+    assert_ne!(first, second, "a new id at every login");
+    assert_eq!(
+        app.page("/", &first).await.status,
+        StatusCode::SEE_OTHER,
+        "the old session is gone"
+    );
+    let home = app.page("/", &second).await;
+    assert_eq!(home.status, StatusCode::OK);
+
+    let wrong = app.submit_login("admin", "not the password", None).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.text.contains("Wrong user name or password"));
+
+    let no_csrf = app.form("/logout", &second, &[]).await;
+    assert_eq!(no_csrf.status, StatusCode::FORBIDDEN);
+    let logout = app
+        .form("/logout", &second, &[("csrf", &csrf_in(&home.text))])
+        .await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.page("/", &second).await.status,
+        StatusCode::SEE_OTHER,
+        "logged out"
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn login_form_needs_its_token_and_is_rate_limited(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.user("carol", Role::Viewer).await;
+    let forged = app
+        .form(
+            "/login",
+            "",
+            &[("username", "carol"), ("password", &password_of("carol"))],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert!(set_cookie(&forged, "probactr_session").is_none());
+    for _ in 0..5 {
+        assert_eq!(
+            app.submit_login("carol", "wrong-password", None).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let limited = app.submit_login("carol", &password_of("carol"), None).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        limited.text.contains("too many failed logins"),
+        "{}",
+        limited.text
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn forms_without_csrf_token_are_rejected(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let browser = app.browser("admin").await;
+    let job = app.job(&admin, noop("target")).await;
+    let fields = [("name", "forged"), ("kind", "noop"), ("timeout_secs", "60")];
+    assert_eq!(
+        app.form("/jobs/new", &browser.cookie, &fields).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let mut wrong = fields.to_vec();
+    wrong.push(("csrf", "0000"));
+    assert_eq!(
+        app.form("/jobs/new", &browser.cookie, &wrong).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let pause = app
+        .form(&format!("/jobs/{}/pause", job["id"]), &browser.cookie, &[])
+        .await;
+    assert_eq!(pause.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.count("jobs").await, 1);
+    assert_eq!(
+        app.get(&format!("/api/v1/jobs/{}", job["id"]), &admin).await.body["paused"],
+        false
+    );
+
+    // The session cookie also works on the API, with the token in a header for changes.
+    let cookie_call = |with_header: bool| {
+        let mut request = Request::post(format!("/api/v1/jobs/{}/pause", job["id"]))
+            .header(header::COOKIE, &browser.cookie);
+        if with_header {
+            request = request.header("x-csrf-token", &browser.csrf);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    assert_eq!(app.send(cookie_call(false)).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.send(cookie_call(true)).await.status, StatusCode::OK);
+    let read = app
+        .send(
+            Request::get("/api/v1/jobs")
+                .header(header::COOKIE, &browser.cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(read.status, StatusCode::OK);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn html_pages_escape_what_users_wrote(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let browser = app.browser("admin").await;
+    let evil = "<script>alert(1)</script>";
+    let job = app
+        .job(
+            &admin,
+            json!({"name": evil, "description": "<img src=x onerror=alert(2)>", "kind": "noop"}),
+        )
+        .await;
+    let run = app
+        .post(&format!("/api/v1/jobs/{}/run", job["id"]), &admin, json!({}))
+        .await;
+    let run_id = run.body["run_id"].as_i64().unwrap();
+    sqlx::query("UPDATE runs SET output = '<b>bold</b><script>x()</script>' WHERE id = $1")
+        .bind(run_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    for uri in [
+        "/jobs".to_owned(),
+        format!("/jobs/{}", job["id"]),
+        format!("/runs/{run_id}"),
+        "/runs".to_owned(),
+        "/audit".to_owned(),
+    ] {
+        let page = app.page(&uri, &browser.cookie).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text);
+        assert!(!page.text.contains(evil), "{uri} shows the name unescaped");
+        assert!(
+            !page.text.contains("<img src=x"),
+            "{uri} shows the description unescaped"
+        );
+        assert!(
+            !page.text.contains("<script>x()"),
+            "{uri} shows the output unescaped"
+        );
+    }
+    let job_page = app.page(&format!("/jobs/{}", job["id"]), &browser.cookie).await;
+    assert!(
+        job_page.text.contains("&lt;script&gt;alert(1)&lt;"),
+        "the name shows as text"
+    );
+    let run_page = app.page(&format!("/runs/{run_id}"), &browser.cookie).await;
+    assert!(
+        run_page.text.contains("&lt;b&gt;bold&lt;"),
+        "the output shows as text"
+    );
+    let csp = run_page.headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"));
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn admin_pages_render_and_forms_work(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.admin().await;
+    let b = app.browser("admin").await;
+
+    // Create a job through the form: first with errors shown inline, then valid.
+    let bad = app
+        .form(
+            "/jobs/new",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", "nightly"),
+                ("kind", "shell"),
+                ("spec", "{}"),
+                ("timeout_secs", "-1"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("spec.program"), "{}", bad.text);
+    assert!(bad.text.contains("must be at least 1"));
+    assert!(bad.text.contains("value=\"nightly\""), "typed values are kept");
+    assert_eq!(app.count("jobs").await, 0);
+    let created = app
+        .form(
+            "/jobs/new",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", "nightly"),
+                ("kind", "sleep"),
+                ("spec", "{\"millis\": 10}"),
+                ("timeout_secs", "60"),
+                ("retry.max_attempts", "2"),
+                ("retry.backoff_secs", "5"),
+                ("overlap", "skip"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.text);
+    let location = created.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let job_id: i64 = location.trim_start_matches("/jobs/").parse().unwrap();
+
+    // A cron trigger: preview, a bad field, then save.
+    let trigger_uri = format!("/jobs/{job_id}/triggers/new");
+    let cron = |action: &'static str, text: &'static str| {
+        vec![
+            ("csrf", b.csrf.clone()),
+            ("kind", "cron".into()),
+            ("cron", text.into()),
+            ("timezone", "UTC".into()),
+            ("misfire", "fire_once".into()),
+            ("misfire_threshold_secs", "60".into()),
+            ("action", action.into()),
+        ]
+    };
+    let as_refs =
+        |v: &Vec<(&'static str, String)>| v.iter().map(|(k, v)| (*k, v.clone())).collect::<Vec<_>>();
+    let preview_fields = as_refs(&cron("preview", "0 0 12 * * *"));
+    let preview_pairs: Vec<(&str, &str)> = preview_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let preview = app.form(&trigger_uri, &b.cookie, &preview_pairs).await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.text);
+    assert!(preview.text.contains("Next instants") && preview.text.contains("12:00:00"));
+    assert_eq!(app.count("triggers").await, 0, "a preview saves nothing");
+    let bad_fields = as_refs(&cron("save", "0 99 * * * *"));
+    let bad_pairs: Vec<(&str, &str)> = bad_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let bad = app.form(&trigger_uri, &b.cookie, &bad_pairs).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad.text.contains("id=\"error-cron\"") && bad.text.contains("minute: 99"),
+        "{}",
+        bad.text
+    );
+    let good_fields = as_refs(&cron("save", "0 0 12 * * *"));
+    let good_pairs: Vec<(&str, &str)> = good_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let saved = app.form(&trigger_uri, &b.cookie, &good_pairs).await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text);
+    let trigger_id: i64 = sqlx::query_scalar("SELECT id FROM triggers")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+
+    // Actions.
+    let pause = app
+        .form(
+            &format!("/jobs/{job_id}/pause"),
+            &b.cookie,
+            &[("csrf", &b.csrf), ("next", "/jobs")],
+        )
+        .await;
+    assert_eq!(pause.status, StatusCode::SEE_OTHER);
+    assert_eq!(pause.headers[header::LOCATION], "/jobs");
+    let evil_next = app
+        .form(
+            &format!("/jobs/{job_id}/resume"),
+            &b.cookie,
+            &[("csrf", &b.csrf), ("next", "//evil.example")],
+        )
+        .await;
+    assert_eq!(
+        evil_next.headers[header::LOCATION],
+        format!("/jobs/{job_id}"),
+        "no open redirect"
+    );
+    let run = app
+        .form(&format!("/jobs/{job_id}/run"), &b.cookie, &[("csrf", &b.csrf)])
+        .await;
+    let run_location = run.headers[header::LOCATION].to_str().unwrap().to_owned();
+    assert!(run_location.starts_with("/runs/"));
+    let cancel = app
+        .form(&format!("{run_location}/cancel"), &b.cookie, &[("csrf", &b.csrf)])
+        .await;
+    assert_eq!(cancel.status, StatusCode::SEE_OTHER);
+
+    for uri in [
+        "/".to_owned(),
+        "/jobs".to_owned(),
+        "/jobs?q=night".to_owned(),
+        "/jobs/new".to_owned(),
+        format!("/jobs/{job_id}"),
+        format!("/jobs/{job_id}/edit"),
+        trigger_uri.clone(),
+        format!("/triggers/{trigger_id}/edit"),
+        "/runs".to_owned(),
+        format!("/runs?job_id={job_id}&state=cancelled"),
+        run_location.clone(),
+        "/executors".to_owned(),
+        "/audit".to_owned(),
+        "/static/style.css".to_owned(),
+    ] {
+        let page = app.page(&uri, &b.cookie).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text);
+    }
+    assert_eq!(
+        app.page("/jobs/999999", &b.cookie).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    // Edit through the form with a stale version: the page says so.
+    let edit = app.page(&format!("/jobs/{job_id}/edit"), &b.cookie).await;
+    assert!(edit.text.contains("name=\"version\""));
+    let stale = app
+        .form(
+            &format!("/jobs/{job_id}/edit"),
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("version", "1"),
+                ("name", "nightly"),
+                ("kind", "sleep"),
+                ("spec", "{\"millis\": 10}"),
+                ("timeout_secs", "60"),
+            ],
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.text);
+    let delete = app
+        .form(
+            &format!("/triggers/{trigger_id}/delete"),
+            &b.cookie,
+            &[("csrf", &b.csrf)],
+        )
+        .await;
+    assert_eq!(delete.status, StatusCode::SEE_OTHER);
+    assert_eq!(app.count("triggers").await, 0);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn viewers_see_pages_but_cannot_change_anything(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    app.user("victor", Role::Viewer).await;
+    let job = app.job(&admin, noop("watched")).await;
+    let b = app.browser("victor").await;
+    let page = app.page(&format!("/jobs/{}", job["id"]), &b.cookie).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.text.contains("Run now"), "no buttons a viewer cannot use");
+    assert_eq!(app.page("/audit", &b.cookie).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.page("/jobs/new", &b.cookie).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let run = app
+        .form(
+            &format!("/jobs/{}/run", job["id"]),
+            &b.cookie,
+            &[("csrf", &b.csrf)],
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.count("runs").await, 0);
+}
+
+// ----------------------------------------------------------------------------------------
+// Users and tokens
+// ----------------------------------------------------------------------------------------
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn admins_manage_users(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let operator = app.user("olga", Role::Operator).await;
+    let body = json!({"username": "dave", "password": "long enough password", "role": "viewer"});
+    assert_eq!(app.post("/api/v1/users", &operator, body.clone()).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.get("/api/v1/users", &operator).await.status, StatusCode::FORBIDDEN);
+    let created = app.post("/api/v1/users", &admin, body.clone()).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert!(created.body.get("password_hash").is_none());
+    let dave_id = created.body["id"].as_i64().unwrap();
+    assert_field(&app.post("/api/v1/users", &admin, body).await, "username");
+    assert_field(
+        &app.post("/api/v1/users", &admin, json!({"username": "eve", "password": "short", "role": "viewer"})).await,
+        "password",
+    );
+    assert_field(
+        &app.post("/api/v1/users", &admin, json!({"username": "eve", "password": "long enough password", "role": "root"})).await,
+        "role",
+    );
+    assert_eq!(app.get("/api/v1/users", &admin).await.body["total"], 3);
+
+    // Disabling a user stops their tokens.
+    let dave = app
+        .call(Method::POST, "/api/v1/auth/token", None, Some(json!({"username": "dave", "password": "long enough password"})))
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app.get("/api/v1/me", &dave).await.status, StatusCode::OK);
+    let disabled = app.patch(&format!("/api/v1/users/{dave_id}"), &admin, json!({"disabled": true})).await;
+    assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text);
+    assert_eq!(app.get("/api/v1/me", &dave).await.status, StatusCode::UNAUTHORIZED);
+
+    // The last admin stays an admin.
+    let me = app.get("/api/v1/me", &admin).await.body["id"].as_i64().unwrap();
+    let demote = app.patch(&format!("/api/v1/users/{me}"), &admin, json!({"role": "viewer"})).await;
+    assert_eq!(demote.status, StatusCode::CONFLICT, "{}", demote.text);
+    assert_eq!(app.patch("/api/v1/users/999999", &admin, json!({"role": "viewer"})).await.status, StatusCode::NOT_FOUND);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn tokens_are_listed_and_revoked_by_their_owner(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let viewer = app.user("victor", Role::Viewer).await;
+    let made = app.post("/api/v1/tokens", &viewer, json!({"name": "script"})).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let (id, token) = (made.body["id"].as_i64().unwrap(), made.body["token"].as_str().unwrap().to_owned());
+    let list = app.get("/api/v1/tokens", &viewer).await;
+    assert_eq!(list.body["total"], 2);
+    assert!(!list.text.contains(&token), "the secret is never listed");
+    assert_eq!(app.call(Method::DELETE, &format!("/api/v1/tokens/{id}"), Some(&app.user("olga", Role::Operator).await), None).await.status, StatusCode::NOT_FOUND, "not someone else's");
+    assert_eq!(app.call(Method::DELETE, &format!("/api/v1/tokens/{id}"), Some(&viewer), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(app.get("/api/v1/me", &token).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(app.get("/api/v1/me", &viewer).await.status, StatusCode::OK);
+    assert_eq!(app.get("/api/v1/me", &admin).await.status, StatusCode::OK);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn changing_a_password_ends_the_sessions(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.user("alice", Role::Operator).await;
+    let browser = app.browser("alice").await;
+    let wrong = app
+        .post("/api/v1/me/password", &token, json!({"current_password": "nope", "new_password": "brand new password"}))
+        .await;
+    assert_field(&wrong, "current_password");
+    let short = app
+        .post("/api/v1/me/password", &token, json!({"current_password": password_of("alice"), "new_password": "short"}))
+        .await;
+    assert_field(&short, "new_password");
+    let changed = app
+        .post("/api/v1/me/password", &token, json!({"current_password": password_of("alice"), "new_password": "brand new password"}))
+        .await;
+    assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
+    assert_eq!(app.page("/", &browser.cookie).await.status, StatusCode::SEE_OTHER, "the session ended");
+    assert_eq!(app.submit_login("alice", "brand new password", None).await.status, StatusCode::SEE_OTHER);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn users_and_account_pages(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.admin().await;
+    let b = app.browser("admin").await;
+    assert_eq!(app.page("/users", &b.cookie).await.status, StatusCode::OK);
+    let bad = app.form("/users", &b.cookie, &[("csrf", &b.csrf), ("username", "<i>x</i>"), ("password", "short"), ("role", "viewer")]).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("at least 12 characters") && !bad.text.contains("<i>x</i>"));
+    let made = app
+        .form("/users", &b.cookie, &[("csrf", &b.csrf), ("username", "walt"), ("password", "long enough password"), ("role", "operator")])
+        .await;
+    assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.text);
+    let walt = db::users::by_name(app.pool(), "walt").await.unwrap().unwrap();
+    assert_eq!(walt.role(), Role::Operator);
+    let demoted = app.form(&format!("/users/{}", walt.id), &b.cookie, &[("csrf", &b.csrf), ("role", "viewer")]).await;
+    assert_eq!(demoted.status, StatusCode::SEE_OTHER);
+    assert_eq!(db::users::by_name(app.pool(), "walt").await.unwrap().unwrap().role(), Role::Viewer);
+
+    assert_eq!(app.page("/account", &b.cookie).await.status, StatusCode::OK);
+    let token_page = app.form("/account/tokens", &b.cookie, &[("csrf", &b.csrf), ("name", "ci")]).await;
+    assert_eq!(token_page.status, StatusCode::OK);
+    let marker = "<code>pat_";
+    let start = token_page.text.find(marker).expect("the new token is shown") + "<code>".len();
+    let token: String = token_page.text[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    assert_eq!(app.get("/api/v1/me", &token).await.body["username"], "admin");
 }

@@ -190,7 +190,7 @@ pub async fn insert_fired_runs(
 }
 
 /// A stretch of instants of one trigger that will not run, and why.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissedInstants {
     /// The trigger.
     pub trigger_id: i64,

@@ -77,11 +77,16 @@ fn normalize_time(text: &str) -> String {
     if DateTime::parse_from_rfc3339(text).is_ok() {
         return text.to_owned();
     }
-    ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
-        .iter()
-        .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
-        .map(|naive| naive.and_utc().to_rfc3339())
-        .unwrap_or_else(|| text.to_owned())
+    [
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+    ]
+    .iter()
+    .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
+    .map(|naive| naive.and_utc().to_rfc3339())
+    .unwrap_or_else(|| text.to_owned())
 }
 
 /// The JSON body of the job form. `editing` adds the `version`.
@@ -108,14 +113,12 @@ pub fn job_body(form: &FormData, editing: bool, errors: &mut FieldErrors) -> Val
     body.insert("parallel".into(), json!(form.checked("parallel")));
     body.insert("paused".into(), json!(form.checked("paused")));
     body.insert("max_concurrency".into(), form.number("max_concurrency", errors));
-    for key in ["timeout_secs", "version"] {
-        if key == "version" && !editing {
-            continue;
-        }
-        let value = form.number(key, errors);
-        if !value.is_null() {
-            body.insert(key.to_owned(), value);
-        }
+    let timeout = form.number("timeout_secs", errors);
+    if !timeout.is_null() {
+        body.insert("timeout_secs".into(), timeout);
+    }
+    if editing {
+        body.insert("version".into(), form.number("version", errors));
     }
     let mut retry = Map::new();
     for key in ["max_attempts", "backoff_secs"] {
@@ -134,10 +137,28 @@ pub fn trigger_body(form: &FormData, with_version: bool, errors: &mut FieldError
     let kind = form.filled("kind").unwrap_or("");
     let mut body = Map::new();
     body.insert("kind".into(), json!(kind));
-    body.insert("cron".into(), if kind == "cron" { json!(form.filled("cron")) } else { Value::Null });
-    let interval = if kind == "interval" { form.number("interval_secs", errors) } else { Value::Null };
+    body.insert(
+        "cron".into(),
+        if kind == "cron" {
+            json!(form.filled("cron"))
+        } else {
+            Value::Null
+        },
+    );
+    let interval = if kind == "interval" {
+        form.number("interval_secs", errors)
+    } else {
+        Value::Null
+    };
     body.insert("interval_secs".into(), interval);
-    body.insert("at".into(), if kind == "once" { form.time("at") } else { Value::Null });
+    body.insert(
+        "at".into(),
+        if kind == "once" {
+            form.time("at")
+        } else {
+            Value::Null
+        },
+    );
     body.insert("timezone".into(), json!(form.filled("timezone").unwrap_or("UTC")));
     body.insert("start_at".into(), form.time("start_at"));
     body.insert("end_at".into(), form.time("end_at"));
@@ -160,15 +181,27 @@ mod tests {
     use super::*;
 
     fn form(pairs: &[(&str, &str)]) -> FormData {
-        FormData(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        FormData(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     #[test]
     fn job_form_becomes_the_api_body() {
         let mut errors = FieldErrors::new();
         let body = job_body(
-            &form(&[("name", " a "), ("kind", "sleep"), ("spec", "{\"millis\": 5}"), ("timeout_secs", "30"),
-                    ("retry.max_attempts", "2"), ("parallel", "on"), ("max_concurrency", "")]),
+            &form(&[
+                ("name", " a "),
+                ("kind", "sleep"),
+                ("spec", "{\"millis\": 5}"),
+                ("timeout_secs", "30"),
+                ("retry.max_attempts", "2"),
+                ("parallel", "on"),
+                ("max_concurrency", ""),
+            ]),
             false,
             &mut errors,
         );
@@ -182,15 +215,25 @@ mod tests {
         assert!(body.get("version").is_none());
 
         let mut errors = FieldErrors::new();
-        job_body(&form(&[("spec", "{oops"), ("timeout_secs", "soon")]), true, &mut errors);
-        assert!(errors.contains_key("spec") && errors.contains_key("timeout_secs") && errors.contains_key("version"));
+        let body = job_body(
+            &form(&[("spec", "{oops"), ("timeout_secs", "soon"), ("version", "3")]),
+            true,
+            &mut errors,
+        );
+        assert!(errors.contains_key("spec") && errors.contains_key("timeout_secs"));
+        assert_eq!(body["version"], 3);
     }
 
     #[test]
     fn trigger_form_sends_only_its_kinds_field() {
         let mut errors = FieldErrors::new();
         let body = trigger_body(
-            &form(&[("kind", "interval"), ("cron", "* * * * *"), ("interval_secs", "60"), ("at", "2026-01-01T10:00")]),
+            &form(&[
+                ("kind", "interval"),
+                ("cron", "* * * * *"),
+                ("interval_secs", "60"),
+                ("at", "2026-01-01T10:00"),
+            ]),
             false,
             &mut errors,
         );

@@ -10,7 +10,9 @@ use minijinja::context;
 use probactr_common::model::{JobKind, Overlap};
 
 use super::forms::job_body;
-use super::{check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager};
+use super::{
+    check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager,
+};
 use crate::api::Id;
 use crate::db::{self, jobs::JobFilter, runs::RunFilter};
 use crate::error::{ApiError, FieldErrors};
@@ -20,12 +22,19 @@ use crate::service::Paged;
 use crate::state::AppState;
 
 /// `GET /jobs?q=&offset=`.
-pub async fn list(State(state): State<AppState>, user: AdminUser, query: QueryParams) -> Result<Html<String>, AdminError> {
+pub async fn list(
+    State(state): State<AppState>,
+    user: AdminUser,
+    query: QueryParams,
+) -> Result<Html<String>, AdminError> {
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     check(errors)?;
     let q = query.text("q").map(str::to_owned);
-    let filter = JobFilter { q: q.clone(), ..JobFilter::default() };
+    let filter = JobFilter {
+        q: q.clone(),
+        ..JobFilter::default()
+    };
     let found: Paged<JobView> = jobs::list(&state, &filter, page).await?;
     let pager = Pager::new(page, found.items.len(), found.total);
     let page_base = match &q {
@@ -38,10 +47,17 @@ pub async fn list(State(state): State<AppState>, user: AdminUser, query: QueryPa
 }
 
 /// `GET /jobs/{id}`.
-pub async fn show(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Html<String>, AdminError> {
+pub async fn show(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Html<String>, AdminError> {
     let job = jobs::get(&state, id).await?;
     let triggers = db::triggers::list_for_job(&state.pool, id).await?;
-    let filter = RunFilter { job_id: Some(id), ..RunFilter::default() };
+    let filter = RunFilter {
+        job_id: Some(id),
+        ..RunFilter::default()
+    };
     let (runs, _) = db::runs::list(&state.pool, &filter, Page { limit: 10, offset: 0 }).await?;
     let spec_pretty = serde_json::to_string_pretty(&job.spec).unwrap_or_default();
     let can_edit = user.0.role.can_edit_job(job.kind);
@@ -52,7 +68,11 @@ pub async fn show(State(state): State<AppState>, user: AdminUser, Id(id): Id) ->
 
 /// The kinds the user may pick.
 fn kinds(user: &AdminUser) -> Vec<&'static str> {
-    JobKind::ALL.iter().filter(|kind| user.0.role.can_edit_job(**kind)).map(|kind| kind.as_str()).collect()
+    JobKind::ALL
+        .iter()
+        .filter(|kind| user.0.role.can_edit_job(**kind))
+        .map(|kind| kind.as_str())
+        .collect()
 }
 
 /// The form's values for an existing job.
@@ -61,12 +81,24 @@ fn values_of(job: &JobView) -> HashMap<String, String> {
         ("name".to_owned(), job.name.clone()),
         ("description".to_owned(), job.description.clone()),
         ("kind".to_owned(), job.kind.to_string()),
-        ("spec".to_owned(), serde_json::to_string_pretty(&job.spec).unwrap_or_default()),
+        (
+            "spec".to_owned(),
+            serde_json::to_string_pretty(&job.spec).unwrap_or_default(),
+        ),
         ("overlap".to_owned(), job.overlap.to_string()),
         ("timeout_secs".to_owned(), job.timeout_secs.to_string()),
-        ("max_concurrency".to_owned(), job.max_concurrency.map(|m| m.to_string()).unwrap_or_default()),
-        ("retry.max_attempts".to_owned(), job.retry.max_attempts.to_string()),
-        ("retry.backoff_secs".to_owned(), job.retry.backoff_secs.to_string()),
+        (
+            "max_concurrency".to_owned(),
+            job.max_concurrency.map(|m| m.to_string()).unwrap_or_default(),
+        ),
+        (
+            "retry.max_attempts".to_owned(),
+            job.retry.max_attempts.to_string(),
+        ),
+        (
+            "retry.backoff_secs".to_owned(),
+            job.retry.backoff_secs.to_string(),
+        ),
         ("version".to_owned(), job.version.to_string()),
     ]);
     if job.parallel {
@@ -100,7 +132,12 @@ struct FormState<'a> {
     conflict: Option<String>,
 }
 
-fn render_form(state: &AppState, user: &AdminUser, status: StatusCode, form: FormState<'_>) -> Result<Response, AdminError> {
+fn render_form(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    form: FormState<'_>,
+) -> Result<Response, AdminError> {
     let spec_errors: Vec<_> = form
         .errors
         .iter()
@@ -108,7 +145,11 @@ fn render_form(state: &AppState, user: &AdminUser, status: StatusCode, form: For
         .map(|(field, message)| context! { field, message })
         .collect();
     let overlaps: Vec<&str> = Overlap::ALL.iter().map(|o| o.as_str()).collect();
-    let kind_hint = if user.0.role.is_admin() { "" } else { "only admins define shell and http jobs" };
+    let kind_hint = if user.0.role.is_admin() {
+        ""
+    } else {
+        "only admins define shell and http jobs"
+    };
     let ctx = context! {
         job_id => form.job_id, form => form.values, errors => form.errors, conflict => form.conflict,
         spec_errors, kinds => kinds(user), overlaps, kind_hint,
@@ -133,18 +174,42 @@ fn form_failure(
         ApiError::Conflict(message) => (FieldErrors::new(), Some(message)),
         other => return Err(other.into()),
     };
-    render_form(state, user, status, FormState { job_id, values: form.values(), errors, conflict })
+    render_form(
+        state,
+        user,
+        status,
+        FormState {
+            job_id,
+            values: form.values(),
+            errors,
+            conflict,
+        },
+    )
 }
 
 /// `GET /jobs/new`.
 pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
     user.0.require_operator("create jobs")?;
     let values = default_values();
-    render_form(&state, &user, StatusCode::OK, FormState { job_id: None, values: &values, errors: FieldErrors::new(), conflict: None })
+    render_form(
+        &state,
+        &user,
+        StatusCode::OK,
+        FormState {
+            job_id: None,
+            values: &values,
+            errors: FieldErrors::new(),
+            conflict: None,
+        },
+    )
 }
 
 /// `POST /jobs/new`.
-pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+pub async fn create(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let mut errors = FieldErrors::new();
     let body = job_body(&form, false, &mut errors);
@@ -158,11 +223,25 @@ pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormDa
 }
 
 /// `GET /jobs/{id}/edit`.
-pub async fn edit_form(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+pub async fn edit_form(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
     let job = jobs::get(&state, id).await?;
     user.0.require_job_kind(job.kind)?;
     let values = values_of(&job);
-    render_form(&state, &user, StatusCode::OK, FormState { job_id: Some(id), values: &values, errors: FieldErrors::new(), conflict: None })
+    render_form(
+        &state,
+        &user,
+        StatusCode::OK,
+        FormState {
+            job_id: Some(id),
+            values: &values,
+            errors: FieldErrors::new(),
+            conflict: None,
+        },
+    )
 }
 
 /// `POST /jobs/{id}/edit`.
@@ -186,28 +265,48 @@ pub async fn update(
 }
 
 /// `POST /jobs/{id}/pause`.
-pub async fn pause(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn pause(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     jobs::set_paused(&state, &user.0, id, true).await?;
     Ok(next_or(&form, &format!("/jobs/{id}")))
 }
 
 /// `POST /jobs/{id}/resume`.
-pub async fn resume(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn resume(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     jobs::set_paused(&state, &user.0, id, false).await?;
     Ok(next_or(&form, &format!("/jobs/{id}")))
 }
 
 /// `POST /jobs/{id}/run`: queues a run and shows it.
-pub async fn run_now(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn run_now(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     let run_id = jobs::run_now(&state, &user.0, id).await?;
     Ok(Redirect::to(&format!("/runs/{run_id}")))
 }
 
 /// `POST /jobs/{id}/delete`.
-pub async fn delete(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     jobs::delete(&state, &user.0, id).await?;
     Ok(Redirect::to("/jobs"))

@@ -32,10 +32,20 @@ fn login_cookie(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Renders the login form with a fresh double-submit token.
-fn form(state: &AppState, status: StatusCode, error: Option<String>, username: &str) -> Result<Response, AdminError> {
+fn form(
+    state: &AppState,
+    status: StatusCode,
+    error: Option<String>,
+    username: &str,
+) -> Result<Response, AdminError> {
     let token = secret::random_hex();
     let cookie = format!("{LOGIN_COOKIE}={token}; Path=/login; HttpOnly; SameSite=Strict; Max-Age=3600");
-    let page = render_status(state, status, "login.html", context! { login_csrf => token, error, username })?;
+    let page = render_status(
+        state,
+        status,
+        "login.html",
+        context! { login_csrf => token, error, username },
+    )?;
     let cookie = HeaderValue::from_str(&cookie).map_err(anyhow::Error::from)?;
     Ok(([(header::SET_COOKIE, cookie)], page).into_response())
 }
@@ -43,7 +53,10 @@ fn form(state: &AppState, status: StatusCode, error: Option<String>, username: &
 /// `GET /login` (home when already signed in).
 pub async fn page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AdminError> {
     if let Some(cookie) = session::cookie(&headers) {
-        if db::sessions::principal_for_session(&state.pool, &cookie).await?.is_some() {
+        if db::sessions::principal_for_session(&state.pool, &cookie)
+            .await?
+            .is_some()
+        {
             return Ok(Redirect::to("/").into_response());
         }
     }
@@ -81,8 +94,12 @@ pub async fn submit(
         db::sessions::delete_session(&state.pool, &old).await?;
     }
     let cookie = db::sessions::create_session(&state.pool, user.id).await?;
-    let clear_login = HeaderValue::from_static("probactr_login=; Path=/login; HttpOnly; SameSite=Strict; Max-Age=0");
-    let headers = AppendHeaders([(header::SET_COOKIE, session::set_cookie(&cookie)), (header::SET_COOKIE, clear_login)]);
+    let clear_login =
+        HeaderValue::from_static("probactr_login=; Path=/login; HttpOnly; SameSite=Strict; Max-Age=0");
+    let headers = AppendHeaders([
+        (header::SET_COOKIE, session::set_cookie(&cookie)),
+        (header::SET_COOKIE, clear_login),
+    ]);
     Ok((headers, Redirect::to("/")).into_response())
 }
 
@@ -97,5 +114,9 @@ pub async fn logout(
         db::sessions::delete_session(&state.pool, cookie).await?;
     }
     tracing::info!(user.id = user.0.user_id, "logout");
-    Ok((AppendHeaders([(header::SET_COOKIE, session::clear_cookie())]), Redirect::to("/login")).into_response())
+    Ok((
+        AppendHeaders([(header::SET_COOKIE, session::clear_cookie())]),
+        Redirect::to("/login"),
+    )
+        .into_response())
 }

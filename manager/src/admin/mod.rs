@@ -14,6 +14,7 @@ mod login;
 mod runs;
 pub mod templates;
 mod triggers;
+mod users;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -44,8 +45,14 @@ pub fn router() -> Router<AppState> {
         .route("/jobs/{id}/resume", post(jobs::resume))
         .route("/jobs/{id}/run", post(jobs::run_now))
         .route("/jobs/{id}/delete", post(jobs::delete))
-        .route("/jobs/{id}/triggers/new", get(triggers::new_form).post(triggers::create))
-        .route("/triggers/{id}/edit", get(triggers::edit_form).post(triggers::update))
+        .route(
+            "/jobs/{id}/triggers/new",
+            get(triggers::new_form).post(triggers::create),
+        )
+        .route(
+            "/triggers/{id}/edit",
+            get(triggers::edit_form).post(triggers::update),
+        )
         .route("/triggers/{id}/pause", post(triggers::pause))
         .route("/triggers/{id}/resume", post(triggers::resume))
         .route("/triggers/{id}/delete", post(triggers::delete))
@@ -54,12 +61,21 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/executors", get(cluster::executors))
         .route("/audit", get(cluster::audit))
+        .route("/users", get(users::list).post(users::create))
+        .route("/users/{id}", post(users::update))
+        .route("/account", get(users::account))
+        .route("/account/password", post(users::change_password))
+        .route("/account/tokens", post(users::create_token))
+        .route("/tokens/{id}/revoke", post(users::revoke_token))
         .route("/static/style.css", get(stylesheet))
 }
 
 async fn stylesheet() -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")],
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
         include_str!("../../static/style.css"),
     )
 }
@@ -100,7 +116,9 @@ impl From<anyhow::Error> for AdminError {
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         match self {
-            AdminError::Login | AdminError::Api(ApiError::Unauthorized) => Redirect::to("/login").into_response(),
+            AdminError::Login | AdminError::Api(ApiError::Unauthorized) => {
+                Redirect::to("/login").into_response()
+            }
             AdminError::Api(err) => {
                 err.log();
                 let status = err.status_code();
@@ -185,7 +203,10 @@ pub fn check_csrf(user: &AdminUser, form: &FormData) -> Result<(), AdminError> {
     if !sent.is_empty() && secret::same(sent, user.csrf()) {
         Ok(())
     } else {
-        tracing::warn!(user.id = user.0.user_id, "form without a valid CSRF token rejected");
+        tracing::warn!(
+            user.id = user.0.user_id,
+            "form without a valid CSRF token rejected"
+        );
         Err(AdminError::Api(ApiError::Forbidden(
             "this form has expired or did not come from this site (CSRF token missing or wrong); reload the page and try again"
                 .into(),
@@ -201,7 +222,12 @@ pub fn render(state: &AppState, name: &str, context: Value) -> Result<Html<Strin
 }
 
 /// Renders a template with a status other than 200 (forms with errors).
-pub fn render_status(state: &AppState, status: StatusCode, name: &str, context: Value) -> Result<Response, AdminError> {
+pub fn render_status(
+    state: &AppState,
+    status: StatusCode,
+    name: &str,
+    context: Value,
+) -> Result<Response, AdminError> {
     Ok((status, render(state, name, context)?).into_response())
 }
 
@@ -209,7 +235,9 @@ pub fn render_status(state: &AppState, status: StatusCode, name: &str, context: 
 /// `fallback` (never an absolute or scheme-relative URL: no open redirect).
 pub fn next_or(form: &FormData, fallback: &str) -> Redirect {
     match form.get("next") {
-        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => Redirect::to(next),
+        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => {
+            Redirect::to(next)
+        }
         _ => Redirect::to(fallback),
     }
 }
@@ -259,7 +287,10 @@ mod tests {
 
     #[test]
     fn escaping_and_encoding() {
-        assert_eq!(escape("<a href='x'>&\"</a>"), "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;&lt;/a&gt;");
+        assert_eq!(
+            escape("<a href='x'>&\"</a>"),
+            "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;&lt;/a&gt;"
+        );
         assert_eq!(encode_component("a b&c/é"), "a%20b%26c%2F%C3%A9");
     }
 
@@ -268,8 +299,18 @@ mod tests {
         let page = crate::input::Page { limit: 10, offset: 0 };
         let p = Pager::new(page, 10, 25);
         assert_eq!((p.first, p.last, p.prev, p.next), (1, 10, None, Some(10)));
-        let last = Pager::new(crate::input::Page { limit: 10, offset: 20 }, 5, 25);
-        assert_eq!((last.first, last.last, last.prev, last.next), (21, 25, Some(10), None));
+        let last = Pager::new(
+            crate::input::Page {
+                limit: 10,
+                offset: 20,
+            },
+            5,
+            25,
+        );
+        assert_eq!(
+            (last.first, last.last, last.prev, last.next),
+            (21, 25, Some(10), None)
+        );
         let empty = Pager::new(page, 0, 0);
         assert_eq!((empty.first, empty.last, empty.next), (0, 0, None));
     }

@@ -15,7 +15,11 @@ use crate::service;
 use crate::state::AppState;
 
 /// `GET /runs?job_id=&state=&offset=`.
-pub async fn list(State(state): State<AppState>, user: AdminUser, query: QueryParams) -> Result<Html<String>, AdminError> {
+pub async fn list(
+    State(state): State<AppState>,
+    user: AdminUser,
+    query: QueryParams,
+) -> Result<Html<String>, AdminError> {
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     let filter = RunFilter {
@@ -44,11 +48,22 @@ pub async fn list(State(state): State<AppState>, user: AdminUser, query: QueryPa
 }
 
 /// `GET /runs/{id}`.
-pub async fn show(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Html<String>, AdminError> {
+pub async fn show(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Html<String>, AdminError> {
     let run = service::runs::get(&state, id).await?;
-    let job_name = store::jobs::get(&state.pool, run.job_id).await?.map(|job| job.name).unwrap_or_default();
+    let job_name = store::jobs::get(&state.pool, run.job_id)
+        .await?
+        .map(|job| job.name)
+        .unwrap_or_default();
     let terminal = run.state.is_terminal();
-    render(&state, "run.html", context! { run, job_name, terminal, ..user.layout("runs") })
+    render(
+        &state,
+        "run.html",
+        context! { run, job_name, terminal, ..user.layout("runs") },
+    )
 }
 
 /// `POST /runs/{id}/cancel`.

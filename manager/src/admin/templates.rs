@@ -25,6 +25,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),
     ("run_rows.html", include_str!("../../templates/run_rows.html")),
+    ("users.html", include_str!("../../templates/users.html")),
+    ("account.html", include_str!("../../templates/account.html")),
 ];
 
 /// The environment with every template and the `dt` filter.

@@ -29,11 +29,35 @@ struct FormState<'a> {
     preview: Option<Vec<DateTime<Utc>>>,
 }
 
-fn render_form(state: &AppState, user: &AdminUser, status: StatusCode, form: FormState<'_>) -> Result<Response, AdminError> {
+/// Errors of one cron field (`cron.minute`) shown on the form's single cron input.
+fn fold_cron_errors(mut errors: FieldErrors) -> FieldErrors {
+    let folded: Vec<String> = errors
+        .iter()
+        .filter_map(|(field, message)| {
+            field
+                .strip_prefix("cron.")
+                .map(|part| format!("{}: {message}", part.replace('_', " ")))
+        })
+        .collect();
+    if !folded.is_empty() {
+        errors
+            .entry("cron".to_owned())
+            .or_insert_with(|| folded.join("; "));
+    }
+    errors
+}
+
+fn render_form(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    form: FormState<'_>,
+) -> Result<Response, AdminError> {
+    let errors = fold_cron_errors(form.errors);
     let kinds: Vec<&str> = TriggerKind::ALL.iter().map(|k| k.as_str()).collect();
     let misfires: Vec<&str> = Misfire::ALL.iter().map(|m| m.as_str()).collect();
     let ctx = context! {
-        job => form.job, trigger_id => form.trigger_id, form => form.values, errors => form.errors,
+        job => form.job, trigger_id => form.trigger_id, form => form.values, errors,
         conflict => form.conflict, preview => form.preview, kinds, misfires,
         ..user.layout("jobs")
     };
@@ -46,12 +70,18 @@ fn values_of(trigger: &Trigger) -> HashMap<String, String> {
         ("kind".to_owned(), trigger.kind.to_string()),
         ("cron".to_owned(), trigger.cron.clone().unwrap_or_default()),
         ("timezone".to_owned(), trigger.timezone.clone()),
-        ("interval_secs".to_owned(), trigger.interval_secs.map(|s| s.to_string()).unwrap_or_default()),
+        (
+            "interval_secs".to_owned(),
+            trigger.interval_secs.map(|s| s.to_string()).unwrap_or_default(),
+        ),
         ("at".to_owned(), time(trigger.at)),
         ("start_at".to_owned(), time(trigger.start_at)),
         ("end_at".to_owned(), time(trigger.end_at)),
         ("misfire".to_owned(), trigger.misfire.to_string()),
-        ("misfire_threshold_secs".to_owned(), trigger.misfire_threshold_secs.to_string()),
+        (
+            "misfire_threshold_secs".to_owned(),
+            trigger.misfire_threshold_secs.to_string(),
+        ),
         ("version".to_owned(), trigger.version.to_string()),
     ]);
     if trigger.paused {
@@ -61,10 +91,16 @@ fn values_of(trigger: &Trigger) -> HashMap<String, String> {
 }
 
 fn default_values() -> HashMap<String, String> {
-    [("kind", "cron"), ("cron", "0 */5 * * * *"), ("timezone", "UTC"), ("misfire", "fire_once"), ("misfire_threshold_secs", "60")]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    [
+        ("kind", "cron"),
+        ("cron", "0 */5 * * * *"),
+        ("timezone", "UTC"),
+        ("misfire", "fire_once"),
+        ("misfire_threshold_secs", "60"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
 }
 
 /// Handles a submitted trigger form of `job`: a preview, or a save that creates a
@@ -81,7 +117,14 @@ async fn submit(
     let mut errors = FieldErrors::new();
     let body = trigger_body(form, trigger_id.is_some() && !previewing, &mut errors);
     let page = |status, errors, conflict, preview| {
-        let view = FormState { job, trigger_id, values: form.values(), errors, conflict, preview };
+        let view = FormState {
+            job,
+            trigger_id,
+            values: form.values(),
+            errors,
+            conflict,
+            preview,
+        };
         render_form(state, user, status, view)
     };
     if !errors.is_empty() {
@@ -96,7 +139,9 @@ async fn submit(
         Ok(Some(instants)) => page(StatusCode::OK, FieldErrors::new(), None, Some(instants)),
         Ok(None) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
         Err(ApiError::Invalid(errors)) => page(StatusCode::UNPROCESSABLE_ENTITY, errors, None, None),
-        Err(ApiError::Conflict(message)) => page(StatusCode::CONFLICT, FieldErrors::new(), Some(message), None),
+        Err(ApiError::Conflict(message)) => {
+            page(StatusCode::CONFLICT, FieldErrors::new(), Some(message), None)
+        }
         Err(err) => Err(err.into()),
     }
 }
@@ -115,11 +160,22 @@ async fn save(
 }
 
 /// `GET /jobs/{id}/triggers/new`.
-pub async fn new_form(State(state): State<AppState>, user: AdminUser, Id(job_id): Id) -> Result<Response, AdminError> {
+pub async fn new_form(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(job_id): Id,
+) -> Result<Response, AdminError> {
     user.0.require_operator("create triggers")?;
     let job = jobs::get(&state, job_id).await?;
     let values = default_values();
-    let view = FormState { job: &job, trigger_id: None, values: &values, errors: FieldErrors::new(), conflict: None, preview: None };
+    let view = FormState {
+        job: &job,
+        trigger_id: None,
+        values: &values,
+        errors: FieldErrors::new(),
+        conflict: None,
+        preview: None,
+    };
     render_form(&state, &user, StatusCode::OK, view)
 }
 
@@ -135,12 +191,23 @@ pub async fn create(
 }
 
 /// `GET /triggers/{id}/edit`.
-pub async fn edit_form(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+pub async fn edit_form(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
     user.0.require_operator("edit triggers")?;
     let trigger = triggers::get(&state, id).await?;
     let job = jobs::get(&state, trigger.job_id).await?;
     let values = values_of(&trigger);
-    let view = FormState { job: &job, trigger_id: Some(id), values: &values, errors: FieldErrors::new(), conflict: None, preview: None };
+    let view = FormState {
+        job: &job,
+        trigger_id: Some(id),
+        values: &values,
+        errors: FieldErrors::new(),
+        conflict: None,
+        preview: None,
+    };
     render_form(&state, &user, StatusCode::OK, view)
 }
 
@@ -157,21 +224,36 @@ pub async fn update(
 }
 
 /// `POST /triggers/{id}/pause`.
-pub async fn pause(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn pause(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     let trigger = triggers::set_paused(&state, &user.0, id, true).await?;
     Ok(next_or(&form, &format!("/jobs/{}", trigger.job_id)))
 }
 
 /// `POST /triggers/{id}/resume`.
-pub async fn resume(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn resume(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     let trigger = triggers::set_paused(&state, &user.0, id, false).await?;
     Ok(next_or(&form, &format!("/jobs/{}", trigger.job_id)))
 }
 
 /// `POST /triggers/{id}/delete`.
-pub async fn delete(State(state): State<AppState>, user: AdminUser, Id(id): Id, form: FormData) -> Result<Redirect, AdminError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
     let job_id = triggers::delete(&state, &user.0, id).await?;
     Ok(next_or(&form, &format!("/jobs/{job_id}")))

@@ -12,6 +12,7 @@ mod jobs;
 pub mod openapi;
 mod runs;
 mod triggers;
+mod users;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -26,6 +27,11 @@ pub fn router() -> Router<AppState> {
     let v1 = Router::new()
         .route("/auth/token", post(auth::create_token).delete(auth::revoke_token))
         .route("/me", get(auth::me))
+        .route("/me/password", post(users::change_password))
+        .route("/users", get(users::list).post(users::create))
+        .route("/users/{id}", axum::routing::patch(users::update))
+        .route("/tokens", get(users::tokens).post(users::create_token))
+        .route("/tokens/{id}", axum::routing::delete(users::revoke_token))
         .route("/jobs", get(jobs::list).post(jobs::create))
         .route(
             "/jobs/{id}",

@@ -190,3 +190,47 @@ pub async fn clear_failures(
         .await?;
     Ok(())
 }
+
+/// Ends every session of a user (password change, disabling).
+pub async fn delete_sessions_of(db: impl PgExecutor<'_>, user_id: i64) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(user_id).execute(db).await?;
+    Ok(done.rows_affected())
+}
+
+/// An API token as its owner sees it (never the secret).
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct TokenInfo {
+    /// Id.
+    pub id: i64,
+    /// Its owner.
+    pub user_id: i64,
+    /// A label chosen at creation.
+    pub name: String,
+    /// When it was made.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it was last used (to the minute).
+    pub last_used_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// When it was revoked.
+    pub revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A user's tokens, newest first.
+pub async fn tokens_of(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenInfo>, sqlx::Error> {
+    sqlx::query_as::<_, TokenInfo>(
+        "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens
+         WHERE user_id = $1 ORDER BY id DESC",
+    )
+    .bind(user_id)
+    .fetch_all(db)
+    .await
+}
+
+/// One token's metadata.
+pub async fn token(db: impl PgExecutor<'_>, id: i64) -> Result<Option<TokenInfo>, sqlx::Error> {
+    sqlx::query_as::<_, TokenInfo>(
+        "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}

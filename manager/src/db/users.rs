@@ -70,3 +70,41 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<User>, sqlx::Error> {
         .fetch_all(db)
         .await
 }
+
+/// One user by id.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<User>, sqlx::Error> {
+    sqlx::query_as::<_, User>("SELECT * FROM users WHERE id = $1").bind(id).fetch_optional(db).await
+}
+
+/// Sets a user's role and disabled flag; returns the new row.
+pub async fn set_access(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    role: Role,
+    disabled: bool,
+) -> Result<Option<User>, sqlx::Error> {
+    sqlx::query_as::<_, User>("UPDATE users SET role = $2, disabled = $3 WHERE id = $1 RETURNING *")
+        .bind(id)
+        .bind(role.as_str())
+        .bind(disabled)
+        .fetch_optional(db)
+        .await
+}
+
+/// Replaces a user's password hash.
+pub async fn set_password(db: impl PgExecutor<'_>, id: i64, password_hash: &str) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE users SET password_hash = $2, password_changed_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(password_hash)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Enabled admins other than `except`.
+pub async fn other_active_admins(db: impl PgExecutor<'_>, except: i64) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled AND id <> $1")
+        .bind(except)
+        .fetch_one(db)
+        .await
+}

@@ -7,6 +7,7 @@
 pub mod jobs;
 pub mod runs;
 pub mod triggers;
+pub mod users;
 
 use serde::Serialize;
 

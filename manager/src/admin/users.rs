@@ -1,0 +1,138 @@
+//! The users page (admin) and the account page (one's password and API tokens).
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
+use minijinja::context;
+use serde_json::json;
+
+use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use crate::api::Id;
+use crate::auth::{session, Role};
+use crate::error::{ApiError, FieldErrors};
+use crate::service::users;
+use crate::state::AppState;
+
+/// What the users page shows besides the list.
+#[derive(Default)]
+struct UsersPage {
+    form: HashMap<String, String>,
+    errors: FieldErrors,
+    conflict: Option<String>,
+}
+
+async fn users_page(state: &AppState, user: &AdminUser, status: StatusCode, page: UsersPage) -> Result<Response, AdminError> {
+    let list = users::list(state, &user.0).await?;
+    let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
+    let mut form = page.form;
+    form.remove("password");
+    form.entry("role".to_owned()).or_insert_with(|| "viewer".to_owned());
+    let ctx = context! { users => list, roles, form, errors => page.errors, conflict => page.conflict, ..user.layout("users") };
+    render_status(state, status, "users.html", ctx)
+}
+
+/// `GET /users`.
+pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
+    users_page(&state, &user, StatusCode::OK, UsersPage::default()).await
+}
+
+/// `POST /users`: creates a user.
+pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let body = json!({
+        "username": form.get("username").unwrap_or_default(),
+        "password": form.get("password").unwrap_or_default(),
+        "role": form.get("role").unwrap_or_default(),
+    });
+    match users::create(&state, &user.0, body).await {
+        Ok(_) => Ok(Redirect::to("/users").into_response()),
+        Err(ApiError::Invalid(errors)) => {
+            let page = UsersPage { form: form.values().clone(), errors, conflict: None };
+            users_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, page).await
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `POST /users/{id}`: role, disabled flag, optional new password.
+pub async fn update(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let mut body = json!({
+        "role": form.get("role").unwrap_or_default(),
+        "disabled": form.get("disabled").is_some(),
+    });
+    if let Some(password) = form.get("password").filter(|p| !p.is_empty()) {
+        body["password"] = json!(password);
+    }
+    match users::update(&state, &user.0, id, body).await {
+        Ok(_) => Ok(Redirect::to("/users").into_response()),
+        Err(ApiError::Conflict(message)) => {
+            let page = UsersPage { conflict: Some(message), ..UsersPage::default() };
+            users_page(&state, &user, StatusCode::CONFLICT, page).await
+        }
+        Err(ApiError::Invalid(errors)) => {
+            let message = errors.iter().map(|(f, m)| format!("{f}: {m}")).collect::<Vec<_>>().join("; ");
+            let page = UsersPage { conflict: Some(message), ..UsersPage::default() };
+            users_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, page).await
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn account_page(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    errors: FieldErrors,
+    new_token: Option<String>,
+) -> Result<Response, AdminError> {
+    let tokens = users::tokens(state, &user.0).await?;
+    let ctx = context! { tokens, errors, new_token, ..user.layout("account") };
+    render_status(state, status, "account.html", ctx)
+}
+
+/// `GET /account`.
+pub async fn account(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
+    account_page(&state, &user, StatusCode::OK, FieldErrors::new(), None).await
+}
+
+/// `POST /account/tokens`: makes a token and shows it once.
+pub async fn create_token(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let (_, token) = users::create_token(&state, &user.0, form.get("name").unwrap_or_default()).await?;
+    account_page(&state, &user, StatusCode::OK, FieldErrors::new(), Some(token)).await
+}
+
+/// `POST /tokens/{id}/revoke`.
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    users::revoke_token(&state, &user.0, id).await?;
+    Ok(Redirect::to("/account"))
+}
+
+/// `POST /account/password`: on success every session ends, this one too.
+pub async fn change_password(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let body = json!({
+        "current_password": form.get("current_password").unwrap_or_default(),
+        "new_password": form.get("new_password").unwrap_or_default(),
+    });
+    match users::change_own_password(&state, &user.0, body).await {
+        Ok(()) => Ok((AppendHeaders([(axum::http::header::SET_COOKIE, session::clear_cookie())]), Redirect::to("/login"))
+            .into_response()),
+        Err(ApiError::Invalid(errors)) => account_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, errors, None).await,
+        Err(err) => Err(err.into()),
+    }
+}

@@ -1,0 +1,188 @@
+//! Users and API tokens: admins manage users (create, role, disable, reset a password);
+//! everyone changes their own password and manages their own tokens. A password change
+//! or disabling ends the user's sessions; the last enabled admin cannot be demoted or
+//! disabled (nobody could administer the cluster any more).
+
+use serde_json::{json, Value};
+
+use super::snapshot;
+use crate::auth::{password, Principal, Role};
+use crate::db::{self, audit::Change, sessions::TokenInfo, users::User};
+use crate::error::ApiError;
+use crate::input::Input;
+use crate::state::AppState;
+
+/// The longest user name accepted.
+pub const MAX_USERNAME_CHARS: usize = 100;
+
+fn read_password(input: &mut Input, key: &str) -> Option<String> {
+    let given = input.text(key);
+    let password = input.required(key, given)?;
+    match password::check_strength(&password) {
+        Ok(()) => Some(password),
+        Err(err) => {
+            input.error(key, err.to_string());
+            None
+        }
+    }
+}
+
+/// Every user (admin).
+pub async fn list(state: &AppState, who: &Principal) -> Result<Vec<User>, ApiError> {
+    who.require(who.role.is_admin(), "manage users")?;
+    Ok(db::users::list(&state.pool).await?)
+}
+
+/// Creates a user from `{"username", "password", "role"}` (admin).
+pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<User, ApiError> {
+    who.require(who.role.is_admin(), "manage users")?;
+    let mut input = Input::new(body)?;
+    let username = input.text("username");
+    let username = input.required("username", username).map(|u| u.trim().to_owned());
+    if let Some(name) = &username {
+        if name.is_empty() || name.chars().count() > MAX_USERNAME_CHARS || name.chars().any(char::is_control) {
+            input.error("username", format!("must be 1 to {MAX_USERNAME_CHARS} printable characters"));
+        }
+    }
+    let password = read_password(&mut input, "password");
+    let role = input.choice::<Role>("role");
+    let role = input.required("role", role);
+    input.finish()?;
+    let (Some(username), Some(password), Some(role)) = (username, password, role) else {
+        return Err(ApiError::field("body", "invalid user"));
+    };
+    let hash = state.hasher.hash(&password)?;
+    let mut tx = state.pool.begin().await?;
+    let user = db::users::create(&mut *tx, &username, &hash, role)
+        .await?
+        .ok_or_else(|| ApiError::field("username", "is already taken"))?;
+    let change = Change {
+        action: "user.create",
+        object_type: "user",
+        object_id: Some(user.id),
+        before: None,
+        after: snapshot(&user),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    Ok(user)
+}
+
+/// Changes a user's `role`, `disabled` flag and/or `password` (admin).
+pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<User, ApiError> {
+    who.require(who.role.is_admin(), "manage users")?;
+    let mut input = Input::new(body)?;
+    let role = input.choice::<Role>("role");
+    let role = input.not_null("role", role);
+    let disabled = input.boolean("disabled");
+    let disabled = input.not_null("disabled", disabled);
+    let new_password = if input.has("password") { read_password(&mut input, "password") } else { None };
+    input.finish()?;
+    let mut tx = state.pool.begin().await?;
+    let before = db::users::get(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("user", id))?;
+    let role = role.unwrap_or(before.role());
+    let disabled = disabled.unwrap_or(before.disabled);
+    let loses_admin = before.role() == Role::Admin && !before.disabled && (role != Role::Admin || disabled);
+    if loses_admin && db::users::other_active_admins(&mut *tx, id).await? == 0 {
+        return Err(ApiError::Conflict("the last enabled admin cannot be demoted or disabled".into()));
+    }
+    let after = db::users::set_access(&mut *tx, id, role, disabled)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user", id))?;
+    if let Some(password) = &new_password {
+        db::users::set_password(&mut *tx, id, &state.hasher.hash(password)?).await?;
+    }
+    if new_password.is_some() || (disabled && !before.disabled) {
+        db::sessions::delete_sessions_of(&mut *tx, id).await?;
+    }
+    let mut after_json = snapshot(&after).unwrap_or(Value::Null);
+    if new_password.is_some() {
+        after_json["password"] = json!("changed");
+    }
+    let change = Change {
+        action: "user.update",
+        object_type: "user",
+        object_id: Some(id),
+        before: snapshot(&before),
+        after: Some(after_json),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    Ok(after)
+}
+
+/// Changes the caller's own password from `{"current_password", "new_password"}`; ends
+/// every session of the caller (log in again).
+pub async fn change_own_password(state: &AppState, who: &Principal, body: Value) -> Result<(), ApiError> {
+    let mut input = Input::new(body)?;
+    let current = input.text("current_password");
+    let current = input.required("current_password", current);
+    let new_password = read_password(&mut input, "new_password");
+    input.finish()?;
+    let (Some(current), Some(new_password)) = (current, new_password) else {
+        return Err(ApiError::field("body", "invalid password change"));
+    };
+    let user = db::users::get(&state.pool, who.user_id).await?.ok_or(ApiError::Unauthorized)?;
+    if !state.hasher.verify(&current, &user.password_hash) {
+        return Err(ApiError::field("current_password", "is not your current password"));
+    }
+    let hash = state.hasher.hash(&new_password)?;
+    let mut tx = state.pool.begin().await?;
+    db::users::set_password(&mut *tx, who.user_id, &hash).await?;
+    db::sessions::delete_sessions_of(&mut *tx, who.user_id).await?;
+    let change = Change {
+        action: "user.password",
+        object_type: "user",
+        object_id: Some(who.user_id),
+        before: None,
+        after: Some(json!({"password": "changed"})),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The caller's tokens.
+pub async fn tokens(state: &AppState, who: &Principal) -> Result<Vec<TokenInfo>, ApiError> {
+    Ok(db::sessions::tokens_of(&state.pool, who.user_id).await?)
+}
+
+/// Makes a token for the caller (`{"name"}`); returns its id and the secret, shown once.
+pub async fn create_token(state: &AppState, who: &Principal, name: &str) -> Result<(i64, String), ApiError> {
+    let name = name.trim();
+    if name.chars().count() > 100 {
+        return Err(ApiError::field("name", "must be at most 100 characters"));
+    }
+    let mut tx = state.pool.begin().await?;
+    let (id, token) = db::sessions::create_token(&mut *tx, who.user_id, name).await?;
+    let change = Change {
+        action: "token.create",
+        object_type: "token",
+        object_id: Some(id),
+        before: None,
+        after: Some(json!({"name": name, "user_id": who.user_id})),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    Ok((id, token))
+}
+
+/// Revokes a token: one's own, or anyone's for an admin.
+pub async fn revoke_token(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+    let token = db::sessions::token(&state.pool, id).await?.ok_or_else(|| ApiError::not_found("token", id))?;
+    if token.user_id != who.user_id && !who.role.is_admin() {
+        return Err(ApiError::not_found("token", id));
+    }
+    let mut tx = state.pool.begin().await?;
+    db::sessions::revoke_token(&mut *tx, id).await?;
+    let change = Change {
+        action: "token.revoke",
+        object_type: "token",
+        object_id: Some(id),
+        before: None,
+        after: Some(json!({"user_id": token.user_id})),
+    };
+    db::audit::record(&mut *tx, who, change).await?;
+    tx.commit().await?;
+    Ok(())
+}

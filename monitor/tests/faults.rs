@@ -46,7 +46,7 @@ async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions
     job.retry_backoff_secs = 0;
     let job = jobs::insert(&pool, &job).await.unwrap();
     let first = runs::queue_now(&pool, job.id).await.unwrap();
-    let mut executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    let executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
     let _monitor = monitor("monitor", &env);
     let pid = eventually(Duration::from_secs(10), "the first attempt runs", || async {
         executor_pid_of_run(&pool, first.id).await

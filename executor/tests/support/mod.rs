@@ -105,7 +105,7 @@ pub fn spawn(binary: &str, name: &str, env: &HashMap<String, String>) -> Process
 }
 
 pub fn executor(name: &str, env: &HashMap<String, String>) -> Process {
-    spawn(env!("CARGO_BIN_EXE_probactr-executor"), name, env)
+    spawn(workspace_binary("probactr-executor").to_str().expect("utf-8 path"), name, env)
 }
 
 /// Polls `check` until it returns Some or `within` passes.

@@ -1,11 +1,12 @@
 //! The web admin: server-rendered HTML over the same [`crate::service`] operations as
 //! the API, with plain forms that work without JavaScript (the trigger form's preview
-//! is a second submit button; lists refresh with a meta refresh).
+//! is a second submit button; lists refresh with a meta refresh). `static/app.js`
+//! enhances where it helps: local time zones, and a live preview on the trigger form.
 //!
 //! Security: pages need the session cookie ([`AdminUser`], otherwise a redirect to the
 //! login page); every state-changing form carries the session's CSRF token, checked by
 //! [`check_csrf`]; nothing changes state on GET; templates escape everything; the CSP
-//! header forbids scripts altogether.
+//! header allows no script but the site's own file.
 
 mod cluster;
 mod forms;
@@ -68,6 +69,7 @@ pub fn router() -> Router<AppState> {
         .route("/account/tokens", post(users::create_token))
         .route("/tokens/{id}/revoke", post(users::revoke_token))
         .route("/static/style.css", get(stylesheet))
+        .route("/static/app.js", get(script))
 }
 
 async fn stylesheet() -> impl IntoResponse {
@@ -77,6 +79,16 @@ async fn stylesheet() -> impl IntoResponse {
             (header::CACHE_CONTROL, "public, max-age=3600"),
         ],
         include_str!("../../static/style.css"),
+    )
+}
+
+async fn script() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../static/app.js"),
     )
 }
 

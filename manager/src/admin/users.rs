@@ -23,12 +23,18 @@ struct UsersPage {
     conflict: Option<String>,
 }
 
-async fn users_page(state: &AppState, user: &AdminUser, status: StatusCode, page: UsersPage) -> Result<Response, AdminError> {
+async fn users_page(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    page: UsersPage,
+) -> Result<Response, AdminError> {
     let list = users::list(state, &user.0).await?;
     let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
     let mut form = page.form;
     form.remove("password");
-    form.entry("role".to_owned()).or_insert_with(|| "viewer".to_owned());
+    form.entry("role".to_owned())
+        .or_insert_with(|| "viewer".to_owned());
     let ctx = context! { users => list, roles, form, errors => page.errors, conflict => page.conflict, ..user.layout("users") };
     render_status(state, status, "users.html", ctx)
 }
@@ -39,7 +45,11 @@ pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Resp
 }
 
 /// `POST /users`: creates a user.
-pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+pub async fn create(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let body = json!({
         "username": form.get("username").unwrap_or_default(),
@@ -49,7 +59,11 @@ pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormDa
     match users::create(&state, &user.0, body).await {
         Ok(_) => Ok(Redirect::to("/users").into_response()),
         Err(ApiError::Invalid(errors)) => {
-            let page = UsersPage { form: form.values().clone(), errors, conflict: None };
+            let page = UsersPage {
+                form: form.values().clone(),
+                errors,
+                conflict: None,
+            };
             users_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, page).await
         }
         Err(err) => Err(err.into()),
@@ -74,12 +88,22 @@ pub async fn update(
     match users::update(&state, &user.0, id, body).await {
         Ok(_) => Ok(Redirect::to("/users").into_response()),
         Err(ApiError::Conflict(message)) => {
-            let page = UsersPage { conflict: Some(message), ..UsersPage::default() };
+            let page = UsersPage {
+                conflict: Some(message),
+                ..UsersPage::default()
+            };
             users_page(&state, &user, StatusCode::CONFLICT, page).await
         }
         Err(ApiError::Invalid(errors)) => {
-            let message = errors.iter().map(|(f, m)| format!("{f}: {m}")).collect::<Vec<_>>().join("; ");
-            let page = UsersPage { conflict: Some(message), ..UsersPage::default() };
+            let message = errors
+                .iter()
+                .map(|(f, m)| format!("{f}: {m}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let page = UsersPage {
+                conflict: Some(message),
+                ..UsersPage::default()
+            };
             users_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, page).await
         }
         Err(err) => Err(err.into()),
@@ -104,7 +128,11 @@ pub async fn account(State(state): State<AppState>, user: AdminUser) -> Result<R
 }
 
 /// `POST /account/tokens`: makes a token and shows it once.
-pub async fn create_token(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+pub async fn create_token(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let (_, token) = users::create_token(&state, &user.0, form.get("name").unwrap_or_default()).await?;
     account_page(&state, &user, StatusCode::OK, FieldErrors::new(), Some(token)).await
@@ -123,16 +151,25 @@ pub async fn revoke_token(
 }
 
 /// `POST /account/password`: on success every session ends, this one too.
-pub async fn change_password(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+pub async fn change_password(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let body = json!({
         "current_password": form.get("current_password").unwrap_or_default(),
         "new_password": form.get("new_password").unwrap_or_default(),
     });
     match users::change_own_password(&state, &user.0, body).await {
-        Ok(()) => Ok((AppendHeaders([(axum::http::header::SET_COOKIE, session::clear_cookie())]), Redirect::to("/login"))
+        Ok(()) => Ok((
+            AppendHeaders([(axum::http::header::SET_COOKIE, session::clear_cookie())]),
+            Redirect::to("/login"),
+        )
             .into_response()),
-        Err(ApiError::Invalid(errors)) => account_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, errors, None).await,
+        Err(ApiError::Invalid(errors)) => {
+            account_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, errors, None).await
+        }
         Err(err) => Err(err.into()),
     }
 }

@@ -26,7 +26,10 @@ pub async fn create(
     who: Principal,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<User>), ApiError> {
-    Ok((StatusCode::CREATED, Json(users::create(&state, &who, body).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(users::create(&state, &who, body).await?),
+    ))
 }
 
 /// `PATCH /api/v1/users/{id}` with `role`, `disabled`, `password`.
@@ -50,7 +53,10 @@ pub async fn change_password(
 }
 
 /// `GET /api/v1/tokens`: the caller's tokens.
-pub async fn tokens(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<TokenInfo>>, ApiError> {
+pub async fn tokens(
+    State(state): State<AppState>,
+    who: Principal,
+) -> Result<Json<Paged<TokenInfo>>, ApiError> {
     let items = users::tokens(&state, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
@@ -71,7 +77,11 @@ pub async fn create_token(
 }
 
 /// `DELETE /api/v1/tokens/{id}` → 204.
-pub async fn revoke_token(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<StatusCode, ApiError> {
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<StatusCode, ApiError> {
     users::revoke_token(&state, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

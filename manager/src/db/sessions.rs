@@ -193,7 +193,10 @@ pub async fn clear_failures(
 
 /// Ends every session of a user (password change, disabling).
 pub async fn delete_sessions_of(db: impl PgExecutor<'_>, user_id: i64) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(user_id).execute(db).await?;
+    let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(db)
+        .await?;
     Ok(done.rows_affected())
 }
 

@@ -73,7 +73,10 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<User>, sqlx::Error> {
 
 /// One user by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<User>, sqlx::Error> {
-    sqlx::query_as::<_, User>("SELECT * FROM users WHERE id = $1").bind(id).fetch_optional(db).await
+    sqlx::query_as::<_, User>("SELECT * FROM users WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
 }
 
 /// Sets a user's role and disabled flag; returns the new row.
@@ -92,7 +95,11 @@ pub async fn set_access(
 }
 
 /// Replaces a user's password hash.
-pub async fn set_password(db: impl PgExecutor<'_>, id: i64, password_hash: &str) -> Result<bool, sqlx::Error> {
+pub async fn set_password(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    password_hash: &str,
+) -> Result<bool, sqlx::Error> {
     let done = sqlx::query("UPDATE users SET password_hash = $2, password_changed_at = now() WHERE id = $1")
         .bind(id)
         .bind(password_hash)

@@ -40,8 +40,12 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Us
     let username = input.text("username");
     let username = input.required("username", username).map(|u| u.trim().to_owned());
     if let Some(name) = &username {
-        if name.is_empty() || name.chars().count() > MAX_USERNAME_CHARS || name.chars().any(char::is_control) {
-            input.error("username", format!("must be 1 to {MAX_USERNAME_CHARS} printable characters"));
+        if name.is_empty() || name.chars().count() > MAX_USERNAME_CHARS || name.chars().any(char::is_control)
+        {
+            input.error(
+                "username",
+                format!("must be 1 to {MAX_USERNAME_CHARS} printable characters"),
+            );
         }
     }
     let password = read_password(&mut input, "password");
@@ -76,15 +80,23 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     let role = input.not_null("role", role);
     let disabled = input.boolean("disabled");
     let disabled = input.not_null("disabled", disabled);
-    let new_password = if input.has("password") { read_password(&mut input, "password") } else { None };
+    let new_password = if input.has("password") {
+        read_password(&mut input, "password")
+    } else {
+        None
+    };
     input.finish()?;
     let mut tx = state.pool.begin().await?;
-    let before = db::users::get(&mut *tx, id).await?.ok_or_else(|| ApiError::not_found("user", id))?;
+    let before = db::users::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user", id))?;
     let role = role.unwrap_or(before.role());
     let disabled = disabled.unwrap_or(before.disabled);
     let loses_admin = before.role() == Role::Admin && !before.disabled && (role != Role::Admin || disabled);
     if loses_admin && db::users::other_active_admins(&mut *tx, id).await? == 0 {
-        return Err(ApiError::Conflict("the last enabled admin cannot be demoted or disabled".into()));
+        return Err(ApiError::Conflict(
+            "the last enabled admin cannot be demoted or disabled".into(),
+        ));
     }
     let after = db::users::set_access(&mut *tx, id, role, disabled)
         .await?
@@ -122,9 +134,14 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
     let (Some(current), Some(new_password)) = (current, new_password) else {
         return Err(ApiError::field("body", "invalid password change"));
     };
-    let user = db::users::get(&state.pool, who.user_id).await?.ok_or(ApiError::Unauthorized)?;
+    let user = db::users::get(&state.pool, who.user_id)
+        .await?
+        .ok_or(ApiError::Unauthorized)?;
     if !state.hasher.verify(&current, &user.password_hash) {
-        return Err(ApiError::field("current_password", "is not your current password"));
+        return Err(ApiError::field(
+            "current_password",
+            "is not your current password",
+        ));
     }
     let hash = state.hasher.hash(&new_password)?;
     let mut tx = state.pool.begin().await?;
@@ -169,7 +186,9 @@ pub async fn create_token(state: &AppState, who: &Principal, name: &str) -> Resu
 
 /// Revokes a token: one's own, or anyone's for an admin.
 pub async fn revoke_token(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
-    let token = db::sessions::token(&state.pool, id).await?.ok_or_else(|| ApiError::not_found("token", id))?;
+    let token = db::sessions::token(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("token", id))?;
     if token.user_id != who.user_id && !who.role.is_admin() {
         return Err(ApiError::not_found("token", id));
     }

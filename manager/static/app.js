@@ -1,0 +1,85 @@
+// probactr admin: optional enhancements; every page works without this script.
+// 1. Times are shown in the viewer's time zone (the UTC value stays in the tooltip).
+// 2. The trigger form previews the next instants as you type (the "Preview" button
+//    does the same without JavaScript).
+(function () {
+  "use strict";
+
+  function localTimes(root) {
+    root.querySelectorAll("time[datetime]").forEach(function (el) {
+      var iso = el.getAttribute("datetime");
+      var when = new Date(iso);
+      if (isNaN(when.getTime())) { return; }
+      el.textContent = when.toLocaleString(undefined, {
+        year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short"
+      });
+      el.title = iso + " (UTC)";
+    });
+  }
+
+  function value(form, name) {
+    var field = form.elements.namedItem(name);
+    return field && field.value.trim() !== "" ? field.value.trim() : null;
+  }
+
+  function asTime(text) {
+    if (!text) { return null; }
+    return /[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : text + (text.length === 16 ? ":00Z" : "Z");
+  }
+
+  function livePreview(form) {
+    var panel = document.getElementById("live-preview");
+    var csrf = document.querySelector('meta[name="csrf-token"]');
+    if (!panel || !csrf) { return; }
+    var timer = null;
+    function refresh() {
+      var kind = value(form, "kind");
+      var body = { kind: kind, timezone: value(form, "timezone") || "UTC", count: 5,
+                   start_at: asTime(value(form, "start_at")), end_at: asTime(value(form, "end_at")) };
+      if (kind === "cron") { body.cron = value(form, "cron"); }
+      if (kind === "interval") { body.interval_secs = Number(value(form, "interval_secs")); }
+      if (kind === "once") { body.at = asTime(value(form, "at")); }
+      fetch("/api/v1/schedule/preview", {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf.getAttribute("content") },
+        body: JSON.stringify(body)
+      }).then(function (response) { return response.json(); }).then(function (data) {
+        var list = document.createElement("ol");
+        list.className = "instants";
+        if (data.instants) {
+          data.instants.forEach(function (iso) {
+            var item = document.createElement("li");
+            var t = document.createElement("time");
+            t.setAttribute("datetime", iso);
+            t.textContent = iso;
+            item.appendChild(t);
+            list.appendChild(item);
+          });
+          if (data.instants.length === 0) { list.textContent = "This schedule has no instant left."; }
+        } else if (data.error) {
+          var fields = data.error.fields || {};
+          Object.keys(fields).forEach(function (field) {
+            var item = document.createElement("li");
+            item.className = "error";
+            item.textContent = field + ": " + fields[field];
+            list.appendChild(item);
+          });
+        }
+        panel.replaceChildren(list);
+        localTimes(panel);
+      }).catch(function () { /* the Preview button still works */ });
+    }
+    form.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 300);
+    });
+    refresh();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    localTimes(document);
+    var form = document.querySelector("form[data-live-preview]");
+    if (form) { livePreview(form); }
+  });
+})();

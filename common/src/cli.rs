@@ -53,7 +53,11 @@ pub fn help_text(name: &str, about: &str) -> String {
         crate::VERSION
     );
     for var in VARS {
-        let default = if var.default.is_empty() { "(unset)" } else { var.default };
+        let default = if var.default.is_empty() {
+            "(unset)"
+        } else {
+            var.default
+        };
         text.push_str(&format!("  {:<30} {:<18} {}\n", var.name, default, var.help));
     }
     text
@@ -68,7 +72,10 @@ mod tests {
         assert_eq!(parse(Vec::<String>::new()), Command::Run);
         assert_eq!(parse(vec!["--help".to_owned()]), Command::Help);
         assert_eq!(parse(vec!["-V".to_owned()]), Command::Version);
-        assert_eq!(parse(vec!["--nope".to_owned()]), Command::Unknown("--nope".to_owned()));
+        assert_eq!(
+            parse(vec!["--nope".to_owned()]),
+            Command::Unknown("--nope".to_owned())
+        );
     }
 
     #[test]

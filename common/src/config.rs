@@ -23,27 +23,112 @@ pub struct Var {
 
 /// Every variable any probactr process reads.
 pub const VARS: &[Var] = &[
-    Var { name: "DATABASE_URL", default: "postgres://postgres@127.0.0.1:5432/probactr", help: "PostgreSQL connection URL (the source of truth)" },
-    Var { name: "REDIS_URL", default: "redis://127.0.0.1:6379", help: "Redis connection URL (locks and permits)" },
-    Var { name: "PROBACTR_REDIS_PREFIX", default: "probactr:", help: "prefix of every Redis key, so clusters can share a Redis" },
-    Var { name: "PROBACTR_DB_POOL_SIZE", default: "10", help: "maximum PostgreSQL connections per process" },
-    Var { name: "PROBACTR_HEARTBEAT_INTERVAL", default: "5s", help: "how often executors and monitors heartbeat" },
-    Var { name: "PROBACTR_HEARTBEAT_TIMEOUT", default: "15s", help: "silence after which a monitor declares a process dead; must exceed the interval" },
-    Var { name: "PROBACTR_REAP_INTERVAL", default: "5s", help: "how often monitors look for dead executors and stuck runs" },
-    Var { name: "PROBACTR_LOCK_LEASE", default: "30s", help: "lease of a job's Redis lock or permit; renewed every lease/3" },
-    Var { name: "PROBACTR_LOCK_START_BUDGET", default: "2s", help: "how long an executor retries a busy lock before applying the overlap policy" },
-    Var { name: "PROBACTR_EXECUTOR_CAPACITY", default: "16", help: "runs one executor executes at once" },
-    Var { name: "PROBACTR_FIRE_BATCH", default: "500", help: "due triggers an executor fires per transaction" },
-    Var { name: "PROBACTR_DRAIN_TIMEOUT", default: "30s", help: "on SIGTERM, how long running jobs may finish before they are stopped" },
-    Var { name: "PROBACTR_RETENTION", default: "30d", help: "run history older than this is deleted by monitors" },
-    Var { name: "PROBACTR_HTTP_ALLOW", default: "", help: "comma-separated CIDR ranges HTTP jobs may reach even if denied by default (link-local, metadata)" },
-    Var { name: "PROBACTR_HTTP_DENY", default: "", help: "comma-separated CIDR ranges HTTP jobs may never reach" },
-    Var { name: "PROBACTR_METRICS_LISTEN", default: "", help: "address an executor or monitor serves Prometheus metrics on (off when empty)" },
-    Var { name: "PROBACTR_MANAGER_LISTEN", default: "127.0.0.1:8080", help: "address the manager's web admin and API listen on" },
-    Var { name: "PROBACTR_ADMIN_USER", default: "admin", help: "name of the first admin, created when no user exists" },
-    Var { name: "PROBACTR_ADMIN_PASSWORD", default: "", help: "password of the first admin (at least 12 characters; required when no user exists)" },
-    Var { name: "PROBACTR_LOG_FORMAT", default: "text", help: "log format: text or json" },
-    Var { name: "RUST_LOG", default: "info", help: "log filter (tracing EnvFilter syntax)" },
+    Var {
+        name: "DATABASE_URL",
+        default: "postgres://postgres@127.0.0.1:5432/probactr",
+        help: "PostgreSQL connection URL (the source of truth)",
+    },
+    Var {
+        name: "REDIS_URL",
+        default: "redis://127.0.0.1:6379",
+        help: "Redis connection URL (locks and permits)",
+    },
+    Var {
+        name: "PROBACTR_REDIS_PREFIX",
+        default: "probactr:",
+        help: "prefix of every Redis key, so clusters can share a Redis",
+    },
+    Var {
+        name: "PROBACTR_DB_POOL_SIZE",
+        default: "10",
+        help: "maximum PostgreSQL connections per process",
+    },
+    Var {
+        name: "PROBACTR_HEARTBEAT_INTERVAL",
+        default: "5s",
+        help: "how often executors and monitors heartbeat",
+    },
+    Var {
+        name: "PROBACTR_HEARTBEAT_TIMEOUT",
+        default: "15s",
+        help: "silence after which a monitor declares a process dead; must exceed the interval",
+    },
+    Var {
+        name: "PROBACTR_REAP_INTERVAL",
+        default: "5s",
+        help: "how often monitors look for dead executors and stuck runs",
+    },
+    Var {
+        name: "PROBACTR_LOCK_LEASE",
+        default: "30s",
+        help: "lease of a job's Redis lock or permit; renewed every lease/3",
+    },
+    Var {
+        name: "PROBACTR_LOCK_START_BUDGET",
+        default: "2s",
+        help: "how long an executor retries a busy lock before applying the overlap policy",
+    },
+    Var {
+        name: "PROBACTR_EXECUTOR_CAPACITY",
+        default: "16",
+        help: "runs one executor executes at once",
+    },
+    Var {
+        name: "PROBACTR_FIRE_BATCH",
+        default: "500",
+        help: "due triggers an executor fires per transaction",
+    },
+    Var {
+        name: "PROBACTR_DRAIN_TIMEOUT",
+        default: "30s",
+        help: "on SIGTERM, how long running jobs may finish before they are stopped",
+    },
+    Var {
+        name: "PROBACTR_RETENTION",
+        default: "30d",
+        help: "run history older than this is deleted by monitors",
+    },
+    Var {
+        name: "PROBACTR_HTTP_ALLOW",
+        default: "",
+        help:
+            "comma-separated CIDR ranges HTTP jobs may reach even if denied by default (link-local, metadata)",
+    },
+    Var {
+        name: "PROBACTR_HTTP_DENY",
+        default: "",
+        help: "comma-separated CIDR ranges HTTP jobs may never reach",
+    },
+    Var {
+        name: "PROBACTR_METRICS_LISTEN",
+        default: "",
+        help: "address an executor or monitor serves Prometheus metrics on (off when empty)",
+    },
+    Var {
+        name: "PROBACTR_MANAGER_LISTEN",
+        default: "127.0.0.1:8080",
+        help: "address the manager's web admin and API listen on",
+    },
+    Var {
+        name: "PROBACTR_ADMIN_USER",
+        default: "admin",
+        help: "name of the first admin, created when no user exists",
+    },
+    Var {
+        name: "PROBACTR_ADMIN_PASSWORD",
+        default: "",
+        help: "password of the first admin (at least 12 characters; required when no user exists)",
+    },
+    Var {
+        name: "PROBACTR_LOG_FORMAT",
+        default: "text",
+        help: "log format: text or json",
+    },
+    Var {
+        name: "RUST_LOG",
+        default: "info",
+        help: "log filter (tracing EnvFilter syntax)",
+    },
 ];
 
 /// A setting that could not be used.
@@ -151,7 +236,10 @@ impl Config {
         let env = Env { lookup: &lookup };
         let config = Config {
             database_url: env.url("DATABASE_URL", &["postgres://", "postgresql://"])?,
-            redis_url: env.url("REDIS_URL", &["redis://", "rediss://", "unix://", "redis+unix://"])?,
+            redis_url: env.url(
+                "REDIS_URL",
+                &["redis://", "rediss://", "unix://", "redis+unix://"],
+            )?,
             redis_prefix: env.text("PROBACTR_REDIS_PREFIX"),
             db_pool_size: env.number("PROBACTR_DB_POOL_SIZE", 1, 1000)?,
             heartbeat_interval: env.duration("PROBACTR_HEARTBEAT_INTERVAL")?,
@@ -234,7 +322,11 @@ impl Env<'_> {
     }
 
     fn invalid(name: &'static str, value: &str, expected: &str) -> ConfigError {
-        ConfigError::Invalid { var: name, value: value.to_owned(), expected: expected.to_owned() }
+        ConfigError::Invalid {
+            var: name,
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        }
     }
 
     fn url(&self, name: &'static str, schemes: &[&str]) -> Result<String, ConfigError> {
@@ -242,7 +334,11 @@ impl Env<'_> {
         if schemes.iter().any(|scheme| value.starts_with(scheme)) {
             Ok(value)
         } else {
-            Err(Env::invalid(name, &value, &format!("a URL starting with {}", schemes.join(" or "))))
+            Err(Env::invalid(
+                name,
+                &value,
+                &format!("a URL starting with {}", schemes.join(" or ")),
+            ))
         }
     }
 
@@ -250,7 +346,11 @@ impl Env<'_> {
         let value = self.raw(name);
         match value.trim().parse::<u32>() {
             Ok(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(Env::invalid(name, &value, &format!("a whole number from {min} to {max}"))),
+            _ => Err(Env::invalid(
+                name,
+                &value,
+                &format!("a whole number from {min} to {max}"),
+            )),
         }
     }
 
@@ -258,7 +358,11 @@ impl Env<'_> {
         let value = self.raw(name);
         match parse_duration(&value) {
             Ok(d) if !d.is_zero() => Ok(d),
-            _ => Err(Env::invalid(name, &value, "a positive duration like 500ms, 5s, 2m, 1h or 30d")),
+            _ => Err(Env::invalid(
+                name,
+                &value,
+                "a positive duration like 500ms, 5s, 2m, 1h or 30d",
+            )),
         }
     }
 
@@ -273,7 +377,10 @@ impl Env<'_> {
 
     fn addr(&self, name: &'static str) -> Result<SocketAddr, ConfigError> {
         let value = self.raw(name);
-        value.trim().parse().map_err(|_| Env::invalid(name, &value, "an address like 127.0.0.1:8080"))
+        value
+            .trim()
+            .parse()
+            .map_err(|_| Env::invalid(name, &value, "an address like 127.0.0.1:8080"))
     }
 
     fn optional_addr(&self, name: &'static str) -> Result<Option<SocketAddr>, ConfigError> {
@@ -295,7 +402,10 @@ impl Env<'_> {
 }
 
 fn default_of(name: &str) -> &'static str {
-    VARS.iter().find(|var| var.name == name).map(|var| var.default).unwrap_or("")
+    VARS.iter()
+        .find(|var| var.name == name)
+        .map(|var| var.default)
+        .unwrap_or("")
 }
 
 /// Parses `500ms`, `5s`, `2m`, `1h`, `30d` (one number and one unit).
@@ -303,7 +413,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let amount: u64 = digits.parse().map_err(|_| format!("{text:?} does not start with a number"))?;
+    let amount: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} does not start with a number"))?;
     let millis_per_unit: u64 = match unit {
         "ms" => 1,
         "s" => 1_000,
@@ -332,7 +444,9 @@ pub fn format_duration(d: Duration) -> String {
 
 /// Hides the password of a connection URL.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
     match rest.split_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
             Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
@@ -347,7 +461,10 @@ mod tests {
     use super::*;
 
     fn config_with(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_map(&map)
     }
 
@@ -391,7 +508,10 @@ mod tests {
         for (var, value) in cases {
             let err = config_with(&[(var, value)]).expect_err(var);
             assert!(err.to_string().contains(var), "{err} should name {var}");
-            assert!(err.to_string().contains("expected"), "{err} should say what is expected");
+            assert!(
+                err.to_string().contains("expected"),
+                "{err} should say what is expected"
+            );
         }
     }
 
@@ -402,7 +522,13 @@ mod tests {
             ("PROBACTR_HEARTBEAT_TIMEOUT", "5s"),
         ])
         .expect_err("equal timeout is inconsistent");
-        assert!(matches!(err, ConfigError::Inconsistent { var: "PROBACTR_HEARTBEAT_TIMEOUT", .. }));
+        assert!(matches!(
+            err,
+            ConfigError::Inconsistent {
+                var: "PROBACTR_HEARTBEAT_TIMEOUT",
+                ..
+            }
+        ));
     }
 
     #[test]

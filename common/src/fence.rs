@@ -46,10 +46,9 @@ pub const RUN_FENCE_IS_CURRENT: &str = "runs.state = 'running'
 
 /// Draws the next fencing token of a job.
 pub async fn issue(db: impl PgExecutor<'_>, job_id: i64) -> Result<i64, StoreError> {
-    let (fence,): (i64,) =
-        sqlx::query_as("UPDATE jobs SET fence = fence + 1 WHERE id = $1 RETURNING fence")
-            .bind(job_id)
-            .fetch_one(db)
-            .await?;
+    let (fence,): (i64,) = sqlx::query_as("UPDATE jobs SET fence = fence + 1 WHERE id = $1 RETURNING fence")
+        .bind(job_id)
+        .fetch_one(db)
+        .await?;
     Ok(fence)
 }

@@ -26,8 +26,8 @@ pub mod jobspec;
 pub mod lock;
 pub mod model;
 pub mod schedule;
-pub mod store;
 pub mod shutdown;
+pub mod store;
 pub mod telemetry;
 
 /// The version every process reports (registration rows, `--version`, logs).

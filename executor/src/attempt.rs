@@ -32,10 +32,24 @@ use crate::registry::{StopHandle, StopReason};
 use crate::Shared;
 
 /// Runs one claimed run to its recorded end.
-pub async fn run_attempt(shared: &Shared, run: Run, job: Job, executor_id: Uuid, shutdown: &CancellationToken) {
+pub async fn run_attempt(
+    shared: &Shared,
+    run: Run,
+    job: Job,
+    executor_id: Uuid,
+    shutdown: &CancellationToken,
+) {
     let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
         trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id);
-    Attempt { shared, run, job, executor_id }.execute(shutdown).instrument(span).await;
+    Attempt {
+        shared,
+        run,
+        job,
+        executor_id,
+    }
+    .execute(shutdown)
+    .instrument(span)
+    .await;
 }
 
 struct Attempt<'a> {
@@ -49,7 +63,11 @@ impl Attempt<'_> {
     async fn execute(self, shutdown: &CancellationToken) {
         let spec = match JobSpec::parse(self.job.kind, &self.job.spec) {
             Ok(spec) => spec,
-            Err(err) => return self.end_before_start(RunState::Failed, &format!("invalid job spec: {err}")).await,
+            Err(err) => {
+                return self
+                    .end_before_start(RunState::Failed, &format!("invalid job spec: {err}"))
+                    .await
+            }
         };
         let lease = match self.take_lock().await {
             Ok(lease) => lease,
@@ -68,7 +86,14 @@ impl Attempt<'_> {
             let locks = self.shared.locks.clone();
             tokio::spawn(keep_lease(locks, lease, handle.clone()).in_current_span())
         });
-        let execution = job::execute(&spec, &self.context(fence), self.timeout(), handle.token(), &self.shared.http).await;
+        let execution = job::execute(
+            &spec,
+            &self.context(fence),
+            self.timeout(),
+            handle.token(),
+            &self.shared.http,
+        )
+        .await;
         if let Some(renewal) = renewal {
             renewal.abort();
         }
@@ -96,7 +121,10 @@ impl Attempt<'_> {
     fn want(&self) -> Option<Want> {
         match (self.job.parallel, self.job.max_concurrency) {
             (false, _) => Some(Want::Mutex { job_id: self.job.id }),
-            (true, Some(max)) => Some(Want::Permit { job_id: self.job.id, max: max.max(1) as u32 }),
+            (true, Some(max)) => Some(Want::Permit {
+                job_id: self.job.id,
+                max: max.max(1) as u32,
+            }),
             (true, None) => None,
         }
     }
@@ -105,15 +133,25 @@ impl Attempt<'_> {
     async fn take_lock(&self) -> Result<Option<Lease>, Busy> {
         let Some(want) = self.want() else { return Ok(None) };
         let config = &self.shared.config;
-        let backoff = Backoff::FullJitter { base: Duration::from_millis(20), cap: Duration::from_millis(500) };
-        match self.shared.locks.acquire(want, config.lock_lease, config.lock_start_budget, &backoff).await {
+        let backoff = Backoff::FullJitter {
+            base: Duration::from_millis(20),
+            cap: Duration::from_millis(500),
+        };
+        match self
+            .shared
+            .locks
+            .acquire(want, config.lock_lease, config.lock_start_budget, &backoff)
+            .await
+        {
             Ok(Acquire::Acquired(lease)) => {
                 tracing::debug!(lock.token = lease.token(), "lock acquired");
                 Ok(Some(lease))
             }
             Ok(Acquire::Busy { attempts }) => {
                 tracing::info!(attempts, "lock busy for the whole start budget");
-                Err(Busy(format!("job busy: its lock was held for the whole start budget ({attempts} attempts)")))
+                Err(Busy(format!(
+                    "job busy: its lock was held for the whole start budget ({attempts} attempts)"
+                )))
             }
             Err(err) => {
                 tracing::warn!(error = %err, "cannot reach Redis to take the lock");
@@ -159,25 +197,42 @@ impl Attempt<'_> {
         match self.job.overlap {
             Overlap::Skip => self.end_before_start(RunState::Skipped, why).await,
             Overlap::Queue => {
-                let delay = Backoff::FullJitter { base: Duration::from_millis(250), cap: Duration::from_secs(2) }.delay(2);
+                let delay = Backoff::FullJitter {
+                    base: Duration::from_millis(250),
+                    cap: Duration::from_secs(2),
+                }
+                .delay(2);
                 self.put_back(delay, why).await;
             }
         }
     }
 
     async fn end_before_start(&self, state: RunState, reason: &str) {
-        let result = retry_small_write(|| runs::end_claim(&self.shared.pool, self.run.id, self.executor_id, state, reason)).await;
+        let result = retry_small_write(|| {
+            runs::end_claim(&self.shared.pool, self.run.id, self.executor_id, state, reason)
+        })
+        .await;
         tracing::info!(state = %state, reason, recorded = result, "run ended before it started");
     }
 
     async fn put_back(&self, delay: Duration, why: &str) {
-        let result = retry_small_write(|| runs::unclaim(&self.shared.pool, self.run.id, self.executor_id, delay)).await;
-        tracing::info!(reason = why, delay_ms = delay.as_millis() as u64, requeued = result, "run put back in the queue");
+        let result =
+            retry_small_write(|| runs::unclaim(&self.shared.pool, self.run.id, self.executor_id, delay))
+                .await;
+        tracing::info!(
+            reason = why,
+            delay_ms = delay.as_millis() as u64,
+            requeued = result,
+            "run put back in the queue"
+        );
     }
 
     /// Strong end: retries with jitter until PostgreSQL stores the end or fences it off.
     async fn record_end(&self, fence: Option<i64>, finish: &Finish) {
-        let backoff = Backoff::FullJitter { base: Duration::from_millis(50), cap: Duration::from_secs(5) };
+        let backoff = Backoff::FullJitter {
+            base: Duration::from_millis(50),
+            cap: Duration::from_secs(5),
+        };
         let mut failures = 0u32;
         loop {
             match runs::finish(&self.shared.pool, self.run.id, self.executor_id, fence, finish).await {
@@ -219,7 +274,10 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<bool, probactr_common::store::StoreError>>,
 {
-    let backoff = Backoff::FullJitter { base: Duration::from_millis(50), cap: Duration::from_secs(2) };
+    let backoff = Backoff::FullJitter {
+        base: Duration::from_millis(50),
+        cap: Duration::from_secs(2),
+    };
     for attempt in 0..8 {
         match write().await {
             Ok(applied) => return applied,
@@ -248,18 +306,27 @@ async fn keep_lease(locks: probactr_common::lock::Locks, lease: Lease, handle: S
         match renewed {
             Ok(Ok(Renewal::Renewed)) => confirmed_at = tokio::time::Instant::now(),
             Ok(Ok(Renewal::Lost)) => {
-                tracing::warn!(lock.token = lease.token(), "lock lost: another owner or expired; stopping the job");
+                tracing::warn!(
+                    lock.token = lease.token(),
+                    "lock lost: another owner or expired; stopping the job"
+                );
                 handle.stop(StopReason::LockLost);
                 return;
             }
             Ok(Err(_)) | Err(_) => {
                 // Another interval without confirmation would outlive the lease.
                 if confirmed_at.elapsed() + every >= lease.ttl() {
-                    tracing::warn!(lock.token = lease.token(), "cannot renew the lease before it expires; stopping the job");
+                    tracing::warn!(
+                        lock.token = lease.token(),
+                        "cannot renew the lease before it expires; stopping the job"
+                    );
                     handle.stop(StopReason::LockLost);
                     return;
                 }
-                tracing::info!(lock.token = lease.token(), "lease renewal failed; will retry before it expires");
+                tracing::info!(
+                    lock.token = lease.token(),
+                    "lease renewal failed; will retry before it expires"
+                );
             }
         }
     }
@@ -270,9 +337,15 @@ fn describe_end(execution: &Execution, handle: &StopHandle, timeout_secs: i32) -
     let (state, reason) = match execution.ending {
         Ending::Succeeded => (RunState::Succeeded, None),
         Ending::Failed => (RunState::Failed, None),
-        Ending::TimedOut => (RunState::TimedOut, Some(format!("timed out after {timeout_secs}s"))),
+        Ending::TimedOut => (
+            RunState::TimedOut,
+            Some(format!("timed out after {timeout_secs}s")),
+        ),
         Ending::Stopped => match handle.reason() {
-            Some(StopReason::Cancelled) => (RunState::Cancelled, Some(StopReason::Cancelled.describe().to_owned())),
+            Some(StopReason::Cancelled) => (
+                RunState::Cancelled,
+                Some(StopReason::Cancelled.describe().to_owned()),
+            ),
             Some(reason) => (RunState::Abandoned, Some(reason.describe().to_owned())),
             None => (RunState::Abandoned, Some("stopped".to_owned())),
         },

@@ -21,7 +21,10 @@ const POLL: Duration = Duration::from_secs(1);
 /// Claims and starts attempts until `stop` is cancelled.
 pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: CancellationToken) {
     let capacity = Arc::new(Semaphore::new(shared.config.executor_capacity as usize));
-    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let backoff = Backoff::FullJitter {
+        base: Duration::from_millis(100),
+        cap: Duration::from_secs(5),
+    };
     let mut failures = 0u32;
     while !stop.is_cancelled() {
         let free = capacity.available_permits();

@@ -38,7 +38,10 @@ const MAX_SLEEP: Duration = Duration::from_secs(30);
 
 /// Fires until `stop` is cancelled.
 pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
-    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let backoff = Backoff::FullJitter {
+        base: Duration::from_millis(100),
+        cap: Duration::from_secs(5),
+    };
     let mut failures = 0u32;
     while !stop.is_cancelled() {
         let pause = match fire_due(&shared).await {
@@ -79,7 +82,12 @@ pub async fn fire_due(shared: &Shared) -> Result<(), StoreError> {
     loop {
         let report = fire_batch(shared, batch).await?;
         if report.triggers > 0 {
-            tracing::debug!(triggers = report.triggers, runs = report.runs, missed = report.missed, "fired");
+            tracing::debug!(
+                triggers = report.triggers,
+                runs = report.runs,
+                missed = report.missed,
+                "fired"
+            );
             shared.wakeups.runs.notify_one();
         }
         if report.triggers < batch as usize {
@@ -108,7 +116,10 @@ pub async fn fire_batch(shared: &Shared, batch: i64) -> Result<FireReport, Store
         tx.commit().await?;
         return Ok(FireReport::default());
     }
-    let plans: Vec<TriggerPlan> = due.iter().map(|trigger| plan_stored_trigger(trigger, now)).collect();
+    let plans: Vec<TriggerPlan> = due
+        .iter()
+        .map(|trigger| plan_stored_trigger(trigger, now))
+        .collect();
     let mut job_ids = Vec::new();
     let mut trigger_ids = Vec::new();
     let mut instants = Vec::new();
@@ -130,7 +141,11 @@ pub async fn fire_batch(shared: &Shared, batch: i64) -> Result<FireReport, Store
         tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
             policy = %missed.policy, reason = %missed.reason, "instants missed");
     }
-    Ok(FireReport { triggers: due.len(), runs, missed: missed.iter().map(|m| m.count).sum() })
+    Ok(FireReport {
+        triggers: due.len(),
+        runs,
+        missed: missed.iter().map(|m| m.count).sum(),
+    })
 }
 
 /// What firing does with one due trigger.
@@ -152,7 +167,13 @@ fn plan_stored_trigger(trigger: &Trigger, now: DateTime<Utc>) -> TriggerPlan {
             let instant = trigger.next_fire_at.unwrap_or(now);
             TriggerPlan {
                 fire: Vec::new(),
-                missed: Some(missed(trigger, instant, instant, 1, format!("invalid schedule: {err}"))),
+                missed: Some(missed(
+                    trigger,
+                    instant,
+                    instant,
+                    1,
+                    format!("invalid schedule: {err}"),
+                )),
                 next: None,
             }
         }
@@ -163,7 +184,11 @@ fn plan_stored_trigger(trigger: &Trigger, now: DateTime<Utc>) -> TriggerPlan {
 pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime<Utc>) -> TriggerPlan {
     let next = schedule.next_after(now);
     let Some(first) = trigger.next_fire_at.filter(|first| *first <= now) else {
-        return TriggerPlan { fire: Vec::new(), missed: None, next: trigger.next_fire_at.or(next) };
+        return TriggerPlan {
+            fire: Vec::new(),
+            missed: None,
+            next: trigger.next_fire_at.or(next),
+        };
     };
     let threshold = now - TimeDelta::seconds(i64::from(trigger.misfire_threshold_secs));
     // Instants in [first, threshold) are late; those in [threshold, now] are timely.
@@ -176,10 +201,16 @@ pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime
     };
     let timely = if first >= threshold {
         let rest = schedule.between(first, now, TIMELY_CAP - 1);
-        Instants { total: rest.total + 1, instants: prepend(first, rest.instants) }
+        Instants {
+            total: rest.total + 1,
+            instants: prepend(first, rest.instants),
+        }
     } else {
         let rest = schedule.between(just_before_threshold, now, TIMELY_CAP);
-        Instants { total: rest.total, instants: rest.instants }
+        Instants {
+            total: rest.total,
+            instants: rest.instants,
+        }
     };
     let mut fire = timely.instants;
     let mut missed_count = timely.total.saturating_sub(fire.len() as u64);
@@ -214,7 +245,13 @@ fn prepend(first: DateTime<Utc>, mut rest: Vec<DateTime<Utc>>) -> Vec<DateTime<U
     rest
 }
 
-fn missed(trigger: &Trigger, first: DateTime<Utc>, last: DateTime<Utc>, count: i64, reason: String) -> MissedInstants {
+fn missed(
+    trigger: &Trigger,
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+    count: i64,
+    reason: String,
+) -> MissedInstants {
     MissedInstants {
         trigger_id: trigger.id,
         job_id: trigger.job_id,

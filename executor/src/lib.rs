@@ -60,7 +60,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         tokio::spawn(liveness::heartbeat_loop(shared.clone(), background.clone())),
         tokio::spawn(liveness::cancel_watch_loop(shared.clone(), background.clone())),
         tokio::spawn(firing::fire_loop(shared.clone(), shutdown.clone())),
-        tokio::spawn(claiming::claim_loop(shared.clone(), tracker.clone(), shutdown.clone())),
+        tokio::spawn(claiming::claim_loop(
+            shared.clone(),
+            tracker.clone(),
+            shutdown.clone(),
+        )),
     ];
     shutdown.cancelled().await;
     drain(&shared, &tracker).await;
@@ -74,7 +78,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 }
 
 async fn connect(config: Config) -> anyhow::Result<Shared> {
-    let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the PostgreSQL pool")?;
+    let pool = store::pool(&config.database_url, config.db_pool_size)
+        .context("while opening the PostgreSQL pool")?;
     let locks = Locks::connect(&config.redis_url, &config.redis_prefix)
         .await
         .context("while connecting to Redis")?;
@@ -98,10 +103,16 @@ async fn drain(shared: &Shared, tracker: &TaskTracker) {
     liveness::mark_draining(shared).await;
     let running = shared.registry.running_count();
     tracing::info!(running, timeout = ?shared.config.drain_timeout, "draining");
-    if tokio::time::timeout(shared.config.drain_timeout, tracker.wait()).await.is_err() {
+    if tokio::time::timeout(shared.config.drain_timeout, tracker.wait())
+        .await
+        .is_err()
+    {
         let stopped = shared.registry.stop_all(registry::StopReason::Shutdown);
         tracing::warn!(stopped, "drain timeout reached; stopping running jobs");
-        if tokio::time::timeout(std::time::Duration::from_secs(15), tracker.wait()).await.is_err() {
+        if tokio::time::timeout(std::time::Duration::from_secs(15), tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::error!("attempts did not record their end in time after being stopped");
         }
     }

@@ -26,7 +26,10 @@ const CANCEL_POLL: Duration = Duration::from_millis(400);
 
 /// Registers the current identity, retrying with jitter while PostgreSQL is unreachable.
 pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
-    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let backoff = Backoff::FullJitter {
+        base: Duration::from_millis(100),
+        cap: Duration::from_secs(5),
+    };
     let mut failures = 0u32;
     loop {
         let who = registration(shared, shared.registry.id());

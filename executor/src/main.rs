@@ -4,7 +4,10 @@ use probactr_common::{cli, config::Config, telemetry};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    cli::handle_args("probactr-executor", "fires due triggers and runs jobs under locks");
+    cli::handle_args(
+        "probactr-executor",
+        "fires due triggers and runs jobs under locks",
+    );
     let config = Config::from_env_or_exit("probactr-executor");
     telemetry::init(&config);
     tracing::info!(config = %config.summary(), "probactr-executor starting");

@@ -90,7 +90,10 @@ impl Registry {
     /// A registry with a fresh (not yet registered) identity.
     pub fn new() -> Registry {
         Registry {
-            state: Mutex::new(State { identity: Identity { id: Uuid::new_v4() }, running: HashMap::new() }),
+            state: Mutex::new(State {
+                identity: Identity { id: Uuid::new_v4() },
+                running: HashMap::new(),
+            }),
         }
     }
 

@@ -34,7 +34,10 @@ impl Wakeups {
 
 /// Listens until `stop` is cancelled.
 pub async fn listen(shared: Arc<Shared>, stop: CancellationToken) {
-    let backoff = Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(5) };
+    let backoff = Backoff::FullJitter {
+        base: Duration::from_millis(100),
+        cap: Duration::from_secs(5),
+    };
     let mut failures = 0u32;
     while !stop.is_cancelled() {
         match listen_once(&shared, &stop).await {

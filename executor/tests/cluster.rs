@@ -19,6 +19,9 @@ use sqlx::PgPool;
 use support::witness::Witness;
 use support::{eventually, executor, fast_env, unique_prefix};
 
+/// trigger_id, scheduled_at, state, started_at, queued_at
+type RunRow = (i64, DateTime<Utc>, String, Option<DateTime<Utc>>, DateTime<Utc>);
+
 async fn pool_and_url(pool_options: PgPoolOptions, options: PgConnectOptions) -> (PgPool, String) {
     let url = support::database_url(&options);
     let pool = pool_options.connect_with(options).await.expect("test database");
@@ -82,10 +85,16 @@ async fn a_bad_setting_exits_2_naming_the_variable() {
 
 /// 3 executors, 200 interval triggers every second: every instant runs exactly once.
 #[sqlx::test(migrator = "MIGRATOR")]
-async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolOptions, options: PgConnectOptions) {
+async fn interval_triggers_fire_every_instant_exactly_once(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
-    let seconds: i64 = std::env::var("PROBACTR_TEST_FIRE_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let seconds: i64 = std::env::var("PROBACTR_TEST_FIRE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
     let env = fast_env(&url, &unique_prefix("fire"));
     let mut trigger_ids = Vec::new();
     for i in 0..200 {
@@ -94,7 +103,9 @@ async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolO
         let mut job = http_job(&format!("tick-{i}"), &witness.url(&format!("t{i}"), 0));
         job.overlap = Overlap::Queue;
         let job = jobs::insert(&pool, &job).await.unwrap();
-        let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now()).await.unwrap();
+        let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now())
+            .await
+            .unwrap();
         trigger_ids.push(trigger.id);
     }
     let executors: Vec<_> = (0..3).map(|i| executor(&format!("executor-{i}"), &env)).collect();
@@ -105,21 +116,29 @@ async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolO
     tokio::time::sleep(Duration::from_secs(2)).await;
     drop(executors);
 
-    let rows: Vec<(i64, DateTime<Utc>, String, Option<DateTime<Utc>>, DateTime<Utc>)> = sqlx::query_as(
+    let rows: Vec<RunRow> = sqlx::query_as(
         "SELECT trigger_id, scheduled_at, state, started_at, queued_at FROM runs WHERE scheduled_at <= $1 ORDER BY scheduled_at",
     )
     .bind(cutoff)
     .fetch_all(&pool)
     .await
     .unwrap();
-    let triggers: Vec<(i64, DateTime<Utc>)> =
-        sqlx::query_as("SELECT id, created_at FROM triggers").fetch_all(&pool).await.unwrap();
+    let triggers: Vec<(i64, DateTime<Utc>)> = sqlx::query_as("SELECT id, created_at FROM triggers")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
 
     // Every expected instant has a run, and every run succeeded.
     let mut per_trigger: HashMap<i64, HashSet<DateTime<Utc>>> = HashMap::new();
     for (trigger_id, scheduled_at, state, _, _) in &rows {
-        assert_eq!(state, "succeeded", "run of trigger {trigger_id} at {scheduled_at}");
-        assert!(per_trigger.entry(*trigger_id).or_default().insert(*scheduled_at), "duplicate run row");
+        assert_eq!(
+            state, "succeeded",
+            "run of trigger {trigger_id} at {scheduled_at}"
+        );
+        assert!(
+            per_trigger.entry(*trigger_id).or_default().insert(*scheduled_at),
+            "duplicate run row"
+        );
     }
     let mut expected_total = 0;
     for (id, anchor) in &triggers {
@@ -127,7 +146,10 @@ async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolO
         let mut instant = *anchor;
         while instant <= cutoff {
             expected_total += 1;
-            assert!(per_trigger.get(id).is_some_and(|s| s.contains(&instant)), "trigger {id} lost instant {instant}");
+            assert!(
+                per_trigger.get(id).is_some_and(|s| s.contains(&instant)),
+                "trigger {id} lost instant {instant}"
+            );
             instant += TimeDelta::seconds(1);
         }
     }
@@ -136,13 +158,22 @@ async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolO
     // The job's own effect happened exactly once per instant.
     let mut effects: HashMap<(String, String), usize> = HashMap::new();
     for hit in witness.hits() {
-        let key = (hit.header("x-probactr-trigger-id").unwrap_or("").to_owned(),
-                   hit.header("x-probactr-scheduled-at").unwrap_or("").to_owned());
+        let key = (
+            hit.header("x-probactr-trigger-id").unwrap_or("").to_owned(),
+            hit.header("x-probactr-scheduled-at").unwrap_or("").to_owned(),
+        );
         *effects.entry(key).or_default() += 1;
     }
     let duplicated: Vec<_> = effects.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(duplicated.is_empty(), "instants whose effect happened twice: {duplicated:?}");
-    assert!(witness.hits().len() >= expected_total, "effects {} < runs {expected_total}", witness.hits().len());
+    assert!(
+        duplicated.is_empty(),
+        "instants whose effect happened twice: {duplicated:?}"
+    );
+    assert!(
+        witness.hits().len() >= expected_total,
+        "effects {} < runs {expected_total}",
+        witness.hits().len()
+    );
 
     // Lag figures leave out the first second: instants due while the executors started.
     let steady = started + TimeDelta::seconds(1);
@@ -152,7 +183,10 @@ async fn interval_triggers_fire_every_instant_exactly_once(pool_options: PgPoolO
         .filter_map(|(_, scheduled, _, started, _)| started.map(|s| millis(s - *scheduled)))
         .collect();
     lags.sort_by(f64::total_cmp);
-    let mut fire_lags: Vec<f64> = steady_rows.iter().map(|(_, scheduled, _, _, queued)| millis(*queued - *scheduled)).collect();
+    let mut fire_lags: Vec<f64> = steady_rows
+        .iter()
+        .map(|(_, scheduled, _, _, queued)| millis(*queued - *scheduled))
+        .collect();
     fire_lags.sort_by(f64::total_cmp);
     let elapsed = (cutoff - started).num_milliseconds() as f64 / 1000.0;
     eprintln!(
@@ -174,33 +208,56 @@ async fn non_parallel_jobs_never_overlap(pool_options: PgPoolOptions, options: P
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
     let env = fast_env(&url, &unique_prefix("overlap"));
-    let skip = jobs::insert(&pool, &http_job("slow-skip", &witness.url("skip", 2500))).await.unwrap();
+    let skip = jobs::insert(&pool, &http_job("slow-skip", &witness.url("skip", 2500)))
+        .await
+        .unwrap();
     let mut queue_job = http_job("slow-queue", &witness.url("queue", 1200));
     queue_job.overlap = Overlap::Queue;
     let queue = jobs::insert(&pool, &queue_job).await.unwrap();
     for job in [&skip, &queue] {
-        triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now()).await.unwrap();
+        triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now())
+            .await
+            .unwrap();
     }
     let executors: Vec<_> = (0..3).map(|i| executor(&format!("executor-{i}"), &env)).collect();
     tokio::time::sleep(Duration::from_secs(9)).await;
-    sqlx::query("UPDATE triggers SET paused = true").execute(&pool).await.unwrap();
+    sqlx::query("UPDATE triggers SET paused = true")
+        .execute(&pool)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     drop(executors);
 
     assert_eq!(witness.max_in_flight("skip"), 1, "the skip job overlapped itself");
-    assert_eq!(witness.max_in_flight("queue"), 1, "the queue job overlapped itself");
+    assert_eq!(
+        witness.max_in_flight("queue"),
+        1,
+        "the queue job overlapped itself"
+    );
     assert!(witness.hits_of("skip").len() >= 2, "the skip job barely ran");
     let skipped = count_state(&pool, skip.id, RunState::Skipped).await;
     assert!(skipped >= 2, "overlap=skip recorded {skipped} skipped runs");
-    let reason: Option<String> = sqlx::query_scalar("SELECT reason FROM runs WHERE job_id = $1 AND state = 'skipped' LIMIT 1")
-        .bind(skip.id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert!(reason.unwrap_or_default().contains("busy"), "a skipped run says why");
-    assert_eq!(count_state(&pool, queue.id, RunState::Skipped).await, 0, "overlap=queue never skips");
+    let reason: Option<String> =
+        sqlx::query_scalar("SELECT reason FROM runs WHERE job_id = $1 AND state = 'skipped' LIMIT 1")
+            .bind(skip.id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(
+        reason.unwrap_or_default().contains("busy"),
+        "a skipped run says why"
+    );
+    assert_eq!(
+        count_state(&pool, queue.id, RunState::Skipped).await,
+        0,
+        "overlap=queue never skips"
+    );
     let queued_runs = witness.hits_of("queue");
-    assert!(queued_runs.len() >= 4, "overlap=queue ran {} times in 9 s", queued_runs.len());
+    assert!(
+        queued_runs.len() >= 4,
+        "overlap=queue ran {} times in 9 s",
+        queued_runs.len()
+    );
     let mut spans: Vec<_> = queued_runs.iter().map(|hit| (hit.started, hit.ended)).collect();
     spans.sort();
     for pair in spans.windows(2) {
@@ -225,7 +282,11 @@ async fn parallel_job_respects_max_concurrency(pool_options: PgPoolOptions, opti
         (count_state(&pool, job.id, RunState::Succeeded).await == 12).then_some(())
     })
     .await;
-    assert_eq!(witness.max_in_flight("bounded"), 3, "at most 3 at once, and 3 were reached");
+    assert_eq!(
+        witness.max_in_flight("bounded"),
+        3,
+        "at most 3 at once, and 3 were reached"
+    );
     assert_eq!(witness.hits_of("bounded").len(), 12, "each run called once");
 }
 
@@ -235,12 +296,16 @@ async fn a_new_trigger_wakes_sleeping_executors(pool_options: PgPoolOptions, opt
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
     let env = fast_env(&url, &unique_prefix("notify"));
-    let job = jobs::insert(&pool, &http_job("wake", &witness.url("wake", 0))).await.unwrap();
+    let job = jobs::insert(&pool, &http_job("wake", &witness.url("wake", 0)))
+        .await
+        .unwrap();
     let _executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
     // Nothing is scheduled: the executors sleep for their longest pause.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let at = Utc::now() + TimeDelta::milliseconds(1500);
-    let trigger = triggers::create(&pool, job.id, &NewTrigger::once(at), Utc::now()).await.unwrap();
+    let trigger = triggers::create(&pool, job.id, &NewTrigger::once(at), Utc::now())
+        .await
+        .unwrap();
     let started: DateTime<Utc> = eventually(Duration::from_secs(5), "the one-shot ran", || async {
         sqlx::query_scalar::<_, Option<DateTime<Utc>>>("SELECT started_at FROM runs WHERE trigger_id = $1")
             .bind(trigger.id)
@@ -279,7 +344,9 @@ async fn misfire_policies_after_an_outage(pool_options: PgPoolOptions, options: 
         trigger.misfire_threshold_secs = 1;
         trigger.start_at = Some(outage_start);
         trigger.end_at = Some(now - TimeDelta::seconds(1));
-        let trigger = triggers::create(&pool, job.id, &trigger, Utc::now()).await.unwrap();
+        let trigger = triggers::create(&pool, job.id, &trigger, Utc::now())
+            .await
+            .unwrap();
         // The cluster was down: the trigger still waits for its first instant.
         sqlx::query("UPDATE triggers SET next_fire_at = start_at WHERE id = $1")
             .bind(trigger.id)
@@ -294,14 +361,24 @@ async fn misfire_policies_after_an_outage(pool_options: PgPoolOptions, options: 
     executor.wait_exit(Duration::from_secs(10)).await;
 
     for (policy, (job_id, trigger_id)) in &jobs_by_policy {
-        let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE trigger_id = $1").bind(trigger_id).fetch_one(&pool).await.unwrap();
-        let missed: i64 = sqlx::query_scalar("SELECT coalesce(sum(instants), 0)::bigint FROM misfires WHERE trigger_id = $1")
+        let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE trigger_id = $1")
             .bind(trigger_id)
             .fetch_one(&pool)
             .await
             .unwrap();
+        let missed: i64 = sqlx::query_scalar(
+            "SELECT coalesce(sum(instants), 0)::bigint FROM misfires WHERE trigger_id = $1",
+        )
+        .bind(trigger_id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
         let expected = 10;
-        assert_eq!(runs + missed, expected, "{policy}: every instant ran or was recorded missed");
+        assert_eq!(
+            runs + missed,
+            expected,
+            "{policy}: every instant ran or was recorded missed"
+        );
         match *policy {
             "fire_once" => assert_eq!(runs, 1, "fire_once runs one late instant"),
             "skip" => assert_eq!(runs, 0, "skip runs no late instant"),
@@ -320,8 +397,12 @@ async fn sigterm_drains(pool_options: PgPoolOptions, options: PgConnectOptions) 
     let witness = Witness::start().await;
     let prefix = unique_prefix("drain");
     let env = fast_env(&url, &prefix);
-    let short = jobs::insert(&pool, &http_job("short", &witness.url("short", 1000))).await.unwrap();
-    let long = jobs::insert(&pool, &http_job("long", &witness.url("long", 60_000))).await.unwrap();
+    let short = jobs::insert(&pool, &http_job("short", &witness.url("short", 1000)))
+        .await
+        .unwrap();
+    let long = jobs::insert(&pool, &http_job("long", &witness.url("long", 60_000)))
+        .await
+        .unwrap();
     let short_run = runs::queue_now(&pool, short.id).await.unwrap();
     let long_run = runs::queue_now(&pool, long.id).await.unwrap();
     let mut executor = executor("executor", &env);
@@ -338,14 +419,21 @@ async fn sigterm_drains(pool_options: PgPoolOptions, options: PgConnectOptions) 
     let long_after = runs::get(&pool, long_run.id).await.unwrap().unwrap();
     assert_eq!(long_after.state, RunState::Abandoned);
     assert!(long_after.reason.unwrap_or_default().contains("shut down"));
-    let mut redis = redis::Client::open(support::redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let mut redis = redis::Client::open(support::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
     let lock: Option<String> = redis::cmd("GET")
         .arg(format!("{prefix}lock:job:{}", long.id))
         .query_async(&mut redis)
         .await
         .unwrap();
     assert_eq!(lock, None, "the long job's lock was released");
-    let state: String = sqlx::query_scalar("SELECT state FROM executors").fetch_one(&pool).await.unwrap();
+    let state: String = sqlx::query_scalar("SELECT state FROM executors")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(state, "stopped");
 }
 
@@ -354,9 +442,16 @@ async fn sigterm_drains(pool_options: PgPoolOptions, options: PgConnectOptions) 
 async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let env = fast_env(&url, &unique_prefix("cancel"));
-    let job = jobs::insert(&pool, &NewJob::new("sleeper", JobKind::Shell, json!({ "program": "sleep", "args": ["60"] })))
-        .await
-        .unwrap();
+    let job = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "sleeper",
+            JobKind::Shell,
+            json!({ "program": "sleep", "args": ["60"] }),
+        ),
+    )
+    .await
+    .unwrap();
     let run = runs::queue_now(&pool, job.id).await.unwrap();
     let _executor = executor("executor", &env);
     eventually(Duration::from_secs(10), "the run started", || async {
@@ -364,10 +459,16 @@ async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions,
     })
     .await;
     let asked = tokio::time::Instant::now();
-    runs::request_cancel(&pool, run.id, "cancelled by test").await.unwrap();
+    runs::request_cancel(&pool, run.id, "cancelled by test")
+        .await
+        .unwrap();
     eventually(Duration::from_secs(3), "the run cancelled", || async {
         (runs::get(&pool, run.id).await.unwrap().unwrap().state == RunState::Cancelled).then_some(())
     })
     .await;
-    assert!(asked.elapsed() < Duration::from_millis(1500), "cancel took {:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_millis(1500),
+        "cancel took {:?}",
+        asked.elapsed()
+    );
 }

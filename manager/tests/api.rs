@@ -194,8 +194,13 @@ async fn every_documented_operation_is_routed(pool: PgPool) {
         let uri = format!("/api/v1{}", path.replace("{id}", "1"));
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let reply = app.call(method.clone(), &uri, None, Some(json!({}))).await;
-        let unrouted = reply.status == StatusCode::NOT_FOUND || reply.status == StatusCode::METHOD_NOT_ALLOWED;
-        assert!(!unrouted, "{method} {uri} is documented but not routed: {}", reply.text);
+        let unrouted =
+            reply.status == StatusCode::NOT_FOUND || reply.status == StatusCode::METHOD_NOT_ALLOWED;
+        assert!(
+            !unrouted,
+            "{method} {uri} is documented but not routed: {}",
+            reply.text
+        );
     }
     let unknown = app.call(Method::GET, "/api/v1/nothing-here", None, None).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);

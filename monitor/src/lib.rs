@@ -45,7 +45,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let locks = Locks::connect(&config.redis_url, &config.redis_prefix)
         .await
         .context("while connecting to Redis")?;
-    let monitor = Arc::new(Monitor { config, pool, locks, id: Mutex::new(Uuid::new_v4()) });
+    let monitor = Arc::new(Monitor {
+        config,
+        pool,
+        locks,
+        id: Mutex::new(Uuid::new_v4()),
+    });
     register(&monitor, &shutdown).await;
     let heartbeat = tokio::spawn(heartbeat_loop(monitor.clone(), shutdown.clone()));
     reap_loop(&monitor, &shutdown).await;
@@ -59,7 +64,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 }
 
 fn jitter() -> Backoff {
-    Backoff::FullJitter { base: Duration::from_millis(200), cap: Duration::from_secs(10) }
+    Backoff::FullJitter {
+        base: Duration::from_millis(200),
+        cap: Duration::from_secs(10),
+    }
 }
 
 async fn register(monitor: &Monitor, stop: &CancellationToken) {

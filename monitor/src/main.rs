@@ -4,7 +4,10 @@ use probactr_common::{cli, config::Config, telemetry};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    cli::handle_args("probactr-monitor", "reaps dead executors and cleans up their runs");
+    cli::handle_args(
+        "probactr-monitor",
+        "reaps dead executors and cleans up their runs",
+    );
     let config = Config::from_env_or_exit("probactr-monitor");
     telemetry::init(&config);
     tracing::info!(config = %config.summary(), "probactr-monitor starting");

@@ -78,7 +78,10 @@ pub async fn reap_once(monitor: &Monitor) -> Result<ReapReport, StoreError> {
     let grace = config.heartbeat_timeout + config.reap_interval;
     let overdue = reaping::flag_overdue(&monitor.pool, grace).await?;
     for run_id in &overdue {
-        tracing::warn!(run.id = run_id, "run overdue past its timeout; asked its executor to stop it");
+        tracing::warn!(
+            run.id = run_id,
+            "run overdue past its timeout; asked its executor to stop it"
+        );
     }
     report.overdue_flagged = overdue.len();
     let stuck = reaping::abandon_stuck(&monitor.pool, grace).await?;
@@ -86,7 +89,10 @@ pub async fn reap_once(monitor: &Monitor) -> Result<ReapReport, StoreError> {
 
     let expired = reaping::expire_stale_queued(&monitor.pool).await?;
     for run_id in &expired {
-        tracing::info!(run.id = run_id, "queued run missed: waited past its trigger's misfire threshold");
+        tracing::info!(
+            run.id = run_id,
+            "queued run missed: waited past its trigger's misfire threshold"
+        );
     }
     report.expired = expired.len();
 
@@ -101,16 +107,30 @@ async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut R
             retry.run_id = run.retry_run_id, reason = why, "run abandoned");
         report.abandoned += 1;
         report.requeued += usize::from(run.retry_run_id.is_some());
-        let Some(token) = run.lock_token.clone() else { continue };
-        let lease = Lease::from_parts(&monitor.config.redis_prefix, run.job_id, run.exclusive, token,
-            monitor.config.lock_lease);
+        let Some(token) = run.lock_token.clone() else {
+            continue;
+        };
+        let lease = Lease::from_parts(
+            &monitor.config.redis_prefix,
+            run.job_id,
+            run.exclusive,
+            token,
+            monitor.config.lock_lease,
+        );
         match monitor.locks.release(&lease).await {
             Ok(true) => {
                 report.locks_released += 1;
-                tracing::info!(run.id = run.id, job.id = run.job_id, lock.token = lease.token(), "released the dead owner's lock");
+                tracing::info!(
+                    run.id = run.id,
+                    job.id = run.job_id,
+                    lock.token = lease.token(),
+                    "released the dead owner's lock"
+                );
             }
             Ok(false) => tracing::debug!(run.id = run.id, "lock already gone"),
-            Err(err) => tracing::warn!(run.id = run.id, error = %err, "cannot release the lock; it expires with its lease"),
+            Err(err) => {
+                tracing::warn!(run.id = run.id, error = %err, "cannot release the lock; it expires with its lease")
+            }
         }
     }
 }

@@ -41,7 +41,11 @@ async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
     let env = fast_env(&url, &unique_prefix("kill9"));
-    let mut job = NewJob::new("long", JobKind::Http, json!({ "method": "GET", "url": witness.url("long", 4000) }));
+    let mut job = NewJob::new(
+        "long",
+        JobKind::Http,
+        json!({ "method": "GET", "url": witness.url("long", 4000) }),
+    );
     job.retry_max_attempts = 2;
     job.retry_backoff_secs = 0;
     let job = jobs::insert(&pool, &job).await.unwrap();
@@ -52,7 +56,10 @@ async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions
         executor_pid_of_run(&pool, first.id).await
     })
     .await;
-    let victim = executors.iter().position(|e| e.pid() == pid).expect("the runner is one of ours");
+    let victim = executors
+        .iter()
+        .position(|e| e.pid() == pid)
+        .expect("the runner is one of ours");
     executors[victim].signal(support::SIGKILL);
     let killed_at = std::time::Instant::now();
 
@@ -75,11 +82,17 @@ async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions
     } else {
         (&hits[1], &hits[0])
     };
-    assert_eq!(second.header("x-probactr-run-id"), Some(retry.0.to_string().as_str()));
+    assert_eq!(
+        second.header("x-probactr-run-id"),
+        Some(retry.0.to_string().as_str())
+    );
     assert!(second.started >= dead.ended, "the attempts overlapped");
     let failover = second.started.duration_since(killed_at);
     eprintln!("FAILOVER: retry started {failover:?} after kill -9");
-    assert!(failover <= Duration::from_secs(3 + 1 + 2), "failover took {failover:?}");
+    assert!(
+        failover <= Duration::from_secs(3 + 1 + 2),
+        "failover took {failover:?}"
+    );
     assert_eq!(witness.max_in_flight("long"), 1);
 }
 
@@ -92,7 +105,11 @@ async fn many_monitors_reap_each_executor_once(pool_options: PgPoolOptions, opti
     let witness = Witness::start().await;
     let env = fast_env(&url, &unique_prefix("monitors"));
     let mut monitors: Vec<_> = (0..3).map(|i| monitor(&format!("monitor-{i}"), &env)).collect();
-    let mut job = NewJob::new("held", JobKind::Http, json!({ "method": "GET", "url": witness.url("held", 30_000) }));
+    let mut job = NewJob::new(
+        "held",
+        JobKind::Http,
+        json!({ "method": "GET", "url": witness.url("held", 30_000) }),
+    );
     job.parallel = true;
     job.retry_max_attempts = 3;
     job.retry_backoff_secs = 60;
@@ -122,13 +139,20 @@ async fn many_monitors_reap_each_executor_once(pool_options: PgPoolOptions, opti
     })
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let reaped: Vec<(Option<uuid::Uuid>,)> = sqlx::query_as("SELECT reaped_by FROM executors WHERE role = 'executor'")
-        .fetch_all(&pool)
+    let reaped: Vec<(Option<uuid::Uuid>,)> =
+        sqlx::query_as("SELECT reaped_by FROM executors WHERE role = 'executor'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(reaped.len(), 2);
+    assert!(
+        reaped.iter().all(|(by,)| by.is_some()),
+        "every victim was declared dead"
+    );
+    let retries: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE attempt = 2")
+        .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(reaped.len(), 2);
-    assert!(reaped.iter().all(|(by,)| by.is_some()), "every victim was declared dead");
-    let retries: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE attempt = 2").fetch_one(&pool).await.unwrap();
     assert_eq!(retries, 4, "each abandoned run re-queued exactly once");
     let live_monitors: i64 =
         sqlx::query_scalar("SELECT count(*) FROM executors WHERE role = 'monitor' AND state = 'alive'")
@@ -146,7 +170,11 @@ async fn a_live_executors_runs_are_never_reaped(pool_options: PgPoolOptions, opt
     let env = fast_env(&url, &unique_prefix("alive"));
     let job = jobs::insert(
         &pool,
-        &NewJob::new("steady", JobKind::Http, json!({ "method": "GET", "url": witness.url("steady", 6000) })),
+        &NewJob::new(
+            "steady",
+            JobKind::Http,
+            json!({ "method": "GET", "url": witness.url("steady", 6000) }),
+        ),
     )
     .await
     .unwrap();
@@ -159,6 +187,9 @@ async fn a_live_executors_runs_are_never_reaped(pool_options: PgPoolOptions, opt
         (state == RunState::Succeeded).then_some(())
     })
     .await;
-    let dead: i64 = sqlx::query_scalar("SELECT count(*) FROM executors WHERE state = 'dead'").fetch_one(&pool).await.unwrap();
+    let dead: i64 = sqlx::query_scalar("SELECT count(*) FROM executors WHERE state = 'dead'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(dead, 0);
 }

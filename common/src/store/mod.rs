@@ -58,9 +58,7 @@ pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
 /// True when a database error is the violation of the named unique index or constraint.
 pub fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
     match err {
-        sqlx::Error::Database(db) => {
-            db.is_unique_violation() && db.constraint() == Some(constraint)
-        }
+        sqlx::Error::Database(db) => db.is_unique_violation() && db.constraint() == Some(constraint),
         _ => false,
     }
 }

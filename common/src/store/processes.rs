@@ -82,7 +82,11 @@ pub async fn heartbeat(db: impl PgExecutor<'_>, id: Uuid) -> Result<Heartbeat, S
     .bind(id)
     .execute(db)
     .await?;
-    Ok(if done.rows_affected() == 1 { Heartbeat::Alive } else { Heartbeat::DeclaredDead })
+    Ok(if done.rows_affected() == 1 {
+        Heartbeat::Alive
+    } else {
+        Heartbeat::DeclaredDead
+    })
 }
 
 /// Moves a live process to `draining` or `stopped` (never revives a dead one).
@@ -121,16 +125,20 @@ pub async fn declare_dead(
 
 /// One process by id.
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Process>, StoreError> {
-    Ok(sqlx::query_as::<_, Process>("SELECT * FROM executors WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    Ok(
+        sqlx::query_as::<_, Process>("SELECT * FROM executors WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db)
+            .await?,
+    )
 }
 
 /// Every registered process of a role, newest first.
 pub async fn list(db: impl PgExecutor<'_>, role: ProcessRole) -> Result<Vec<Process>, StoreError> {
-    Ok(sqlx::query_as::<_, Process>("SELECT * FROM executors WHERE role = $1 ORDER BY started_at DESC")
-        .bind(role.as_str())
-        .fetch_all(db)
-        .await?)
+    Ok(
+        sqlx::query_as::<_, Process>("SELECT * FROM executors WHERE role = $1 ORDER BY started_at DESC")
+            .bind(role.as_str())
+            .fetch_all(db)
+            .await?,
+    )
 }

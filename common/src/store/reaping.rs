@@ -49,12 +49,19 @@ static ABANDON_ORPHANS_SQL: LazyLock<String> = LazyLock::new(|| {
 
 /// Abandons the running runs of dead (or stopped) executors and queues their retries.
 pub async fn abandon_orphans(db: impl PgExecutor<'_>) -> Result<Vec<EndedRun>, StoreError> {
-    Ok(sqlx::query_as::<_, EndedRun>(AssertSqlSafe(ABANDON_ORPHANS_SQL.as_str())).fetch_all(db).await?)
+    Ok(
+        sqlx::query_as::<_, EndedRun>(AssertSqlSafe(ABANDON_ORPHANS_SQL.as_str()))
+            .fetch_all(db)
+            .await?,
+    )
 }
 
 /// Returns to the queue the claimed (never started) runs of dead executors, and claims
 /// older than `stale_after` of any executor.
-pub async fn requeue_stale_claims(db: impl PgExecutor<'_>, stale_after: Duration) -> Result<Vec<i64>, StoreError> {
+pub async fn requeue_stale_claims(
+    db: impl PgExecutor<'_>,
+    stale_after: Duration,
+) -> Result<Vec<i64>, StoreError> {
     let rows: Vec<(i64,)> = sqlx::query_as(
         "UPDATE runs SET state = 'queued', executor_id = NULL, claimed_at = NULL
          WHERE state = 'claimed' AND (
@@ -101,10 +108,12 @@ static ABANDON_STUCK_SQL: LazyLock<String> = LazyLock::new(|| {
 /// Abandons running runs whose stop was requested more than `grace` ago and that are
 /// still running (their executor is alive but does not stop them).
 pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<Vec<EndedRun>, StoreError> {
-    Ok(sqlx::query_as::<_, EndedRun>(AssertSqlSafe(ABANDON_STUCK_SQL.as_str()))
-        .bind(grace.as_secs_f64())
-        .fetch_all(db)
-        .await?)
+    Ok(
+        sqlx::query_as::<_, EndedRun>(AssertSqlSafe(ABANDON_STUCK_SQL.as_str()))
+            .bind(grace.as_secs_f64())
+            .fetch_all(db)
+            .await?,
+    )
 }
 
 /// Marks missed the queued first attempts of triggered runs that waited longer than

@@ -13,23 +13,22 @@ use crate::model::{Run, RunState};
 
 /// Queues a run of `job_id` now, outside any trigger ("run now").
 pub async fn queue_now(db: impl PgExecutor<'_>, job_id: i64) -> Result<Run, StoreError> {
-    Ok(sqlx::query_as::<_, Run>(
-        "INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING *",
+    Ok(
+        sqlx::query_as::<_, Run>("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING *")
+            .bind(job_id)
+            .fetch_one(db)
+            .await?,
     )
-    .bind(job_id)
-    .fetch_one(db)
-    .await?)
 }
 
 /// Queues `count` run-now runs of one job in one statement (benchmarks, bulk tools).
 pub async fn queue_many_now(db: impl PgExecutor<'_>, job_id: i64, count: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query(
-        "INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)",
-    )
-    .bind(job_id)
-    .bind(count)
-    .execute(db)
-    .await?;
+    let done =
+        sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)")
+            .bind(job_id)
+            .bind(count)
+            .execute(db)
+            .await?;
     Ok(done.rows_affected())
 }
 
@@ -209,7 +208,8 @@ pub const RETRYABLE_STATES: &[RunState] = &[RunState::Failed, RunState::TimedOut
 /// columns of `runs`) whose state is retryable and whose job allows more attempts; the
 /// backoff doubles per attempt. `ON CONFLICT DO NOTHING` on the chain's unique
 /// (first_run_id, attempt) makes a second re-queue of the same attempt a no-op.
-pub const QUEUE_RETRIES_SQL: &str = "INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
+pub const QUEUE_RETRIES_SQL: &str =
+    "INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
     SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
            coalesce(ended.first_run_id, ended.id),
            now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)),
@@ -256,25 +256,31 @@ pub async fn finish(
         .bind(finish.output_truncated)
         .fetch_one(db)
         .await?;
-    Ok(Finished { write: Write::from_rows(ended as u64), retry_run_id })
+    Ok(Finished {
+        write: Write::from_rows(ended as u64),
+        retry_run_id,
+    })
 }
 
 /// Touches `heartbeat_at` of the executor's running runs (fenced writes in bulk are not
 /// needed here: a reaped run is no longer `running` and is left alone).
 pub async fn touch_running(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<u64, StoreError> {
-    let done = sqlx::query(
-        "UPDATE runs SET heartbeat_at = now() WHERE executor_id = $1 AND state = 'running'",
-    )
-    .bind(executor_id)
-    .execute(db)
-    .await?;
+    let done =
+        sqlx::query("UPDATE runs SET heartbeat_at = now() WHERE executor_id = $1 AND state = 'running'")
+            .bind(executor_id)
+            .execute(db)
+            .await?;
     Ok(done.rows_affected())
 }
 
 /// Asks for a run to stop. A queued or claimed run is cancelled at once; a running one is
 /// flagged and its executor stops it (it polls for the flag). Returns the run's state
 /// after the request, or None when the run does not exist.
-pub async fn request_cancel(db: impl PgExecutor<'_>, run_id: i64, reason: &str) -> Result<Option<RunState>, StoreError> {
+pub async fn request_cancel(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    reason: &str,
+) -> Result<Option<RunState>, StoreError> {
     let row: Option<(String,)> = sqlx::query_as(
         "UPDATE runs SET
              state = CASE WHEN state IN ('queued', 'claimed') THEN 'cancelled' ELSE state END,
@@ -288,8 +294,12 @@ pub async fn request_cancel(db: impl PgExecutor<'_>, run_id: i64, reason: &str) 
     .bind(reason)
     .fetch_optional(db)
     .await?;
-    row.map(|(state,)| state.parse().map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e)))))
-        .transpose()
+    row.map(|(state,)| {
+        state
+            .parse()
+            .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))
+    })
+    .transpose()
 }
 
 /// The executor's running runs whose cancellation was requested.

@@ -38,7 +38,10 @@ pub struct NewTrigger {
 impl NewTrigger {
     /// An interval trigger with the schema's defaults.
     pub fn interval(secs: i64) -> NewTrigger {
-        NewTrigger { interval_secs: Some(secs), ..NewTrigger::base(TriggerKind::Interval) }
+        NewTrigger {
+            interval_secs: Some(secs),
+            ..NewTrigger::base(TriggerKind::Interval)
+        }
     }
 
     /// A cron trigger with the schema's defaults.
@@ -52,7 +55,10 @@ impl NewTrigger {
 
     /// A one-shot trigger.
     pub fn once(at: DateTime<Utc>) -> NewTrigger {
-        NewTrigger { at: Some(at), ..NewTrigger::base(TriggerKind::Once) }
+        NewTrigger {
+            at: Some(at),
+            ..NewTrigger::base(TriggerKind::Once)
+        }
     }
 
     fn base(kind: TriggerKind) -> NewTrigger {
@@ -133,10 +139,12 @@ pub async fn create(
 
 /// One trigger by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
-    Ok(sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    Ok(
+        sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db)
+            .await?,
+    )
 }
 
 /// Starts a firing transaction's work: silences the change notification for the

@@ -14,7 +14,8 @@ use tokio::process::{Child, Command};
 
 /// The URL of the database `#[sqlx::test]` created for this test, for child processes.
 pub fn database_url(options: &PgConnectOptions) -> String {
-    let base = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let base = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let database = options.get_database().expect("sqlx::test names its database");
     match base.rfind('/') {
         Some(slash) if base[..slash].contains("://") && base[..slash].matches('/').count() >= 2 => {
@@ -101,11 +102,20 @@ pub fn spawn(binary: &str, name: &str, env: &HashMap<String, String>) -> Process
         .kill_on_drop(true)
         .spawn()
         .unwrap_or_else(|err| panic!("cannot start {binary}: {err}"));
-    Process { child, name: name.to_owned() }
+    Process {
+        child,
+        name: name.to_owned(),
+    }
 }
 
 pub fn executor(name: &str, env: &HashMap<String, String>) -> Process {
-    spawn(workspace_binary("probactr-executor").to_str().expect("utf-8 path"), name, env)
+    spawn(
+        workspace_binary("probactr-executor")
+            .to_str()
+            .expect("utf-8 path"),
+        name,
+        env,
+    )
 }
 
 /// Polls `check` until it returns Some or `within` passes.
@@ -130,12 +140,23 @@ where
 /// --workspace` and `cargo nextest run --workspace` build every binary first).
 pub fn workspace_binary(name: &str) -> std::path::PathBuf {
     let test_binary = std::env::current_exe().expect("test binary path");
-    let profile_dir = test_binary.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps");
+    let profile_dir = test_binary
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
     let path = profile_dir.join(name);
-    assert!(path.exists(), "{} is not built; run the tests with --workspace (scripts/test does)", path.display());
+    assert!(
+        path.exists(),
+        "{} is not built; run the tests with --workspace (scripts/test does)",
+        path.display()
+    );
     path
 }
 
 pub fn monitor(name: &str, env: &HashMap<String, String>) -> Process {
-    spawn(workspace_binary("probactr-monitor").to_str().expect("utf-8 path"), name, env)
+    spawn(
+        workspace_binary("probactr-monitor").to_str().expect("utf-8 path"),
+        name,
+        env,
+    )
 }

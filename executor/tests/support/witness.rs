@@ -64,16 +64,30 @@ impl Witness {
     }
 
     pub fn max_in_flight(&self, key: &str) -> usize {
-        self.state.lock().unwrap().max_in_flight.get(key).copied().unwrap_or(0)
+        self.state
+            .lock()
+            .unwrap()
+            .max_in_flight
+            .get(key)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn in_flight(&self, key: &str) -> usize {
-        self.state.lock().unwrap().in_flight.get(key).copied().unwrap_or(0)
+        self.state
+            .lock()
+            .unwrap()
+            .in_flight
+            .get(key)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
 async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
-    let Some((path, headers)) = read_request(&mut stream).await else { return };
+    let Some((path, headers)) = read_request(&mut stream).await else {
+        return;
+    };
     let started = std::time::Instant::now();
     let (key, hold_ms) = parse_path(&path);
     {
@@ -90,12 +104,19 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
         _ = tokio::time::sleep(Duration::from_millis(hold_ms)) => {}
         _ = stream.read(&mut probe) => {}
     }
-    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok").await;
+    let _ = stream
+        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+        .await;
     let mut state = state.lock().unwrap();
     if let Some(now) = state.in_flight.get_mut(&key) {
         *now -= 1;
     }
-    state.hits.push(Hit { key, headers, started, ended: std::time::Instant::now() });
+    state.hits.push(Hit {
+        key,
+        headers,
+        started,
+        ended: std::time::Instant::now(),
+    });
 }
 
 async fn read_request(stream: &mut TcpStream) -> Option<(String, HashMap<String, String>)> {

@@ -429,8 +429,41 @@ impl Locks {
     /// Connects to `redis_url` (reconnecting by itself later) and uses `prefix`.
     pub async fn connect(redis_url: &str, prefix: &str) -> Result<Self, LockError> {
         let client = redis::Client::open(redis_url)?;
-        let conn = ConnectionManager::new(client).await?;
+        // Bounded timeouts: a stalled Redis must fail a call (so lease renewal can reach
+        // its stop point) rather than hang it.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_with_config(client, config).await?;
         Ok(Locks::new(conn, prefix))
+    }
+
+    /// Connects, retrying with full jitter while Redis is unreachable; None when `stop`
+    /// is cancelled first. Processes start even while Redis is down.
+    pub async fn connect_patiently(
+        redis_url: &str,
+        prefix: &str,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<Self>, LockError> {
+        // A URL that does not parse will never connect: fail at once.
+        redis::Client::open(redis_url)?;
+        let backoff = Backoff::full_jitter(Duration::from_millis(100), Duration::from_secs(5));
+        let mut failures = 0u32;
+        loop {
+            match Locks::connect(redis_url, prefix).await {
+                Ok(locks) => return Ok(Some(locks)),
+                Err(err) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(error = %err, failures, "cannot reach Redis yet; retrying");
+                    tokio::select! {
+                        _ = stop.cancelled() => return Ok(None),
+                        _ = tokio::time::sleep(backoff.delay(failures.min(10))) => {}
+                    }
+                }
+            }
+        }
     }
 
     /// The key prefix.

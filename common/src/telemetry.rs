@@ -20,3 +20,35 @@ pub fn init(config: &Config) {
         LogFormat::Text => builder.with_target(false).try_init(),
     };
 }
+
+/// Installs the Prometheus recorder. With `listen` set (`PROBACTR_METRICS_LISTEN`) it
+/// serves `/metrics` there; the returned handle renders the text for a process that
+/// serves it itself (the manager). A second call returns None (the recorder is global).
+pub fn install_metrics(
+    listen: Option<std::net::SocketAddr>,
+) -> Option<metrics_exporter_prometheus::PrometheusHandle> {
+    let builder = metrics_exporter_prometheus::PrometheusBuilder::new();
+    match listen {
+        Some(address) => {
+            let (recorder, exporter) = match builder.with_http_listener(address).build() {
+                Ok(built) => built,
+                Err(err) => {
+                    tracing::error!(%address, error = %err, "cannot serve metrics");
+                    return None;
+                }
+            };
+            let handle = recorder.handle();
+            if metrics::set_global_recorder(recorder).is_err() {
+                return None;
+            }
+            tokio::spawn(async move {
+                if let Err(err) = exporter.await {
+                    tracing::error!(error = ?err, "metrics listener stopped");
+                }
+            });
+            tracing::info!(%address, "serving Prometheus metrics at /metrics");
+            Some(handle)
+        }
+        None => builder.install_recorder().ok(),
+    }
+}

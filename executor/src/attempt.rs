@@ -98,6 +98,8 @@ impl Attempt<'_> {
             renewal.abort();
         }
         let finish = describe_end(&execution, &handle, self.job.timeout_secs);
+        metrics::gauge!("probactr_runs_executing").decrement(1.0);
+        metrics::counter!("probactr_runs_total", "outcome" => finish.state.as_str()).increment(1);
         self.record_end(fence, &finish).await;
         self.shared.registry.untrack(self.run.id);
         self.release(lease.as_ref()).await;
@@ -148,6 +150,7 @@ impl Attempt<'_> {
                 Ok(Some(lease))
             }
             Ok(Acquire::Busy { attempts }) => {
+                metrics::counter!("probactr_lock_busy_total").increment(1);
                 tracing::info!(attempts, "lock busy for the whole start budget");
                 Err(Busy(format!(
                     "job busy: its lock was held for the whole start budget ({attempts} attempts)"
@@ -172,6 +175,11 @@ impl Attempt<'_> {
         };
         match runs::start(&self.shared.pool, &request).await {
             Ok(Start::Started { fence }) => {
+                let lag = (chrono::Utc::now() - self.run.scheduled_at)
+                    .num_microseconds()
+                    .unwrap_or(0);
+                metrics::histogram!("probactr_start_lag_seconds").record(lag.max(0) as f64 / 1e6);
+                metrics::gauge!("probactr_runs_executing").increment(1.0);
                 tracing::info!(fence, "run started");
                 Some(fence)
             }
@@ -212,6 +220,7 @@ impl Attempt<'_> {
             runs::end_claim(&self.shared.pool, self.run.id, self.executor_id, state, reason)
         })
         .await;
+        metrics::counter!("probactr_runs_total", "outcome" => state.as_str()).increment(1);
         tracing::info!(state = %state, reason, recorded = result, "run ended before it started");
     }
 

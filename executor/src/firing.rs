@@ -137,6 +137,9 @@ pub async fn fire_batch(shared: &Shared, batch: i64) -> Result<FireReport, Store
     let nexts: Vec<Option<DateTime<Utc>>> = plans.iter().map(|plan| plan.next).collect();
     triggers::advance(&mut tx, &ids, &nexts, now).await?;
     tx.commit().await?;
+    metrics::counter!("probactr_fires_total").increment(runs);
+    metrics::counter!("probactr_missed_instants_total")
+        .increment(missed.iter().map(|m| m.count as u64).sum());
     for missed in &missed {
         tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
             policy = %missed.policy, reason = %missed.reason, "instants missed");

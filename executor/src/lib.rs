@@ -51,7 +51,11 @@ pub struct Shared {
 
 /// Runs an executor until `shutdown` is cancelled, then drains and returns.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let shared = Arc::new(connect(config).await?);
+    probactr_common::telemetry::install_metrics(config.metrics_listen);
+    let Some(shared) = connect(config, &shutdown).await? else {
+        return Ok(());
+    };
+    let shared = Arc::new(shared);
     liveness::register_until_done(&shared, &shutdown).await;
     let tracker = TaskTracker::new();
     let background = CancellationToken::new();
@@ -77,23 +81,28 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
-async fn connect(config: Config) -> anyhow::Result<Shared> {
+/// Opens PostgreSQL (lazily) and Redis (retrying while it is down); None when shutdown
+/// came first.
+async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Option<Shared>> {
     let pool = store::pool(&config.database_url, config.db_pool_size)
         .context("while opening the PostgreSQL pool")?;
-    let locks = Locks::connect(&config.redis_url, &config.redis_prefix)
+    let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, shutdown)
         .await
-        .context("while connecting to Redis")?;
+        .context("while connecting to Redis")?
+    else {
+        return Ok(None);
+    };
     let policy = job::HttpPolicy::from_lists(&config.http_allow, &config.http_deny)
         .map_err(|err| anyhow::anyhow!("PROBACTR_HTTP_ALLOW/PROBACTR_HTTP_DENY: {err}"))?;
     let http = job::HttpRunner::new(policy).context("while building the HTTP client")?;
-    Ok(Shared {
+    Ok(Some(Shared {
         config,
         pool,
         locks,
         http,
         registry: registry::Registry::new(),
         wakeups: wakeup::Wakeups::default(),
-    })
+    }))
 }
 
 /// Lets running attempts finish up to the drain timeout, then stops the rest and waits

@@ -472,3 +472,67 @@ async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions,
         asked.elapsed()
     );
 }
+
+/// `PROBACTR_LOG_FORMAT=json` logs one JSON object per line with the run's ids, and
+/// `PROBACTR_METRICS_LISTEN` serves Prometheus metrics counting the run.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut env = fast_env(&url, &unique_prefix("observe"));
+    env.insert("PROBACTR_LOG_FORMAT".into(), "json".into());
+    env.insert("PROBACTR_METRICS_LISTEN".into(), format!("127.0.0.1:{port}"));
+    let job = jobs::insert(&pool, &NewJob::new("observed", JobKind::Noop, json!({})))
+        .await
+        .unwrap();
+    let run = runs::queue_now(&pool, job.id).await.unwrap();
+    let mut child = tokio::process::Command::new(support::workspace_binary("probactr-executor"))
+        .env_clear()
+        .envs(&env)
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    eventually(Duration::from_secs(10), "the run succeeded", || async {
+        (runs::get(&pool, run.id).await.unwrap().unwrap().state == RunState::Succeeded).then_some(())
+    })
+    .await;
+    let metrics = eventually(Duration::from_secs(5), "metrics served", || async {
+        let body = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        body.contains("probactr_runs_total{outcome=\"succeeded\"} 1")
+            .then_some(body)
+    })
+    .await;
+    assert!(metrics.contains("probactr_start_lag_seconds"), "{metrics}");
+
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let recorded = lines
+        .iter()
+        .find(|line| line["message"] == "run recorded")
+        .unwrap_or_else(|| panic!("no 'run recorded' line in {stderr}"));
+    let text = recorded.to_string();
+    assert!(
+        text.contains(&run.id.to_string()) && text.contains("executor.id"),
+        "{text}"
+    );
+}

@@ -1704,3 +1704,65 @@ async fn users_and_account_pages(pool: PgPool) {
         .collect();
     assert_eq!(app.get("/api/v1/me", &token).await.body["username"], "admin");
 }
+
+// ----------------------------------------------------------------------------------------
+// End to end
+// ----------------------------------------------------------------------------------------
+
+/// The URL of the test's own database (the server of `DATABASE_URL`, the pool's database).
+fn database_url_of(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL names the test server");
+    let base = base.split('?').next().unwrap_or_default();
+    let (server, _) = base.rsplit_once('/').expect("a URL with a database path");
+    let database = pool
+        .connect_options()
+        .get_database()
+        .expect("the test database")
+        .to_owned();
+    format!("{server}/{database}")
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_trigger_created_through_the_api_is_fired_by_an_executor(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("e2e")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 1}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+
+    let prefix = format!("probactr-manager-test-{}:", uuid::Uuid::new_v4());
+    let config = Config::from_map(&HashMap::from([
+        ("DATABASE_URL".to_owned(), database_url_of(app.pool())),
+        ("REDIS_URL".to_owned(), redis_url()),
+        ("PROBACTR_REDIS_PREFIX".to_owned(), prefix),
+        ("PROBACTR_DB_POOL_SIZE".to_owned(), "4".to_owned()),
+    ]))
+    .unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let executor = tokio::spawn(probactr_executor::run(config, shutdown.clone()));
+
+    let uri = format!("/api/v1/runs?job_id={}&state=succeeded", job["id"]);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut succeeded = 0;
+    while tokio::time::Instant::now() < deadline {
+        succeeded = app.get(&uri, &admin).await.body["total"].as_i64().unwrap_or(0);
+        if succeeded >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    shutdown.cancel();
+    executor.await.unwrap().unwrap();
+    assert!(
+        succeeded >= 2,
+        "the executor ran the trigger's instants ({succeeded} succeeded)"
+    );
+    let executors = app.get("/api/v1/executors", &admin).await;
+    assert_eq!(executors.body["total"], 1);
+}

@@ -40,11 +40,15 @@ pub struct Monitor {
 
 /// Runs a monitor until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    probactr_common::telemetry::install_metrics(config.metrics_listen);
     let pool = store::pool(&config.database_url, config.db_pool_size.min(4))
         .context("while opening the PostgreSQL pool")?;
-    let locks = Locks::connect(&config.redis_url, &config.redis_prefix)
+    let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, &shutdown)
         .await
-        .context("while connecting to Redis")?;
+        .context("while connecting to Redis")?
+    else {
+        return Ok(());
+    };
     let monitor = Arc::new(Monitor {
         config,
         pool,

@@ -97,7 +97,28 @@ pub async fn reap_once(monitor: &Monitor) -> Result<ReapReport, StoreError> {
     report.expired = expired.len();
 
     report.pruned = prune(monitor).await?;
+    count(&report);
     Ok(report)
+}
+
+fn count(report: &ReapReport) {
+    let counts = [
+        (
+            "probactr_executors_declared_dead_total",
+            report.declared_dead as u64,
+        ),
+        ("probactr_runs_abandoned_total", report.abandoned as u64),
+        ("probactr_runs_requeued_total", report.requeued as u64),
+        ("probactr_locks_released_total", report.locks_released as u64),
+        ("probactr_claims_returned_total", report.claims_returned as u64),
+        ("probactr_runs_overdue_total", report.overdue_flagged as u64),
+        ("probactr_queued_runs_expired_total", report.expired as u64),
+        ("probactr_runs_pruned_total", report.pruned),
+    ];
+    for (name, value) in counts {
+        metrics::counter!(name).increment(value);
+    }
+    metrics::counter!("probactr_reap_passes_total").increment(1);
 }
 
 /// Logs ended runs and releases their locks by their own tokens.

@@ -74,6 +74,14 @@ async fn a_bad_setting_exits_2_naming_the_variable() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("PROBACTR_HEARTBEAT_TIMEOUT"));
 
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
+        .env("PROBACTR_HTTP_DENY", "10.0.0.0/33")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("PROBACTR_HTTP_DENY"));
+
     let version = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
         .arg("--version")
         .output()
@@ -490,7 +498,7 @@ async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOp
         .await
         .unwrap();
     let run = runs::queue_now(&pool, job.id).await.unwrap();
-    let mut child = tokio::process::Command::new(support::workspace_binary("probactr-executor"))
+    let child = tokio::process::Command::new(support::workspace_binary("probactr-executor"))
         .env_clear()
         .envs(&env)
         .stderr(std::process::Stdio::piped())

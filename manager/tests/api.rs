@@ -188,6 +188,19 @@ async fn health_ready_metrics_and_openapi(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn html_is_never_compressed(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let fetch = |uri: &str| Request::get(uri).header(header::ACCEPT_ENCODING, "gzip").body(Body::empty()).unwrap();
+    let login = app.send(fetch("/login")).await;
+    assert_eq!(login.status, StatusCode::OK);
+    assert!(login.headers.get(header::CONTENT_ENCODING).is_none(), "HTML with a CSRF token is not compressed (BREACH)");
+    for uri in ["/static/style.css", "/api/v1/openapi.json"] {
+        let reply = app.send(fetch(uri)).await;
+        assert_eq!(reply.headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap()), Some("gzip"), "{uri}");
+    }
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn every_documented_operation_is_routed(pool: PgPool) {
     let app = TestApp::new(pool);
     for (method, path, _, _) in probactr_manager::api::openapi::OPERATIONS {

@@ -11,7 +11,6 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../../templates/base.html")),
     ("macros.html", include_str!("../../templates/macros.html")),
     ("login.html", include_str!("../../templates/login.html")),
-    ("error.html", include_str!("../../templates/error.html")),
     ("dashboard.html", include_str!("../../templates/dashboard.html")),
     ("jobs.html", include_str!("../../templates/jobs.html")),
     ("job.html", include_str!("../../templates/job.html")),

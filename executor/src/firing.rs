@@ -45,9 +45,13 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
     let mut failures = 0u32;
     while !stop.is_cancelled() {
         let pause = match fire_due(&shared).await {
-            Ok(()) => {
+            Ok(fired) => {
                 failures = 0;
-                time_until_next_fire(&shared).await
+                // Due triggers we could not take are being fired by a peer: look again
+                // shortly rather than spinning on them.
+                time_until_next_fire(&shared).await.map(|pause| {
+                    if pause.is_zero() && fired == 0 { PEER_FIRING_PAUSE } else { pause }
+                })
             }
             Err(err) => {
                 failures = failures.saturating_add(1);
@@ -76,11 +80,16 @@ async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
     })
 }
 
-/// Fires batches until fewer than a full batch was due.
-pub async fn fire_due(shared: &Shared) -> Result<(), StoreError> {
+/// How long to wait when due triggers are locked by a peer's firing transaction.
+const PEER_FIRING_PAUSE: Duration = Duration::from_millis(5);
+
+/// Fires batches until fewer than a full batch was due; returns how many triggers fired.
+pub async fn fire_due(shared: &Shared) -> Result<usize, StoreError> {
     let batch = i64::from(shared.config.fire_batch);
+    let mut fired = 0;
     loop {
         let report = fire_batch(shared, batch).await?;
+        fired += report.triggers;
         if report.triggers > 0 {
             tracing::debug!(
                 triggers = report.triggers,
@@ -91,7 +100,7 @@ pub async fn fire_due(shared: &Shared) -> Result<(), StoreError> {
             shared.wakeups.runs.notify_one();
         }
         if report.triggers < batch as usize {
-            return Ok(());
+            return Ok(fired);
         }
     }
 }

@@ -190,13 +190,28 @@ async fn health_ready_metrics_and_openapi(pool: PgPool) {
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn html_is_never_compressed(pool: PgPool) {
     let app = TestApp::new(pool);
-    let fetch = |uri: &str| Request::get(uri).header(header::ACCEPT_ENCODING, "gzip").body(Body::empty()).unwrap();
+    let fetch = |uri: &str| {
+        Request::get(uri)
+            .header(header::ACCEPT_ENCODING, "gzip")
+            .body(Body::empty())
+            .unwrap()
+    };
     let login = app.send(fetch("/login")).await;
     assert_eq!(login.status, StatusCode::OK);
-    assert!(login.headers.get(header::CONTENT_ENCODING).is_none(), "HTML with a CSRF token is not compressed (BREACH)");
+    assert!(
+        login.headers.get(header::CONTENT_ENCODING).is_none(),
+        "HTML with a CSRF token is not compressed (BREACH)"
+    );
     for uri in ["/static/style.css", "/api/v1/openapi.json"] {
         let reply = app.send(fetch(uri)).await;
-        assert_eq!(reply.headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap()), Some("gzip"), "{uri}");
+        assert_eq!(
+            reply
+                .headers
+                .get(header::CONTENT_ENCODING)
+                .map(|v| v.to_str().unwrap()),
+            Some("gzip"),
+            "{uri}"
+        );
     }
 }
 
@@ -1778,4 +1793,39 @@ async fn a_trigger_created_through_the_api_is_fired_by_an_executor(pool: PgPool)
     );
     let executors = app.get("/api/v1/executors", &admin).await;
     assert_eq!(executors.body["total"], 1);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn trigger_and_job_changes_wake_the_executors(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("wake")).await;
+    let mut listener = sqlx::postgres::PgListener::connect_with(app.pool())
+        .await
+        .unwrap();
+    listener.listen(store::TRIGGERS_CHANNEL).await.unwrap();
+    let wait = std::time::Duration::from_secs(5);
+
+    app.post(
+        &format!("/api/v1/jobs/{}/triggers", job["id"]),
+        &admin,
+        json!({"kind": "interval", "interval_secs": 60}),
+    )
+    .await;
+    tokio::time::timeout(wait, listener.recv())
+        .await
+        .expect("woken by a new trigger")
+        .unwrap();
+    app.post(&format!("/api/v1/jobs/{}/pause", job["id"]), &admin, json!({}))
+        .await;
+    tokio::time::timeout(wait, listener.recv())
+        .await
+        .expect("woken by a paused job")
+        .unwrap();
+    app.post(&format!("/api/v1/jobs/{}/resume", job["id"]), &admin, json!({}))
+        .await;
+    tokio::time::timeout(wait, listener.recv())
+        .await
+        .expect("woken by a resumed job")
+        .unwrap();
 }

@@ -159,3 +159,14 @@ pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, sqlx::Erro
         .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Wakes the executors as if a trigger had changed: pausing or resuming a job changes
+/// which triggers are due without touching the `triggers` table, so its NOTIFY trigger
+/// does not fire. Delivered when the transaction commits.
+pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(probactr_common::store::TRIGGERS_CHANNEL)
+        .execute(db)
+        .await?;
+    Ok(())
+}

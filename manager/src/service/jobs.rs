@@ -1,4 +1,6 @@
 //! Jobs: create, read, list, edit (version-checked), delete, pause, resume, run now.
+//! Pausing or resuming wakes the executors (the job's triggers become due or stop being
+//! due without a row of `triggers` changing).
 
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::JobSpec;
@@ -355,6 +357,7 @@ pub async fn set_paused(
     let after = db::jobs::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
+    db::jobs::notify_schedule_changed(&mut *tx).await?;
     let change = Change {
         action: if paused { "job.pause" } else { "job.resume" },
         object_type: "job",

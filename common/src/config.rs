@@ -200,6 +200,8 @@ pub struct Config {
     pub metrics_listen: Option<SocketAddr>,
     /// `PROBACTR_MANAGER_LISTEN`.
     pub manager_listen: SocketAddr,
+    /// `PROBACTR_COOKIE_SECURE`.
+    pub cookie_secure: bool,
     /// `PROBACTR_ADMIN_USER`.
     pub admin_user: String,
     /// `PROBACTR_ADMIN_PASSWORD` (None when unset or empty).
@@ -255,6 +257,7 @@ impl Config {
             http_deny: env.list("PROBACTR_HTTP_DENY"),
             metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
             manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
+            cookie_secure: env.flag("PROBACTR_COOKIE_SECURE")?,
             admin_user: env.text("PROBACTR_ADMIN_USER"),
             admin_password: Some(env.text("PROBACTR_ADMIN_PASSWORD")).filter(|p| !p.is_empty()),
             log_format: env.log_format("PROBACTR_LOG_FORMAT")?,
@@ -391,6 +394,15 @@ impl Env<'_> {
         }
     }
 
+    fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        let value = self.raw(name);
+        match value.trim() {
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err(Env::invalid(name, &value, "true or false")),
+        }
+    }
+
     fn log_format(&self, name: &'static str) -> Result<LogFormat, ConfigError> {
         let value = self.raw(name);
         match value.trim() {
@@ -504,6 +516,7 @@ mod tests {
             ("REDIS_URL", "localhost:6379"),
             ("PROBACTR_MANAGER_LISTEN", "everywhere"),
             ("PROBACTR_LOG_FORMAT", "xml"),
+            ("PROBACTR_COOKIE_SECURE", "maybe"),
         ];
         for (var, value) in cases {
             let err = config_with(&[(var, value)]).expect_err(var);

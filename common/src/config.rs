@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::backoff::Backoff;
+
 /// One environment variable probactr reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Var {
@@ -184,6 +186,8 @@ pub struct Config {
     pub lock_lease: Duration,
     /// `PROBACTR_LOCK_START_BUDGET`.
     pub lock_start_budget: Duration,
+    /// `PROBACTR_LOCK_RETRY`.
+    pub lock_retry: Backoff,
     /// `PROBACTR_EXECUTOR_CAPACITY`.
     pub executor_capacity: u32,
     /// `PROBACTR_FIRE_BATCH`.
@@ -249,6 +253,7 @@ impl Config {
             reap_interval: env.duration("PROBACTR_REAP_INTERVAL")?,
             lock_lease: env.duration("PROBACTR_LOCK_LEASE")?,
             lock_start_budget: env.duration("PROBACTR_LOCK_START_BUDGET")?,
+            lock_retry: env.backoff("PROBACTR_LOCK_RETRY")?,
             executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
             fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
@@ -394,6 +399,11 @@ impl Env<'_> {
         }
     }
 
+    fn backoff(&self, name: &'static str) -> Result<Backoff, ConfigError> {
+        let value = self.raw(name);
+        value.parse().map_err(|why: String| Env::invalid(name, &value, &format!("jitter:BASE:CAP or fixed:DELAY ({why})")))
+    }
+
     fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
         let value = self.raw(name);
         match value.trim() {
@@ -517,6 +527,7 @@ mod tests {
             ("PROBACTR_MANAGER_LISTEN", "everywhere"),
             ("PROBACTR_LOG_FORMAT", "xml"),
             ("PROBACTR_COOKIE_SECURE", "maybe"),
+            ("PROBACTR_LOCK_RETRY", "sometimes"),
         ];
         for (var, value) in cases {
             let err = config_with(&[(var, value)]).expect_err(var);

@@ -131,21 +131,18 @@ impl Attempt<'_> {
         }
     }
 
-    /// Takes the job's mutex or permit, retrying with full jitter within the start budget.
+    /// Takes the job's mutex or permit, retrying per `PROBACTR_LOCK_RETRY` (full jitter)
+    /// within the start budget.
     async fn take_lock(&self) -> Result<Option<Lease>, Busy> {
         let Some(want) = self.want() else { return Ok(None) };
         let config = &self.shared.config;
-        let backoff = Backoff::FullJitter {
-            base: Duration::from_millis(20),
-            cap: Duration::from_millis(500),
-        };
-        match self
-            .shared
-            .locks
-            .acquire(want, config.lock_lease, config.lock_start_budget, &backoff)
-            .await
-        {
+        let waiting = std::time::Instant::now();
+        let acquired =
+            self.shared.locks.acquire(want, config.lock_lease, config.lock_start_budget, &config.lock_retry).await;
+        metrics::histogram!("probactr_lock_wait_seconds").record(waiting.elapsed().as_secs_f64());
+        match acquired {
             Ok(Acquire::Acquired(lease)) => {
+                metrics::counter!("probactr_lock_acquisitions_total").increment(1);
                 tracing::debug!(lock.token = lease.token(), "lock acquired");
                 Ok(Some(lease))
             }
@@ -319,6 +316,7 @@ async fn keep_lease(locks: probactr_common::lock::Locks, lease: Lease, handle: S
                     lock.token = lease.token(),
                     "lock lost: another owner or expired; stopping the job"
                 );
+                metrics::counter!("probactr_renewals_lost_total").increment(1);
                 handle.stop(StopReason::LockLost);
                 return;
             }
@@ -329,6 +327,7 @@ async fn keep_lease(locks: probactr_common::lock::Locks, lease: Lease, handle: S
                         lock.token = lease.token(),
                         "cannot renew the lease before it expires; stopping the job"
                     );
+                    metrics::counter!("probactr_renewals_lost_total").increment(1);
                     handle.stop(StopReason::LockLost);
                     return;
                 }

@@ -71,7 +71,9 @@ pub async fn bootstrap_admin(
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the pool")?;
     store::migrate(&pool).await.context("while applying migrations")?;
-    let state = AppState::new(pool, &config.redis_url).context("while building the state")?;
+    let state = AppState::new(pool, &config.redis_url)
+        .context("while building the state")?
+        .with_cookie_secure(config.cookie_secure);
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);

@@ -19,6 +19,9 @@ pub struct AppState {
     pub templates: Arc<minijinja::Environment<'static>>,
     /// Password hashing cost.
     pub hasher: Hasher,
+    /// Whether the admin's cookies carry the Secure attribute (`PROBACTR_COOKIE_SECURE`:
+    /// set it when browsers reach the manager over HTTPS).
+    pub cookie_secure: bool,
 }
 
 impl AppState {
@@ -29,7 +32,14 @@ impl AppState {
             redis: redis::Client::open(redis_url)?,
             templates: Arc::new(templates::environment()?),
             hasher: Hasher::default(),
+            cookie_secure: false,
         })
+    }
+
+    /// The same state with cookies marked Secure (or not).
+    pub fn with_cookie_secure(mut self, secure: bool) -> AppState {
+        self.cookie_secure = secure;
+        self
     }
 
     /// The same state with a cheap password hash, for tests that create many users.

@@ -6,7 +6,7 @@
 //! if any, is deleted: the id is rotated); logging out deletes the session.
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use minijinja::context;
 
@@ -39,14 +39,13 @@ fn form(
     username: &str,
 ) -> Result<Response, AdminError> {
     let token = secret::random_hex();
-    let cookie = format!("{LOGIN_COOKIE}={token}; Path=/login; HttpOnly; SameSite=Strict; Max-Age=3600");
+    let cookie = session::cookie_header(LOGIN_COOKIE, &token, "/login", 3600, state.cookie_secure);
     let page = render_status(
         state,
         status,
         "login.html",
         context! { login_csrf => token, error, username },
     )?;
-    let cookie = HeaderValue::from_str(&cookie).map_err(anyhow::Error::from)?;
     Ok(([(header::SET_COOKIE, cookie)], page).into_response())
 }
 
@@ -94,10 +93,9 @@ pub async fn submit(
         db::sessions::delete_session(&state.pool, &old).await?;
     }
     let cookie = db::sessions::create_session(&state.pool, user.id).await?;
-    let clear_login =
-        HeaderValue::from_static("probactr_login=; Path=/login; HttpOnly; SameSite=Strict; Max-Age=0");
+    let clear_login = session::cookie_header(LOGIN_COOKIE, "", "/login", 0, state.cookie_secure);
     let headers = AppendHeaders([
-        (header::SET_COOKIE, session::set_cookie(&cookie)),
+        (header::SET_COOKIE, session::set_cookie(&cookie, state.cookie_secure)),
         (header::SET_COOKIE, clear_login),
     ]);
     Ok((headers, Redirect::to("/")).into_response())
@@ -115,7 +113,7 @@ pub async fn logout(
     }
     tracing::info!(user.id = user.0.user_id, "logout");
     Ok((
-        AppendHeaders([(header::SET_COOKIE, session::clear_cookie())]),
+        AppendHeaders([(header::SET_COOKIE, session::clear_cookie(state.cookie_secure))]),
         Redirect::to("/login"),
     )
         .into_response())

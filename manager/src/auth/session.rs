@@ -1,6 +1,7 @@
 //! The web admin's session cookie: a random id (only its SHA-256 is stored), HttpOnly
-//! and SameSite=Strict, replaced by a new id at every login, deleted at logout and when
-//! the password changes, with an idle and an absolute timeout.
+//! and SameSite=Strict (and Secure when `PROBACTR_COOKIE_SECURE` is set: behind HTTPS),
+//! replaced by a new id at every login, deleted at logout and when the password changes,
+//! with an idle and an absolute timeout.
 
 use std::time::Duration;
 
@@ -28,18 +29,22 @@ pub fn cookie(headers: &HeaderMap) -> Option<String> {
         .filter(|value| !value.is_empty())
 }
 
-/// `Set-Cookie` that installs a session.
-pub fn set_cookie(value: &str) -> HeaderValue {
-    let text = format!(
-        "{COOKIE_NAME}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
-        ABSOLUTE_TIMEOUT.as_secs()
-    );
-    HeaderValue::from_str(&text).unwrap_or_else(|_| clear_cookie())
+/// A `Set-Cookie` value: `name=value` with `path`, `max_age` seconds and the attributes
+/// every cookie of the site carries (HttpOnly, SameSite=Strict, and Secure when `secure`).
+pub fn cookie_header(name: &str, value: &str, path: &str, max_age: u64, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    let text = format!("{name}={value}; Path={path}; HttpOnly; SameSite=Strict{secure}; Max-Age={max_age}");
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("invalid=; Max-Age=0"))
+}
+
+/// `Set-Cookie` that installs a session (`secure`: `PROBACTR_COOKIE_SECURE`).
+pub fn set_cookie(value: &str, secure: bool) -> HeaderValue {
+    cookie_header(COOKIE_NAME, value, "/", ABSOLUTE_TIMEOUT.as_secs(), secure)
 }
 
 /// `Set-Cookie` that removes the session cookie.
-pub fn clear_cookie() -> HeaderValue {
-    HeaderValue::from_static("probactr_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+pub fn clear_cookie(secure: bool) -> HeaderValue {
+    cookie_header(COOKIE_NAME, "", "/", 0, secure)
 }
 
 #[cfg(test)]
@@ -57,8 +62,16 @@ mod tests {
         let mut none = HeaderMap::new();
         none.append(header::COOKIE, HeaderValue::from_static("probactr_session="));
         assert_eq!(cookie(&none), None);
-        let set = set_cookie("xyz");
+        let set = set_cookie("xyz", false);
         let text = set.to_str().unwrap_or_default();
+        assert!(text.starts_with("probactr_session=xyz; Path=/;"), "{text}");
         assert!(text.contains("HttpOnly") && text.contains("SameSite=Strict"));
+        assert!(!text.contains("Secure"));
+        let secure = set_cookie("xyz", true);
+        assert!(secure.to_str().unwrap_or_default().contains("; Secure"));
+        let cleared = clear_cookie(true);
+        let text = cleared.to_str().unwrap_or_default();
+        assert!(text.starts_with("probactr_session=;") && text.ends_with("Max-Age=0"), "{text}");
+        assert!(text.contains("; Secure"));
     }
 }

@@ -71,6 +71,11 @@ pub const VARS: &[Var] = &[
         help: "how long an executor retries a busy lock before applying the overlap policy",
     },
     Var {
+        name: "PROBACTR_LOCK_RETRY",
+        default: "jitter:20ms:500ms",
+        help: "how a busy lock is retried: jitter:BASE:CAP (full jitter) or fixed:DELAY (only to show why not)",
+    },
+    Var {
         name: "PROBACTR_EXECUTOR_CAPACITY",
         default: "16",
         help: "runs one executor executes at once",
@@ -110,6 +115,11 @@ pub const VARS: &[Var] = &[
         name: "PROBACTR_MANAGER_LISTEN",
         default: "127.0.0.1:8080",
         help: "address the manager's web admin and API listen on",
+    },
+    Var {
+        name: "PROBACTR_COOKIE_SECURE",
+        default: "false",
+        help: "mark the manager's session cookie Secure (set true when it is served over HTTPS)",
     },
     Var {
         name: "PROBACTR_ADMIN_USER",

@@ -64,11 +64,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         tokio::spawn(liveness::heartbeat_loop(shared.clone(), background.clone())),
         tokio::spawn(liveness::cancel_watch_loop(shared.clone(), background.clone())),
         tokio::spawn(firing::fire_loop(shared.clone(), shutdown.clone())),
-        tokio::spawn(claiming::claim_loop(
-            shared.clone(),
-            tracker.clone(),
-            shutdown.clone(),
-        )),
+        tokio::spawn(claiming::claim_loop(shared.clone(), tracker.clone(), shutdown.clone())),
+        tokio::spawn(export_lock_stats(shared.clone(), background.clone())),
     ];
     shutdown.cancelled().await;
     drain(&shared, &tracker).await;
@@ -103,6 +100,20 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         registry: registry::Registry::new(),
         wakeups: wakeup::Wakeups::default(),
     }))
+}
+
+/// Publishes the Redis lock counters as metrics once a second (attempts per acquisition
+/// is the figure that shows whether retries collide).
+async fn export_lock_stats(shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+        }
+        let stats = shared.locks.stats();
+        metrics::counter!("probactr_lock_attempts_total").absolute(stats.attempts);
+        metrics::counter!("probactr_lock_renewals_total").absolute(stats.renewals);
+    }
 }
 
 /// Lets running attempts finish up to the drain timeout, then stops the rest and waits

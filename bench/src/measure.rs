@@ -1,0 +1,70 @@
+//! Measurements: machine-wide CPU time, process memory, percentiles, Redis command counts.
+
+use std::time::Instant;
+
+/// Busy CPU time of the whole machine (every process: executors, PostgreSQL, Redis,
+/// this benchmark), from `/proc/stat`.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuClock {
+    busy_ticks: u64,
+    at: Instant,
+}
+
+impl CpuClock {
+    pub fn now() -> CpuClock {
+        CpuClock { busy_ticks: busy_ticks(), at: Instant::now() }
+    }
+
+    /// Busy CPU milliseconds since this reading, and the wall seconds.
+    pub fn since(&self) -> (f64, f64) {
+        let ticks = busy_ticks().saturating_sub(self.busy_ticks);
+        // USER_HZ is 100 on Linux.
+        (ticks as f64 * 10.0, self.at.elapsed().as_secs_f64())
+    }
+}
+
+fn busy_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(line) = stat.lines().next() else { return 0 };
+    let fields: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    total.saturating_sub(idle)
+}
+
+/// Resident memory of a process in MiB.
+pub fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse::<f64>().ok())
+        .map(|kib| kib / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+/// p50/p95/p99/max of `values` (sorted here), rounded to 0.1.
+pub fn percentiles(values: &mut [f64]) -> serde_json::Value {
+    values.sort_by(f64::total_cmp);
+    let at = |p: f64| -> f64 {
+        if values.is_empty() {
+            return 0.0;
+        }
+        let rank = ((p / 100.0) * (values.len() - 1) as f64).round() as usize;
+        (values[rank.min(values.len() - 1)] * 10.0).round() / 10.0
+    };
+    serde_json::json!({ "p50": at(50.0), "p95": at(95.0), "p99": at(99.0), "max": at(100.0) })
+}
+
+/// Redis's count of processed commands (server-wide).
+pub async fn redis_commands(redis_url: &str) -> anyhow::Result<u64> {
+    let client = redis::Client::open(redis_url)?;
+    let mut redis = client.get_multiplexed_async_connection().await?;
+    let info: String = redis::cmd("INFO").arg("stats").query_async(&mut redis).await?;
+    Ok(info
+        .lines()
+        .find_map(|line| line.strip_prefix("total_commands_processed:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0))
+}

@@ -1,0 +1,114 @@
+//! The command line: a scenario name and size flags.
+
+/// Printed with every usage error.
+pub const USAGE: &str = "usage: probactr-bench SCENARIO [options]
+
+scenarios: throughput fire-storm scale contention failover admin memory all
+options:
+  --jobs N             runs (throughput, contention) [20000 / 1000]
+  --triggers T         interval triggers (fire-storm) [1000]
+  --executors E        executor processes [2]
+  --capacity C         PROBACTR_EXECUTOR_CAPACITY of each executor [256]
+  --duration SECONDS   measuring time (fire-storm, scale, admin) [10]
+  --phase spread|aligned   instants spread over the second or all at once [spread]
+  --parallel | --non-parallel   throughput: one parallel job, or one mutex per job [parallel]
+  --retry SPEC         lock retry of the executors (contention): jitter:BASE:CAP or fixed:DELAY
+  --trials K           failover trials [5]
+  --stored N           stored triggers (scale) [1000000]
+  --tiny               every size small (smoke test)
+  --json               one JSON object per scenario instead of a table";
+
+/// What to run and at which size.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scenario: String,
+    pub jobs: Option<u64>,
+    pub triggers: u64,
+    pub executors: u32,
+    pub capacity: u32,
+    pub duration: u64,
+    pub aligned: bool,
+    pub parallel: bool,
+    pub retry: Option<String>,
+    pub trials: u32,
+    pub stored: u64,
+    pub tiny: bool,
+    pub json: bool,
+}
+
+/// Every scenario `all` runs, in order.
+pub const SCENARIOS: &[&str] = &["throughput", "fire-storm", "scale", "contention", "failover", "admin", "memory"];
+
+impl Options {
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
+        let mut args = args.into_iter();
+        let scenario = args.next().ok_or("no scenario given")?;
+        if scenario != "all" && !SCENARIOS.contains(&scenario.as_str()) {
+            return Err(format!("unknown scenario {scenario:?}"));
+        }
+        let mut options = Options {
+            scenario,
+            jobs: None,
+            triggers: 1000,
+            executors: 2,
+            capacity: 256,
+            duration: 10,
+            aligned: false,
+            parallel: true,
+            retry: None,
+            trials: 5,
+            stored: 1_000_000,
+            tiny: false,
+            json: false,
+        };
+        while let Some(flag) = args.next() {
+            let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+            match flag.as_str() {
+                "--jobs" => options.jobs = Some(number(&value("--jobs")?, "--jobs")?),
+                "--triggers" => options.triggers = number(&value("--triggers")?, "--triggers")?,
+                "--executors" => options.executors = number(&value("--executors")?, "--executors")? as u32,
+                "--capacity" => options.capacity = number(&value("--capacity")?, "--capacity")? as u32,
+                "--duration" => options.duration = number(&value("--duration")?, "--duration")?,
+                "--trials" => options.trials = number(&value("--trials")?, "--trials")? as u32,
+                "--stored" => options.stored = number(&value("--stored")?, "--stored")?,
+                "--phase" => match value("--phase")?.as_str() {
+                    "spread" => options.aligned = false,
+                    "aligned" => options.aligned = true,
+                    other => return Err(format!("--phase {other:?}: expected spread or aligned")),
+                },
+                "--retry" => options.retry = Some(value("--retry")?),
+                "--parallel" => options.parallel = true,
+                "--non-parallel" => options.parallel = false,
+                "--tiny" => options.tiny = true,
+                "--json" => options.json = true,
+                other => return Err(format!("unknown option {other:?}")),
+            }
+        }
+        if options.executors == 0 {
+            return Err("--executors must be at least 1".into());
+        }
+        if options.tiny {
+            options.shrink();
+        }
+        Ok(options)
+    }
+
+    fn shrink(&mut self) {
+        self.jobs = Some(self.jobs.unwrap_or(200).min(200));
+        self.triggers = self.triggers.min(50);
+        self.duration = self.duration.min(3);
+        self.trials = self.trials.min(1);
+        self.stored = self.stored.min(5_000);
+    }
+
+    pub fn scenarios(&self) -> Vec<&'static str> {
+        match SCENARIOS.iter().find(|s| **s == self.scenario) {
+            Some(one) => vec![*one],
+            None => SCENARIOS.to_vec(),
+        }
+    }
+}
+
+fn number(text: &str, flag: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| format!("{flag} {text:?}: expected a whole number"))
+}

@@ -1,0 +1,546 @@
+//! One function per scenario; each builds its cluster, measures, tears down, and returns
+//! its figures (the JSON keys the benchmark documents).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::cluster::Cluster;
+use crate::measure::{percentiles, redis_commands, rss_mib, CpuClock};
+use crate::options::Options;
+
+/// Runs one scenario on a fresh cluster.
+pub async fn run(scenario: &str, options: &Options) -> anyhow::Result<Value> {
+    let mut cluster = Cluster::create().await?;
+    let figures = match scenario {
+        "throughput" => throughput(&mut cluster, options).await,
+        "fire-storm" => fire_storm(&mut cluster, options).await,
+        "scale" => scale(&mut cluster, options).await,
+        "contention" => contention(&mut cluster, options).await,
+        "failover" => failover(&mut cluster, options).await,
+        "admin" => admin(&mut cluster, options).await,
+        "memory" => memory(&mut cluster, options).await,
+        other => Err(anyhow::anyhow!("unknown scenario {other}")),
+    };
+    cluster.teardown().await?;
+    figures
+}
+
+fn progress(options: &Options, message: &str) {
+    if !options.json {
+        eprintln!("  … {message}");
+    }
+}
+
+async fn insert_job(pool: &PgPool, name: &str, kind: &str, spec: Value, parallel: bool, overlap: &str) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO jobs (name, kind, spec, parallel, overlap, retry_max_attempts, retry_backoff_secs)
+         VALUES ($1, $2, $3, $4, $5, 2, 0) RETURNING id",
+    )
+    .bind(name)
+    .bind(kind)
+    .bind(spec)
+    .bind(parallel)
+    .bind(overlap)
+    .fetch_one(pool)
+    .await?)
+}
+
+async fn unfinished(pool: &PgPool) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar("SELECT count(*) FROM runs WHERE state IN ('queued', 'claimed', 'running')")
+        .fetch_one(pool)
+        .await?)
+}
+
+/// Waits until no run is queued, claimed or running; reports progress every 5 s.
+async fn wait_drained(pool: &PgPool, options: &Options, within: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    loop {
+        let left = unfinished(pool).await?;
+        if left == 0 {
+            return Ok(());
+        }
+        if started.elapsed() > within {
+            bail!("{left} runs still unfinished after {within:?}");
+        }
+        if last_report.elapsed() > Duration::from_secs(5) {
+            progress(options, &format!("{left} runs left"));
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn db_now(pool: &PgPool) -> anyhow::Result<DateTime<Utc>> {
+    Ok(sqlx::query_scalar("SELECT now()").fetch_one(pool).await?)
+}
+
+fn round(value: f64, places: i32) -> f64 {
+    let factor = 10f64.powi(places);
+    (value * factor).round() / factor
+}
+
+/// N run-now noop runs drained by E executors.
+async fn throughput(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let runs = options.jobs.unwrap_or(20_000) as i64;
+    let env = cluster.env(options.capacity);
+    cluster.start_executors(options.executors, &env).await?;
+    let cpu = CpuClock::now();
+    let started = Instant::now();
+    if options.parallel {
+        let job = insert_job(&cluster.pool, "throughput", "noop", json!({}), true, "queue").await?;
+        sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)")
+            .bind(job)
+            .bind(runs)
+            .execute(&cluster.pool)
+            .await?;
+    } else {
+        let mut tx = cluster.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO jobs (name, kind, parallel, overlap) SELECT 'mutex-' || g, 'noop', false, 'queue'
+             FROM generate_series(1, $1) AS g",
+        )
+        .bind(runs)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT id, now() FROM jobs").execute(&mut *tx).await?;
+        tx.commit().await?;
+    }
+    progress(options, &format!("{runs} runs queued"));
+    wait_drained(&cluster.pool, options, Duration::from_secs(600)).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let (cpu_ms, _) = cpu.since();
+    let succeeded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'").fetch_one(&cluster.pool).await?;
+    Ok(json!({
+        "variant": if options.parallel { "parallel" } else { "non-parallel" },
+        "executors": options.executors,
+        "runs": runs,
+        "succeeded": succeeded,
+        "seconds": round(seconds, 2),
+        "runs_per_sec": round(runs as f64 / seconds, 0),
+        "cpu_ms_per_run": round(cpu_ms / runs as f64, 3),
+    }))
+}
+
+/// The figures of interval triggers firing every second for a while.
+struct FireFigures {
+    expected: i64,
+    fired: i64,
+    duplicates: i64,
+    missed: i64,
+    seconds: f64,
+    lag_ms: Value,
+    cpu_ms: f64,
+}
+
+/// Inserts `count` interval triggers (every second, phases spread over the second or
+/// aligned) of one parallel noop job, lets them fire for `duration`, pauses them, and
+/// checks every instant in the window: run once, not twice, none missing.
+async fn measure_firing(
+    cluster: &Cluster,
+    options: &Options,
+    count: u64,
+    duration: u64,
+) -> anyhow::Result<FireFigures> {
+    let job = insert_job(&cluster.pool, &format!("storm-{count}"), "noop", json!({}), true, "queue").await?;
+    let now = db_now(&cluster.pool).await?;
+    let base = DateTime::<Utc>::from_timestamp(now.timestamp() + 2, 0).context("time")?;
+    sqlx::query(
+        "INSERT INTO triggers (job_id, kind, interval_secs, start_at, next_fire_at, created_at, misfire_threshold_secs)
+         SELECT $1, 'interval', 1, at, at, at, 3600 FROM (
+             SELECT $2::timestamptz + make_interval(secs => CASE WHEN $4 THEN 0 ELSE (g::float8 / $3) END) AS at
+             FROM generate_series(0, $3 - 1) AS g) AS phases",
+    )
+    .bind(job)
+    .bind(base)
+    .bind(count as i64)
+    .bind(options.aligned)
+    .execute(&cluster.pool)
+    .await?;
+    let end = base + chrono::TimeDelta::seconds(duration as i64);
+    let until_base = (base - db_now(&cluster.pool).await?).to_std().unwrap_or_default();
+    tokio::time::sleep(until_base).await;
+    let cpu = CpuClock::now();
+    progress(options, &format!("{count} triggers firing for {duration} s"));
+    let until_end = (end - db_now(&cluster.pool).await?).to_std().unwrap_or_default();
+    tokio::time::sleep(until_end + Duration::from_millis(500)).await;
+    let (cpu_ms, _) = cpu.since();
+    sqlx::query("UPDATE triggers SET paused = true WHERE job_id = $1").bind(job).execute(&cluster.pool).await?;
+    wait_drained(&cluster.pool, options, Duration::from_secs(60)).await?;
+
+    // The window [base, end): every trigger's instants in it.
+    let (fired, distinct): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT (trigger_id, scheduled_at)) FROM runs
+         WHERE job_id = $1 AND scheduled_at >= $2 AND scheduled_at < $3",
+    )
+    .bind(job)
+    .bind(base)
+    .bind(end)
+    .fetch_one(&cluster.pool)
+    .await?;
+    let expected: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(ceil(EXTRACT(EPOCH FROM ($2 - start_at)))), 0)::bigint FROM triggers WHERE job_id = $1",
+    )
+    .bind(job)
+    .bind(end)
+    .fetch_one(&cluster.pool)
+    .await?;
+    let mut lags: Vec<f64> = sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM (started_at - scheduled_at))::float8 * 1000 FROM runs
+         WHERE job_id = $1 AND scheduled_at >= $2 AND scheduled_at < $3 AND started_at IS NOT NULL",
+    )
+    .bind(job)
+    .bind(base)
+    .bind(end)
+    .fetch_all(&cluster.pool)
+    .await?;
+    Ok(FireFigures {
+        expected,
+        fired,
+        duplicates: fired - distinct,
+        missed: (expected - distinct).max(0),
+        seconds: duration as f64,
+        lag_ms: percentiles(&mut lags),
+        cpu_ms,
+    })
+}
+
+/// T interval triggers every second, spread or aligned.
+async fn fire_storm(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let env = cluster.env(options.capacity);
+    cluster.start_executors(options.executors, &env).await?;
+    let figures = measure_firing(cluster, options, options.triggers, options.duration).await?;
+    Ok(json!({
+        "triggers": options.triggers,
+        "phase": if options.aligned { "aligned" } else { "spread" },
+        "executors": options.executors,
+        "expected": figures.expected,
+        "fires": figures.fired,
+        "fires_per_sec": round(figures.fired as f64 / figures.seconds, 0),
+        "lag_ms": figures.lag_ms,
+        "duplicates": figures.duplicates,
+        "missed": figures.missed,
+        "cpu_ms_per_fire": round(figures.cpu_ms / figures.fired.max(1) as f64, 4),
+    }))
+}
+
+/// Idle triggers that are never due during the measurement (due in a day).
+async fn store_idle_triggers(pool: &PgPool, count: u64) -> anyhow::Result<()> {
+    let job = insert_job(pool, &format!("idle-{count}"), "noop", json!({}), true, "queue").await?;
+    sqlx::query(
+        "INSERT INTO triggers (job_id, kind, interval_secs, next_fire_at)
+         SELECT $1, 'interval', 86400, now() + interval '1 day' + make_interval(secs => g)
+         FROM generate_series(1, $2) AS g",
+    )
+    .bind(job)
+    .bind(count as i64)
+    .execute(pool)
+    .await?;
+    sqlx::query("ANALYZE triggers").execute(pool).await?;
+    Ok(())
+}
+
+/// Milliseconds the due-trigger claim takes (EXPLAIN ANALYZE, rolled back).
+async fn claim_query_ms(pool: &PgPool) -> anyhow::Result<f64> {
+    let mut tx = pool.begin().await?;
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN (ANALYZE, FORMAT TEXT)
+         SELECT triggers.* FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+         WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
+         ORDER BY triggers.next_fire_at LIMIT 500 FOR UPDATE OF triggers SKIP LOCKED",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.rollback().await?;
+    Ok(plan
+        .iter()
+        .find_map(|line| line.trim().strip_prefix("Execution Time: "))
+        .and_then(|rest| rest.trim_end_matches(" ms").parse().ok())
+        .unwrap_or(f64::NAN))
+}
+
+/// 1,000 due triggers a second among 10,000, then among `--stored` (1,000,000).
+async fn scale(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let active = options.triggers.min(options.stored / 10).max(1);
+    let small = active * 10;
+    let env = cluster.env(options.capacity);
+    cluster.start_executors(options.executors, &env).await?;
+    store_idle_triggers(&cluster.pool, small - active).await?;
+    let at_small = measure_firing(cluster, options, active, options.duration).await?;
+    let claim_small = claim_query_ms(&cluster.pool).await?;
+    progress(options, &format!("storing {} idle triggers", options.stored - small));
+    store_idle_triggers(&cluster.pool, options.stored - small).await?;
+    let at_large = measure_firing(cluster, options, active, options.duration).await?;
+    let claim_large = claim_query_ms(&cluster.pool).await?;
+    let p99 = |figures: &FireFigures| figures.lag_ms["p99"].as_f64().unwrap_or(f64::NAN);
+    Ok(json!({
+        "due_per_sec": active,
+        "small": { "stored": small, "lag_ms": at_small.lag_ms, "claim_ms": claim_small,
+                   "duplicates": at_small.duplicates, "missed": at_small.missed },
+        "large": { "stored": options.stored, "lag_ms": at_large.lag_ms, "claim_ms": claim_large,
+                   "duplicates": at_large.duplicates, "missed": at_large.missed },
+        "lag_p99_ratio": round(p99(&at_large) / p99(&at_small).max(0.1), 2),
+        "duplicates": at_small.duplicates + at_large.duplicates,
+        "missed": at_small.missed + at_large.missed,
+    }))
+}
+
+/// Scrapes the executors' metrics and sums one counter.
+async fn scrape_sum(ports: &[u16], metric: &str) -> f64 {
+    let mut sum = 0.0;
+    for port in ports {
+        let Ok(reply) = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await else { continue };
+        let Ok(body) = reply.text().await else { continue };
+        sum += body
+            .lines()
+            .filter(|line| line.starts_with(metric) && !line.starts_with('#'))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>();
+    }
+    sum
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// 1,000 runs of one non-parallel job due at the same instant.
+async fn contention(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let runs = options.jobs.unwrap_or(1000).min(100_000) as i64;
+    let mut ports = Vec::new();
+    for i in 0..options.executors {
+        let mut env = cluster.env(options.capacity.min(64));
+        let port = free_port()?;
+        ports.push(port);
+        env.insert("PROBACTR_METRICS_LISTEN".into(), format!("127.0.0.1:{port}"));
+        if let Some(retry) = &options.retry {
+            env.insert("PROBACTR_LOCK_RETRY".into(), retry.clone());
+        }
+        cluster.spawn("probactr-executor", &format!("executor-{i}"), &env)?;
+    }
+    cluster.wait_registered("executor", options.executors as i64).await?;
+    let job = insert_job(&cluster.pool, "contended", "noop", json!({}), false, "queue").await?;
+    let commands_before = redis_commands(&cluster.redis_url).await?;
+    let cpu = CpuClock::now();
+    let started = Instant::now();
+    sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)")
+        .bind(job)
+        .bind(runs)
+        .execute(&cluster.pool)
+        .await?;
+    wait_drained(&cluster.pool, options, Duration::from_secs(900)).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let (cpu_ms, _) = cpu.since();
+    let commands = redis_commands(&cluster.redis_url).await?.saturating_sub(commands_before);
+    // The executors export their lock counters every second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let attempts = scrape_sum(&ports, "probactr_lock_attempts_total").await;
+    let acquisitions = scrape_sum(&ports, "probactr_lock_acquisitions_total").await;
+    let succeeded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'").fetch_one(&cluster.pool).await?;
+    Ok(json!({
+        "retry": options.retry.clone().unwrap_or_else(|| "jitter (default)".into()),
+        "runs": runs,
+        "succeeded": succeeded,
+        "drain_seconds": round(seconds, 2),
+        "lock_attempts": attempts,
+        "lock_attempts_per_acquisition": round(attempts / acquisitions.max(1.0), 2),
+        "redis_commands": commands,
+        "cpu_ms": round(cpu_ms, 0),
+    }))
+}
+
+/// kill -9 the executor running a long non-parallel job; time until the retry starts.
+async fn failover(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let env = cluster.env(16);
+    cluster.start_executors(2, &env).await?;
+    cluster.spawn("probactr-monitor", "monitor", &env)?;
+    cluster.wait_registered("monitor", 1).await?;
+    let job = insert_job(&cluster.pool, "long", "sleep", json!({ "millis": 600_000 }), false, "queue").await?;
+    let mut times = Vec::new();
+    for trial in 0..options.trials {
+        let first: i64 = sqlx::query_scalar("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING id")
+            .bind(job)
+            .fetch_one(&cluster.pool)
+            .await?;
+        let pid = wait_running_pid(&cluster.pool, first).await?;
+        let killed_at = db_now(&cluster.pool).await?;
+        let index = cluster.processes.iter().position(|(_, child)| child.id() == Some(pid as u32)).context("runner")?;
+        let (_, mut child) = cluster.processes.remove(index);
+        child.kill().await?;
+        let retry_started = wait_retry_started(&cluster.pool, first).await?;
+        let seconds = (retry_started - killed_at).num_milliseconds() as f64 / 1000.0;
+        progress(options, &format!("trial {}: failover {seconds:.2} s", trial + 1));
+        times.push(seconds);
+        sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE state = 'running'").execute(&cluster.pool).await?;
+        wait_drained(&cluster.pool, options, Duration::from_secs(30)).await?;
+        cluster.spawn("probactr-executor", &format!("replacement-{trial}"), &env)?;
+        cluster.wait_registered("executor", 2).await?;
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(json!({
+        "trials": times.len(),
+        "heartbeat_timeout_secs": 3,
+        "failover_seconds": { "median": round(times[times.len() / 2], 2), "max": round(times[times.len() - 1], 2) },
+    }))
+}
+
+async fn wait_running_pid(pool: &PgPool, run: i64) -> anyhow::Result<i32> {
+    for _ in 0..400 {
+        let pid: Option<i32> = sqlx::query_scalar(
+            "SELECT executors.pid FROM runs JOIN executors ON executors.id = runs.executor_id
+             WHERE runs.id = $1 AND runs.state = 'running'",
+        )
+        .bind(run)
+        .fetch_optional(pool)
+        .await?;
+        if let Some(pid) = pid {
+            return Ok(pid);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    bail!("run {run} never started")
+}
+
+async fn wait_retry_started(pool: &PgPool, first: i64) -> anyhow::Result<DateTime<Utc>> {
+    for _ in 0..2400 {
+        let started: Option<DateTime<Utc>> =
+            sqlx::query_scalar("SELECT started_at FROM runs WHERE first_run_id = $1 AND started_at IS NOT NULL")
+                .bind(first)
+                .fetch_optional(pool)
+                .await?;
+        if let Some(started) = started {
+            return Ok(started);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("the retry of run {first} never started")
+}
+
+/// Concurrent API clients on a manager over a large run history.
+async fn admin(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let history: i64 = if options.tiny { 5_000 } else { 1_000_000 };
+    progress(options, &format!("storing {history} runs of history"));
+    sqlx::query(
+        "INSERT INTO jobs (name, kind, parallel) SELECT 'history-' || g, 'noop', true FROM generate_series(1, 100) AS g",
+    )
+    .execute(&cluster.pool)
+    .await?;
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, queued_at, started_at, finished_at)
+         SELECT (SELECT min(id) FROM jobs) + g % 100, t, CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t, t, t
+         FROM (SELECT g, now() - make_interval(secs => g) AS t FROM generate_series(1, $1) AS g) AS history",
+    )
+    .bind(history)
+    .execute(&cluster.pool)
+    .await?;
+    sqlx::query("ANALYZE").execute(&cluster.pool).await?;
+    let port = free_port()?;
+    let password = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    let mut env = cluster.env(16);
+    env.insert("PROBACTR_MANAGER_LISTEN".into(), format!("127.0.0.1:{port}"));
+    env.insert("PROBACTR_ADMIN_PASSWORD".into(), password.clone());
+    cluster.spawn("probactr-manager", "manager", &env)?;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let token = login(&client, &base, &password).await?;
+    let clients = if options.tiny { 4 } else { 32 };
+    let deadline = Instant::now() + Duration::from_secs(options.duration);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let client = client.clone();
+        let token = token.clone();
+        let url = if i % 2 == 0 { format!("{base}/api/v1/status") } else { format!("{base}/api/v1/jobs") };
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            while Instant::now() < deadline {
+                let sent = Instant::now();
+                match client.get(&url).bearer_auth(&token).send().await {
+                    Ok(reply) if reply.status().is_success() => {
+                        let _ = reply.bytes().await;
+                        latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+                    }
+                    _ => errors += 1,
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (mut mine, failed) = task.await?;
+        latencies.append(&mut mine);
+        errors += failed;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let requests = latencies.len();
+    let spread = percentiles(&mut latencies);
+    Ok(json!({
+        "history_runs": history,
+        "clients": clients,
+        "requests": requests,
+        "errors": errors,
+        "requests_per_sec": round(requests as f64 / seconds, 0),
+        "p50_ms": spread["p50"],
+        "p99_ms": spread["p99"],
+    }))
+}
+
+async fn login(client: &reqwest::Client, base: &str, password: &str) -> anyhow::Result<String> {
+    for _ in 0..200 {
+        if let Ok(reply) = client
+            .post(format!("{base}/api/v1/auth/token"))
+            .header("content-type", "application/json")
+            .body(json!({ "username": "admin", "password": password }).to_string())
+            .send()
+            .await
+        {
+            if reply.status().is_success() {
+                let body: Value = serde_json::from_slice(&reply.bytes().await?)?;
+                return body["token"].as_str().map(str::to_owned).context("a token in the reply");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the manager did not hand out a token")
+}
+
+/// Executor memory idle and with 1,000 concurrent sleep jobs.
+async fn memory(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
+    let busy_runs: i64 = if options.tiny { 100 } else { 1000 };
+    let env = cluster.env(busy_runs as u32 + 10);
+    let pids = cluster.start_executors(1, &env).await?;
+    let pid = pids[0];
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = rss_mib(pid);
+    let job = insert_job(&cluster.pool, "sleepers", "sleep", json!({ "millis": 30_000 }), true, "queue").await?;
+    sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)")
+        .bind(job)
+        .bind(busy_runs)
+        .execute(&cluster.pool)
+        .await?;
+    for _ in 0..600 {
+        let running: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'running'").fetch_one(&cluster.pool).await?;
+        if running >= busy_runs {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let busy = rss_mib(pid);
+    sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE state = 'running'").execute(&cluster.pool).await?;
+    wait_drained(&cluster.pool, options, Duration::from_secs(30)).await?;
+    Ok(json!({
+        "concurrent_jobs": busy_runs,
+        "rss_mib_idle": round(idle, 1),
+        "rss_mib_busy": round(busy, 1),
+    }))
+}

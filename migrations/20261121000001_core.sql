@@ -149,6 +149,8 @@ CREATE UNIQUE INDEX runs_chain_attempt ON runs (first_run_id, attempt) WHERE fir
 CREATE UNIQUE INDEX runs_one_running_exclusive ON runs (job_id) WHERE state = 'running' AND exclusive;
 -- The queued-run claim: `WHERE state = 'queued' AND available_at <= now() ORDER BY available_at, id`.
 CREATE INDEX runs_queued ON runs (available_at, id) WHERE state = 'queued';
+-- The queued-run claim skips non-parallel jobs that already have an active attempt.
+CREATE INDEX runs_active_by_job ON runs (job_id) WHERE state IN ('claimed', 'running');
 -- The reaper and the executor's own bookkeeping: active runs per executor.
 CREATE INDEX runs_active_by_executor ON runs (executor_id) WHERE state IN ('claimed', 'running');
 -- History pages: a job's runs, newest first; the whole list, newest first; retention.
@@ -191,12 +193,17 @@ CREATE TRIGGER triggers_changed
     AFTER INSERT OR UPDATE OF next_fire_at, paused OR DELETE ON triggers
     FOR EACH STATEMENT EXECUTE FUNCTION probactr_notify_triggers();
 
+-- Only inserts of runs claimable now wake executors: retries waiting out a backoff and
+-- runs recorded as already ended do not.
 CREATE FUNCTION probactr_notify_runs() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('probactr_runs', '');
+    IF EXISTS (SELECT 1 FROM inserted WHERE state = 'queued' AND available_at <= now()) THEN
+        PERFORM pg_notify('probactr_runs', '');
+    END IF;
     RETURN NULL;
 END $$;
 
 CREATE TRIGGER runs_queued_notify
     AFTER INSERT ON runs
+    REFERENCING NEW TABLE AS inserted
     FOR EACH STATEMENT EXECUTE FUNCTION probactr_notify_runs();

@@ -35,14 +35,14 @@ impl Write {
     }
 }
 
-/// The SQL condition, over a `runs` row and parameters `$2` (executor id) and `$3`
-/// (fence, NULL for an unfenced parallel run), under which the executor may still write
-/// that run.
+/// The SQL condition under which a writer may still write a `runs` row: the writer's
+/// executor id and token are the columns `input.executor_id` and `input.fence` (NULL for
+/// an unfenced parallel run) of the statement's input rows.
 pub const RUN_FENCE_IS_CURRENT: &str = "runs.state = 'running'
-    AND runs.executor_id = $2
-    AND runs.fence IS NOT DISTINCT FROM $3
+    AND runs.executor_id = input.executor_id
+    AND runs.fence IS NOT DISTINCT FROM input.fence
     AND (NOT runs.exclusive OR EXISTS (
-        SELECT 1 FROM jobs WHERE jobs.id = runs.job_id AND jobs.fence = $3))";
+        SELECT 1 FROM jobs WHERE jobs.id = runs.job_id AND jobs.fence = input.fence))";
 
 /// Draws the next fencing token of a job.
 pub async fn issue(db: impl PgExecutor<'_>, job_id: i64) -> Result<i64, StoreError> {

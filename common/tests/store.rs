@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use probactr_common::fence::{self, Write};
-use probactr_common::model::{Job, JobKind, ProcessRole, ProcessState, Run, RunState, TriggerKind};
+use probactr_common::model::{Job, JobKind, Overlap, ProcessRole, ProcessState, Run, RunState, TriggerKind};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::processes::{self, Heartbeat, Registration};
 use probactr_common::store::runs::{self, Finish, Start, StartRequest};
@@ -1106,6 +1106,7 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     let live = make_executor(&pool).await;
     let job = make_job(&pool, "retrying", |j| {
         j.parallel = true;
+        j.max_concurrency = Some(10);
         j.retry_max_attempts = 2;
         j.retry_backoff_secs = 5;
     })
@@ -1214,7 +1215,11 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
 async fn stale_claims_return_to_the_queue(pool: PgPool) {
     let dead = make_executor(&pool).await;
     let live = make_executor(&pool).await;
-    let job = make_job(&pool, "j", |j| j.parallel = true).await;
+    let job = make_job(&pool, "j", |j| {
+        j.parallel = true;
+        j.max_concurrency = Some(10);
+    })
+    .await;
     let of_dead = claimed_run(&pool, job.id, dead).await;
     let fresh = claimed_run(&pool, job.id, live).await;
     let old = claimed_run(&pool, job.id, live).await;
@@ -1382,7 +1387,11 @@ async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
         .await
         .expect("age");
     // Recent and finished: kept.
-    let recent = make_job(&pool, "recent", |j| j.parallel = true).await;
+    let recent = make_job(&pool, "recent", |j| {
+        j.parallel = true;
+        j.max_concurrency = Some(10);
+    })
+    .await;
     let r = claimed_run(&pool, recent.id, ex).await;
     runs::start(&pool, &start_request(&r, ex, false, false))
         .await
@@ -1617,4 +1626,47 @@ async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
         }
         other => panic!("expected a Store error, got {other:?}"),
     }
+}
+
+/// Runs that need no lock (parallel, unbounded) are started by the claim itself, and a
+/// non-parallel `overlap = queue` job's queued runs wait unclaimed while it is active.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn claim_starts_lock_free_runs_and_holds_back_busy_queue_jobs(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let free = make_job(&pool, "free", |j| j.parallel = true).await;
+    let queued = runs::queue_now(&pool, free.id).await.expect("queue");
+    let claimed = runs::claim_queued(&pool, ex, 10).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, queued.id);
+    assert_eq!(claimed[0].state, RunState::Running, "a lock-free run starts at claim");
+    assert!(claimed[0].started_at.is_some());
+    let done = runs::finish(
+        &pool,
+        queued.id,
+        ex,
+        None,
+        &Finish {
+            state: RunState::Succeeded,
+            reason: None,
+            exit_code: None,
+            http_status: None,
+            error: None,
+            output: None,
+            output_truncated: false,
+        },
+    )
+    .await
+    .expect("finish");
+    assert_eq!(done.write, Write::Stored);
+
+    let serial = make_job(&pool, "serial", |j| j.overlap = Overlap::Queue).await;
+    let first = claimed_run(&pool, serial.id, ex).await;
+    let second = runs::queue_now(&pool, serial.id).await.expect("queue second");
+    assert!(
+        runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty(),
+        "the second run waits while the first is active"
+    );
+    runs::end_claim(&pool, first.id, ex, RunState::Skipped, "test").await.expect("end");
+    let next = runs::claim_queued(&pool, ex, 10).await.expect("claim");
+    assert_eq!(next.iter().map(|r| r.id).collect::<Vec<_>>(), vec![second.id]);
 }

@@ -22,7 +22,7 @@ use probactr_common::fence::Write;
 use probactr_common::jobspec::JobSpec;
 use probactr_common::lock::{Acquire, Lease, Renewal, Want};
 use probactr_common::model::{Job, Overlap, Run, RunState};
-use probactr_common::store::runs::{self, Finish, Start, StartRequest};
+use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -61,48 +61,63 @@ struct Attempt<'a> {
 
 impl Attempt<'_> {
     async fn execute(self, shutdown: &CancellationToken) {
+        // Runs that need no lock were started by the claim itself.
+        let started_at_claim = self.run.state == RunState::Running;
         let spec = match JobSpec::parse(self.job.kind, &self.job.spec) {
             Ok(spec) => spec,
-            Err(err) => {
-                return self
-                    .end_before_start(RunState::Failed, &format!("invalid job spec: {err}"))
-                    .await
+            Err(err) => return self.refuse(started_at_claim, &format!("invalid job spec: {err}")).await,
+        };
+        let (lease, fence) = if started_at_claim {
+            (None, None)
+        } else {
+            let lease = match self.take_lock().await {
+                Ok(lease) => lease,
+                Err(Busy(why)) => return self.give_way(&why).await,
+            };
+            if shutdown.is_cancelled() {
+                self.release(lease.as_ref()).await;
+                return self.put_back(Duration::ZERO, "executor shutting down").await;
+            }
+            match self.start(lease.as_ref()).await {
+                Some(fence) => (lease, fence),
+                None => return self.release(lease.as_ref()).await,
             }
         };
-        let lease = match self.take_lock().await {
-            Ok(lease) => lease,
-            Err(Busy(why)) => return self.give_way(&why).await,
-        };
-        if shutdown.is_cancelled() {
-            self.release(lease.as_ref()).await;
-            return self.put_back(Duration::ZERO, "executor shutting down").await;
-        }
-        let fence = match self.start(lease.as_ref()).await {
-            Some(fence) => fence,
-            None => return self.release(lease.as_ref()).await,
-        };
         let handle = self.shared.registry.track(self.run.id, self.executor_id);
+        note_started(&self.run);
         let renewal = lease.clone().map(|lease| {
             let locks = self.shared.locks.clone();
             tokio::spawn(keep_lease(locks, lease, handle.clone()).in_current_span())
         });
-        let execution = job::execute(
-            &spec,
-            &self.context(fence),
-            self.timeout(),
-            handle.token(),
-            &self.shared.http,
-        )
-        .await;
+        let execution =
+            job::execute(&spec, &self.context(fence), self.timeout(), handle.token(), &self.shared.http).await;
         if let Some(renewal) = renewal {
             renewal.abort();
         }
         let finish = describe_end(&execution, &handle, self.job.timeout_secs);
         metrics::gauge!("probactr_runs_executing").decrement(1.0);
         metrics::counter!("probactr_runs_total", "outcome" => finish.state.as_str()).increment(1);
-        self.record_end(fence, &finish).await;
+        self.record_end(fence, finish).await;
         self.shared.registry.untrack(self.run.id);
         self.release(lease.as_ref()).await;
+    }
+
+    /// Ends a run that cannot run at all (its definition is invalid).
+    async fn refuse(&self, started_at_claim: bool, why: &str) {
+        if started_at_claim {
+            let finish = Finish {
+                state: RunState::Failed,
+                reason: None,
+                exit_code: None,
+                http_status: None,
+                error: Some(why.to_owned()),
+                output: None,
+                output_truncated: false,
+            };
+            self.record_end(None, finish).await;
+        } else {
+            self.end_before_start(RunState::Failed, why).await;
+        }
     }
 
     fn context(&self, fence: Option<i64>) -> JobContext {
@@ -172,11 +187,6 @@ impl Attempt<'_> {
         };
         match runs::start(&self.shared.pool, &request).await {
             Ok(Start::Started { fence }) => {
-                let lag = (chrono::Utc::now() - self.run.scheduled_at)
-                    .num_microseconds()
-                    .unwrap_or(0);
-                metrics::histogram!("probactr_start_lag_seconds").record(lag.max(0) as f64 / 1e6);
-                metrics::gauge!("probactr_runs_executing").increment(1.0);
                 tracing::info!(fence, "run started");
                 Some(fence)
             }
@@ -233,30 +243,16 @@ impl Attempt<'_> {
         );
     }
 
-    /// Strong end: retries with jitter until PostgreSQL stores the end or fences it off.
-    async fn record_end(&self, fence: Option<i64>, finish: &Finish) {
-        let backoff = Backoff::FullJitter {
-            base: Duration::from_millis(50),
-            cap: Duration::from_secs(5),
-        };
-        let mut failures = 0u32;
-        loop {
-            match runs::finish(&self.shared.pool, self.run.id, self.executor_id, fence, finish).await {
-                Ok(done) => {
-                    match done.write {
-                        Write::Stored => tracing::info!(state = %finish.state, exit_code = finish.exit_code,
-                            http_status = finish.http_status, retry.run_id = done.retry_run_id, "run recorded"),
-                        Write::Fenced => tracing::warn!(state = %finish.state, fence,
-                            "end rejected by fencing: the run was reaped or a newer holder took the job"),
-                    }
-                    return;
-                }
-                Err(err) => {
-                    failures = failures.saturating_add(1);
-                    tracing::warn!(error = %err, failures, "cannot record the run's end yet; retrying");
-                    tokio::time::sleep(backoff.delay(failures.min(10))).await;
-                }
-            }
+    /// Strong end: the recorder retries until PostgreSQL stores the end or fences it off.
+    async fn record_end(&self, fence: Option<i64>, finish: Finish) {
+        let ending = RunEnd { run_id: self.run.id, executor_id: self.executor_id, fence, finish };
+        let done = self.shared.recorder.record(ending.clone()).await;
+        let finish = &ending.finish;
+        match done.write {
+            Write::Stored => tracing::info!(state = %finish.state, exit_code = finish.exit_code,
+                http_status = finish.http_status, retry.run_id = done.retry_run_id, "run recorded"),
+            Write::Fenced => tracing::warn!(state = %finish.state, fence,
+                "end rejected by fencing: the run was reaped or a newer holder took the job"),
         }
     }
 
@@ -268,6 +264,13 @@ impl Attempt<'_> {
             Err(err) => tracing::warn!(error = %err, "cannot release the lock; it expires with its lease"),
         }
     }
+}
+
+/// Counts a run that began executing, with how late it started.
+fn note_started(run: &Run) {
+    let lag = (chrono::Utc::now() - run.scheduled_at).num_microseconds().unwrap_or(0);
+    metrics::histogram!("probactr_start_lag_seconds").record(lag.max(0) as f64 / 1e6);
+    metrics::gauge!("probactr_runs_executing").increment(1.0);
 }
 
 /// Why a run could not start.

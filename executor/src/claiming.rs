@@ -4,10 +4,12 @@
 //! one until it has recorded its end. The loop claims when woken (runs queued, capacity
 //! freed) or every second (retries whose backoff elapsed raise no notification).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
+use probactr_common::model::Overlap;
 use probactr_common::store::{jobs, runs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -17,6 +19,8 @@ use crate::{attempt, Shared};
 
 /// How often the loop looks for claimable runs without being woken.
 const POLL: Duration = Duration::from_secs(1);
+/// How long a claim waits for more slots to free when only a few are free.
+const COALESCE: Duration = Duration::from_millis(1);
 
 /// Claims and starts attempts until `stop` is cancelled.
 pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: CancellationToken) {
@@ -25,6 +29,7 @@ pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: Cancell
         base: Duration::from_millis(100),
         cap: Duration::from_secs(5),
     };
+    let coalesce_below = (shared.config.executor_capacity as usize / 8).max(1);
     let mut failures = 0u32;
     while !stop.is_cancelled() {
         let free = capacity.available_permits();
@@ -52,6 +57,11 @@ pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: Cancell
             _ = shared.wakeups.runs.notified() => {}
             _ = tokio::time::sleep(pause) => {}
         }
+        // Woken by one freed slot among many busy ones: let a few more free up so one
+        // claim statement takes several runs.
+        if capacity.available_permits() < coalesce_below {
+            tokio::time::sleep(COALESCE).await;
+        }
     }
     tracing::debug!("claim loop stopped");
 }
@@ -71,6 +81,7 @@ async fn claim_and_start(
     let job_ids: Vec<i64> = claimed.iter().map(|run| run.job_id).collect();
     let jobs = jobs::get_many(&shared.pool, &job_ids).await?;
     let count = claimed.len();
+    let claimed = one_per_queueing_job(shared, claimed, &jobs, executor_id).await?;
     for run in claimed {
         let Some(job) = jobs.iter().find(|job| job.id == run.job_id).cloned() else {
             // The job was deleted between claim and read; the cascade removed the run.
@@ -90,4 +101,28 @@ async fn claim_and_start(
         });
     }
     Ok(count)
+}
+
+/// A non-parallel `overlap = queue` job runs one attempt at a time: of several of its runs
+/// claimed together, keep the oldest and return the others to the queue at once (the
+/// claim leaves them there while the kept one is active).
+async fn one_per_queueing_job(
+    shared: &Shared,
+    claimed: Vec<probactr_common::model::Run>,
+    jobs: &[probactr_common::model::Job],
+    executor_id: uuid::Uuid,
+) -> anyhow::Result<Vec<probactr_common::model::Run>> {
+    let queueing = |job_id: i64| {
+        jobs.iter().any(|job| job.id == job_id && !job.parallel && job.overlap == Overlap::Queue)
+    };
+    let mut seen = HashSet::new();
+    let mut kept = Vec::with_capacity(claimed.len());
+    for run in claimed {
+        if queueing(run.job_id) && !seen.insert(run.job_id) {
+            runs::unclaim(&shared.pool, run.id, executor_id, Duration::ZERO).await?;
+        } else {
+            kept.push(run);
+        }
+    }
+    Ok(kept)
 }

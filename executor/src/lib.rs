@@ -20,6 +20,7 @@ pub mod claiming;
 pub mod firing;
 pub mod job;
 pub mod liveness;
+pub mod recorder;
 pub mod registry;
 pub mod wakeup;
 
@@ -43,6 +44,8 @@ pub struct Shared {
     pub locks: Locks,
     /// The HTTP client of HTTP jobs, with its address policy.
     pub http: job::HttpRunner,
+    /// Records attempts' ends in groups.
+    pub recorder: recorder::Recorder,
     /// Who this executor is now, and the runs it is executing.
     pub registry: registry::Registry,
     /// Wake-ups from PostgreSQL notifications.
@@ -93,6 +96,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         .map_err(|err| anyhow::anyhow!("PROBACTR_HTTP_ALLOW/PROBACTR_HTTP_DENY: {err}"))?;
     let http = job::HttpRunner::new(policy).context("while building the HTTP client")?;
     Ok(Some(Shared {
+        recorder: recorder::Recorder::start(pool.clone()),
         config,
         pool,
         locks,

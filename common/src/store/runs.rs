@@ -40,30 +40,39 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Run>, StoreE
         .await?)
 }
 
-/// Claims up to `limit` queued runs, oldest first, for `executor_id`. Runs of paused jobs
-/// and runs waiting out a retry backoff stay queued. Concurrent claimers skip each other's
-/// rows instead of waiting (`SKIP LOCKED`).
+/// The queued-run claim (`$1` executor, `$2` limit). Oldest first, `SKIP LOCKED`, so
+/// concurrent claimers split the queue instead of waiting. Runs of paused jobs, runs
+/// waiting out a retry backoff, and runs of a non-parallel `overlap = queue` job that
+/// already has an active attempt stay queued (claiming them would only make them wait
+/// for the lock). Runs that need no lock — parallel jobs without a concurrency bound —
+/// are started in the same statement: claim and start cost one round trip together.
+pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
+         SELECT runs.id, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free
+         FROM runs JOIN jobs ON jobs.id = runs.job_id
+         WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
+           AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
+                SELECT 1 FROM runs AS active
+                WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running')))
+         ORDER BY runs.available_at, runs.id
+         LIMIT $2
+         FOR UPDATE OF runs SKIP LOCKED),
+     claimed AS (
+         UPDATE runs SET executor_id = $1, claimed_at = now(),
+                         state = CASE WHEN picked.lock_free THEN 'running' ELSE 'claimed' END,
+                         started_at = CASE WHEN picked.lock_free THEN now() END,
+                         heartbeat_at = CASE WHEN picked.lock_free THEN now() END
+         FROM picked WHERE runs.id = picked.id
+         RETURNING runs.*)
+     SELECT * FROM claimed ORDER BY available_at, id";
+
+/// Claims up to `limit` queued runs for `executor_id` (see [`CLAIM_QUEUED_SQL`]): the
+/// returned runs are `claimed`, or already `running` when they need no lock.
 pub async fn claim_queued(
     db: impl PgExecutor<'_>,
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
-    Ok(sqlx::query_as::<_, Run>(
-        "WITH claimed AS (
-             UPDATE runs SET state = 'claimed', executor_id = $1, claimed_at = now()
-             WHERE id IN (
-                 SELECT runs.id FROM runs JOIN jobs ON jobs.id = runs.job_id
-                 WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
-                 ORDER BY runs.available_at, runs.id
-                 LIMIT $2
-                 FOR UPDATE OF runs SKIP LOCKED)
-             RETURNING *)
-         SELECT * FROM claimed ORDER BY available_at, id",
-    )
-    .bind(executor_id)
-    .bind(limit)
-    .fetch_all(db)
-    .await?)
+    Ok(sqlx::query_as::<_, Run>(CLAIM_QUEUED_SQL).bind(executor_id).bind(limit).fetch_all(db).await?)
 }
 
 /// How an attempt to start a claimed run ended.
@@ -220,19 +229,6 @@ pub const QUEUE_RETRIES_SQL: &str =
     ON CONFLICT DO NOTHING
     RETURNING id, first_run_id";
 
-/// The statement of [`finish`], assembled once from the constants above (no user text).
-static FINISH_SQL: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH ended AS (
-             UPDATE runs SET state = $4, reason = $5, exit_code = $6, http_status = $7,
-                             error = $8, output = $9, output_truncated = $10, finished_at = now()
-             WHERE runs.id = $1 AND {RUN_FENCE_IS_CURRENT}
-             RETURNING runs.*),
-         retry AS ({QUEUE_RETRIES_SQL})
-         SELECT (SELECT count(*) FROM ended), (SELECT id FROM retry LIMIT 1)"
-    )
-});
-
 /// Records the end of an attempt if the executor's fence is still current, and queues
 /// the next attempt when the job's retry policy asks for one — one statement.
 pub async fn finish(
@@ -242,24 +238,75 @@ pub async fn finish(
     fence: Option<i64>,
     finish: &Finish,
 ) -> Result<Finished, StoreError> {
-    let state = finish.state;
-    let (ended, retry_run_id): (i64, Option<i64>) = sqlx::query_as(AssertSqlSafe(FINISH_SQL.as_str()))
-        .bind(run_id)
-        .bind(executor_id)
-        .bind(fence)
-        .bind(state.as_str())
-        .bind(&finish.reason)
-        .bind(finish.exit_code)
-        .bind(finish.http_status)
-        .bind(&finish.error)
-        .bind(&finish.output)
-        .bind(finish.output_truncated)
-        .fetch_one(db)
+    let ending = RunEnd { run_id, executor_id, fence, finish: finish.clone() };
+    let mut finished = finish_many(db, std::slice::from_ref(&ending)).await?;
+    Ok(finished.pop().unwrap_or(Finished { write: Write::Fenced, retry_run_id: None }))
+}
+
+/// One attempt's end, as [`finish_many`] records it.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    /// The run.
+    pub run_id: i64,
+    /// The executor that ran it.
+    pub executor_id: Uuid,
+    /// Its fencing token.
+    pub fence: Option<i64>,
+    /// What is recorded.
+    pub finish: Finish,
+}
+
+/// The statement of [`finish_many`]: [`finish`] for a group of runs, each row fenced on
+/// its own, retries queued for the ones whose policy asks.
+static FINISH_MANY_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH input AS (
+             SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
+                                  $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[])
+                 AS input (id, executor_id, fence, state, reason, exit_code, http_status, error,
+                           output, output_truncated)),
+         ended AS (
+             UPDATE runs SET state = input.state, reason = input.reason, exit_code = input.exit_code,
+                             http_status = input.http_status, error = input.error,
+                             output = input.output, output_truncated = input.output_truncated,
+                             finished_at = now()
+             FROM input
+             WHERE runs.id = input.id AND {RUN_FENCE_IS_CURRENT}
+             RETURNING runs.*),
+         retry AS ({QUEUE_RETRIES_SQL})
+         SELECT ended.id, retry.id FROM ended
+         LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
+    )
+});
+
+/// Records the ends of several attempts in one statement; each is fenced on its own.
+/// Returns, per input row in order, what happened to it.
+pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<Vec<Finished>, StoreError> {
+    if endings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let column = |f: &dyn Fn(&RunEnd) -> Option<String>| endings.iter().map(f).collect::<Vec<_>>();
+    let stored: Vec<(i64, Option<i64>)> = sqlx::query_as(AssertSqlSafe(FINISH_MANY_SQL.as_str()))
+        .bind(endings.iter().map(|e| e.run_id).collect::<Vec<_>>())
+        .bind(endings.iter().map(|e| e.executor_id).collect::<Vec<_>>())
+        .bind(endings.iter().map(|e| e.fence).collect::<Vec<_>>())
+        .bind(column(&|e| Some(e.finish.state.as_str().to_owned())))
+        .bind(column(&|e| e.finish.reason.clone()))
+        .bind(endings.iter().map(|e| e.finish.exit_code).collect::<Vec<_>>())
+        .bind(endings.iter().map(|e| e.finish.http_status).collect::<Vec<_>>())
+        .bind(column(&|e| e.finish.error.clone()))
+        .bind(column(&|e| e.finish.output.clone()))
+        .bind(endings.iter().map(|e| e.finish.output_truncated).collect::<Vec<_>>())
+        .fetch_all(db)
         .await?;
-    Ok(Finished {
-        write: Write::from_rows(ended as u64),
-        retry_run_id,
-    })
+    let by_id: std::collections::HashMap<i64, Option<i64>> = stored.into_iter().collect();
+    Ok(endings
+        .iter()
+        .map(|ending| match by_id.get(&ending.run_id) {
+            Some(retry_run_id) => Finished { write: Write::Stored, retry_run_id: *retry_run_id },
+            None => Finished { write: Write::Fenced, retry_run_id: None },
+        })
+        .collect())
 }
 
 /// Touches `heartbeat_at` of the executor's running runs (fenced writes in bulk are not

@@ -194,7 +194,7 @@ async fn one_run_chain_per_trigger_instant(pool: PgPool) {
     // The firing path: a duplicate instant is skipped, not an error; duplicates inside one
     // batch are folded too; only the genuinely new instant is inserted.
     let mut conn = pool.acquire().await.expect("connection");
-    let again = triggers::insert_fired_runs(&mut conn, &[job.id], &[trigger.id], &[at])
+    let again = insert_queued(&mut conn, &[job.id], &[trigger.id], &[at])
         .await
         .expect("insert fired");
     assert_eq!(
@@ -202,7 +202,7 @@ async fn one_run_chain_per_trigger_instant(pool: PgPool) {
         "ON CONFLICT DO NOTHING: the instant already has its run"
     );
     let next = instant(60);
-    let batch = triggers::insert_fired_runs(
+    let batch = insert_queued(
         &mut conn,
         &[job.id, job.id, job.id],
         &[trigger.id, trigger.id, trigger.id],
@@ -348,7 +348,7 @@ async fn deleting_a_trigger_keeps_runs_deleting_a_job_removes_everything(pool: P
         .await
         .expect("t2");
     let mut conn = pool.acquire().await.expect("connection");
-    let inserted = triggers::insert_fired_runs(
+    let inserted = insert_queued(
         &mut conn,
         &[job.id, job.id, job.id],
         &[t1.id, t1.id, t2.id],
@@ -1283,7 +1283,7 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
         .await
         .expect("trigger");
     let mut conn = pool.acquire().await.expect("connection");
-    triggers::insert_fired_runs(
+    insert_queued(
         &mut conn,
         &[job.id, job.id],
         &[trigger.id, trigger.id],
@@ -1430,22 +1430,10 @@ async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
 // 10. The hot-path queries use their partial indexes
 // ---------------------------------------------------------------------------------------
 
-/// `store::triggers::claim_due`, verbatim.
-const CLAIM_DUE_SQL: &str = "SELECT triggers.* FROM triggers JOIN jobs ON jobs.id = triggers.job_id
-         WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
-         ORDER BY triggers.next_fire_at
-         LIMIT $1
-         FOR UPDATE OF triggers SKIP LOCKED";
+/// The claim queries, as the store runs them.
+use probactr_common::store::triggers::CLAIM_DUE_SQL;
 
-/// `store::runs::claim_queued`, verbatim.
-const CLAIM_QUEUED_SQL: &str = "UPDATE runs SET state = 'claimed', executor_id = $1, claimed_at = now()
-         WHERE id IN (
-             SELECT runs.id FROM runs JOIN jobs ON jobs.id = runs.job_id
-             WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
-             ORDER BY runs.available_at, runs.id
-             LIMIT $2
-             FOR UPDATE OF runs SKIP LOCKED)
-         RETURNING *";
+use probactr_common::store::runs::CLAIM_QUEUED_SQL;
 
 /// The plan of `EXPLAIN <sql>` with the parameters `bind` gives, as text.
 async fn explain<F>(pool: &PgPool, sql: &'static str, bind: F) -> String
@@ -1669,4 +1657,19 @@ async fn claim_starts_lock_free_runs_and_holds_back_busy_queue_jobs(pool: PgPool
     runs::end_claim(&pool, first.id, ex, RunState::Skipped, "test").await.expect("end");
     let next = runs::claim_queued(&pool, ex, 10).await.expect("claim");
     assert_eq!(next.iter().map(|r| r.id).collect::<Vec<_>>(), vec![second.id]);
+}
+
+/// Inserts fired first attempts, all queued (the firing path without owned runs);
+/// returns how many were new.
+async fn insert_queued(
+    conn: &mut sqlx::PgConnection,
+    job_ids: &[i64],
+    trigger_ids: &[i64],
+    instants: &[DateTime<Utc>],
+) -> Result<usize, StoreError> {
+    let mut fired = triggers::FiredRuns::default();
+    for ((job_id, trigger_id), instant) in job_ids.iter().zip(trigger_ids).zip(instants) {
+        fired.push(*job_id, *trigger_id, *instant, false);
+    }
+    Ok(triggers::insert_fired_runs(conn, &fired, Uuid::nil()).await?.len())
 }

@@ -67,9 +67,11 @@ impl Attempt<'_> {
             Ok(spec) => spec,
             Err(err) => return self.refuse(started_at_claim, &format!("invalid job spec: {err}")).await,
         };
+        let mut lock_asked_at = tokio::time::Instant::now();
         let (lease, fence) = if started_at_claim {
             (None, None)
         } else {
+            lock_asked_at = tokio::time::Instant::now();
             let lease = match self.take_lock().await {
                 Ok(lease) => lease,
                 Err(Busy(why)) => return self.give_way(&why).await,
@@ -87,7 +89,7 @@ impl Attempt<'_> {
         note_started(&self.run);
         let renewal = lease.clone().map(|lease| {
             let locks = self.shared.locks.clone();
-            tokio::spawn(keep_lease(locks, lease, handle.clone()).in_current_span())
+            tokio::spawn(keep_lease(locks, lease, handle.clone(), lock_asked_at).in_current_span())
         });
         let execution =
             job::execute(&spec, &self.context(fence), self.timeout(), handle.token(), &self.shared.http).await;
@@ -300,44 +302,59 @@ where
 }
 
 /// Renews the lease every lease/3 until the attempt ends. When renewal finds the lock
-/// gone, or cannot confirm it before the lease would run out, it stops the job at once:
-/// the stop point. A job never runs past a lease it cannot prove it holds.
-async fn keep_lease(locks: probactr_common::lock::Locks, lease: Lease, handle: StopHandle) {
+/// gone, or cannot confirm it while enough of the lease is left to stop the job in time,
+/// it stops the job at once: the stop point. A job never runs past a lease it cannot
+/// prove it holds.
+///
+/// The lease is counted from when the last successful renewal was *sent* (the first from
+/// `asked_at`, before the acquisition was sent): Redis extended it at some moment after
+/// that, so the lock lives at least until then plus the ttl, by Redis's clock. A renewal
+/// that fails is retried after a quarter interval, each try bounded so that its answer
+/// comes before that lower bound minus a safety margin (a tenth of the lease, at least
+/// 50 ms, for killing the job); once no try fits, the job is stopped — before the lease
+/// runs out, not when it does, since another executor may take the lock the moment
+/// Redis lets it expire.
+async fn keep_lease(
+    locks: probactr_common::lock::Locks,
+    lease: Lease,
+    handle: StopHandle,
+    asked_at: tokio::time::Instant,
+) {
+    use tokio::time::Instant;
     let every = lease.renew_every();
+    let margin = (lease.ttl() / 10).max(Duration::from_millis(50));
     let stopped = handle.token();
-    let mut confirmed_at = tokio::time::Instant::now();
+    let mut valid_until = asked_at + lease.ttl();
+    let mut next = asked_at + every;
+    let stop = |why: &str| {
+        tracing::warn!(lock.token = lease.token(), "{why}; stopping the job");
+        metrics::counter!("probactr_renewals_lost_total").increment(1);
+        handle.stop(StopReason::LockLost);
+    };
     loop {
+        let deadline = valid_until.checked_sub(margin).unwrap_or(valid_until);
         tokio::select! {
             _ = stopped.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
+            _ = tokio::time::sleep_until(next.min(deadline)) => {}
         }
-        let renewed = tokio::time::timeout(every / 2, locks.renew(&lease)).await;
-        match renewed {
-            Ok(Ok(Renewal::Renewed)) => confirmed_at = tokio::time::Instant::now(),
-            Ok(Ok(Renewal::Lost)) => {
-                tracing::warn!(
-                    lock.token = lease.token(),
-                    "lock lost: another owner or expired; stopping the job"
-                );
-                metrics::counter!("probactr_renewals_lost_total").increment(1);
-                handle.stop(StopReason::LockLost);
-                return;
+        let sent = Instant::now();
+        if sent >= deadline {
+            return stop("cannot renew the lease before it expires");
+        }
+        let budget = (deadline - sent).min(every / 2);
+        match tokio::time::timeout(budget, locks.renew(&lease)).await {
+            Ok(Ok(Renewal::Renewed)) => {
+                valid_until = sent + lease.ttl();
+                next = sent + every;
             }
+            Ok(Ok(Renewal::Lost)) => return stop("lock lost: another owner or expired"),
             Ok(Err(_)) | Err(_) => {
-                // Another interval without confirmation would outlive the lease.
-                if confirmed_at.elapsed() + every >= lease.ttl() {
-                    tracing::warn!(
-                        lock.token = lease.token(),
-                        "cannot renew the lease before it expires; stopping the job"
-                    );
-                    metrics::counter!("probactr_renewals_lost_total").increment(1);
-                    handle.stop(StopReason::LockLost);
-                    return;
-                }
                 tracing::info!(
                     lock.token = lease.token(),
+                    left_ms = valid_until.saturating_duration_since(Instant::now()).as_millis() as u64,
                     "lease renewal failed; will retry before it expires"
                 );
+                next = Instant::now() + every / 4;
             }
         }
     }

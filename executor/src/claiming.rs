@@ -9,11 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
-use probactr_common::model::Overlap;
+use probactr_common::model::{Job, Overlap, Run};
 use probactr_common::store::{jobs, runs};
-use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+use tokio::sync::OwnedSemaphorePermit;
+use uuid::Uuid;
 
 use crate::{attempt, Shared};
 
@@ -23,8 +22,9 @@ const POLL: Duration = Duration::from_secs(1);
 const COALESCE: Duration = Duration::from_millis(1);
 
 /// Claims and starts attempts until `stop` is cancelled.
-pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: CancellationToken) {
-    let capacity = Arc::new(Semaphore::new(shared.config.executor_capacity as usize));
+pub async fn claim_loop(shared: Arc<Shared>) {
+    let capacity = shared.capacity.clone();
+    let stop = shared.shutdown.clone();
     let backoff = Backoff::FullJitter {
         base: Duration::from_millis(100),
         cap: Duration::from_secs(5),
@@ -36,7 +36,7 @@ pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: Cancell
         let pause = if free == 0 {
             POLL
         } else {
-            match claim_and_start(&shared, &tracker, &capacity, free, &stop).await {
+            match claim_and_start(&shared, free).await {
                 Ok(claimed) if claimed == free => Duration::ZERO,
                 Ok(_) => {
                     failures = 0;
@@ -66,13 +66,7 @@ pub async fn claim_loop(shared: Arc<Shared>, tracker: TaskTracker, stop: Cancell
     tracing::debug!("claim loop stopped");
 }
 
-async fn claim_and_start(
-    shared: &Arc<Shared>,
-    tracker: &TaskTracker,
-    capacity: &Arc<Semaphore>,
-    free: usize,
-    stop: &CancellationToken,
-) -> anyhow::Result<usize> {
+async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<usize> {
     let executor_id = shared.registry.id();
     let claimed = runs::claim_queued(&shared.pool, executor_id, free as i64).await?;
     if claimed.is_empty() {
@@ -87,20 +81,26 @@ async fn claim_and_start(
             // The job was deleted between claim and read; the cascade removed the run.
             continue;
         };
-        let Ok(permit) = capacity.clone().try_acquire_owned() else {
+        match shared.capacity.clone().try_acquire_owned() {
+            Ok(slot) => spawn_attempt(shared, run, job, executor_id, slot),
             // Cannot happen (we claimed at most `free`), but never exceed capacity.
-            runs::unclaim(&shared.pool, run.id, executor_id, Duration::ZERO).await?;
-            continue;
-        };
-        let shared = shared.clone();
-        let stop = stop.clone();
-        tracker.spawn(async move {
-            attempt::run_attempt(&shared, run, job, executor_id, &stop).await;
-            drop(permit);
-            shared.wakeups.runs.notify_one();
-        });
+            Err(_) => {
+                runs::unclaim(&shared.pool, run.id, executor_id, Duration::ZERO).await?;
+            }
+        }
     }
     Ok(count)
+}
+
+/// Runs one attempt in the background, holding one capacity slot until its end is
+/// recorded; the freed slot wakes the claim loop.
+pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: OwnedSemaphorePermit) {
+    let shared = shared.clone();
+    shared.attempts.clone().spawn(async move {
+        attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown).await;
+        drop(slot);
+        shared.wakeups.runs.notify_one();
+    });
 }
 
 /// A non-parallel `overlap = queue` job runs one attempt at a time: of several of its runs
@@ -108,10 +108,10 @@ async fn claim_and_start(
 /// claim leaves them there while the kept one is active).
 async fn one_per_queueing_job(
     shared: &Shared,
-    claimed: Vec<probactr_common::model::Run>,
-    jobs: &[probactr_common::model::Job],
-    executor_id: uuid::Uuid,
-) -> anyhow::Result<Vec<probactr_common::model::Run>> {
+    claimed: Vec<Run>,
+    jobs: &[Job],
+    executor_id: Uuid,
+) -> anyhow::Result<Vec<Run>> {
     let queueing = |job_id: i64| {
         jobs.iter().any(|job| job.id == job_id && !job.parallel && job.overlap == Overlap::Queue)
     };

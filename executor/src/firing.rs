@@ -21,13 +21,16 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::backoff::Backoff;
-use probactr_common::model::{Misfire, Trigger, FIRE_ALL_CAP};
+use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
 use probactr_common::schedule::TriggerSchedule;
-use probactr_common::store::triggers::{self, MissedInstants};
+use probactr_common::store::jobs;
+use probactr_common::store::triggers::{self, FiredRuns, MissedInstants};
 use probactr_common::store::StoreError;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
-use crate::Shared;
+use crate::{claiming, Shared};
 
 /// The most instants within the misfire threshold one firing runs for one trigger; more
 /// (a one-second interval with an hour's threshold after an outage) are counted as missed.
@@ -84,7 +87,7 @@ async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
 const PEER_FIRING_PAUSE: Duration = Duration::from_millis(5);
 
 /// Fires batches until fewer than a full batch was due; returns how many triggers fired.
-pub async fn fire_due(shared: &Shared) -> Result<usize, StoreError> {
+pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
     let batch = i64::from(shared.config.fire_batch);
     let mut fired = 0;
     loop {
@@ -116,48 +119,68 @@ pub struct FireReport {
     pub missed: i64,
 }
 
-/// Fires one batch in one transaction.
-pub async fn fire_batch(shared: &Shared, batch: i64) -> Result<FireReport, StoreError> {
+/// Fires one batch in one transaction. Runs of lock-free jobs that fit in this
+/// executor's free capacity are inserted already running here and start at once (no
+/// notification, no claim); the others are queued for any executor.
+pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, StoreError> {
+    let executor_id = shared.registry.id();
     let mut tx = shared.pool.begin().await?;
-    let now = triggers::begin_firing(&mut tx).await?;
     let due = triggers::claim_due(&mut tx, batch).await?;
-    if due.is_empty() {
+    let Some(now) = due.first().map(|due| due.db_now) else {
         tx.commit().await?;
         return Ok(FireReport::default());
-    }
-    let plans: Vec<TriggerPlan> = due
-        .iter()
-        .map(|trigger| plan_stored_trigger(trigger, now))
-        .collect();
-    let mut job_ids = Vec::new();
-    let mut trigger_ids = Vec::new();
-    let mut instants = Vec::new();
-    for (trigger, plan) in due.iter().zip(&plans) {
+    };
+    let plans: Vec<TriggerPlan> = due.iter().map(|due| plan_stored_trigger(&due.trigger, now)).collect();
+    let mut slots = Vec::new();
+    let mut fired = FiredRuns::default();
+    for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
-            job_ids.push(trigger.job_id);
-            trigger_ids.push(trigger.id);
-            instants.push(*instant);
+            let slot = if due.lock_free { shared.capacity.clone().try_acquire_owned().ok() } else { None };
+            fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
+            slots.extend(slot);
         }
     }
-    let runs = triggers::insert_fired_runs(&mut tx, &job_ids, &trigger_ids, &instants).await?;
+    let inserted = triggers::insert_fired_runs(&mut tx, &fired, executor_id).await?;
     let missed: Vec<MissedInstants> = plans.iter().filter_map(|plan| plan.missed.clone()).collect();
     triggers::record_misfires(&mut tx, &missed).await?;
-    let ids: Vec<i64> = due.iter().map(|trigger| trigger.id).collect();
+    let ids: Vec<i64> = due.iter().map(|due| due.trigger.id).collect();
     let nexts: Vec<Option<DateTime<Utc>>> = plans.iter().map(|plan| plan.next).collect();
     triggers::advance(&mut tx, &ids, &nexts, now).await?;
     tx.commit().await?;
-    metrics::counter!("probactr_fires_total").increment(runs);
-    metrics::counter!("probactr_missed_instants_total")
-        .increment(missed.iter().map(|m| m.count as u64).sum());
+
+    metrics::counter!("probactr_fires_total").increment(inserted.len() as u64);
+    metrics::counter!("probactr_missed_instants_total").increment(missed.iter().map(|m| m.count as u64).sum());
     for missed in &missed {
         tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
             policy = %missed.policy, reason = %missed.reason, "instants missed");
     }
-    Ok(FireReport {
-        triggers: due.len(),
-        runs,
-        missed: missed.iter().map(|m| m.count).sum(),
-    })
+    let runs = inserted.len() as u64;
+    start_owned_runs(shared, inserted, slots, executor_id).await;
+    Ok(FireReport { triggers: due.len(), runs, missed: missed.iter().map(|m| m.count).sum() })
+}
+
+/// Starts the fired runs this executor owns, each with one of the slots taken for them
+/// (slots left over, for instants that already had a run, are given back).
+async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: Vec<OwnedSemaphorePermit>, executor_id: Uuid) {
+    let owned: Vec<Run> = inserted.into_iter().filter(|run| run.state == RunState::Running).collect();
+    if owned.is_empty() {
+        return;
+    }
+    let job_ids: Vec<i64> = owned.iter().map(|run| run.job_id).collect();
+    let jobs = match jobs::get_many(&shared.pool, &job_ids).await {
+        Ok(jobs) => jobs,
+        Err(err) => {
+            // The runs stay running without an attempt; the monitor treats them as stuck.
+            tracing::error!(error = %err, runs = owned.len(), "cannot read the jobs of fired runs");
+            return;
+        }
+    };
+    for run in owned {
+        let (Some(job), Some(slot)) = (jobs.iter().find(|job| job.id == run.job_id).cloned(), slots.pop()) else {
+            continue;
+        };
+        claiming::spawn_attempt(shared, run, job, executor_id, slot);
+    }
 }
 
 /// What firing does with one due trigger.

@@ -31,6 +31,7 @@ use probactr_common::config::Config;
 use probactr_common::lock::Locks;
 use probactr_common::store;
 use sqlx::PgPool;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -50,6 +51,12 @@ pub struct Shared {
     pub registry: registry::Registry,
     /// Wake-ups from PostgreSQL notifications.
     pub wakeups: wakeup::Wakeups,
+    /// One permit per run this executor may execute at once (`PROBACTR_EXECUTOR_CAPACITY`).
+    pub capacity: Arc<Semaphore>,
+    /// The running attempts, so shutdown can wait for them.
+    pub attempts: TaskTracker,
+    /// Cancelled when the executor starts shutting down.
+    pub shutdown: CancellationToken,
 }
 
 /// Runs an executor until `shutdown` is cancelled, then drains and returns.
@@ -60,18 +67,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     };
     let shared = Arc::new(shared);
     liveness::register_until_done(&shared, &shutdown).await;
-    let tracker = TaskTracker::new();
     let background = CancellationToken::new();
     let loops = [
         tokio::spawn(wakeup::listen(shared.clone(), background.clone())),
         tokio::spawn(liveness::heartbeat_loop(shared.clone(), background.clone())),
         tokio::spawn(liveness::cancel_watch_loop(shared.clone(), background.clone())),
         tokio::spawn(firing::fire_loop(shared.clone(), shutdown.clone())),
-        tokio::spawn(claiming::claim_loop(shared.clone(), tracker.clone(), shutdown.clone())),
+        tokio::spawn(claiming::claim_loop(shared.clone())),
         tokio::spawn(export_lock_stats(shared.clone(), background.clone())),
     ];
     shutdown.cancelled().await;
-    drain(&shared, &tracker).await;
+    drain(&shared).await;
     background.cancel();
     for task in loops {
         let _ = task.await;
@@ -96,6 +102,9 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         .map_err(|err| anyhow::anyhow!("PROBACTR_HTTP_ALLOW/PROBACTR_HTTP_DENY: {err}"))?;
     let http = job::HttpRunner::new(policy).context("while building the HTTP client")?;
     Ok(Some(Shared {
+        capacity: Arc::new(Semaphore::new(config.executor_capacity as usize)),
+        attempts: TaskTracker::new(),
+        shutdown: shutdown.clone(),
         recorder: recorder::Recorder::start(pool.clone()),
         config,
         pool,
@@ -122,7 +131,8 @@ async fn export_lock_stats(shared: Arc<Shared>, stop: CancellationToken) {
 
 /// Lets running attempts finish up to the drain timeout, then stops the rest and waits
 /// for them to record their end.
-async fn drain(shared: &Shared, tracker: &TaskTracker) {
+async fn drain(shared: &Shared) {
+    let tracker = &shared.attempts;
     tracker.close();
     liveness::mark_draining(shared).await;
     let running = shared.registry.running_count();

@@ -24,6 +24,17 @@ use crate::Shared;
 /// How often running attempts are checked for cancellation requests (cancel within 1 s).
 const CANCEL_POLL: Duration = Duration::from_millis(400);
 
+/// How long one liveness statement (register, heartbeat, touch) may take: a stalled
+/// connection (a partition, a hung proxy) must fail the call, not hold the loop, or the
+/// executor could not notice that it can no longer prove it is alive.
+fn call_timeout(shared: &Shared) -> Duration {
+    let config = &shared.config;
+    config
+        .heartbeat_interval
+        .min(config.heartbeat_timeout / 3)
+        .max(Duration::from_millis(100))
+}
+
 /// Registers the current identity, retrying with jitter while PostgreSQL is unreachable.
 pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
     let backoff = Backoff::FullJitter {
@@ -33,19 +44,19 @@ pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
     let mut failures = 0u32;
     loop {
         let who = registration(shared, shared.registry.id());
-        match processes::register(&shared.pool, &who).await {
-            Ok(()) => {
+        let error = match tokio::time::timeout(call_timeout(shared), processes::register(&shared.pool, &who)).await {
+            Ok(Ok(())) => {
                 tracing::info!(executor.id = %who.id, host = %who.host, pid = who.pid, capacity = who.capacity, "executor registered");
                 return;
             }
-            Err(err) => {
-                failures = failures.saturating_add(1);
-                tracing::warn!(error = %err, failures, "cannot register yet; retrying");
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(backoff.delay(failures.min(10))) => {}
-                }
-            }
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => "timed out".to_owned(),
+        };
+        failures = failures.saturating_add(1);
+        tracing::warn!(error, failures, "cannot register yet; retrying");
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(backoff.delay(failures.min(10))) => {}
         }
     }
 }
@@ -57,10 +68,16 @@ fn registration(shared: &Shared, id: Uuid) -> Registration {
 }
 
 /// Heartbeats every `PROBACTR_HEARTBEAT_INTERVAL` until `stop` is cancelled.
+///
+/// Silence is counted from when the last heartbeat PostgreSQL stored was *sent* (the
+/// database stamped it later, so a monitor cannot see it as older than that), and every
+/// heartbeat is bounded by [`call_timeout`], so the running jobs are stopped at two
+/// thirds of the heartbeat timeout even when the connection hangs instead of failing.
 pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
     let interval = shared.config.heartbeat_interval;
     let give_up_after = shared.config.heartbeat_timeout * 2 / 3;
-    let mut last_success = Instant::now();
+    let bound = call_timeout(&shared);
+    let mut last_stored = Instant::now();
     let mut stopped_for_silence = false;
     loop {
         tokio::select! {
@@ -68,32 +85,42 @@ pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
             _ = tokio::time::sleep(interval) => {}
         }
         let id = shared.registry.id();
-        match processes::heartbeat(&shared.pool, id).await {
-            Ok(Heartbeat::Alive) => {
-                last_success = Instant::now();
+        let sent = Instant::now();
+        let error = match tokio::time::timeout(bound, processes::heartbeat(&shared.pool, id)).await {
+            Ok(Ok(Heartbeat::Alive)) => {
+                last_stored = sent;
                 stopped_for_silence = false;
-                if let Err(err) = runs::touch_running(&shared.pool, id).await {
-                    tracing::debug!(error = %err, "cannot touch running runs");
+                match tokio::time::timeout(bound, runs::touch_running(&shared.pool, id)).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(err)) => tracing::debug!(error = %err, "cannot touch running runs"),
+                    Err(_) => tracing::debug!("touching running runs timed out"),
                 }
+                continue;
             }
-            Ok(Heartbeat::DeclaredDead) => {
+            Ok(Ok(Heartbeat::DeclaredDead)) => {
                 let stopped = shared.registry.stop_identity(id, StopReason::ExecutorLost);
                 let new = shared.registry.renew_identity();
                 tracing::warn!(executor.id = %id, new_executor.id = %new.id, stopped,
                     "declared dead by a monitor; stopped its runs and registering again");
+                let registering = Instant::now();
                 register_until_done(&shared, &stop).await;
-                last_success = Instant::now();
+                last_stored = registering;
+                stopped_for_silence = false;
+                continue;
             }
-            Err(err) => {
-                let silent_for = last_success.elapsed();
-                tracing::warn!(error = %err, silent_ms = silent_for.as_millis() as u64, "heartbeat failed");
-                if silent_for >= give_up_after && !stopped_for_silence {
-                    let stopped = shared.registry.stop_identity(id, StopReason::ExecutorLost);
-                    stopped_for_silence = true;
-                    tracing::warn!(executor.id = %id, stopped,
-                        "cannot prove this executor is alive; stopped its running jobs");
-                }
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => format!("no answer within {} ms", bound.as_millis()),
+        };
+        let silent_for = last_stored.elapsed();
+        tracing::warn!(error, silent_ms = silent_for.as_millis() as u64, "heartbeat failed");
+        if silent_for >= give_up_after {
+            // Again at every failure: an attempt started meanwhile must not run either.
+            let stopped = shared.registry.stop_identity(id, StopReason::ExecutorLost);
+            if !stopped_for_silence {
+                tracing::warn!(executor.id = %id, stopped,
+                    "cannot prove this executor is alive; stopped its running jobs");
             }
+            stopped_for_silence = true;
         }
     }
 }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgExecutor};
 
 use super::StoreError;
-use crate::model::{Misfire, Trigger, TriggerKind};
+use uuid::Uuid;
+
+use crate::model::{Misfire, Run, Trigger, TriggerKind};
 use crate::schedule::{ScheduleError, TriggerSchedule};
 
 /// What it takes to create a trigger.
@@ -147,54 +149,89 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, St
     )
 }
 
-/// Starts a firing transaction's work: silences the change notification for the
-/// transaction (peers need no wake-up for instants this executor handles) and returns
-/// the database's clock, which decides what is due.
-pub async fn begin_firing(conn: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
-    let (now,): (DateTime<Utc>,) =
-        sqlx::query_as("SELECT now() FROM (SELECT set_config('probactr.quiet', 'on', true)) AS quiet")
-            .fetch_one(conn)
-            .await?;
-    Ok(now)
+/// A due trigger locked for firing, with what the firing needs to know besides it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DueTrigger {
+    /// The trigger.
+    #[sqlx(flatten)]
+    pub trigger: Trigger,
+    /// Its job needs no lock (parallel, unbounded): its runs can start as they are fired.
+    pub lock_free: bool,
+    /// The database's clock, which decides what is due.
+    pub db_now: DateTime<Utc>,
 }
 
-/// Locks up to `batch` due triggers of unpaused jobs, earliest first; triggers another
-/// executor is firing are skipped, not waited for.
-pub async fn claim_due(conn: &mut PgConnection, batch: i64) -> Result<Vec<Trigger>, StoreError> {
-    Ok(sqlx::query_as::<_, Trigger>(
-        "SELECT triggers.* FROM triggers JOIN jobs ON jobs.id = triggers.job_id
-         WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
-         ORDER BY triggers.next_fire_at
-         LIMIT $1
-         FOR UPDATE OF triggers SKIP LOCKED",
-    )
-    .bind(batch)
-    .fetch_all(conn)
-    .await?)
+/// The due-trigger claim (`$1` batch): up to a batch of due triggers of unpaused jobs,
+/// earliest first; triggers another executor is firing are skipped, not waited for. It
+/// also silences the change notification for the transaction (peers need no wake-up for
+/// instants this executor handles) and reads the database's clock.
+pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
+     SELECT triggers.*, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free, now() AS db_now
+     FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
+     WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
+     ORDER BY triggers.next_fire_at
+     LIMIT $1
+     FOR UPDATE OF triggers SKIP LOCKED";
+
+/// Locks up to `batch` due triggers (see [`CLAIM_DUE_SQL`]).
+pub async fn claim_due(conn: &mut PgConnection, batch: i64) -> Result<Vec<DueTrigger>, StoreError> {
+    Ok(sqlx::query_as::<_, DueTrigger>(CLAIM_DUE_SQL).bind(batch).fetch_all(conn).await?)
+}
+
+/// The first attempts of fired instants, in columns.
+#[derive(Debug, Clone, Default)]
+pub struct FiredRuns {
+    /// Each run's job.
+    pub job_ids: Vec<i64>,
+    /// Each run's trigger.
+    pub trigger_ids: Vec<i64>,
+    /// Each run's instant.
+    pub instants: Vec<DateTime<Utc>>,
+    /// Whether the firing executor starts the run itself (it has a free slot and the job
+    /// needs no lock): such a run is inserted `running` on that executor.
+    pub owned: Vec<bool>,
+}
+
+impl FiredRuns {
+    /// Adds one run.
+    pub fn push(&mut self, job_id: i64, trigger_id: i64, instant: DateTime<Utc>, owned: bool) {
+        self.job_ids.push(job_id);
+        self.trigger_ids.push(trigger_id);
+        self.instants.push(instant);
+        self.owned.push(owned);
+    }
 }
 
 /// Inserts the first attempts of fired instants; an instant that already has a run is
-/// left alone (invariant 1). Returns how many rows were new.
+/// left alone (invariant 1). Owned runs start on `executor_id` in the same statement.
+/// Returns the inserted rows.
 pub async fn insert_fired_runs(
     conn: &mut PgConnection,
-    job_ids: &[i64],
-    trigger_ids: &[i64],
-    instants: &[DateTime<Utc>],
-) -> Result<u64, StoreError> {
-    if trigger_ids.is_empty() {
-        return Ok(0);
+    runs: &FiredRuns,
+    executor_id: Uuid,
+) -> Result<Vec<Run>, StoreError> {
+    if runs.trigger_ids.is_empty() {
+        return Ok(Vec::new());
     }
-    let done = sqlx::query(
-        "INSERT INTO runs (job_id, trigger_id, scheduled_at)
-         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[])
-         ON CONFLICT (trigger_id, scheduled_at) WHERE attempt = 1 DO NOTHING",
+    Ok(sqlx::query_as::<_, Run>(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, executor_id, claimed_at, started_at, heartbeat_at)
+         SELECT fired.job_id, fired.trigger_id, fired.at,
+                CASE WHEN fired.owned THEN 'running' ELSE 'queued' END,
+                CASE WHEN fired.owned THEN $5::uuid END,
+                CASE WHEN fired.owned THEN now() END,
+                CASE WHEN fired.owned THEN now() END,
+                CASE WHEN fired.owned THEN now() END
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
+         ON CONFLICT (trigger_id, scheduled_at) WHERE attempt = 1 DO NOTHING
+         RETURNING *",
     )
-    .bind(job_ids)
-    .bind(trigger_ids)
-    .bind(instants)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected())
+    .bind(&runs.job_ids)
+    .bind(&runs.trigger_ids)
+    .bind(&runs.instants)
+    .bind(&runs.owned)
+    .bind(executor_id)
+    .fetch_all(conn)
+    .await?)
 }
 
 /// A stretch of instants of one trigger that will not run, and why.

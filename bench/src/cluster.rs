@@ -27,7 +27,10 @@ fn base_database_url() -> String {
 }
 
 fn with_database(url: &str, database: &str) -> String {
-    let (head, query) = url.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((url, String::new()));
+    let (head, query) = url
+        .split_once('?')
+        .map(|(h, q)| (h, format!("?{q}")))
+        .unwrap_or((url, String::new()));
     let server = head.rsplit_once('/').map(|(server, _)| server).unwrap_or(head);
     format!("{server}/{database}{query}")
 }
@@ -36,7 +39,9 @@ impl Cluster {
     /// Creates and migrates a fresh database.
     pub async fn create() -> anyhow::Result<Cluster> {
         let base = base_database_url();
-        let admin = PgPool::connect(&base).await.with_context(|| format!("connecting to {base}"))?;
+        let admin = PgPool::connect(&base)
+            .await
+            .with_context(|| format!("connecting to {base}"))?;
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let database = format!("probactr_bench_{}", &suffix[..12]);
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
@@ -98,7 +103,11 @@ impl Cluster {
     }
 
     /// Starts `count` executors and waits until all registered.
-    pub async fn start_executors(&mut self, count: u32, env: &HashMap<String, String>) -> anyhow::Result<Vec<u32>> {
+    pub async fn start_executors(
+        &mut self,
+        count: u32,
+        env: &HashMap<String, String>,
+    ) -> anyhow::Result<Vec<u32>> {
         let mut pids = Vec::new();
         for i in 0..count {
             pids.push(self.spawn("probactr-executor", &format!("executor-{i}"), env)?);
@@ -129,10 +138,13 @@ impl Cluster {
             let _ = child.kill().await;
         }
         self.pool.close().await;
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.database)))
-            .execute(&self.admin)
-            .await
-            .context("dropping the benchmark database")?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.database
+        )))
+        .execute(&self.admin)
+        .await
+        .context("dropping the benchmark database")?;
         if let Ok(client) = redis::Client::open(self.redis_url.as_str()) {
             if let Ok(mut redis) = client.get_multiplexed_async_connection().await {
                 let keys: Vec<String> = redis::cmd("KEYS")
@@ -158,5 +170,8 @@ pub fn binary_path(name: &str) -> anyhow::Result<PathBuf> {
             return Ok(candidate);
         }
     }
-    bail!("{name} is not built next to probactr-bench ({}); run cargo build --bins", dir.display())
+    bail!(
+        "{name} is not built next to probactr-bench ({}); run cargo build --bins",
+        dir.display()
+    )
 }

@@ -40,7 +40,10 @@ async fn main() {
 /// Prints one scenario's figures: a JSON line with `--json`, else a readable table.
 fn report(scenario: &str, figures: &serde_json::Value, json: bool) {
     if json {
-        println!("{}", serde_json::json!({ "scenario": scenario, "figures": figures }));
+        println!(
+            "{}",
+            serde_json::json!({ "scenario": scenario, "figures": figures })
+        );
         return;
     }
     println!("\n{scenario}");
@@ -55,7 +58,11 @@ fn flatten(prefix: &str, value: &serde_json::Value) -> Vec<(String, String)> {
         serde_json::Value::Object(map) => map
             .iter()
             .flat_map(|(key, inner)| {
-                let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                let name = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
                 flatten(&name, inner)
             })
             .collect(),

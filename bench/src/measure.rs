@@ -12,7 +12,10 @@ pub struct CpuClock {
 
 impl CpuClock {
     pub fn now() -> CpuClock {
-        CpuClock { busy_ticks: busy_ticks(), at: Instant::now() }
+        CpuClock {
+            busy_ticks: busy_ticks(),
+            at: Instant::now(),
+        }
     }
 
     /// Busy CPU milliseconds since this reading, and the wall seconds.
@@ -26,7 +29,11 @@ impl CpuClock {
 fn busy_ticks() -> u64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let Some(line) = stat.lines().next() else { return 0 };
-    let fields: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
     let total: u64 = fields.iter().take(8).sum();
     let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
     total.saturating_sub(idle)

@@ -37,7 +37,15 @@ pub struct Options {
 }
 
 /// Every scenario `all` runs, in order.
-pub const SCENARIOS: &[&str] = &["throughput", "fire-storm", "scale", "contention", "failover", "admin", "memory"];
+pub const SCENARIOS: &[&str] = &[
+    "throughput",
+    "fire-storm",
+    "scale",
+    "contention",
+    "failover",
+    "admin",
+    "memory",
+];
 
 impl Options {
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
@@ -110,5 +118,6 @@ impl Options {
 }
 
 fn number(text: &str, flag: &str) -> Result<u64, String> {
-    text.parse().map_err(|_| format!("{flag} {text:?}: expected a whole number"))
+    text.parse()
+        .map_err(|_| format!("{flag} {text:?}: expected a whole number"))
 }

@@ -35,7 +35,14 @@ fn progress(options: &Options, message: &str) {
     }
 }
 
-async fn insert_job(pool: &PgPool, name: &str, kind: &str, spec: Value, parallel: bool, overlap: &str) -> anyhow::Result<i64> {
+async fn insert_job(
+    pool: &PgPool,
+    name: &str,
+    kind: &str,
+    spec: Value,
+    parallel: bool,
+    overlap: &str,
+) -> anyhow::Result<i64> {
     Ok(sqlx::query_scalar(
         "INSERT INTO jobs (name, kind, spec, parallel, overlap, retry_max_attempts, retry_backoff_secs)
          VALUES ($1, $2, $3, $4, $5, 2, 0) RETURNING id",
@@ -50,9 +57,11 @@ async fn insert_job(pool: &PgPool, name: &str, kind: &str, spec: Value, parallel
 }
 
 async fn unfinished(pool: &PgPool) -> anyhow::Result<i64> {
-    Ok(sqlx::query_scalar("SELECT count(*) FROM runs WHERE state IN ('queued', 'claimed', 'running')")
-        .fetch_one(pool)
-        .await?)
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE state IN ('queued', 'claimed', 'running')")
+            .fetch_one(pool)
+            .await?,
+    )
 }
 
 /// Waits until no run is queued, claimed or running; reports progress every 5 s.
@@ -107,15 +116,18 @@ async fn throughput(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
         .bind(runs)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT id, now() FROM jobs").execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT id, now() FROM jobs")
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
     }
     progress(options, &format!("{runs} runs queued"));
     wait_drained(&cluster.pool, options, Duration::from_secs(600)).await?;
     let seconds = started.elapsed().as_secs_f64();
     let (cpu_ms, _) = cpu.since();
-    let succeeded: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'").fetch_one(&cluster.pool).await?;
+    let succeeded: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'")
+        .fetch_one(&cluster.pool)
+        .await?;
     Ok(json!({
         "variant": if options.parallel { "parallel" } else { "non-parallel" },
         "executors": options.executors,
@@ -147,7 +159,8 @@ async fn measure_firing(
     count: u64,
     duration: u64,
 ) -> anyhow::Result<FireFigures> {
-    let job = insert_job(&cluster.pool, &format!("storm-{count}"), "noop", json!({}), true, "queue").await?;
+    let name = format!("storm-{count}-{}", uuid::Uuid::new_v4().simple());
+    let job = insert_job(&cluster.pool, &name, "noop", json!({}), true, "queue").await?;
     let now = db_now(&cluster.pool).await?;
     let base = DateTime::<Utc>::from_timestamp(now.timestamp() + 2, 0).context("time")?;
     sqlx::query(
@@ -170,7 +183,10 @@ async fn measure_firing(
     let until_end = (end - db_now(&cluster.pool).await?).to_std().unwrap_or_default();
     tokio::time::sleep(until_end + Duration::from_millis(500)).await;
     let (cpu_ms, _) = cpu.since();
-    sqlx::query("UPDATE triggers SET paused = true WHERE job_id = $1").bind(job).execute(&cluster.pool).await?;
+    sqlx::query("UPDATE triggers SET paused = true WHERE job_id = $1")
+        .bind(job)
+        .execute(&cluster.pool)
+        .await?;
     wait_drained(&cluster.pool, options, Duration::from_secs(60)).await?;
 
     // The window [base, end): every trigger's instants in it.
@@ -231,7 +247,8 @@ async fn fire_storm(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
 
 /// Idle triggers that are never due during the measurement (due in a day).
 async fn store_idle_triggers(pool: &PgPool, count: u64) -> anyhow::Result<()> {
-    let job = insert_job(pool, &format!("idle-{count}"), "noop", json!({}), true, "queue").await?;
+    let name = format!("idle-{count}-{}", uuid::Uuid::new_v4().simple());
+    let job = insert_job(pool, &name, "noop", json!({}), true, "queue").await?;
     sqlx::query(
         "INSERT INTO triggers (job_id, kind, interval_secs, next_fire_at)
          SELECT $1, 'interval', 86400, now() + interval '1 day' + make_interval(secs => g)
@@ -273,7 +290,10 @@ async fn scale(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value
     store_idle_triggers(&cluster.pool, small - active).await?;
     let at_small = measure_firing(cluster, options, active, options.duration).await?;
     let claim_small = claim_query_ms(&cluster.pool).await?;
-    progress(options, &format!("storing {} idle triggers", options.stored - small));
+    progress(
+        options,
+        &format!("storing {} idle triggers", options.stored - small),
+    );
     store_idle_triggers(&cluster.pool, options.stored - small).await?;
     let at_large = measure_firing(cluster, options, active, options.duration).await?;
     let claim_large = claim_query_ms(&cluster.pool).await?;
@@ -294,7 +314,9 @@ async fn scale(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value
 async fn scrape_sum(ports: &[u16], metric: &str) -> f64 {
     let mut sum = 0.0;
     for port in ports {
-        let Ok(reply) = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await else { continue };
+        let Ok(reply) = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await else {
+            continue;
+        };
         let Ok(body) = reply.text().await else { continue };
         sum += body
             .lines()
@@ -323,7 +345,9 @@ async fn contention(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
         }
         cluster.spawn("probactr-executor", &format!("executor-{i}"), &env)?;
     }
-    cluster.wait_registered("executor", options.executors as i64).await?;
+    cluster
+        .wait_registered("executor", options.executors as i64)
+        .await?;
     let job = insert_job(&cluster.pool, "contended", "noop", json!({}), false, "queue").await?;
     let commands_before = redis_commands(&cluster.redis_url).await?;
     let cpu = CpuClock::now();
@@ -336,13 +360,16 @@ async fn contention(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
     wait_drained(&cluster.pool, options, Duration::from_secs(900)).await?;
     let seconds = started.elapsed().as_secs_f64();
     let (cpu_ms, _) = cpu.since();
-    let commands = redis_commands(&cluster.redis_url).await?.saturating_sub(commands_before);
+    let commands = redis_commands(&cluster.redis_url)
+        .await?
+        .saturating_sub(commands_before);
     // The executors export their lock counters every second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let attempts = scrape_sum(&ports, "probactr_lock_attempts_total").await;
     let acquisitions = scrape_sum(&ports, "probactr_lock_acquisitions_total").await;
-    let succeeded: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'").fetch_one(&cluster.pool).await?;
+    let succeeded: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'")
+        .fetch_one(&cluster.pool)
+        .await?;
     Ok(json!({
         "retry": options.retry.clone().unwrap_or_else(|| "jitter (default)".into()),
         "runs": runs,
@@ -361,23 +388,38 @@ async fn failover(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Va
     cluster.start_executors(2, &env).await?;
     cluster.spawn("probactr-monitor", "monitor", &env)?;
     cluster.wait_registered("monitor", 1).await?;
-    let job = insert_job(&cluster.pool, "long", "sleep", json!({ "millis": 600_000 }), false, "queue").await?;
+    let job = insert_job(
+        &cluster.pool,
+        "long",
+        "sleep",
+        json!({ "millis": 600_000 }),
+        false,
+        "queue",
+    )
+    .await?;
     let mut times = Vec::new();
     for trial in 0..options.trials {
-        let first: i64 = sqlx::query_scalar("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING id")
-            .bind(job)
-            .fetch_one(&cluster.pool)
-            .await?;
+        let first: i64 =
+            sqlx::query_scalar("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING id")
+                .bind(job)
+                .fetch_one(&cluster.pool)
+                .await?;
         let pid = wait_running_pid(&cluster.pool, first).await?;
         let killed_at = db_now(&cluster.pool).await?;
-        let index = cluster.processes.iter().position(|(_, child)| child.id() == Some(pid as u32)).context("runner")?;
+        let index = cluster
+            .processes
+            .iter()
+            .position(|(_, child)| child.id() == Some(pid as u32))
+            .context("runner")?;
         let (_, mut child) = cluster.processes.remove(index);
         child.kill().await?;
         let retry_started = wait_retry_started(&cluster.pool, first).await?;
         let seconds = (retry_started - killed_at).num_milliseconds() as f64 / 1000.0;
         progress(options, &format!("trial {}: failover {seconds:.2} s", trial + 1));
         times.push(seconds);
-        sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE state = 'running'").execute(&cluster.pool).await?;
+        sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE state = 'running'")
+            .execute(&cluster.pool)
+            .await?;
         wait_drained(&cluster.pool, options, Duration::from_secs(30)).await?;
         cluster.spawn("probactr-executor", &format!("replacement-{trial}"), &env)?;
         cluster.wait_registered("executor", 2).await?;
@@ -409,11 +451,12 @@ async fn wait_running_pid(pool: &PgPool, run: i64) -> anyhow::Result<i32> {
 
 async fn wait_retry_started(pool: &PgPool, first: i64) -> anyhow::Result<DateTime<Utc>> {
     for _ in 0..2400 {
-        let started: Option<DateTime<Utc>> =
-            sqlx::query_scalar("SELECT started_at FROM runs WHERE first_run_id = $1 AND started_at IS NOT NULL")
-                .bind(first)
-                .fetch_optional(pool)
-                .await?;
+        let started: Option<DateTime<Utc>> = sqlx::query_scalar(
+            "SELECT started_at FROM runs WHERE first_run_id = $1 AND started_at IS NOT NULL",
+        )
+        .bind(first)
+        .fetch_optional(pool)
+        .await?;
         if let Some(started) = started {
             return Ok(started);
         }
@@ -456,7 +499,11 @@ async fn admin(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value
     for i in 0..clients {
         let client = client.clone();
         let token = token.clone();
-        let url = if i % 2 == 0 { format!("{base}/api/v1/status") } else { format!("{base}/api/v1/jobs") };
+        let url = if i % 2 == 0 {
+            format!("{base}/api/v1/status")
+        } else {
+            format!("{base}/api/v1/jobs")
+        };
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut errors = 0u64;
@@ -505,7 +552,10 @@ async fn login(client: &reqwest::Client, base: &str, password: &str) -> anyhow::
         {
             if reply.status().is_success() {
                 let body: Value = serde_json::from_slice(&reply.bytes().await?)?;
-                return body["token"].as_str().map(str::to_owned).context("a token in the reply");
+                return body["token"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .context("a token in the reply");
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -521,22 +571,33 @@ async fn memory(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Valu
     let pid = pids[0];
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = rss_mib(pid);
-    let job = insert_job(&cluster.pool, "sleepers", "sleep", json!({ "millis": 30_000 }), true, "queue").await?;
+    let job = insert_job(
+        &cluster.pool,
+        "sleepers",
+        "sleep",
+        json!({ "millis": 30_000 }),
+        true,
+        "queue",
+    )
+    .await?;
     sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)")
         .bind(job)
         .bind(busy_runs)
         .execute(&cluster.pool)
         .await?;
     for _ in 0..600 {
-        let running: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'running'").fetch_one(&cluster.pool).await?;
+        let running: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'running'")
+            .fetch_one(&cluster.pool)
+            .await?;
         if running >= busy_runs {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let busy = rss_mib(pid);
-    sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE state = 'running'").execute(&cluster.pool).await?;
+    sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE state = 'running'")
+        .execute(&cluster.pool)
+        .await?;
     wait_drained(&cluster.pool, options, Duration::from_secs(30)).await?;
     Ok(json!({
         "concurrent_jobs": busy_runs,

@@ -154,7 +154,8 @@ CREATE INDEX runs_active_by_job ON runs (job_id) WHERE state IN ('claimed', 'run
 -- The reaper and the executor's own bookkeeping: active runs per executor.
 CREATE INDEX runs_active_by_executor ON runs (executor_id) WHERE state IN ('claimed', 'running');
 -- History pages: a job's runs, newest first; the whole list, newest first; retention.
-CREATE INDEX runs_job_newest ON runs (job_id, id DESC);
+-- (state and queued_at included: job statistics are read from the index alone)
+CREATE INDEX runs_job_newest ON runs (job_id, id DESC) INCLUDE (state, queued_at);
 CREATE INDEX runs_queued_at ON runs (queued_at);
 
 -- Instants that were not run, counted rather than written one row each (a trigger that

@@ -1,21 +1,58 @@
 // probactr admin: optional enhancements; every page works without this script.
 // 1. Times are shown in the viewer's time zone (the UTC value stays in the tooltip).
 // 2. The trigger form previews the next instants as you type (the "Preview" button
-//    does the same without JavaScript).
+//    does the same without JavaScript) and shows only the fields of the chosen kind.
 (function () {
   "use strict";
 
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  // The viewer's zone as a short name ("CET", "GMT+2"), or "" when unknown.
+  function zoneName(when) {
+    try {
+      var parts = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(when);
+      for (var i = 0; i < parts.length; i++) {
+        if (parts[i].type === "timeZoneName") { return parts[i].value; }
+      }
+    } catch (e) { /* an old browser: no zone name */ }
+    return "";
+  }
+
+  // YYYY-MM-DD HH:MM:SS in the viewer's zone, the way the server writes UTC.
+  function localText(when) {
+    return when.getFullYear() + "-" + pad(when.getMonth() + 1) + "-" + pad(when.getDate()) + " " +
+      pad(when.getHours()) + ":" + pad(when.getMinutes()) + ":" + pad(when.getSeconds()) + " " + zoneName(when);
+  }
+
+  function utcText(when) {
+    return when.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  }
+
   function localTimes(root) {
     root.querySelectorAll("time[datetime]").forEach(function (el) {
-      var iso = el.getAttribute("datetime");
-      var when = new Date(iso);
+      var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) { return; }
-      el.textContent = when.toLocaleString(undefined, {
-        year: "numeric", month: "2-digit", day: "2-digit",
-        hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short"
-      });
-      el.title = iso + " (UTC)";
+      el.textContent = localText(when);
+      el.title = utcText(when);
     });
+  }
+
+  // The trigger form shows the fields of the chosen kind only (all without JavaScript).
+  function kindFields(form) {
+    var kind = form.elements.namedItem("kind");
+    if (!kind) { return; }
+    var only = { cron: ["cron", "timezone"], interval: ["interval_secs"], once: ["at"] };
+    var all = ["cron", "timezone", "interval_secs", "at"];
+    function apply() {
+      var shown = only[kind.value] || all;
+      all.forEach(function (name) {
+        var field = form.elements.namedItem(name);
+        var box = field && field.closest(".field");
+        if (box) { box.hidden = shown.indexOf(name) < 0 && !box.classList.contains("invalid"); }
+      });
+    }
+    kind.addEventListener("change", apply);
+    apply();
   }
 
   function value(form, name) {
@@ -80,6 +117,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     localTimes(document);
     var form = document.querySelector("form[data-live-preview]");
-    if (form) { livePreview(form); }
+    if (form) { kindFields(form); livePreview(form); }
   });
 })();

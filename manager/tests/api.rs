@@ -1,7 +1,8 @@
 //! Integration tests of the manager: the whole router, driven with `oneshot`, over a
 //! fresh migrated database per test (`#[sqlx::test]`, `DATABASE_URL` names the server)
 //! and the Redis of `REDIS_URL` (default `redis://127.0.0.1:6379`). Logs are silent unless
-//! `TEST_LOG` is set.
+//! `TEST_LOG` is set. The [`browser`] module drives the admin in headless Chromium
+//! (installed by `tests/browser/install.sh`); its screenshots land in `target/browser/`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -20,6 +21,8 @@ use probactr_manager::AppState;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use tower::ServiceExt;
+
+mod browser;
 
 /// The app over a test database, and helpers to call it.
 struct TestApp {
@@ -659,6 +662,95 @@ async fn job_list_paginates_and_filters(pool: PgPool) {
     assert_field(&app.get("/api/v1/jobs?kind=cobol", &admin).await, "kind");
 }
 
+/// Inserts `count` ended runs of `job_id`, oldest first: every tenth failed, the rest
+/// succeeded.
+async fn insert_history(pool: &PgPool, job_id: i64, count: i64) {
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, queued_at, finished_at)
+         SELECT $1, t, CASE WHEN n % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t, t
+         FROM generate_series(1, $2) AS n, LATERAL (SELECT now() - make_interval(secs => $2 - n) AS t) AS at
+         ORDER BY n",
+    )
+    .bind(job_id)
+    .bind(count)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_statistics_count_the_latest_runs(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let busy = app.job(&admin, noop("busy")).await;
+    let quiet = app.job(&admin, noop("quiet")).await;
+    let window = db::jobs::STATS_WINDOW;
+    // The oldest 5 runs (n = 1..5) fall outside the window; n = 10, 20, … failed.
+    insert_history(app.pool(), busy["id"].as_i64().unwrap(), window + 5).await;
+    insert_history(app.pool(), quiet["id"].as_i64().unwrap(), 20).await;
+
+    let list = app.get("/api/v1/jobs", &admin).await;
+    let stats_of = |name: &str| {
+        list.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["name"] == name)
+            .unwrap()["stats"]
+            .clone()
+    };
+    let busy_stats = stats_of("busy");
+    assert_eq!(busy_stats["runs"], window, "{busy_stats}");
+    assert_eq!(busy_stats["window"], window);
+    assert_eq!(busy_stats["capped"], true);
+    // n = 6 ..= window + 5 are counted: the multiples of 10 among them failed.
+    let failed = (6..=window + 5).filter(|n| n % 10 == 0).count() as i64;
+    assert_eq!(busy_stats["failures"], failed);
+    assert_eq!(busy_stats["successes"], window - failed);
+    assert!(busy_stats["last_run_at"].is_string());
+    let quiet_stats = stats_of("quiet");
+    assert_eq!(quiet_stats["runs"], 20);
+    assert_eq!(quiet_stats["capped"], false);
+    assert_eq!(
+        (quiet_stats["successes"].clone(), quiet_stats["failures"].clone()),
+        (json!(18), json!(2))
+    );
+
+    // Exactly a window's worth is not capped; one more is.
+    let edge = app.job(&admin, noop("edge")).await;
+    insert_history(app.pool(), edge["id"].as_i64().unwrap(), window).await;
+    let one = app.get(&format!("/api/v1/jobs/{}", edge["id"]), &admin).await;
+    assert_eq!(
+        (
+            one.body["stats"]["runs"].clone(),
+            one.body["stats"]["capped"].clone()
+        ),
+        (json!(window), json!(false))
+    );
+    insert_history(app.pool(), edge["id"].as_i64().unwrap(), 1).await;
+    let more = app.get(&format!("/api/v1/jobs/{}", edge["id"]), &admin).await;
+    assert_eq!(more.body["stats"]["capped"], true);
+
+    // A paused job has no next instant, though its trigger keeps one.
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", quiet["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let uri = format!("/api/v1/jobs/{}", quiet["id"]);
+    assert!(app.get(&uri, &admin).await.body["stats"]["next_fire_at"].is_string());
+    app.post(&format!("{uri}/pause"), &admin, json!({})).await;
+    assert!(app.get(&uri, &admin).await.body["stats"]["next_fire_at"].is_null());
+
+    // The page shows the cap.
+    let browser = app.browser("admin").await;
+    let page = app.page("/jobs", &browser.cookie).await;
+    assert!(page.text.contains(&format!("{window}+")), "{}", page.text);
+}
+
 // ----------------------------------------------------------------------------------------
 // Triggers and the preview
 // ----------------------------------------------------------------------------------------
@@ -1164,6 +1256,73 @@ async fn login_rotates_and_logout_revokes_the_session(pool: PgPool) {
         app.page("/", &second).await.status,
         StatusCode::SEE_OTHER,
         "logged out"
+    );
+}
+
+/// Every `Set-Cookie` of a reply, whole.
+fn set_cookies(reply: &Reply) -> Vec<String> {
+    reply
+        .headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn cookies_are_secure_when_configured(pool: PgPool) {
+    // Off by default (a manager reached over plain HTTP on localhost).
+    let plain = TestApp::new(pool.clone());
+    plain.admin().await;
+    let reply = plain.submit_login("admin", &password_of("admin"), None).await;
+    let cookies = set_cookies(&reply);
+    assert!(cookies.iter().all(|c| !c.contains("Secure")), "{cookies:?}");
+
+    // PROBACTR_COOKIE_SECURE=true: every cookie the admin sets or clears is Secure.
+    let config = Config::from_map(&HashMap::from([(
+        "PROBACTR_COOKIE_SECURE".to_owned(),
+        "true".to_owned(),
+    )]))
+    .unwrap();
+    let state = AppState::new(pool, &redis_url())
+        .unwrap()
+        .with_fast_hashing()
+        .with_cookie_secure(config.cookie_secure);
+    let app = TestApp {
+        app: probactr_manager::app(state.clone()),
+        state,
+    };
+    let login_page = app.call(Method::GET, "/login", None, None).await;
+    let login_cookie = set_cookies(&login_page);
+    assert!(
+        login_cookie.iter().all(|c| c.contains("; Secure")),
+        "{login_cookie:?}"
+    );
+    let reply = app.submit_login("admin", &password_of("admin"), None).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+    let cookies = set_cookies(&reply);
+    assert_eq!(
+        cookies.len(),
+        2,
+        "the session, and the login cookie cleared: {cookies:?}"
+    );
+    for cookie in &cookies {
+        assert!(
+            cookie.contains("; Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+    }
+    let session = set_cookie(&reply, "probactr_session").unwrap();
+    let home = app.page("/", &session).await;
+    let logout = app
+        .form("/logout", &session, &[("csrf", &csrf_in(&home.text))])
+        .await;
+    let cleared = set_cookies(&logout);
+    assert!(
+        cleared
+            .iter()
+            .any(|c| c.starts_with("probactr_session=;") && c.contains("; Secure")),
+        "{cleared:?}"
     );
 }
 
@@ -1750,6 +1909,19 @@ fn database_url_of(pool: &PgPool) -> String {
     format!("{server}/{database}")
 }
 
+/// The configuration of an in-process executor over the test's database, with Redis
+/// keys under a prefix of its own.
+fn executor_config(pool: &PgPool) -> Config {
+    let prefix = format!("probactr-manager-test-{}:", uuid::Uuid::new_v4());
+    Config::from_map(&HashMap::from([
+        ("DATABASE_URL".to_owned(), database_url_of(pool)),
+        ("REDIS_URL".to_owned(), redis_url()),
+        ("PROBACTR_REDIS_PREFIX".to_owned(), prefix),
+        ("PROBACTR_DB_POOL_SIZE".to_owned(), "4".to_owned()),
+    ]))
+    .unwrap()
+}
+
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn a_trigger_created_through_the_api_is_fired_by_an_executor(pool: PgPool) {
     let app = TestApp::new(pool);
@@ -1764,16 +1936,11 @@ async fn a_trigger_created_through_the_api_is_fired_by_an_executor(pool: PgPool)
         .await;
     assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
 
-    let prefix = format!("probactr-manager-test-{}:", uuid::Uuid::new_v4());
-    let config = Config::from_map(&HashMap::from([
-        ("DATABASE_URL".to_owned(), database_url_of(app.pool())),
-        ("REDIS_URL".to_owned(), redis_url()),
-        ("PROBACTR_REDIS_PREFIX".to_owned(), prefix),
-        ("PROBACTR_DB_POOL_SIZE".to_owned(), "4".to_owned()),
-    ]))
-    .unwrap();
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let executor = tokio::spawn(probactr_executor::run(config, shutdown.clone()));
+    let executor = tokio::spawn(probactr_executor::run(
+        executor_config(app.pool()),
+        shutdown.clone(),
+    ));
 
     let uri = format!("/api/v1/runs?job_id={}&state=succeeded", job["id"]);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);

@@ -5,6 +5,7 @@ use axum::response::Html;
 use minijinja::context;
 use probactr_common::model::ProcessRole;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::{render, AdminError, AdminUser, Pager};
 use crate::db::{self, jobs::JobFilter};
@@ -79,17 +80,120 @@ pub async fn audit(
     check(errors)?;
     let (items, total) = db::audit::list(&state.pool, None, page).await?;
     let pager = Pager::new(page, items.len(), total);
-    let entries = crate::service::Paged { items, total };
+    let entries: Vec<AuditRow> = items.into_iter().map(AuditRow::from).collect();
     render(
         &state,
         "audit.html",
-        context! { entries, page => pager, page_base => "/audit?", ..user.layout("audit") },
+        context! { entries, total, page => pager, page_base => "/audit?", ..user.layout("audit") },
     )
+}
+
+/// One field an audited change touched, its values as short text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+struct FieldChange {
+    field: String,
+    before: String,
+    after: String,
+}
+
+/// An audit entry as the page shows it: the fields that changed when there is a before
+/// and an after, else the whole object (created or deleted) to unfold.
+#[derive(Debug, Clone, Serialize)]
+struct AuditRow {
+    #[serde(flatten)]
+    entry: db::audit::Entry,
+    changes: Vec<FieldChange>,
+    snapshot: Option<String>,
+}
+
+impl From<db::audit::Entry> for AuditRow {
+    fn from(entry: db::audit::Entry) -> Self {
+        let (changes, snapshot) = match (&entry.before, &entry.after) {
+            (Some(Value::Object(before)), Some(Value::Object(after))) => {
+                let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+                let changes = keys
+                    .into_iter()
+                    .filter(|key| !IMPLIED_BY_A_CHANGE.contains(&key.as_str()))
+                    .filter(|key| before.get(*key) != after.get(*key))
+                    .map(|key| FieldChange {
+                        field: key.clone(),
+                        before: short(before.get(key)),
+                        after: short(after.get(key)),
+                    })
+                    .collect();
+                (changes, None)
+            }
+            (before, after) => {
+                let shown = after.as_ref().or(before.as_ref());
+                (
+                    Vec::new(),
+                    shown.and_then(|v| serde_json::to_string_pretty(v).ok()),
+                )
+            }
+        };
+        AuditRow {
+            entry,
+            changes,
+            snapshot,
+        }
+    }
+}
+
+/// Fields every change moves; listing them would hide the ones that matter.
+const IMPLIED_BY_A_CHANGE: &[&str] = &["updated_at"];
+
+/// A JSON value as at most 120 characters of text (strings without their quotes).
+fn short(value: Option<&Value>) -> String {
+    let text = match value {
+        None => "—".to_owned(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    };
+    if text.chars().count() > 120 {
+        let mut cut: String = text.chars().take(119).collect();
+        cut.push('…');
+        cut
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn audit_rows_list_what_changed() {
+        let entry = |before: Option<Value>, after: Option<Value>| db::audit::Entry {
+            id: 1,
+            at: chrono::Utc::now(),
+            actor_id: Some(1),
+            actor: "admin".into(),
+            action: "job.update".into(),
+            object_type: "job".into(),
+            object_id: Some(1),
+            before,
+            after,
+        };
+        let update = AuditRow::from(entry(
+            Some(serde_json::json!({"paused": false, "version": 1, "name": "a", "updated_at": "x"})),
+            Some(serde_json::json!({"paused": true, "version": 2, "name": "a", "updated_at": "y"})),
+        ));
+        let fields: Vec<&str> = update.changes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["paused", "version"]);
+        assert_eq!(
+            (
+                update.changes[0].before.as_str(),
+                update.changes[0].after.as_str()
+            ),
+            ("false", "true")
+        );
+        assert!(update.snapshot.is_none());
+        let created = AuditRow::from(entry(None, Some(serde_json::json!({"name": "new"}))));
+        assert!(created.changes.is_empty());
+        assert!(created.snapshot.unwrap_or_default().contains("\"name\": \"new\""));
+        assert_eq!(short(Some(&Value::String("x".repeat(200)))).chars().count(), 120);
+    }
 
     #[test]
     fn bars_scale_to_the_peak() {

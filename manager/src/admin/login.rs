@@ -95,7 +95,10 @@ pub async fn submit(
     let cookie = db::sessions::create_session(&state.pool, user.id).await?;
     let clear_login = session::cookie_header(LOGIN_COOKIE, "", "/login", 0, state.cookie_secure);
     let headers = AppendHeaders([
-        (header::SET_COOKIE, session::set_cookie(&cookie, state.cookie_secure)),
+        (
+            header::SET_COOKIE,
+            session::set_cookie(&cookie, state.cookie_secure),
+        ),
         (header::SET_COOKIE, clear_login),
     ]);
     Ok((headers, Redirect::to("/")).into_response())

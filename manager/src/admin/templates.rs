@@ -1,7 +1,8 @@
 //! The admin's templates, compiled into the binary, rendered by minijinja with HTML
 //! auto-escaping (every template name ends in `.html`, which switches it on): a job
 //! named `<script>` shows as text. Besides the built-in filters there are `dt` (an RFC 3339
-//! time as `YYYY-MM-DD HH:MM:SS`, UTC) and `truncate`.
+//! time as `YYYY-MM-DD HH:MM:SS UTC`; `static/app.js` rewrites it in the viewer's zone)
+//! and `truncate`.
 
 use chrono::DateTime;
 use minijinja::Environment;
@@ -39,10 +40,10 @@ pub fn environment() -> anyhow::Result<Environment<'static>> {
     Ok(env)
 }
 
-/// `2026-11-21T10:30:00.123Z` → `2026-11-21 10:30:00`; other text is left alone.
+/// `2026-11-21T10:30:00.123Z` → `2026-11-21 10:30:00 UTC`; other text is left alone.
 fn format_time(value: String) -> String {
     match DateTime::parse_from_rfc3339(&value) {
-        Ok(at) => at.naive_utc().format("%Y-%m-%d %H:%M:%S").to_string(),
+        Ok(at) => at.naive_utc().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         Err(_) => value,
     }
 }
@@ -67,7 +68,7 @@ mod tests {
         assert!(environment().is_ok());
         assert_eq!(
             format_time("2026-11-21T10:30:00.5+00:00".into()),
-            "2026-11-21 10:30:00"
+            "2026-11-21 10:30:00 UTC"
         );
         assert_eq!(format_time("never".into()), "never");
         assert_eq!(truncate("abcdef".into(), 4), "abc…");

@@ -163,7 +163,10 @@ pub async fn change_password(
     });
     match users::change_own_password(&state, &user.0, body).await {
         Ok(()) => Ok((
-            AppendHeaders([(axum::http::header::SET_COOKIE, session::clear_cookie(state.cookie_secure))]),
+            AppendHeaders([(
+                axum::http::header::SET_COOKIE,
+                session::clear_cookie(state.cookie_secure),
+            )]),
             Redirect::to("/login"),
         )
             .into_response()),

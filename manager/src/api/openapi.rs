@@ -162,7 +162,15 @@ pub fn build() -> Value {
                     "parallel": {"type": "boolean"}, "max_concurrency": {"type": ["integer", "null"]},
                     "overlap": {"enum": ["skip", "queue"]}, "timeout_secs": {"type": "integer"},
                     "retry": {"type": "object", "properties": {"max_attempts": {"type": "integer"}, "backoff_secs": {"type": "integer"}}},
-                    "paused": {"type": "boolean"}, "version": {"type": "integer"}, "stats": {"type": "object"}
+                    "paused": {"type": "boolean"}, "version": {"type": "integer"},
+                    "stats": {"type": "object",
+                        "description": "Counts over the job's latest `window` runs; `capped` when it has more.",
+                        "properties": {
+                            "runs": {"type": "integer"}, "window": {"type": "integer"}, "capped": {"type": "boolean"},
+                            "successes": {"type": "integer"}, "failures": {"type": "integer"},
+                            "last_run_at": {"type": ["string", "null"], "format": "date-time"},
+                            "next_fire_at": {"type": ["string", "null"], "format": "date-time"}
+                        }}
                 }},
                 "Trigger": {"type": "object", "properties": {
                     "id": {"type": "integer"}, "job_id": {"type": "integer"}, "kind": {"enum": ["cron", "interval", "once"]},

@@ -71,7 +71,10 @@ mod tests {
         assert!(secure.to_str().unwrap_or_default().contains("; Secure"));
         let cleared = clear_cookie(true);
         let text = cleared.to_str().unwrap_or_default();
-        assert!(text.starts_with("probactr_session=;") && text.ends_with("Max-Age=0"), "{text}");
+        assert!(
+            text.starts_with("probactr_session=;") && text.ends_with("Max-Age=0"),
+            "{text}"
+        );
         assert!(text.contains("; Secure"));
     }
 }

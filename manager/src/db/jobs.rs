@@ -8,21 +8,29 @@ use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use crate::input::Page;
 
-/// A job with its statistics.
+/// How many of a job's latest runs its statistics count. A bound, so that listing jobs
+/// costs the same however long their histories are: the counts come from the newest
+/// entries of the `runs_job_newest` index (job, newest first, with state and queue
+/// time), read without visiting the table.
+pub const STATS_WINDOW: i64 = 1000;
+
+/// A job with its statistics over its latest [`STATS_WINDOW`] runs.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct JobRow {
     /// The row of `jobs`.
     #[sqlx(flatten)]
     pub job: Job,
-    /// Runs recorded (every attempt counts).
+    /// Runs counted: its latest, at most [`STATS_WINDOW`] (every attempt counts).
     pub runs: i64,
-    /// Runs that succeeded.
+    /// Whether it has more runs than were counted.
+    pub capped: bool,
+    /// Counted runs that succeeded.
     pub successes: i64,
-    /// Runs that failed, timed out or were abandoned.
+    /// Counted runs that failed, timed out or were abandoned.
     pub failures: i64,
     /// When its latest run was queued.
     pub last_run_at: Option<DateTime<Utc>>,
-    /// The earliest next instant of its unpaused triggers.
+    /// The earliest next instant of its unpaused triggers (None while the job is paused).
     pub next_fire_at: Option<DateTime<Utc>>,
 }
 
@@ -37,20 +45,33 @@ pub struct JobFilter {
     pub paused: Option<bool>,
 }
 
-const SELECT_WITH_STATS: &str = "SELECT jobs.*,
+/// Jobs with their statistics: one index-only walk over each job's newest
+/// `STATS_WINDOW` runs, and, only for a job that filled the window, a look one entry
+/// further to tell whether there are more.
+fn select_with_stats() -> String {
+    format!(
+        "SELECT jobs.*,
         coalesce(stats.runs, 0) AS runs,
+        coalesce(stats.runs, 0) = {window} AND EXISTS (
+            SELECT 1 FROM runs WHERE runs.job_id = jobs.id ORDER BY runs.id DESC OFFSET {window} LIMIT 1
+        ) AS capped,
         coalesce(stats.successes, 0) AS successes,
         coalesce(stats.failures, 0) AS failures,
         stats.last_run_at,
-        (SELECT min(triggers.next_fire_at) FROM triggers
-         WHERE triggers.job_id = jobs.id AND NOT triggers.paused) AS next_fire_at
+        CASE WHEN jobs.paused THEN NULL ELSE
+            (SELECT min(triggers.next_fire_at) FROM triggers
+             WHERE triggers.job_id = jobs.id AND NOT triggers.paused) END AS next_fire_at
     FROM jobs
     LEFT JOIN LATERAL (
         SELECT count(*) AS runs,
                count(*) FILTER (WHERE state = 'succeeded') AS successes,
                count(*) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned')) AS failures,
                max(queued_at) AS last_run_at
-        FROM runs WHERE runs.job_id = jobs.id) AS stats ON TRUE";
+        FROM (SELECT runs.state, runs.queued_at FROM runs WHERE runs.job_id = jobs.id
+              ORDER BY runs.id DESC LIMIT {window}) AS recent) AS stats ON TRUE",
+        window = STATS_WINDOW
+    )
+}
 
 /// `text` as a LIKE pattern matching it anywhere, its wildcards escaped.
 pub fn contains_pattern(text: &str) -> String {
@@ -82,7 +103,7 @@ pub async fn list(
     filter: &JobFilter,
     page: Page,
 ) -> Result<(Vec<JobRow>, i64), sqlx::Error> {
-    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    let mut query = QueryBuilder::<Postgres>::new(select_with_stats());
     push_filters(&mut query, filter);
     query.push(" ORDER BY jobs.name LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
@@ -95,7 +116,7 @@ pub async fn list(
 
 /// One job with its statistics.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobRow>, sqlx::Error> {
-    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    let mut query = QueryBuilder::<Postgres>::new(select_with_stats());
     query.push(" WHERE jobs.id = ").push_bind(id);
     query.build_query_as::<JobRow>().fetch_optional(db).await
 }

@@ -30,18 +30,23 @@ pub struct RetryView {
     pub backoff_secs: i32,
 }
 
-/// A job's run statistics.
+/// A job's run statistics, over its latest `window` runs (so that they cost the same
+/// however long the history is).
 #[derive(Debug, Clone, Serialize)]
 pub struct StatsView {
-    /// Runs recorded.
+    /// Runs counted: the latest ones, at most `window`.
     pub runs: i64,
-    /// Runs that succeeded.
+    /// How many of the latest runs are counted at most.
+    pub window: i64,
+    /// Whether the job has more runs than `window` (the counts cover the latest ones).
+    pub capped: bool,
+    /// Counted runs that succeeded.
     pub successes: i64,
-    /// Runs that failed, timed out or were abandoned.
+    /// Counted runs that failed, timed out or were abandoned.
     pub failures: i64,
     /// When its latest run was queued.
     pub last_run_at: Option<DateTime<Utc>>,
-    /// Its next scheduled instant.
+    /// Its next scheduled instant (none while the job is paused).
     pub next_fire_at: Option<DateTime<Utc>>,
 }
 
@@ -103,6 +108,8 @@ impl From<JobRow> for JobView {
             updated_at: job.updated_at,
             stats: StatsView {
                 runs: row.runs,
+                window: crate::db::jobs::STATS_WINDOW,
+                capped: row.capped,
                 successes: row.successes,
                 failures: row.failures,
                 last_run_at: row.last_run_at,

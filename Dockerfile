@@ -1,0 +1,86 @@
+# probactr's container image: the three binaries (probactr-manager, probactr-executor,
+# probactr-monitor) and the migrations on debian:bookworm-slim, run as an unprivileged
+# user. One image for every service; docker-compose.yml picks the binary by `command`.
+#
+#   docker build -t probactr:latest .
+#   docker compose up -d        (see README.md, "Deployment with docker compose")
+#
+# Executors start job processes (shell jobs may leave orphans behind): run the image
+# under an init that reaps them. docker-compose.yml sets `init: true`; with plain docker
+# use `docker run --init`; elsewhere (Kubernetes) start it as `tini -- probactr-executor`
+# (tini is installed below).
+
+ARG RUST_VERSION=1.95
+ARG DEBIAN_RELEASE=bookworm
+
+# ---------------------------------------------------------------------------- build
+FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS build
+WORKDIR /src
+
+# Dependencies first, in their own layer: the manifests, the lock file and placeholder
+# sources. This layer is rebuilt only when a Cargo.toml or Cargo.lock changes, so an
+# edit of probactr's own code recompiles probactr only. Every workspace member must be
+# listed here and below (common/tests/deployment.rs checks it against Cargo.toml).
+COPY Cargo.toml Cargo.lock ./
+COPY common/Cargo.toml common/Cargo.toml
+COPY executor/Cargo.toml executor/Cargo.toml
+COPY monitor/Cargo.toml monitor/Cargo.toml
+COPY manager/Cargo.toml manager/Cargo.toml
+COPY bench/Cargo.toml bench/Cargo.toml
+ARG PACKAGES="-p probactr-manager -p probactr-executor -p probactr-monitor"
+RUN set -eux; \
+    for crate in common executor monitor manager bench; do \
+        mkdir -p "$crate/src"; \
+        echo '//! placeholder for the dependency layer' > "$crate/src/lib.rs"; \
+        echo 'fn main() {}' > "$crate/src/main.rs"; \
+    done; \
+    cargo build --release --locked $PACKAGES; \
+    rm -rf common/src executor/src monitor/src manager/src bench/src
+
+# Then probactr itself. COPY keeps the files' own modification times, which can be
+# older than the placeholders built above: touch them so cargo rebuilds every crate.
+COPY migrations migrations
+COPY common common
+COPY executor executor
+COPY monitor monitor
+COPY manager manager
+COPY bench bench
+RUN set -eux; \
+    find common executor monitor manager bench -name '*.rs' -exec touch {} +; \
+    cargo build --release --locked $PACKAGES; \
+    for bin in probactr-manager probactr-executor probactr-monitor; do \
+        "target/release/$bin" --version | grep "^$bin "; \
+    done
+
+# -------------------------------------------------------------------------- runtime
+FROM debian:${DEBIAN_RELEASE}-slim AS runtime
+
+LABEL org.opencontainers.image.title="probactr" \
+      org.opencontainers.image.description="Distributed job scheduler: manager, executor and monitor" \
+      org.opencontainers.image.licenses="Apache-2.0"
+
+# ca-certificates: HTTP jobs over TLS. curl: the compose healthchecks (and handy in
+# shell jobs). tini: an init for runtimes without `init: true`. The shell (/bin/sh,
+# bash) stays: shell jobs run programs and scripts.
+RUN set -eux; \
+    apt-get update; \
+    apt-get install -y --no-install-recommends ca-certificates curl tini; \
+    rm -rf /var/lib/apt/lists/*; \
+    groupadd --system --gid 10001 probactr; \
+    useradd --system --uid 10001 --gid probactr --home-dir /var/lib/probactr \
+        --create-home --shell /usr/sbin/nologin probactr
+
+COPY --from=build /src/target/release/probactr-manager /usr/local/bin/probactr-manager
+COPY --from=build /src/target/release/probactr-executor /usr/local/bin/probactr-executor
+COPY --from=build /src/target/release/probactr-monitor /usr/local/bin/probactr-monitor
+# The binaries embed the migrations (the manager applies them at start); the files are
+# shipped too, for operators who review or apply them by hand.
+COPY migrations /usr/share/probactr/migrations
+
+# In a container the manager must listen beyond loopback to be reachable at all.
+ENV PROBACTR_MANAGER_LISTEN=0.0.0.0:8080
+EXPOSE 8080
+
+USER 10001:10001
+WORKDIR /var/lib/probactr
+CMD ["probactr-manager"]

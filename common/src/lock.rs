@@ -404,6 +404,25 @@ pub struct Locks {
     prefix: Arc<str>,
     scripts: Arc<Scripts>,
     counters: Arc<Counters>,
+    health: Arc<Health>,
+}
+
+/// Whether Redis answered the last call, and when an unreachable Redis was last probed.
+#[derive(Debug)]
+struct Health {
+    reachable: std::sync::atomic::AtomicBool,
+    since: Instant,
+    last_probe_ms: AtomicU64,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health {
+            reachable: std::sync::atomic::AtomicBool::new(true),
+            since: Instant::now(),
+            last_probe_ms: AtomicU64::new(0),
+        }
+    }
 }
 
 impl fmt::Debug for Locks {
@@ -423,6 +442,7 @@ impl Locks {
             prefix: Arc::from(prefix.into()),
             scripts: Arc::new(Scripts::new()),
             counters: Arc::new(Counters::default()),
+            health: Arc::new(Health::default()),
         }
     }
 
@@ -464,6 +484,40 @@ impl Locks {
                 }
             }
         }
+    }
+
+    /// Whether Redis answered the last call (any call: acquire, renew, release).
+    pub fn reachable(&self) -> bool {
+        self.health.reachable.load(Ordering::Relaxed)
+    }
+
+    /// Whether a caller should try Redis now: always while it answers; while it does not,
+    /// one caller per `probe_every` (the probe that notices its return). Each call to an
+    /// unreachable Redis costs a response timeout, so an executor cut off from Redis gives
+    /// its claimed runs back at once instead of holding each for seconds.
+    pub fn may_try(&self, probe_every: Duration) -> bool {
+        if self.reachable() {
+            return true;
+        }
+        let now = u64::try_from(self.health.since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.health.last_probe_ms.load(Ordering::Relaxed);
+        let every = u64::try_from(probe_every.as_millis()).unwrap_or(u64::MAX);
+        now.saturating_sub(last) >= every
+            && self
+                .health
+                .last_probe_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Notes whether Redis answered: a reply, even an error reply, means it did.
+    fn noted<T>(&self, result: Result<T, RedisError>) -> Result<T, RedisError> {
+        let answered = match &result {
+            Ok(_) => true,
+            Err(error) => !is_transient(error),
+        };
+        self.health.reachable.store(answered, Ordering::Relaxed);
+        result
     }
 
     /// The key prefix.
@@ -557,12 +611,14 @@ impl Locks {
             LockKind::Mutex => &self.scripts.mutex_renew,
             LockKind::Permit => &self.scripts.permit_renew,
         };
-        let renewed: i64 = script
-            .key(&lease.key)
-            .arg(&lease.token)
-            .arg(ttl_ms)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let renewed: i64 = self.noted(
+            script
+                .key(&lease.key)
+                .arg(&lease.token)
+                .arg(ttl_ms)
+                .invoke_async(&mut self.conn.clone())
+                .await,
+        )?;
         let renewal = if renewed == 1 {
             Renewal::Renewed
         } else {
@@ -583,11 +639,13 @@ impl Locks {
             LockKind::Mutex => &self.scripts.mutex_release,
             LockKind::Permit => &self.scripts.permit_release,
         };
-        let removed: i64 = script
-            .key(&lease.key)
-            .arg(&lease.token)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let removed: i64 = self.noted(
+            script
+                .key(&lease.key)
+                .arg(&lease.token)
+                .invoke_async(&mut self.conn.clone())
+                .await,
+        )?;
         let held = removed == 1;
         if held {
             bump(&self.counters.releases);
@@ -614,27 +672,29 @@ impl Locks {
         let (kind, key, taken): (LockKind, String, i64) = match want {
             Want::Mutex { job_id } => {
                 let key = mutex_key(&self.prefix, job_id);
-                let taken = self
-                    .scripts
-                    .mutex_acquire
-                    .key(&key)
-                    .arg(token)
-                    .arg(ttl_ms)
-                    .invoke_async(&mut conn)
-                    .await?;
+                let taken = self.noted(
+                    self.scripts
+                        .mutex_acquire
+                        .key(&key)
+                        .arg(token)
+                        .arg(ttl_ms)
+                        .invoke_async(&mut conn)
+                        .await,
+                )?;
                 (LockKind::Mutex, key, taken)
             }
             Want::Permit { job_id, max } => {
                 let key = permit_key(&self.prefix, job_id);
-                let taken = self
-                    .scripts
-                    .permit_acquire
-                    .key(&key)
-                    .arg(token)
-                    .arg(max)
-                    .arg(ttl_ms)
-                    .invoke_async(&mut conn)
-                    .await?;
+                let taken = self.noted(
+                    self.scripts
+                        .permit_acquire
+                        .key(&key)
+                        .arg(token)
+                        .arg(max)
+                        .arg(ttl_ms)
+                        .invoke_async(&mut conn)
+                        .await,
+                )?;
                 (LockKind::Permit, key, taken)
             }
         };

@@ -65,7 +65,11 @@ impl Attempt<'_> {
         let started_at_claim = self.run.state == RunState::Running;
         let spec = match JobSpec::parse(self.job.kind, &self.job.spec) {
             Ok(spec) => spec,
-            Err(err) => return self.refuse(started_at_claim, &format!("invalid job spec: {err}")).await,
+            Err(err) => {
+                return self
+                    .refuse(started_at_claim, &format!("invalid job spec: {err}"))
+                    .await
+            }
         };
         let mut lock_asked_at = tokio::time::Instant::now();
         let (lease, fence) = if started_at_claim {
@@ -86,13 +90,29 @@ impl Attempt<'_> {
             }
         };
         let handle = self.shared.registry.track(self.run.id, self.executor_id);
+        if !self
+            .shared
+            .registry
+            .may_act(self.executor_id, crate::liveness::give_up_after(self.shared))
+        {
+            // The start was answered after this executor lost its proof of life (a
+            // stalled link, a pause): a monitor may have re-queued the run already.
+            tracing::warn!("cannot prove this executor is alive; not starting the job");
+            handle.stop(StopReason::ExecutorLost);
+        }
         note_started(&self.run);
         let renewal = lease.clone().map(|lease| {
             let locks = self.shared.locks.clone();
             tokio::spawn(keep_lease(locks, lease, handle.clone(), lock_asked_at).in_current_span())
         });
-        let execution =
-            job::execute(&spec, &self.context(fence), self.timeout(), handle.token(), &self.shared.http).await;
+        let execution = job::execute(
+            &spec,
+            &self.context(fence),
+            self.timeout(),
+            handle.token(),
+            &self.shared.http,
+        )
+        .await;
         if let Some(renewal) = renewal {
             renewal.abort();
         }
@@ -153,9 +173,22 @@ impl Attempt<'_> {
     async fn take_lock(&self) -> Result<Option<Lease>, Busy> {
         let Some(want) = self.want() else { return Ok(None) };
         let config = &self.shared.config;
+        if !self.shared.locks.may_try(REDIS_PROBE_EVERY) {
+            // Each call would wait out a response timeout: give the run back at once,
+            // so an executor cut off from Redis does not sit on work others can do.
+            return Err(Busy("lock unavailable: Redis does not answer".to_owned()));
+        }
         let waiting = std::time::Instant::now();
-        let acquired =
-            self.shared.locks.acquire(want, config.lock_lease, config.lock_start_budget, &config.lock_retry).await;
+        let acquired = self
+            .shared
+            .locks
+            .acquire(
+                want,
+                config.lock_lease,
+                config.lock_start_budget,
+                &config.lock_retry,
+            )
+            .await;
         metrics::histogram!("probactr_lock_wait_seconds").record(waiting.elapsed().as_secs_f64());
         match acquired {
             Ok(Acquire::Acquired(lease)) => {
@@ -202,9 +235,49 @@ impl Attempt<'_> {
                 None
             }
             Err(err) => {
-                tracing::warn!(error = %err, "cannot start the run; putting it back");
-                self.put_back(Duration::from_secs(1), "start failed").await;
-                None
+                tracing::warn!(error = %err, "the start failed in flight; reading the run back");
+                self.resolve_start(lease).await
+            }
+        }
+    }
+
+    /// A start whose answer was lost (the connection broke after the statement was sent)
+    /// may have been committed; putting the run back blindly would leave it `running`
+    /// with nobody running it until its timeout. So read the run back, retrying until
+    /// PostgreSQL answers: started under our lock token, it is ours to run (the fence is
+    /// on the row); still claimed by us, it goes back to the queue; otherwise it is not
+    /// ours any more.
+    async fn resolve_start(&self, lease: Option<&Lease>) -> Option<Option<i64>> {
+        let backoff = Backoff::FullJitter {
+            base: Duration::from_millis(50),
+            cap: Duration::from_secs(2),
+        };
+        let mut failures = 0u32;
+        loop {
+            match runs::get(&self.shared.pool, self.run.id).await {
+                Ok(Some(run))
+                    if run.executor_id == Some(self.executor_id)
+                        && run.state == RunState::Running
+                        && run.lock_token.as_deref() == lease.map(Lease::token) =>
+                {
+                    tracing::info!(fence = run.fence, "run started (the start was stored after all)");
+                    return Some(run.fence);
+                }
+                Ok(Some(run))
+                    if run.executor_id == Some(self.executor_id) && run.state == RunState::Claimed =>
+                {
+                    self.put_back(Duration::from_secs(1), "start failed").await;
+                    return None;
+                }
+                Ok(run) => {
+                    tracing::info!(state = ?run.map(|r| r.state), "the claim is no longer ours");
+                    return None;
+                }
+                Err(err) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(error = %err, failures, "cannot read the run back yet; retrying");
+                    tokio::time::sleep(backoff.delay(failures.min(10))).await;
+                }
             }
         }
     }
@@ -247,7 +320,12 @@ impl Attempt<'_> {
 
     /// Strong end: the recorder retries until PostgreSQL stores the end or fences it off.
     async fn record_end(&self, fence: Option<i64>, finish: Finish) {
-        let ending = RunEnd { run_id: self.run.id, executor_id: self.executor_id, fence, finish };
+        let ending = RunEnd {
+            run_id: self.run.id,
+            executor_id: self.executor_id,
+            fence,
+            finish,
+        };
         let done = self.shared.recorder.record(ending.clone()).await;
         let finish = &ending.finish;
         match done.write {
@@ -270,10 +348,16 @@ impl Attempt<'_> {
 
 /// Counts a run that began executing, with how late it started.
 fn note_started(run: &Run) {
-    let lag = (chrono::Utc::now() - run.scheduled_at).num_microseconds().unwrap_or(0);
+    let lag = (chrono::Utc::now() - run.scheduled_at)
+        .num_microseconds()
+        .unwrap_or(0);
     metrics::histogram!("probactr_start_lag_seconds").record(lag.max(0) as f64 / 1e6);
     metrics::gauge!("probactr_runs_executing").increment(1.0);
 }
+
+/// While Redis does not answer, how often one attempt tries it anyway (to notice its
+/// return); the others give their runs back without trying.
+const REDIS_PROBE_EVERY: Duration = Duration::from_millis(500);
 
 /// Why a run could not start.
 struct Busy(String);

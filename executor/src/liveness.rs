@@ -3,8 +3,12 @@
 //! An executor that cannot prove it is alive must not act as if it were: when its
 //! heartbeats have failed for two thirds of the heartbeat timeout it stops its running
 //! attempts, because a monitor may be about to declare it dead and re-queue them
-//! elsewhere. When a heartbeat finds it already declared dead, it stops everything started
-//! under that identity (those runs were reaped; their writes are fenced off) and
+//! elsewhere; and an attempt whose start is answered after that point does not run its
+//! job ([`crate::registry::Registry::may_act`]). Silence is counted from when the last
+//! stored heartbeat was sent, and every liveness statement is bounded by a timeout, so a
+//! connection that hangs (a partition, a stalled proxy) counts as silence rather than
+//! holding the loop. When a heartbeat finds it already declared dead, it stops everything
+//! started under that identity (those runs were reaped; their writes are fenced off) and
 //! registers again under a new id.
 
 use std::sync::Arc;
@@ -44,8 +48,12 @@ pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
     let mut failures = 0u32;
     loop {
         let who = registration(shared, shared.registry.id());
-        let error = match tokio::time::timeout(call_timeout(shared), processes::register(&shared.pool, &who)).await {
+        let sent = Instant::now();
+        let error = match tokio::time::timeout(call_timeout(shared), processes::register(&shared.pool, &who))
+            .await
+        {
             Ok(Ok(())) => {
+                shared.registry.proved_alive(who.id, sent);
                 tracing::info!(executor.id = %who.id, host = %who.host, pid = who.pid, capacity = who.capacity, "executor registered");
                 return;
             }
@@ -67,6 +75,13 @@ fn registration(shared: &Shared, id: Uuid) -> Registration {
     who
 }
 
+/// How long an executor may go without proving it is alive before it stops its jobs
+/// and starts no more: two thirds of the heartbeat timeout, so it stops before a
+/// monitor may declare it dead and re-queue its runs elsewhere.
+pub fn give_up_after(shared: &Shared) -> Duration {
+    shared.config.heartbeat_timeout * 2 / 3
+}
+
 /// Heartbeats every `PROBACTR_HEARTBEAT_INTERVAL` until `stop` is cancelled.
 ///
 /// Silence is counted from when the last heartbeat PostgreSQL stored was *sent* (the
@@ -75,9 +90,8 @@ fn registration(shared: &Shared, id: Uuid) -> Registration {
 /// thirds of the heartbeat timeout even when the connection hangs instead of failing.
 pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
     let interval = shared.config.heartbeat_interval;
-    let give_up_after = shared.config.heartbeat_timeout * 2 / 3;
+    let give_up_after = give_up_after(&shared);
     let bound = call_timeout(&shared);
-    let mut last_stored = Instant::now();
     let mut stopped_for_silence = false;
     loop {
         tokio::select! {
@@ -88,7 +102,7 @@ pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
         let sent = Instant::now();
         let error = match tokio::time::timeout(bound, processes::heartbeat(&shared.pool, id)).await {
             Ok(Ok(Heartbeat::Alive)) => {
-                last_stored = sent;
+                shared.registry.proved_alive(id, sent);
                 stopped_for_silence = false;
                 match tokio::time::timeout(bound, runs::touch_running(&shared.pool, id)).await {
                     Ok(Ok(_)) => {}
@@ -102,17 +116,19 @@ pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
                 let new = shared.registry.renew_identity();
                 tracing::warn!(executor.id = %id, new_executor.id = %new.id, stopped,
                     "declared dead by a monitor; stopped its runs and registering again");
-                let registering = Instant::now();
                 register_until_done(&shared, &stop).await;
-                last_stored = registering;
                 stopped_for_silence = false;
                 continue;
             }
             Ok(Err(err)) => err.to_string(),
             Err(_) => format!("no answer within {} ms", bound.as_millis()),
         };
-        let silent_for = last_stored.elapsed();
-        tracing::warn!(error, silent_ms = silent_for.as_millis() as u64, "heartbeat failed");
+        let silent_for = shared.registry.silent_for().unwrap_or(give_up_after);
+        tracing::warn!(
+            error,
+            silent_ms = silent_for.as_millis() as u64,
+            "heartbeat failed"
+        );
         if silent_for >= give_up_after {
             // Again at every failure: an attempt started meanwhile must not run either.
             let stopped = shared.registry.stop_identity(id, StopReason::ExecutorLost);

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -78,6 +79,9 @@ pub struct Registry {
 struct State {
     identity: Identity,
     running: HashMap<i64, (Uuid, StopHandle)>,
+    /// When the last registration or heartbeat PostgreSQL stored was sent, and for which
+    /// identity.
+    proof: Option<(Uuid, Instant)>,
 }
 
 impl Default for Registry {
@@ -93,6 +97,7 @@ impl Registry {
             state: Mutex::new(State {
                 identity: Identity { id: Uuid::new_v4() },
                 running: HashMap::new(),
+                proof: None,
             }),
         }
     }
@@ -112,6 +117,34 @@ impl Registry {
         let mut state = self.lock();
         state.identity = Identity { id: Uuid::new_v4() };
         state.identity
+    }
+
+    /// Notes that PostgreSQL stored a registration or heartbeat of `executor_id` that was
+    /// sent at `sent` (ignored if the identity changed meanwhile).
+    pub fn proved_alive(&self, executor_id: Uuid, sent: Instant) {
+        let mut state = self.lock();
+        if state.identity.id == executor_id {
+            state.proof = Some((executor_id, sent));
+        }
+    }
+
+    /// How long since the current identity last proved it was alive (None: never).
+    pub fn silent_for(&self) -> Option<std::time::Duration> {
+        let state = self.lock();
+        match state.proof {
+            Some((id, sent)) if id == state.identity.id => Some(sent.elapsed()),
+            _ => None,
+        }
+    }
+
+    /// Whether work under `executor_id` may still start: it is the current identity and
+    /// it proved it was alive less than `within` ago. An attempt whose start was
+    /// answered late (a stalled connection, a paused process) must not run its job when
+    /// a monitor may already have declared its executor dead and re-queued the run.
+    pub fn may_act(&self, executor_id: Uuid, within: std::time::Duration) -> bool {
+        let state = self.lock();
+        state.identity.id == executor_id
+            && matches!(state.proof, Some((id, sent)) if id == executor_id && sent.elapsed() < within)
     }
 
     /// Registers an attempt of `run_id` started under `executor_id`.

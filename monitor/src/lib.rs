@@ -9,6 +9,16 @@
 //!   and do the housekeeping (stuck and stale runs, history retention).
 //!
 //! A monitor that cannot reach PostgreSQL backs off with jitter and keeps trying.
+//!
+//! # Whose clock
+//!
+//! Deadness is judged by PostgreSQL's clock alone: executors stamp `last_heartbeat_at`
+//! with the database's `now()`, and [`reaper::reap_once`] declares dead with
+//! `last_heartbeat_at < now() - timeout` in the same database. A monitor's own wall clock
+//! never enters the comparison, so monitors and executors with skewed clocks agree on
+//! who is dead (the fault suite runs a monitor two hours behind and an executor two
+//! hours ahead to check it). The local clock only paces the reap loop (a monotonic
+//! sleep), which decides how soon a dead executor is noticed, never whether it is dead.
 
 pub mod reaper;
 
@@ -23,6 +33,7 @@ use probactr_common::model::{ProcessRole, ProcessState};
 use probactr_common::store::{self, processes};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -116,23 +127,45 @@ async fn heartbeat_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
     }
 }
 
+/// Runs reap passes until `stop` is cancelled.
+///
+/// Silence is only evidence against an executor if the database was there to hear it:
+/// after PostgreSQL was unreachable (a restart, a failover, this monitor's own network)
+/// every heartbeat looks old, and declaring on that evidence would reap every live
+/// executor at once. So a monitor declares executors dead only once it has been in
+/// steady contact with PostgreSQL for a whole heartbeat timeout (since it started, or
+/// since a pass failed or took that long), which gives every live executor the time to
+/// heartbeat again first. Everything else a pass does runs at once.
 async fn reap_loop(monitor: &Monitor, stop: &CancellationToken) {
+    let timeout = monitor.config.heartbeat_timeout;
     let mut failures = 0u32;
+    let mut contact_since: Option<Instant> = None;
     loop {
-        let pause = match reaper::reap_once(monitor).await {
-            Ok(report) => {
-                failures = 0;
-                if !report.is_quiet() {
-                    tracing::info!(?report, "reap pass");
+        let started = Instant::now();
+        let may_declare = contact_since.is_some_and(|since| since.elapsed() >= timeout);
+        let pause =
+            match reaper::reap_once(monitor, may_declare).await {
+                Ok(report) => {
+                    failures = 0;
+                    if !report.is_quiet() {
+                        tracing::info!(?report, "reap pass");
+                    }
+                    if contact_since.is_none() || started.elapsed() >= timeout {
+                        if contact_since.is_some() {
+                            tracing::warn!(took_ms = started.elapsed().as_millis() as u64,
+                            "reap pass was slow; waiting a heartbeat timeout before declaring anyone dead");
+                        }
+                        contact_since = Some(Instant::now());
+                    }
+                    monitor.config.reap_interval
                 }
-                monitor.config.reap_interval
-            }
-            Err(err) => {
-                failures = failures.saturating_add(1);
-                tracing::warn!(error = %err, failures, "reap pass failed; backing off");
-                jitter().delay(failures.min(10)).max(Duration::from_millis(100))
-            }
-        };
+                Err(err) => {
+                    failures = failures.saturating_add(1);
+                    contact_since = None;
+                    tracing::warn!(error = %err, failures, "reap pass failed; backing off");
+                    jitter().delay(failures.min(10)).max(Duration::from_millis(100))
+                }
+            };
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(pause) => {}

@@ -23,8 +23,15 @@ use crate::Monitor;
 
 /// Rows deleted per retention statement.
 const PRUNE_BATCH: i64 = 1000;
-/// A claim older than this never started: its executor lost it.
-const STALE_CLAIM: Duration = Duration::from_secs(120);
+/// How long a run may stay claimed before it is returned to the queue. A claim moves
+/// on within the lock start budget (plus a round trip or two); one that stays is an
+/// orphan — typically a claim committed while its answer was lost, so its executor
+/// never learnt of it — and it blocks its job's queue. Returning a claim whose executor
+/// is still about to start it is safe: the start is conditional on the claim and finds
+/// it gone.
+fn stale_claim(config: &probactr_common::config::Config) -> Duration {
+    (config.lock_start_budget * 4 + config.heartbeat_timeout * 2).max(Duration::from_secs(10))
+}
 
 /// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -54,13 +61,18 @@ impl ReapReport {
     }
 }
 
-/// Runs one pass.
-pub async fn reap_once(monitor: &Monitor) -> Result<ReapReport, StoreError> {
+/// Runs one pass; executors are declared dead only when `declare` (see the reap loop in
+/// the crate root: not until this monitor has heard the database for a heartbeat timeout).
+pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, StoreError> {
     let config = &monitor.config;
     let monitor_id = *monitor.id.lock().await;
     let mut report = ReapReport::default();
 
-    let dead = processes::declare_dead(&monitor.pool, monitor_id, config.heartbeat_timeout).await?;
+    let dead = if declare {
+        processes::declare_dead(&monitor.pool, monitor_id, config.heartbeat_timeout).await?
+    } else {
+        Vec::new()
+    };
     for executor_id in &dead {
         tracing::warn!(executor.id = %executor_id, monitor.id = %monitor_id, "executor declared dead: heartbeat silent");
     }
@@ -69,7 +81,7 @@ pub async fn reap_once(monitor: &Monitor) -> Result<ReapReport, StoreError> {
     let orphans = reaping::abandon_orphans(&monitor.pool).await?;
     settle(monitor, &orphans, "executor lost", &mut report).await;
 
-    let returned = reaping::requeue_stale_claims(&monitor.pool, STALE_CLAIM).await?;
+    let returned = reaping::requeue_stale_claims(&monitor.pool, stale_claim(config)).await?;
     for run_id in &returned {
         tracing::info!(run.id = run_id, "claim that never started returned to the queue");
     }

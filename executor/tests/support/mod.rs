@@ -6,6 +6,7 @@
 pub mod witness;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -106,6 +107,86 @@ pub fn spawn(binary: &str, name: &str, env: &HashMap<String, String>) -> Process
         child,
         name: name.to_owned(),
     }
+}
+
+/// Like [`spawn`], but stdout and stderr go to `log` (appended), so a test can read what
+/// the process said (and print it when it fails).
+pub fn spawn_logged(binary: &str, name: &str, env: &HashMap<String, String>, log: &Path) -> Process {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap_or_else(|err| panic!("cannot open {}: {err}", log.display()));
+    let child = Command::new(binary)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().expect("log file handle"))
+        .stderr(file)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot start {binary}: {err}"));
+    Process {
+        child,
+        name: name.to_owned(),
+    }
+}
+
+/// A workspace binary (`probactr-executor`, `probactr-monitor`) logging to `log`.
+pub fn spawn_workspace_logged(
+    binary: &str,
+    name: &str,
+    env: &HashMap<String, String>,
+    log: &Path,
+) -> Process {
+    spawn_logged(
+        workspace_binary(binary).to_str().expect("utf-8 path"),
+        name,
+        env,
+        log,
+    )
+}
+
+/// Sends `signal` to every process of the process group `pgid`; false when the group is
+/// gone.
+pub fn signal_group(pgid: i32, signal: i32) -> bool {
+    std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg("--")
+        .arg(format!("-{pgid}"))
+        .stderr(Stdio::null())
+        .status()
+        .expect("kill runs")
+        .success()
+}
+
+/// Whether any live (not zombie) process of the group `pgid` is still there (Linux:
+/// reads /proc, since a container's init may leave killed processes unreaped).
+pub fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return signal_group(pgid, 0);
+    };
+    entries.flatten().any(|entry| {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        // After the command name (in parentheses): state, ppid, pgrp, ...
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        group == Some(pgid) && state != Some("Z") && state != Some("X")
+    })
 }
 
 pub fn executor(name: &str, env: &HashMap<String, String>) -> Process {

@@ -73,7 +73,8 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROBACTR_LOCK_RETRY",
         default: "jitter:20ms:500ms",
-        help: "how a busy lock is retried: jitter:BASE:CAP (full jitter) or fixed:DELAY (only to show why not)",
+        help:
+            "how a busy lock is retried: jitter:BASE:CAP (full jitter) or fixed:DELAY (only to show why not)",
     },
     Var {
         name: "PROBACTR_EXECUTOR_CAPACITY",
@@ -411,7 +412,9 @@ impl Env<'_> {
 
     fn backoff(&self, name: &'static str) -> Result<Backoff, ConfigError> {
         let value = self.raw(name);
-        value.parse().map_err(|why: String| Env::invalid(name, &value, &format!("jitter:BASE:CAP or fixed:DELAY ({why})")))
+        value.parse().map_err(|why: String| {
+            Env::invalid(name, &value, &format!("jitter:BASE:CAP or fixed:DELAY ({why})"))
+        })
     }
 
     fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {

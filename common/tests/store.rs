@@ -1626,7 +1626,11 @@ async fn claim_starts_lock_free_runs_and_holds_back_busy_queue_jobs(pool: PgPool
     let claimed = runs::claim_queued(&pool, ex, 10).await.expect("claim");
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, queued.id);
-    assert_eq!(claimed[0].state, RunState::Running, "a lock-free run starts at claim");
+    assert_eq!(
+        claimed[0].state,
+        RunState::Running,
+        "a lock-free run starts at claim"
+    );
     assert!(claimed[0].started_at.is_some());
     let done = runs::finish(
         &pool,
@@ -1654,7 +1658,9 @@ async fn claim_starts_lock_free_runs_and_holds_back_busy_queue_jobs(pool: PgPool
         runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty(),
         "the second run waits while the first is active"
     );
-    runs::end_claim(&pool, first.id, ex, RunState::Skipped, "test").await.expect("end");
+    runs::end_claim(&pool, first.id, ex, RunState::Skipped, "test")
+        .await
+        .expect("end");
     let next = runs::claim_queued(&pool, ex, 10).await.expect("claim");
     assert_eq!(next.iter().map(|r| r.id).collect::<Vec<_>>(), vec![second.id]);
 }
@@ -1671,5 +1677,7 @@ async fn insert_queued(
     for ((job_id, trigger_id), instant) in job_ids.iter().zip(trigger_ids).zip(instants) {
         fired.push(*job_id, *trigger_id, *instant, false);
     }
-    Ok(triggers::insert_fired_runs(conn, &fired, Uuid::nil()).await?.len())
+    Ok(triggers::insert_fired_runs(conn, &fired, Uuid::nil())
+        .await?
+        .len())
 }

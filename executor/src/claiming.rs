@@ -94,7 +94,13 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
 
 /// Runs one attempt in the background, holding one capacity slot until its end is
 /// recorded; the freed slot wakes the claim loop.
-pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: OwnedSemaphorePermit) {
+pub fn spawn_attempt(
+    shared: &Arc<Shared>,
+    run: Run,
+    job: Job,
+    executor_id: Uuid,
+    slot: OwnedSemaphorePermit,
+) {
     let shared = shared.clone();
     shared.attempts.clone().spawn(async move {
         attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown).await;
@@ -113,7 +119,8 @@ async fn one_per_queueing_job(
     executor_id: Uuid,
 ) -> anyhow::Result<Vec<Run>> {
     let queueing = |job_id: i64| {
-        jobs.iter().any(|job| job.id == job_id && !job.parallel && job.overlap == Overlap::Queue)
+        jobs.iter()
+            .any(|job| job.id == job_id && !job.parallel && job.overlap == Overlap::Queue)
     };
     let mut seen = HashSet::new();
     let mut kept = Vec::with_capacity(claimed.len());

@@ -53,7 +53,11 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
                 // Due triggers we could not take are being fired by a peer: look again
                 // shortly rather than spinning on them.
                 time_until_next_fire(&shared).await.map(|pause| {
-                    if pause.is_zero() && fired == 0 { PEER_FIRING_PAUSE } else { pause }
+                    if pause.is_zero() && fired == 0 {
+                        PEER_FIRING_PAUSE
+                    } else {
+                        pause
+                    }
                 })
             }
             Err(err) => {
@@ -130,12 +134,19 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         tx.commit().await?;
         return Ok(FireReport::default());
     };
-    let plans: Vec<TriggerPlan> = due.iter().map(|due| plan_stored_trigger(&due.trigger, now)).collect();
+    let plans: Vec<TriggerPlan> = due
+        .iter()
+        .map(|due| plan_stored_trigger(&due.trigger, now))
+        .collect();
     let mut slots = Vec::new();
     let mut fired = FiredRuns::default();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
-            let slot = if due.lock_free { shared.capacity.clone().try_acquire_owned().ok() } else { None };
+            let slot = if due.lock_free {
+                shared.capacity.clone().try_acquire_owned().ok()
+            } else {
+                None
+            };
             fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
             slots.extend(slot);
         }
@@ -149,20 +160,33 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     tx.commit().await?;
 
     metrics::counter!("probactr_fires_total").increment(inserted.len() as u64);
-    metrics::counter!("probactr_missed_instants_total").increment(missed.iter().map(|m| m.count as u64).sum());
+    metrics::counter!("probactr_missed_instants_total")
+        .increment(missed.iter().map(|m| m.count as u64).sum());
     for missed in &missed {
         tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
             policy = %missed.policy, reason = %missed.reason, "instants missed");
     }
     let runs = inserted.len() as u64;
     start_owned_runs(shared, inserted, slots, executor_id).await;
-    Ok(FireReport { triggers: due.len(), runs, missed: missed.iter().map(|m| m.count).sum() })
+    Ok(FireReport {
+        triggers: due.len(),
+        runs,
+        missed: missed.iter().map(|m| m.count).sum(),
+    })
 }
 
 /// Starts the fired runs this executor owns, each with one of the slots taken for them
 /// (slots left over, for instants that already had a run, are given back).
-async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: Vec<OwnedSemaphorePermit>, executor_id: Uuid) {
-    let owned: Vec<Run> = inserted.into_iter().filter(|run| run.state == RunState::Running).collect();
+async fn start_owned_runs(
+    shared: &Arc<Shared>,
+    inserted: Vec<Run>,
+    mut slots: Vec<OwnedSemaphorePermit>,
+    executor_id: Uuid,
+) {
+    let owned: Vec<Run> = inserted
+        .into_iter()
+        .filter(|run| run.state == RunState::Running)
+        .collect();
     if owned.is_empty() {
         return;
     }
@@ -176,7 +200,8 @@ async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: V
         }
     };
     for run in owned {
-        let (Some(job), Some(slot)) = (jobs.iter().find(|job| job.id == run.job_id).cloned(), slots.pop()) else {
+        let (Some(job), Some(slot)) = (jobs.iter().find(|job| job.id == run.job_id).cloned(), slots.pop())
+        else {
             continue;
         };
         claiming::spawn_attempt(shared, run, job, executor_id, slot);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::fence::Write;
-use probactr_common::store::runs::{self, RunEnd, Finished};
+use probactr_common::store::runs::{self, Finished, RunEnd};
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 
@@ -39,9 +39,15 @@ impl Recorder {
         let (reply, answer) = oneshot::channel();
         if self.requests.send((ending, reply)).is_err() {
             tracing::error!("the recorder stopped; an end could not be recorded");
-            return Finished { write: Write::Fenced, retry_run_id: None };
+            return Finished {
+                write: Write::Fenced,
+                retry_run_id: None,
+            };
         }
-        answer.await.unwrap_or(Finished { write: Write::Fenced, retry_run_id: None })
+        answer.await.unwrap_or(Finished {
+            write: Write::Fenced,
+            retry_run_id: None,
+        })
     }
 }
 

@@ -72,7 +72,11 @@ pub async fn claim_queued(
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
-    Ok(sqlx::query_as::<_, Run>(CLAIM_QUEUED_SQL).bind(executor_id).bind(limit).fetch_all(db).await?)
+    Ok(sqlx::query_as::<_, Run>(CLAIM_QUEUED_SQL)
+        .bind(executor_id)
+        .bind(limit)
+        .fetch_all(db)
+        .await?)
 }
 
 /// How an attempt to start a claimed run ended.
@@ -238,9 +242,17 @@ pub async fn finish(
     fence: Option<i64>,
     finish: &Finish,
 ) -> Result<Finished, StoreError> {
-    let ending = RunEnd { run_id, executor_id, fence, finish: finish.clone() };
+    let ending = RunEnd {
+        run_id,
+        executor_id,
+        fence,
+        finish: finish.clone(),
+    };
     let mut finished = finish_many(db, std::slice::from_ref(&ending)).await?;
-    Ok(finished.pop().unwrap_or(Finished { write: Write::Fenced, retry_run_id: None }))
+    Ok(finished.pop().unwrap_or(Finished {
+        write: Write::Fenced,
+        retry_run_id: None,
+    }))
 }
 
 /// One attempt's end, as [`finish_many`] records it.
@@ -296,15 +308,26 @@ pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<
         .bind(endings.iter().map(|e| e.finish.http_status).collect::<Vec<_>>())
         .bind(column(&|e| e.finish.error.clone()))
         .bind(column(&|e| e.finish.output.clone()))
-        .bind(endings.iter().map(|e| e.finish.output_truncated).collect::<Vec<_>>())
+        .bind(
+            endings
+                .iter()
+                .map(|e| e.finish.output_truncated)
+                .collect::<Vec<_>>(),
+        )
         .fetch_all(db)
         .await?;
     let by_id: std::collections::HashMap<i64, Option<i64>> = stored.into_iter().collect();
     Ok(endings
         .iter()
         .map(|ending| match by_id.get(&ending.run_id) {
-            Some(retry_run_id) => Finished { write: Write::Stored, retry_run_id: *retry_run_id },
-            None => Finished { write: Write::Fenced, retry_run_id: None },
+            Some(retry_run_id) => Finished {
+                write: Write::Stored,
+                retry_run_id: *retry_run_id,
+            },
+            None => Finished {
+                write: Write::Fenced,
+                retry_run_id: None,
+            },
         })
         .collect())
 }

@@ -175,7 +175,10 @@ pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quie
 
 /// Locks up to `batch` due triggers (see [`CLAIM_DUE_SQL`]).
 pub async fn claim_due(conn: &mut PgConnection, batch: i64) -> Result<Vec<DueTrigger>, StoreError> {
-    Ok(sqlx::query_as::<_, DueTrigger>(CLAIM_DUE_SQL).bind(batch).fetch_all(conn).await?)
+    Ok(sqlx::query_as::<_, DueTrigger>(CLAIM_DUE_SQL)
+        .bind(batch)
+        .fetch_all(conn)
+        .await?)
 }
 
 /// The first attempts of fired instants, in columns.

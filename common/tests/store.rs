@@ -1681,3 +1681,29 @@ async fn insert_queued(
         .await?
         .len())
 }
+
+/// A process declared dead is handed no run and can start none of its claims, even
+/// before it notices (a resumed executor racing its own reaping).
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_dead_executor_can_neither_claim_nor_start(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "guarded", |_| {}).await;
+    let claimed = claimed_run(&pool, job.id, ex).await;
+    runs::queue_now(&pool, job.id).await.expect("queue another");
+    sqlx::query("UPDATE executors SET state = 'dead' WHERE id = $1")
+        .bind(ex)
+        .execute(&pool)
+        .await
+        .expect("declare dead");
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+    let start = runs::start(&pool, &start_request(&claimed, ex, true, true))
+        .await
+        .expect("start");
+    assert_eq!(start, Start::Gone);
+    let fence: i64 = sqlx::query_scalar("SELECT fence FROM jobs WHERE id = $1")
+        .bind(job.id)
+        .fetch_one(&pool)
+        .await
+        .expect("fence");
+    assert_eq!(fence, 0, "a refused start draws no fence");
+}

@@ -50,6 +50,8 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
          SELECT runs.id, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free
          FROM runs JOIN jobs ON jobs.id = runs.job_id
          WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
+           -- A process declared dead gets nothing, even if it has not noticed yet.
+           AND EXISTS (SELECT 1 FROM executors WHERE executors.id = $1 AND executors.state = 'alive')
            AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
                 SELECT 1 FROM runs AS active
                 WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running')))
@@ -118,7 +120,9 @@ pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<St
         // The claim is locked first so a start that finds no claim draws no fence: a
         // wasted fence would fence off the job's legitimate current holder.
         "WITH claimed AS (
-             SELECT id FROM runs WHERE id = $1 AND state = 'claimed' AND executor_id = $3 FOR UPDATE),
+             SELECT id FROM runs WHERE id = $1 AND state = 'claimed' AND executor_id = $3
+               AND EXISTS (SELECT 1 FROM executors WHERE id = $3 AND state IN ('alive', 'draining'))
+             FOR UPDATE),
          fence AS (
              UPDATE jobs SET fence = fence + 1
              WHERE id = $2 AND $5 AND EXISTS (SELECT 1 FROM claimed) RETURNING fence)

@@ -67,8 +67,16 @@ pub async fn claim_loop(shared: Arc<Shared>) {
 }
 
 async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<usize> {
+    // Slots first, claim second: the fire loop takes slots too, and a run the claim
+    // started (lock-free) can no longer be given back.
+    let mut slots: Vec<OwnedSemaphorePermit> = (0..free)
+        .map_while(|_| shared.capacity.clone().try_acquire_owned().ok())
+        .collect();
+    if slots.is_empty() {
+        return Ok(0);
+    }
     let executor_id = shared.registry.id();
-    let claimed = runs::claim_queued(&shared.pool, executor_id, free as i64).await?;
+    let claimed = runs::claim_queued(&shared.pool, executor_id, slots.len() as i64).await?;
     if claimed.is_empty() {
         return Ok(0);
     }
@@ -81,12 +89,8 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
             // The job was deleted between claim and read; the cascade removed the run.
             continue;
         };
-        match shared.capacity.clone().try_acquire_owned() {
-            Ok(slot) => spawn_attempt(shared, run, job, executor_id, slot),
-            // Cannot happen (we claimed at most `free`), but never exceed capacity.
-            Err(_) => {
-                runs::unclaim(&shared.pool, run.id, executor_id, Duration::ZERO).await?;
-            }
+        if let Some(slot) = slots.pop() {
+            spawn_attempt(shared, run, job, executor_id, slot);
         }
     }
     Ok(count)

@@ -41,6 +41,9 @@ pub struct Shared {
     pub config: Config,
     /// PostgreSQL.
     pub pool: PgPool,
+    /// Two connections of its own for registration and heartbeats, so that proving this
+    /// executor alive never queues behind its work on `pool`.
+    pub liveness_pool: PgPool,
     /// Redis locks and permits.
     pub locks: Locks,
     /// The HTTP client of HTTP jobs, with its address policy.
@@ -101,7 +104,10 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
     let policy = job::HttpPolicy::from_lists(&config.http_allow, &config.http_deny)
         .map_err(|err| anyhow::anyhow!("PROBACTR_HTTP_ALLOW/PROBACTR_HTTP_DENY: {err}"))?;
     let http = job::HttpRunner::new(policy).context("while building the HTTP client")?;
+    let liveness_pool =
+        store::pool(&config.database_url, 2).context("while opening the heartbeat connections")?;
     Ok(Some(Shared {
+        liveness_pool,
         capacity: Arc::new(Semaphore::new(config.executor_capacity as usize)),
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),

@@ -49,8 +49,11 @@ pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
     loop {
         let who = registration(shared, shared.registry.id());
         let sent = Instant::now();
-        let error = match tokio::time::timeout(call_timeout(shared), processes::register(&shared.pool, &who))
-            .await
+        let error = match tokio::time::timeout(
+            call_timeout(shared),
+            processes::register(&shared.liveness_pool, &who),
+        )
+        .await
         {
             Ok(Ok(())) => {
                 shared.registry.proved_alive(who.id, sent);
@@ -100,15 +103,10 @@ pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
         }
         let id = shared.registry.id();
         let sent = Instant::now();
-        let error = match tokio::time::timeout(bound, processes::heartbeat(&shared.pool, id)).await {
+        let error = match tokio::time::timeout(bound, processes::heartbeat(&shared.liveness_pool, id)).await {
             Ok(Ok(Heartbeat::Alive)) => {
                 shared.registry.proved_alive(id, sent);
                 stopped_for_silence = false;
-                match tokio::time::timeout(bound, runs::touch_running(&shared.pool, id)).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(err)) => tracing::debug!(error = %err, "cannot touch running runs"),
-                    Err(_) => tracing::debug!("touching running runs timed out"),
-                }
                 continue;
             }
             Ok(Ok(Heartbeat::DeclaredDead)) => {

@@ -336,17 +336,6 @@ pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<
         .collect())
 }
 
-/// Touches `heartbeat_at` of the executor's running runs (fenced writes in bulk are not
-/// needed here: a reaped run is no longer `running` and is left alone).
-pub async fn touch_running(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<u64, StoreError> {
-    let done =
-        sqlx::query("UPDATE runs SET heartbeat_at = now() WHERE executor_id = $1 AND state = 'running'")
-            .bind(executor_id)
-            .execute(db)
-            .await?;
-    Ok(done.rows_affected())
-}
-
 /// Asks for a run to stop. A queued or claimed run is cancelled at once; a running one is
 /// flagged and its executor stops it (it polls for the flag). Returns the run's state
 /// after the request, or None when the run does not exist.

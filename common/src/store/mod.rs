@@ -71,3 +71,8 @@ pub fn is_connection_error(err: &sqlx::Error) -> bool {
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
     ) || matches!(err, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.starts_with("57P") || code.starts_with("08")))
 }
+
+/// The database's clock (every decision about time uses it, not the caller's).
+pub async fn db_now(db: impl sqlx::PgExecutor<'_>) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT now()").fetch_one(db).await?)
+}

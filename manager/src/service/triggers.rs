@@ -150,7 +150,9 @@ pub async fn create(
     store::jobs::get(&mut *tx, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
-    let created = store::triggers::create(&mut *tx, job_id, &trigger, now)
+    // The first instant is computed from PostgreSQL's clock, like every firing decision.
+    let db_now = store::db_now(&mut *tx).await?;
+    let created = store::triggers::create(&mut *tx, job_id, &trigger, db_now)
         .await
         .map_err(|err| match err {
             CreateTriggerError::Invalid(err) => ApiError::field(err.field, err.message),
@@ -181,7 +183,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     let version = input.int("version", 1, i64::MAX);
     let version = input.required("version", version);
     let trigger = read_trigger(&mut input, Some(&before));
-    let now = Utc::now();
+    let now = store::db_now(&mut *tx).await?;
     let next = trigger
         .as_ref()
         .and_then(|t| schedule(&mut input, t, before.created_at));

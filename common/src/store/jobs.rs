@@ -84,15 +84,15 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreE
         .await?)
 }
 
-/// Sets a job's paused flag; returns false when the job does not exist.
-pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<bool, StoreError> {
-    let done =
-        sqlx::query("UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1")
-            .bind(id)
-            .bind(paused)
-            .execute(db)
-            .await?;
-    Ok(done.rows_affected() == 1)
+/// Sets a job's paused flag; returns the new row (None when the job does not exist).
+pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<Option<Job>, StoreError> {
+    Ok(sqlx::query_as::<_, Job>(
+        "UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
+    )
+    .bind(id)
+    .bind(paused)
+    .fetch_optional(db)
+    .await?)
 }
 
 /// Several jobs by id (the ones that exist).

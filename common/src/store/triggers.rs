@@ -318,13 +318,17 @@ pub async fn seconds_until_earliest_due(db: impl PgExecutor<'_>) -> Result<Optio
 
 /// Sets a trigger's paused flag. Resuming keeps `next_fire_at`, so instants that passed
 /// while paused go through the misfire policy.
-pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<bool, StoreError> {
-    let done = sqlx::query(
-        "UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1",
+/// Returns the new row (None when the trigger does not exist).
+pub async fn set_paused(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    paused: bool,
+) -> Result<Option<Trigger>, StoreError> {
+    Ok(sqlx::query_as::<_, Trigger>(
+        "UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
     )
     .bind(id)
     .bind(paused)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    .fetch_optional(db)
+    .await?)
 }

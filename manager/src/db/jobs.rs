@@ -161,17 +161,6 @@ pub async fn update(
     .await
 }
 
-/// Sets the paused flag; returns the new row (None when the job does not exist).
-pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<Option<Job>, sqlx::Error> {
-    sqlx::query_as::<_, Job>(
-        "UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
-    )
-    .bind(id)
-    .bind(paused)
-    .fetch_optional(db)
-    .await
-}
-
 /// Deletes a job with its triggers and history (see the core migration's policy).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, sqlx::Error> {
     let done = sqlx::query("DELETE FROM jobs WHERE id = $1")

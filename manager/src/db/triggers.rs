@@ -55,23 +55,6 @@ pub async fn update(
     .await
 }
 
-/// Sets the paused flag; returns the new row (None when the trigger does not exist).
-/// Resuming keeps `next_fire_at`, so instants that passed meanwhile go through the
-/// misfire policy.
-pub async fn set_paused(
-    db: impl PgExecutor<'_>,
-    id: i64,
-    paused: bool,
-) -> Result<Option<Trigger>, sqlx::Error> {
-    sqlx::query_as::<_, Trigger>(
-        "UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
-    )
-    .bind(id)
-    .bind(paused)
-    .fetch_optional(db)
-    .await
-}
-
 /// Deletes a trigger (its runs stay, with `trigger_id` NULL).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, sqlx::Error> {
     let done = sqlx::query("DELETE FROM triggers WHERE id = $1")

@@ -361,7 +361,7 @@ pub async fn set_paused(
     let before = db::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
-    let after = db::jobs::set_paused(&mut *tx, id, paused)
+    let after = store::jobs::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     db::jobs::notify_schedule_changed(&mut *tx).await?;

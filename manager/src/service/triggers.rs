@@ -252,7 +252,7 @@ pub async fn set_paused(
     let before = db::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let after = db::triggers::set_paused(&mut *tx, id, paused)
+    let after = store::triggers::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
     let change = Change {

@@ -24,6 +24,7 @@ macro_rules! text_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($(#[$vmeta])* $variant),+ }
 
@@ -184,6 +185,7 @@ text_enum! {
 /// A row of `jobs`.
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Job {
     pub id: i64,
     pub name: String,
@@ -208,6 +210,7 @@ pub struct Job {
 /// A row of `triggers`.
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Trigger {
     pub id: i64,
     pub job_id: i64,
@@ -233,6 +236,7 @@ pub struct Trigger {
 /// A row of `runs`.
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Run {
     pub id: i64,
     pub job_id: i64,
@@ -264,6 +268,7 @@ pub struct Run {
 /// A row of `executors` (executors and monitors both register there).
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Process {
     pub id: Uuid,
     #[sqlx(try_from = "String")]

@@ -1707,3 +1707,469 @@ async fn a_dead_executor_can_neither_claim_nor_start(pool: PgPool) {
         .expect("fence");
     assert_eq!(fence, 0, "a refused start draws no fence");
 }
+
+// ---------------------------------------------------------------------------------------
+// 12. Job statistics: all-time counters kept by statement-level triggers on runs
+// ---------------------------------------------------------------------------------------
+
+/// A row of `job_stats`, as the tests compare it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+struct JobStats {
+    runs: i64,
+    successes: i64,
+    failures: i64,
+    cancelled: i64,
+    not_run: i64,
+    last_run_id: Option<i64>,
+    last_state: Option<String>,
+}
+
+impl JobStats {
+    /// Counts as (runs, successes, failures, cancelled, not_run).
+    fn counts(&self) -> (i64, i64, i64, i64, i64) {
+        (
+            self.runs,
+            self.successes,
+            self.failures,
+            self.cancelled,
+            self.not_run,
+        )
+    }
+}
+
+async fn job_stats(pool: &PgPool, job_id: i64) -> Option<JobStats> {
+    sqlx::query_as(
+        "SELECT runs, successes, failures, cancelled, not_run, last_run_id, last_state
+         FROM job_stats WHERE job_id = $1",
+    )
+    .bind(job_id)
+    .fetch_optional(pool)
+    .await
+    .expect("job_stats")
+}
+
+/// The counts of a job's row, which must exist.
+async fn stats_counts(pool: &PgPool, job_id: i64) -> (i64, i64, i64, i64, i64) {
+    job_stats(pool, job_id).await.expect("a job_stats row").counts()
+}
+
+/// Asserts that every job's counters equal a count over its runs (valid while no run has
+/// been deleted), and that its latest end is the run that ended last.
+async fn assert_stats_match_runs(pool: &PgPool) {
+    let mismatched: Vec<(i64, String)> = sqlx::query_as(
+        "WITH counted AS (
+             SELECT jobs.id AS job_id,
+                    count(runs.id) AS runs,
+                    count(*) FILTER (WHERE runs.state = 'succeeded') AS successes,
+                    count(*) FILTER (WHERE runs.state IN ('failed', 'timed_out', 'abandoned')) AS failures,
+                    count(*) FILTER (WHERE runs.state = 'cancelled') AS cancelled,
+                    count(*) FILTER (WHERE runs.state IN ('skipped', 'missed')) AS not_run,
+                    (array_agg(runs.id ORDER BY runs.finished_at DESC, runs.id DESC))[1] AS last_run_id
+             FROM jobs LEFT JOIN runs ON runs.job_id = jobs.id
+                                     AND runs.state NOT IN ('queued', 'claimed', 'running')
+             GROUP BY jobs.id)
+         SELECT counted.job_id, format('counted %s, stored %s', counted, stats)
+         FROM counted LEFT JOIN job_stats AS stats USING (job_id)
+         WHERE (counted.runs, counted.successes, counted.failures, counted.cancelled, counted.not_run)
+               IS DISTINCT FROM (stats.runs, stats.successes, stats.failures, stats.cancelled, stats.not_run)
+            OR counted.last_run_id IS DISTINCT FROM stats.last_run_id",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("compare");
+    assert!(
+        mismatched.is_empty(),
+        "job_stats disagree with runs: {mismatched:?}"
+    );
+}
+
+/// Every path of the store that ends a run counts it once; rewriting an ended run, a
+/// fenced-off write and the losing monitor of a reaping race count nothing.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "single", |j| j.retry_max_attempts = 2).await;
+    assert_eq!(
+        stats_counts(&pool, job.id).await,
+        (0, 0, 0, 0, 0),
+        "a new job has its row"
+    );
+
+    // finish: a success, then a failure that queues a retry (queued: not counted).
+    let (ok, f) = running_exclusive(&pool, job.id, ex).await;
+    runs::finish(&pool, ok.id, ex, Some(f), &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
+    let (bad, f) = running_exclusive(&pool, job.id, ex).await;
+    let retry = runs::finish(&pool, bad.id, ex, Some(f), &ended(RunState::Failed))
+        .await
+        .expect("finish")
+        .retry_run_id
+        .expect("a retry");
+    assert_eq!(stats_counts(&pool, job.id).await, (2, 1, 1, 0, 0));
+    let stats = job_stats(&pool, job.id).await.expect("row");
+    assert_eq!(
+        (stats.last_run_id, stats.last_state.as_deref()),
+        (Some(bad.id), Some("failed"))
+    );
+
+    // The same finish again is fenced (the run is no longer running): nothing counted.
+    let again = runs::finish(&pool, bad.id, ex, Some(f), &ended(RunState::Succeeded))
+        .await
+        .expect("finish again");
+    assert_eq!(again.write, Write::Fenced);
+    // A cancel request on an ended run rewrites the row, terminal to terminal: nothing.
+    assert_eq!(
+        runs::request_cancel(&pool, ok.id, "too late")
+            .await
+            .expect("cancel"),
+        Some(RunState::Succeeded)
+    );
+    // Statements that end nothing: a cancel request on a running run only flags it.
+    let (flagged, f) = running_exclusive(&pool, job.id, ex).await;
+    assert_eq!(
+        runs::request_cancel(&pool, flagged.id, "stop")
+            .await
+            .expect("cancel"),
+        Some(RunState::Running)
+    );
+    assert_eq!(stats_counts(&pool, job.id).await, (2, 1, 1, 0, 0));
+    // ... its executor then records it cancelled; the queued retry is cancelled at once.
+    runs::finish(&pool, flagged.id, ex, Some(f), &ended(RunState::Cancelled))
+        .await
+        .expect("finish");
+    assert_eq!(
+        runs::request_cancel(&pool, retry, "not wanted")
+            .await
+            .expect("cancel"),
+        Some(RunState::Cancelled)
+    );
+    assert_eq!(stats_counts(&pool, job.id).await, (4, 1, 1, 2, 0));
+    let stats = job_stats(&pool, job.id).await.expect("row");
+    assert_eq!(
+        (stats.last_run_id, stats.last_state.as_deref()),
+        (Some(retry), Some("cancelled"))
+    );
+
+    // end_claim: skipped by the overlap policy.
+    let skipped = claimed_run(&pool, job.id, ex).await;
+    assert!(runs::end_claim(&pool, skipped.id, ex, RunState::Skipped, "busy")
+        .await
+        .expect("end claim"));
+    assert!(!runs::end_claim(&pool, skipped.id, ex, RunState::Skipped, "busy")
+        .await
+        .expect("end claim again"));
+    assert_eq!(stats_counts(&pool, job.id).await, (5, 1, 1, 2, 1));
+
+    // Grouped finish over runs of two jobs, with one fenced-off ending in the group.
+    let p = make_job(&pool, "p", |j| {
+        j.parallel = true;
+        j.max_concurrency = Some(10);
+    })
+    .await;
+    let q = make_job(&pool, "q", |j| {
+        j.parallel = true;
+        j.max_concurrency = Some(10);
+    })
+    .await;
+    let mut endings = Vec::new();
+    for (job_id, state) in [
+        (q.id, RunState::Succeeded),
+        (p.id, RunState::Succeeded),
+        (q.id, RunState::TimedOut),
+        (p.id, RunState::Failed),
+        (p.id, RunState::Succeeded),
+    ] {
+        let r = claimed_run(&pool, job_id, ex).await;
+        runs::start(&pool, &start_request(&r, ex, false, false))
+            .await
+            .expect("start");
+        endings.push(runs::RunEnd {
+            run_id: r.id,
+            executor_id: ex,
+            fence: None,
+            finish: ended(state),
+        });
+    }
+    let mut stale = endings[0].clone();
+    stale.executor_id = Uuid::new_v4();
+    let mut group = vec![stale];
+    group.extend(endings[1..].iter().cloned());
+    let finished = runs::finish_many(&pool, &group).await.expect("finish many");
+    assert_eq!(finished[0].write, Write::Fenced);
+    assert_eq!(stats_counts(&pool, p.id).await, (3, 2, 1, 0, 0));
+    assert_eq!(stats_counts(&pool, q.id).await, (1, 0, 1, 0, 0));
+    runs::finish_many(&pool, &endings).await.expect("finish the rest");
+    assert_eq!(
+        stats_counts(&pool, p.id).await,
+        (3, 2, 1, 0, 0),
+        "p's runs are counted once"
+    );
+    assert_eq!(stats_counts(&pool, q.id).await, (2, 1, 1, 0, 0));
+
+    // Reaping: two monitors abandon a dead executor's run at once (staged as in section
+    // 9); the run is counted once.
+    let dead = make_executor(&pool).await;
+    let orphan = claimed_run(&pool, p.id, dead).await;
+    runs::start(&pool, &start_request(&orphan, dead, false, false))
+        .await
+        .expect("start");
+    assert!(processes::set_state(&pool, dead, ProcessState::Dead)
+        .await
+        .expect("declare dead"));
+    let mut tx = pool.begin().await.expect("begin");
+    let first = reaping::abandon_orphans(&mut *tx).await.expect("monitor 1");
+    let (second, ()) = tokio::join!(reaping::abandon_orphans(&pool), async {
+        wait_until_blocked(&pool).await;
+        tx.commit().await.expect("commit monitor 1");
+    });
+    assert_eq!((first.len(), second.expect("monitor 2").len()), (1, 0));
+    assert_eq!(stats_counts(&pool, p.id).await, (4, 2, 2, 0, 0));
+    // abandon_stuck: a run whose executor does not stop it.
+    let stuck = claimed_run(&pool, q.id, ex).await;
+    runs::start(&pool, &start_request(&stuck, ex, false, false))
+        .await
+        .expect("start");
+    sqlx::query("UPDATE runs SET cancel_requested_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(stuck.id)
+        .execute(&pool)
+        .await
+        .expect("flag long ago");
+    let abandoned = reaping::abandon_stuck(&pool, Duration::from_secs(60))
+        .await
+        .expect("abandon stuck");
+    assert_eq!(abandoned.len(), 1);
+    assert_eq!(stats_counts(&pool, q.id).await, (3, 1, 2, 0, 0));
+
+    // expire_stale_queued: a fired instant that waited past its misfire threshold.
+    let trigger = triggers::create(&pool, q.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("trigger");
+    let mut conn = pool.acquire().await.expect("connection");
+    insert_queued(&mut conn, &[q.id], &[trigger.id], &[instant(0)])
+        .await
+        .expect("fire");
+    drop(conn);
+    sqlx::query(
+        "UPDATE runs SET available_at = now() - interval '1 hour' WHERE state = 'queued' AND job_id = $1",
+    )
+    .bind(q.id)
+    .execute(&pool)
+    .await
+    .expect("age");
+    assert_eq!(
+        reaping::expire_stale_queued(&pool).await.expect("expire").len(),
+        1
+    );
+    assert_eq!(stats_counts(&pool, q.id).await, (4, 1, 2, 0, 1));
+
+    // Runs inserted already ended count at once; one inserted queued beside them does not.
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, reason, finished_at)
+         VALUES ($1, now(), 'skipped', 'job paused', now()), ($2, now(), 'missed', 'late', now()),
+                ($1, now(), 'queued', NULL, NULL)",
+    )
+    .bind(p.id)
+    .bind(q.id)
+    .execute(&pool)
+    .await
+    .expect("insert ended runs");
+    assert_eq!(stats_counts(&pool, p.id).await, (5, 2, 2, 0, 1));
+    assert_eq!(stats_counts(&pool, q.id).await, (5, 1, 2, 0, 2));
+
+    // Claims, starts and returns to the queue end nothing; the totals match the runs.
+    let requeued = runs::claim_queued(&pool, ex, 10).await.expect("claim");
+    for r in &requeued {
+        runs::unclaim(&pool, r.id, ex, Duration::ZERO)
+            .await
+            .expect("unclaim");
+    }
+    assert_stats_match_runs(&pool).await;
+}
+
+/// The counters are all-time: pruning runs leaves them, and deleting the job removes its
+/// row.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_stats_outlive_pruned_runs_and_go_with_their_job(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "pruned", |_| {}).await;
+    for state in [RunState::Succeeded, RunState::Failed, RunState::Succeeded] {
+        let (r, f) = running_exclusive(&pool, job.id, ex).await;
+        runs::finish(&pool, r.id, ex, Some(f), &ended(state))
+            .await
+            .expect("finish");
+    }
+    let before = job_stats(&pool, job.id).await.expect("row");
+    assert_eq!(before.counts(), (3, 2, 1, 0, 0));
+    sqlx::query("UPDATE runs SET queued_at = now() - interval '30 days' WHERE job_id = $1")
+        .bind(job.id)
+        .execute(&pool)
+        .await
+        .expect("age");
+    let week = Duration::from_secs(7 * 24 * 3600);
+    assert_eq!(reaping::prune_runs(&pool, week, 100).await.expect("prune"), 3);
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        0
+    );
+    assert_eq!(
+        job_stats(&pool, job.id).await,
+        Some(before),
+        "pruning lowers nothing"
+    );
+
+    // A run ending after the pruning adds to the all-time counts.
+    let (r, f) = running_exclusive(&pool, job.id, ex).await;
+    runs::finish(&pool, r.id, ex, Some(f), &ended(RunState::TimedOut))
+        .await
+        .expect("finish");
+    assert_eq!(stats_counts(&pool, job.id).await, (4, 2, 2, 0, 0));
+
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(job.id)
+        .execute(&pool)
+        .await
+        .expect("delete job");
+    assert_eq!(
+        job_stats(&pool, job.id).await,
+        None,
+        "deleting the job deletes its row"
+    );
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM job_stats WHERE job_id = $1", job.id).await,
+        0
+    );
+}
+
+/// Two transactions finishing runs of the same two jobs, each group listing them in the
+/// opposite order, both commit: the counters' rows are locked in job_id order whatever
+/// the order of the group. Staged so that a trigger locking in the group's order would
+/// deadlock: a third transaction holds the first job's row; the first group waits for it
+/// first; the second group (second job first) arrives next; then the holder commits.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let parallel = |j: &mut NewJob| {
+        j.parallel = true;
+        j.max_concurrency = Some(10);
+    };
+    let a = make_job(&pool, "a", parallel).await;
+    let b = make_job(&pool, "b", parallel).await;
+    assert!(a.id < b.id);
+    let mut running = Vec::new();
+    for job_id in [a.id, a.id, b.id, b.id] {
+        let r = claimed_run(&pool, job_id, ex).await;
+        runs::start(&pool, &start_request(&r, ex, false, false))
+            .await
+            .expect("start");
+        running.push(runs::RunEnd {
+            run_id: r.id,
+            executor_id: ex,
+            fence: None,
+            finish: ended(RunState::Succeeded),
+        });
+    }
+    let a_then_b = vec![running[0].clone(), running[2].clone()];
+    let b_then_a = vec![running[3].clone(), running[1].clone()];
+
+    let mut holder = pool.begin().await.expect("begin holder");
+    sqlx::query("SELECT 1 FROM job_stats WHERE job_id = $1 FOR UPDATE")
+        .bind(a.id)
+        .execute(&mut *holder)
+        .await
+        .expect("hold a's row");
+    let waiting_sessions = || async {
+        let (n,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("pg_stat_activity");
+        n
+    };
+    let finish_in_tx = |group: Vec<runs::RunEnd>| {
+        let pool = pool.clone();
+        async move {
+            let mut tx = pool.begin().await?;
+            let finished = runs::finish_many(&mut *tx, &group).await.map_err(|e| match e {
+                StoreError::Database(e) => e,
+                other => panic!("{other}"),
+            })?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(finished)
+        }
+    };
+    let first = tokio::spawn(finish_in_tx(a_then_b));
+    for _ in 0..500 {
+        if waiting_sessions().await >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(waiting_sessions().await, 1, "the first group waits for a's row");
+    let second = tokio::spawn(finish_in_tx(b_then_a));
+    for _ in 0..500 {
+        if waiting_sessions().await >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(waiting_sessions().await, 2, "the second group waits too");
+    holder.commit().await.expect("release a's row");
+
+    for (name, task) in [("a then b", first), ("b then a", second)] {
+        let finished = task
+            .await
+            .expect("task")
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            finished.iter().all(|f| f.write == Write::Stored),
+            "{name}: {finished:?}"
+        );
+    }
+    assert_eq!(stats_counts(&pool, a.id).await, (2, 2, 0, 0, 0));
+    assert_eq!(stats_counts(&pool, b.id).await, (2, 2, 0, 0, 0));
+    assert_stats_match_runs(&pool).await;
+}
+
+/// The migration counts the runs that ended before it: a database holding history is
+/// migrated up to the schema before `job_stats`, then the rest of the way.
+#[sqlx::test(migrations = false)]
+async fn the_migration_backfills_job_stats_from_existing_runs(pool: PgPool) {
+    const BEFORE_JOB_STATS: i64 = 20261121000003;
+    let migrator = &probactr_common::store::MIGRATOR;
+    assert!(
+        migrator.iter().any(|m| m.version > BEFORE_JOB_STATS),
+        "job_stats comes later"
+    );
+    migrator
+        .run_to(BEFORE_JOB_STATS, &pool)
+        .await
+        .expect("migrate before job_stats");
+    sqlx::query("INSERT INTO jobs (name, kind) SELECT 'job-' || g, 'noop' FROM generate_series(1, 4) AS g")
+        .execute(&pool)
+        .await
+        .expect("jobs");
+    // The fourth job has no runs; every state appears, with ties on finished_at.
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, finished_at)
+         SELECT (SELECT min(id) FROM jobs) + g % 3, now(), state,
+                CASE WHEN state IN ('queued', 'claimed', 'running') THEN NULL
+                     ELSE now() - make_interval(secs => (g / 4) % 50) END
+         FROM generate_series(1, 3000) AS g,
+              LATERAL (SELECT (ARRAY['succeeded', 'failed', 'timed_out', 'cancelled', 'skipped',
+                                     'missed', 'abandoned', 'queued'])[1 + g % 8] AS state) AS s",
+    )
+    .execute(&pool)
+    .await
+    .expect("history");
+    migrator.run(&pool).await.expect("migrate the rest");
+    assert_stats_match_runs(&pool).await;
+    let (rows, jobs): (i64, i64) =
+        sqlx::query_as("SELECT (SELECT count(*) FROM job_stats), (SELECT count(*) FROM jobs)")
+            .fetch_one(&pool)
+            .await
+            .expect("rows");
+    assert_eq!(rows, jobs, "every job has its row, with or without runs");
+}

@@ -17,10 +17,29 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use probactr_common::store::StoreError;
-use serde_json::json;
 
 /// Messages per field name (`name`, `spec.program`, `cron.minute`, `retry.max_attempts`…).
 pub type FieldErrors = BTreeMap<String, String>;
+
+/// The body of every error answer.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong, for people (`message`), programs (`code`) and forms (`fields`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code: `invalid_input`, `bad_request`, `unauthorized`,
+    /// `forbidden`, `not_found`, `conflict`, `too_many_requests`, `internal`.
+    #[schema(value_type = String)]
+    pub code: &'static str,
+    /// A sentence saying what happened.
+    pub message: String,
+    /// For invalid input, a message per bad field; empty otherwise.
+    pub fields: BTreeMap<String, String>,
+}
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -138,13 +157,13 @@ impl From<sqlx::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         self.log();
-        let body = json!({
-            "error": {
-                "code": self.code(),
-                "message": self.to_string(),
-                "fields": self.fields(),
-            }
-        });
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code(),
+                message: self.to_string(),
+                fields: self.fields(),
+            },
+        };
         let mut response = (self.status_code(), Json(body)).into_response();
         match &self {
             ApiError::Unauthorized => {

@@ -2,6 +2,8 @@
 // 1. Times are shown in the viewer's time zone (the UTC value stays in the tooltip).
 // 2. The trigger form previews the next instants as you type (the "Preview" button
 //    does the same without JavaScript) and shows only the fields of the chosen kind.
+// 3. The job form shows only the spec fieldset of the chosen kind (without JavaScript
+//    every kind's fieldset shows, each labelled, and the server reads the chosen one).
 (function () {
   "use strict";
 
@@ -50,6 +52,19 @@
         var box = field && field.closest(".field");
         if (box) { box.hidden = shown.indexOf(name) < 0 && !box.classList.contains("invalid"); }
       });
+    }
+    kind.addEventListener("change", apply);
+    apply();
+  }
+
+  // The job form: the fieldset of the chosen kind only. The others stay in the form,
+  // hidden, so that switching back and forth keeps what was typed.
+  function specFieldsets(form) {
+    var kind = form.elements.namedItem("kind");
+    var sets = form.querySelectorAll("fieldset.spec[data-kind]");
+    if (!kind || sets.length === 0) { return; }
+    function apply() {
+      sets.forEach(function (set) { set.hidden = set.getAttribute("data-kind") !== kind.value; });
     }
     kind.addEventListener("change", apply);
     apply();
@@ -118,5 +133,7 @@
     localTimes(document);
     var form = document.querySelector("form[data-live-preview]");
     if (form) { kindFields(form); livePreview(form); }
+    var jobForm = document.querySelector("form[data-job-form]");
+    if (jobForm) { specFieldsets(jobForm); }
   });
 })();

@@ -3,6 +3,7 @@
 //! and the Redis of `REDIS_URL` (default `redis://127.0.0.1:6379`). Logs are silent unless
 //! `TEST_LOG` is set. The [`browser`] module drives the admin in headless Chromium
 //! (installed by `tests/browser/install.sh`); its screenshots land in `target/browser/`.
+//! The [`openapi`] module checks the generated API document against the API.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -23,6 +24,7 @@ use sqlx::PgPool;
 use tower::ServiceExt;
 
 mod browser;
+mod openapi;
 
 /// The app over a test database, and helpers to call it.
 struct TestApp {
@@ -216,26 +218,6 @@ async fn html_is_never_compressed(pool: PgPool) {
             "{uri}"
         );
     }
-}
-
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
-async fn every_documented_operation_is_routed(pool: PgPool) {
-    let app = TestApp::new(pool);
-    for (method, path, _, _) in probactr_manager::api::openapi::OPERATIONS {
-        let uri = format!("/api/v1{}", path.replace("{id}", "1"));
-        let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
-        let reply = app.call(method.clone(), &uri, None, Some(json!({}))).await;
-        let unrouted =
-            reply.status == StatusCode::NOT_FOUND || reply.status == StatusCode::METHOD_NOT_ALLOWED;
-        assert!(
-            !unrouted,
-            "{method} {uri} is documented but not routed: {}",
-            reply.text
-        );
-    }
-    let unknown = app.call(Method::GET, "/api/v1/nothing-here", None, None).await;
-    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
-    assert_eq!(unknown.body["error"]["code"], "not_found");
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
@@ -662,12 +644,13 @@ async fn job_list_paginates_and_filters(pool: PgPool) {
     assert_field(&app.get("/api/v1/jobs?kind=cobol", &admin).await, "kind");
 }
 
-/// Inserts `count` ended runs of `job_id`, oldest first: every tenth failed, the rest
-/// succeeded.
+/// Inserts `count` ended runs of `job_id`, oldest first, one second apart, each having run
+/// 1.5 s: every tenth failed, the rest succeeded.
 async fn insert_history(pool: &PgPool, job_id: i64, count: i64) {
     sqlx::query(
-        "INSERT INTO runs (job_id, scheduled_at, state, queued_at, finished_at)
-         SELECT $1, t, CASE WHEN n % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t, t
+        "INSERT INTO runs (job_id, scheduled_at, state, queued_at, started_at, finished_at)
+         SELECT $1, t, CASE WHEN n % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t,
+                t - interval '1.5 seconds', t
          FROM generate_series(1, $2) AS n, LATERAL (SELECT now() - make_interval(secs => $2 - n) AS t) AS at
          ORDER BY n",
     )
@@ -679,15 +662,20 @@ async fn insert_history(pool: &PgPool, job_id: i64, count: i64) {
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
-async fn job_statistics_count_the_latest_runs(pool: PgPool) {
+async fn job_statistics_count_every_ended_run(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
     let busy = app.job(&admin, noop("busy")).await;
     let quiet = app.job(&admin, noop("quiet")).await;
-    let window = db::jobs::STATS_WINDOW;
-    // The oldest 5 runs (n = 1..5) fall outside the window; n = 10, 20, … failed.
-    insert_history(app.pool(), busy["id"].as_i64().unwrap(), window + 5).await;
+    let busy_id = busy["id"].as_i64().unwrap();
+    // More than the 1,000 runs the statistics used to be capped at: all are counted.
+    insert_history(app.pool(), busy_id, 1005).await;
     insert_history(app.pool(), quiet["id"].as_i64().unwrap(), 20).await;
+    // A run that has not ended is not counted (yet).
+    let queued = app
+        .post(&format!("/api/v1/jobs/{busy_id}/run"), &admin, json!({}))
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
 
     let list = app.get("/api/v1/jobs", &admin).await;
     let stats_of = |name: &str| {
@@ -700,36 +688,82 @@ async fn job_statistics_count_the_latest_runs(pool: PgPool) {
             .clone()
     };
     let busy_stats = stats_of("busy");
-    assert_eq!(busy_stats["runs"], window, "{busy_stats}");
-    assert_eq!(busy_stats["window"], window);
-    assert_eq!(busy_stats["capped"], true);
-    // n = 6 ..= window + 5 are counted: the multiples of 10 among them failed.
-    let failed = (6..=window + 5).filter(|n| n % 10 == 0).count() as i64;
-    assert_eq!(busy_stats["failures"], failed);
-    assert_eq!(busy_stats["successes"], window - failed);
-    assert!(busy_stats["last_run_at"].is_string());
+    assert_eq!(busy_stats["runs"], 1005, "{busy_stats}");
+    // n = 10, 20, …, 1000 failed.
+    assert_eq!(busy_stats["failures"], 100);
+    assert_eq!(busy_stats["successes"], 905);
+    assert_eq!(
+        (busy_stats["cancelled"].clone(), busy_stats["not_run"].clone()),
+        (json!(0), json!(0))
+    );
+    assert!(busy_stats.get("capped").is_none() && busy_stats.get("window").is_none());
+    // The latest end is n = 1005, which succeeded, and the latest failure n = 1000.
+    let latest: i64 = sqlx::query_scalar("SELECT max(id) FROM runs WHERE job_id = $1 AND state <> 'queued'")
+        .bind(busy_id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(busy_stats["last_run_id"], latest);
+    assert_eq!(busy_stats["last_state"], "succeeded");
+    assert_eq!(busy_stats["last_duration_ms"], 1500);
+    let at = |field: &str| {
+        busy_stats[field]
+            .as_str()
+            .unwrap_or_else(|| panic!("{field} in {busy_stats}"))
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    };
+    assert_eq!(at("last_success_at"), at("last_run_at"));
+    assert_eq!(
+        at("last_run_at") - at("last_failure_at"),
+        chrono::TimeDelta::seconds(5)
+    );
     let quiet_stats = stats_of("quiet");
     assert_eq!(quiet_stats["runs"], 20);
-    assert_eq!(quiet_stats["capped"], false);
     assert_eq!(
         (quiet_stats["successes"].clone(), quiet_stats["failures"].clone()),
         (json!(18), json!(2))
     );
+    assert_eq!(quiet_stats["last_state"], "failed", "n = 20 ended last");
+    assert_eq!(quiet_stats["last_run_at"], quiet_stats["last_failure_at"]);
 
-    // Exactly a window's worth is not capped; one more is.
-    let edge = app.job(&admin, noop("edge")).await;
-    insert_history(app.pool(), edge["id"].as_i64().unwrap(), window).await;
-    let one = app.get(&format!("/api/v1/jobs/{}", edge["id"]), &admin).await;
+    // Cancelling the queued run counts it, as the latest end; pruning history lowers nothing.
+    let run_id = queued.body["run_id"].as_i64().unwrap();
+    let cancelled = app
+        .post(&format!("/api/v1/runs/{run_id}/cancel"), &admin, json!({}))
+        .await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    sqlx::query("DELETE FROM runs WHERE job_id = $1 AND id <> $2")
+        .bind(busy_id)
+        .bind(run_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let one = app.get(&format!("/api/v1/jobs/{busy_id}"), &admin).await;
+    let stats = &one.body["stats"];
     assert_eq!(
         (
-            one.body["stats"]["runs"].clone(),
-            one.body["stats"]["capped"].clone()
+            stats["runs"].clone(),
+            stats["successes"].clone(),
+            stats["failures"].clone(),
+            stats["cancelled"].clone()
         ),
-        (json!(window), json!(false))
+        (json!(1006), json!(905), json!(100), json!(1)),
+        "{stats}"
     );
-    insert_history(app.pool(), edge["id"].as_i64().unwrap(), 1).await;
-    let more = app.get(&format!("/api/v1/jobs/{}", edge["id"]), &admin).await;
-    assert_eq!(more.body["stats"]["capped"], true);
+    assert_eq!(
+        (stats["last_run_id"].clone(), stats["last_state"].clone()),
+        (json!(run_id), json!("cancelled"))
+    );
+    assert!(
+        stats["last_duration_ms"].is_null(),
+        "a run cancelled in the queue never ran"
+    );
+
+    // A job without runs shows zeros.
+    let fresh = app.job(&admin, noop("fresh")).await;
+    assert_eq!(fresh["stats"]["runs"], 0);
+    assert!(fresh["stats"]["last_state"].is_null());
 
     // A paused job has no next instant, though its trigger keeps one.
     let trigger = app
@@ -745,10 +779,18 @@ async fn job_statistics_count_the_latest_runs(pool: PgPool) {
     app.post(&format!("{uri}/pause"), &admin, json!({})).await;
     assert!(app.get(&uri, &admin).await.body["stats"]["next_fire_at"].is_null());
 
-    // The page shows the cap.
+    // The pages show the latest end's state.
     let browser = app.browser("admin").await;
     let page = app.page("/jobs", &browser.cookie).await;
-    assert!(page.text.contains(&format!("{window}+")), "{}", page.text);
+    assert!(
+        page.text.contains(&format!("href=\"/runs/{run_id}\"")),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("badge cancelled"), "{}", page.text);
+    let page = app.page(&format!("/jobs/{busy_id}"), &browser.cookie).await;
+    assert!(page.text.contains("1006"), "{}", page.text);
+    assert!(page.text.contains("badge cancelled"), "{}", page.text);
 }
 
 // ----------------------------------------------------------------------------------------
@@ -1474,16 +1516,81 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
                 ("csrf", &b.csrf),
                 ("name", "nightly"),
                 ("kind", "shell"),
-                ("spec", "{}"),
+                ("spec.program", ""),
+                ("spec.millis", "not sent: sleep is not the kind"),
                 ("timeout_secs", "-1"),
             ],
         )
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(bad.text.contains("spec.program"), "{}", bad.text);
+    assert!(bad.text.contains("id=\"error-spec.program\""), "{}", bad.text);
+    assert!(!bad.text.contains("id=\"error-spec.millis\""), "{}", bad.text);
     assert!(bad.text.contains("must be at least 1"));
     assert!(bad.text.contains("value=\"nightly\""), "typed values are kept");
     assert_eq!(app.count("jobs").await, 0);
+
+    // The shell fields: a malformed line, then a reserved variable, are errors on their
+    // field and save nothing; then a valid job, stored with one argument per line.
+    let shell = |env: &'static str| {
+        vec![
+            ("csrf", b.csrf.as_str()),
+            ("name", "backup"),
+            ("kind", "shell"),
+            ("spec.program", "backup-tool"),
+            ("spec.args", "--full\r\n--label=nightly run\r\n"),
+            ("spec.env", env),
+            ("spec.shell", "on"),
+            ("timeout_secs", "60"),
+        ]
+    };
+    let bad_line = app.form("/jobs/new", &b.cookie, &shell("LANG=C\r\nOOPS")).await;
+    assert_eq!(bad_line.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad_line
+            .text
+            .contains("id=\"error-spec.env\">line 2: expected KEY=VALUE"),
+        "{}",
+        bad_line.text
+    );
+    assert!(
+        bad_line.text.contains("LANG=C\r\nOOPS</textarea>") && bad_line.text.contains("--label=nightly run"),
+        "typed lines are kept: {}",
+        bad_line.text
+    );
+    let reserved = app
+        .form("/jobs/new", &b.cookie, &shell("PROBACTR_RUN_ID=1"))
+        .await;
+    assert_eq!(reserved.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        reserved.text.contains("id=\"error-spec.env\">PROBACTR_RUN_ID: "),
+        "the service's error lands on the env field: {}",
+        reserved.text
+    );
+    assert_eq!(app.count("jobs").await, 0);
+    let backup = app.form("/jobs/new", &b.cookie, &shell("LANG=C\r\nTZ=UTC")).await;
+    assert_eq!(backup.status, StatusCode::SEE_OTHER, "{}", backup.text);
+    let backup_uri = backup.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let spec: Value = sqlx::query_scalar("SELECT spec FROM jobs WHERE name = 'backup'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        spec,
+        json!({"program": "backup-tool", "args": ["--full", "--label=nightly run"],
+               "env": {"LANG": "C", "TZ": "UTC"}, "shell": true})
+    );
+    let backup_edit = app.page(&format!("{backup_uri}/edit"), &b.cookie).await;
+    assert!(
+        backup_edit
+            .text
+            .contains(">\n--full\n--label=nightly run</textarea>")
+            && backup_edit.text.contains(">\nLANG=C\nTZ=UTC</textarea>"),
+        "the edit form shows the spec one item per line: {}",
+        backup_edit.text
+    );
+    let backup_page = app.page(&backup_uri, &b.cookie).await;
+    assert!(backup_page.text.contains("<code>--label=nightly run</code>"));
+
     let created = app
         .form(
             "/jobs/new",
@@ -1492,7 +1599,7 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
                 ("csrf", &b.csrf),
                 ("name", "nightly"),
                 ("kind", "sleep"),
-                ("spec", "{\"millis\": 10}"),
+                ("spec.millis", "10"),
                 ("timeout_secs", "60"),
                 ("retry.max_attempts", "2"),
                 ("retry.backoff_secs", "5"),
@@ -1612,7 +1719,7 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
                 ("version", "1"),
                 ("name", "nightly"),
                 ("kind", "sleep"),
-                ("spec", "{\"millis\": 10}"),
+                ("spec.millis", "10"),
                 ("timeout_secs", "60"),
             ],
         )

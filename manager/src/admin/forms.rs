@@ -1,11 +1,17 @@
 //! HTML forms: reading them, and turning the job and trigger forms into the JSON bodies
 //! the services validate, so a form and an API call get the same checks and the same
-//! field names (`retry.max_attempts` is the form field's name too).
+//! field names (`retry.max_attempts` and `spec.program` are the form fields' names too).
+//!
+//! The job's spec has a field per setting of its kind; lists and maps are textareas of
+//! one item per line (`args`, `KEY=VALUE` for `env`, `Name: value` for `headers`), blank
+//! lines ignored. A malformed line is an error on its field, before the service is asked.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::extract::{FromRequest, Request};
 use chrono::{DateTime, NaiveDateTime};
+use probactr_common::jobspec::{HttpSpec, JobSpec, ShellSpec};
+use probactr_common::model::JobKind;
 use serde_json::{json, Map, Value};
 
 use super::AdminError;
@@ -89,7 +95,35 @@ fn normalize_time(text: &str) -> String {
     .unwrap_or_else(|| text.to_owned())
 }
 
-/// The JSON body of the job form. `editing` adds the `version`.
+/// The job form's visible fields: an error keyed by one of these shows next to it. The
+/// spec fields are named like the keys the service reports errors under (`spec.url`).
+const JOB_FORM_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "kind",
+    "overlap",
+    "timeout_secs",
+    "parallel",
+    "max_concurrency",
+    "retry.max_attempts",
+    "retry.backoff_secs",
+    "paused",
+    "spec.program",
+    "spec.args",
+    "spec.env",
+    "spec.cwd",
+    "spec.shell",
+    "spec.method",
+    "spec.url",
+    "spec.headers",
+    "spec.body",
+    "spec.expect_status",
+    "spec.millis",
+];
+
+/// The JSON body of the job form. `editing` adds the `version`. The spec is built from
+/// the fields of the chosen kind only (`spec.program`, `spec.url`, …), like
+/// [`trigger_body`] does for trigger kinds; a malformed line is an error on its field.
 pub fn job_body(form: &FormData, editing: bool, errors: &mut FieldErrors) -> Value {
     let mut body = Map::new();
     for key in ["name", "description", "kind", "overlap"] {
@@ -97,18 +131,9 @@ pub fn job_body(form: &FormData, editing: bool, errors: &mut FieldErrors) -> Val
             body.insert(key.to_owned(), json!(value.trim()));
         }
     }
-    match form.filled("spec") {
-        None => {
-            body.insert("spec".into(), Value::Null);
-        }
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(spec) => {
-                body.insert("spec".into(), spec);
-            }
-            Err(err) => {
-                errors.insert("spec".into(), format!("is not valid JSON: {err}"));
-            }
-        },
+    // An unknown kind gets no spec: the service reports the kind, not its spec.
+    if let Some(kind) = form.filled("kind").and_then(|kind| kind.parse::<JobKind>().ok()) {
+        body.insert("spec".into(), spec_body(form, kind, errors));
     }
     body.insert("parallel".into(), json!(form.checked("parallel")));
     body.insert("paused".into(), json!(form.checked("paused")));
@@ -129,6 +154,271 @@ pub fn job_body(form: &FormData, editing: bool, errors: &mut FieldErrors) -> Val
     }
     body.insert("retry".into(), Value::Object(retry));
     Value::Object(body)
+}
+
+/// The `spec` of a job of kind `kind` from its fieldset. Empty fields are left out, so
+/// that the service applies its defaults and says "is required" where one is.
+fn spec_body(form: &FormData, kind: JobKind, errors: &mut FieldErrors) -> Value {
+    let mut spec = Map::new();
+    let text = |spec: &mut Map<String, Value>, key: &str| {
+        if let Some(value) = form.filled(&format!("spec.{key}")) {
+            spec.insert(key.to_owned(), json!(value));
+        }
+    };
+    match kind {
+        JobKind::Shell => {
+            text(&mut spec, "program");
+            spec.insert("args".into(), json!(args(form.get("spec.args").unwrap_or(""))));
+            let env = pairs(form.get("spec.env").unwrap_or(""), &ENV_LINES);
+            spec.insert("env".into(), field_result("spec.env", env, errors));
+            text(&mut spec, "cwd");
+            spec.insert("shell".into(), json!(form.checked("spec.shell")));
+        }
+        JobKind::Http => {
+            text(&mut spec, "method");
+            text(&mut spec, "url");
+            let headers = pairs(form.get("spec.headers").unwrap_or(""), &HEADER_LINES);
+            spec.insert("headers".into(), field_result("spec.headers", headers, errors));
+            if let Some(body) = form.get("spec.body").filter(|body| !body.trim().is_empty()) {
+                // Browsers send a textarea's line breaks as CRLF whatever was typed.
+                spec.insert("body".into(), json!(body.replace("\r\n", "\n")));
+            }
+            let statuses = statuses(form.get("spec.expect_status").unwrap_or(""));
+            spec.insert(
+                "expect_status".into(),
+                field_result("spec.expect_status", statuses, errors),
+            );
+        }
+        JobKind::Noop => {}
+        JobKind::Sleep => {
+            let millis = form.number("spec.millis", errors);
+            if !millis.is_null() {
+                spec.insert("millis".into(), millis);
+            }
+        }
+    }
+    Value::Object(spec)
+}
+
+/// `result` as JSON, or null with its message recorded as the error of `field`.
+fn field_result<T: serde::Serialize>(
+    field: &str,
+    result: Result<T, String>,
+    errors: &mut FieldErrors,
+) -> Value {
+    match result {
+        Ok(value) => json!(value),
+        Err(message) => {
+            errors.insert(field.to_owned(), message);
+            Value::Null
+        }
+    }
+}
+
+/// The non-blank lines of a textarea with their 1-based numbers (`str::lines` also
+/// drops the CR of the CRLF browsers send).
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(index, line)| (index + 1, line))
+        .filter(|(_, line)| !line.trim().is_empty())
+}
+
+/// One argument per non-blank line, exactly as typed: arguments are passed as they are.
+fn args(text: &str) -> Vec<String> {
+    lines(text).map(|(_, line)| line.to_owned()).collect()
+}
+
+/// How a textarea of `name<separator>value` lines reads.
+struct PairLines {
+    /// Between name and value.
+    separator: char,
+    /// The expected form of a line, for messages.
+    shape: &'static str,
+    /// What a name is, for messages.
+    what: &'static str,
+    /// Whether the value loses its surrounding spaces (HTTP ignores them; a variable
+    /// keeps them).
+    trim_value: bool,
+    /// Whether names differing in case are the same name.
+    fold_case: bool,
+}
+
+const ENV_LINES: PairLines = PairLines {
+    separator: '=',
+    shape: "KEY=VALUE",
+    what: "variable",
+    trim_value: false,
+    fold_case: false,
+};
+
+const HEADER_LINES: PairLines = PairLines {
+    separator: ':',
+    shape: "Name: value",
+    what: "header",
+    trim_value: true,
+    fold_case: true,
+};
+
+/// A map from its non-blank lines; the first bad line is the error.
+fn pairs(text: &str, how: &PairLines) -> Result<BTreeMap<String, String>, String> {
+    let mut map = BTreeMap::new();
+    for (number, line) in lines(text) {
+        let Some((name, value)) = line.split_once(how.separator) else {
+            return Err(format!("line {number}: expected {}", how.shape));
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(format!("line {number}: the {} name is missing", how.what));
+        }
+        let same = |known: &String| match how.fold_case {
+            true => known.eq_ignore_ascii_case(name),
+            false => known == name,
+        };
+        if map.keys().any(same) {
+            return Err(format!("line {number}: {name} is given twice"));
+        }
+        let value = if how.trim_value { value.trim() } else { value };
+        map.insert(name.to_owned(), value.to_owned());
+    }
+    Ok(map)
+}
+
+/// Status codes separated by commas (or spaces); the range is the service's to check.
+fn statuses(text: &str) -> Result<Vec<u16>, String> {
+    text.split([',', ' ', '\t', '\r', '\n'])
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            part.parse::<u16>()
+                .map_err(|_| format!("{part:?} is not a status code; give numbers separated by commas"))
+        })
+        .collect()
+}
+
+/// The job form's errors: those it shows next to a field (errors inside a spec field,
+/// like `spec.env.PATH` or `spec.args[2]`, moved onto that field), and the rest, which
+/// the page lists at the top.
+pub fn job_form_errors(errors: FieldErrors) -> (FieldErrors, FieldErrors) {
+    let mut placed = FieldErrors::new();
+    let mut rest = FieldErrors::new();
+    for (key, message) in errors {
+        let Some((field, message)) = form_field_of(&key, &message) else {
+            rest.insert(key, message);
+            continue;
+        };
+        match placed.get_mut(&field) {
+            Some(earlier) => {
+                earlier.push_str("; ");
+                earlier.push_str(&message);
+            }
+            None => {
+                placed.insert(field, message);
+            }
+        }
+    }
+    (placed, rest)
+}
+
+/// The form field an error key belongs to, with the message to show there.
+fn form_field_of(key: &str, message: &str) -> Option<(String, String)> {
+    if JOB_FORM_FIELDS.contains(&key) {
+        return Some((key.to_owned(), message.to_owned()));
+    }
+    for field in ["spec.env", "spec.headers"] {
+        if let Some(name) = key.strip_prefix(field).and_then(|rest| rest.strip_prefix('.')) {
+            return Some((field.to_owned(), format!("{name}: {message}")));
+        }
+    }
+    let (field, index) = key.strip_suffix(']')?.split_once('[')?;
+    let index: usize = index.parse().ok()?;
+    match field {
+        "spec.args" => Some((field.to_owned(), format!("argument {}: {message}", index + 1))),
+        // The message names the status itself.
+        "spec.expect_status" => Some((field.to_owned(), message.to_owned())),
+        _ => None,
+    }
+}
+
+/// The job form's fields for a stored spec (args, env and headers one per line), and a
+/// warning when the form cannot show the spec as it is (saving would change it).
+pub fn spec_values(kind: JobKind, spec: &Value) -> (HashMap<String, String>, Option<String>) {
+    let mut values = HashMap::new();
+    let parsed = match JobSpec::parse(kind, spec) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            let warning = format!("The stored spec is not valid ({err}); fill in the fields again.");
+            return (values, Some(warning));
+        }
+    };
+    let mut set = |key: &str, value: String| {
+        values.insert(format!("spec.{key}"), value);
+    };
+    let faithful = match parsed {
+        JobSpec::Shell(shell) => {
+            set("program", shell.program.clone());
+            set("args", shell.args.join("\n"));
+            set("env", lines_of(&shell.env, "="));
+            set("cwd", shell.cwd.clone().unwrap_or_default());
+            if shell.shell {
+                set("shell", "on".to_owned());
+            }
+            shell_fits(&shell)
+        }
+        JobSpec::Http(http) => {
+            set("method", http.method.clone());
+            set("url", http.url.clone());
+            set("headers", lines_of(&http.headers, ": "));
+            set("body", http.body.clone().unwrap_or_default());
+            let codes: Vec<String> = http.expect_status.iter().map(u16::to_string).collect();
+            set("expect_status", codes.join(", "));
+            http_fits(&http)
+        }
+        JobSpec::Noop => true,
+        JobSpec::Sleep { millis } => {
+            set("millis", millis.to_string());
+            true
+        }
+    };
+    let warning = (!faithful).then(|| {
+        "This job's spec has empty arguments, line breaks or surrounding spaces that this form \
+         cannot show one per line; saving it here changes them (the API keeps them)."
+            .to_owned()
+    });
+    (values, warning)
+}
+
+fn lines_of(map: &BTreeMap<String, String>, separator: &str) -> String {
+    let lines: Vec<String> = map
+        .iter()
+        .map(|(name, value)| format!("{name}{separator}{value}"))
+        .collect();
+    lines.join("\n")
+}
+
+/// Whether reading the shell fields back gives the same spec.
+fn shell_fits(shell: &ShellSpec) -> bool {
+    let line_safe = |text: &str| !text.contains(['\r', '\n']);
+    let trimmed = |text: &str| text.trim() == text;
+    trimmed(&shell.program)
+        && line_safe(&shell.program)
+        && shell
+            .args
+            .iter()
+            .all(|arg| line_safe(arg) && !arg.trim().is_empty())
+        && shell
+            .env
+            .iter()
+            .all(|(key, value)| trimmed(key) && line_safe(value))
+        && shell.cwd.as_deref().is_none_or(trimmed)
+}
+
+/// Whether reading the http fields back gives the same spec.
+fn http_fits(http: &HttpSpec) -> bool {
+    http.headers.values().all(|value| value.trim() == value)
+        && http
+            .body
+            .as_deref()
+            .is_none_or(|body| !body.contains('\r') && !body.trim().is_empty())
 }
 
 /// The JSON body of the trigger form: only the chosen kind's own field is sent (the
@@ -196,7 +486,7 @@ mod tests {
             &form(&[
                 ("name", " a "),
                 ("kind", "sleep"),
-                ("spec", "{\"millis\": 5}"),
+                ("spec.millis", "5"),
                 ("timeout_secs", "30"),
                 ("retry.max_attempts", "2"),
                 ("parallel", "on"),
@@ -205,9 +495,9 @@ mod tests {
             false,
             &mut errors,
         );
-        assert!(errors.is_empty());
+        assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(body["name"], "a");
-        assert_eq!(body["spec"]["millis"], 5);
+        assert_eq!(body["spec"], json!({"millis": 5}));
         assert_eq!(body["retry"]["max_attempts"], 2);
         assert_eq!(body["parallel"], true);
         assert_eq!(body["paused"], false);
@@ -216,12 +506,252 @@ mod tests {
 
         let mut errors = FieldErrors::new();
         let body = job_body(
-            &form(&[("spec", "{oops"), ("timeout_secs", "soon"), ("version", "3")]),
+            &form(&[
+                ("kind", "sleep"),
+                ("spec.millis", "soon"),
+                ("timeout_secs", "soon"),
+                ("version", "3"),
+            ]),
             true,
             &mut errors,
         );
-        assert!(errors.contains_key("spec") && errors.contains_key("timeout_secs"));
+        assert!(errors.contains_key("spec.millis") && errors.contains_key("timeout_secs"));
         assert_eq!(body["version"], 3);
+    }
+
+    #[test]
+    fn shell_fields_become_the_spec() {
+        let mut errors = FieldErrors::new();
+        let body = job_body(
+            &form(&[
+                ("kind", "shell"),
+                ("spec.program", " /usr/bin/backup "),
+                ("spec.args", "--full\r\n\r\n--label=a b \r\n"),
+                ("spec.env", "HOME=/srv\r\n  LANG = C.UTF-8\r\nEMPTY=\r\nURL=a=b"),
+                ("spec.cwd", ""),
+                ("spec.shell", "on"),
+                ("spec.url", "http://ignored/"),
+                ("spec.millis", "not looked at"),
+            ]),
+            false,
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            body["spec"],
+            json!({
+                "program": "/usr/bin/backup",
+                "args": ["--full", "--label=a b "],
+                "env": {"HOME": "/srv", "LANG": " C.UTF-8", "EMPTY": "", "URL": "a=b"},
+                "shell": true,
+            })
+        );
+        let spec = JobSpec::parse(JobKind::Shell, &body["spec"]).map_err(|e| e.to_string());
+        assert!(spec.is_ok(), "{spec:?}");
+
+        let mut errors = FieldErrors::new();
+        let body = job_body(&form(&[("kind", "shell")]), false, &mut errors);
+        assert!(errors.is_empty());
+        assert_eq!(body["spec"], json!({"args": [], "env": {}, "shell": false}));
+    }
+
+    #[test]
+    fn http_fields_become_the_spec() {
+        let mut errors = FieldErrors::new();
+        let body = job_body(
+            &form(&[
+                ("kind", "http"),
+                ("spec.method", "POST"),
+                ("spec.url", " https://example.com/hook "),
+                (
+                    "spec.headers",
+                    "Content-Type: application/json\r\nX-Token:  a:b \r\n",
+                ),
+                ("spec.body", "{\r\n  \"a\": 1\r\n}"),
+                ("spec.expect_status", "200, 204,201"),
+                ("spec.program", "ignored"),
+            ]),
+            false,
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            body["spec"],
+            json!({
+                "method": "POST",
+                "url": "https://example.com/hook",
+                "headers": {"Content-Type": "application/json", "X-Token": "a:b"},
+                "body": "{\n  \"a\": 1\n}",
+                "expect_status": [200, 204, 201],
+            })
+        );
+
+        let mut errors = FieldErrors::new();
+        let body = job_body(
+            &form(&[
+                ("kind", "http"),
+                ("spec.url", "http://h/"),
+                ("spec.body", " \r\n"),
+            ]),
+            false,
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        assert_eq!(
+            body["spec"],
+            json!({"url": "http://h/", "headers": {}, "expect_status": []}),
+            "empty fields are left to the defaults"
+        );
+    }
+
+    #[test]
+    fn noop_and_unknown_kinds() {
+        let mut errors = FieldErrors::new();
+        let body = job_body(
+            &form(&[("kind", "noop"), ("spec.program", "x"), ("spec.millis", "x")]),
+            false,
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        assert_eq!(body["spec"], json!({}));
+        let body = job_body(
+            &form(&[("kind", "bogus"), ("spec.millis", "x")]),
+            false,
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "the service reports the kind");
+        assert!(body.get("spec").is_none());
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_of_their_field() {
+        // (kind, field, what was typed, part of the message)
+        let cases = [
+            ("shell", "spec.env", "A=1\nOOPS", "line 2: expected KEY=VALUE"),
+            ("shell", "spec.env", "=1", "line 1: the variable name is missing"),
+            ("shell", "spec.env", "A=1\n\nA=2", "line 3: A is given twice"),
+            (
+                "http",
+                "spec.headers",
+                "Accept text/html",
+                "line 1: expected Name: value",
+            ),
+            (
+                "http",
+                "spec.headers",
+                ": v",
+                "line 1: the header name is missing",
+            ),
+            (
+                "http",
+                "spec.headers",
+                "X-A: 1\nx-a: 2",
+                "line 2: x-a is given twice",
+            ),
+            (
+                "http",
+                "spec.expect_status",
+                "200, ok",
+                "\"ok\" is not a status code",
+            ),
+            (
+                "http",
+                "spec.expect_status",
+                "2.5",
+                "\"2.5\" is not a status code",
+            ),
+            ("sleep", "spec.millis", "1s", "must be a whole number"),
+        ];
+        for (kind, field, typed, message) in cases {
+            let mut errors = FieldErrors::new();
+            job_body(&form(&[("kind", kind), (field, typed)]), false, &mut errors);
+            assert_eq!(errors.len(), 1, "{field} {typed:?}: {errors:?}");
+            let got = errors.get(field).map(String::as_str).unwrap_or_default();
+            assert!(got.contains(message), "{field} {typed:?}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn service_errors_land_on_form_fields() {
+        let errors = FieldErrors::from(
+            [
+                ("spec.program", "is required"),
+                ("spec.env.PROBACTR_X", "reserved"),
+                ("spec.headers.Bad Name", "not a valid header name"),
+                ("spec.args[1]", "must not contain a NUL character"),
+                ("spec.expect_status[0]", "99 is not a status code"),
+                ("retry.max_attempts", "must be at most 100"),
+                ("spec", "must be a JSON object"),
+                ("version", "is required"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        let (placed, rest) = job_form_errors(errors);
+        assert_eq!(placed["spec.program"], "is required");
+        assert_eq!(placed["spec.env"], "PROBACTR_X: reserved");
+        assert_eq!(placed["spec.headers"], "Bad Name: not a valid header name");
+        assert_eq!(
+            placed["spec.args"],
+            "argument 2: must not contain a NUL character"
+        );
+        assert_eq!(placed["spec.expect_status"], "99 is not a status code");
+        assert_eq!(placed["retry.max_attempts"], "must be at most 100");
+        assert_eq!(rest.keys().collect::<Vec<_>>(), ["spec", "version"]);
+    }
+
+    #[test]
+    fn stored_specs_fill_the_form_and_read_back_the_same() {
+        let specs = [
+            (
+                JobKind::Shell,
+                json!({"program": "backup", "args": ["--full", "a b"], "env": {"K": "v=w", "L": " x"},
+                       "cwd": "/srv", "shell": true}),
+            ),
+            (
+                JobKind::Http,
+                json!({"method": "PUT", "url": "https://h/x", "headers": {"X-A": "1"},
+                       "body": "line 1\nline 2", "expect_status": [200, 204]}),
+            ),
+            (JobKind::Http, json!({"url": "https://h/x"})),
+            (JobKind::Sleep, json!({"millis": 1500})),
+            (JobKind::Noop, json!({})),
+        ];
+        for (kind, spec) in specs {
+            let (mut values, warning) = spec_values(kind, &spec);
+            assert!(warning.is_none(), "{spec}: {warning:?}");
+            values.insert("kind".into(), kind.to_string());
+            let mut errors = FieldErrors::new();
+            let body = job_body(&FormData(values), false, &mut errors);
+            assert!(errors.is_empty(), "{spec}: {errors:?}");
+            let stored = JobSpec::parse(kind, &spec).map(|s| s.to_json()).ok();
+            let again = JobSpec::parse(kind, &body["spec"]).map(|s| s.to_json()).ok();
+            assert!(
+                stored.is_some() && stored == again,
+                "{spec} came back as {}",
+                body["spec"]
+            );
+        }
+        let (values, _) = spec_values(
+            JobKind::Shell,
+            &json!({"program": "p", "env": {"A": "1", "B": "2"}}),
+        );
+        assert_eq!(values["spec.env"], "A=1\nB=2");
+
+        for lossy in [
+            json!({"program": "p", "args": [""]}),
+            json!({"program": "p", "args": ["two\nlines"]}),
+            json!({"program": "p", "env": {"K": "a\nb"}}),
+            json!({"program": "echo a\necho b", "shell": true}),
+        ] {
+            assert!(spec_values(JobKind::Shell, &lossy).1.is_some(), "{lossy}");
+        }
+        assert!(
+            spec_values(JobKind::Http, &json!({"url": "http://h/", "body": "a\r\nb"}))
+                .1
+                .is_some()
+        );
+        let (values, warning) = spec_values(JobKind::Sleep, &json!({"millis": "soon"}));
+        assert!(values.is_empty() && warning.is_some_and(|w| w.contains("spec.millis")));
     }
 
     #[test]

@@ -7,9 +7,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
+use probactr_common::jobspec::HTTP_METHODS;
 use probactr_common::model::{JobKind, Overlap};
 
-use super::forms::job_body;
+use super::forms::{job_body, job_form_errors, spec_values};
 use super::{
     check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager,
 };
@@ -75,16 +76,14 @@ fn kinds(user: &AdminUser) -> Vec<&'static str> {
         .collect()
 }
 
-/// The form's values for an existing job.
-fn values_of(job: &JobView) -> HashMap<String, String> {
-    let mut values = HashMap::from([
+/// The form's values for an existing job, and a warning when the form cannot show its
+/// spec faithfully.
+fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
+    let (mut values, warning) = spec_values(job.kind, &job.spec);
+    values.extend([
         ("name".to_owned(), job.name.clone()),
         ("description".to_owned(), job.description.clone()),
         ("kind".to_owned(), job.kind.to_string()),
-        (
-            "spec".to_owned(),
-            serde_json::to_string_pretty(&job.spec).unwrap_or_default(),
-        ),
         ("overlap".to_owned(), job.overlap.to_string()),
         ("timeout_secs".to_owned(), job.timeout_secs.to_string()),
         (
@@ -107,13 +106,12 @@ fn values_of(job: &JobView) -> HashMap<String, String> {
     if job.paused {
         values.insert("paused".to_owned(), "on".to_owned());
     }
-    values
+    (values, warning)
 }
 
 fn default_values() -> HashMap<String, String> {
     [
         ("kind", "noop"),
-        ("spec", "{}"),
         ("overlap", "skip"),
         ("timeout_secs", "3600"),
         ("retry.max_attempts", "1"),
@@ -130,6 +128,8 @@ struct FormState<'a> {
     values: &'a HashMap<String, String>,
     errors: FieldErrors,
     conflict: Option<String>,
+    /// Why the form may not show the stored spec as it is.
+    warning: Option<String>,
 }
 
 fn render_form(
@@ -138,10 +138,10 @@ fn render_form(
     status: StatusCode,
     form: FormState<'_>,
 ) -> Result<Response, AdminError> {
-    let spec_errors: Vec<_> = form
-        .errors
-        .iter()
-        .filter(|(field, _)| field.starts_with("spec"))
+    // Errors of no visible field (the whole body, the version, …) go in the top notice.
+    let (errors, unplaced) = job_form_errors(form.errors);
+    let other_errors: Vec<_> = unplaced
+        .into_iter()
         .map(|(field, message)| context! { field, message })
         .collect();
     let overlaps: Vec<&str> = Overlap::ALL.iter().map(|o| o.as_str()).collect();
@@ -151,8 +151,8 @@ fn render_form(
         "only admins define shell and http jobs"
     };
     let ctx = context! {
-        job_id => form.job_id, form => form.values, errors => form.errors, conflict => form.conflict,
-        spec_errors, kinds => kinds(user), overlaps, kind_hint,
+        job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict,
+        warning => form.warning, kinds => kinds(user), overlaps, kind_hint, methods => HTTP_METHODS,
         ..user.layout("jobs")
     };
     render_status(state, status, "job_form.html", ctx)
@@ -183,6 +183,7 @@ fn form_failure(
             values: form.values(),
             errors,
             conflict,
+            warning: None,
         },
     )
 }
@@ -200,6 +201,7 @@ pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<
             values: &values,
             errors: FieldErrors::new(),
             conflict: None,
+            warning: None,
         },
     )
 }
@@ -230,7 +232,7 @@ pub async fn edit_form(
 ) -> Result<Response, AdminError> {
     let job = jobs::get(&state, id).await?;
     user.0.require_job_kind(job.kind)?;
-    let values = values_of(&job);
+    let (values, warning) = values_of(&job);
     render_form(
         &state,
         &user,
@@ -240,6 +242,7 @@ pub async fn edit_form(
             values: &values,
             errors: FieldErrors::new(),
             conflict: None,
+            warning,
         },
     )
 }

@@ -6,19 +6,29 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::bodies::{IssuedToken, LoginBody, Me};
+
 use crate::auth::ratelimit::{self, ClientAddr};
 use crate::auth::{Principal, Via};
 use crate::db::{self, audit::Change};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
 use crate::state::AppState;
 
-/// Trades a user name and password for a new API token.
+/// Trade a user name and password for a bearer token (rate-limited per user and address).
+#[utoipa::path(post, path = "/auth/token", operation_id = "create_token", tag = "auth", security(()),
+    request_body = LoginBody,
+    responses(
+        (status = CREATED, description = "The token; send it as `Authorization: Bearer …`", body = IssuedToken),
+        (status = UNAUTHORIZED, description = "Wrong user name or password", body = ErrorBody),
+        (status = TOO_MANY_REQUESTS, description = "Too many failed attempts; see `Retry-After`", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+    ))]
 pub async fn create_token(
     State(state): State<AppState>,
     ClientAddr(address): ClientAddr,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<IssuedToken>), ApiError> {
     let mut input = Input::new(body)?;
     let username = input.text("username");
     let username = input.required("username", username);
@@ -50,11 +60,21 @@ pub async fn create_token(
     tx.commit().await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"token": token, "token_id": token_id, "role": user.role})),
+        Json(IssuedToken {
+            token,
+            token_id,
+            role: user.role(),
+        }),
     ))
 }
 
-/// Revokes the bearer token of the request.
+/// Revoke the bearer token this request carries.
+#[utoipa::path(delete, path = "/auth/token", operation_id = "revoke_current_token", tag = "auth",
+    responses(
+        (status = NO_CONTENT, description = "Revoked"),
+        (status = UNPROCESSABLE_ENTITY, description = "The request was not made with a bearer token", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Result<StatusCode, ApiError> {
     let Via::Token(token_id) = who.via else {
         return Err(ApiError::field(
@@ -77,6 +97,15 @@ pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Resu
 }
 
 /// Who the caller is.
-pub async fn me(who: Principal) -> Json<Value> {
-    Json(json!({"id": who.user_id, "username": who.username, "role": who.role}))
+#[utoipa::path(get, path = "/me", operation_id = "me", tag = "auth",
+    responses(
+        (status = OK, description = "The caller", body = Me),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn me(who: Principal) -> Json<Me> {
+    Json(Me {
+        id: who.user_id,
+        username: who.username,
+        role: who.role,
+    })
 }

@@ -6,7 +6,7 @@ use probactr_common::model::ProcessRole;
 
 use crate::auth::Principal;
 use crate::db::{self, audit::Entry, cluster::ProcessView, cluster::Status};
-use crate::error::{ApiError, FieldErrors};
+use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
 use crate::service::Paged;
 use crate::state::AppState;
@@ -17,7 +17,12 @@ async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<Pro
     Ok(Json(Paged { items, total }))
 }
 
-/// `GET /api/v1/executors`.
+/// Registered executors, with how many runs each is executing and can execute.
+#[utoipa::path(get, path = "/executors", operation_id = "list_executors", tag = "cluster",
+    responses(
+        (status = OK, description = "Executors, newest first", body = Paged<ProcessView>),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn executors(
     State(state): State<AppState>,
     _who: Principal,
@@ -25,7 +30,12 @@ pub async fn executors(
     processes(&state, ProcessRole::Executor).await
 }
 
-/// `GET /api/v1/monitors`.
+/// Registered monitors.
+#[utoipa::path(get, path = "/monitors", operation_id = "list_monitors", tag = "cluster",
+    responses(
+        (status = OK, description = "Monitors, newest first", body = Paged<ProcessView>),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn monitors(
     State(state): State<AppState>,
     _who: Principal,
@@ -33,12 +43,28 @@ pub async fn monitors(
     processes(&state, ProcessRole::Monitor).await
 }
 
-/// `GET /api/v1/status`.
+/// The cluster at a glance: processes by state, the last hour's runs, recent failures,
+/// the next instants to fire.
+#[utoipa::path(get, path = "/status", operation_id = "status", tag = "cluster",
+    responses(
+        (status = OK, description = "The summary", body = Status),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn status(State(state): State<AppState>, _who: Principal) -> Result<Json<Status>, ApiError> {
     Ok(Json(db::cluster::status(&state.pool).await?))
 }
 
-/// `GET /api/v1/audit?limit=&offset=` (admin).
+/// The audit log, newest first: who changed what, when, before and after (admins).
+#[utoipa::path(get, path = "/audit", operation_id = "list_audit", tag = "cluster",
+    params(
+        ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
+        ("offset" = Option<i64>, Query, description = "Items to skip"),
+    ),
+    responses(
+        (status = OK, description = "A page of the audit log", body = Paged<Entry>),
+        (status = FORBIDDEN, description = "Not an admin", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn audit(
     State(state): State<AppState>,
     who: Principal,

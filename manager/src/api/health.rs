@@ -17,7 +17,9 @@ use crate::state::AppState;
 /// How long a readiness check waits for each dependency.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// `GET /healthz`.
+/// The process is up (it does not look at PostgreSQL or Redis).
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", security(()),
+    responses((status = OK, description = "`{\"status\": \"ok\"}`", content_type = "application/json")))]
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
@@ -50,7 +52,12 @@ fn verdict(result: &Result<(), String>) -> serde_json::Value {
     }
 }
 
-/// `GET /readyz`: 200 when both PostgreSQL and Redis answer, else 503 saying which not.
+/// Ready to serve: both PostgreSQL and Redis answer within 2 s.
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations", security(()),
+    responses(
+        (status = OK, description = "Both answer", content_type = "application/json"),
+        (status = SERVICE_UNAVAILABLE, description = "Which one does not, and why", content_type = "application/json"),
+    ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let (pg, rd) = tokio::join!(postgres(&state), redis(&state));
     let ready = pg.is_ok() && rd.is_ok();
@@ -66,7 +73,10 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     (status, Json(body)).into_response()
 }
 
-/// `GET /metrics`: cluster numbers read from PostgreSQL, in Prometheus text format.
+/// Cluster numbers read from PostgreSQL (runs by state, processes, jobs, overdue
+/// triggers), in Prometheus text format.
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", security(()),
+    responses((status = OK, description = "Prometheus text exposition", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let m = db::cluster::metrics(&state.pool).await?;
     let mut out = String::new();

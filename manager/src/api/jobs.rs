@@ -4,18 +4,32 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use probactr_common::model::JobKind;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::bodies::{JobPatchBody, NewJobBody, RunQueued};
 use super::Id;
 use crate::auth::Principal;
 use crate::db::jobs::JobFilter;
-use crate::error::{ApiError, FieldErrors};
+use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, ApiJson, QueryParams};
 use crate::service::jobs::{self, JobView};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// `GET /api/v1/jobs?q=&kind=&paused=&limit=&offset=`.
+/// List jobs with their statistics, filtered and paginated.
+#[utoipa::path(get, path = "/jobs", operation_id = "list_jobs", tag = "jobs",
+    params(
+        ("q" = Option<String>, Query, description = "Case-insensitive text in the name or description"),
+        ("kind" = Option<JobKind>, Query, description = "Only jobs of this kind"),
+        ("paused" = Option<bool>, Query, description = "Only paused (true) or unpaused (false) jobs"),
+        ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
+        ("offset" = Option<i64>, Query, description = "Items to skip"),
+    ),
+    responses(
+        (status = OK, description = "A page of jobs, by name", body = Paged<JobView>),
+        (status = UNPROCESSABLE_ENTITY, description = "A bad filter, named", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn list(
     State(state): State<AppState>,
     _who: Principal,
@@ -32,7 +46,15 @@ pub async fn list(
     Ok(Json(jobs::list(&state, &filter, page).await?))
 }
 
-/// `POST /api/v1/jobs` → 201.
+/// Create a job (operators and admins; `shell` and `http` jobs: admins only).
+#[utoipa::path(post, path = "/jobs", operation_id = "create_job", tag = "jobs",
+    request_body = NewJobBody,
+    responses(
+        (status = CREATED, description = "The job", body = JobView),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was created", body = ErrorBody),
+        (status = FORBIDDEN, description = "The caller's role may not create this job", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn create(
     State(state): State<AppState>,
     who: Principal,
@@ -41,7 +63,14 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(jobs::create(&state, &who, body).await?)))
 }
 
-/// `GET /api/v1/jobs/{id}`.
+/// Read a job with its statistics.
+#[utoipa::path(get, path = "/jobs/{id}", operation_id = "get_job", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = OK, description = "The job", body = JobView),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn get(
     State(state): State<AppState>,
     _who: Principal,
@@ -50,7 +79,17 @@ pub async fn get(
     Ok(Json(jobs::get(&state, id).await?))
 }
 
-/// `PATCH /api/v1/jobs/{id}` with `version`; 409 when it is stale.
+/// Edit a job: send the fields to change and the `version` you read.
+#[utoipa::path(patch, path = "/jobs/{id}", operation_id = "update_job", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    request_body = JobPatchBody,
+    responses(
+        (status = OK, description = "The job as changed", body = JobView),
+        (status = CONFLICT, description = "`version` is stale: the job changed since it was read", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn update(
     State(state): State<AppState>,
     who: Principal,
@@ -60,7 +99,14 @@ pub async fn update(
     Ok(Json(jobs::update(&state, &who, id, body).await?))
 }
 
-/// `DELETE /api/v1/jobs/{id}` → 204.
+/// Delete a job with its triggers and run history (the audit log keeps the record).
+#[utoipa::path(delete, path = "/jobs/{id}", operation_id = "delete_job", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn delete(
     State(state): State<AppState>,
     who: Principal,
@@ -70,7 +116,14 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST /api/v1/jobs/{id}/pause`.
+/// Pause a job: its triggers stop firing and its queued runs wait.
+#[utoipa::path(post, path = "/jobs/{id}/pause", operation_id = "pause_job", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = OK, description = "The paused job", body = JobView),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn pause(
     State(state): State<AppState>,
     who: Principal,
@@ -79,7 +132,14 @@ pub async fn pause(
     Ok(Json(jobs::set_paused(&state, &who, id, true).await?))
 }
 
-/// `POST /api/v1/jobs/{id}/resume`.
+/// Resume a paused job.
+#[utoipa::path(post, path = "/jobs/{id}/resume", operation_id = "resume_job", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = OK, description = "The resumed job", body = JobView),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn resume(
     State(state): State<AppState>,
     who: Principal,
@@ -88,12 +148,19 @@ pub async fn resume(
     Ok(Json(jobs::set_paused(&state, &who, id, false).await?))
 }
 
-/// `POST /api/v1/jobs/{id}/run` → 202 `{"run_id"}`.
+/// Queue a run of the job now (a paused job's run waits until it is resumed).
+#[utoipa::path(post, path = "/jobs/{id}/run", operation_id = "run_job_now", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = ACCEPTED, description = "Queued; an executor picks it up", body = RunQueued),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn run_now(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<RunQueued>), ApiError> {
     let run_id = jobs::run_now(&state, &who, id).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id}))))
+    Ok((StatusCode::ACCEPTED, Json(RunQueued { run_id })))
 }

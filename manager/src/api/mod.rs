@@ -6,6 +6,7 @@
 //! [`crate::auth::Principal`].
 
 mod auth;
+pub mod bodies;
 mod cluster;
 mod health;
 mod jobs;
@@ -16,54 +17,54 @@ mod users;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
-use axum::routing::{get, post};
 use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Routes of the API and the operational endpoints.
 pub fn router() -> Router<AppState> {
-    let v1 = Router::new()
-        .route("/auth/token", post(auth::create_token).delete(auth::revoke_token))
-        .route("/me", get(auth::me))
-        .route("/me/password", post(users::change_password))
-        .route("/users", get(users::list).post(users::create))
-        .route("/users/{id}", axum::routing::patch(users::update))
-        .route("/tokens", get(users::tokens).post(users::create_token))
-        .route("/tokens/{id}", axum::routing::delete(users::revoke_token))
-        .route("/jobs", get(jobs::list).post(jobs::create))
-        .route(
-            "/jobs/{id}",
-            get(jobs::get).patch(jobs::update).delete(jobs::delete),
-        )
-        .route("/jobs/{id}/pause", post(jobs::pause))
-        .route("/jobs/{id}/resume", post(jobs::resume))
-        .route("/jobs/{id}/run", post(jobs::run_now))
-        .route("/jobs/{id}/triggers", get(triggers::list).post(triggers::create))
-        .route(
-            "/triggers/{id}",
-            get(triggers::get)
-                .patch(triggers::update)
-                .delete(triggers::delete),
-        )
-        .route("/triggers/{id}/pause", post(triggers::pause))
-        .route("/triggers/{id}/resume", post(triggers::resume))
-        .route("/runs", get(runs::list))
-        .route("/runs/{id}", get(runs::get))
-        .route("/runs/{id}/cancel", post(runs::cancel))
-        .route("/executors", get(cluster::executors))
-        .route("/monitors", get(cluster::monitors))
-        .route("/status", get(cluster::status))
-        .route("/audit", get(cluster::audit))
-        .route("/schedule/preview", post(triggers::preview))
-        .route("/openapi.json", get(openapi::document))
+    let (router, _document) = documented_router().split_for_parts();
+    router
+}
+
+/// Every route with its OpenAPI description: a handler is routed and documented by the
+/// same `routes!` line, so the document cannot miss a route (see [`openapi`]).
+pub fn documented_router() -> OpenApiRouter<AppState> {
+    let v1 = OpenApiRouter::new()
+        .routes(routes!(auth::create_token, auth::revoke_token))
+        .routes(routes!(auth::me))
+        .routes(routes!(users::change_password))
+        .routes(routes!(users::list, users::create))
+        .routes(routes!(users::update))
+        .routes(routes!(users::tokens, users::create_token))
+        .routes(routes!(users::revoke_token))
+        .routes(routes!(jobs::list, jobs::create))
+        .routes(routes!(jobs::get, jobs::update, jobs::delete))
+        .routes(routes!(jobs::pause))
+        .routes(routes!(jobs::resume))
+        .routes(routes!(jobs::run_now))
+        .routes(routes!(triggers::list, triggers::create))
+        .routes(routes!(triggers::get, triggers::update, triggers::delete))
+        .routes(routes!(triggers::pause))
+        .routes(routes!(triggers::resume))
+        .routes(routes!(runs::list))
+        .routes(routes!(runs::get))
+        .routes(routes!(runs::cancel))
+        .routes(routes!(cluster::executors))
+        .routes(routes!(cluster::monitors))
+        .routes(routes!(cluster::status))
+        .routes(routes!(cluster::audit))
+        .routes(routes!(triggers::preview))
+        .routes(routes!(openapi::document))
         .fallback(not_found);
-    Router::new()
+    OpenApiRouter::with_openapi(openapi::skeleton())
         .nest("/api/v1", v1)
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(health::metrics))
 }
 
 async fn not_found() -> ApiError {

@@ -7,13 +7,27 @@ use probactr_common::model::RunState;
 use super::Id;
 use crate::auth::Principal;
 use crate::db::runs::{RunFilter, RunSummary, RunView};
-use crate::error::{ApiError, FieldErrors};
+use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
 use crate::service::runs::{self, Cancelled};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// `GET /api/v1/runs?job_id=&state=&since=&until=&limit=&offset=`.
+/// List runs, newest first, filtered and paginated (outputs are only flagged).
+#[utoipa::path(get, path = "/runs", operation_id = "list_runs", tag = "runs",
+    params(
+        ("job_id" = Option<i64>, Query, description = "Only this job's runs"),
+        ("state" = Option<RunState>, Query, description = "Only runs in this state"),
+        ("since" = Option<String>, Query, description = "Queued at or after this instant (RFC 3339)"),
+        ("until" = Option<String>, Query, description = "Queued before this instant (RFC 3339)"),
+        ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
+        ("offset" = Option<i64>, Query, description = "Items to skip"),
+    ),
+    responses(
+        (status = OK, description = "A page of runs", body = Paged<RunSummary>),
+        (status = UNPROCESSABLE_ENTITY, description = "A bad filter, named", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn list(
     State(state): State<AppState>,
     _who: Principal,
@@ -31,7 +45,14 @@ pub async fn list(
     Ok(Json(runs::list(&state, &filter, page).await?))
 }
 
-/// `GET /api/v1/runs/{id}`, output included.
+/// Read a run with its stored output.
+#[utoipa::path(get, path = "/runs/{id}", operation_id = "get_run", tag = "runs",
+    params(("id" = i64, Path, description = "The run")),
+    responses(
+        (status = OK, description = "The run", body = RunView),
+        (status = NOT_FOUND, description = "No such run", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn get(
     State(state): State<AppState>,
     _who: Principal,
@@ -40,7 +61,15 @@ pub async fn get(
     Ok(Json(runs::get(&state, id).await?))
 }
 
-/// `POST /api/v1/runs/{id}/cancel`.
+/// Cancel a queued or running run (a running one is stopped within a second).
+#[utoipa::path(post, path = "/runs/{id}/cancel", operation_id = "cancel_run", tag = "runs",
+    params(("id" = i64, Path, description = "The run")),
+    responses(
+        (status = OK, description = "Cancelled, or asked to stop", body = Cancelled),
+        (status = CONFLICT, description = "The run already ended", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such run", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn cancel(
     State(state): State<AppState>,
     who: Principal,

@@ -6,15 +6,22 @@ use axum::Json;
 use probactr_common::model::Trigger;
 use serde_json::Value;
 
+use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
 use super::Id;
 use crate::auth::Principal;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
 use crate::service::triggers::{self, Preview};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// `GET /api/v1/jobs/{id}/triggers` → `{"items", "total"}`.
+/// List a job's triggers.
+#[utoipa::path(get, path = "/jobs/{id}/triggers", operation_id = "list_triggers", tag = "triggers",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = OK, description = "Every trigger of the job", body = Paged<Trigger>),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn list(
     State(state): State<AppState>,
     _who: Principal,
@@ -25,7 +32,16 @@ pub async fn list(
     Ok(Json(Paged { items, total }))
 }
 
-/// `POST /api/v1/jobs/{id}/triggers` → 201.
+/// Add a trigger to a job (cron, interval or once); executors see it within a second.
+#[utoipa::path(post, path = "/jobs/{id}/triggers", operation_id = "create_trigger", tag = "triggers",
+    params(("id" = i64, Path, description = "The job")),
+    request_body = NewTriggerBody,
+    responses(
+        (status = CREATED, description = "The trigger, with its first instant", body = Trigger),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named (`cron.minute`, `timezone`…); nothing was created", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn create(
     State(state): State<AppState>,
     who: Principal,
@@ -38,7 +54,14 @@ pub async fn create(
     ))
 }
 
-/// `GET /api/v1/triggers/{id}`.
+/// Read a trigger.
+#[utoipa::path(get, path = "/triggers/{id}", operation_id = "get_trigger", tag = "triggers",
+    params(("id" = i64, Path, description = "The trigger")),
+    responses(
+        (status = OK, description = "The trigger", body = Trigger),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn get(
     State(state): State<AppState>,
     _who: Principal,
@@ -47,7 +70,17 @@ pub async fn get(
     Ok(Json(triggers::get(&state, id).await?))
 }
 
-/// `PATCH /api/v1/triggers/{id}` with `version`; 409 when it is stale.
+/// Edit a trigger: send the fields to change and the `version` you read.
+#[utoipa::path(patch, path = "/triggers/{id}", operation_id = "update_trigger", tag = "triggers",
+    params(("id" = i64, Path, description = "The trigger")),
+    request_body = TriggerPatchBody,
+    responses(
+        (status = OK, description = "The trigger as changed, its next instant recomputed", body = Trigger),
+        (status = CONFLICT, description = "`version` is stale", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn update(
     State(state): State<AppState>,
     who: Principal,
@@ -57,7 +90,14 @@ pub async fn update(
     Ok(Json(triggers::update(&state, &who, id, body).await?))
 }
 
-/// `DELETE /api/v1/triggers/{id}` → 204.
+/// Delete a trigger (its runs stay in the history).
+#[utoipa::path(delete, path = "/triggers/{id}", operation_id = "delete_trigger", tag = "triggers",
+    params(("id" = i64, Path, description = "The trigger")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn delete(
     State(state): State<AppState>,
     who: Principal,
@@ -67,7 +107,14 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST /api/v1/triggers/{id}/pause`.
+/// Pause a trigger.
+#[utoipa::path(post, path = "/triggers/{id}/pause", operation_id = "pause_trigger", tag = "triggers",
+    params(("id" = i64, Path, description = "The trigger")),
+    responses(
+        (status = OK, description = "The paused trigger", body = Trigger),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn pause(
     State(state): State<AppState>,
     who: Principal,
@@ -76,7 +123,14 @@ pub async fn pause(
     Ok(Json(triggers::set_paused(&state, &who, id, true).await?))
 }
 
-/// `POST /api/v1/triggers/{id}/resume`.
+/// Resume a trigger (instants missed while paused follow its misfire policy).
+#[utoipa::path(post, path = "/triggers/{id}/resume", operation_id = "resume_trigger", tag = "triggers",
+    params(("id" = i64, Path, description = "The trigger")),
+    responses(
+        (status = OK, description = "The resumed trigger", body = Trigger),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn resume(
     State(state): State<AppState>,
     who: Principal,
@@ -85,7 +139,14 @@ pub async fn resume(
     Ok(Json(triggers::set_paused(&state, &who, id, false).await?))
 }
 
-/// `POST /api/v1/schedule/preview` → `{"instants": [...]}`.
+/// The next instants of a trigger definition, without saving anything.
+#[utoipa::path(post, path = "/schedule/preview", operation_id = "preview_schedule", tag = "triggers",
+    request_body = PreviewBody,
+    responses(
+        (status = OK, description = "The next instants", body = Preview),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn preview(_who: Principal, ApiJson(body): ApiJson<Value>) -> Result<Json<Preview>, ApiError> {
     Ok(Json(triggers::preview(body)?))
 }

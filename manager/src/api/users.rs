@@ -3,24 +3,37 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::bodies::{CreatedToken, NewTokenBody, NewUserBody, PasswordChangeBody, UserPatchBody};
 use super::Id;
 use crate::auth::Principal;
 use crate::db::{sessions::TokenInfo, users::User};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
 use crate::service::{users, Paged};
 use crate::state::AppState;
 
-/// `GET /api/v1/users`.
+/// List users (admins).
+#[utoipa::path(get, path = "/users", operation_id = "list_users", tag = "users",
+    responses(
+        (status = OK, description = "Every user", body = Paged<User>),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<User>>, ApiError> {
     let items = users::list(&state, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
 
-/// `POST /api/v1/users` → 201.
+/// Create a user (admins).
+#[utoipa::path(post, path = "/users", operation_id = "create_user", tag = "users",
+    request_body = NewUserBody,
+    responses(
+        (status = CREATED, description = "The user", body = User),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn create(
     State(state): State<AppState>,
     who: Principal,
@@ -32,7 +45,16 @@ pub async fn create(
     ))
 }
 
-/// `PATCH /api/v1/users/{id}` with `role`, `disabled`, `password`.
+/// Change a user's role, disabled flag or password (admins).
+#[utoipa::path(patch, path = "/users/{id}", operation_id = "update_user", tag = "users",
+    params(("id" = i64, Path, description = "The user")),
+    request_body = UserPatchBody,
+    responses(
+        (status = OK, description = "The user as changed", body = User),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such user", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn update(
     State(state): State<AppState>,
     who: Principal,
@@ -42,7 +64,14 @@ pub async fn update(
     Ok(Json(users::update(&state, &who, id, body).await?))
 }
 
-/// `POST /api/v1/me/password` → 204; ends the caller's sessions.
+/// Change one's own password; ends one's sessions.
+#[utoipa::path(post, path = "/me/password", operation_id = "change_password", tag = "users",
+    request_body = PasswordChangeBody,
+    responses(
+        (status = NO_CONTENT, description = "Changed"),
+        (status = UNPROCESSABLE_ENTITY, description = "Wrong current password, or a weak new one", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn change_password(
     State(state): State<AppState>,
     who: Principal,
@@ -52,7 +81,12 @@ pub async fn change_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /api/v1/tokens`: the caller's tokens.
+/// The caller's API tokens (never their secrets).
+#[utoipa::path(get, path = "/tokens", operation_id = "list_tokens", tag = "users",
+    responses(
+        (status = OK, description = "The caller's tokens", body = Paged<TokenInfo>),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn tokens(
     State(state): State<AppState>,
     who: Principal,
@@ -62,21 +96,35 @@ pub async fn tokens(
     Ok(Json(Paged { items, total }))
 }
 
-/// `POST /api/v1/tokens` `{"name"}` → 201 `{"id", "token"}` (the secret is shown once).
+/// Create an API token for the caller; its secret is shown this once.
+#[utoipa::path(post, path = "/tokens", operation_id = "create_api_token", tag = "users",
+    request_body = NewTokenBody,
+    responses(
+        (status = CREATED, description = "The token", body = CreatedToken),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn create_token(
     State(state): State<AppState>,
     who: Principal,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
     let mut input = Input::new(body)?;
     let name = input.text("name");
     let name = input.not_null("name", name).unwrap_or_default();
     input.finish()?;
     let (id, token) = users::create_token(&state, &who, &name).await?;
-    Ok((StatusCode::CREATED, Json(json!({"id": id, "token": token}))))
+    Ok((StatusCode::CREATED, Json(CreatedToken { id, token })))
 }
 
-/// `DELETE /api/v1/tokens/{id}` → 204.
+/// Revoke one of the caller's API tokens (admins: anyone's).
+#[utoipa::path(delete, path = "/tokens/{id}", operation_id = "revoke_api_token", tag = "users",
+    params(("id" = i64, Path, description = "The token")),
+    responses(
+        (status = NO_CONTENT, description = "Revoked"),
+        (status = NOT_FOUND, description = "No such token of the caller", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
 pub async fn revoke_token(
     State(state): State<AppState>,
     who: Principal,

@@ -36,7 +36,7 @@ use crate::state::AppState;
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// What a user may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Read only.

@@ -23,8 +23,8 @@ pub struct Change<'a> {
     pub after: Option<Value>,
 }
 
-/// A row of `audit_log`.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// An entry of the audit log: who changed what, when, and the object before and after.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Entry {
     /// Id.
     pub id: i64,

@@ -11,7 +11,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 /// A registered executor or monitor as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ProcessView {
     /// Id (a new one at each registration).
     pub id: Uuid,
@@ -72,7 +72,7 @@ fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> P
 }
 
 /// The next instant of one trigger, for the status summary.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct NextFire {
     /// The trigger.
     pub trigger_id: i64,
@@ -85,7 +85,7 @@ pub struct NextFire {
 }
 
 /// A recent failed run, for the status summary.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct RecentFailure {
     /// The run.
     pub run_id: i64,
@@ -101,8 +101,8 @@ pub struct RecentFailure {
     pub error: Option<String>,
 }
 
-/// `GET /api/v1/status`.
-#[derive(Debug, Clone, Serialize)]
+/// The cluster at a glance.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Status {
     /// Registered processes per role and state: `{"executor": {"alive": 2}}`.
     pub processes: BTreeMap<String, BTreeMap<String, i64>>,

@@ -8,28 +8,35 @@ use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use crate::input::Page;
 
-/// How many of a job's latest runs its statistics count. A bound, so that listing jobs
-/// costs the same however long their histories are: the counts come from the newest
-/// entries of the `runs_job_newest` index (job, newest first, with state and queue
-/// time), read without visiting the table.
-pub const STATS_WINDOW: i64 = 1000;
-
-/// A job with its statistics over its latest [`STATS_WINDOW`] runs.
+/// A job with its all-time run statistics (the `job_stats` row kept by triggers on
+/// `runs`; see its migration).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct JobRow {
     /// The row of `jobs`.
     #[sqlx(flatten)]
     pub job: Job,
-    /// Runs counted: its latest, at most [`STATS_WINDOW`] (every attempt counts).
+    /// Ended runs (every attempt counts): successes + failures + cancelled + not run.
     pub runs: i64,
-    /// Whether it has more runs than were counted.
-    pub capped: bool,
-    /// Counted runs that succeeded.
+    /// Ended runs that succeeded.
     pub successes: i64,
-    /// Counted runs that failed, timed out or were abandoned.
+    /// Ended runs that failed, timed out or were abandoned.
     pub failures: i64,
-    /// When its latest run was queued.
+    /// Runs cancelled (before or while running).
+    pub cancelled: i64,
+    /// Runs that never started: skipped (overlap policy, paused job) or missed.
+    pub not_run: i64,
+    /// The latest ended run (it may since have been pruned).
+    pub last_run_id: Option<i64>,
+    /// When the latest ended run ended.
     pub last_run_at: Option<DateTime<Utc>>,
+    /// How the latest ended run ended: a terminal run state, as stored.
+    pub last_state: Option<String>,
+    /// How long the latest ended run ran, in milliseconds (None if it never started).
+    pub last_duration_ms: Option<i64>,
+    /// When a run last succeeded.
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// When a run last failed, timed out or was abandoned.
+    pub last_failure_at: Option<DateTime<Utc>>,
     /// The earliest next instant of its unpaused triggers (None while the job is paused).
     pub next_fire_at: Option<DateTime<Utc>>,
 }
@@ -45,33 +52,21 @@ pub struct JobFilter {
     pub paused: Option<bool>,
 }
 
-/// Jobs with their statistics: one index-only walk over each job's newest
-/// `STATS_WINDOW` runs, and, only for a job that filled the window, a look one entry
-/// further to tell whether there are more.
-fn select_with_stats() -> String {
-    format!(
-        "SELECT jobs.*,
+/// Jobs with their statistics: one primary-key lookup in `job_stats` per job, whatever
+/// the length of its history (zeros for a job without a row).
+const SELECT_WITH_STATS: &str = "SELECT jobs.*,
         coalesce(stats.runs, 0) AS runs,
-        coalesce(stats.runs, 0) = {window} AND EXISTS (
-            SELECT 1 FROM runs WHERE runs.job_id = jobs.id ORDER BY runs.id DESC OFFSET {window} LIMIT 1
-        ) AS capped,
         coalesce(stats.successes, 0) AS successes,
         coalesce(stats.failures, 0) AS failures,
-        stats.last_run_at,
+        coalesce(stats.cancelled, 0) AS cancelled,
+        coalesce(stats.not_run, 0) AS not_run,
+        stats.last_run_id, stats.last_run_at, stats.last_state, stats.last_duration_ms,
+        stats.last_success_at, stats.last_failure_at,
         CASE WHEN jobs.paused THEN NULL ELSE
             (SELECT min(triggers.next_fire_at) FROM triggers
              WHERE triggers.job_id = jobs.id AND NOT triggers.paused) END AS next_fire_at
     FROM jobs
-    LEFT JOIN LATERAL (
-        SELECT count(*) AS runs,
-               count(*) FILTER (WHERE state = 'succeeded') AS successes,
-               count(*) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned')) AS failures,
-               max(queued_at) AS last_run_at
-        FROM (SELECT runs.state, runs.queued_at FROM runs WHERE runs.job_id = jobs.id
-              ORDER BY runs.id DESC LIMIT {window}) AS recent) AS stats ON TRUE",
-        window = STATS_WINDOW
-    )
-}
+    LEFT JOIN job_stats AS stats ON stats.job_id = jobs.id";
 
 /// `text` as a LIKE pattern matching it anywhere, its wildcards escaped.
 pub fn contains_pattern(text: &str) -> String {
@@ -103,7 +98,7 @@ pub async fn list(
     filter: &JobFilter,
     page: Page,
 ) -> Result<(Vec<JobRow>, i64), sqlx::Error> {
-    let mut query = QueryBuilder::<Postgres>::new(select_with_stats());
+    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
     push_filters(&mut query, filter);
     query.push(" ORDER BY jobs.name LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
@@ -116,7 +111,7 @@ pub async fn list(
 
 /// One job with its statistics.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobRow>, sqlx::Error> {
-    let mut query = QueryBuilder::<Postgres>::new(select_with_stats());
+    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
     query.push(" WHERE jobs.id = ").push_bind(id);
     query.build_query_as::<JobRow>().fetch_optional(db).await
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::input::Page;
 
 /// A run in a list: every field but the output, which is only flagged.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct RunSummary {
     /// Id.
     pub id: i64,
@@ -104,7 +104,7 @@ pub async fn list(
 }
 
 /// A run as the API shows it: everything but the Redis lock token.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     /// Id.
     pub id: i64,

@@ -201,7 +201,7 @@ pub async fn delete_sessions_of(db: impl PgExecutor<'_>, user_id: i64) -> Result
 }
 
 /// An API token as its owner sees it (never the secret).
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TokenInfo {
     /// Id.
     pub id: i64,

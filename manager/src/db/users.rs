@@ -5,8 +5,8 @@ use sqlx::PgExecutor;
 
 use crate::auth::Role;
 
-/// A row of `users`.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// A user (the password hash is never shown).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct User {
     /// Id.
     pub id: i64,

@@ -22,7 +22,7 @@ pub const MAX_NAME_CHARS: usize = 200;
 pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
 
 /// A job's retry policy.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RetryView {
     /// Attempts in all, the first included.
     pub max_attempts: i32,
@@ -30,28 +30,38 @@ pub struct RetryView {
     pub backoff_secs: i32,
 }
 
-/// A job's run statistics, over its latest `window` runs (so that they cost the same
-/// however long the history is).
-#[derive(Debug, Clone, Serialize)]
+/// A job's all-time run statistics: counters updated as runs end, so reading them costs
+/// the same however long the history is. Pruning old runs does not lower them.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct StatsView {
-    /// Runs counted: the latest ones, at most `window`.
+    /// Ended runs, every attempt counted once: successes + failures + cancelled + not_run.
     pub runs: i64,
-    /// How many of the latest runs are counted at most.
-    pub window: i64,
-    /// Whether the job has more runs than `window` (the counts cover the latest ones).
-    pub capped: bool,
-    /// Counted runs that succeeded.
+    /// Ended runs that succeeded.
     pub successes: i64,
-    /// Counted runs that failed, timed out or were abandoned.
+    /// Ended runs that failed, timed out or were abandoned.
     pub failures: i64,
-    /// When its latest run was queued.
+    /// Runs cancelled, before or while running.
+    pub cancelled: i64,
+    /// Runs that never started: skipped (overlap policy, paused job) or missed.
+    pub not_run: i64,
+    /// The latest ended run (it may since have been pruned from the history).
+    pub last_run_id: Option<i64>,
+    /// When the latest ended run ended.
     pub last_run_at: Option<DateTime<Utc>>,
+    /// How the latest ended run ended.
+    pub last_state: Option<probactr_common::model::RunState>,
+    /// How long the latest ended run ran, in milliseconds (none if it never started).
+    pub last_duration_ms: Option<i64>,
+    /// When a run last succeeded.
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// When a run last failed, timed out or was abandoned.
+    pub last_failure_at: Option<DateTime<Utc>>,
     /// Its next scheduled instant (none while the job is paused).
     pub next_fire_at: Option<DateTime<Utc>>,
 }
 
 /// A job as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct JobView {
     /// Id.
     pub id: i64,
@@ -108,11 +118,17 @@ impl From<JobRow> for JobView {
             updated_at: job.updated_at,
             stats: StatsView {
                 runs: row.runs,
-                window: crate::db::jobs::STATS_WINDOW,
-                capped: row.capped,
                 successes: row.successes,
                 failures: row.failures,
+                cancelled: row.cancelled,
+                not_run: row.not_run,
+                last_run_id: row.last_run_id,
                 last_run_at: row.last_run_at,
+                // Copied by the stats triggers from runs.state, which its CHECK keeps valid.
+                last_state: row.last_state.and_then(|state| state.parse().ok()),
+                last_duration_ms: row.last_duration_ms,
+                last_success_at: row.last_success_at,
+                last_failure_at: row.last_failure_at,
                 next_fire_at: row.next_fire_at,
             },
         }

@@ -12,7 +12,7 @@ pub mod users;
 use serde::Serialize;
 
 /// A page of a list: the items and how many match in all.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Paged<T> {
     /// This page's items.
     pub items: Vec<T>,

@@ -26,7 +26,7 @@ pub async fn list(state: &AppState, filter: &RunFilter, page: Page) -> Result<Pa
 }
 
 /// The answer of a cancel request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Cancelled {
     /// The run.
     pub id: i64,

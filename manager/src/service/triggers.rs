@@ -269,7 +269,7 @@ pub async fn set_paused(
 }
 
 /// The answer of the schedule preview.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Preview {
     /// The next instants, in order (fewer when the schedule runs out).
     pub instants: Vec<DateTime<Utc>>,

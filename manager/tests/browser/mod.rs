@@ -2,7 +2,7 @@
 //! (chromedriver from Debian's `chromium-driver`), against a real manager served on a
 //! local port, a real executor running in-process, the test's own PostgreSQL database
 //! and Redis. A person's path through the admin: log in, create a shell job through the
-//! form, add a cron trigger and see its preview (live and with the button), watch a run
+//! form (its kind's fields only shown), add a cron trigger and see its preview (live and with the button), watch a run
 //! appear in the runs list and succeed, open its output, pause the job. Screenshots of
 //! the pages go to `<target>/browser/` (the dashboard's is the test's artifact).
 //!
@@ -322,8 +322,23 @@ async fn scenario(session: Session, app: TestApp, password: String) {
         .select_by_value("shell")
         .await
         .unwrap();
-    let spec = json!({"program": "/bin/sh", "args": ["-c", format!("echo '{GREETING}'; echo '{MARKUP}'")]});
-    session.type_into("#f-spec", &spec.to_string()).await;
+    // The script shows the chosen kind's spec fields only, switching as the kind changes.
+    for (kind, shown) in [
+        ("shell", true),
+        ("http", false),
+        ("sleep", false),
+        ("noop", false),
+    ] {
+        let fieldset = session.wait_css(&format!("fieldset[data-kind=\"{kind}\"]")).await;
+        let displayed = fieldset.is_displayed().await.unwrap();
+        assert_eq!(displayed, shown, "the {kind} fieldset after choosing shell");
+    }
+    session.type_into("#f-spec\\.program", "/bin/sh").await;
+    let script = format!("echo '{GREETING}'; echo '{MARKUP}'");
+    session
+        .type_into("[name='spec.args']", &format!("-c\n{script}"))
+        .await;
+    session.type_into("#f-spec\\.env", "GREETING_FROM=browser").await;
     session.type_into("#f-timeout_secs", "30").await;
     session.screenshot("job-form").await;
     session.press("main form", "Save").await;
@@ -335,6 +350,22 @@ async fn scenario(session: Session, app: TestApp, password: String) {
         .await;
     let job_id: i64 = job_path["/jobs/".len()..].parse().unwrap();
     assert!(session.text("main h1").await.contains("browser-greeting"));
+    let spec: Value = sqlx::query_scalar("SELECT spec FROM jobs WHERE id = $1")
+        .bind(job_id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        spec["args"],
+        json!(["-c", script]),
+        "one argument per line: {spec}"
+    );
+    assert_eq!(spec["env"], json!({"GREETING_FROM": "browser"}));
+    let shown = session.text("#spec").await;
+    assert!(
+        shown.contains("GREETING_FROM=browser"),
+        "the job page shows the spec: {shown}"
+    );
 
     // Add a cron trigger; the form previews its next instants as one types.
     session

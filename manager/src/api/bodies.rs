@@ -1,0 +1,270 @@
+//! The JSON bodies the API reads and the small answers it writes, as OpenAPI schemas.
+//!
+//! The services read request bodies field by field ([`crate::input`]) so that every bad
+//! field is named; these types describe the same fields for the generated document.
+//! The service never builds the request types: they derive `Serialize` only so that
+//! `#[serde(flatten)]` and `#[serde(untagged)]` shape their schemas. A test posts every
+//! documented field of every documented body and fails if the service calls one of them
+//! unknown, so the two cannot drift.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{JobKind, Misfire, Overlap, TriggerKind};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::Role;
+
+/// `POST /api/v1/jobs`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewJobBody {
+    /// Unique, at most 200 characters.
+    pub name: String,
+    /// What the job does; `shell` and `http` jobs are created by admins only.
+    pub kind: JobKind,
+    /// The rest of the definition, each with its default.
+    #[serde(flatten)]
+    pub fields: JobFields,
+}
+
+/// `PATCH /api/v1/jobs/{id}`: the fields to change, and the `version` that was read.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobPatchBody {
+    /// The job's `version` as read; a stale one answers 409 and changes nothing.
+    pub version: i64,
+    /// New name.
+    pub name: Option<String>,
+    /// New kind (send its `spec` too).
+    pub kind: Option<JobKind>,
+    /// The fields to change.
+    #[serde(flatten)]
+    pub fields: JobFields,
+}
+
+/// The optional fields of a job, on create and on edit.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobFields {
+    /// Free text.
+    pub description: Option<String>,
+    /// The kind's definition (`noop` takes none).
+    pub spec: Option<SpecBody>,
+    /// May attempts overlap? Default false.
+    pub parallel: Option<bool>,
+    /// Bound on overlapping attempts of a parallel job; null for none.
+    pub max_concurrency: Option<i32>,
+    /// When a non-parallel job is busy: `skip` the new run, or `queue` it. Default skip.
+    pub overlap: Option<Overlap>,
+    /// Seconds an attempt may run. Default 3600.
+    pub timeout_secs: Option<i32>,
+    /// Retry policy.
+    pub retry: Option<RetryBody>,
+    /// Paused? Default false.
+    pub paused: Option<bool>,
+}
+
+/// A job's retry policy as sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryBody {
+    /// Attempts in all, the first included (1–100). Default 1: no retry.
+    pub max_attempts: Option<i32>,
+    /// Seconds before the second attempt, doubled for each later one (0–604800).
+    pub backoff_secs: Option<i32>,
+}
+
+/// A job's definition; which one depends on the job's `kind`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // a schema only: the service reads specs with `jobspec::JobSpec::parse`
+pub enum SpecBody {
+    /// `kind: shell`.
+    Shell(ShellSpecBody),
+    /// `kind: http`.
+    Http(HttpSpecBody),
+    /// `kind: sleep`.
+    Sleep(SleepSpecBody),
+}
+
+/// `kind: shell`: a program run without an implicit shell.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShellSpecBody {
+    /// The program (looked up in `PATH` when it has no `/`), or the script when `shell`.
+    pub program: String,
+    /// Arguments, passed as they are.
+    pub args: Option<Vec<String>>,
+    /// Variables added to the executor's environment (not `PROBACTR_*`).
+    pub env: Option<BTreeMap<String, String>>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Run `sh -c program sh args…` instead (args become `$1`, `$2`, …).
+    pub shell: Option<bool>,
+}
+
+/// `kind: http`: one request whose status decides the outcome.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HttpSpecBody {
+    /// GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS. Default GET.
+    pub method: Option<String>,
+    /// An absolute http or https URL.
+    pub url: String,
+    /// Request headers (not `X-Probactr-*`).
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Request body.
+    pub body: Option<String>,
+    /// Statuses that count as success; default any 2xx.
+    pub expect_status: Option<Vec<u16>>,
+}
+
+/// `kind: sleep`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SleepSpecBody {
+    /// Milliseconds, at most one day.
+    pub millis: u64,
+}
+
+/// `POST /api/v1/jobs/{id}/triggers`: a schedule for the job.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewTriggerBody {
+    /// `cron`, `interval` or `once`; send the kind's own field too.
+    pub kind: TriggerKind,
+    /// The kind's field and the optional ones.
+    #[serde(flatten)]
+    pub fields: TriggerFields,
+}
+
+/// `PATCH /api/v1/triggers/{id}`: the fields to change, and the `version` that was read.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TriggerPatchBody {
+    /// The trigger's `version` as read; a stale one answers 409 and changes nothing.
+    pub version: i64,
+    /// New kind (send its own field too).
+    pub kind: Option<TriggerKind>,
+    /// The fields to change (null clears `start_at` and `end_at`).
+    #[serde(flatten)]
+    pub fields: TriggerFields,
+}
+
+/// `POST /api/v1/schedule/preview`: a trigger definition and how many instants to show.
+/// A trigger's body previews as it is: `misfire` and `paused` are accepted and ignored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PreviewBody {
+    /// How many instants (1–100). Default 5.
+    pub count: Option<i64>,
+    /// List instants from this one on. Default now.
+    pub after: Option<DateTime<Utc>>,
+    /// `cron`, `interval` or `once`.
+    pub kind: TriggerKind,
+    /// The definition.
+    #[serde(flatten)]
+    pub fields: TriggerFields,
+}
+
+/// A trigger's fields besides its kind.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TriggerFields {
+    /// For `cron`: six fields with seconds (`0 */5 * * * *`) or five without.
+    pub cron: Option<String>,
+    /// For `cron`: an IANA time zone. Default UTC.
+    pub timezone: Option<String>,
+    /// For `interval`: seconds between instants.
+    pub interval_secs: Option<i64>,
+    /// For `once`: the instant, RFC 3339.
+    pub at: Option<DateTime<Utc>>,
+    /// No instant before this one.
+    pub start_at: Option<DateTime<Utc>>,
+    /// No instant after this one.
+    pub end_at: Option<DateTime<Utc>>,
+    /// What to do with instants missed while nothing could fire them. Default fire_once.
+    pub misfire: Option<Misfire>,
+    /// How late an instant may fire before it counts as missed.
+    pub misfire_threshold_secs: Option<i32>,
+    /// Paused?
+    pub paused: Option<bool>,
+}
+
+/// `POST /api/v1/auth/token`.
+#[derive(Debug, ToSchema)]
+pub struct LoginBody {
+    /// User name.
+    pub username: String,
+    /// Password.
+    pub password: String,
+    /// A label for the token (shown in the token list).
+    pub name: Option<String>,
+}
+
+/// A new API token; its secret is shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IssuedToken {
+    /// Send as `Authorization: Bearer …`.
+    pub token: String,
+    /// The token's id, to revoke it.
+    pub token_id: i64,
+    /// The role it acts with.
+    pub role: Role,
+}
+
+/// The caller.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Me {
+    /// User id.
+    pub id: i64,
+    /// User name.
+    pub username: String,
+    /// Role.
+    pub role: Role,
+}
+
+/// `POST /api/v1/users` (admin).
+#[derive(Debug, ToSchema)]
+pub struct NewUserBody {
+    /// Unique user name.
+    pub username: String,
+    /// At least 12 characters.
+    pub password: String,
+    /// `admin`, `operator` or `viewer`.
+    pub role: Role,
+}
+
+/// `PATCH /api/v1/users/{id}` (admin).
+#[derive(Debug, ToSchema)]
+pub struct UserPatchBody {
+    /// New role.
+    pub role: Option<Role>,
+    /// Disabling a user ends their sessions and tokens.
+    pub disabled: Option<bool>,
+    /// A new password (ends their sessions).
+    pub password: Option<String>,
+}
+
+/// `POST /api/v1/me/password`.
+#[derive(Debug, ToSchema)]
+pub struct PasswordChangeBody {
+    /// The password in use.
+    pub current_password: String,
+    /// At least 12 characters.
+    pub new_password: String,
+}
+
+/// `POST /api/v1/tokens`.
+#[derive(Debug, ToSchema)]
+pub struct NewTokenBody {
+    /// A label for the token.
+    pub name: Option<String>,
+}
+
+/// A new API token of the caller; its secret is shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedToken {
+    /// The token's id.
+    pub id: i64,
+    /// Send as `Authorization: Bearer …`.
+    pub token: String,
+}
+
+/// `POST /api/v1/jobs/{id}/run` answers the run it queued.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunQueued {
+    /// The new run; follow it at `/api/v1/runs/{run_id}`.
+    pub run_id: i64,
+}

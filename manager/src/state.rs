@@ -2,11 +2,13 @@
 //! manager takes no locks) and the compiled templates of the web admin.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sqlx::PgPool;
 
 use crate::admin::templates;
 use crate::auth::password::Hasher;
+use crate::service::cluster::{StatusCache, STATUS_MAX_AGE};
 
 /// Shared state of the site; cheap to clone.
 #[derive(Clone)]
@@ -22,6 +24,10 @@ pub struct AppState {
     /// Whether the admin's cookies carry the Secure attribute (`PROBACTR_COOKIE_SECURE`:
     /// set it when browsers reach the manager over HTTPS).
     pub cookie_secure: bool,
+    /// The cluster summary, shared by the requests of this manager.
+    pub status_cache: Arc<StatusCache>,
+    /// How old a served cluster summary may be.
+    pub status_max_age: Duration,
 }
 
 impl AppState {
@@ -33,6 +39,8 @@ impl AppState {
             templates: Arc::new(templates::environment()?),
             hasher: Hasher::default(),
             cookie_secure: false,
+            status_cache: Arc::default(),
+            status_max_age: STATUS_MAX_AGE,
         })
     }
 
@@ -42,9 +50,11 @@ impl AppState {
         self
     }
 
-    /// The same state with a cheap password hash, for tests that create many users.
+    /// The same state with a cheap password hash, for tests that create many users, and
+    /// a cluster summary computed afresh for every request, so tests see their changes.
     pub fn with_fast_hashing(mut self) -> AppState {
         self.hasher = Hasher::fast_for_tests();
+        self.status_max_age = Duration::ZERO;
         self
     }
 }

@@ -11,6 +11,7 @@ use super::{render, AdminError, AdminUser, Pager};
 use crate::db::{self, jobs::JobFilter};
 use crate::error::FieldErrors;
 use crate::input::{check, Page, QueryParams};
+use crate::service;
 use crate::state::AppState;
 
 /// One bar of the runs-per-minute chart: the count, and its height in tenths of the peak.
@@ -38,7 +39,8 @@ fn bars(per_minute: &[i64]) -> (Vec<Bar>, i64) {
 
 /// `GET /`.
 pub async fn dashboard(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let status = db::cluster::status(&state.pool).await?;
+    let shared = service::cluster::status(&state).await?;
+    let status: &db::cluster::Status = &shared;
     let (_, jobs_total) =
         db::jobs::list(&state.pool, &JobFilter::default(), Page { limit: 1, offset: 0 }).await?;
     let runs_last_hour: i64 = status.runs_last_hour.values().sum();

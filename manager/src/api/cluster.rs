@@ -8,7 +8,7 @@ use crate::auth::Principal;
 use crate::db::{self, audit::Entry, cluster::ProcessView, cluster::Status};
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
-use crate::service::Paged;
+use crate::service::{self, Paged};
 use crate::state::AppState;
 
 async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<ProcessView>>, ApiError> {
@@ -44,14 +44,16 @@ pub async fn monitors(
 }
 
 /// The cluster at a glance: processes by state, the last hour's runs, recent failures,
-/// the next instants to fire.
+/// the next instants to fire. Computed at most once a second per manager: it may be up to
+/// a second old.
 #[utoipa::path(get, path = "/status", operation_id = "status", tag = "cluster",
     responses(
         (status = OK, description = "The summary", body = Status),
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn status(State(state): State<AppState>, _who: Principal) -> Result<Json<Status>, ApiError> {
-    Ok(Json(db::cluster::status(&state.pool).await?))
+    let status = service::cluster::status(&state).await?;
+    Ok(Json(Status::clone(&status)))
 }
 
 /// The audit log, newest first: who changed what, when, before and after (admins).

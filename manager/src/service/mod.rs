@@ -4,6 +4,7 @@
 //! input changes nothing), makes its change and the audit row in one transaction, and
 //! answers with an [`crate::error::ApiError`] the two front ends render their own way.
 
+pub mod cluster;
 pub mod jobs;
 pub mod runs;
 pub mod triggers;

@@ -510,6 +510,28 @@ impl Locks {
                 .is_ok()
     }
 
+    /// Whether locks can be taken now, answered at once: true while Redis answers. While
+    /// it does not, one caller per `probe_every` starts a ping in the background (a
+    /// stalled Redis makes it wait out the response timeout, which no caller should), and
+    /// its answer decides the next calls.
+    pub fn usable(&self, probe_every: Duration) -> bool {
+        if self.reachable() {
+            return true;
+        }
+        if self.may_try(probe_every) {
+            let locks = self.clone();
+            tokio::spawn(async move {
+                let pong = redis::cmd("PING")
+                    .query_async::<String>(&mut locks.conn.clone())
+                    .await;
+                if locks.noted(pong).is_ok() {
+                    tracing::info!("Redis answers again");
+                }
+            });
+        }
+        false
+    }
+
     /// Notes whether Redis answered: a reply, even an error reply, means it did.
     fn noted<T>(&self, result: Result<T, RedisError>) -> Result<T, RedisError> {
         let answered = match &result {

@@ -1499,7 +1499,10 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
         "claim_due does not use triggers_due:\n{due_plan}"
     );
 
-    let queued_plan = explain(&pool, CLAIM_QUEUED_SQL, |q| q.bind(Uuid::new_v4()).bind(16_i64)).await;
+    let queued_plan = explain(&pool, CLAIM_QUEUED_SQL, |q| {
+        q.bind(Uuid::new_v4()).bind(16_i64).bind(true)
+    })
+    .await;
     println!("EXPLAIN claim_queued:\n{queued_plan}\n");
     assert!(
         queued_plan.contains("runs_queued"),
@@ -2172,4 +2175,46 @@ async fn the_migration_backfills_job_stats_from_existing_runs(pool: PgPool) {
             .await
             .expect("rows");
     assert_eq!(rows, jobs, "every job has its row, with or without runs");
+}
+
+/// An executor that cannot reach Redis claims only runs that need no lock: the others
+/// stay queued for executors that can take their locks.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_lock_free_claim_leaves_runs_that_need_a_lock(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let exclusive = make_job(&pool, "exclusive", |_| {}).await;
+    let bounded = make_job(&pool, "bounded", |j| {
+        j.parallel = true;
+        j.max_concurrency = Some(2);
+    })
+    .await;
+    let free = make_job(&pool, "free", |j| j.parallel = true).await;
+    let mut queued = Vec::new();
+    for job in [&exclusive, &bounded, &free] {
+        queued.push(runs::queue_now(&pool, job.id).await.expect("queue").id);
+    }
+
+    let claimed = runs::claim_queued_lock_free(&pool, ex, 10).await.expect("claim");
+    assert_eq!(
+        claimed.iter().map(|r| r.job_id).collect::<Vec<_>>(),
+        vec![free.id]
+    );
+    assert_eq!(
+        claimed[0].state,
+        RunState::Running,
+        "a lock-free run starts in the claim"
+    );
+    for id in &queued[..2] {
+        assert_eq!(
+            run(&pool, *id).await.state,
+            RunState::Queued,
+            "run {id} is left queued"
+        );
+    }
+
+    let rest = runs::claim_queued(&pool, ex, 10).await.expect("claim the rest");
+    let mut jobs: Vec<i64> = rest.iter().map(|r| r.job_id).collect();
+    jobs.sort_unstable();
+    assert_eq!(jobs, vec![exclusive.id, bounded.id]);
+    assert!(rest.iter().all(|r| r.state == RunState::Claimed));
 }

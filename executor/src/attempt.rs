@@ -78,7 +78,8 @@ impl Attempt<'_> {
             lock_asked_at = tokio::time::Instant::now();
             let lease = match self.take_lock().await {
                 Ok(lease) => lease,
-                Err(Busy(why)) => return self.give_way(&why).await,
+                Err(NoLock::Busy(why)) => return self.give_way(&why).await,
+                Err(NoLock::Unavailable(why)) => return self.put_back(LOCKS_UNAVAILABLE_DELAY, &why).await,
             };
             if shutdown.is_cancelled() {
                 self.release(lease.as_ref()).await;
@@ -170,13 +171,15 @@ impl Attempt<'_> {
 
     /// Takes the job's mutex or permit, retrying per `PROBACTR_LOCK_RETRY` (full jitter)
     /// within the start budget.
-    async fn take_lock(&self) -> Result<Option<Lease>, Busy> {
+    async fn take_lock(&self) -> Result<Option<Lease>, NoLock> {
         let Some(want) = self.want() else { return Ok(None) };
         let config = &self.shared.config;
         if !self.shared.locks.may_try(REDIS_PROBE_EVERY) {
             // Each call would wait out a response timeout: give the run back at once,
             // so an executor cut off from Redis does not sit on work others can do.
-            return Err(Busy("lock unavailable: Redis does not answer".to_owned()));
+            return Err(NoLock::Unavailable(
+                "lock unavailable: Redis does not answer".to_owned(),
+            ));
         }
         let waiting = std::time::Instant::now();
         let acquired = self
@@ -199,13 +202,13 @@ impl Attempt<'_> {
             Ok(Acquire::Busy { attempts }) => {
                 metrics::counter!("probactr_lock_busy_total").increment(1);
                 tracing::info!(attempts, "lock busy for the whole start budget");
-                Err(Busy(format!(
+                Err(NoLock::Busy(format!(
                     "job busy: its lock was held for the whole start budget ({attempts} attempts)"
                 )))
             }
             Err(err) => {
                 tracing::warn!(error = %err, "cannot reach Redis to take the lock");
-                Err(Busy(format!("lock unavailable: {err}")))
+                Err(NoLock::Unavailable(format!("lock unavailable: {err}")))
             }
         }
     }
@@ -355,12 +358,25 @@ fn note_started(run: &Run) {
     metrics::gauge!("probactr_runs_executing").increment(1.0);
 }
 
-/// While Redis does not answer, how often one attempt tries it anyway (to notice its
-/// return); the others give their runs back without trying.
-const REDIS_PROBE_EVERY: Duration = Duration::from_millis(500);
+/// While Redis does not answer, how often one caller tries it anyway (to notice its
+/// return); the others give their runs back without trying, and the claim loop takes
+/// only runs that need no lock.
+pub const REDIS_PROBE_EVERY: Duration = Duration::from_millis(500);
 
-/// Why a run could not start.
-struct Busy(String);
+/// How long a run given back for want of Redis stays out of this executor's and its
+/// peers' claims: long enough not to bounce straight back, short enough that an executor
+/// that does reach Redis starts it about on time.
+const LOCKS_UNAVAILABLE_DELAY: Duration = Duration::from_millis(100);
+
+/// Why a run's lock could not be had.
+enum NoLock {
+    /// Another holder kept it for the whole start budget: the job's overlap policy
+    /// decides (skip the run, or queue it).
+    Busy(String),
+    /// Redis did not answer: nothing says the job is busy, so the run goes back to the
+    /// queue for an executor that reaches Redis, whatever the overlap policy.
+    Unavailable(String),
+}
 
 /// Retries a small state change a few times (weak start: giving up is acceptable, the
 /// monitor returns stale claims to the queue). Returns whether it was applied.

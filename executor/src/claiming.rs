@@ -76,7 +76,14 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
         return Ok(0);
     }
     let executor_id = shared.registry.id();
-    let claimed = runs::claim_queued(&shared.pool, executor_id, slots.len() as i64).await?;
+    let limit = slots.len() as i64;
+    let claimed = if shared.locks.usable(attempt::REDIS_PROBE_EVERY) {
+        runs::claim_queued(&shared.pool, executor_id, limit).await?
+    } else {
+        // Runs that need a lock would only be given back: leave them to executors that
+        // reach Redis (or to this one once Redis answers again).
+        runs::claim_queued_lock_free(&shared.pool, executor_id, limit).await?
+    };
     if claimed.is_empty() {
         return Ok(0);
     }

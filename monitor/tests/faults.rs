@@ -725,7 +725,8 @@ async fn an_executor_cut_off_from_redis_stops_its_job_before_the_lease_expires(
         &cluster.path("effects.log"),
         &[
             JobPlan::every("tick-a", 1, 200),
-            JobPlan::every("tick-b", 1, 300),
+            // Skipped when busy: a run it could not lock for want of Redis must not be.
+            JobPlan::every("tick-b", 1, 300).overlap(Overlap::Skip),
             JobPlan::on_demand("long", 6000),
         ],
     )
@@ -836,6 +837,78 @@ async fn an_executor_cut_off_from_redis_stops_its_job_before_the_lease_expires(
     report.assert_invariants();
     report.assert_no_stale_effects();
     assert_eq!(report.reaps, 0);
+    // Not reaching Redis says nothing about the job being busy: the cut-off executor
+    // gives such runs back (and stops claiming them) rather than skipping them, and the
+    // healthy executor runs them.
+    let skipped_for_redis: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, reason FROM runs WHERE state = 'skipped' AND reason LIKE 'lock unavailable%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(
+        skipped_for_redis.is_empty(),
+        "runs skipped because one executor could not reach Redis: {skipped_for_redis:?}"
+    );
+}
+
+/// Redis stops answering an executor that is idle, so it does not know yet: the run of
+/// a skip-when-busy job it claims cannot be locked, and goes back to the queue rather
+/// than being skipped (nothing says the job is busy). Having noticed, the executor stops
+/// claiming runs that need a lock instead of claiming and giving them back again and
+/// again; when Redis answers again its background ping notices and the run succeeds.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_run_that_cannot_be_locked_for_want_of_redis_waits_for_redis_and_is_not_skipped(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let redis = PrivateRedis::start().await;
+    let proxy = Proxy::start(redis.addr()).await;
+    let mut cluster = Cluster::new("redis-wait");
+    let prefix = unique_prefix("redis-wait");
+    let env = env_with(&url, &format!("redis://127.0.0.1:{}", proxy.port()), &prefix);
+    let workload = Workload::create(
+        &pool,
+        &cluster.path("effects.log"),
+        &[JobPlan::on_demand("once", 100).overlap(Overlap::Skip)],
+    )
+    .await;
+    let executor = cluster.add_executor("executor", &env);
+    cluster.executors[executor]
+        .registered(&pool, Duration::from_secs(10))
+        .await;
+
+    proxy.stall();
+    let run_id = workload.queue_now(&pool, "once").await;
+    // The first claim finds out: the lock call waits out its response timeout (2 s).
+    let put_back = "run put back in the queue";
+    eventually(Duration::from_secs(10), "the run given back", || async {
+        Some(()).filter(|_| cluster.executors[executor].log_text().contains(put_back))
+    })
+    .await;
+    // From then on it leaves the run alone: watched for 3 s, the run stays queued, never
+    // claimed (claiming it would hold it for a lock call's timeout each time).
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_secs(3) {
+        let waiting = get_run(&pool, run_id).await;
+        assert_eq!(
+            waiting.state,
+            RunState::Queued,
+            "while Redis does not answer the run waits in the queue (reason {:?})",
+            waiting.reason
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    proxy.heal();
+    let done = chain_succeeded(&pool, run_id, Duration::from_secs(15)).await;
+    assert_eq!(done.id, run_id, "the run itself ran, once Redis answered");
+    let skipped: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'skipped'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(skipped, 0);
 }
 
 /// Cut one executor off from PostgreSQL only (a stalled proxy): it cannot prove it is

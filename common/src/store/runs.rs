@@ -46,10 +46,13 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Run>, StoreE
 /// already has an active attempt stay queued (claiming them would only make them wait
 /// for the lock). Runs that need no lock — parallel jobs without a concurrency bound —
 /// are started in the same statement: claim and start cost one round trip together.
+/// `$3` false takes only those (an executor that cannot reach Redis leaves the others to
+/// its peers).
 pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
          SELECT runs.id, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free
          FROM runs JOIN jobs ON jobs.id = runs.job_id
          WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
+           AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
            -- A process declared dead gets nothing, even if it has not noticed yet.
            AND EXISTS (SELECT 1 FROM executors WHERE executors.id = $1 AND executors.state = 'alive')
            AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
@@ -74,9 +77,29 @@ pub async fn claim_queued(
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
+    claim(db, executor_id, limit, true).await
+}
+
+/// Like [`claim_queued`], but only runs that need no Redis lock (parallel jobs without
+/// a concurrency bound): what an executor that cannot reach Redis can still run.
+pub async fn claim_queued_lock_free(
+    db: impl PgExecutor<'_>,
+    executor_id: Uuid,
+    limit: i64,
+) -> Result<Vec<Run>, StoreError> {
+    claim(db, executor_id, limit, false).await
+}
+
+async fn claim(
+    db: impl PgExecutor<'_>,
+    executor_id: Uuid,
+    limit: i64,
+    with_locked: bool,
+) -> Result<Vec<Run>, StoreError> {
     Ok(sqlx::query_as::<_, Run>(CLAIM_QUEUED_SQL)
         .bind(executor_id)
         .bind(limit)
+        .bind(with_locked)
         .fetch_all(db)
         .await?)
 }

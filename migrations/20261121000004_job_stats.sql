@@ -4,7 +4,8 @@
 -- A run is counted once, when it becomes terminal: by the statement that inserts it
 -- already ended, or by the UPDATE that moves it from queued/claimed/running to a terminal
 -- state. Rewriting an ended run (a cancel request on a finished run) counts nothing, and
--- deleting runs (history retention) subtracts nothing: the counters are all-time.
+-- deleting runs (history retention) subtracts nothing: the counters are all-time (for a
+-- job older than this migration: since its oldest run retention had kept).
 -- Deleting the job deletes its row.
 --
 -- The counters are maintained by statement-level triggers over transition tables, one
@@ -33,7 +34,7 @@ CREATE TABLE job_stats (
     -- failed, timed_out, abandoned
     failures            BIGINT NOT NULL DEFAULT 0,
     cancelled           BIGINT NOT NULL DEFAULT 0,
-    -- skipped (overlap policy, paused job) or missed (its instant passed): never started.
+    -- skipped (overlap policy) or missed (its instant passed): never started.
     not_run             BIGINT NOT NULL DEFAULT 0,
     -- The latest ended run, by (finished_at, id). Only an id: the run may have been pruned.
     last_run_id         BIGINT,

@@ -249,6 +249,14 @@ pub enum LockError {
     },
 }
 
+impl LockError {
+    /// Whether Redis could not be reached or did not answer in time (as opposed to
+    /// answering with an error): nothing was learnt about the lock.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, LockError::Redis(error) if is_transient(error))
+    }
+}
+
 /// A snapshot of the lock counters of a [`Locks`] and its clones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LockStats {

@@ -1315,17 +1315,20 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
     .await
     .expect("retry");
     let manual = runs::queue_now(&pool, job.id).await.expect("run now");
-    sqlx::query("UPDATE runs SET available_at = now() - interval '31 seconds' WHERE id IN ($1, $2)")
+    sqlx::query("UPDATE runs SET queued_at = now() - interval '31 seconds' WHERE id IN ($1, $2)")
         .bind(stale_id)
         .bind(manual.id)
         .execute(&pool)
         .await
         .expect("age");
-    sqlx::query("UPDATE runs SET available_at = now() - interval '29 seconds' WHERE id = $1")
-        .bind(fresh_id)
-        .execute(&pool)
-        .await
-        .expect("age");
+    sqlx::query(
+        "UPDATE runs SET queued_at = now() - interval '29 seconds', available_at = now() - interval '1 hour'
+         WHERE id = $1",
+    )
+    .bind(fresh_id)
+    .execute(&pool)
+    .await
+    .expect("age");
 
     let expired = reaping::expire_stale_queued(&pool).await.expect("expire");
     assert_eq!(expired, vec![stale_id]);
@@ -1954,7 +1957,7 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
         .expect("fire");
     drop(conn);
     sqlx::query(
-        "UPDATE runs SET available_at = now() - interval '1 hour' WHERE state = 'queued' AND job_id = $1",
+        "UPDATE runs SET queued_at = now() - interval '1 hour' WHERE state = 'queued' AND job_id = $1",
     )
     .bind(q.id)
     .execute(&pool)

@@ -208,7 +208,13 @@ impl Attempt<'_> {
             }
             Err(err) => {
                 tracing::warn!(error = %err, "cannot reach Redis to take the lock");
-                Err(NoLock::Unavailable(format!("lock unavailable: {err}")))
+                if err.is_unreachable() {
+                    Err(NoLock::Unavailable(format!("lock unavailable: {err}")))
+                } else {
+                    // Redis answered, with an error (out of memory, no permission): it
+                    // will not go away by itself, so the run is not retried at once.
+                    Err(NoLock::Busy(format!("lock refused: {err}")))
+                }
             }
         }
     }
@@ -370,8 +376,8 @@ const LOCKS_UNAVAILABLE_DELAY: Duration = Duration::from_millis(100);
 
 /// Why a run's lock could not be had.
 enum NoLock {
-    /// Another holder kept it for the whole start budget: the job's overlap policy
-    /// decides (skip the run, or queue it).
+    /// Another holder kept it for the whole start budget, or Redis refused the call:
+    /// the job's overlap policy decides (skip the run, or queue it).
     Busy(String),
     /// Redis did not answer: nothing says the job is busy, so the run goes back to the
     /// queue for an executor that reaches Redis, whatever the overlap policy.

@@ -117,14 +117,16 @@ pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<V
 }
 
 /// Marks missed the queued first attempts of triggered runs that waited longer than
-/// their trigger's misfire threshold (no executor was free to take them).
+/// their trigger's misfire threshold (no executor was free to take them, or none could
+/// lock them). The wait counts from when the run was queued: giving a run back to the
+/// queue (which moves its `available_at`) does not make it young again.
 pub async fn expire_stale_queued(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
     let rows: Vec<(i64,)> = sqlx::query_as(
         "UPDATE runs SET state = 'missed', finished_at = now(),
                          reason = 'waited in the queue longer than the trigger''s misfire threshold'
          FROM triggers
          WHERE triggers.id = runs.trigger_id AND runs.state = 'queued' AND runs.attempt = 1
-           AND runs.available_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
+           AND runs.queued_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
          RETURNING runs.id",
     )
     .fetch_all(db)

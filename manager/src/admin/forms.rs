@@ -409,7 +409,10 @@ fn shell_fits(shell: &ShellSpec) -> bool {
             .env
             .iter()
             .all(|(key, value)| trimmed(key) && line_safe(value))
-        && shell.cwd.as_deref().is_none_or(trimmed)
+        && shell
+            .cwd
+            .as_deref()
+            .is_none_or(|cwd| trimmed(cwd) && line_safe(cwd))
 }
 
 /// Whether reading the http fields back gives the same spec.

@@ -4,7 +4,8 @@
 //! Its counts of the last hour's runs read every run of that hour, so their cost grows
 //! with the cluster's load; a summary a second old is as good to a viewer, and with it
 //! the database pays for one computation a second, not one per viewer. Concurrent
-//! requests for a stale summary wait for the one computing it rather than repeat it.
+//! requests for a stale summary wait for the one computing it rather than repeat it, and
+//! a computation is bounded by [`STATUS_COMPUTE_TIMEOUT`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,36 +19,61 @@ use crate::state::AppState;
 /// How old a served summary may be.
 pub const STATUS_MAX_AGE: Duration = Duration::from_secs(1);
 
-/// The latest summary and when it was computed.
+/// How long computing a summary may take; a database that does not answer by then makes
+/// the request fail rather than every viewer wait for the request timeout.
+pub const STATUS_COMPUTE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The latest attempt at a summary and when it ended: a failure is kept as long as a
+/// summary would be, so that requests waiting behind a failed computation (a database
+/// outage) fail at once instead of each trying again in turn.
 #[derive(Debug, Default)]
 pub struct StatusCache {
-    latest: Mutex<Option<(Instant, Arc<Status>)>>,
+    latest: Mutex<Option<(Instant, Outcome)>>,
 }
 
+/// A computed summary, or why there is none.
+type Outcome = Result<Arc<Status>, String>;
+
 impl StatusCache {
-    /// A summary at most `max_age` old, computed by `compute` when the kept one is older.
-    async fn get_or_compute<F, Fut>(&self, max_age: Duration, compute: F) -> Result<Arc<Status>, ApiError>
+    /// A summary at most `max_age` old, computed by `compute` (within `limit`) when the
+    /// kept one is older.
+    async fn get_or_compute<F, Fut>(
+        &self,
+        max_age: Duration,
+        limit: Duration,
+        compute: F,
+    ) -> Result<Arc<Status>, ApiError>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Status, ApiError>>,
     {
         let mut latest = self.latest.lock().await;
-        if let Some((at, status)) = latest.as_ref() {
+        if let Some((at, outcome)) = latest.as_ref() {
             if at.elapsed() < max_age {
-                return Ok(Arc::clone(status));
+                return outcome.clone().map_err(unavailable);
             }
         }
-        let status = Arc::new(compute().await?);
-        *latest = Some((Instant::now(), Arc::clone(&status)));
-        Ok(status)
+        let outcome = match tokio::time::timeout(limit, compute()).await {
+            Ok(Ok(status)) => Ok(Arc::new(status)),
+            // The cause, kept for the log lines of the requests that share it.
+            Ok(Err(ApiError::Internal(cause))) => Err(format!("{cause:#}")),
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(_) => Err(format!("not computed within {limit:?}")),
+        };
+        *latest = Some((Instant::now(), outcome.clone()));
+        outcome.map_err(unavailable)
     }
+}
+
+fn unavailable(why: String) -> ApiError {
+    ApiError::Internal(anyhow::anyhow!("the cluster summary is unavailable: {why}"))
 }
 
 /// The cluster summary, at most [`STATUS_MAX_AGE`] old.
 pub async fn status(state: &AppState) -> Result<Arc<Status>, ApiError> {
     state
         .status_cache
-        .get_or_compute(state.status_max_age, || async {
+        .get_or_compute(state.status_max_age, STATUS_COMPUTE_TIMEOUT, || async {
             Ok(db::cluster::status(&state.pool).await?)
         })
         .await
@@ -79,7 +105,7 @@ mod tests {
             let computed = Arc::clone(&computed);
             async move {
                 cache
-                    .get_or_compute(max_age, || async {
+                    .get_or_compute(max_age, Duration::from_secs(60), || async {
                         computed.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(20)).await;
                         Ok(summary())
@@ -108,17 +134,33 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_computation_is_not_kept() {
+    async fn a_failure_is_shared_like_a_summary_then_retried() {
         let cache = StatusCache::default();
+        let long = Duration::from_secs(60);
         let failed = cache
-            .get_or_compute(Duration::from_secs(60), || async {
-                Err(ApiError::Conflict("down".into()))
-            })
+            .get_or_compute(long, long, || async { Err(ApiError::Conflict("down".into())) })
             .await;
         assert!(failed.is_err());
-        let next = cache
-            .get_or_compute(Duration::from_secs(60), || async { Ok(summary()) })
+        let waiting_behind_it = cache.get_or_compute(long, long, || async { Ok(summary()) }).await;
+        assert!(
+            waiting_behind_it.is_err(),
+            "a fresh failure is not retried at once"
+        );
+        let later = cache
+            .get_or_compute(Duration::ZERO, long, || async { Ok(summary()) })
             .await;
-        assert!(next.is_ok());
+        assert!(later.is_ok(), "a stale failure is retried");
+    }
+
+    #[tokio::test]
+    async fn a_computation_that_hangs_fails_after_its_limit() {
+        let cache = StatusCache::default();
+        let hung = cache
+            .get_or_compute(Duration::from_secs(60), Duration::from_millis(50), || async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(summary())
+            })
+            .await;
+        assert!(hung.is_err());
     }
 }

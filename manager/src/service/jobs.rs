@@ -42,7 +42,7 @@ pub struct StatsView {
     pub failures: i64,
     /// Runs cancelled, before or while running.
     pub cancelled: i64,
-    /// Runs that never started: skipped (overlap policy, paused job) or missed.
+    /// Runs that never started: skipped (overlap policy) or missed.
     pub not_run: i64,
     /// The latest ended run (it may since have been pruned from the history).
     pub last_run_id: Option<i64>,

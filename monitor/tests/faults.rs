@@ -911,6 +911,64 @@ async fn a_run_that_cannot_be_locked_for_want_of_redis_waits_for_redis_and_is_no
     assert_eq!(skipped, 0);
 }
 
+/// A Redis that answers, but refuses the lock scripts (here an ACL; in production out of
+/// memory, say), has not gone away: the refusal is no reason to give the run back at
+/// once and claim it again and again. The job's overlap policy applies, as when the lock
+/// is busy: a skip-when-busy job's run is recorded skipped, with Redis's answer.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_lock_refused_by_redis_follows_the_overlap_policy(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let redis = PrivateRedis::start().await;
+    let mut admin = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "noscripts",
+            "on",
+            ">noscripts-password",
+            "~*",
+            "+@all",
+            "-@scripting",
+        ])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let mut cluster = Cluster::new("redis-refuses");
+    let prefix = unique_prefix("redis-refuses");
+    let limited = format!("redis://noscripts:noscripts-password@127.0.0.1:{}", redis.port());
+    let env = env_with(&url, &limited, &prefix);
+    let workload = Workload::create(
+        &pool,
+        &cluster.path("effects.log"),
+        &[JobPlan::on_demand("once", 100).overlap(Overlap::Skip)],
+    )
+    .await;
+    let executor = cluster.add_executor("executor", &env);
+    cluster.executors[executor]
+        .registered(&pool, Duration::from_secs(10))
+        .await;
+
+    let run_id = workload.queue_now(&pool, "once").await;
+    let ended = eventually(Duration::from_secs(15), "the run ended", || async {
+        Some(get_run(&pool, run_id).await)
+            .filter(|run| run.state != RunState::Queued && run.state != RunState::Claimed)
+    })
+    .await;
+    assert_eq!(ended.state, RunState::Skipped, "reason {:?}", ended.reason);
+    let reason = ended.reason.unwrap_or_default();
+    assert!(
+        reason.contains("lock refused") && reason.to_lowercase().contains("noperm"),
+        "reason: {reason}"
+    );
+}
+
 /// Cut one executor off from PostgreSQL only (a stalled proxy): it cannot prove it is
 /// alive, so it stops its running jobs before its heartbeat timeout expires; one of two
 /// monitors declares it dead and reaps it once (one retry per abandoned run); the retry

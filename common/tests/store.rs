@@ -88,6 +88,21 @@ async fn running_exclusive(pool: &PgPool, job_id: i64, executor: Uuid) -> (Run, 
     }
 }
 
+/// Runs one attempt of `job_id` on `executor` through a fenced start and a stored
+/// finish in `state`: the run, its fence and what the finish answered.
+async fn run_to_end(
+    pool: &PgPool,
+    job_id: i64,
+    executor: Uuid,
+    state: RunState,
+) -> (Run, i64, runs::Finished) {
+    let (run, fence) = running_exclusive(pool, job_id, executor).await;
+    let done = runs::finish(pool, run.id, executor, Some(fence), &ended(state))
+        .await
+        .expect("finish");
+    (run, fence, done)
+}
+
 fn ended(state: RunState) -> Finish {
     Finish {
         state,
@@ -708,10 +723,7 @@ async fn failures_queue_retries_up_to_the_limit_with_backoff(pool: PgPool) {
     .await;
 
     // Attempt 1 fails: attempt 2 is queued, waiting out the base backoff.
-    let (run1, f1) = running_exclusive(&pool, job.id, ex).await;
-    let done = runs::finish(&pool, run1.id, ex, Some(f1), &ended(RunState::Failed))
-        .await
-        .expect("finish 1");
+    let (run1, _, done) = run_to_end(&pool, job.id, ex, RunState::Failed).await;
     assert_eq!(done.write, Write::Stored);
     let run2_id = done.retry_run_id.expect("attempt 2 queued");
     let run2 = run(&pool, run2_id).await;
@@ -792,10 +804,7 @@ async fn failures_queue_retries_up_to_the_limit_with_backoff(pool: PgPool) {
 
     // Success and cancellation queue nothing.
     for state in [RunState::Succeeded, RunState::Cancelled] {
-        let (r, f) = running_exclusive(&pool, job.id, ex).await;
-        let done = runs::finish(&pool, r.id, ex, Some(f), &ended(state))
-            .await
-            .expect("finish");
+        let (_, _, done) = run_to_end(&pool, job.id, ex, state).await;
         assert_eq!(
             done,
             runs::Finished {
@@ -825,10 +834,7 @@ async fn default_policy_does_not_retry(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "once", |_| {}).await;
     assert_eq!(job.retry_max_attempts, 1);
-    let (r, f) = running_exclusive(&pool, job.id, ex).await;
-    let done = runs::finish(&pool, r.id, ex, Some(f), &ended(RunState::Failed))
-        .await
-        .expect("finish");
+    let (_, _, done) = run_to_end(&pool, job.id, ex, RunState::Failed).await;
     assert_eq!(
         done,
         runs::Finished {
@@ -1362,17 +1368,10 @@ async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "j", |j| j.retry_max_attempts = 2).await;
     // Old and finished: pruned.
-    let (old_done, f) = running_exclusive(&pool, job.id, ex).await;
-    runs::finish(&pool, old_done.id, ex, Some(f), &ended(RunState::Succeeded))
-        .await
-        .expect("finish");
+    let (old_done, _, _) = run_to_end(&pool, job.id, ex, RunState::Succeeded).await;
     // Old, failed, with its retry still queued: kept (the retry's chain needs it).
-    let (old_failed, f) = running_exclusive(&pool, job.id, ex).await;
-    let retry = runs::finish(&pool, old_failed.id, ex, Some(f), &ended(RunState::Failed))
-        .await
-        .expect("finish")
-        .retry_run_id
-        .expect("retry");
+    let (old_failed, _, retry) = run_to_end(&pool, job.id, ex, RunState::Failed).await;
+    let retry = retry.retry_run_id.expect("retry");
     // Old and still queued / running: kept.
     let old_queued = runs::queue_now(&pool, job.id).await.expect("queue");
     sqlx::query("UPDATE runs SET available_at = now() + interval '1 hour' WHERE id = $1")
@@ -1802,16 +1801,9 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
     );
 
     // finish: a success, then a failure that queues a retry (queued: not counted).
-    let (ok, f) = running_exclusive(&pool, job.id, ex).await;
-    runs::finish(&pool, ok.id, ex, Some(f), &ended(RunState::Succeeded))
-        .await
-        .expect("finish");
-    let (bad, f) = running_exclusive(&pool, job.id, ex).await;
-    let retry = runs::finish(&pool, bad.id, ex, Some(f), &ended(RunState::Failed))
-        .await
-        .expect("finish")
-        .retry_run_id
-        .expect("a retry");
+    let (ok, _, _) = run_to_end(&pool, job.id, ex, RunState::Succeeded).await;
+    let (bad, f, retry) = run_to_end(&pool, job.id, ex, RunState::Failed).await;
+    let retry = retry.retry_run_id.expect("a retry");
     assert_eq!(stats_counts(&pool, job.id).await, (2, 1, 1, 0, 0));
     let stats = job_stats(&pool, job.id).await.expect("row");
     assert_eq!(
@@ -2000,10 +1992,7 @@ async fn job_stats_outlive_pruned_runs_and_go_with_their_job(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "pruned", |_| {}).await;
     for state in [RunState::Succeeded, RunState::Failed, RunState::Succeeded] {
-        let (r, f) = running_exclusive(&pool, job.id, ex).await;
-        runs::finish(&pool, r.id, ex, Some(f), &ended(state))
-            .await
-            .expect("finish");
+        run_to_end(&pool, job.id, ex, state).await;
     }
     let before = job_stats(&pool, job.id).await.expect("row");
     assert_eq!(before.counts(), (3, 2, 1, 0, 0));
@@ -2025,10 +2014,7 @@ async fn job_stats_outlive_pruned_runs_and_go_with_their_job(pool: PgPool) {
     );
 
     // A run ending after the pruning adds to the all-time counts.
-    let (r, f) = running_exclusive(&pool, job.id, ex).await;
-    runs::finish(&pool, r.id, ex, Some(f), &ended(RunState::TimedOut))
-        .await
-        .expect("finish");
+    run_to_end(&pool, job.id, ex, RunState::TimedOut).await;
     assert_eq!(stats_counts(&pool, job.id).await, (4, 2, 2, 0, 0));
 
     sqlx::query("DELETE FROM jobs WHERE id = $1")

@@ -323,6 +323,35 @@ async fn chain_succeeded(pool: &PgPool, first: i64, within: Duration) -> Run {
     .await
 }
 
+/// One monitor and two executors on `env`, the workload's on-demand `long` job running
+/// (its run is returned) and every triggered job succeeding: a cluster under load, ready
+/// for a fault.
+async fn start_under_load(
+    pool: &PgPool,
+    cluster: &mut Cluster,
+    env: &HashMap<String, String>,
+    workload: &Workload,
+) -> i64 {
+    cluster.add_monitor("monitor", env);
+    for i in 0..2 {
+        cluster.add_executor(&format!("executor-{i}"), env);
+    }
+    let long = workload.queue_now(pool, "long").await;
+    eventually(Duration::from_secs(15), "the long job runs", || {
+        running_on(pool, long)
+    })
+    .await;
+    let started = db_now(pool).await;
+    every_trigger_succeeds_after(
+        pool,
+        workload,
+        started - TimeDelta::seconds(5),
+        Duration::from_secs(15),
+    )
+    .await;
+    long
+}
+
 /// Waits until every triggered job of the workload has a run that started after `after`
 /// and succeeded.
 async fn every_trigger_succeeds_after(
@@ -545,23 +574,7 @@ async fn redis_restarted_empty_duplicates_and_loses_nothing(
         ],
     )
     .await;
-    cluster.add_monitor("monitor", &env);
-    for i in 0..2 {
-        cluster.add_executor(&format!("executor-{i}"), &env);
-    }
-    let long = workload.queue_now(&pool, "long").await;
-    eventually(Duration::from_secs(15), "the long job runs", || {
-        running_on(&pool, long)
-    })
-    .await;
-    let started = db_now(&pool).await;
-    every_trigger_succeeds_after(
-        &pool,
-        &workload,
-        started - TimeDelta::seconds(5),
-        Duration::from_secs(15),
-    )
-    .await;
+    let long = start_under_load(&pool, &mut cluster, &env, &workload).await;
 
     redis.kill().await;
     let killed = db_now(&pool).await;
@@ -614,23 +627,7 @@ async fn postgres_restart_mid_load_duplicates_and_loses_nothing() {
         ],
     )
     .await;
-    cluster.add_monitor("monitor", &env);
-    for i in 0..2 {
-        cluster.add_executor(&format!("executor-{i}"), &env);
-    }
-    let long = workload.queue_now(&pool, "long").await;
-    eventually(Duration::from_secs(15), "the long job runs", || {
-        running_on(&pool, long)
-    })
-    .await;
-    let started = db_now(&pool).await;
-    every_trigger_succeeds_after(
-        &pool,
-        &workload,
-        started - TimeDelta::seconds(5),
-        Duration::from_secs(15),
-    )
-    .await;
+    let long = start_under_load(&pool, &mut cluster, &env, &workload).await;
 
     postgres.crash().await;
     let crashed = Utc::now();

@@ -93,20 +93,7 @@ pub const SIGCONT: i32 = 18;
 /// Starts a probactr binary with `env` on top of a clean environment; its logs go to
 /// the test's stderr (shown when the test fails).
 pub fn spawn(binary: &str, name: &str, env: &HashMap<String, String>) -> Process {
-    let child = Command::new(binary)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|err| panic!("cannot start {binary}: {err}"));
-    Process {
-        child,
-        name: name.to_owned(),
-    }
+    spawn_with_output(binary, name, env, Stdio::inherit(), Stdio::inherit())
 }
 
 /// Like [`spawn`], but stdout and stderr go to `log` (appended), so a test can read what
@@ -117,13 +104,26 @@ pub fn spawn_logged(binary: &str, name: &str, env: &HashMap<String, String>, log
         .append(true)
         .open(log)
         .unwrap_or_else(|err| panic!("cannot open {}: {err}", log.display()));
+    let stdout = file.try_clone().expect("log file handle");
+    spawn_with_output(binary, name, env, stdout.into(), file.into())
+}
+
+/// `binary` with only `PATH` and `env` in its environment, no stdin, and its output
+/// where the caller says.
+fn spawn_with_output(
+    binary: &str,
+    name: &str,
+    env: &HashMap<String, String>,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> Process {
     let child = Command::new(binary)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .envs(env)
         .stdin(Stdio::null())
-        .stdout(file.try_clone().expect("log file handle"))
-        .stderr(file)
+        .stdout(stdout)
+        .stderr(stderr)
         .kill_on_drop(true)
         .spawn()
         .unwrap_or_else(|err| panic!("cannot start {binary}: {err}"));

@@ -482,22 +482,24 @@ mod tests {
         )
     }
 
+    /// The body of a new job's form made of `pairs`, and the form's own errors.
+    fn new_job_body(pairs: &[(&str, &str)]) -> (Value, FieldErrors) {
+        let mut errors = FieldErrors::new();
+        let body = job_body(&form(pairs), false, &mut errors);
+        (body, errors)
+    }
+
     #[test]
     fn job_form_becomes_the_api_body() {
-        let mut errors = FieldErrors::new();
-        let body = job_body(
-            &form(&[
-                ("name", " a "),
-                ("kind", "sleep"),
-                ("spec.millis", "5"),
-                ("timeout_secs", "30"),
-                ("retry.max_attempts", "2"),
-                ("parallel", "on"),
-                ("max_concurrency", ""),
-            ]),
-            false,
-            &mut errors,
-        );
+        let (body, errors) = new_job_body(&[
+            ("name", " a "),
+            ("kind", "sleep"),
+            ("spec.millis", "5"),
+            ("timeout_secs", "30"),
+            ("retry.max_attempts", "2"),
+            ("parallel", "on"),
+            ("max_concurrency", ""),
+        ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(body["name"], "a");
         assert_eq!(body["spec"], json!({"millis": 5}));
@@ -524,21 +526,16 @@ mod tests {
 
     #[test]
     fn shell_fields_become_the_spec() {
-        let mut errors = FieldErrors::new();
-        let body = job_body(
-            &form(&[
-                ("kind", "shell"),
-                ("spec.program", " /usr/bin/backup "),
-                ("spec.args", "--full\r\n\r\n--label=a b \r\n"),
-                ("spec.env", "HOME=/srv\r\n  LANG = C.UTF-8\r\nEMPTY=\r\nURL=a=b"),
-                ("spec.cwd", ""),
-                ("spec.shell", "on"),
-                ("spec.url", "http://ignored/"),
-                ("spec.millis", "not looked at"),
-            ]),
-            false,
-            &mut errors,
-        );
+        let (body, errors) = new_job_body(&[
+            ("kind", "shell"),
+            ("spec.program", " /usr/bin/backup "),
+            ("spec.args", "--full\r\n\r\n--label=a b \r\n"),
+            ("spec.env", "HOME=/srv\r\n  LANG = C.UTF-8\r\nEMPTY=\r\nURL=a=b"),
+            ("spec.cwd", ""),
+            ("spec.shell", "on"),
+            ("spec.url", "http://ignored/"),
+            ("spec.millis", "not looked at"),
+        ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
             body["spec"],
@@ -552,31 +549,25 @@ mod tests {
         let spec = JobSpec::parse(JobKind::Shell, &body["spec"]).map_err(|e| e.to_string());
         assert!(spec.is_ok(), "{spec:?}");
 
-        let mut errors = FieldErrors::new();
-        let body = job_body(&form(&[("kind", "shell")]), false, &mut errors);
+        let (body, errors) = new_job_body(&[("kind", "shell")]);
         assert!(errors.is_empty());
         assert_eq!(body["spec"], json!({"args": [], "env": {}, "shell": false}));
     }
 
     #[test]
     fn http_fields_become_the_spec() {
-        let mut errors = FieldErrors::new();
-        let body = job_body(
-            &form(&[
-                ("kind", "http"),
-                ("spec.method", "POST"),
-                ("spec.url", " https://example.com/hook "),
-                (
-                    "spec.headers",
-                    "Content-Type: application/json\r\nX-Token:  a:b \r\n",
-                ),
-                ("spec.body", "{\r\n  \"a\": 1\r\n}"),
-                ("spec.expect_status", "200, 204,201"),
-                ("spec.program", "ignored"),
-            ]),
-            false,
-            &mut errors,
-        );
+        let (body, errors) = new_job_body(&[
+            ("kind", "http"),
+            ("spec.method", "POST"),
+            ("spec.url", " https://example.com/hook "),
+            (
+                "spec.headers",
+                "Content-Type: application/json\r\nX-Token:  a:b \r\n",
+            ),
+            ("spec.body", "{\r\n  \"a\": 1\r\n}"),
+            ("spec.expect_status", "200, 204,201"),
+            ("spec.program", "ignored"),
+        ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
             body["spec"],
@@ -589,16 +580,11 @@ mod tests {
             })
         );
 
-        let mut errors = FieldErrors::new();
-        let body = job_body(
-            &form(&[
-                ("kind", "http"),
-                ("spec.url", "http://h/"),
-                ("spec.body", " \r\n"),
-            ]),
-            false,
-            &mut errors,
-        );
+        let (body, errors) = new_job_body(&[
+            ("kind", "http"),
+            ("spec.url", "http://h/"),
+            ("spec.body", " \r\n"),
+        ]);
         assert!(errors.is_empty());
         assert_eq!(
             body["spec"],
@@ -609,19 +595,10 @@ mod tests {
 
     #[test]
     fn noop_and_unknown_kinds() {
-        let mut errors = FieldErrors::new();
-        let body = job_body(
-            &form(&[("kind", "noop"), ("spec.program", "x"), ("spec.millis", "x")]),
-            false,
-            &mut errors,
-        );
+        let (body, errors) = new_job_body(&[("kind", "noop"), ("spec.program", "x"), ("spec.millis", "x")]);
         assert!(errors.is_empty());
         assert_eq!(body["spec"], json!({}));
-        let body = job_body(
-            &form(&[("kind", "bogus"), ("spec.millis", "x")]),
-            false,
-            &mut errors,
-        );
+        let (body, errors) = new_job_body(&[("kind", "bogus"), ("spec.millis", "x")]);
         assert!(errors.is_empty(), "the service reports the kind");
         assert!(body.get("spec").is_none());
     }

@@ -1484,6 +1484,16 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     .execute(&pool)
     .await
     .expect("runs");
+    // A backlog of a paused job waiting out its backoff (an hour from now): the live runs
+    // are many enough for an index to beat reading them all, and none is claimable.
+    sqlx::query(
+        "WITH held AS (INSERT INTO jobs (name, kind, paused) VALUES ('held', 'noop', true) RETURNING id)
+         INSERT INTO runs (job_id, scheduled_at, available_at)
+         SELECT held.id, now(), now() + interval '1 hour' FROM held, generate_series(1, 5000)",
+    )
+    .execute(&pool)
+    .await
+    .expect("backlog");
     // Pause the job of the oldest queued run, so the claim has runs to pass over.
     sqlx::query("UPDATE jobs SET paused = true WHERE id = (SELECT job_id FROM runs WHERE state = 'queued' ORDER BY id LIMIT 1)")
         .execute(&pool)
@@ -2206,4 +2216,123 @@ async fn a_lock_free_claim_leaves_runs_that_need_a_lock(pool: PgPool) {
     jobs.sort_unstable();
     assert_eq!(jobs, vec![exclusive.id, bounded.id]);
     assert!(rest.iter().all(|r| r.state == RunState::Claimed));
+}
+
+/// Splitting `runs` into live and ended partitions keeps every run where it belongs: a
+/// database holding runs of every state under the former schema is migrated in place; its
+/// runs keep their ids and columns, live ones land in `runs_live`, ended ones in the
+/// daily partitions (or the default one, when older than the days given partitions),
+/// new ids continue after the old ones, and invariant 1 still holds for old instants.
+#[sqlx::test(migrations = false)]
+async fn the_partitioning_migration_moves_a_populated_history_in_place(pool: PgPool) {
+    const BEFORE_PARTITIONS: i64 = 20261121000004;
+    let migrator = &probactr_common::store::MIGRATOR;
+    migrator
+        .run_to(BEFORE_PARTITIONS, &pool)
+        .await
+        .expect("migrate before partitioning");
+    let job: i64 = sqlx::query_scalar("INSERT INTO jobs (name, kind) VALUES ('old', 'noop') RETURNING id")
+        .fetch_one(&pool)
+        .await
+        .expect("job");
+    let trigger: i64 = sqlx::query_scalar(
+        "INSERT INTO triggers (job_id, kind, interval_secs) VALUES ($1, 'interval', 60) RETURNING id",
+    )
+    .bind(job)
+    .fetch_one(&pool)
+    .await
+    .expect("trigger");
+    // 1,000 ended first attempts, one a minute back from now, plus one a year old; 50
+    // queued runs; one running attempt 2 of the newest instant.
+    sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, finished_at, output)
+         SELECT $1, $2, date_trunc('minute', now()) - make_interval(mins => g),
+                CASE WHEN g % 3 = 0 THEN 'failed' ELSE 'succeeded' END, now(), 'out ' || g
+         FROM generate_series(1, 1000) AS g
+         UNION ALL SELECT $1, $2, now() - interval '1 year', 'missed', now(), NULL",
+    )
+    .bind(job)
+    .bind(trigger)
+    .execute(&pool)
+    .await
+    .expect("history");
+    sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, 50)")
+        .bind(job)
+        .execute(&pool)
+        .await
+        .expect("queued");
+    let executor: Uuid = sqlx::query_scalar(
+        "INSERT INTO executors (id, host, pid, version) VALUES (gen_random_uuid(), 'h', 1, 'v') RETURNING id",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("executor");
+    sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, state, executor_id, started_at)
+         SELECT job_id, trigger_id, scheduled_at, 2, id, 'running', $1, now() FROM runs
+         WHERE state = 'failed' ORDER BY scheduled_at DESC LIMIT 1",
+    )
+    .bind(executor)
+    .execute(&pool)
+    .await
+    .expect("running retry");
+    let before: Vec<(i64, String, Option<String>)> =
+        sqlx::query_as("SELECT id, state, output FROM runs ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .expect("before");
+
+    migrator.run(&pool).await.expect("migrate the rest");
+
+    let after: Vec<(i64, String, Option<String>)> =
+        sqlx::query_as("SELECT id, state, output FROM runs ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .expect("after");
+    assert_eq!(after, before, "every run kept, with its id and columns");
+    let placed: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT CASE WHEN tableoid = 'runs_live'::regclass THEN 'live'
+                     WHEN tableoid = 'runs_done_default'::regclass THEN 'default'
+                     ELSE 'day' END, count(*)
+         FROM runs GROUP BY 1 ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("placement");
+    assert_eq!(
+        placed,
+        vec![("day".into(), 1000), ("default".into(), 1), ("live".into(), 51)],
+        "live runs apart, ended ones in their days (the year-old one in the default)"
+    );
+    let newest: i64 = sqlx::query_scalar("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING id")
+        .bind(job)
+        .fetch_one(&pool)
+        .await
+        .expect("a new run");
+    assert!(newest > before.iter().map(|(id, _, _)| *id).max().unwrap_or(0));
+    // An ended instant cannot get a second first attempt, in the live partition or not.
+    let fired = sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, finished_at)
+         SELECT job_id, trigger_id, scheduled_at, 'skipped', now() FROM runs
+         WHERE state = 'succeeded' ORDER BY id LIMIT 1",
+    )
+    .execute(&pool)
+    .await
+    .expect_err("a second ended first attempt of an instant");
+    let violated = fired.as_database_error().expect("a database error");
+    assert_eq!(violated.code().as_deref(), Some(UNIQUE_VIOLATION), "{violated}");
+    assert!(
+        violated.constraint().is_some_and(|c| c.starts_with("runs_done_")),
+        "the day's runs_done_trigger_instant: {violated}"
+    );
+    let ended_instant: DateTime<Utc> =
+        sqlx::query_scalar("SELECT scheduled_at FROM runs WHERE state = 'succeeded' ORDER BY id LIMIT 1")
+            .fetch_one(&pool)
+            .await
+            .expect("an ended instant");
+    let mut conn = pool.acquire().await.expect("connection");
+    let refired = insert_queued(&mut conn, &[job], &[trigger], &[ended_instant])
+        .await
+        .expect("fire an ended instant again");
+    assert_eq!(refired, 0, "the firing insert sees the ended first attempt");
 }

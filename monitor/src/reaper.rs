@@ -109,6 +109,10 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     report.expired = expired.len();
 
     report.pruned = prune(monitor).await?;
+    if let Err(err) = reaping::vacuum_live_runs(&monitor.pool).await {
+        // Not owning the table (a monitor under another role) only costs speed.
+        tracing::warn!(error = %err, "cannot vacuum the live runs");
+    }
     count(&report);
     Ok(report)
 }
@@ -170,7 +174,7 @@ async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut R
 
 async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     let retention = monitor.config.retention;
-    let mut pruned = 0;
+    let mut pruned = reaping::maintain_history(&monitor.pool, retention).await?;
     loop {
         let deleted = reaping::prune_runs(&monitor.pool, retention, PRUNE_BATCH).await?;
         pruned += deleted;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
-use super::runs::QUEUE_RETRIES_SQL;
+use super::runs::{end_runs_ctes, QUEUE_RETRIES_SQL};
 use super::StoreError;
 
 /// A run the monitor ended, with what it needs to release the run's lock.
@@ -33,13 +33,15 @@ pub struct EndedRun {
 }
 
 static ABANDON_ORPHANS_SQL: LazyLock<String> = LazyLock::new(|| {
+    let ending = end_runs_ctes(
+        "DELETE FROM runs_live AS runs USING executors
+         WHERE runs.executor_id = executors.id AND executors.state IN ('dead', 'stopped')
+           AND runs.state = 'running'
+         RETURNING runs.*",
+        &[("state", "'abandoned'"), ("reason", "'executor lost'"), ("finished_at", "now()")],
+    );
     format!(
-        "WITH ended AS (
-             UPDATE runs SET state = 'abandoned', reason = 'executor lost', finished_at = now()
-             FROM executors
-             WHERE runs.executor_id = executors.id AND executors.state IN ('dead', 'stopped')
-               AND runs.state = 'running'
-             RETURNING runs.*),
+        "WITH {ending},
          retry AS ({QUEUE_RETRIES_SQL})
          SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
                 retry.id AS retry_run_id
@@ -92,12 +94,21 @@ pub async fn flag_overdue(db: impl PgExecutor<'_>, grace: Duration) -> Result<Ve
 }
 
 static ABANDON_STUCK_SQL: LazyLock<String> = LazyLock::new(|| {
+    let ending = end_runs_ctes(
+        "DELETE FROM runs_live AS runs
+         WHERE state = 'running' AND cancel_requested_at < now() - make_interval(secs => $1)
+         RETURNING runs.*",
+        &[
+            ("state", "'abandoned'"),
+            ("finished_at", "now()"),
+            (
+                "reason",
+                "coalesce(gone.reason, 'stopped') || '; abandoned: its executor did not stop it'",
+            ),
+        ],
+    );
     format!(
-        "WITH ended AS (
-             UPDATE runs SET state = 'abandoned', finished_at = now(),
-                             reason = coalesce(reason, 'stopped') || '; abandoned: its executor did not stop it'
-             WHERE state = 'running' AND cancel_requested_at < now() - make_interval(secs => $1)
-             RETURNING runs.*),
+        "WITH {ending},
          retry AS ({QUEUE_RETRIES_SQL})
          SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
                 retry.id AS retry_run_id
@@ -121,18 +132,31 @@ pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<V
 /// lock them). The wait counts from when the run was queued: giving a run back to the
 /// queue (which moves its `available_at`) does not make it young again.
 pub async fn expire_stale_queued(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
-    let rows: Vec<(i64,)> = sqlx::query_as(
-        "UPDATE runs SET state = 'missed', finished_at = now(),
-                         reason = 'waited in the queue longer than the trigger''s misfire threshold'
-         FROM triggers
-         WHERE triggers.id = runs.trigger_id AND runs.state = 'queued' AND runs.attempt = 1
-           AND runs.queued_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
-         RETURNING runs.id",
-    )
+    let rows: Vec<(i64,)> = sqlx::query_as(AssertSqlSafe(EXPIRE_STALE_QUEUED_SQL.as_str()))
     .fetch_all(db)
     .await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
+
+static EXPIRE_STALE_QUEUED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH {} SELECT id FROM ended",
+        end_runs_ctes(
+            "DELETE FROM runs_live AS runs USING triggers
+             WHERE triggers.id = runs.trigger_id AND runs.state = 'queued' AND runs.attempt = 1
+               AND runs.queued_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
+             RETURNING runs.*",
+            &[
+                ("state", "'missed'"),
+                ("finished_at", "now()"),
+                (
+                    "reason",
+                    "'waited in the queue longer than the trigger''s misfire threshold'",
+                ),
+            ],
+        )
+    )
+});
 
 /// Deletes up to `batch` finished runs older than `retention`; returns how many. Call it
 /// repeatedly: short statements keep locks short.
@@ -152,6 +176,33 @@ pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64
     .execute(db)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// How many days ahead the daily partitions of ended runs are created.
+pub const PARTITION_DAYS_AHEAD: i32 = 7;
+
+/// Keeps the ended runs' daily partitions (migration `20261124000001`): creates the days
+/// ahead, and drops whole days past `retention` (all their runs queued before the cutoff,
+/// no live retry of theirs). Returns the runs dropped. [`prune_runs`] deletes the rest
+/// row by row (the default partition, the boundary day, runs kept by a live retry).
+pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> Result<u64, StoreError> {
+    let dropped: i64 = sqlx::query_scalar(
+        "SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2)",
+    )
+    .bind(retention.as_secs_f64())
+    .bind(PARTITION_DAYS_AHEAD)
+    .fetch_one(db)
+    .await?;
+    Ok(dropped.max(0) as u64)
+}
+
+/// Vacuums the live runs' partition: its rows change state several times each and
+/// leave dead index entries at the head of the claim's index; a frequent vacuum of this
+/// small table keeps the claim's cost flat (autovacuum visits a database only once per
+/// `autovacuum_naptime`). Skipped when another vacuum holds the table.
+pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
+    sqlx::query("VACUUM (SKIP_LOCKED) runs_live").execute(db).await?;
+    Ok(())
 }
 
 /// Deletes misfire records and dead or stopped process rows older than `retention`.

@@ -11,6 +11,43 @@ use super::StoreError;
 use crate::fence::{Write, RUN_FENCE_IS_CURRENT};
 use crate::model::{Run, RunState};
 
+/// The columns of `runs`, in table order.
+const RUN_COLUMNS: [&str; 24] = [
+    "id", "job_id", "trigger_id", "scheduled_at", "attempt", "first_run_id", "state", "reason",
+    "exclusive", "executor_id", "lock_token", "fence", "queued_at", "available_at", "claimed_at",
+    "started_at", "finished_at", "heartbeat_at", "cancel_requested_at", "exit_code",
+    "http_status", "error", "output", "output_truncated",
+];
+
+/// The two CTEs that end runs: `gone` deletes the live runs `delete` selects (written as
+/// `DELETE FROM runs_live AS runs …`, returning `runs.*` and any extra column the new
+/// values need), and `ended` inserts them, with the `changes` (column, expression over
+/// `gone`) applied, as ended runs; the following CTEs read `ended` like the rows of
+/// `runs`.
+///
+/// Ending a run is an explicit move rather than an UPDATE of its state: PostgreSQL would
+/// move an updated row between the partitions too, but a concurrent statement meeting a
+/// row moved that way fails (SQLSTATE 40001), whereas one meeting a deleted row simply
+/// skips it, as two monitors or a monitor and an executor racing for a run must.
+pub fn end_runs_ctes(delete: &str, changes: &[(&str, &str)]) -> String {
+    let values: Vec<String> = RUN_COLUMNS
+        .iter()
+        .map(|column| match changes.iter().find(|(name, _)| name == column) {
+            Some((_, expression)) => (*expression).to_owned(),
+            None => format!("gone.{column}"),
+        })
+        .collect();
+    format!(
+        "gone AS ({delete}),
+         ended AS (
+             INSERT INTO runs ({columns}) OVERRIDING SYSTEM VALUE
+             SELECT {values} FROM gone
+             RETURNING *)",
+        columns = RUN_COLUMNS.join(", "),
+        values = values.join(", "),
+    )
+}
+
 /// Queues a run of `job_id` now, outside any trigger ("run now").
 pub async fn queue_now(db: impl PgExecutor<'_>, job_id: i64) -> Result<Run, StoreError> {
     Ok(
@@ -66,7 +103,7 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
                          state = CASE WHEN picked.lock_free THEN 'running' ELSE 'claimed' END,
                          started_at = CASE WHEN picked.lock_free THEN now() END,
                          heartbeat_at = CASE WHEN picked.lock_free THEN now() END
-         FROM picked WHERE runs.id = picked.id
+         FROM picked WHERE runs.id = picked.id AND runs.state = 'queued'
          RETURNING runs.*)
      SELECT * FROM claimed ORDER BY available_at, id";
 
@@ -151,7 +188,7 @@ pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<St
              WHERE id = $2 AND $5 AND EXISTS (SELECT 1 FROM claimed) RETURNING fence)
          UPDATE runs SET state = 'running', started_at = now(), heartbeat_at = now(),
                          exclusive = $4, lock_token = $6, fence = (SELECT fence FROM fence)
-         WHERE id = (SELECT id FROM claimed)
+         WHERE id = (SELECT id FROM claimed) AND state = 'claimed'
          RETURNING fence",
     )
     .bind(req.run_id)
@@ -200,18 +237,27 @@ pub async fn end_claim(
     state: RunState,
     reason: &str,
 ) -> Result<bool, StoreError> {
-    let done = sqlx::query(
-        "UPDATE runs SET state = $3, reason = $4, finished_at = now()
-         WHERE id = $1 AND state = 'claimed' AND executor_id = $2",
-    )
-    .bind(run_id)
-    .bind(executor_id)
-    .bind(state.as_str())
-    .bind(reason)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let ended: Option<i64> = sqlx::query_scalar(AssertSqlSafe(END_CLAIM_SQL.as_str()))
+        .bind(run_id)
+        .bind(executor_id)
+        .bind(state.as_str())
+        .bind(reason)
+        .fetch_optional(db)
+        .await?;
+    Ok(ended.is_some())
 }
+
+static END_CLAIM_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH {} SELECT id FROM ended",
+        end_runs_ctes(
+            "DELETE FROM runs_live AS runs
+             WHERE id = $1 AND state = 'claimed' AND executor_id = $2
+             RETURNING runs.*",
+            &[("state", "$3"), ("reason", "$4"), ("finished_at", "now()")],
+        )
+    )
+});
 
 /// The result of an attempt, as it is recorded.
 #[derive(Debug, Clone)]
@@ -298,20 +344,33 @@ pub struct RunEnd {
 /// The statement of [`finish_many`]: [`finish`] for a group of runs, each row fenced on
 /// its own, retries queued for the ones whose policy asks.
 static FINISH_MANY_SQL: LazyLock<String> = LazyLock::new(|| {
+    let ending = end_runs_ctes(
+        &format!(
+            "DELETE FROM runs_live AS runs USING input
+             WHERE runs.id = input.id AND {RUN_FENCE_IS_CURRENT}
+             RETURNING runs.*, input.state AS new_state, input.reason AS new_reason,
+                       input.exit_code AS new_exit_code, input.http_status AS new_http_status,
+                       input.error AS new_error, input.output AS new_output,
+                       input.output_truncated AS new_output_truncated"
+        ),
+        &[
+            ("state", "gone.new_state"),
+            ("reason", "gone.new_reason"),
+            ("exit_code", "gone.new_exit_code"),
+            ("http_status", "gone.new_http_status"),
+            ("error", "gone.new_error"),
+            ("output", "gone.new_output"),
+            ("output_truncated", "gone.new_output_truncated"),
+            ("finished_at", "now()"),
+        ],
+    );
     format!(
         "WITH input AS (
              SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
                                   $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[])
                  AS input (id, executor_id, fence, state, reason, exit_code, http_status, error,
                            output, output_truncated)),
-         ended AS (
-             UPDATE runs SET state = input.state, reason = input.reason, exit_code = input.exit_code,
-                             http_status = input.http_status, error = input.error,
-                             output = input.output, output_truncated = input.output_truncated,
-                             finished_at = now()
-             FROM input
-             WHERE runs.id = input.id AND {RUN_FENCE_IS_CURRENT}
-             RETURNING runs.*),
+         {ending},
          retry AS ({QUEUE_RETRIES_SQL})
          SELECT ended.id, retry.id FROM ended
          LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
@@ -367,15 +426,7 @@ pub async fn request_cancel(
     run_id: i64,
     reason: &str,
 ) -> Result<Option<RunState>, StoreError> {
-    let row: Option<(String,)> = sqlx::query_as(
-        "UPDATE runs SET
-             state = CASE WHEN state IN ('queued', 'claimed') THEN 'cancelled' ELSE state END,
-             finished_at = CASE WHEN state IN ('queued', 'claimed') THEN now() ELSE finished_at END,
-             reason = CASE WHEN state IN ('queued', 'claimed', 'running') THEN $2 ELSE reason END,
-             cancel_requested_at = CASE WHEN state = 'running' THEN now() ELSE cancel_requested_at END
-         WHERE id = $1
-         RETURNING state",
-    )
+    let row: Option<(String,)> = sqlx::query_as(AssertSqlSafe(REQUEST_CANCEL_SQL.as_str()))
     .bind(run_id)
     .bind(reason)
     .fetch_optional(db)
@@ -387,6 +438,28 @@ pub async fn request_cancel(
     })
     .transpose()
 }
+
+/// [`request_cancel`]: a queued or claimed run ends `cancelled`; a running one is
+/// flagged; an ended one is left as it is. Answers the run's state after the request.
+static REQUEST_CANCEL_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH {},
+         flagged AS (
+             UPDATE runs_live SET cancel_requested_at = now(), reason = $2
+             WHERE id = $1 AND state = 'running'
+             RETURNING state)
+         SELECT state FROM ended
+         UNION ALL SELECT state FROM flagged
+         UNION ALL SELECT state FROM runs
+                   WHERE id = $1 AND state NOT IN ('queued', 'claimed', 'running')",
+        end_runs_ctes(
+            "DELETE FROM runs_live AS runs
+             WHERE id = $1 AND state IN ('queued', 'claimed')
+             RETURNING runs.*",
+            &[("state", "'cancelled'"), ("reason", "$2"), ("finished_at", "now()")],
+        )
+    )
+});
 
 /// The executor's running runs whose cancellation was requested.
 pub async fn cancel_requested(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<Vec<i64>, StoreError> {

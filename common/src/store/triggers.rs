@@ -225,7 +225,12 @@ pub async fn insert_fired_runs(
                 CASE WHEN fired.owned THEN now() END,
                 CASE WHEN fired.owned THEN now() END
          FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
-         ON CONFLICT (trigger_id, scheduled_at) WHERE attempt = 1 DO NOTHING
+         -- An instant whose first attempt already ended is in `runs_done`, which the live
+         -- partition's unique index cannot see.
+         WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
+                           WHERE done.trigger_id = fired.trigger_id AND done.scheduled_at = fired.at
+                             AND done.attempt = 1)
+         ON CONFLICT DO NOTHING
          RETURNING *",
     )
     .bind(&runs.job_ids)

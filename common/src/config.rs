@@ -78,8 +78,13 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PROBACTR_EXECUTOR_CAPACITY",
+        default: "256",
+        help: "runs one executor executes at once (noop, sleep and HTTP jobs run inside the executor)",
+    },
+    Var {
+        name: "PROBACTR_EXECUTOR_PROCESSES",
         default: "16",
-        help: "runs one executor executes at once",
+        help: "of those, shell jobs (each a process) one executor runs at once",
     },
     Var {
         name: "PROBACTR_FIRE_BATCH",
@@ -201,6 +206,8 @@ pub struct Config {
     pub lock_retry: Backoff,
     /// `PROBACTR_EXECUTOR_CAPACITY`.
     pub executor_capacity: u32,
+    /// `PROBACTR_EXECUTOR_PROCESSES`.
+    pub executor_processes: u32,
     /// `PROBACTR_FIRE_BATCH`.
     pub fire_batch: u32,
     /// `PROBACTR_DRAIN_TIMEOUT`.
@@ -266,6 +273,7 @@ impl Config {
             lock_start_budget: env.duration("PROBACTR_LOCK_START_BUDGET")?,
             lock_retry: env.backoff("PROBACTR_LOCK_RETRY")?,
             executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
+            executor_processes: env.number("PROBACTR_EXECUTOR_PROCESSES", 1, 100_000)?,
             fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
             retention: env.duration("PROBACTR_RETENTION")?,

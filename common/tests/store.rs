@@ -1512,7 +1512,7 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     );
 
     let queued_plan = explain(&pool, CLAIM_QUEUED_SQL, |q| {
-        q.bind(Uuid::new_v4()).bind(16_i64).bind(true)
+        q.bind(Uuid::new_v4()).bind(16_i64).bind(true).bind(16_i64)
     })
     .await;
     println!("EXPLAIN claim_queued:\n{queued_plan}\n");
@@ -2304,11 +2304,12 @@ async fn the_partitioning_migration_moves_a_populated_history_in_place(pool: PgP
         vec![("day".into(), 1000), ("default".into(), 1), ("live".into(), 51)],
         "live runs apart, ended ones in their days (the year-old one in the default)"
     );
-    let newest: i64 = sqlx::query_scalar("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING id")
-        .bind(job)
-        .fetch_one(&pool)
-        .await
-        .expect("a new run");
+    let newest: i64 =
+        sqlx::query_scalar("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now()) RETURNING id")
+            .bind(job)
+            .fetch_one(&pool)
+            .await
+            .expect("a new run");
     assert!(newest > before.iter().map(|(id, _, _)| *id).max().unwrap_or(0));
     // An ended instant cannot get a second first attempt, in the live partition or not.
     let fired = sqlx::query(
@@ -2335,4 +2336,101 @@ async fn the_partitioning_migration_moves_a_populated_history_in_place(pool: PgP
         .await
         .expect("fire an ended instant again");
     assert_eq!(refired, 0, "the firing insert sees the ended first attempt");
+}
+
+/// A claim takes no more shell runs (processes) than it is allowed; the shell runs it
+/// passes over stay queued, and the other kinds fill the rest of the claim.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_claim_takes_no_more_shell_runs_than_processes_to_spare(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let shell = make_job(&pool, "shell", |j| {
+        j.kind = JobKind::Shell;
+        j.spec = serde_json::json!({"program": "true"});
+        j.parallel = true;
+    })
+    .await;
+    let noop = make_job(&pool, "noop", |j| j.parallel = true).await;
+    runs::queue_many_now(&pool, shell.id, 5)
+        .await
+        .expect("queue shell");
+    runs::queue_many_now(&pool, noop.id, 5).await.expect("queue noop");
+    let limits = runs::ClaimLimits {
+        runs: 10,
+        processes: 2,
+        with_locked: true,
+    };
+    let claimed = runs::claim_within(&pool, ex, &limits).await.expect("claim");
+    let of = |job: i64| claimed.iter().filter(|run| run.job_id == job).count();
+    assert_eq!((of(shell.id), of(noop.id)), (2, 5), "2 processes, the rest noop");
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'queued'",
+            shell.id
+        )
+        .await,
+        3,
+        "the shell runs passed over are still queued"
+    );
+}
+
+/// Retention drops a whole day of ended runs once every run in it was queued before the
+/// cutoff, keeps a day holding a run queued later (a late retry or backfill of an old
+/// instant), and creates the days ahead.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn retention_drops_whole_days_of_ended_runs(pool: PgPool) {
+    let job = make_job(&pool, "old", |_| {}).await;
+    sqlx::query(
+        "SELECT probactr_create_run_partitions((now() AT TIME ZONE 'UTC')::date - 40,
+                                               (now() AT TIME ZONE 'UTC')::date - 39)",
+    )
+    .execute(&pool)
+    .await
+    .expect("old days");
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, queued_at, state, finished_at)
+         VALUES ($1, date_trunc('day', now() - interval '40 days') + interval '1 hour',
+                 now() - interval '40 days', 'succeeded', now() - interval '40 days'),
+                ($1, date_trunc('day', now() - interval '39 days') + interval '1 hour',
+                 now(), 'succeeded', now())",
+    )
+    .bind(job.id)
+    .execute(&pool)
+    .await
+    .expect("old runs");
+    let day_exists = |pool: PgPool, days_ago: i32| async move {
+        sqlx::query_scalar::<_, bool>(
+            "SELECT to_regclass('runs_done_' || to_char((now() AT TIME ZONE 'UTC')::date - $1, 'YYYYMMDD')) IS NOT NULL",
+        )
+        .bind(days_ago)
+        .fetch_one(&pool)
+        .await
+        .expect("partition")
+    };
+    let month = Duration::from_secs(30 * 24 * 3600);
+    assert_eq!(
+        reaping::maintain_history(&pool, month).await.expect("maintain"),
+        1
+    );
+    assert!(
+        !day_exists(pool.clone(), 40).await,
+        "the day past retention is dropped"
+    );
+    assert!(
+        day_exists(pool.clone(), 39).await,
+        "the day with a recent run is kept"
+    );
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
+        1,
+        "the day holding a recently queued run is kept"
+    );
+    let ahead: bool = sqlx::query_scalar(
+        "SELECT to_regclass('runs_done_' || to_char((now() AT TIME ZONE 'UTC')::date + $1, 'YYYYMMDD')) IS NOT NULL",
+    )
+    .bind(reaping::PARTITION_DAYS_AHEAD)
+    .fetch_one(&pool)
+    .await
+    .expect("ahead");
+    assert!(ahead, "the days ahead exist");
 }

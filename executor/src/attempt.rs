@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
+use crate::claiming::Slot;
 use crate::job::{self, Ending, Execution, JobContext};
 use crate::registry::{StopHandle, StopReason};
 use crate::Shared;
@@ -38,6 +39,7 @@ pub async fn run_attempt(
     job: Job,
     executor_id: Uuid,
     shutdown: &CancellationToken,
+    slot: Slot,
 ) {
     let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
         trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id);
@@ -46,6 +48,7 @@ pub async fn run_attempt(
         run,
         job,
         executor_id,
+        slot,
     }
     .execute(shutdown)
     .instrument(span)
@@ -57,10 +60,11 @@ struct Attempt<'a> {
     run: Run,
     job: Job,
     executor_id: Uuid,
+    slot: Slot,
 }
 
 impl Attempt<'_> {
-    async fn execute(self, shutdown: &CancellationToken) {
+    async fn execute(mut self, shutdown: &CancellationToken) {
         // Runs that need no lock were started by the claim itself.
         let started_at_claim = self.run.state == RunState::Running;
         let spec = match JobSpec::parse(self.job.kind, &self.job.spec) {
@@ -106,6 +110,12 @@ impl Attempt<'_> {
             let locks = self.shared.locks.clone();
             tokio::spawn(keep_lease(locks, lease, handle.clone(), lock_asked_at).in_current_span())
         });
+        // Claims take no more shell runs than there are processes to spare, so this waits
+        // only when fired runs and claimed ones arrive together.
+        let process = match spec {
+            JobSpec::Shell(_) => self.shared.processes.clone().acquire_owned().await.ok(),
+            _ => None,
+        };
         let execution = job::execute(
             &spec,
             &self.context(fence),
@@ -117,6 +127,8 @@ impl Attempt<'_> {
         if let Some(renewal) = renewal {
             renewal.abort();
         }
+        drop(process);
+        self.slot.release_execution(self.shared);
         let finish = describe_end(&execution, &handle, self.job.timeout_secs);
         metrics::gauge!("probactr_runs_executing").decrement(1.0);
         metrics::counter!("probactr_runs_total", "outcome" => finish.state.as_str()).increment(1);

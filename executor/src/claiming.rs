@@ -1,8 +1,9 @@
 //! Claiming: taking queued runs, oldest first, up to this executor's free capacity.
 //!
 //! Capacity is a semaphore of `PROBACTR_EXECUTOR_CAPACITY` permits; each attempt holds
-//! one until it has recorded its end. The loop claims when woken (runs queued, capacity
-//! freed) or every second (retries whose backoff elapsed raise no notification).
+//! one while its job executes (and a bound on ends not yet recorded: see [`Slot`]). The
+//! loop claims when woken (runs queued, capacity freed) or every second (retries whose
+//! backoff elapsed raise no notification).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -32,7 +33,9 @@ pub async fn claim_loop(shared: Arc<Shared>) {
     let coalesce_below = (shared.config.executor_capacity as usize / 8).max(1);
     let mut failures = 0u32;
     while !stop.is_cancelled() {
-        let free = capacity.available_permits();
+        let free = capacity
+            .available_permits()
+            .min(shared.unrecorded.available_permits());
         let pause = if free == 0 {
             POLL
         } else {
@@ -69,21 +72,20 @@ pub async fn claim_loop(shared: Arc<Shared>) {
 async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<usize> {
     // Slots first, claim second: the fire loop takes slots too, and a run the claim
     // started (lock-free) can no longer be given back.
-    let mut slots: Vec<OwnedSemaphorePermit> = (0..free)
-        .map_while(|_| shared.capacity.clone().try_acquire_owned().ok())
-        .collect();
+    let mut slots: Vec<Slot> = (0..free).map_while(|_| Slot::try_take(shared)).collect();
     if slots.is_empty() {
         return Ok(0);
     }
     let executor_id = shared.registry.id();
     let limit = slots.len() as i64;
-    let claimed = if shared.locks.usable(attempt::REDIS_PROBE_EVERY) {
-        runs::claim_queued(&shared.pool, executor_id, limit).await?
-    } else {
+    let limits = runs::ClaimLimits {
+        runs: limit,
+        processes: shared.processes.available_permits() as i64,
         // Runs that need a lock would only be given back: leave them to executors that
         // reach Redis (or to this one once Redis answers again).
-        runs::claim_queued_lock_free(&shared.pool, executor_id, limit).await?
+        with_locked: shared.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
+    let claimed = runs::claim_within(&shared.pool, executor_id, &limits).await?;
     if claimed.is_empty() {
         return Ok(0);
     }
@@ -103,19 +105,47 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
     Ok(count)
 }
 
-/// Runs one attempt in the background, holding one capacity slot until its end is
-/// recorded; the freed slot wakes the claim loop.
-pub fn spawn_attempt(
-    shared: &Arc<Shared>,
-    run: Run,
-    job: Job,
-    executor_id: Uuid,
-    slot: OwnedSemaphorePermit,
-) {
+/// What an attempt holds: one of the runs this executor executes at once
+/// (`PROBACTR_EXECUTOR_CAPACITY`), given back as soon as the job itself ended, and one of
+/// the attempts it may hold in memory until their end is recorded (a multiple of the
+/// capacity), given back once it is. Recording happens in groups, after the job: holding
+/// the execution slot until then would let the round trip to PostgreSQL, not the jobs,
+/// bound the throughput of short jobs; the second bound keeps the ends waiting for a slow
+/// or absent PostgreSQL finite.
+#[derive(Debug)]
+pub struct Slot {
+    executing: Option<OwnedSemaphorePermit>,
+    _unrecorded: OwnedSemaphorePermit,
+}
+
+/// Attempts held until recorded, per execution slot.
+pub const UNRECORDED_PER_SLOT: usize = 4;
+
+impl Slot {
+    /// Takes a slot when both bounds allow one.
+    pub fn try_take(shared: &Shared) -> Option<Slot> {
+        let unrecorded = shared.unrecorded.clone().try_acquire_owned().ok()?;
+        let executing = shared.capacity.clone().try_acquire_owned().ok()?;
+        Some(Slot {
+            executing: Some(executing),
+            _unrecorded: unrecorded,
+        })
+    }
+
+    /// Gives the execution slot back (the job ended) and wakes the claim loop.
+    pub fn release_execution(&mut self, shared: &Shared) {
+        if self.executing.take().is_some() {
+            shared.wakeups.runs.notify_one();
+        }
+    }
+}
+
+/// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
+/// wakes the claim loop.
+pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
     let shared = shared.clone();
     shared.attempts.clone().spawn(async move {
-        attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown).await;
-        drop(slot);
+        attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
         shared.wakeups.runs.notify_one();
     });
 }

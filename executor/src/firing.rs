@@ -26,11 +26,11 @@ use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::jobs;
 use probactr_common::store::triggers::{self, FiredRuns, MissedInstants};
 use probactr_common::store::StoreError;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::{claiming, Shared};
+use crate::claiming::{self, Slot};
+use crate::Shared;
 
 /// The most instants within the misfire threshold one firing runs for one trigger; more
 /// (a one-second interval with an hour's threshold after an outage) are counted as missed.
@@ -143,7 +143,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
             let slot = if due.lock_free {
-                shared.capacity.clone().try_acquire_owned().ok()
+                Slot::try_take(shared)
             } else {
                 None
             };
@@ -177,12 +177,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
 
 /// Starts the fired runs this executor owns, each with one of the slots taken for them
 /// (slots left over, for instants that already had a run, are given back).
-async fn start_owned_runs(
-    shared: &Arc<Shared>,
-    inserted: Vec<Run>,
-    mut slots: Vec<OwnedSemaphorePermit>,
-    executor_id: Uuid,
-) {
+async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: Vec<Slot>, executor_id: Uuid) {
     let owned: Vec<Run> = inserted
         .into_iter()
         .filter(|run| run.state == RunState::Running)

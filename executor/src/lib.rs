@@ -56,6 +56,10 @@ pub struct Shared {
     pub wakeups: wakeup::Wakeups,
     /// One permit per run this executor may execute at once (`PROBACTR_EXECUTOR_CAPACITY`).
     pub capacity: Arc<Semaphore>,
+    /// One permit per shell job (a process) running at once (`PROBACTR_EXECUTOR_PROCESSES`).
+    pub processes: Arc<Semaphore>,
+    /// One permit per attempt held until its end is recorded (see [`claiming::Slot`]).
+    pub unrecorded: Arc<Semaphore>,
     /// The running attempts, so shutdown can wait for them.
     pub attempts: TaskTracker,
     /// Cancelled when the executor starts shutting down.
@@ -109,6 +113,10 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
     Ok(Some(Shared {
         liveness_pool,
         capacity: Arc::new(Semaphore::new(config.executor_capacity as usize)),
+        processes: Arc::new(Semaphore::new(config.executor_processes as usize)),
+        unrecorded: Arc::new(Semaphore::new(
+            config.executor_capacity as usize * claiming::UNRECORDED_PER_SLOT,
+        )),
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),
         recorder: recorder::Recorder::start(pool.clone()),

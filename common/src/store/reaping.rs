@@ -38,7 +38,11 @@ static ABANDON_ORPHANS_SQL: LazyLock<String> = LazyLock::new(|| {
          WHERE runs.executor_id = executors.id AND executors.state IN ('dead', 'stopped')
            AND runs.state = 'running'
          RETURNING runs.*",
-        &[("state", "'abandoned'"), ("reason", "'executor lost'"), ("finished_at", "now()")],
+        &[
+            ("state", "'abandoned'"),
+            ("reason", "'executor lost'"),
+            ("finished_at", "now()"),
+        ],
     );
     format!(
         "WITH {ending},
@@ -133,8 +137,8 @@ pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<V
 /// queue (which moves its `available_at`) does not make it young again.
 pub async fn expire_stale_queued(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
     let rows: Vec<(i64,)> = sqlx::query_as(AssertSqlSafe(EXPIRE_STALE_QUEUED_SQL.as_str()))
-    .fetch_all(db)
-    .await?;
+        .fetch_all(db)
+        .await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
@@ -186,13 +190,12 @@ pub const PARTITION_DAYS_AHEAD: i32 = 7;
 /// no live retry of theirs). Returns the runs dropped. [`prune_runs`] deletes the rest
 /// row by row (the default partition, the boundary day, runs kept by a live retry).
 pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> Result<u64, StoreError> {
-    let dropped: i64 = sqlx::query_scalar(
-        "SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2)",
-    )
-    .bind(retention.as_secs_f64())
-    .bind(PARTITION_DAYS_AHEAD)
-    .fetch_one(db)
-    .await?;
+    let dropped: i64 =
+        sqlx::query_scalar("SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2)")
+            .bind(retention.as_secs_f64())
+            .bind(PARTITION_DAYS_AHEAD)
+            .fetch_one(db)
+            .await?;
     Ok(dropped.max(0) as u64)
 }
 

@@ -13,10 +13,30 @@ use crate::model::{Run, RunState};
 
 /// The columns of `runs`, in table order.
 const RUN_COLUMNS: [&str; 24] = [
-    "id", "job_id", "trigger_id", "scheduled_at", "attempt", "first_run_id", "state", "reason",
-    "exclusive", "executor_id", "lock_token", "fence", "queued_at", "available_at", "claimed_at",
-    "started_at", "finished_at", "heartbeat_at", "cancel_requested_at", "exit_code",
-    "http_status", "error", "output", "output_truncated",
+    "id",
+    "job_id",
+    "trigger_id",
+    "scheduled_at",
+    "attempt",
+    "first_run_id",
+    "state",
+    "reason",
+    "exclusive",
+    "executor_id",
+    "lock_token",
+    "fence",
+    "queued_at",
+    "available_at",
+    "claimed_at",
+    "started_at",
+    "finished_at",
+    "heartbeat_at",
+    "cancel_requested_at",
+    "exit_code",
+    "http_status",
+    "error",
+    "output",
+    "output_truncated",
 ];
 
 /// The two CTEs that end runs: `gone` deletes the live runs `delete` selects (written as
@@ -84,9 +104,11 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Run>, StoreE
 /// for the lock). Runs that need no lock — parallel jobs without a concurrency bound —
 /// are started in the same statement: claim and start cost one round trip together.
 /// `$3` false takes only those (an executor that cannot reach Redis leaves the others to
-/// its peers).
+/// its peers). At most `$4` of the runs taken are shell jobs (each a process): the others
+/// it looked at stay queued for executors with processes to spare.
 pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
-         SELECT runs.id, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free
+         SELECT runs.id, runs.available_at, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
+                jobs.kind = 'shell' AS process
          FROM runs JOIN jobs ON jobs.id = runs.job_id
          WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
            AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
@@ -98,12 +120,18 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
          ORDER BY runs.available_at, runs.id
          LIMIT $2
          FOR UPDATE OF runs SKIP LOCKED),
+     taken AS (
+         SELECT id, lock_free FROM (
+             SELECT id, lock_free, process,
+                    row_number() OVER (PARTITION BY process ORDER BY available_at, id) AS nth
+             FROM picked) AS ranked
+         WHERE NOT process OR nth <= $4),
      claimed AS (
          UPDATE runs SET executor_id = $1, claimed_at = now(),
-                         state = CASE WHEN picked.lock_free THEN 'running' ELSE 'claimed' END,
-                         started_at = CASE WHEN picked.lock_free THEN now() END,
-                         heartbeat_at = CASE WHEN picked.lock_free THEN now() END
-         FROM picked WHERE runs.id = picked.id AND runs.state = 'queued'
+                         state = CASE WHEN taken.lock_free THEN 'running' ELSE 'claimed' END,
+                         started_at = CASE WHEN taken.lock_free THEN now() END,
+                         heartbeat_at = CASE WHEN taken.lock_free THEN now() END
+         FROM taken WHERE runs.id = taken.id AND runs.state = 'queued'
          RETURNING runs.*)
      SELECT * FROM claimed ORDER BY available_at, id";
 
@@ -114,7 +142,38 @@ pub async fn claim_queued(
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
-    claim(db, executor_id, limit, true).await
+    claim(db, executor_id, &ClaimLimits::runs(limit)).await
+}
+
+/// How much one claim may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimLimits {
+    /// Runs in all.
+    pub runs: i64,
+    /// Of which shell jobs.
+    pub processes: i64,
+    /// Whether runs that need a Redis lock or permit may be taken.
+    pub with_locked: bool,
+}
+
+impl ClaimLimits {
+    /// Up to `runs` runs of any kind.
+    pub fn runs(runs: i64) -> ClaimLimits {
+        ClaimLimits {
+            runs,
+            processes: runs,
+            with_locked: true,
+        }
+    }
+}
+
+/// Claims within `limits` (see [`CLAIM_QUEUED_SQL`]).
+pub async fn claim_within(
+    db: impl PgExecutor<'_>,
+    executor_id: Uuid,
+    limits: &ClaimLimits,
+) -> Result<Vec<Run>, StoreError> {
+    claim(db, executor_id, limits).await
 }
 
 /// Like [`claim_queued`], but only runs that need no Redis lock (parallel jobs without
@@ -124,19 +183,23 @@ pub async fn claim_queued_lock_free(
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
-    claim(db, executor_id, limit, false).await
+    let limits = ClaimLimits {
+        with_locked: false,
+        ..ClaimLimits::runs(limit)
+    };
+    claim(db, executor_id, &limits).await
 }
 
 async fn claim(
     db: impl PgExecutor<'_>,
     executor_id: Uuid,
-    limit: i64,
-    with_locked: bool,
+    limits: &ClaimLimits,
 ) -> Result<Vec<Run>, StoreError> {
     Ok(sqlx::query_as::<_, Run>(CLAIM_QUEUED_SQL)
         .bind(executor_id)
-        .bind(limit)
-        .bind(with_locked)
+        .bind(limits.runs)
+        .bind(limits.with_locked)
+        .bind(limits.processes)
         .fetch_all(db)
         .await?)
 }
@@ -427,10 +490,10 @@ pub async fn request_cancel(
     reason: &str,
 ) -> Result<Option<RunState>, StoreError> {
     let row: Option<(String,)> = sqlx::query_as(AssertSqlSafe(REQUEST_CANCEL_SQL.as_str()))
-    .bind(run_id)
-    .bind(reason)
-    .fetch_optional(db)
-    .await?;
+        .bind(run_id)
+        .bind(reason)
+        .fetch_optional(db)
+        .await?;
     row.map(|(state,)| {
         state
             .parse()
@@ -456,7 +519,11 @@ static REQUEST_CANCEL_SQL: LazyLock<String> = LazyLock::new(|| {
             "DELETE FROM runs_live AS runs
              WHERE id = $1 AND state IN ('queued', 'claimed')
              RETURNING runs.*",
-            &[("state", "'cancelled'"), ("reason", "$2"), ("finished_at", "now()")],
+            &[
+                ("state", "'cancelled'"),
+                ("reason", "$2"),
+                ("finished_at", "now()")
+            ],
         )
     )
 });

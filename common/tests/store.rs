@@ -2074,12 +2074,21 @@ async fn opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock(pool: PgPool
     let a_then_b = vec![running[0].clone(), running[2].clone()];
     let b_then_a = vec![running[3].clone(), running[1].clone()];
 
+    // a's counters are split over shards (one per group of sessions): hold every one.
     let mut holder = pool.begin().await.expect("begin holder");
-    sqlx::query("SELECT 1 FROM job_stats WHERE job_id = $1 FOR UPDATE")
+    sqlx::query(
+        "INSERT INTO job_stat_shards (job_id, shard) SELECT $1, g FROM generate_series(0, 7) AS g
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(a.id)
+    .execute(&mut *holder)
+    .await
+    .expect("every shard of a");
+    sqlx::query("SELECT 1 FROM job_stat_shards WHERE job_id = $1 FOR UPDATE")
         .bind(a.id)
         .execute(&mut *holder)
         .await
-        .expect("hold a's row");
+        .expect("hold a's rows");
     let waiting_sessions = || async {
         let (n,): (i64,) = sqlx::query_as(
             "SELECT count(*) FROM pg_stat_activity
@@ -2360,7 +2369,7 @@ async fn a_claim_takes_no_more_shell_runs_than_processes_to_spare(pool: PgPool) 
         with_locked: true,
     };
     let claimed = runs::claim_within(&pool, ex, &limits).await.expect("claim");
-    let of = |job: i64| claimed.iter().filter(|run| run.job_id == job).count();
+    let of = |job: i64| claimed.iter().filter(|claimed| claimed.run.job_id == job).count();
     assert_eq!((of(shell.id), of(noop.id)), (2, 5), "2 processes, the rest noop");
     assert_eq!(
         count(

@@ -5,13 +5,13 @@
 //! loop claims when woken (runs queued, capacity freed) or every second (retries whose
 //! backoff elapsed raise no notification).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Job, Overlap, Run};
-use probactr_common::store::{jobs, runs};
+use probactr_common::store::runs;
 use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
@@ -30,7 +30,7 @@ pub async fn claim_loop(shared: Arc<Shared>) {
         base: Duration::from_millis(100),
         cap: Duration::from_secs(5),
     };
-    let coalesce_below = (shared.config.executor_capacity as usize / 8).max(1);
+    let coalesce_below = (shared.config.executor_capacity as usize / 2).max(1);
     let mut failures = 0u32;
     while !stop.is_cancelled() {
         let free = capacity
@@ -89,12 +89,16 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
     if claimed.is_empty() {
         return Ok(0);
     }
-    let job_ids: Vec<i64> = claimed.iter().map(|run| run.job_id).collect();
-    let jobs = jobs::get_many(&shared.pool, &job_ids).await?;
+    let wanted: Vec<(i64, i64)> = claimed
+        .iter()
+        .map(|claimed| (claimed.run.job_id, claimed.job_version))
+        .collect();
+    let jobs = shared.job_cache.get(&shared.pool, &wanted).await?;
     let count = claimed.len();
+    let claimed: Vec<Run> = claimed.into_iter().map(|claimed| claimed.run).collect();
     let claimed = one_per_queueing_job(shared, claimed, &jobs, executor_id).await?;
     for run in claimed {
-        let Some(job) = jobs.iter().find(|job| job.id == run.job_id).cloned() else {
+        let Some(job) = jobs.get(&run.job_id).cloned() else {
             // The job was deleted between claim and read; the cascade removed the run.
             continue;
         };
@@ -156,12 +160,12 @@ pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid
 async fn one_per_queueing_job(
     shared: &Shared,
     claimed: Vec<Run>,
-    jobs: &[Job],
+    jobs: &HashMap<i64, Job>,
     executor_id: Uuid,
 ) -> anyhow::Result<Vec<Run>> {
     let queueing = |job_id: i64| {
-        jobs.iter()
-            .any(|job| job.id == job_id && !job.parallel && job.overlap == Overlap::Queue)
+        jobs.get(&job_id)
+            .is_some_and(|job| !job.parallel && job.overlap == Overlap::Queue)
     };
     let mut seen = HashSet::new();
     let mut kept = Vec::with_capacity(claimed.len());

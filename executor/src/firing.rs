@@ -16,6 +16,7 @@
 //! `fire_all` runs up to [`FIRE_ALL_CAP`] of them. Every late instant not run is counted
 //! in a `misfires` row, so nothing is dropped silently (invariant 2).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +24,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
 use probactr_common::schedule::TriggerSchedule;
-use probactr_common::store::jobs;
 use probactr_common::store::triggers::{self, FiredRuns, MissedInstants};
 use probactr_common::store::StoreError;
 use tokio_util::sync::CancellationToken;
@@ -167,7 +167,11 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
             policy = %missed.policy, reason = %missed.reason, "instants missed");
     }
     let runs = inserted.len() as u64;
-    start_owned_runs(shared, inserted, slots, executor_id).await;
+    let versions: HashMap<i64, i64> = due
+        .iter()
+        .map(|due| (due.trigger.job_id, due.job_version))
+        .collect();
+    start_owned_runs(shared, inserted, &versions, slots, executor_id).await;
     Ok(FireReport {
         triggers: due.len(),
         runs,
@@ -177,7 +181,13 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
 
 /// Starts the fired runs this executor owns, each with one of the slots taken for them
 /// (slots left over, for instants that already had a run, are given back).
-async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: Vec<Slot>, executor_id: Uuid) {
+async fn start_owned_runs(
+    shared: &Arc<Shared>,
+    inserted: Vec<Run>,
+    versions: &HashMap<i64, i64>,
+    mut slots: Vec<Slot>,
+    executor_id: Uuid,
+) {
     let owned: Vec<Run> = inserted
         .into_iter()
         .filter(|run| run.state == RunState::Running)
@@ -185,8 +195,11 @@ async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: V
     if owned.is_empty() {
         return;
     }
-    let job_ids: Vec<i64> = owned.iter().map(|run| run.job_id).collect();
-    let jobs = match jobs::get_many(&shared.pool, &job_ids).await {
+    let wanted: Vec<(i64, i64)> = owned
+        .iter()
+        .filter_map(|run| Some((run.job_id, *versions.get(&run.job_id)?)))
+        .collect();
+    let jobs = match shared.job_cache.get(&shared.pool, &wanted).await {
         Ok(jobs) => jobs,
         Err(err) => {
             // The runs stay running without an attempt; the monitor treats them as stuck.
@@ -195,8 +208,7 @@ async fn start_owned_runs(shared: &Arc<Shared>, inserted: Vec<Run>, mut slots: V
         }
     };
     for run in owned {
-        let (Some(job), Some(slot)) = (jobs.iter().find(|job| job.id == run.job_id).cloned(), slots.pop())
-        else {
+        let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slots.pop()) else {
             continue;
         };
         claiming::spawn_attempt(shared, run, job, executor_id, slot);

@@ -19,6 +19,7 @@ pub mod attempt;
 pub mod claiming;
 pub mod firing;
 pub mod job;
+pub mod job_cache;
 pub mod liveness;
 pub mod recorder;
 pub mod registry;
@@ -48,6 +49,8 @@ pub struct Shared {
     pub locks: Locks,
     /// The HTTP client of HTTP jobs, with its address policy.
     pub http: job::HttpRunner,
+    /// The job definitions read last, by version.
+    pub job_cache: job_cache::JobCache,
     /// Records attempts' ends in groups.
     pub recorder: recorder::Recorder,
     /// Who this executor is now, and the runs it is executing.
@@ -125,6 +128,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         locks,
         http,
         registry: registry::Registry::new(),
+        job_cache: job_cache::JobCache::default(),
         wakeups: wakeup::Wakeups::default(),
     }))
 }

@@ -199,12 +199,16 @@ pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> R
     Ok(dropped.max(0) as u64)
 }
 
-/// Vacuums the live runs' partition: its rows change state several times each and
-/// leave dead index entries at the head of the claim's index; a frequent vacuum of this
-/// small table keeps the claim's cost flat (autovacuum visits a database only once per
-/// `autovacuum_naptime`). Skipped when another vacuum holds the table.
+/// Vacuums and analyzes the live runs' partition: its rows change state several times
+/// each and leave dead index entries at the head of the claim's index, and its size and
+/// mix of states swing with the backlog. A frequent vacuum of this small table keeps the
+/// claim's cost flat, and fresh statistics keep its plan an ordered walk of the queue
+/// (autovacuum visits a database only once per `autovacuum_naptime`). Skipped when
+/// another vacuum holds the table.
 pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
-    sqlx::query("VACUUM (SKIP_LOCKED) runs_live").execute(db).await?;
+    sqlx::query("VACUUM (ANALYZE, SKIP_LOCKED) runs_live")
+        .execute(db)
+        .await?;
     Ok(())
 }
 

@@ -127,13 +127,17 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
              FROM picked) AS ranked
          WHERE NOT process OR nth <= $4),
      claimed AS (
-         UPDATE runs SET executor_id = $1, claimed_at = now(),
+         -- The picked rows are locked and queued; the live partition is named so that
+         -- only its id index can find them, whatever its statistics say.
+         UPDATE runs_live AS runs SET executor_id = $1, claimed_at = now(),
                          state = CASE WHEN taken.lock_free THEN 'running' ELSE 'claimed' END,
                          started_at = CASE WHEN taken.lock_free THEN now() END,
                          heartbeat_at = CASE WHEN taken.lock_free THEN now() END
-         FROM taken WHERE runs.id = taken.id AND runs.state = 'queued'
+         FROM taken WHERE runs.id = taken.id
          RETURNING runs.*)
-     SELECT * FROM claimed ORDER BY available_at, id";
+     SELECT claimed.*, jobs.version AS job_version
+     FROM claimed JOIN jobs ON jobs.id = claimed.job_id
+     ORDER BY claimed.available_at, claimed.id";
 
 /// Claims up to `limit` queued runs for `executor_id` (see [`CLAIM_QUEUED_SQL`]): the
 /// returned runs are `claimed`, or already `running` when they need no lock.
@@ -142,7 +146,19 @@ pub async fn claim_queued(
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
-    claim(db, executor_id, &ClaimLimits::runs(limit)).await
+    let claimed = claim(db, executor_id, &ClaimLimits::runs(limit)).await?;
+    Ok(claimed.into_iter().map(|claimed| claimed.run).collect())
+}
+
+/// A claimed run, with the version of its job's definition at the claim (an executor
+/// that read that version already need not read the job again).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedRun {
+    /// The run.
+    #[sqlx(flatten)]
+    pub run: Run,
+    /// `jobs.version` of its job.
+    pub job_version: i64,
 }
 
 /// How much one claim may take.
@@ -172,7 +188,7 @@ pub async fn claim_within(
     db: impl PgExecutor<'_>,
     executor_id: Uuid,
     limits: &ClaimLimits,
-) -> Result<Vec<Run>, StoreError> {
+) -> Result<Vec<ClaimedRun>, StoreError> {
     claim(db, executor_id, limits).await
 }
 
@@ -187,15 +203,16 @@ pub async fn claim_queued_lock_free(
         with_locked: false,
         ..ClaimLimits::runs(limit)
     };
-    claim(db, executor_id, &limits).await
+    let claimed = claim(db, executor_id, &limits).await?;
+    Ok(claimed.into_iter().map(|claimed| claimed.run).collect())
 }
 
 async fn claim(
     db: impl PgExecutor<'_>,
     executor_id: Uuid,
     limits: &ClaimLimits,
-) -> Result<Vec<Run>, StoreError> {
-    Ok(sqlx::query_as::<_, Run>(CLAIM_QUEUED_SQL)
+) -> Result<Vec<ClaimedRun>, StoreError> {
+    Ok(sqlx::query_as::<_, ClaimedRun>(CLAIM_QUEUED_SQL)
         .bind(executor_id)
         .bind(limits.runs)
         .bind(limits.with_locked)

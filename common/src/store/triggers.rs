@@ -157,6 +157,8 @@ pub struct DueTrigger {
     pub trigger: Trigger,
     /// Its job needs no lock (parallel, unbounded): its runs can start as they are fired.
     pub lock_free: bool,
+    /// `jobs.version` of its job (the firing executor may have that definition already).
+    pub job_version: i64,
     /// The database's clock, which decides what is due.
     pub db_now: DateTime<Utc>,
 }
@@ -166,7 +168,8 @@ pub struct DueTrigger {
 /// also silences the change notification for the transaction (peers need no wake-up for
 /// instants this executor handles) and reads the database's clock.
 pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
-     SELECT triggers.*, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free, now() AS db_now
+     SELECT triggers.*, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
+            jobs.version AS job_version, now() AS db_now
      FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
      WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
      ORDER BY triggers.next_fire_at

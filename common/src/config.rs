@@ -92,6 +92,11 @@ pub const VARS: &[Var] = &[
         help: "due triggers an executor fires per transaction",
     },
     Var {
+        name: "PROBACTR_FIRE_AHEAD",
+        default: "500ms",
+        help: "how long before their instant runs are fired into the queue, waiting there until it comes (0s: at the instant)",
+    },
+    Var {
         name: "PROBACTR_DRAIN_TIMEOUT",
         default: "30s",
         help: "on SIGTERM, how long running jobs may finish before they are stopped",
@@ -210,6 +215,8 @@ pub struct Config {
     pub executor_processes: u32,
     /// `PROBACTR_FIRE_BATCH`.
     pub fire_batch: u32,
+    /// `PROBACTR_FIRE_AHEAD`.
+    pub fire_ahead: Duration,
     /// `PROBACTR_DRAIN_TIMEOUT`.
     pub drain_timeout: Duration,
     /// `PROBACTR_RETENTION`.
@@ -275,6 +282,7 @@ impl Config {
             executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
             executor_processes: env.number("PROBACTR_EXECUTOR_PROCESSES", 1, 100_000)?,
             fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,
+            fire_ahead: env.duration_or_zero("PROBACTR_FIRE_AHEAD", Duration::from_secs(10))?,
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
             retention: env.duration("PROBACTR_RETENTION")?,
             http_allow: env.list("PROBACTR_HTTP_ALLOW"),
@@ -389,6 +397,22 @@ impl Env<'_> {
                 name,
                 &value,
                 "a positive duration like 500ms, 5s, 2m, 1h or 30d",
+            )),
+        }
+    }
+
+    /// A duration from zero up to `max`.
+    fn duration_or_zero(&self, name: &'static str, max: Duration) -> Result<Duration, ConfigError> {
+        let value = self.raw(name);
+        match parse_duration(&value) {
+            Ok(d) if d <= max => Ok(d),
+            _ => Err(Env::invalid(
+                name,
+                &value,
+                &format!(
+                    "a duration like 0s, 500ms or 2s, at most {}",
+                    format_duration(max)
+                ),
             )),
         }
     }

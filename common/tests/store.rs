@@ -1504,7 +1504,7 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
         .await
         .expect("analyze");
 
-    let due_plan = explain(&pool, CLAIM_DUE_SQL, |q| q.bind(16_i64)).await;
+    let due_plan = explain(&pool, CLAIM_DUE_SQL, |q| q.bind(16_i64).bind(0.0_f64)).await;
     println!("EXPLAIN claim_due:\n{due_plan}\n");
     assert!(
         due_plan.contains("triggers_due"),
@@ -1523,7 +1523,9 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
 
     // The queries planned are the queries that run: on this data they find what is due.
     let mut tx = pool.begin().await.expect("begin");
-    let due = triggers::claim_due(&mut tx, 1000).await.expect("claim due");
+    let due = triggers::claim_due(&mut tx, 1000, Duration::ZERO)
+        .await
+        .expect("claim due");
     assert_eq!(
         due.len(),
         50,
@@ -2442,4 +2444,34 @@ async fn retention_drops_whole_days_of_ended_runs(pool: PgPool) {
     .await
     .expect("ahead");
     assert!(ahead, "the days ahead exist");
+}
+
+/// A run fired ahead of its instant waits in the queue until the instant: it is not
+/// claimable before, counts as queued from the instant, and is claimable once it comes.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_run_fired_ahead_waits_for_its_instant(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "ahead", |j| j.parallel = true).await;
+    let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("trigger");
+    let soon = probactr_common::store::db_now(&pool).await.expect("now") + TimeDelta::milliseconds(400);
+    let mut conn = pool.acquire().await.expect("connection");
+    assert_eq!(
+        insert_queued(&mut conn, &[job.id], &[trigger.id], &[soon])
+            .await
+            .expect("fire ahead"),
+        1
+    );
+    drop(conn);
+    let (queued_at, available_at): (DateTime<Utc>, DateTime<Utc>) =
+        sqlx::query_as("SELECT queued_at, available_at FROM runs WHERE job_id = $1")
+            .bind(job.id)
+            .fetch_one(&pool)
+            .await
+            .expect("run");
+    assert_eq!((queued_at, available_at), (soon, soon));
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runs::claim_queued(&pool, ex, 10).await.expect("claim").len(), 1);
 }

@@ -80,8 +80,9 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
 }
 
 async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
+    let ahead = shared.config.fire_ahead.as_secs_f64();
     Ok(match triggers::seconds_until_earliest_due(&shared.pool).await? {
-        Some(secs) if secs > 0.0 => Duration::from_secs_f64(secs).min(MAX_SLEEP),
+        Some(secs) if secs > ahead => Duration::from_secs_f64(secs - ahead).min(MAX_SLEEP),
         Some(_) => Duration::ZERO,
         None => MAX_SLEEP,
     })
@@ -129,24 +130,32 @@ pub struct FireReport {
 pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, StoreError> {
     let executor_id = shared.registry.id();
     let mut tx = shared.pool.begin().await?;
-    let due = triggers::claim_due(&mut tx, batch).await?;
+    let ahead = shared.config.fire_ahead;
+    let due = triggers::claim_due(&mut tx, batch, ahead).await?;
     let Some(now) = due.first().map(|due| due.db_now) else {
         tx.commit().await?;
         return Ok(FireReport::default());
     };
+    // Instants up to the fire-ahead horizon are fired now and wait in the queue until
+    // they come; lateness is judged as of the horizon.
+    let horizon = now + TimeDelta::from_std(ahead).unwrap_or_default();
     let plans: Vec<TriggerPlan> = due
         .iter()
-        .map(|due| plan_stored_trigger(&due.trigger, now))
+        .map(|due| plan_stored_trigger(&due.trigger, horizon))
         .collect();
     let mut slots = Vec::new();
     let mut fired = FiredRuns::default();
+    let mut ahead_of_time = Vec::new();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
-            let slot = if due.lock_free {
+            let slot = if due.lock_free && *instant <= now {
                 Slot::try_take(shared)
             } else {
                 None
             };
+            if *instant > now {
+                ahead_of_time.push(*instant);
+            }
             fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
             slots.extend(slot);
         }
@@ -157,6 +166,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     let ids: Vec<i64> = due.iter().map(|due| due.trigger.id).collect();
     let nexts: Vec<Option<DateTime<Utc>>> = plans.iter().map(|plan| plan.next).collect();
     triggers::advance(&mut tx, &ids, &nexts, now).await?;
+    triggers::announce_runs_at(&mut tx, &ahead_of_time).await?;
     tx.commit().await?;
 
     metrics::counter!("probactr_fires_total").increment(inserted.len() as u64);

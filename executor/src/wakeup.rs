@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
-use probactr_common::store::{RUNS_CHANNEL, TRIGGERS_CHANNEL};
+use probactr_common::store::{RUNS_AT_CHANNEL, RUNS_CHANNEL, TRIGGERS_CHANNEL};
 use sqlx::postgres::PgListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -55,9 +55,11 @@ pub async fn listen(shared: Arc<Shared>, stop: CancellationToken) {
     }
 }
 
-async fn listen_once(shared: &Shared, stop: &CancellationToken) -> Result<(), sqlx::Error> {
+async fn listen_once(shared: &Arc<Shared>, stop: &CancellationToken) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(&shared.pool).await?;
-    listener.listen_all([TRIGGERS_CHANNEL, RUNS_CHANNEL]).await?;
+    listener
+        .listen_all([TRIGGERS_CHANNEL, RUNS_CHANNEL, RUNS_AT_CHANNEL])
+        .await?;
     // Anything that changed while we were not listening was missed: look again.
     shared.wakeups.wake_all();
     loop {
@@ -67,7 +69,29 @@ async fn listen_once(shared: &Shared, stop: &CancellationToken) -> Result<(), sq
         };
         match notification.channel() {
             TRIGGERS_CHANNEL => shared.wakeups.triggers.notify_one(),
+            RUNS_AT_CHANNEL => wake_at_announced(shared, notification.payload()),
             _ => shared.wakeups.runs.notify_one(),
         }
+    }
+}
+
+/// Sets an alarm for each instant of a fire-ahead announcement (epoch milliseconds,
+/// comma-separated): when it comes, the claim loop looks for the runs that became
+/// claimable. An alarm goes by this host's clock; one that rings early finds nothing yet
+/// (the database's clock decides), the once-a-second look takes the rest.
+fn wake_at_announced(shared: &Arc<Shared>, payload: &str) {
+    let now = chrono::Utc::now().timestamp_millis();
+    for millis in payload
+        .split(',')
+        .filter_map(|part| part.trim().parse::<i64>().ok())
+    {
+        let delay = Duration::from_millis(u64::try_from(millis - now).unwrap_or(0));
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = shared.shutdown.cancelled() => {}
+                _ = tokio::time::sleep(delay) => shared.wakeups.runs.notify_one(),
+            }
+        });
     }
 }

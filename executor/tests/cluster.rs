@@ -162,6 +162,13 @@ async fn interval_triggers_fire_every_instant_exactly_once(
         }
     }
     assert_eq!(rows.len(), expected_total, "runs beyond the expected instants");
+    // Runs are fired ahead of their instant (PROBACTR_FIRE_AHEAD) but never start early.
+    for (trigger_id, scheduled_at, _, started_at, _) in &rows {
+        assert!(
+            started_at.is_some_and(|started| started >= *scheduled_at),
+            "run of trigger {trigger_id} at {scheduled_at} started early: {started_at:?}"
+        );
+    }
 
     // The job's own effect happened exactly once per instant.
     let mut effects: HashMap<(String, String), usize> = HashMap::new();

@@ -23,6 +23,8 @@ use sqlx::PgPool;
 pub const TRIGGERS_CHANNEL: &str = "probactr_triggers";
 /// Channel notified when runs are queued.
 pub const RUNS_CHANNEL: &str = "probactr_runs";
+/// Channel announcing when runs fired ahead of their instant become claimable.
+pub const RUNS_AT_CHANNEL: &str = "probactr_runs_at";
 
 /// The schema migrations, embedded in every binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

@@ -163,23 +163,30 @@ pub struct DueTrigger {
     pub db_now: DateTime<Utc>,
 }
 
-/// The due-trigger claim (`$1` batch): up to a batch of due triggers of unpaused jobs,
-/// earliest first; triggers another executor is firing are skipped, not waited for. It
-/// also silences the change notification for the transaction (peers need no wake-up for
-/// instants this executor handles) and reads the database's clock.
+/// The due-trigger claim (`$1` batch, `$2` seconds of fire-ahead): up to a batch of
+/// triggers of unpaused jobs due now or within the fire-ahead window, earliest first;
+/// triggers another executor is firing are skipped, not waited for. It also silences the
+/// change notification for the transaction (peers need no wake-up for instants this
+/// executor handles) and reads the database's clock.
 pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
      SELECT triggers.*, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
             jobs.version AS job_version, now() AS db_now
      FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
-     WHERE NOT triggers.paused AND triggers.next_fire_at <= now() AND NOT jobs.paused
+     WHERE NOT triggers.paused AND triggers.next_fire_at <= now() + make_interval(secs => $2)
+       AND NOT jobs.paused
      ORDER BY triggers.next_fire_at
      LIMIT $1
      FOR UPDATE OF triggers SKIP LOCKED";
 
-/// Locks up to `batch` due triggers (see [`CLAIM_DUE_SQL`]).
-pub async fn claim_due(conn: &mut PgConnection, batch: i64) -> Result<Vec<DueTrigger>, StoreError> {
+/// Locks up to `batch` triggers due within `ahead` (see [`CLAIM_DUE_SQL`]).
+pub async fn claim_due(
+    conn: &mut PgConnection,
+    batch: i64,
+    ahead: std::time::Duration,
+) -> Result<Vec<DueTrigger>, StoreError> {
     Ok(sqlx::query_as::<_, DueTrigger>(CLAIM_DUE_SQL)
         .bind(batch)
+        .bind(ahead.as_secs_f64())
         .fetch_all(conn)
         .await?)
 }
@@ -210,6 +217,8 @@ impl FiredRuns {
 
 /// Inserts the first attempts of fired instants; an instant that already has a run is
 /// left alone (invariant 1). Owned runs start on `executor_id` in the same statement.
+/// A run fired ahead of its instant waits in the queue until it: it is claimable, and
+/// counts as queued (for the misfire threshold), from its instant.
 /// Returns the inserted rows.
 pub async fn insert_fired_runs(
     conn: &mut PgConnection,
@@ -220,8 +229,9 @@ pub async fn insert_fired_runs(
         return Ok(Vec::new());
     }
     Ok(sqlx::query_as::<_, Run>(
-        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, executor_id, claimed_at, started_at, heartbeat_at)
-         SELECT fired.job_id, fired.trigger_id, fired.at,
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, state, executor_id,
+                           claimed_at, started_at, heartbeat_at)
+         SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
                 CASE WHEN fired.owned THEN 'running' ELSE 'queued' END,
                 CASE WHEN fired.owned THEN $5::uuid END,
                 CASE WHEN fired.owned THEN now() END,
@@ -244,6 +254,35 @@ pub async fn insert_fired_runs(
     .fetch_all(conn)
     .await?)
 }
+
+/// Tells every executor, when the transaction commits, the instants at which runs fired
+/// ahead become claimable (the queue's own notification covers only runs claimable at
+/// once). The payload is their epoch milliseconds, comma-separated, at most
+/// [`MAX_ANNOUNCED`] of them, the earliest first.
+pub async fn announce_runs_at(conn: &mut PgConnection, instants: &[DateTime<Utc>]) -> Result<(), StoreError> {
+    let mut millis: Vec<i64> = instants.iter().map(DateTime::timestamp_millis).collect();
+    millis.sort_unstable();
+    millis.dedup();
+    if millis.is_empty() {
+        return Ok(());
+    }
+    let payload = millis
+        .iter()
+        .take(MAX_ANNOUNCED)
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(super::RUNS_AT_CHANNEL)
+        .bind(payload)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The most instants one announcement carries (a notification's payload is bounded);
+/// executors find later ones by their once-a-second look at the queue.
+pub const MAX_ANNOUNCED: usize = 400;
 
 /// A stretch of instants of one trigger that will not run, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -32,6 +32,10 @@ pub async fn claim_loop(shared: Arc<Shared>) {
     };
     let coalesce_below = (shared.config.executor_capacity as usize / 2).max(1);
     let mut failures = 0u32;
+    // Whether claimable runs may be waiting: the last claim filled every free slot, or
+    // news came since. A slot freed while the queue is known to be empty is no reason
+    // to look (a claim per ended run would find nothing, over and over).
+    let mut more_may_wait = true;
     while !stop.is_cancelled() {
         let free = capacity
             .available_permits()
@@ -43,6 +47,7 @@ pub async fn claim_loop(shared: Arc<Shared>) {
                 Ok(claimed) if claimed == free => Duration::ZERO,
                 Ok(_) => {
                     failures = 0;
+                    more_may_wait = false;
                     POLL
                 }
                 Err(err) => {
@@ -55,11 +60,13 @@ pub async fn claim_loop(shared: Arc<Shared>) {
         if pause.is_zero() {
             continue;
         }
-        tokio::select! {
+        let news = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = shared.wakeups.runs.notified() => {}
-            _ = tokio::time::sleep(pause) => {}
-        }
+            _ = shared.wakeups.runs.notified() => true,
+            _ = shared.wakeups.capacity.notified(), if more_may_wait => false,
+            _ = tokio::time::sleep(pause) => true,
+        };
+        more_may_wait |= news;
         // Woken by one freed slot among many busy ones: let a few more free up so one
         // claim statement takes several runs.
         if capacity.available_permits() < coalesce_below {
@@ -139,7 +146,7 @@ impl Slot {
     /// Gives the execution slot back (the job ended) and wakes the claim loop.
     pub fn release_execution(&mut self, shared: &Shared) {
         if self.executing.take().is_some() {
-            shared.wakeups.runs.notify_one();
+            shared.wakeups.capacity.notify_one();
         }
     }
 }
@@ -150,7 +157,7 @@ pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid
     let shared = shared.clone();
     shared.attempts.clone().spawn(async move {
         attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
-        shared.wakeups.runs.notify_one();
+        shared.wakeups.capacity.notify_one();
     });
 }
 

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::claiming::{self, Slot};
-use crate::Shared;
+use crate::{wakeup, Shared};
 
 /// The most instants within the misfire threshold one firing runs for one trigger; more
 /// (a one-second interval with an hour's threshold after an outage) are counted as missed.
@@ -79,10 +79,14 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
     tracing::debug!("fire loop stopped");
 }
 
+/// How long until the next pass: until the earliest instant is half the fire-ahead
+/// window away. Each pass fires everything within the whole window, so a pass takes
+/// about half a window of instants at once (waking as soon as one instant entered the
+/// window would fire instants spread over the second one or two at a time).
 async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
-    let ahead = shared.config.fire_ahead.as_secs_f64();
+    let early = shared.config.fire_ahead.as_secs_f64() / 2.0;
     Ok(match triggers::seconds_until_earliest_due(&shared.pool).await? {
-        Some(secs) if secs > ahead => Duration::from_secs_f64(secs - ahead).min(MAX_SLEEP),
+        Some(secs) if secs > early => Duration::from_secs_f64(secs - early).min(MAX_SLEEP),
         Some(_) => Duration::ZERO,
         None => MAX_SLEEP,
     })
@@ -166,8 +170,10 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     let ids: Vec<i64> = due.iter().map(|due| due.trigger.id).collect();
     let nexts: Vec<Option<DateTime<Utc>>> = plans.iter().map(|plan| plan.next).collect();
     triggers::advance(&mut tx, &ids, &nexts, now).await?;
-    triggers::announce_runs_at(&mut tx, &ahead_of_time).await?;
+    triggers::announce_runs_at(&mut tx, &crowded_instants(&ahead_of_time)).await?;
     tx.commit().await?;
+    let ahead_millis: Vec<i64> = ahead_of_time.iter().map(DateTime::timestamp_millis).collect();
+    wakeup::wake_runs_at(shared, &ahead_millis);
 
     metrics::counter!("probactr_fires_total").increment(inserted.len() as u64);
     metrics::counter!("probactr_missed_instants_total")
@@ -187,6 +193,23 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         runs,
         missed: missed.iter().map(|m| m.count).sum(),
     })
+}
+
+/// Instants that get more runs than this executor alone should start: peers are told
+/// of those (an aligned storm); this executor claims the runs of the others itself,
+/// sparing its peers a wake-up that would find nothing.
+const CROWDED: usize = 32;
+
+fn crowded_instants(instants: &[DateTime<Utc>]) -> Vec<DateTime<Utc>> {
+    let mut counts: HashMap<DateTime<Utc>, usize> = HashMap::new();
+    for instant in instants {
+        *counts.entry(*instant).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .filter(|(_, count)| *count >= CROWDED)
+        .map(|(instant, _)| instant)
+        .collect()
 }
 
 /// Starts the fired runs this executor owns, each with one of the slots taken for them

@@ -1,7 +1,8 @@
 //! Recording attempts' ends in groups: the strong end of "weak start, strong end".
 //!
 //! Attempts hand their end to one recorder task and wait for its answer. The task
-//! writes everything that queued up while it was busy in one fenced statement
+//! writes everything that queued up while it was busy, or arrived within a few
+//! milliseconds of the first, in one fenced statement
 //! ([`runs::finish_many`]), so a thousand runs ending in the same second cost a handful
 //! of statements. A write that fails (PostgreSQL unreachable) is retried with full
 //! jitter until it is stored or fenced off; the ends wait in memory meanwhile, bounded by
@@ -51,13 +52,23 @@ impl Recorder {
     }
 }
 
+/// How long the first end of a group waits for others before the group is written:
+/// ends arriving one at a time (runs spread over the second) would otherwise cost a
+/// statement and a commit each.
+const GROUP_WINDOW: Duration = Duration::from_millis(5);
+
 async fn record_loop(pool: PgPool, mut inbox: mpsc::UnboundedReceiver<Request>) {
     while let Some(first) = inbox.recv().await {
         let mut group = vec![first];
+        let window = tokio::time::sleep(GROUP_WINDOW);
+        tokio::pin!(window);
         while group.len() < MAX_GROUP {
-            match inbox.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) => break,
+            tokio::select! {
+                request = inbox.recv() => match request {
+                    Some(request) => group.push(request),
+                    None => break,
+                },
+                _ = &mut window => break,
             }
         }
         let (endings, replies): (Vec<RunEnd>, Vec<_>) = group.into_iter().unzip();

@@ -21,8 +21,10 @@ use crate::Shared;
 pub struct Wakeups {
     /// Triggers changed: re-read the earliest `next_fire_at`.
     pub triggers: Notify,
-    /// Runs were queued (or capacity freed): try to claim.
+    /// Runs were queued or became claimable: try to claim.
     pub runs: Notify,
+    /// An attempt gave a slot back: claim if runs may be waiting.
+    pub capacity: Notify,
 }
 
 impl Wakeups {
@@ -76,15 +78,32 @@ async fn listen_once(shared: &Arc<Shared>, stop: &CancellationToken) -> Result<(
 }
 
 /// Sets an alarm for each instant of a fire-ahead announcement (epoch milliseconds,
-/// comma-separated): when it comes, the claim loop looks for the runs that became
-/// claimable. An alarm goes by this host's clock; one that rings early finds nothing yet
-/// (the database's clock decides), the once-a-second look takes the rest.
+/// comma-separated).
 fn wake_at_announced(shared: &Arc<Shared>, payload: &str) {
-    let now = chrono::Utc::now().timestamp_millis();
-    for millis in payload
+    let instants: Vec<i64> = payload
         .split(',')
         .filter_map(|part| part.trim().parse::<i64>().ok())
-    {
+        .collect();
+    wake_runs_at(shared, &instants);
+}
+
+/// Alarms ring at most this often: runs that become claimable within one granule are
+/// claimed together.
+const ALARM_GRANULE_MS: i64 = 5;
+
+/// Wakes the claim loop when each instant (epoch milliseconds) comes, rounded up to
+/// [`ALARM_GRANULE_MS`], to claim the runs fired ahead that became claimable then. An
+/// alarm goes by this host's clock; one that rings early finds nothing yet (the
+/// database's clock decides) and the once-a-second look takes the rest.
+pub fn wake_runs_at(shared: &Arc<Shared>, instants: &[i64]) {
+    let mut granules: Vec<i64> = instants
+        .iter()
+        .map(|millis| (millis + ALARM_GRANULE_MS - 1).div_euclid(ALARM_GRANULE_MS) * ALARM_GRANULE_MS)
+        .collect();
+    granules.sort_unstable();
+    granules.dedup();
+    let now = chrono::Utc::now().timestamp_millis();
+    for millis in granules {
         let delay = Duration::from_millis(u64::try_from(millis - now).unwrap_or(0));
         let shared = shared.clone();
         tokio::spawn(async move {

@@ -78,7 +78,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PROBACTR_EXECUTOR_CAPACITY",
-        default: "256",
+        default: "1024",
         help: "runs one executor executes at once (noop, sleep and HTTP jobs run inside the executor)",
     },
     Var {

@@ -130,7 +130,7 @@ pub struct Slot {
 }
 
 /// Attempts held until recorded, per execution slot.
-pub const UNRECORDED_PER_SLOT: usize = 4;
+pub const UNRECORDED_PER_SLOT: usize = 2;
 
 impl Slot {
     /// Takes a slot when both bounds allow one.

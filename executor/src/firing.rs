@@ -1,10 +1,16 @@
 //! Firing: turning due trigger instants into run rows, exactly once.
 //!
-//! The loop sleeps until the earliest `next_fire_at` (or a notification that triggers
-//! changed), then fires in batches. One batch is one transaction:
+//! The loop sleeps until the earliest `next_fire_at` is half the fire-ahead window
+//! (`PROBACTR_FIRE_AHEAD`) away (or a notification that triggers changed), then fires in
+//! batches everything due within the window. A run fired ahead of its instant waits in
+//! the queue, claimable from its instant on; the firing executor sets itself alarms for
+//! those instants and tells its peers of the crowded ones (`probactr_runs_at`), so an
+//! aligned storm is already queued when its instant comes and only starting is left.
+//! One batch is one transaction:
 //!
-//! 1. lock up to `PROBACTR_FIRE_BATCH` due triggers, earliest first, `SKIP LOCKED` — so
-//!    executors firing at once split the work instead of queueing behind each other;
+//! 1. lock up to `PROBACTR_FIRE_BATCH` triggers due within the window, earliest first,
+//!    `SKIP LOCKED` — so executors firing at once split the work instead of queueing
+//!    behind each other;
 //! 2. plan each trigger in Rust ([`plan_trigger`]): which instants run, which are
 //!    recorded as missed and why, and the next instant;
 //! 3. insert the runs (`ON CONFLICT DO NOTHING` on the trigger's instant: invariant 1),

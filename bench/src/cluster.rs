@@ -66,13 +66,13 @@ impl Cluster {
         })
     }
 
-    /// The environment every process of this cluster gets.
-    pub fn env(&self, capacity: u32) -> HashMap<String, String> {
-        [
+    /// The environment every process of this cluster gets; `capacity` None leaves
+    /// executors at their default capacity.
+    pub fn env(&self, capacity: Option<u32>) -> HashMap<String, String> {
+        let mut env: HashMap<String, String> = [
             ("DATABASE_URL", self.database_url.clone()),
             ("REDIS_URL", self.redis_url.clone()),
             ("PROBACTR_REDIS_PREFIX", self.prefix.clone()),
-            ("PROBACTR_EXECUTOR_CAPACITY", capacity.to_string()),
             ("PROBACTR_HEARTBEAT_INTERVAL", "1s".into()),
             ("PROBACTR_HEARTBEAT_TIMEOUT", "3s".into()),
             ("PROBACTR_REAP_INTERVAL", "1s".into()),
@@ -81,7 +81,28 @@ impl Cluster {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+        .collect();
+        if let Some(capacity) = capacity {
+            env.insert("PROBACTR_EXECUTOR_CAPACITY".into(), capacity.to_string());
+        }
+        env
+    }
+
+    /// The pids of the probactr processes this cluster started.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes
+            .iter()
+            .filter_map(|(_, child)| child.id())
+            .collect()
+    }
+
+    /// The capacity the executors registered with (their default unless set).
+    pub async fn executor_capacity(&self) -> anyhow::Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT coalesce(max(capacity), 0)::bigint FROM executors WHERE role = 'executor'",
+        )
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// Starts a probactr binary; its logs go to this process's stderr.

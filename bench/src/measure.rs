@@ -39,6 +39,96 @@ fn busy_ticks() -> u64 {
     total.saturating_sub(idle)
 }
 
+/// CPU time by kind of process since a reading: the probactr processes of the cluster,
+/// PostgreSQL (every `postgres` process, with the time of backends that exited, which
+/// the postmaster collects), Redis, this benchmark, and the rest of the machine.
+#[derive(Debug, Clone)]
+pub struct CpuSplit {
+    machine: u64,
+    probactr: u64,
+    postgres: u64,
+    redis: u64,
+    bench: u64,
+    pids: Vec<u32>,
+}
+
+impl CpuSplit {
+    /// A reading now; `pids` are the cluster's probactr processes.
+    pub fn now(pids: &[u32]) -> CpuSplit {
+        let by_name = |name: &str| -> u64 {
+            processes_named(name)
+                .into_iter()
+                .map(|pid| process_ticks(pid, true))
+                .sum()
+        };
+        CpuSplit {
+            machine: busy_ticks(),
+            probactr: pids.iter().map(|pid| process_ticks(*pid, false)).sum(),
+            postgres: by_name("postgres"),
+            redis: by_name("redis-server"),
+            bench: process_ticks(std::process::id(), false),
+            pids: pids.to_vec(),
+        }
+    }
+
+    /// Milliseconds of CPU per unit of work (`units` runs or fires) since this reading,
+    /// by kind, with the machine's total.
+    pub fn per_unit_since(&self, units: f64) -> serde_json::Value {
+        let now = CpuSplit::now(&self.pids);
+        let ms = |before: u64, after: u64| after.saturating_sub(before) as f64 * 10.0;
+        let machine = ms(self.machine, now.machine);
+        let probactr = ms(self.probactr, now.probactr);
+        let postgres = ms(self.postgres, now.postgres);
+        let redis = ms(self.redis, now.redis);
+        let bench = ms(self.bench, now.bench);
+        let other = (machine - probactr - postgres - redis - bench).max(0.0);
+        let per = |value: f64| (value / units.max(1.0) * 10_000.0).round() / 10_000.0;
+        serde_json::json!({
+            "machine": per(machine),
+            "probactr": per(probactr),
+            "postgres": per(postgres),
+            "redis": per(redis),
+            "bench": per(bench),
+            "other": per(other),
+        })
+    }
+}
+
+/// Pids of the processes whose command name is `name`.
+fn processes_named(name: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim() == name)
+        })
+        .collect()
+}
+
+/// User and system clock ticks of a process (with its reaped children's when
+/// `children`), from `/proc/<pid>/stat`; 0 when it is gone.
+fn process_ticks(pid: u32, children: bool) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let own = fields.iter().take(2).sum::<u64>();
+    if children {
+        own + fields.iter().skip(2).sum::<u64>()
+    } else {
+        own
+    }
+}
+
 /// Resident memory of a process in MiB.
 pub fn rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

@@ -3,12 +3,13 @@
 /// Printed with every usage error.
 pub const USAGE: &str = "usage: probactr-bench SCENARIO [options]
 
-scenarios: throughput fire-storm scale contention failover admin memory all
+scenarios: throughput backlog fire-storm scale contention failover admin memory all
 options:
   --jobs N             runs (throughput, contention) [20000 / 1000]
   --triggers T         interval triggers (fire-storm) [1000]
   --executors E        executor processes [2]
-  --capacity C         PROBACTR_EXECUTOR_CAPACITY of each executor [256]
+  --capacity C         PROBACTR_EXECUTOR_CAPACITY of each executor [the executor's default]
+  --sizes A,B,C        runs queued at start (backlog) [2000,20000,200000]
   --duration SECONDS   measuring time (fire-storm, scale, admin) [10]
   --phase spread|aligned   instants spread over the second or all at once [spread]
   --parallel | --non-parallel   throughput: one parallel job, or one mutex per job [parallel]
@@ -25,7 +26,8 @@ pub struct Options {
     pub jobs: Option<u64>,
     pub triggers: u64,
     pub executors: u32,
-    pub capacity: u32,
+    pub capacity: Option<u32>,
+    pub sizes: Vec<u64>,
     pub duration: u64,
     pub aligned: bool,
     pub parallel: bool,
@@ -39,6 +41,7 @@ pub struct Options {
 /// Every scenario `all` runs, in order.
 pub const SCENARIOS: &[&str] = &[
     "throughput",
+    "backlog",
     "fire-storm",
     "scale",
     "contention",
@@ -59,7 +62,8 @@ impl Options {
             jobs: None,
             triggers: 1000,
             executors: 2,
-            capacity: 256,
+            capacity: None,
+            sizes: vec![2_000, 20_000, 200_000],
             duration: 10,
             aligned: false,
             parallel: true,
@@ -75,7 +79,13 @@ impl Options {
                 "--jobs" => options.jobs = Some(number(&value("--jobs")?, "--jobs")?),
                 "--triggers" => options.triggers = number(&value("--triggers")?, "--triggers")?,
                 "--executors" => options.executors = number(&value("--executors")?, "--executors")? as u32,
-                "--capacity" => options.capacity = number(&value("--capacity")?, "--capacity")? as u32,
+                "--capacity" => options.capacity = Some(number(&value("--capacity")?, "--capacity")? as u32),
+                "--sizes" => {
+                    options.sizes = value("--sizes")?
+                        .split(',')
+                        .map(|size| number(size.trim(), "--sizes"))
+                        .collect::<Result<_, _>>()?
+                }
                 "--duration" => options.duration = number(&value("--duration")?, "--duration")?,
                 "--trials" => options.trials = number(&value("--trials")?, "--trials")? as u32,
                 "--stored" => options.stored = number(&value("--stored")?, "--stored")?,
@@ -107,6 +117,7 @@ impl Options {
         self.duration = self.duration.min(3);
         self.trials = self.trials.min(1);
         self.stored = self.stored.min(5_000);
+        self.sizes = vec![200, 2_000];
     }
 
     pub fn scenarios(&self) -> Vec<&'static str> {

@@ -9,11 +9,15 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::cluster::Cluster;
-use crate::measure::{percentiles, redis_commands, rss_mib, CpuClock};
+use crate::measure::{percentiles, redis_commands, rss_mib, CpuClock, CpuSplit};
 use crate::options::Options;
 
 /// Runs one scenario on a fresh cluster.
 pub async fn run(scenario: &str, options: &Options) -> anyhow::Result<Value> {
+    if scenario == "backlog" {
+        // A fresh cluster per size.
+        return backlog(options).await;
+    }
     let mut cluster = Cluster::create().await?;
     let figures = match scenario {
         "throughput" => throughput(&mut cluster, options).await,
@@ -93,12 +97,20 @@ fn round(value: f64, places: i32) -> f64 {
     (value * factor).round() / factor
 }
 
+/// Starts E executors and one monitor (a cluster as deployed: the monitor keeps the
+/// live runs vacuumed and analyzed).
+async fn start_workers(cluster: &mut Cluster, options: &Options) -> anyhow::Result<()> {
+    let env = cluster.env(options.capacity);
+    cluster.start_executors(options.executors, &env).await?;
+    cluster.spawn("probactr-monitor", "monitor", &env)?;
+    cluster.wait_registered("monitor", 1).await
+}
+
 /// N run-now noop runs drained by E executors.
 async fn throughput(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
     let runs = options.jobs.unwrap_or(20_000) as i64;
-    let env = cluster.env(options.capacity);
-    cluster.start_executors(options.executors, &env).await?;
-    let cpu = CpuClock::now();
+    start_workers(cluster, options).await?;
+    let cpu = CpuSplit::now(&cluster.pids());
     let started = Instant::now();
     if options.parallel {
         let job = insert_job(&cluster.pool, "throughput", "noop", json!({}), true, "queue").await?;
@@ -124,18 +136,80 @@ async fn throughput(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
     progress(options, &format!("{runs} runs queued"));
     wait_drained(&cluster.pool, options, Duration::from_secs(600)).await?;
     let seconds = started.elapsed().as_secs_f64();
-    let (cpu_ms, _) = cpu.since();
+    let cpu_ms_per_run = cpu.per_unit_since(runs as f64);
     let succeeded: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'")
         .fetch_one(&cluster.pool)
         .await?;
     Ok(json!({
         "variant": if options.parallel { "parallel" } else { "non-parallel" },
         "executors": options.executors,
+        "capacity": cluster.executor_capacity().await?,
         "runs": runs,
         "succeeded": succeeded,
         "seconds": round(seconds, 2),
         "runs_per_sec": round(runs as f64 / seconds, 0),
-        "cpu_ms_per_run": round(cpu_ms / runs as f64, 3),
+        "cpu_ms_per_run": cpu_ms_per_run,
+    }))
+}
+
+/// The same noop drain with 2,000, 20,000 and 200,000 runs (`--sizes`) queued before
+/// it starts, each on a fresh cluster: the cost of a run must not grow with the backlog.
+async fn backlog(options: &Options) -> anyhow::Result<Value> {
+    let mut drains = Vec::new();
+    for &size in &options.sizes {
+        let mut cluster = Cluster::create().await?;
+        let drained = drain_backlog(&mut cluster, options, size as i64).await;
+        cluster.teardown().await?;
+        drains.push(drained?);
+    }
+    let figure = |drain: &Value, key: &str| drain[key].as_f64().unwrap_or(f64::NAN);
+    let cpu = |drain: &Value| drain["cpu_ms_per_run"]["machine"].as_f64().unwrap_or(f64::NAN);
+    let (Some(smallest), Some(largest)) = (drains.first(), drains.last()) else {
+        bail!("--sizes is empty");
+    };
+    Ok(json!({
+        "ratio_runs_per_sec": round(figure(smallest, "runs_per_sec") / figure(largest, "runs_per_sec"), 2),
+        "ratio_cpu_per_run": round(cpu(largest) / cpu(smallest), 2),
+        "drains": drains,
+    }))
+}
+
+/// Queues `size` runs claimable a moment later, lets executors and a monitor settle,
+/// then times the drain from the instant the runs become claimable (the executors are
+/// woken then, as a queued run wakes them), so that neither the insert nor the start of
+/// the processes is counted.
+async fn drain_backlog(cluster: &mut Cluster, options: &Options, size: i64) -> anyhow::Result<Value> {
+    let job = insert_job(&cluster.pool, "backlog", "noop", json!({}), true, "queue").await?;
+    start_workers(cluster, options).await?;
+    let opens_at = db_now(&cluster.pool).await? + chrono::TimeDelta::seconds(2);
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, available_at) SELECT $1, $2, $2 FROM generate_series(1, $3)",
+    )
+    .bind(job)
+    .bind(opens_at)
+    .bind(size)
+    .execute(&cluster.pool)
+    .await?;
+    progress(options, &format!("{size} runs queued"));
+    let wait = (opens_at - db_now(&cluster.pool).await?)
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(wait).await;
+    let cpu = CpuSplit::now(&cluster.pids());
+    let started = Instant::now();
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(probactr_common::store::RUNS_CHANNEL)
+        .execute(&cluster.pool)
+        .await?;
+    wait_drained(&cluster.pool, options, Duration::from_secs(900)).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(json!({
+        "runs": size,
+        "capacity": cluster.executor_capacity().await?,
+        "executors": options.executors,
+        "seconds": round(seconds, 2),
+        "runs_per_sec": round(size as f64 / seconds, 0),
+        "cpu_ms_per_run": cpu.per_unit_since(size as f64),
     }))
 }
 
@@ -148,6 +222,7 @@ struct FireFigures {
     seconds: f64,
     lag_ms: Value,
     cpu_ms: f64,
+    cpu_split: Value,
 }
 
 /// Inserts `count` interval triggers (every second, phases spread over the second or
@@ -179,10 +254,13 @@ async fn measure_firing(
     let until_base = (base - db_now(&cluster.pool).await?).to_std().unwrap_or_default();
     tokio::time::sleep(until_base).await;
     let cpu = CpuClock::now();
+    let split = CpuSplit::now(&cluster.pids());
     progress(options, &format!("{count} triggers firing for {duration} s"));
     let until_end = (end - db_now(&cluster.pool).await?).to_std().unwrap_or_default();
     tokio::time::sleep(until_end + Duration::from_millis(500)).await;
     let (cpu_ms, _) = cpu.since();
+    let expected_fires = (count * duration) as f64;
+    let cpu_split = split.per_unit_since(expected_fires);
     sqlx::query("UPDATE triggers SET paused = true WHERE job_id = $1")
         .bind(job)
         .execute(&cluster.pool)
@@ -223,18 +301,20 @@ async fn measure_firing(
         seconds: duration as f64,
         lag_ms: percentiles(&mut lags),
         cpu_ms,
+        cpu_split,
     })
 }
 
 /// T interval triggers every second, spread or aligned.
 async fn fire_storm(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
-    let env = cluster.env(options.capacity);
-    cluster.start_executors(options.executors, &env).await?;
+    start_workers(cluster, options).await?;
     let figures = measure_firing(cluster, options, options.triggers, options.duration).await?;
     Ok(json!({
         "triggers": options.triggers,
         "phase": if options.aligned { "aligned" } else { "spread" },
         "executors": options.executors,
+        "capacity": cluster.executor_capacity().await?,
+        "cpu_ms_per_fire_by_process": figures.cpu_split,
         "expected": figures.expected,
         "fires": figures.fired,
         "fires_per_sec": round(figures.fired as f64 / figures.seconds, 0),
@@ -336,7 +416,7 @@ async fn contention(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
     let runs = options.jobs.unwrap_or(1000).min(100_000) as i64;
     let mut ports = Vec::new();
     for i in 0..options.executors {
-        let mut env = cluster.env(options.capacity.min(64));
+        let mut env = cluster.env(Some(options.capacity.unwrap_or(64).min(64)));
         let port = free_port()?;
         ports.push(port);
         env.insert("PROBACTR_METRICS_LISTEN".into(), format!("127.0.0.1:{port}"));
@@ -384,7 +464,7 @@ async fn contention(cluster: &mut Cluster, options: &Options) -> anyhow::Result<
 
 /// kill -9 the executor running a long non-parallel job; time until the retry starts.
 async fn failover(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
-    let env = cluster.env(16);
+    let env = cluster.env(Some(16));
     cluster.start_executors(2, &env).await?;
     cluster.spawn("probactr-monitor", "monitor", &env)?;
     cluster.wait_registered("monitor", 1).await?;
@@ -485,7 +565,7 @@ async fn admin(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value
     sqlx::query("ANALYZE").execute(&cluster.pool).await?;
     let port = free_port()?;
     let password = format!("bench-{}", uuid::Uuid::new_v4().simple());
-    let mut env = cluster.env(16);
+    let mut env = cluster.env(Some(16));
     env.insert("PROBACTR_MANAGER_LISTEN".into(), format!("127.0.0.1:{port}"));
     env.insert("PROBACTR_ADMIN_PASSWORD".into(), password.clone());
     cluster.spawn("probactr-manager", "manager", &env)?;
@@ -581,7 +661,7 @@ async fn login(client: &reqwest::Client, base: &str, password: &str) -> anyhow::
 /// Executor memory idle and with 1,000 concurrent sleep jobs.
 async fn memory(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
     let busy_runs: i64 = if options.tiny { 100 } else { 1000 };
-    let env = cluster.env(busy_runs as u32 + 10);
+    let env = cluster.env(Some(busy_runs as u32 + 10));
     let pids = cluster.start_executors(1, &env).await?;
     let pid = pids[0];
     tokio::time::sleep(Duration::from_secs(2)).await;

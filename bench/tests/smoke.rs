@@ -33,7 +33,22 @@ fn every_scenario_runs_at_a_tiny_size() {
     let throughput = scenario("throughput");
     assert_eq!(number(throughput, "runs"), number(throughput, "succeeded"));
     assert!(number(throughput, "runs_per_sec") > 0.0);
-    assert!(number(throughput, "cpu_ms_per_run") >= 0.0);
+    assert!(number(throughput, "cpu_ms_per_run.machine") >= 0.0);
+
+    assert!(number(throughput, "capacity") >= 1.0);
+    assert!(number(throughput, "cpu_ms_per_run.machine") >= number(throughput, "cpu_ms_per_run.postgres"));
+
+    let backlog = scenario("backlog");
+    let drains = backlog["drains"].as_array().expect("one drain per size");
+    assert_eq!(drains.len(), 2, "the tiny sizes");
+    for drain in drains {
+        assert!(number(drain, "runs_per_sec") > 0.0);
+        for kind in ["machine", "probactr", "postgres", "redis", "bench", "other"] {
+            assert!(number(drain, &format!("cpu_ms_per_run.{kind}")) >= 0.0, "{kind}");
+        }
+    }
+    assert!(number(backlog, "ratio_runs_per_sec") > 0.0);
+    assert!(number(backlog, "ratio_cpu_per_run") >= 0.0);
 
     let storm = scenario("fire-storm");
     assert_eq!(number(storm, "duplicates"), 0.0);

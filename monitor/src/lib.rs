@@ -6,7 +6,8 @@
 //! - registers and heartbeats like an executor (role `monitor`), so the admin shows it;
 //! - every `PROBACTR_REAP_INTERVAL` runs one [`reaper::reap_once`] pass: declare silent
 //!   executors dead, abandon their runs, release their locks by token, re-queue retries,
-//!   and do the housekeeping (stuck and stale runs, history retention).
+//!   and do the housekeeping (stuck and stale runs, history retention);
+//! - every few seconds, apart from the passes, vacuums and analyzes the live runs.
 //!
 //! A monitor that cannot reach PostgreSQL backs off with jitter and keeps trying.
 //!
@@ -30,7 +31,7 @@ use probactr_common::backoff::Backoff;
 use probactr_common::config::Config;
 use probactr_common::lock::Locks;
 use probactr_common::model::{ProcessRole, ProcessState};
-use probactr_common::store::{self, processes};
+use probactr_common::store::{self, processes, reaping};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
@@ -68,8 +69,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     });
     register(&monitor, &shutdown).await;
     let heartbeat = tokio::spawn(heartbeat_loop(monitor.clone(), shutdown.clone()));
+    let vacuum = tokio::spawn(vacuum_loop(monitor.clone(), shutdown.clone()));
     reap_loop(&monitor, &shutdown).await;
     let _ = heartbeat.await;
+    let _ = vacuum.await;
     let id = *monitor.id.lock().await;
     if let Err(err) = processes::set_state(&monitor.pool, id, ProcessState::Stopped).await {
         tracing::warn!(error = %err, "cannot deregister the monitor");
@@ -169,6 +172,32 @@ async fn reap_loop(monitor: &Monitor, stop: &CancellationToken) {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
+/// Pause between two vacuums of the live runs.
+const VACUUM_EVERY: Duration = Duration::from_secs(5);
+
+/// Vacuums and analyzes the live runs every few seconds (see
+/// `reaping::vacuum_live_runs`), apart from the reap passes: on a large backlog a vacuum
+/// takes seconds, and a reap pass that slow would hold off declaring executors dead.
+async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
+    let mut warned = false;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(VACUUM_EVERY) => {}
+        }
+        let started = Instant::now();
+        match reaping::vacuum_live_runs(&monitor.pool).await {
+            Ok(()) => tracing::debug!(took_ms = started.elapsed().as_millis() as u64, "live runs vacuumed"),
+            // Not owning the table (a monitor under another role) only costs speed.
+            Err(err) if !warned => {
+                warned = true;
+                tracing::warn!(error = %err, "cannot vacuum the live runs; autovacuum alone will");
+            }
+            Err(_) => {}
         }
     }
 }

@@ -109,10 +109,6 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     report.expired = expired.len();
 
     report.pruned = prune(monitor).await?;
-    if let Err(err) = reaping::vacuum_live_runs(&monitor.pool).await {
-        // Not owning the table (a monitor under another role) only costs speed.
-        tracing::warn!(error = %err, "cannot vacuum the live runs");
-    }
     count(&report);
     Ok(report)
 }

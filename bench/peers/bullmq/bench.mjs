@@ -93,11 +93,12 @@ async function workerMain() {
     },
     { connection: client(), prefix, concurrency, removeOnComplete: { count: 0 } },
   );
-  process.on('message', async (message) => {
+  process.on('message', (message) => {
     if (message === 'stop') {
-      await worker.close();
-      process.send({ lags });
-      process.exit(0);
+      // The figures first: closing a worker can wait long on its blocking connection,
+      // and the process ends anyway.
+      worker.pause(true);
+      process.send({ lags }, () => process.exit(0));
     }
   });
   await worker.waitUntilReady();
@@ -187,9 +188,12 @@ async function fireStorm({ triggers, phase, duration, workers, concurrency }) {
   await sleep(duration * 1000);
   const windowEnd = Date.now();
   const after = cpuReading(children.map((child) => child.pid));
+  console.error('  … removing the schedulers');
   for (let i = 0; i < triggers; i++) await queue.removeJobScheduler(`t${i}`);
   await sleep(1500);
+  console.error('  … stopping the workers');
   const lagsPerWorker = await stopWorkers(children);
+  console.error('  … removing the queue');
   await queue.obliterate({ force: true });
   await queue.close();
   const inWindow = lagsPerWorker.flat().filter(({ key }) => {

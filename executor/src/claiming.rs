@@ -155,9 +155,16 @@ impl Slot {
 /// wakes the claim loop.
 pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
     let shared = shared.clone();
+    // Runs of a job that allows only one (or a few) at once wait in the queue while it
+    // runs: its recorded end is news for the claim, not only a freed slot.
+    let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
     shared.attempts.clone().spawn(async move {
         attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
-        shared.wakeups.capacity.notify_one();
+        if unblocks_queue {
+            shared.wakeups.runs.notify_one();
+        } else {
+            shared.wakeups.capacity.notify_one();
+        }
     });
 }
 

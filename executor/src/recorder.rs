@@ -52,20 +52,29 @@ impl Recorder {
     }
 }
 
-/// How long the first end of a group waits for others before the group is written:
-/// ends arriving one at a time (runs spread over the second) would otherwise cost a
-/// statement and a commit each.
+/// How long the first end of a group waits for others before the group is written,
+/// when ends come in quick succession: arriving one at a time (runs spread over the
+/// second) they would otherwise cost a statement and a commit each. An end that comes
+/// after a quiet spell (one job's runs one after another) is written at once.
 const GROUP_WINDOW: Duration = Duration::from_millis(5);
 
 async fn record_loop(pool: PgPool, mut inbox: mpsc::UnboundedReceiver<Request>) {
+    let mut previous_arrival: Option<tokio::time::Instant> = None;
     while let Some(first) = inbox.recv().await {
+        let arrived = tokio::time::Instant::now();
+        let busy = previous_arrival.is_some_and(|previous| arrived - previous < GROUP_WINDOW);
+        previous_arrival = Some(arrived);
         let mut group = vec![first];
-        let window = tokio::time::sleep(GROUP_WINDOW);
+        let window = tokio::time::sleep(if busy { GROUP_WINDOW } else { Duration::ZERO });
         tokio::pin!(window);
         while group.len() < MAX_GROUP {
             tokio::select! {
+                biased;
                 request = inbox.recv() => match request {
-                    Some(request) => group.push(request),
+                    Some(request) => {
+                        previous_arrival = Some(tokio::time::Instant::now());
+                        group.push(request);
+                    }
                     None => break,
                 },
                 _ = &mut window => break,

@@ -54,7 +54,8 @@ pub struct JobFilter {
 
 /// Jobs with their statistics: the sum of at most eight rows of `job_stat_shards`, found
 /// by primary key, per job, whatever the length of its history (zeros for a job without
-/// a row). The lateral join keeps the view's sums to the listed jobs.
+/// a row). The lateral subquery sums the shards of each listed job alone (`OFFSET 0`
+/// keeps PostgreSQL from flattening it into one aggregate over every job's shards).
 const SELECT_WITH_STATS: &str = "SELECT jobs.*,
         coalesce(stats.runs, 0) AS runs,
         coalesce(stats.successes, 0) AS successes,
@@ -67,7 +68,7 @@ const SELECT_WITH_STATS: &str = "SELECT jobs.*,
             (SELECT min(triggers.next_fire_at) FROM triggers
              WHERE triggers.job_id = jobs.id AND NOT triggers.paused) END AS next_fire_at
     FROM jobs
-    LEFT JOIN LATERAL (SELECT * FROM job_stats WHERE job_stats.job_id = jobs.id) AS stats ON true";
+    LEFT JOIN LATERAL (SELECT * FROM job_stats WHERE job_stats.job_id = jobs.id OFFSET 0) AS stats ON true";
 
 /// `text` as a LIKE pattern matching it anywhere, its wildcards escaped.
 pub fn contains_pattern(text: &str) -> String {

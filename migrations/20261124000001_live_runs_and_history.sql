@@ -220,25 +220,36 @@ CREATE TRIGGER runs_stats_updated
 
 ANALYZE runs;
 
--- Statistics for the live partition as it is when it matters: full of queued runs. A
--- table never analyzed is planned from default guesses, and for the claim those guesses
--- (a handful of queued rows) choose reading the whole backlog and sorting it, a cost that
--- grows with the backlog, instead of walking `runs_queued` in order. The monitor
--- re-analyzes the partition every pass from then on.
--- (The sample rows belong to a job made for the purpose; both are gone when the
+-- Statistics for the live partition as it is when it matters: a backlog of queued runs
+-- and many claimed and running ones, of many jobs and executors. A table never analyzed
+-- is planned from default guesses, and those pick a partial index that holds every run
+-- in flight (or read the whole backlog and sort it, for the claim) where one lookup by id
+-- or one ordered walk of `runs_queued` would do: costs that grow with the backlog. The
+-- monitor re-analyzes the partition every few seconds from then on.
+-- (The sample rows, jobs and executors are made for the purpose and gone when the
 -- migration commits.)
 DO $$
 DECLARE
-    sample_job BIGINT;
+    first_job BIGINT;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM runs_live) THEN
-        INSERT INTO jobs (name, kind, parallel) VALUES ('probactr-statistics-sample', 'noop', true)
-        RETURNING id INTO sample_job;
-        INSERT INTO runs (job_id, scheduled_at, available_at)
-        SELECT sample_job, now(), now() - make_interval(secs => g)
-        FROM generate_series(1, 1000) AS g;
+        INSERT INTO jobs (name, kind, parallel)
+        SELECT 'probactr-statistics-sample-' || g, 'noop', true FROM generate_series(1, 100) AS g;
+        SELECT min(id) INTO first_job FROM jobs WHERE name LIKE 'probactr-statistics-sample-%';
+        INSERT INTO executors (id, host, pid, version)
+        SELECT ('00000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid, 'sample', 0, 'sample'
+        FROM generate_series(1, 20) AS g;
+        INSERT INTO runs (job_id, scheduled_at, available_at, state, executor_id, claimed_at, started_at)
+        SELECT first_job + g % 100, now(), now() - make_interval(secs => g),
+               CASE WHEN g % 10 < 4 THEN 'queued' WHEN g % 10 < 7 THEN 'claimed' ELSE 'running' END,
+               CASE WHEN g % 10 < 4 THEN NULL
+                    ELSE ('00000000-0000-4000-8000-' || lpad((1 + g % 20)::text, 12, '0'))::uuid END,
+               CASE WHEN g % 10 < 4 THEN NULL ELSE now() END,
+               CASE WHEN g % 10 < 7 THEN NULL ELSE now() END
+        FROM generate_series(1, 2000) AS g;
         ANALYZE runs_live;
         DELETE FROM runs_live;
-        DELETE FROM jobs WHERE id = sample_job;
+        DELETE FROM executors WHERE host = 'sample' AND version = 'sample';
+        DELETE FROM jobs WHERE name LIKE 'probactr-statistics-sample-%';
     END IF;
 END $$;

@@ -191,7 +191,10 @@ async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
         }
         let started = Instant::now();
         match reaping::vacuum_live_runs(&monitor.pool).await {
-            Ok(()) => tracing::debug!(took_ms = started.elapsed().as_millis() as u64, "live runs vacuumed"),
+            Ok(()) => tracing::debug!(
+                took_ms = started.elapsed().as_millis() as u64,
+                "live runs vacuumed"
+            ),
             // Not owning the table (a monitor under another role) only costs speed.
             Err(err) if !warned => {
                 warned = true;

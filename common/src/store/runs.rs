@@ -259,16 +259,20 @@ pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<St
     let result = sqlx::query_as::<_, (Option<i64>,)>(
         // The claim is locked first so a start that finds no claim draws no fence: a
         // wasted fence would fence off the job's legitimate current holder.
-        "WITH claimed AS (
-             SELECT id FROM runs WHERE id = $1 AND state = 'claimed' AND executor_id = $3
+        // The run is found by id alone and its state checked after: a state condition
+        // in the lookup lets the planner pick a partial index that holds every run in
+        // flight, a cost that grows with the executor's capacity.
+        "WITH found AS (
+             SELECT id, state FROM runs_live WHERE id = $1 AND executor_id = $3
                AND EXISTS (SELECT 1 FROM executors WHERE id = $3 AND state IN ('alive', 'draining'))
              FOR UPDATE),
+         claimed AS (SELECT id FROM found WHERE state = 'claimed'),
          fence AS (
              UPDATE jobs SET fence = fence + 1
              WHERE id = $2 AND $5 AND EXISTS (SELECT 1 FROM claimed) RETURNING fence)
-         UPDATE runs SET state = 'running', started_at = now(), heartbeat_at = now(),
-                         exclusive = $4, lock_token = $6, fence = (SELECT fence FROM fence)
-         WHERE id = (SELECT id FROM claimed) AND state = 'claimed'
+         UPDATE runs_live SET state = 'running', started_at = now(), heartbeat_at = now(),
+                              exclusive = $4, lock_token = $6, fence = (SELECT fence FROM fence)
+         WHERE id = (SELECT id FROM claimed)
          RETURNING fence",
     )
     .bind(req.run_id)

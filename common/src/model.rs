@@ -182,6 +182,40 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// What a user of the manager may do (see the manager's `auth` module for the table).
+    Role {
+        /// Read only.
+        Viewer => "viewer",
+        /// Operates jobs; edits only the built-in job kinds.
+        Operator => "operator",
+        /// Everything.
+        Admin => "admin",
+    }
+}
+
+impl Role {
+    /// Pause, resume, run now, cancel, and manage triggers.
+    pub fn can_operate(self) -> bool {
+        matches!(self, Role::Operator | Role::Admin)
+    }
+
+    /// Create, edit or delete a job of `kind`: shell and http jobs run code or reach the
+    /// network from executors, so only admins may define them.
+    pub fn can_edit_job(self, kind: JobKind) -> bool {
+        match self {
+            Role::Admin => true,
+            Role::Operator => matches!(kind, JobKind::Noop | JobKind::Sleep),
+            Role::Viewer => false,
+        }
+    }
+
+    /// Manage users and read the audit log.
+    pub fn is_admin(self) -> bool {
+        self == Role::Admin
+    }
+}
+
 /// A row of `jobs`.
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]

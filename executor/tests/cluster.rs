@@ -33,7 +33,7 @@ fn http_job(name: &str, url: &str) -> NewJob {
 }
 
 async fn count_state(pool: &PgPool, job_id: i64, state: RunState) -> i64 {
-    runs::count_by_state(pool, Some(job_id))
+    runs::history::count_by_state(pool, Some(job_id))
         .await
         .unwrap()
         .into_iter()

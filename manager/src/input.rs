@@ -260,21 +260,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
     }
 }
 
-/// Bounds of list endpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Page {
-    /// At most this many items (1 to [`Page::MAX_LIMIT`], default [`Page::DEFAULT_LIMIT`]).
-    pub limit: i64,
-    /// Items skipped.
-    pub offset: i64,
-}
-
-impl Page {
-    /// Items per page when `limit` is not given.
-    pub const DEFAULT_LIMIT: i64 = 50;
-    /// The largest `limit` accepted.
-    pub const MAX_LIMIT: i64 = 500;
-}
+pub use probactr_common::store::Page;
 
 impl QueryParams {
     /// A non-empty parameter's text.

@@ -24,7 +24,6 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
-pub mod db;
 pub mod error;
 pub mod input;
 pub mod layers;

@@ -9,7 +9,6 @@ use probactr_common::store;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{password, Role};
-use crate::db;
 use crate::state::AppState;
 
 /// Why the first admin cannot be created.
@@ -44,7 +43,7 @@ pub async fn bootstrap_admin(
     state: &AppState,
     config: &Config,
 ) -> anyhow::Result<Result<Bootstrap, BootstrapError>> {
-    if db::users::any(&state.pool)
+    if store::users::any(&state.pool)
         .await
         .context("while looking for users")?
     {
@@ -59,7 +58,7 @@ pub async fn bootstrap_admin(
         return Ok(Err(BootstrapError::WeakPassword));
     }
     let hash = state.hasher.hash(admin_password)?;
-    db::users::create(&state.pool, &config.admin_user, &hash, Role::Admin)
+    store::users::create(&state.pool, &config.admin_user, &hash, Role::Admin)
         .await
         .context("while creating the first admin")?;
     tracing::info!(username = %config.admin_user, "first admin created");

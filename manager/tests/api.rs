@@ -16,8 +16,8 @@ use http_body_util::BodyExt;
 use probactr_common::config::Config;
 use probactr_common::model::{ProcessRole, RunState};
 use probactr_common::store;
+use probactr_manager::auth;
 use probactr_manager::auth::Role;
-use probactr_manager::db;
 use probactr_manager::AppState;
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -69,14 +69,11 @@ impl TestApp {
     /// bearer token of theirs.
     async fn user(&self, name: &str, role: Role) -> String {
         let hash = self.state.hasher.hash(&password_of(name)).unwrap();
-        let user = db::users::create(self.pool(), name, &hash, role)
+        let user = store::users::create(self.pool(), name, &hash, role)
             .await
             .unwrap()
             .expect("new user");
-        db::sessions::create_token(self.pool(), user.id, "test")
-            .await
-            .unwrap()
-            .1
+        auth::issue_token(self.pool(), user.id, "test").await.unwrap().1
     }
 
     async fn admin(&self) -> String {
@@ -1144,7 +1141,7 @@ async fn first_admin_comes_from_configuration(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(created, Ok(Bootstrap::Created));
-    let user = db::users::by_name(app.pool(), "root").await.unwrap().unwrap();
+    let user = store::users::by_name(app.pool(), "root").await.unwrap().unwrap();
     assert_eq!(user.role(), Role::Admin);
     assert!(user.password_hash.starts_with("$argon2id$"));
     let again = bootstrap_admin(&app.state, &config_with(None)).await.unwrap();
@@ -1966,7 +1963,7 @@ async fn users_and_account_pages(pool: PgPool) {
         )
         .await;
     assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.text);
-    let walt = db::users::by_name(app.pool(), "walt").await.unwrap().unwrap();
+    let walt = store::users::by_name(app.pool(), "walt").await.unwrap().unwrap();
     assert_eq!(walt.role(), Role::Operator);
     let demoted = app
         .form(
@@ -1977,7 +1974,7 @@ async fn users_and_account_pages(pool: PgPool) {
         .await;
     assert_eq!(demoted.status, StatusCode::SEE_OTHER);
     assert_eq!(
-        db::users::by_name(app.pool(), "walt")
+        store::users::by_name(app.pool(), "walt")
             .await
             .unwrap()
             .unwrap()

@@ -1,9 +1,13 @@
-//! Queries over `jobs`, including the fencing-token counter.
+//! `jobs`: definitions created, listed with their run statistics and filters, updated
+//! under a version check, paused, deleted, and the fencing-token counter.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgExecutor;
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryAs;
+use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
-use super::StoreError;
+use super::{Page, StoreError};
 use crate::model::{Job, JobKind, Overlap};
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
@@ -52,28 +56,34 @@ impl NewJob {
     }
 }
 
+/// Binds a definition's columns in the order `insert` and `update` name them.
+fn bind_definition<'q, O>(
+    query: QueryAs<'q, Postgres, O, PgArguments>,
+    job: &'q NewJob,
+) -> QueryAs<'q, Postgres, O, PgArguments> {
+    query
+        .bind(&job.name)
+        .bind(&job.description)
+        .bind(job.kind.as_str())
+        .bind(&job.spec)
+        .bind(job.parallel)
+        .bind(job.max_concurrency)
+        .bind(job.overlap.as_str())
+        .bind(job.timeout_secs)
+        .bind(job.retry_max_attempts)
+        .bind(job.retry_backoff_secs)
+        .bind(job.paused)
+}
+
 /// Inserts a job and returns the stored row.
 pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreError> {
-    let row = sqlx::query_as::<_, Job>(
+    let query = sqlx::query_as::<_, Job>(
         "INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                            timeout_secs, retry_max_attempts, retry_backoff_secs, paused)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          RETURNING *",
-    )
-    .bind(&job.name)
-    .bind(&job.description)
-    .bind(job.kind.as_str())
-    .bind(&job.spec)
-    .bind(job.parallel)
-    .bind(job.max_concurrency)
-    .bind(job.overlap.as_str())
-    .bind(job.timeout_secs)
-    .bind(job.retry_max_attempts)
-    .bind(job.retry_backoff_secs)
-    .bind(job.paused)
-    .fetch_one(db)
-    .await?;
-    Ok(row)
+    );
+    Ok(bind_definition(query, job).fetch_one(db).await?)
 }
 
 /// One job by id.
@@ -101,4 +111,168 @@ pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, 
         .bind(ids)
         .fetch_all(db)
         .await?)
+}
+
+/// A job with its all-time run statistics (the `job_stats` row kept by triggers on
+/// `runs`; see its migration).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    /// The row of `jobs`.
+    #[sqlx(flatten)]
+    pub job: Job,
+    /// Ended runs (every attempt counts): successes + failures + cancelled + not run.
+    pub runs: i64,
+    /// Ended runs that succeeded.
+    pub successes: i64,
+    /// Ended runs that failed, timed out or were abandoned.
+    pub failures: i64,
+    /// Runs cancelled (before or while running).
+    pub cancelled: i64,
+    /// Runs that never started: skipped (overlap policy) or missed.
+    pub not_run: i64,
+    /// The latest ended run (it may since have been pruned).
+    pub last_run_id: Option<i64>,
+    /// When the latest ended run ended.
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// How the latest ended run ended: a terminal run state, as stored.
+    pub last_state: Option<String>,
+    /// How long the latest ended run ran, in milliseconds (None if it never started).
+    pub last_duration_ms: Option<i64>,
+    /// When a run last succeeded.
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// When a run last failed, timed out or was abandoned.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    /// The earliest next instant of its unpaused triggers (None while the job is paused).
+    pub next_fire_at: Option<DateTime<Utc>>,
+}
+
+/// Filters of the job list.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Case-insensitive substring of the name or description.
+    pub q: Option<String>,
+    /// Only this kind.
+    pub kind: Option<JobKind>,
+    /// Only paused (true) or unpaused (false) jobs.
+    pub paused: Option<bool>,
+}
+
+/// Jobs with their statistics: the sum of at most eight rows of `job_stat_shards`, found
+/// by primary key, per job, whatever the length of its history (zeros for a job without
+/// a row). The lateral subquery sums the shards of each listed job alone (`OFFSET 0`
+/// keeps PostgreSQL from flattening it into one aggregate over every job's shards).
+const SELECT_WITH_STATS: &str = "SELECT jobs.*,
+        coalesce(stats.runs, 0) AS runs,
+        coalesce(stats.successes, 0) AS successes,
+        coalesce(stats.failures, 0) AS failures,
+        coalesce(stats.cancelled, 0) AS cancelled,
+        coalesce(stats.not_run, 0) AS not_run,
+        stats.last_run_id, stats.last_run_at, stats.last_state, stats.last_duration_ms,
+        stats.last_success_at, stats.last_failure_at,
+        CASE WHEN jobs.paused THEN NULL ELSE
+            (SELECT min(triggers.next_fire_at) FROM triggers
+             WHERE triggers.job_id = jobs.id AND NOT triggers.paused) END AS next_fire_at
+    FROM jobs
+    LEFT JOIN LATERAL (SELECT * FROM job_stats WHERE job_stats.job_id = jobs.id OFFSET 0) AS stats ON true";
+
+/// `text` as a LIKE pattern matching it anywhere, its wildcards escaped.
+pub fn contains_pattern(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &JobFilter) {
+    query.push(" WHERE TRUE");
+    if let Some(q) = &filter.q {
+        let pattern = contains_pattern(q);
+        query.push(" AND (jobs.name ILIKE ").push_bind(pattern.clone());
+        query
+            .push(" OR jobs.description ILIKE ")
+            .push_bind(pattern)
+            .push(")");
+    }
+    if let Some(kind) = filter.kind {
+        query.push(" AND jobs.kind = ").push_bind(kind.as_str());
+    }
+    if let Some(paused) = filter.paused {
+        query.push(" AND jobs.paused = ").push_bind(paused);
+    }
+}
+
+/// A page of jobs by name, and how many match in all.
+pub async fn list_with_stats(
+    db: impl PgExecutor<'_> + Copy,
+    filter: &JobFilter,
+    page: Page,
+) -> Result<(Vec<JobRow>, i64), StoreError> {
+    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    push_filters(&mut query, filter);
+    query.push(" ORDER BY jobs.name LIMIT ").push_bind(page.limit);
+    query.push(" OFFSET ").push_bind(page.offset);
+    let items = query.build_query_as::<JobRow>().fetch_all(db).await?;
+    Ok((items, count(db, filter).await?))
+}
+
+/// How many jobs match `filter`.
+pub async fn count(db: impl PgExecutor<'_>, filter: &JobFilter) -> Result<i64, StoreError> {
+    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM jobs");
+    push_filters(&mut count, filter);
+    Ok(count.build_query_scalar().fetch_one(db).await?)
+}
+
+/// One job with its statistics.
+pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobRow>, StoreError> {
+    let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    query.push(" WHERE jobs.id = ").push_bind(id);
+    Ok(query.build_query_as::<JobRow>().fetch_optional(db).await?)
+}
+
+/// One job, locked for the rest of the transaction.
+pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
+    Ok(
+        sqlx::query_as::<_, Job>("SELECT * FROM jobs WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// Replaces a job's definition if its version is still `version`; None on a lost race.
+pub async fn update(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    version: i64,
+    job: &NewJob,
+) -> Result<Option<Job>, StoreError> {
+    let query = sqlx::query_as::<_, Job>(
+        "UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
+                         max_concurrency = $8, overlap = $9, timeout_secs = $10,
+                         retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
+                         version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2
+         RETURNING *",
+    )
+    .bind(id)
+    .bind(version);
+    Ok(bind_definition(query, job).fetch_optional(db).await?)
+}
+
+/// Deletes a job with its triggers and history (see the core migration's policy).
+pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Wakes the executors as if a trigger had changed: pausing or resuming a job changes
+/// which triggers are due without touching the `triggers` table, so its NOTIFY trigger
+/// does not fire. Delivered when the transaction commits.
+pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(super::TRIGGERS_CHANNEL)
+        .execute(db)
+        .await?;
+    Ok(())
 }

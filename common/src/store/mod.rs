@@ -8,11 +8,17 @@
 //! Time is the database's: every comparison that decides firing or deadness uses
 //! PostgreSQL's `now()`, so a process with a wrong local clock cannot misjudge either.
 
+pub mod api_tokens;
+pub mod audit;
+pub mod cluster;
 pub mod jobs;
+pub mod login_failures;
 pub mod processes;
 pub mod reaping;
 pub mod runs;
+pub mod sessions;
 pub mod triggers;
+pub mod users;
 
 use std::time::Duration;
 
@@ -25,6 +31,22 @@ pub const TRIGGERS_CHANNEL: &str = "probactr_triggers";
 pub const RUNS_CHANNEL: &str = "probactr_runs";
 /// Channel announcing when runs fired ahead of their instant become claimable.
 pub const RUNS_AT_CHANNEL: &str = "probactr_runs_at";
+
+/// Bounds of a listed page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    /// At most this many items (1 to [`Page::MAX_LIMIT`], default [`Page::DEFAULT_LIMIT`]).
+    pub limit: i64,
+    /// Items skipped.
+    pub offset: i64,
+}
+
+impl Page {
+    /// Items per page when `limit` is not given.
+    pub const DEFAULT_LIMIT: i64 = 50;
+    /// The largest `limit` accepted.
+    pub const MAX_LIMIT: i64 = 500;
+}
 
 /// The schema migrations, embedded in every binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -72,6 +94,12 @@ pub fn is_connection_error(err: &sqlx::Error) -> bool {
         err,
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
     ) || matches!(err, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.starts_with("57P") || code.starts_with("08")))
+}
+
+/// Whether the database answers a trivial query (the manager's readiness probe).
+pub async fn ping(db: impl sqlx::PgExecutor<'_>) -> Result<(), StoreError> {
+    sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(db).await?;
+    Ok(())
 }
 
 /// The database's clock (every decision about time uses it, not the caller's).

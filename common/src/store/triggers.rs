@@ -1,10 +1,13 @@
-//! Queries over `triggers` and `misfires`: creating triggers with their first instant,
-//! and the statements of the firing transaction (claim due, insert runs, record
+//! `triggers` and `misfires`: creating triggers with their first instant, listing,
+//! version-checked updates (which also move `next_fire_at`) and deletes (every write wakes
+//! the executors through the `triggers_changed` database trigger), and the statements of the firing transaction (claim due, insert runs, record
 //! misfires, advance).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryAs;
+use sqlx::{PgConnection, PgExecutor, Postgres};
 
 use super::StoreError;
 use uuid::Uuid;
@@ -105,6 +108,27 @@ pub enum CreateTriggerError {
     Store(#[from] StoreError),
 }
 
+/// Binds a definition's columns and its next instant in the order `create` and `update`
+/// name them.
+fn bind_definition<'q, O>(
+    query: QueryAs<'q, Postgres, O, PgArguments>,
+    trigger: &'q NewTrigger,
+    next_fire_at: Option<DateTime<Utc>>,
+) -> QueryAs<'q, Postgres, O, PgArguments> {
+    query
+        .bind(trigger.kind.as_str())
+        .bind(&trigger.cron)
+        .bind(&trigger.timezone)
+        .bind(trigger.interval_secs)
+        .bind(trigger.at)
+        .bind(trigger.start_at)
+        .bind(trigger.end_at)
+        .bind(trigger.misfire.as_str())
+        .bind(trigger.misfire_threshold_secs)
+        .bind(trigger.paused)
+        .bind(next_fire_at)
+}
+
 /// Validates and inserts a trigger, with its first instant at or after `now`.
 pub async fn create(
     db: impl PgExecutor<'_>,
@@ -114,28 +138,18 @@ pub async fn create(
 ) -> Result<Trigger, CreateTriggerError> {
     let schedule = trigger.schedule(now)?;
     let next_fire_at = schedule.first_at_or_after(now);
-    let row = sqlx::query_as::<_, Trigger>(
+    let query = sqlx::query_as::<_, Trigger>(
         "INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
                                misfire, misfire_threshold_secs, paused, next_fire_at, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          RETURNING *",
     )
-    .bind(job_id)
-    .bind(trigger.kind.as_str())
-    .bind(&trigger.cron)
-    .bind(&trigger.timezone)
-    .bind(trigger.interval_secs)
-    .bind(trigger.at)
-    .bind(trigger.start_at)
-    .bind(trigger.end_at)
-    .bind(trigger.misfire.as_str())
-    .bind(trigger.misfire_threshold_secs)
-    .bind(trigger.paused)
-    .bind(next_fire_at)
-    .bind(now)
-    .fetch_one(db)
-    .await
-    .map_err(StoreError::from)?;
+    .bind(job_id);
+    let row = bind_definition(query, trigger, next_fire_at)
+        .bind(now)
+        .fetch_one(db)
+        .await
+        .map_err(StoreError::from)?;
     Ok(row)
 }
 
@@ -378,4 +392,55 @@ pub async fn set_paused(
     .bind(paused)
     .fetch_optional(db)
     .await?)
+}
+
+/// A job's triggers, oldest first.
+pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Trigger>, StoreError> {
+    Ok(
+        sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE job_id = $1 ORDER BY id")
+            .bind(job_id)
+            .fetch_all(db)
+            .await?,
+    )
+}
+
+/// One trigger, locked for the rest of the transaction.
+pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
+    Ok(
+        sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// Replaces a trigger's definition if its version is still `version`; None on a lost race.
+pub async fn update(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    version: i64,
+    trigger: &NewTrigger,
+    next_fire_at: Option<DateTime<Utc>>,
+) -> Result<Option<Trigger>, StoreError> {
+    let query = sqlx::query_as::<_, Trigger>(
+        "UPDATE triggers SET kind = $3, cron = $4, timezone = $5, interval_secs = $6, at = $7,
+                             start_at = $8, end_at = $9, misfire = $10, misfire_threshold_secs = $11,
+                             paused = $12, next_fire_at = $13, version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2
+         RETURNING *",
+    )
+    .bind(id)
+    .bind(version);
+    Ok(bind_definition(query, trigger, next_fire_at)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Deletes a trigger (its runs stay, with `trigger_id` NULL).
+pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query("DELETE FROM triggers WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }

@@ -4,14 +4,14 @@ use axum::extract::State;
 use axum::response::Html;
 use minijinja::context;
 use probactr_common::model::ProcessRole;
+use probactr_common::store::{self, jobs::JobFilter};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{render, AdminError, AdminUser, Pager};
-use crate::db::{self, jobs::JobFilter};
 use crate::error::FieldErrors;
-use crate::input::{check, Page, QueryParams};
-use crate::service;
+use crate::input::{check, QueryParams};
+use crate::service::{self, Paged};
 use crate::state::AppState;
 
 /// One bar of the runs-per-minute chart: the count, and its height in tenths of the peak.
@@ -40,9 +40,8 @@ fn bars(per_minute: &[i64]) -> (Vec<Bar>, i64) {
 /// `GET /`.
 pub async fn dashboard(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
     let shared = service::cluster::status(&state).await?;
-    let status: &db::cluster::Status = &shared;
-    let (_, jobs_total) =
-        db::jobs::list(&state.pool, &JobFilter::default(), Page { limit: 1, offset: 0 }).await?;
+    let status: &store::cluster::Status = &shared;
+    let jobs_total = service::jobs::count(&state, &JobFilter::default()).await?;
     let runs_last_hour: i64 = status.runs_last_hour.values().sum();
     let failures_last_hour: i64 = ["failed", "timed_out", "abandoned"]
         .iter()
@@ -61,8 +60,8 @@ pub async fn dashboard(State(state): State<AppState>, user: AdminUser) -> Result
 
 /// `GET /executors`: executors and monitors.
 pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let executors = db::cluster::processes(&state.pool, ProcessRole::Executor).await?;
-    let monitors = db::cluster::processes(&state.pool, ProcessRole::Monitor).await?;
+    let executors = service::cluster::processes(&state, ProcessRole::Executor).await?;
+    let monitors = service::cluster::processes(&state, ProcessRole::Monitor).await?;
     render(
         &state,
         "executors.html",
@@ -80,7 +79,7 @@ pub async fn audit(
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     check(errors)?;
-    let (items, total) = db::audit::list(&state.pool, None, page).await?;
+    let Paged { items, total } = service::cluster::audit_log(&state, page).await?;
     let pager = Pager::new(page, items.len(), total);
     let entries: Vec<AuditRow> = items.into_iter().map(AuditRow::from).collect();
     render(
@@ -103,13 +102,13 @@ struct FieldChange {
 #[derive(Debug, Clone, Serialize)]
 struct AuditRow {
     #[serde(flatten)]
-    entry: db::audit::Entry,
+    entry: store::audit::Entry,
     changes: Vec<FieldChange>,
     snapshot: Option<String>,
 }
 
-impl From<db::audit::Entry> for AuditRow {
-    fn from(entry: db::audit::Entry) -> Self {
+impl From<store::audit::Entry> for AuditRow {
+    fn from(entry: store::audit::Entry) -> Self {
         let (changes, snapshot) = match (&entry.before, &entry.after) {
             (Some(Value::Object(before)), Some(Value::Object(after))) => {
                 let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
@@ -166,7 +165,7 @@ mod tests {
 
     #[test]
     fn audit_rows_list_what_changed() {
-        let entry = |before: Option<Value>, after: Option<Value>| db::audit::Entry {
+        let entry = |before: Option<Value>, after: Option<Value>| store::audit::Entry {
             id: 1,
             at: chrono::Utc::now(),
             actor_id: Some(1),

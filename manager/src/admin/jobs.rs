@@ -9,17 +9,17 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::HTTP_METHODS;
 use probactr_common::model::{JobKind, Overlap};
+use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
 use super::forms::{job_body, job_form_errors, spec_values};
 use super::{
     check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager,
 };
 use crate::api::Id;
-use crate::db::{self, jobs::JobFilter, runs::RunFilter};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{check, Page, QueryParams};
 use crate::service::jobs::{self, JobView};
-use crate::service::Paged;
+use crate::service::{self, Paged};
 use crate::state::AppState;
 
 /// `GET /jobs?q=&offset=`.
@@ -54,12 +54,14 @@ pub async fn show(
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
     let job = jobs::get(&state, id).await?;
-    let triggers = db::triggers::list_for_job(&state.pool, id).await?;
+    let triggers = service::triggers::list_for_job(&state, id).await?;
     let filter = RunFilter {
         job_id: Some(id),
         ..RunFilter::default()
     };
-    let (runs, _) = db::runs::list(&state.pool, &filter, Page { limit: 10, offset: 0 }).await?;
+    let runs = service::runs::list(&state, &filter, Page { limit: 10, offset: 0 })
+        .await?
+        .items;
     let spec_pretty = serde_json::to_string_pretty(&job.spec).unwrap_or_default();
     let can_edit = user.0.role.can_edit_job(job.kind);
     let next = format!("/jobs/{id}");

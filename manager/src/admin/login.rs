@@ -13,7 +13,6 @@ use minijinja::context;
 use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
 use crate::auth::ratelimit::{self, ClientAddr};
 use crate::auth::{secret, session};
-use crate::db;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -52,10 +51,7 @@ fn form(
 /// `GET /login` (home when already signed in).
 pub async fn page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AdminError> {
     if let Some(cookie) = session::cookie(&headers) {
-        if db::sessions::principal_for_session(&state.pool, &cookie)
-            .await?
-            .is_some()
-        {
+        if session::principal(&state.pool, &cookie).await?.is_some() {
             return Ok(Redirect::to("/").into_response());
         }
     }
@@ -90,9 +86,9 @@ pub async fn submit(
         Err(err) => return Err(err.into()),
     };
     if let Some(old) = session::cookie(&headers) {
-        db::sessions::delete_session(&state.pool, &old).await?;
+        session::end(&state.pool, &old).await?;
     }
-    let cookie = db::sessions::create_session(&state.pool, user.id).await?;
+    let cookie = session::start(&state.pool, user.id).await?;
     let clear_login = session::cookie_header(LOGIN_COOKIE, "", "/login", 0, state.cookie_secure);
     let headers = AppendHeaders([
         (
@@ -112,7 +108,7 @@ pub async fn logout(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form_data)?;
     if let crate::auth::Via::Session { cookie, .. } = &user.0.via {
-        db::sessions::delete_session(&state.pool, cookie).await?;
+        session::end(&state.pool, cookie).await?;
     }
     tracing::info!(user.id = user.0.user_id, "logout");
     Ok((

@@ -26,7 +26,6 @@ use axum::Router;
 use minijinja::Value;
 
 use crate::auth::{secret, session, Principal, Via};
-use crate::db;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -179,7 +178,7 @@ impl FromRequestParts<AppState> for AdminUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let cookie = session::cookie(&parts.headers).ok_or(AdminError::Login)?;
-        let principal = db::sessions::principal_for_session(&state.pool, &cookie).await?;
+        let principal = session::principal(&state.pool, &cookie).await?;
         principal.map(AdminUser).ok_or(AdminError::Login)
     }
 }

@@ -4,11 +4,10 @@ use axum::extract::State;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::model::RunState;
-use probactr_common::store;
+use probactr_common::store::runs::history::RunFilter;
 
 use super::{check_csrf, encode_component, render, AdminError, AdminUser, FormData, Pager};
 use crate::api::Id;
-use crate::db::runs::RunFilter;
 use crate::error::FieldErrors;
 use crate::input::{check, QueryParams};
 use crate::service;
@@ -54,9 +53,8 @@ pub async fn show(
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
     let run = service::runs::get(&state, id).await?;
-    let job_name = store::jobs::get(&state.pool, run.job_id)
+    let job_name = service::jobs::name_of(&state, run.job_id)
         .await?
-        .map(|job| job.name)
         .unwrap_or_default();
     let terminal = run.state.is_terminal();
     render(

@@ -4,15 +4,15 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::bodies::{IssuedToken, LoginBody, Me};
 
 use crate::auth::ratelimit::{self, ClientAddr};
 use crate::auth::{Principal, Via};
-use crate::db::{self, audit::Change};
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
+use crate::service;
 use crate::state::AppState;
 
 /// Trade a user name and password for a bearer token (rate-limited per user and address).
@@ -47,17 +47,7 @@ pub async fn create_token(
         role: user.role(),
         via: Via::Token(0),
     };
-    let mut tx = state.pool.begin().await?;
-    let (token_id, token) = db::sessions::create_token(&mut *tx, user.id, &name).await?;
-    let change = Change {
-        action: "token.create",
-        object_type: "token",
-        object_id: Some(token_id),
-        before: None,
-        after: Some(json!({"name": name, "user_id": user.id})),
-    };
-    db::audit::record(&mut *tx, &who, change).await?;
-    tx.commit().await?;
+    let (token_id, token) = service::users::create_token(&state, &who, &name).await?;
     Ok((
         StatusCode::CREATED,
         Json(IssuedToken {
@@ -82,17 +72,7 @@ pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Resu
             "only a bearer token can revoke itself",
         ));
     };
-    let mut tx = state.pool.begin().await?;
-    db::sessions::revoke_token(&mut *tx, token_id).await?;
-    let change = Change {
-        action: "token.revoke",
-        object_type: "token",
-        object_id: Some(token_id),
-        before: None,
-        after: None,
-    };
-    db::audit::record(&mut *tx, &who, change).await?;
-    tx.commit().await?;
+    service::users::revoke_token(&state, &who, token_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -3,16 +3,17 @@
 use axum::extract::State;
 use axum::Json;
 use probactr_common::model::ProcessRole;
+use probactr_common::store::{audit::Entry, cluster::Status};
 
 use crate::auth::Principal;
-use crate::db::{self, audit::Entry, cluster::ProcessView, cluster::Status};
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
+use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
 use crate::state::AppState;
 
 async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    let items = db::cluster::processes(&state.pool, role).await?;
+    let items = service::cluster::processes(state, role).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -76,6 +77,5 @@ pub async fn audit(
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     check(errors)?;
-    let (items, total) = db::audit::list(&state.pool, None, page).await?;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(service::cluster::audit_log(&state, page).await?))
 }

@@ -10,8 +10,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::db;
+use probactr_common::store;
+
 use crate::error::ApiError;
+use crate::service;
 use crate::state::AppState;
 
 /// How long a readiness check waits for each dependency.
@@ -25,7 +27,7 @@ pub async fn healthz() -> Json<serde_json::Value> {
 }
 
 async fn postgres(state: &AppState) -> Result<(), String> {
-    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
+    let ping = store::ping(&state.pool);
     match tokio::time::timeout(CHECK_TIMEOUT, ping).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(err)) => Err(err.to_string()),
@@ -78,7 +80,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", security(()),
     responses((status = OK, description = "Prometheus text exposition", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let m = db::cluster::metrics(&state.pool).await?;
+    let m = service::cluster::metrics(&state).await?;
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -4,12 +4,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use probactr_common::model::JobKind;
+use probactr_common::store::jobs::JobFilter;
 use serde_json::Value;
 
 use super::bodies::{JobPatchBody, NewJobBody, RunQueued};
 use super::Id;
 use crate::auth::Principal;
-use crate::db::jobs::JobFilter;
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, ApiJson, QueryParams};
 use crate::service::jobs::{self, JobView};

@@ -3,12 +3,14 @@
 use axum::extract::State;
 use axum::Json;
 use probactr_common::model::RunState;
+use probactr_common::store::runs::history::{RunFilter, RunSummary};
 
 use super::Id;
 use crate::auth::Principal;
-use crate::db::runs::{RunFilter, RunSummary, RunView};
+
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
+use crate::service::runs::RunView;
 use crate::service::runs::{self, Cancelled};
 use crate::service::Paged;
 use crate::state::AppState;

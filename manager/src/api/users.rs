@@ -3,12 +3,12 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use probactr_common::store::{api_tokens::TokenInfo, users::User};
 use serde_json::Value;
 
 use super::bodies::{CreatedToken, NewTokenBody, NewUserBody, PasswordChangeBody, UserPatchBody};
 use super::Id;
 use crate::auth::Principal;
-use crate::db::{sessions::TokenInfo, users::User};
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
 use crate::service::{users, Paged};

@@ -19,89 +19,20 @@ pub mod ratelimit;
 pub mod secret;
 pub mod session;
 
-use std::fmt;
-use std::str::FromStr;
-
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, Method};
 use probactr_common::model::JobKind;
-use serde::{Deserialize, Serialize};
+use probactr_common::store::{self, audit::Actor, StoreError};
+use sqlx::PgExecutor;
 
-use crate::db;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Header carrying the CSRF token on cookie-authenticated API calls.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
-/// What a user may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Read only.
-    Viewer,
-    /// Operates jobs; edits only the built-in job kinds.
-    Operator,
-    /// Everything.
-    Admin,
-}
-
-impl Role {
-    /// Every role, least powerful first.
-    pub const ALL: &'static [Role] = &[Role::Viewer, Role::Operator, Role::Admin];
-
-    /// The stored and displayed name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-            Role::Admin => "admin",
-        }
-    }
-
-    /// Pause, resume, run now, cancel, and manage triggers.
-    pub fn can_operate(self) -> bool {
-        matches!(self, Role::Operator | Role::Admin)
-    }
-
-    /// Create, edit or delete a job of `kind`: shell and http jobs run code or reach the
-    /// network from executors, so only admins may define them.
-    pub fn can_edit_job(self, kind: JobKind) -> bool {
-        match self {
-            Role::Admin => true,
-            Role::Operator => matches!(kind, JobKind::Noop | JobKind::Sleep),
-            Role::Viewer => false,
-        }
-    }
-
-    /// Manage users and read the audit log.
-    pub fn is_admin(self) -> bool {
-        self == Role::Admin
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A role name that does not exist.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown role {0:?}, expected one of: viewer, operator, admin")]
-pub struct UnknownRole(String);
-
-impl FromStr for Role {
-    type Err = UnknownRole;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Role::ALL
-            .iter()
-            .copied()
-            .find(|role| role.as_str() == s)
-            .ok_or_else(|| UnknownRole(s.to_owned()))
-    }
-}
+pub use probactr_common::model::Role;
 
 /// How the caller authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +62,14 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// The caller as the audit log records them.
+    pub fn actor(&self) -> Actor<'_> {
+        Actor {
+            id: self.user_id,
+            name: &self.username,
+        }
+    }
+
     /// Ok when `allowed`, else a 403 saying what the role may not do.
     pub fn require(&self, allowed: bool, what: &str) -> Result<(), ApiError> {
         if allowed {
@@ -157,6 +96,31 @@ impl Principal {
     }
 }
 
+/// The caller behind a bearer token, if the token is valid.
+pub async fn principal_for_token(
+    db: impl PgExecutor<'_>,
+    token: &str,
+) -> Result<Option<Principal>, StoreError> {
+    let holder = store::api_tokens::holder(db, &secret::digest(token)).await?;
+    Ok(holder.map(|h| Principal {
+        user_id: h.user_id,
+        role: h.role,
+        via: Via::Token(h.secret_id.unwrap_or_default()),
+        username: h.username,
+    }))
+}
+
+/// A new API token of `user_id`: its id and the token (the only copy of the secret).
+pub async fn issue_token(
+    db: impl PgExecutor<'_>,
+    user_id: i64,
+    name: &str,
+) -> Result<(i64, String), StoreError> {
+    let token = secret::new_api_token();
+    let id = store::api_tokens::create(db, user_id, name, &secret::digest(&token)).await?;
+    Ok((id, token))
+}
+
 /// The bearer token of a request, if it has one.
 fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -174,14 +138,14 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return db::sessions::principal_for_token(&state.pool, token)
+            return principal_for_token(&state.pool, token)
                 .await?
                 .ok_or(ApiError::Unauthorized);
         }
         let Some(cookie) = session::cookie(&parts.headers) else {
             return Err(ApiError::Unauthorized);
         };
-        let principal = db::sessions::principal_for_session(&state.pool, &cookie)
+        let principal = session::principal(&state.pool, &cookie)
             .await?
             .ok_or(ApiError::Unauthorized)?;
         if !is_safe_method(&parts.method) {

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::db;
+use probactr_common::store;
+
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -17,7 +18,7 @@ pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 /// 429 when the key used up its failures.
 pub async fn check(state: &AppState, username: &str, address: &str) -> Result<(), ApiError> {
     let (failures, retry_after) =
-        db::sessions::recent_failures(&state.pool, username, address, WINDOW).await?;
+        store::login_failures::recent(&state.pool, username, address, WINDOW).await?;
     if failures >= MAX_FAILURES {
         tracing::warn!(username, address, failures, "login rate limit engaged");
         return Err(ApiError::TooManyAttempts {
@@ -55,9 +56,9 @@ pub async fn authenticate(
     username: &str,
     password: &str,
     address: &str,
-) -> Result<db::users::User, ApiError> {
+) -> Result<store::users::User, ApiError> {
     check(state, username, address).await?;
-    let user = db::users::by_name(&state.pool, username).await?;
+    let user = store::users::by_name(&state.pool, username).await?;
     let verified = match &user {
         Some(user) if !user.disabled => state.hasher.verify(password, &user.password_hash),
         _ => {
@@ -67,12 +68,12 @@ pub async fn authenticate(
     };
     match user {
         Some(user) if verified => {
-            db::sessions::clear_failures(&state.pool, username, address).await?;
+            store::login_failures::clear(&state.pool, username, address).await?;
             tracing::info!(user.id = user.id, username, "login");
             Ok(user)
         }
         _ => {
-            db::sessions::record_failure(&state.pool, username, address, WINDOW).await?;
+            store::login_failures::record(&state.pool, username, address, WINDOW).await?;
             tracing::info!(username, address, "failed login");
             Err(ApiError::Unauthorized)
         }

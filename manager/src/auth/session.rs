@@ -6,6 +6,10 @@
 use std::time::Duration;
 
 use axum::http::{header, HeaderMap, HeaderValue};
+use probactr_common::store::{self, StoreError};
+use sqlx::PgExecutor;
+
+use super::{secret, Principal, Via};
 
 /// The cookie's name.
 pub const COOKIE_NAME: &str = "probactr_session";
@@ -45,6 +49,39 @@ pub fn set_cookie(value: &str, secure: bool) -> HeaderValue {
 /// `Set-Cookie` that removes the session cookie.
 pub fn clear_cookie(secure: bool) -> HeaderValue {
     cookie_header(COOKIE_NAME, "", "/", 0, secure)
+}
+
+/// The caller behind a session cookie, if the session is valid.
+pub async fn principal(db: impl PgExecutor<'_>, cookie: &str) -> Result<Option<Principal>, StoreError> {
+    let holder = store::sessions::holder(db, &secret::digest(cookie), IDLE_TIMEOUT).await?;
+    Ok(holder.map(|h| Principal {
+        user_id: h.user_id,
+        role: h.role,
+        via: Via::Session {
+            csrf: h.csrf_token.unwrap_or_default(),
+            cookie: cookie.to_owned(),
+        },
+        username: h.username,
+    }))
+}
+
+/// A new session of `user_id`; returns the cookie value (the only copy of the secret).
+pub async fn start(db: impl PgExecutor<'_>, user_id: i64) -> Result<String, StoreError> {
+    let cookie = secret::random_hex();
+    store::sessions::create(
+        db,
+        &secret::digest(&cookie),
+        user_id,
+        &secret::random_hex(),
+        ABSOLUTE_TIMEOUT,
+    )
+    .await?;
+    Ok(cookie)
+}
+
+/// Ends the session of a cookie (logout, or the old one at a new login).
+pub async fn end(db: impl PgExecutor<'_>, cookie: &str) -> Result<(), StoreError> {
+    store::sessions::delete(db, &secret::digest(cookie)).await
 }
 
 #[cfg(test)]

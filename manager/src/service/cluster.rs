@@ -12,7 +12,15 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
-use crate::db::{self, cluster::Status};
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{Process, ProcessRole};
+use probactr_common::store::{self, audit::Entry, cluster::Metrics, cluster::Status, Page};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Paged;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -74,7 +82,7 @@ pub async fn status(state: &AppState) -> Result<Arc<Status>, ApiError> {
     state
         .status_cache
         .get_or_compute(state.status_max_age, STATUS_COMPUTE_TIMEOUT, || async {
-            Ok(db::cluster::status(&state.pool).await?)
+            Ok(store::cluster::status(&state.pool).await?)
         })
         .await
 }
@@ -163,4 +171,65 @@ mod tests {
             .await;
         assert!(hung.is_err());
     }
+}
+
+/// A registered executor or monitor as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ProcessView {
+    /// Id (a new one at each registration).
+    pub id: Uuid,
+    /// Host name.
+    pub host: String,
+    /// Process id on that host.
+    pub pid: i32,
+    /// probactr version.
+    pub version: String,
+    /// When it registered.
+    pub started_at: DateTime<Utc>,
+    /// Its latest heartbeat.
+    pub last_heartbeat_at: DateTime<Utc>,
+    /// alive, draining, dead or stopped.
+    pub state: String,
+    /// Runs it is executing or starting (executors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<i64>,
+    /// Runs it executes at once (executors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<i32>,
+}
+
+/// Every registered process of `role`, newest first, executors with their running counts.
+pub async fn processes(state: &AppState, role: ProcessRole) -> Result<Vec<ProcessView>, ApiError> {
+    let processes = store::processes::list(&state.pool, role).await?;
+    let running = match role {
+        ProcessRole::Executor => store::runs::history::active_by_executor(&state.pool).await?,
+        ProcessRole::Monitor => BTreeMap::new(),
+    };
+    Ok(processes.into_iter().map(|p| view(p, role, &running)).collect())
+}
+
+fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> ProcessView {
+    let executor = role == ProcessRole::Executor;
+    ProcessView {
+        running: executor.then(|| running.get(&process.id).copied().unwrap_or(0)),
+        capacity: executor.then_some(process.capacity),
+        id: process.id,
+        host: process.host,
+        pid: process.pid,
+        version: process.version,
+        started_at: process.started_at,
+        last_heartbeat_at: process.last_heartbeat_at,
+        state: process.state.to_string(),
+    }
+}
+
+/// A page of the audit log, newest first.
+pub async fn audit_log(state: &AppState, page: Page) -> Result<Paged<Entry>, ApiError> {
+    let (items, total) = store::audit::list(&state.pool, None, page).await?;
+    Ok(Paged { items, total })
+}
+
+/// The numbers `/metrics` exports.
+pub async fn metrics(state: &AppState) -> Result<Metrics, ApiError> {
+    Ok(store::cluster::metrics(&state.pool).await?)
 }

@@ -6,12 +6,12 @@ use chrono::{DateTime, Utc};
 use probactr_common::jobspec::JobSpec;
 use probactr_common::model::{Job, JobKind, Overlap};
 use probactr_common::store::{self, jobs::NewJob, StoreError};
+use probactr_common::store::{audit::Change, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{snapshot, Paged};
 use crate::auth::Principal;
-use crate::db::{self, audit::Change, jobs::JobFilter, jobs::JobRow};
 use crate::error::ApiError;
 use crate::input::{Input, Page};
 use crate::state::AppState;
@@ -256,7 +256,7 @@ fn name_taken(err: StoreError) -> ApiError {
 
 /// One job, with statistics.
 pub async fn get(state: &AppState, id: i64) -> Result<JobView, ApiError> {
-    db::jobs::get(&state.pool, id)
+    store::jobs::get_with_stats(&state.pool, id)
         .await?
         .map(JobView::from)
         .ok_or_else(|| ApiError::not_found("job", id))
@@ -264,11 +264,21 @@ pub async fn get(state: &AppState, id: i64) -> Result<JobView, ApiError> {
 
 /// A page of jobs.
 pub async fn list(state: &AppState, filter: &JobFilter, page: Page) -> Result<Paged<JobView>, ApiError> {
-    let (rows, total) = db::jobs::list(&state.pool, filter, page).await?;
+    let (rows, total) = store::jobs::list_with_stats(&state.pool, filter, page).await?;
     Ok(Paged {
         items: rows.into_iter().map(JobView::from).collect(),
         total,
     })
+}
+
+/// How many jobs match `filter`.
+pub async fn count(state: &AppState, filter: &JobFilter) -> Result<i64, ApiError> {
+    Ok(store::jobs::count(&state.pool, filter).await?)
+}
+
+/// A job's name (None once it is deleted).
+pub async fn name_of(state: &AppState, id: i64) -> Result<Option<String>, ApiError> {
+    Ok(store::jobs::get(&state.pool, id).await?.map(|job| job.name))
 }
 
 /// Creates a job from a request body.
@@ -290,7 +300,7 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Jo
         before: None,
         after: snapshot(&created),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = created.id, kind = %created.kind, "job created");
     get(state, created.id).await
@@ -300,7 +310,7 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Jo
 pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<JobView, ApiError> {
     who.require_operator("edit jobs")?;
     let mut tx = state.pool.begin().await?;
-    let before = db::jobs::get_for_update(&mut *tx, id)
+    let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
@@ -319,9 +329,9 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     if version != before.version {
         return Err(stale("job", id, version, before.version));
     }
-    let after = db::jobs::update(&mut *tx, id, version, &job)
+    let after = store::jobs::update(&mut *tx, id, version, &job)
         .await
-        .map_err(|err| name_taken(err.into()))?
+        .map_err(name_taken)?
         .ok_or_else(|| stale("job", id, version, before.version))?;
     let change = Change {
         action: "job.update",
@@ -330,7 +340,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         before: snapshot(&before),
         after: snapshot(&after),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, version = after.version, "job updated");
     get(state, id).await
@@ -347,11 +357,11 @@ pub fn stale(what: &str, id: i64, sent: i64, current: i64) -> ApiError {
 pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
     who.require_operator("delete jobs")?;
     let mut tx = state.pool.begin().await?;
-    let before = db::jobs::get_for_update(&mut *tx, id)
+    let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
-    db::jobs::delete(&mut *tx, id).await?;
+    store::jobs::delete(&mut *tx, id).await?;
     let change = Change {
         action: "job.delete",
         object_type: "job",
@@ -359,7 +369,7 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), Ap
         before: snapshot(&before),
         after: None,
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, "job deleted");
     Ok(())
@@ -374,13 +384,13 @@ pub async fn set_paused(
 ) -> Result<JobView, ApiError> {
     who.require_operator(if paused { "pause jobs" } else { "resume jobs" })?;
     let mut tx = state.pool.begin().await?;
-    let before = db::jobs::get_for_update(&mut *tx, id)
+    let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     let after = store::jobs::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
-    db::jobs::notify_schedule_changed(&mut *tx).await?;
+    store::jobs::notify_schedule_changed(&mut *tx).await?;
     let change = Change {
         action: if paused { "job.pause" } else { "job.resume" },
         object_type: "job",
@@ -388,7 +398,7 @@ pub async fn set_paused(
         before: Some(json!({"paused": before.paused, "version": before.version})),
         after: Some(json!({"paused": after.paused, "version": after.version})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, paused, "job pause flag set");
     get(state, id).await
@@ -409,7 +419,7 @@ pub async fn run_now(state: &AppState, who: &Principal, id: i64) -> Result<i64, 
         before: None,
         after: Some(json!({"run_id": run.id})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, run.id = run.id, "run queued by hand");
     Ok(run.id)

@@ -1,15 +1,91 @@
 //! Runs: list, read, cancel.
 
+use probactr_common::model::{Run, RunState};
 use probactr_common::store;
+use probactr_common::store::audit::Change;
+use probactr_common::store::runs::history::{RunFilter, RunSummary};
 use serde::Serialize;
 use serde_json::json;
 
 use super::Paged;
 use crate::auth::Principal;
-use crate::db::{self, audit::Change, runs::RunFilter, runs::RunSummary, runs::RunView};
 use crate::error::ApiError;
 use crate::input::Page;
 use crate::state::AppState;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+/// A run as the API shows it: everything but the Redis lock token.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunView {
+    /// Id.
+    pub id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The trigger that fired it.
+    pub trigger_id: Option<i64>,
+    /// The instant it was scheduled for.
+    pub scheduled_at: DateTime<Utc>,
+    /// Attempt number in its chain.
+    pub attempt: i32,
+    /// The chain's first attempt.
+    pub first_run_id: Option<i64>,
+    /// Where it is in its life.
+    pub state: RunState,
+    /// Why.
+    pub reason: Option<String>,
+    /// The executor that owns or owned it.
+    pub executor_id: Option<Uuid>,
+    /// Its fencing token.
+    pub fence: Option<i64>,
+    /// When it was queued.
+    pub queued_at: DateTime<Utc>,
+    /// When an executor claimed it.
+    pub claimed_at: Option<DateTime<Utc>>,
+    /// When it started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// When a cancel was asked for.
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+    /// A shell job's exit code.
+    pub exit_code: Option<i32>,
+    /// An HTTP job's status.
+    pub http_status: Option<i32>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// The stored tail of the output.
+    pub output: Option<String>,
+    /// Whether the output lost its beginning.
+    pub output_truncated: bool,
+}
+
+impl From<Run> for RunView {
+    fn from(run: Run) -> Self {
+        RunView {
+            id: run.id,
+            job_id: run.job_id,
+            trigger_id: run.trigger_id,
+            scheduled_at: run.scheduled_at,
+            attempt: run.attempt,
+            first_run_id: run.first_run_id,
+            state: run.state,
+            reason: run.reason,
+            executor_id: run.executor_id,
+            fence: run.fence,
+            queued_at: run.queued_at,
+            claimed_at: run.claimed_at,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            cancel_requested_at: run.cancel_requested_at,
+            exit_code: run.exit_code,
+            http_status: run.http_status,
+            error: run.error,
+            output: run.output,
+            output_truncated: run.output_truncated,
+        }
+    }
+}
 
 /// One run, output included.
 pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
@@ -21,7 +97,7 @@ pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
 
 /// A page of runs, newest first.
 pub async fn list(state: &AppState, filter: &RunFilter, page: Page) -> Result<Paged<RunSummary>, ApiError> {
-    let (items, total) = db::runs::list(&state.pool, filter, page).await?;
+    let (items, total) = store::runs::history::list(&state.pool, filter, page).await?;
     Ok(Paged { items, total })
 }
 
@@ -59,7 +135,7 @@ pub async fn cancel(state: &AppState, who: &Principal, id: i64) -> Result<Cancel
         before: Some(json!({"state": before.state})),
         after: Some(json!({"state": after})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(run.id = id, state = %after, "cancel requested");
     Ok(Cancelled {

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
 use probactr_common::schedule::TriggerSchedule;
+use probactr_common::store::audit::Change;
 use probactr_common::store::{self, triggers::CreateTriggerError, triggers::NewTrigger};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -12,7 +13,6 @@ use serde_json::{json, Value};
 use super::jobs::stale;
 use super::snapshot;
 use crate::auth::Principal;
-use crate::db::{self, audit::Change};
 use crate::error::ApiError;
 use crate::input::Input;
 use crate::state::AppState;
@@ -127,7 +127,7 @@ pub async fn list_for_job(state: &AppState, job_id: i64) -> Result<Vec<Trigger>,
     store::jobs::get(&state.pool, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
-    Ok(db::triggers::list_for_job(&state.pool, job_id).await?)
+    Ok(store::triggers::list_for_job(&state.pool, job_id).await?)
 }
 
 /// Creates a trigger of a job from a request body.
@@ -165,7 +165,7 @@ pub async fn create(
         before: None,
         after: snapshot(&created),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = job_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at, "trigger created");
     Ok(created)
@@ -177,7 +177,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     let mut input = Input::new(body)?;
     let schedule_changed = SCHEDULE_FIELDS.iter().any(|field| input.has(field));
     let mut tx = state.pool.begin().await?;
-    let before = db::triggers::get_for_update(&mut *tx, id)
+    let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
     let version = input.int("version", 1, i64::MAX);
@@ -199,7 +199,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     } else {
         before.next_fire_at
     };
-    let after = db::triggers::update(&mut *tx, id, version, &trigger, next_fire_at)
+    let after = store::triggers::update(&mut *tx, id, version, &trigger, next_fire_at)
         .await?
         .ok_or_else(|| stale("trigger", id, version, before.version))?;
     let change = Change {
@@ -209,7 +209,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         before: snapshot(&before),
         after: snapshot(&after),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(trigger.id = id, next_fire_at = ?after.next_fire_at, "trigger updated");
     Ok(after)
@@ -219,10 +219,10 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
 pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
     who.require_operator("delete triggers")?;
     let mut tx = state.pool.begin().await?;
-    let before = db::triggers::get_for_update(&mut *tx, id)
+    let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    db::triggers::delete(&mut *tx, id).await?;
+    store::triggers::delete(&mut *tx, id).await?;
     let change = Change {
         action: "trigger.delete",
         object_type: "trigger",
@@ -230,7 +230,7 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<i64, A
         before: snapshot(&before),
         after: None,
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(trigger.id = id, "trigger deleted");
     Ok(before.job_id)
@@ -249,7 +249,7 @@ pub async fn set_paused(
         "resume triggers"
     })?;
     let mut tx = state.pool.begin().await?;
-    let before = db::triggers::get_for_update(&mut *tx, id)
+    let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
     let after = store::triggers::set_paused(&mut *tx, id, paused)
@@ -262,7 +262,7 @@ pub async fn set_paused(
         before: Some(json!({"paused": before.paused, "version": before.version})),
         after: Some(json!({"paused": after.paused, "version": after.version})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(trigger.id = id, paused, "trigger pause flag set");
     Ok(after)

@@ -3,11 +3,13 @@
 //! or disabling ends the user's sessions; the last enabled admin cannot be demoted or
 //! disabled (nobody could administer the cluster any more).
 
+use probactr_common::store::{self, api_tokens::TokenInfo, audit::Change, users::User};
 use serde_json::{json, Value};
 
 use super::snapshot;
 use crate::auth::{password, Principal, Role};
-use crate::db::{self, audit::Change, sessions::TokenInfo, users::User};
+
+use crate::auth;
 use crate::error::ApiError;
 use crate::input::Input;
 use crate::state::AppState;
@@ -30,7 +32,7 @@ fn read_password(input: &mut Input, key: &str) -> Option<String> {
 /// Every user (admin).
 pub async fn list(state: &AppState, who: &Principal) -> Result<Vec<User>, ApiError> {
     who.require(who.role.is_admin(), "manage users")?;
-    Ok(db::users::list(&state.pool).await?)
+    Ok(store::users::list(&state.pool).await?)
 }
 
 /// Creates a user from `{"username", "password", "role"}` (admin).
@@ -57,7 +59,7 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Us
     };
     let hash = state.hasher.hash(&password)?;
     let mut tx = state.pool.begin().await?;
-    let user = db::users::create(&mut *tx, &username, &hash, role)
+    let user = store::users::create(&mut *tx, &username, &hash, role)
         .await?
         .ok_or_else(|| ApiError::field("username", "is already taken"))?;
     let change = Change {
@@ -67,7 +69,7 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Us
         before: None,
         after: snapshot(&user),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     Ok(user)
 }
@@ -87,25 +89,25 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
     };
     input.finish()?;
     let mut tx = state.pool.begin().await?;
-    let before = db::users::get(&mut *tx, id)
+    let before = store::users::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("user", id))?;
     let role = role.unwrap_or(before.role());
     let disabled = disabled.unwrap_or(before.disabled);
     let loses_admin = before.role() == Role::Admin && !before.disabled && (role != Role::Admin || disabled);
-    if loses_admin && db::users::other_active_admins(&mut *tx, id).await? == 0 {
+    if loses_admin && store::users::other_active_admins(&mut *tx, id).await? == 0 {
         return Err(ApiError::Conflict(
             "the last enabled admin cannot be demoted or disabled".into(),
         ));
     }
-    let after = db::users::set_access(&mut *tx, id, role, disabled)
+    let after = store::users::set_access(&mut *tx, id, role, disabled)
         .await?
         .ok_or_else(|| ApiError::not_found("user", id))?;
     if let Some(password) = &new_password {
-        db::users::set_password(&mut *tx, id, &state.hasher.hash(password)?).await?;
+        store::users::set_password(&mut *tx, id, &state.hasher.hash(password)?).await?;
     }
     if new_password.is_some() || (disabled && !before.disabled) {
-        db::sessions::delete_sessions_of(&mut *tx, id).await?;
+        store::sessions::delete_of_user(&mut *tx, id).await?;
     }
     let mut after_json = snapshot(&after).unwrap_or(Value::Null);
     if new_password.is_some() {
@@ -118,7 +120,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         before: snapshot(&before),
         after: Some(after_json),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     Ok(after)
 }
@@ -134,7 +136,7 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
     let (Some(current), Some(new_password)) = (current, new_password) else {
         return Err(ApiError::field("body", "invalid password change"));
     };
-    let user = db::users::get(&state.pool, who.user_id)
+    let user = store::users::get(&state.pool, who.user_id)
         .await?
         .ok_or(ApiError::Unauthorized)?;
     if !state.hasher.verify(&current, &user.password_hash) {
@@ -145,8 +147,8 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
     }
     let hash = state.hasher.hash(&new_password)?;
     let mut tx = state.pool.begin().await?;
-    db::users::set_password(&mut *tx, who.user_id, &hash).await?;
-    db::sessions::delete_sessions_of(&mut *tx, who.user_id).await?;
+    store::users::set_password(&mut *tx, who.user_id, &hash).await?;
+    store::sessions::delete_of_user(&mut *tx, who.user_id).await?;
     let change = Change {
         action: "user.password",
         object_type: "user",
@@ -154,14 +156,14 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
         before: None,
         after: Some(json!({"password": "changed"})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// The caller's tokens.
 pub async fn tokens(state: &AppState, who: &Principal) -> Result<Vec<TokenInfo>, ApiError> {
-    Ok(db::sessions::tokens_of(&state.pool, who.user_id).await?)
+    Ok(store::api_tokens::of_user(&state.pool, who.user_id).await?)
 }
 
 /// Makes a token for the caller (`{"name"}`); returns its id and the secret, shown once.
@@ -171,7 +173,7 @@ pub async fn create_token(state: &AppState, who: &Principal, name: &str) -> Resu
         return Err(ApiError::field("name", "must be at most 100 characters"));
     }
     let mut tx = state.pool.begin().await?;
-    let (id, token) = db::sessions::create_token(&mut *tx, who.user_id, name).await?;
+    let (id, token) = auth::issue_token(&mut *tx, who.user_id, name).await?;
     let change = Change {
         action: "token.create",
         object_type: "token",
@@ -179,21 +181,21 @@ pub async fn create_token(state: &AppState, who: &Principal, name: &str) -> Resu
         before: None,
         after: Some(json!({"name": name, "user_id": who.user_id})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     Ok((id, token))
 }
 
 /// Revokes a token: one's own, or anyone's for an admin.
 pub async fn revoke_token(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
-    let token = db::sessions::token(&state.pool, id)
+    let token = store::api_tokens::get(&state.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("token", id))?;
     if token.user_id != who.user_id && !who.role.is_admin() {
         return Err(ApiError::not_found("token", id));
     }
     let mut tx = state.pool.begin().await?;
-    db::sessions::revoke_token(&mut *tx, id).await?;
+    store::api_tokens::revoke(&mut *tx, id).await?;
     let change = Change {
         action: "token.revoke",
         object_type: "token",
@@ -201,7 +203,7 @@ pub async fn revoke_token(state: &AppState, who: &Principal, id: i64) -> Result<
         before: None,
         after: Some(json!({"user_id": token.user_id})),
     };
-    db::audit::record(&mut *tx, who, change).await?;
+    store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -1,16 +1,19 @@
-//! Run history as the manager lists it: newest first, filtered, without the output
-//! (only whether there is some).
+//! The history of runs as people read it: lists newest first with filters (the output
+//! only flagged), counts by state and by executor.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{Run, RunState};
 use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use crate::input::Page;
+use crate::model::RunState;
+use crate::store::{Page, StoreError};
 
 /// A run in a list: every field but the output, which is only flagged.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunSummary {
     /// Id.
     pub id: i64,
@@ -85,7 +88,7 @@ pub async fn list(
     db: impl PgExecutor<'_> + Copy,
     filter: &RunFilter,
     page: Page,
-) -> Result<(Vec<RunSummary>, i64), sqlx::Error> {
+) -> Result<(Vec<RunSummary>, i64), StoreError> {
     let mut query = QueryBuilder::<Postgres>::new(
         "SELECT runs.id, runs.job_id, jobs.name AS job_name, runs.trigger_id, runs.scheduled_at,
                 runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id, runs.fence,
@@ -103,74 +106,35 @@ pub async fn list(
     Ok((items, total))
 }
 
-/// A run as the API shows it: everything but the Redis lock token.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct RunView {
-    /// Id.
-    pub id: i64,
-    /// Its job.
-    pub job_id: i64,
-    /// The trigger that fired it.
-    pub trigger_id: Option<i64>,
-    /// The instant it was scheduled for.
-    pub scheduled_at: DateTime<Utc>,
-    /// Attempt number in its chain.
-    pub attempt: i32,
-    /// The chain's first attempt.
-    pub first_run_id: Option<i64>,
-    /// Where it is in its life.
-    pub state: RunState,
-    /// Why.
-    pub reason: Option<String>,
-    /// The executor that owns or owned it.
-    pub executor_id: Option<Uuid>,
-    /// Its fencing token.
-    pub fence: Option<i64>,
-    /// When it was queued.
-    pub queued_at: DateTime<Utc>,
-    /// When an executor claimed it.
-    pub claimed_at: Option<DateTime<Utc>>,
-    /// When it started.
-    pub started_at: Option<DateTime<Utc>>,
-    /// When it ended.
-    pub finished_at: Option<DateTime<Utc>>,
-    /// When a cancel was asked for.
-    pub cancel_requested_at: Option<DateTime<Utc>>,
-    /// A shell job's exit code.
-    pub exit_code: Option<i32>,
-    /// An HTTP job's status.
-    pub http_status: Option<i32>,
-    /// What went wrong.
-    pub error: Option<String>,
-    /// The stored tail of the output.
-    pub output: Option<String>,
-    /// Whether the output lost its beginning.
-    pub output_truncated: bool,
+/// Runs claimed or running per executor.
+pub async fn active_by_executor(db: impl PgExecutor<'_>) -> Result<BTreeMap<Uuid, i64>, StoreError> {
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
+        "SELECT executor_id, count(*) FROM runs
+         WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
+         GROUP BY executor_id",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
 }
 
-impl From<Run> for RunView {
-    fn from(run: Run) -> Self {
-        RunView {
-            id: run.id,
-            job_id: run.job_id,
-            trigger_id: run.trigger_id,
-            scheduled_at: run.scheduled_at,
-            attempt: run.attempt,
-            first_run_id: run.first_run_id,
-            state: run.state,
-            reason: run.reason,
-            executor_id: run.executor_id,
-            fence: run.fence,
-            queued_at: run.queued_at,
-            claimed_at: run.claimed_at,
-            started_at: run.started_at,
-            finished_at: run.finished_at,
-            cancel_requested_at: run.cancel_requested_at,
-            exit_code: run.exit_code,
-            http_status: run.http_status,
-            error: run.error,
-            output: run.output,
-            output_truncated: run.output_truncated,
-        }
+/// Counts runs by state (for tests, status pages and benchmarks), optionally of one job.
+pub async fn count_by_state(
+    db: impl PgExecutor<'_>,
+    job_id: Option<i64>,
+) -> Result<Vec<(RunState, i64)>, StoreError> {
+    let mut query: QueryBuilder<Postgres> = QueryBuilder::new("SELECT state, count(*) FROM runs");
+    if let Some(job_id) = job_id {
+        query.push(" WHERE job_id = ").push_bind(job_id);
     }
+    query.push(" GROUP BY state ORDER BY state");
+    let rows: Vec<(String, i64)> = query.build_query_as().fetch_all(db).await?;
+    rows.into_iter()
+        .map(|(state, count)| {
+            state
+                .parse::<RunState>()
+                .map(|state| (state, count))
+                .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))
+        })
+        .collect()
 }

@@ -1,12 +1,12 @@
-//! The audit log: one row per change (who, when, what, before and after).
+//! `audit_log`: one row per change made through the manager (who, when, what, the object
+//! before and after).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgExecutor;
 
-use crate::auth::Principal;
-use crate::input::Page;
+use super::{Page, StoreError};
 
 /// What changed, for [`record`].
 #[derive(Debug, Clone)]
@@ -24,7 +24,8 @@ pub struct Change<'a> {
 }
 
 /// An entry of the audit log: who changed what, when, and the object before and after.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Entry {
     /// Id.
     pub id: i64,
@@ -46,14 +47,23 @@ pub struct Entry {
     pub after: Option<Value>,
 }
 
+/// Who made a change: the user's id and name at the time.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    /// The user's id.
+    pub id: i64,
+    /// The user's name.
+    pub name: &'a str,
+}
+
 /// Writes one audit row; call it in the transaction of the change.
-pub async fn record(db: impl PgExecutor<'_>, who: &Principal, change: Change<'_>) -> Result<(), sqlx::Error> {
+pub async fn record(db: impl PgExecutor<'_>, who: Actor<'_>, change: Change<'_>) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
-    .bind(who.user_id)
-    .bind(&who.username)
+    .bind(who.id)
+    .bind(who.name)
     .bind(change.action)
     .bind(change.object_type)
     .bind(change.object_id)
@@ -62,7 +72,7 @@ pub async fn record(db: impl PgExecutor<'_>, who: &Principal, change: Change<'_>
     .execute(db)
     .await?;
     tracing::info!(
-        actor = %who.username,
+        actor = who.name,
         action = change.action,
         object.id = change.object_id,
         "audited change"
@@ -75,7 +85,7 @@ pub async fn list(
     db: impl PgExecutor<'_> + Copy,
     object: Option<(&str, i64)>,
     page: Page,
-) -> Result<(Vec<Entry>, i64), sqlx::Error> {
+) -> Result<(Vec<Entry>, i64), StoreError> {
     let (object_type, object_id) = object.map_or((None, None), |(t, id)| (Some(t), Some(id)));
     let items = sqlx::query_as::<_, Entry>(
         "SELECT * FROM audit_log

@@ -1,12 +1,15 @@
-//! Users: lookup by name, creation, and the first-admin bootstrap.
+//! `users`: the manager's accounts, looked up by name or id, created, given a role, a
+//! password or the disabled flag.
 
 use serde::Serialize;
 use sqlx::PgExecutor;
 
-use crate::auth::Role;
+use super::StoreError;
+use crate::model::Role;
 
 /// A user (the password hash is never shown).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct User {
     /// Id.
     pub id: i64,
@@ -31,11 +34,12 @@ impl User {
 }
 
 /// One user by name.
-pub async fn by_name(db: impl PgExecutor<'_>, username: &str) -> Result<Option<User>, sqlx::Error> {
+pub async fn by_name(db: impl PgExecutor<'_>, username: &str) -> Result<Option<User>, StoreError> {
     sqlx::query_as::<_, User>("SELECT * FROM users WHERE username = $1")
         .bind(username)
         .fetch_optional(db)
         .await
+        .map_err(StoreError::from)
 }
 
 /// Inserts a user; returns None when the name is taken.
@@ -44,7 +48,7 @@ pub async fn create(
     username: &str,
     password_hash: &str,
     role: Role,
-) -> Result<Option<User>, sqlx::Error> {
+) -> Result<Option<User>, StoreError> {
     sqlx::query_as::<_, User>(
         "INSERT INTO users (username, password_hash, role) VALUES ($1, $2, $3)
          ON CONFLICT (username) DO NOTHING
@@ -55,28 +59,32 @@ pub async fn create(
     .bind(role.as_str())
     .fetch_optional(db)
     .await
+    .map_err(StoreError::from)
 }
 
 /// Whether any user exists.
-pub async fn any(db: impl PgExecutor<'_>) -> Result<bool, sqlx::Error> {
+pub async fn any(db: impl PgExecutor<'_>) -> Result<bool, StoreError> {
     sqlx::query_scalar::<_, bool>("SELECT EXISTS (SELECT 1 FROM users)")
         .fetch_one(db)
         .await
+        .map_err(StoreError::from)
 }
 
 /// Every user, by name.
-pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<User>, sqlx::Error> {
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<User>, StoreError> {
     sqlx::query_as::<_, User>("SELECT * FROM users ORDER BY username")
         .fetch_all(db)
         .await
+        .map_err(StoreError::from)
 }
 
 /// One user by id.
-pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<User>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<User>, StoreError> {
     sqlx::query_as::<_, User>("SELECT * FROM users WHERE id = $1")
         .bind(id)
         .fetch_optional(db)
         .await
+        .map_err(StoreError::from)
 }
 
 /// Sets a user's role and disabled flag; returns the new row.
@@ -85,21 +93,18 @@ pub async fn set_access(
     id: i64,
     role: Role,
     disabled: bool,
-) -> Result<Option<User>, sqlx::Error> {
+) -> Result<Option<User>, StoreError> {
     sqlx::query_as::<_, User>("UPDATE users SET role = $2, disabled = $3 WHERE id = $1 RETURNING *")
         .bind(id)
         .bind(role.as_str())
         .bind(disabled)
         .fetch_optional(db)
         .await
+        .map_err(StoreError::from)
 }
 
 /// Replaces a user's password hash.
-pub async fn set_password(
-    db: impl PgExecutor<'_>,
-    id: i64,
-    password_hash: &str,
-) -> Result<bool, sqlx::Error> {
+pub async fn set_password(db: impl PgExecutor<'_>, id: i64, password_hash: &str) -> Result<bool, StoreError> {
     let done = sqlx::query("UPDATE users SET password_hash = $2, password_changed_at = now() WHERE id = $1")
         .bind(id)
         .bind(password_hash)
@@ -109,9 +114,10 @@ pub async fn set_password(
 }
 
 /// Enabled admins other than `except`.
-pub async fn other_active_admins(db: impl PgExecutor<'_>, except: i64) -> Result<i64, sqlx::Error> {
+pub async fn other_active_admins(db: impl PgExecutor<'_>, except: i64) -> Result<i64, StoreError> {
     sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled AND id <> $1")
         .bind(except)
         .fetch_one(db)
         .await
+        .map_err(StoreError::from)
 }

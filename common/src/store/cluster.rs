@@ -1,78 +1,17 @@
-//! The cluster's health: processes with their running counts, the status summary and
-//! the numbers `/metrics` exports.
+//! The cluster at a glance: the status summary of the dashboard and the numbers
+//! `/metrics` exports, read across `executors`, `runs`, `jobs` and `triggers`.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{Process, ProcessRole};
-use probactr_common::store::{self, StoreError};
 use serde::Serialize;
-use sqlx::{PgExecutor, PgPool};
-use uuid::Uuid;
+use sqlx::PgExecutor;
 
-/// A registered executor or monitor as the API shows it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProcessView {
-    /// Id (a new one at each registration).
-    pub id: Uuid,
-    /// Host name.
-    pub host: String,
-    /// Process id on that host.
-    pub pid: i32,
-    /// probactr version.
-    pub version: String,
-    /// When it registered.
-    pub started_at: DateTime<Utc>,
-    /// Its latest heartbeat.
-    pub last_heartbeat_at: DateTime<Utc>,
-    /// alive, draining, dead or stopped.
-    pub state: String,
-    /// Runs it is executing or starting (executors only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub running: Option<i64>,
-    /// Runs it executes at once (executors only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<i32>,
-}
-
-async fn active_runs_by_executor(db: impl PgExecutor<'_>) -> Result<BTreeMap<Uuid, i64>, sqlx::Error> {
-    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
-        "SELECT executor_id, count(*) FROM runs
-         WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
-         GROUP BY executor_id",
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().collect())
-}
-
-/// Every registered process of `role`, newest first.
-pub async fn processes(pool: &PgPool, role: ProcessRole) -> Result<Vec<ProcessView>, StoreError> {
-    let processes = store::processes::list(pool, role).await?;
-    let running = match role {
-        ProcessRole::Executor => active_runs_by_executor(pool).await?,
-        ProcessRole::Monitor => BTreeMap::new(),
-    };
-    Ok(processes.into_iter().map(|p| view(p, role, &running)).collect())
-}
-
-fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> ProcessView {
-    let executor = role == ProcessRole::Executor;
-    ProcessView {
-        running: executor.then(|| running.get(&process.id).copied().unwrap_or(0)),
-        capacity: executor.then_some(process.capacity),
-        id: process.id,
-        host: process.host,
-        pid: process.pid,
-        version: process.version,
-        started_at: process.started_at,
-        last_heartbeat_at: process.last_heartbeat_at,
-        state: process.state.to_string(),
-    }
-}
+use super::StoreError;
 
 /// The next instant of one trigger, for the status summary.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NextFire {
     /// The trigger.
     pub trigger_id: i64,
@@ -85,7 +24,8 @@ pub struct NextFire {
 }
 
 /// A recent failed run, for the status summary.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecentFailure {
     /// The run.
     pub run_id: i64,
@@ -102,7 +42,8 @@ pub struct RecentFailure {
 }
 
 /// The cluster at a glance.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Status {
     /// Registered processes per role and state: `{"executor": {"alive": 2}}`.
     pub processes: BTreeMap<String, BTreeMap<String, i64>>,
@@ -117,10 +58,10 @@ pub struct Status {
 }
 
 /// The status summary.
-pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
+pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError> {
     let process_rows: Vec<(String, String, i64)> =
         sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state")
-            .fetch_all(pool)
+            .fetch_all(db)
             .await?;
     let mut processes: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for (role, state, count) in process_rows {
@@ -129,7 +70,7 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
     let run_rows: Vec<(String, i64)> = sqlx::query_as(
         "SELECT state, count(*) FROM runs WHERE queued_at > now() - interval '1 hour' GROUP BY state",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await?;
     // Counting `queued_at` (never NULL in a row, NULL where a minute has no run) lets the
     // per-minute ranges be read from the `runs_queued_at` index alone.
@@ -139,7 +80,7 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
                        AND runs.queued_at < date_trunc('minute', now()) - make_interval(mins => ago.minutes - 1)
          GROUP BY ago.minutes ORDER BY ago.minutes DESC",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await?;
     let recent_failures = sqlx::query_as::<_, RecentFailure>(
         "SELECT runs.id AS run_id, runs.job_id, jobs.name AS job_name, runs.state, runs.finished_at, runs.error
@@ -147,7 +88,7 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
          WHERE runs.state IN ('failed', 'timed_out', 'abandoned')
          ORDER BY runs.id DESC LIMIT 10",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await?;
     let next_fires = sqlx::query_as::<_, NextFire>(
         "SELECT triggers.id AS trigger_id, triggers.job_id, jobs.name AS job_name, triggers.next_fire_at
@@ -155,7 +96,7 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
          WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at IS NOT NULL
          ORDER BY triggers.next_fire_at LIMIT 10",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await?;
     Ok(Status {
         processes,
@@ -182,22 +123,22 @@ pub struct Metrics {
 }
 
 /// Reads [`Metrics`].
-pub async fn metrics(pool: &PgPool) -> Result<Metrics, sqlx::Error> {
+pub async fn metrics(db: impl PgExecutor<'_> + Copy) -> Result<Metrics, StoreError> {
     let runs_by_state = sqlx::query_as("SELECT state, count(*) FROM runs GROUP BY state ORDER BY state")
-        .fetch_all(pool)
+        .fetch_all(db)
         .await?;
     let processes =
         sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state ORDER BY 1, 2")
-            .fetch_all(pool)
+            .fetch_all(db)
             .await?;
     let (jobs, jobs_paused): (i64, i64) =
         sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE paused) FROM jobs")
-            .fetch_one(pool)
+            .fetch_one(db)
             .await?;
     let triggers_overdue = sqlx::query_scalar(
         "SELECT count(*) FROM triggers WHERE NOT paused AND next_fire_at < now() - interval '5 seconds'",
     )
-    .fetch_one(pool)
+    .fetch_one(db)
     .await?;
     Ok(Metrics {
         runs_by_state,

@@ -1,10 +1,13 @@
 //! Queries over `runs`: queueing, claiming, starting under a fence, finishing, retrying,
-//! cancelling. The state machine is drawn in [`crate::model`].
+//! cancelling. The state machine is drawn in [`crate::model`]; what people read of the
+//! history is in [`history`].
+
+pub mod history;
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use sqlx::{AssertSqlSafe, PgExecutor, Postgres, QueryBuilder};
+use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
 use super::StoreError;
@@ -559,25 +562,4 @@ pub async fn cancel_requested(db: impl PgExecutor<'_>, executor_id: Uuid) -> Res
     .fetch_all(db)
     .await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
-}
-
-/// Counts runs by state (for tests, status pages and benchmarks), optionally of one job.
-pub async fn count_by_state(
-    db: impl PgExecutor<'_>,
-    job_id: Option<i64>,
-) -> Result<Vec<(RunState, i64)>, StoreError> {
-    let mut query: QueryBuilder<Postgres> = QueryBuilder::new("SELECT state, count(*) FROM runs");
-    if let Some(job_id) = job_id {
-        query.push(" WHERE job_id = ").push_bind(job_id);
-    }
-    query.push(" GROUP BY state ORDER BY state");
-    let rows: Vec<(String, i64)> = query.build_query_as().fetch_all(db).await?;
-    rows.into_iter()
-        .map(|(state, count)| {
-            state
-                .parse::<RunState>()
-                .map(|state| (state, count))
-                .map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))
-        })
-        .collect()
 }

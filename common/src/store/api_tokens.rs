@@ -1,0 +1,94 @@
+//! `api_tokens`: bearer tokens for scripts, found by the digest of the token. A lookup
+//! checks revocation, expiry and the user's `disabled` flag, and touches the last-use
+//! time at most once a minute.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+
+use super::sessions::Holder;
+use super::StoreError;
+
+/// An API token as its owner sees it (never the secret).
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenInfo {
+    /// Id.
+    pub id: i64,
+    /// Its owner.
+    pub user_id: i64,
+    /// A label chosen at creation.
+    pub name: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+    /// When it was last used (to the minute).
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// The holder of the live token whose digest is `token_hash`.
+pub async fn holder(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<Holder>, StoreError> {
+    Ok(sqlx::query_as::<_, Holder>(
+        "WITH found AS (
+             SELECT users.id AS user_id, users.username, users.role, api_tokens.id AS secret_id,
+                    NULL::text AS csrf_token, api_tokens.last_used_at
+             FROM api_tokens JOIN users ON users.id = api_tokens.user_id
+             WHERE api_tokens.token_hash = $1 AND NOT users.disabled AND api_tokens.revoked_at IS NULL
+               AND (api_tokens.expires_at IS NULL OR api_tokens.expires_at > now())),
+         touched AS (
+             UPDATE api_tokens SET last_used_at = now()
+             WHERE id = (SELECT secret_id FROM found)
+               AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
+         SELECT user_id, username, role, secret_id, csrf_token FROM found",
+    )
+    .bind(token_hash)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Stores a new token of `user_id` by its digest; returns its id.
+pub async fn create(
+    db: impl PgExecutor<'_>,
+    user_id: i64,
+    name: &str,
+    token_hash: &str,
+) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO api_tokens (user_id, name, token_hash) VALUES ($1, $2, $3) RETURNING id",
+    )
+    .bind(user_id)
+    .bind(name)
+    .bind(token_hash)
+    .fetch_one(db)
+    .await?)
+}
+
+/// Revokes a token; returns whether it was live.
+pub async fn revoke(db: impl PgExecutor<'_>, token_id: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL")
+        .bind(token_id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A user's tokens, newest first.
+pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
+    Ok(sqlx::query_as::<_, TokenInfo>(
+        "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens
+         WHERE user_id = $1 ORDER BY id DESC",
+    )
+    .bind(user_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// One token's metadata.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<TokenInfo>, StoreError> {
+    Ok(sqlx::query_as::<_, TokenInfo>(
+        "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?)
+}

@@ -6,7 +6,7 @@
 //! If each then sleeps a *fixed* time, they all wake at nearly the same instant again and
 //! collide again, round after round: the contention never thins out, and the tighter the
 //! sleep the more CPU the losers burn. That was the outage of the system probactr
-//! replaces (see "Lessons" in `DESIGN.md`).
+//! replaces (see "Lessons kept" in `docs/design.md`).
 //!
 //! Full jitter spreads the retries out. Before retry `n` (counting from 0) a contender
 //! sleeps a uniformly random time in `[0, min(cap, base · 2ⁿ)]`:

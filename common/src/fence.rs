@@ -2,18 +2,14 @@
 //!
 //! A Redis lease can expire under a holder that paused (GC, SIGSTOP, a frozen VM) and
 //! another holder can take it. So after taking the lock an executor draws the next
-//! token from `jobs.fence` (`UPDATE … SET fence = fence + 1 RETURNING fence`) and stores
-//! it on its run; every later write of that run is conditional on the token still being
-//! current ([`RUN_FENCE_IS_CURRENT`]). A stale holder's writes then match no row and are
+//! token from `jobs.fence` in the statement that starts its run
+//! ([`crate::store::runs::start()`]) and stores it on the run; every later write of that
+//! run is conditional on the token still being current ([`RUN_FENCE_IS_CURRENT`]). A stale holder's writes then match no row and are
 //! reported as [`Write::Fenced`] instead of overwriting the newer holder's work.
 //!
 //! For a parallel job several holders are legitimate at once, so "current" means that
 //! the run itself still carries the token and is still running on that executor; for a
 //! non-parallel job it also means no newer token was issued for the job.
-
-use sqlx::PgExecutor;
-
-use crate::store::StoreError;
 
 /// The outcome of a fenced write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,12 +39,3 @@ pub const RUN_FENCE_IS_CURRENT: &str = "runs.state = 'running'
     AND runs.fence IS NOT DISTINCT FROM input.fence
     AND (NOT runs.exclusive OR EXISTS (
         SELECT 1 FROM jobs WHERE jobs.id = runs.job_id AND jobs.fence = input.fence))";
-
-/// Draws the next fencing token of a job.
-pub async fn issue(db: impl PgExecutor<'_>, job_id: i64) -> Result<i64, StoreError> {
-    let (fence,): (i64,) = sqlx::query_as("UPDATE jobs SET fence = fence + 1 WHERE id = $1 RETURNING fence")
-        .bind(job_id)
-        .fetch_one(db)
-        .await?;
-    Ok(fence)
-}

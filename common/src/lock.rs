@@ -7,7 +7,7 @@
 //! database. They are *not* what guarantees that a non-parallel job never overlaps:
 //! a Redis restart forgets every lock, and a paused process can outlive its lease.
 //! PostgreSQL does that (fencing tokens and a unique index over running runs, see
-//! `DESIGN.md`). So every decision below errs on the side of "busy": losing a lock may
+//! `docs/design.md`). So every decision below errs on the side of "busy": losing a lock may
 //! delay work, never duplicate it.
 //!
 //! # Keys

@@ -1,19 +1,8 @@
 //! The data model as Rust types: rows read from PostgreSQL and the enums stored in its
 //! CHECK-constrained text columns.
 //!
-//! A run moves through these states (terminal states in brackets):
-//!
-//! ```text
-//!             claim               lock + fence              outcome
-//!   queued ─────────▶ claimed ────────────────▶ running ─────────────▶ [succeeded|failed|
-//!     │  ▲               │                        │                     timed_out|cancelled]
-//!     │  └── lock busy,  │ lock busy,             │ stop point / executor lost
-//!     │      overlap=queue overlap=skip ──▶ [skipped]  └──────────────────▶ [abandoned]
-//!     └──▶ [skipped | missed | cancelled]
-//! ```
-//!
-//! A failed, timed-out or abandoned attempt may be followed by a new `queued` row of the
-//! same chain (`first_run_id`, `attempt + 1`) when the job's retry policy allows.
+//! The states of a run and the transitions between them are drawn, and made, in
+//! [`crate::store::runs`]; [`RunState::may_become`] states which are allowed.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -155,6 +144,18 @@ impl RunState {
     /// True once the run can no longer change state.
     pub fn is_terminal(self) -> bool {
         !matches!(self, RunState::Queued | RunState::Claimed | RunState::Running)
+    }
+
+    /// Whether a run in this state may move to `next` (the table of
+    /// [`crate::store::runs`]). A retry is a new run, not a transition.
+    pub fn may_become(self, next: RunState) -> bool {
+        use RunState::*;
+        match self {
+            Queued => matches!(next, Claimed | Running | Cancelled | Skipped | Missed),
+            Claimed => matches!(next, Queued | Running | Skipped | Failed | Cancelled),
+            Running => matches!(next, Succeeded | Failed | TimedOut | Cancelled | Abandoned),
+            Succeeded | Failed | TimedOut | Cancelled | Skipped | Missed | Abandoned => false,
+        }
     }
 }
 
@@ -317,4 +318,36 @@ pub struct Process {
     pub last_heartbeat_at: DateTime<Utc>,
     pub declared_dead_at: Option<DateTime<Utc>>,
     pub reaped_by: Option<Uuid>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunState;
+
+    #[test]
+    fn terminal_states_have_no_way_out_and_live_ones_end_somewhere() {
+        for &from in RunState::ALL {
+            let exits: Vec<RunState> = RunState::ALL
+                .iter()
+                .copied()
+                .filter(|&to| from.may_become(to))
+                .collect();
+            assert_eq!(from.is_terminal(), exits.is_empty(), "{from}: {exits:?}");
+            assert!(!from.may_become(from), "{from} may not become itself");
+        }
+    }
+
+    #[test]
+    fn a_run_starts_only_from_a_claim_or_the_claim_itself() {
+        let into_running: Vec<RunState> = RunState::ALL
+            .iter()
+            .copied()
+            .filter(|&from| from.may_become(RunState::Running))
+            .collect();
+        assert_eq!(into_running, vec![RunState::Queued, RunState::Claimed]);
+        assert!(
+            !RunState::Queued.may_become(RunState::Abandoned),
+            "only a running run is abandoned"
+        );
+    }
 }

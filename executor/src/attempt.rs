@@ -15,6 +15,7 @@
 //! run is skipped or re-queued, with the reason); once it ran, its end must be recorded,
 //! so that write is retried until PostgreSQL stores it or fences it off.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
@@ -27,10 +28,27 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::claiming::Slot;
 use crate::job::{self, Ending, Execution, JobContext};
 use crate::registry::{StopHandle, StopReason};
+use crate::slot::Slot;
 use crate::Shared;
+
+/// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
+/// wakes the claim loop.
+pub fn spawn(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
+    let shared = shared.clone();
+    // Runs of a job that allows only one (or a few) at once wait in the queue while it
+    // runs: its recorded end is news for the claim, not only a freed slot.
+    let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
+    shared.attempts.clone().spawn(async move {
+        run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
+        if unblocks_queue {
+            shared.wakeups.runs.notify_one();
+        } else {
+            shared.wakeups.capacity.notify_one();
+        }
+    });
+}
 
 /// Runs one claimed run to its recorded end.
 pub async fn run_attempt(
@@ -90,7 +108,7 @@ impl Attempt<'_> {
                 return self.put_back(Duration::ZERO, "executor shutting down").await;
             }
             match self.start(lease.as_ref()).await {
-                Some(fence) => (lease, fence),
+                Some(Started { fence }) => (lease, fence),
                 None => return self.release(lease.as_ref()).await,
             }
         };
@@ -232,7 +250,7 @@ impl Attempt<'_> {
     }
 
     /// Marks the run running with a fresh fencing token. None when it must not run.
-    async fn start(&self, lease: Option<&Lease>) -> Option<Option<i64>> {
+    async fn start(&self, lease: Option<&Lease>) -> Option<Started> {
         let request = StartRequest {
             run_id: self.run.id,
             job_id: self.job.id,
@@ -244,7 +262,7 @@ impl Attempt<'_> {
         match runs::start(&self.shared.pool, &request).await {
             Ok(Start::Started { fence }) => {
                 tracing::info!(fence, "run started");
-                Some(fence)
+                Some(Started { fence })
             }
             Ok(Start::JobBusy) => {
                 tracing::info!("PostgreSQL refused: another attempt of this non-parallel job is running");
@@ -268,7 +286,7 @@ impl Attempt<'_> {
     /// PostgreSQL answers: started under our lock token, it is ours to run (the fence is
     /// on the row); still claimed by us, it goes back to the queue; otherwise it is not
     /// ours any more.
-    async fn resolve_start(&self, lease: Option<&Lease>) -> Option<Option<i64>> {
+    async fn resolve_start(&self, lease: Option<&Lease>) -> Option<Started> {
         let backoff = Backoff::FullJitter {
             base: Duration::from_millis(50),
             cap: Duration::from_secs(2),
@@ -282,7 +300,7 @@ impl Attempt<'_> {
                         && run.lock_token.as_deref() == lease.map(Lease::token) =>
                 {
                     tracing::info!(fence = run.fence, "run started (the start was stored after all)");
-                    return Some(run.fence);
+                    return Some(Started { fence: run.fence });
                 }
                 Ok(Some(run))
                     if run.executor_id == Some(self.executor_id) && run.state == RunState::Claimed =>
@@ -385,6 +403,12 @@ pub const REDIS_PROBE_EVERY: Duration = Duration::from_millis(500);
 /// peers' claims: long enough not to bounce straight back, short enough that an executor
 /// that does reach Redis starts it about on time.
 const LOCKS_UNAVAILABLE_DELAY: Duration = Duration::from_millis(100);
+
+/// A run this attempt started: it may execute the job, and every write of the run
+/// carries `fence` (None for a job that takes no lock).
+struct Started {
+    fence: Option<i64>,
+}
 
 /// Why a run's lock could not be had.
 enum NoLock {

@@ -1,7 +1,7 @@
 //! Claiming: taking queued runs, oldest first, up to this executor's free capacity.
 //!
 //! Capacity is a semaphore of `PROBACTR_EXECUTOR_CAPACITY` permits; each attempt holds
-//! one while its job executes (and a bound on ends not yet recorded: see [`Slot`]). The
+//! one while its job executes (and a bound on ends not yet recorded: see [`Slot`](crate::slot::Slot)). The
 //! loop claims when woken (runs queued, capacity freed) or every second (retries whose
 //! backoff elapsed raise no notification).
 
@@ -12,9 +12,10 @@ use std::time::Duration;
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Job, Overlap, Run};
 use probactr_common::store::runs;
-use tokio::sync::OwnedSemaphorePermit;
+
 use uuid::Uuid;
 
+use crate::slot::Slot;
 use crate::{attempt, Shared};
 
 /// How often the loop looks for claimable runs without being woken.
@@ -110,64 +111,11 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
             continue;
         };
         if let Some(slot) = slots.pop() {
-            spawn_attempt(shared, run, job, executor_id, slot);
+            attempt::spawn(shared, run, job, executor_id, slot);
         }
     }
     Ok(count)
 }
-
-/// What an attempt holds: one of the runs this executor executes at once
-/// (`PROBACTR_EXECUTOR_CAPACITY`), given back as soon as the job itself ended, and one of
-/// the attempts it may hold in memory until their end is recorded (a multiple of the
-/// capacity), given back once it is. Recording happens in groups, after the job: holding
-/// the execution slot until then would let the round trip to PostgreSQL, not the jobs,
-/// bound the throughput of short jobs; the second bound keeps the ends waiting for a slow
-/// or absent PostgreSQL finite.
-#[derive(Debug)]
-pub struct Slot {
-    executing: Option<OwnedSemaphorePermit>,
-    _unrecorded: OwnedSemaphorePermit,
-}
-
-/// Attempts held until recorded, per execution slot.
-pub const UNRECORDED_PER_SLOT: usize = 2;
-
-impl Slot {
-    /// Takes a slot when both bounds allow one.
-    pub fn try_take(shared: &Shared) -> Option<Slot> {
-        let unrecorded = shared.unrecorded.clone().try_acquire_owned().ok()?;
-        let executing = shared.capacity.clone().try_acquire_owned().ok()?;
-        Some(Slot {
-            executing: Some(executing),
-            _unrecorded: unrecorded,
-        })
-    }
-
-    /// Gives the execution slot back (the job ended) and wakes the claim loop.
-    pub fn release_execution(&mut self, shared: &Shared) {
-        if self.executing.take().is_some() {
-            shared.wakeups.capacity.notify_one();
-        }
-    }
-}
-
-/// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
-/// wakes the claim loop.
-pub fn spawn_attempt(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
-    let shared = shared.clone();
-    // Runs of a job that allows only one (or a few) at once wait in the queue while it
-    // runs: its recorded end is news for the claim, not only a freed slot.
-    let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
-    shared.attempts.clone().spawn(async move {
-        attempt::run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
-        if unblocks_queue {
-            shared.wakeups.runs.notify_one();
-        } else {
-            shared.wakeups.capacity.notify_one();
-        }
-    });
-}
-
 /// A non-parallel `overlap = queue` job runs one attempt at a time: of several of its runs
 /// claimed together, keep the oldest and return the others to the queue at once (the
 /// claim leaves them there while the kept one is active).

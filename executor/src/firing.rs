@@ -35,7 +35,8 @@ use probactr_common::store::StoreError;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::claiming::{self, Slot};
+use crate::attempt;
+use crate::slot::Slot;
 use crate::{wakeup, Shared};
 
 /// The most instants within the misfire threshold one firing runs for one trigger; more
@@ -250,7 +251,7 @@ async fn start_owned_runs(
         let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slots.pop()) else {
             continue;
         };
-        claiming::spawn_attempt(shared, run, job, executor_id, slot);
+        attempt::spawn(shared, run, job, executor_id, slot);
     }
 }
 

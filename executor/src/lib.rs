@@ -23,6 +23,7 @@ pub mod job_cache;
 pub mod liveness;
 pub mod recorder;
 pub mod registry;
+pub mod slot;
 pub mod wakeup;
 
 use std::sync::Arc;
@@ -61,7 +62,7 @@ pub struct Shared {
     pub capacity: Arc<Semaphore>,
     /// One permit per shell job (a process) running at once (`PROBACTR_EXECUTOR_PROCESSES`).
     pub processes: Arc<Semaphore>,
-    /// One permit per attempt held until its end is recorded (see [`claiming::Slot`]).
+    /// One permit per attempt held until its end is recorded (see [`slot::Slot`]).
     pub unrecorded: Arc<Semaphore>,
     /// The running attempts, so shutdown can wait for them.
     pub attempts: TaskTracker,
@@ -118,7 +119,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         capacity: Arc::new(Semaphore::new(config.executor_capacity as usize)),
         processes: Arc::new(Semaphore::new(config.executor_processes as usize)),
         unrecorded: Arc::new(Semaphore::new(
-            config.executor_capacity as usize * claiming::UNRECORDED_PER_SLOT,
+            config.executor_capacity as usize * slot::UNRECORDED_PER_SLOT,
         )),
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),

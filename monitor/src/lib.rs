@@ -31,7 +31,7 @@ use probactr_common::backoff::Backoff;
 use probactr_common::config::Config;
 use probactr_common::lock::Locks;
 use probactr_common::model::{ProcessRole, ProcessState};
-use probactr_common::store::{self, processes, reaping};
+use probactr_common::store::{self, housekeeping, processes};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
@@ -180,7 +180,7 @@ async fn reap_loop(monitor: &Monitor, stop: &CancellationToken) {
 const VACUUM_EVERY: Duration = Duration::from_secs(5);
 
 /// Vacuums and analyzes the live runs every few seconds (see
-/// `reaping::vacuum_live_runs`), apart from the reap passes: on a large backlog a vacuum
+/// `housekeeping::vacuum_live_runs`), apart from the reap passes: on a large backlog a vacuum
 /// takes seconds, and a reap pass that slow would hold off declaring executors dead.
 async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
     let mut warned = false;
@@ -190,7 +190,7 @@ async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
             _ = tokio::time::sleep(VACUUM_EVERY) => {}
         }
         let started = Instant::now();
-        match reaping::vacuum_live_runs(&monitor.pool).await {
+        match housekeeping::vacuum_live_runs(&monitor.pool).await {
             Ok(()) => tracing::debug!(
                 took_ms = started.elapsed().as_millis() as u64,
                 "live runs vacuumed"

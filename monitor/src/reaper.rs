@@ -16,7 +16,8 @@
 use std::time::Duration;
 
 use probactr_common::lock::Lease;
-use probactr_common::store::reaping::{self, EndedRun};
+use probactr_common::store::housekeeping;
+use probactr_common::store::runs::{self, EndedRun};
 use probactr_common::store::{processes, StoreError};
 
 use crate::Monitor;
@@ -78,17 +79,17 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     }
     report.declared_dead = dead.len();
 
-    let orphans = reaping::abandon_orphans(&monitor.pool).await?;
+    let orphans = runs::abandon_orphans(&monitor.pool).await?;
     settle(monitor, &orphans, "executor lost", &mut report).await;
 
-    let returned = reaping::requeue_stale_claims(&monitor.pool, stale_claim(config)).await?;
+    let returned = runs::requeue_stale_claims(&monitor.pool, stale_claim(config)).await?;
     for run_id in &returned {
         tracing::info!(run.id = run_id, "claim that never started returned to the queue");
     }
     report.claims_returned = returned.len();
 
     let grace = config.heartbeat_timeout + config.reap_interval;
-    let overdue = reaping::flag_overdue(&monitor.pool, grace).await?;
+    let overdue = runs::flag_overdue(&monitor.pool, grace).await?;
     for run_id in &overdue {
         tracing::warn!(
             run.id = run_id,
@@ -96,10 +97,10 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
         );
     }
     report.overdue_flagged = overdue.len();
-    let stuck = reaping::abandon_stuck(&monitor.pool, grace).await?;
+    let stuck = runs::abandon_stuck(&monitor.pool, grace).await?;
     settle(monitor, &stuck, "stuck past its timeout", &mut report).await;
 
-    let expired = reaping::expire_stale_queued(&monitor.pool).await?;
+    let expired = runs::expire_stale_queued(&monitor.pool).await?;
     for run_id in &expired {
         tracing::info!(
             run.id = run_id,
@@ -170,15 +171,15 @@ async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut R
 
 async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     let retention = monitor.config.retention;
-    let mut pruned = reaping::maintain_history(&monitor.pool, retention).await?;
+    let mut pruned = housekeeping::maintain_history(&monitor.pool, retention).await?;
     loop {
-        let deleted = reaping::prune_runs(&monitor.pool, retention, PRUNE_BATCH).await?;
+        let deleted = housekeeping::prune_runs(&monitor.pool, retention, PRUNE_BATCH).await?;
         pruned += deleted;
         if deleted < PRUNE_BATCH as u64 {
             break;
         }
     }
-    pruned += reaping::prune_records(&monitor.pool, retention).await?;
+    pruned += housekeeping::prune_records(&monitor.pool, retention).await?;
     if pruned > 0 {
         tracing::info!(pruned, "history past retention deleted");
     }

@@ -1,6 +1,6 @@
 //! Fault injection against real processes: executors, monitors, and PostgreSQL and
 //! Redis themselves die, pause and lose their links, and the cluster keeps the
-//! promises of DESIGN.md.
+//! promises of docs/design.md (its invariants).
 //!
 //! Every scenario runs real `probactr-executor` and `probactr-monitor` processes with
 //! short settings (heartbeat 500 ms, heartbeat timeout 3 s, reap every 1 s, lease 3 s),

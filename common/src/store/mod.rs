@@ -11,10 +11,10 @@
 pub mod api_tokens;
 pub mod audit;
 pub mod cluster;
+pub mod housekeeping;
 pub mod jobs;
 pub mod login_failures;
 pub mod processes;
-pub mod reaping;
 pub mod runs;
 pub mod sessions;
 pub mod triggers;

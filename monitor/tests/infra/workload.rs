@@ -21,7 +21,7 @@
 //! - **No overlap of a non-parallel job**: the job's effect intervals (first to last line
 //!   of each attempt) never overlap. A paused process resumed after its lease can emit
 //!   a line or two before its executor's stop point kills it; those lines carry a stale
-//!   fencing token, and a resource that checks fences (as DESIGN.md asks of job effects)
+//!   fencing token, and a resource that checks fences (as docs/design.md asks of job effects)
 //!   rejects them. So overlap is counted on the lines such a resource accepts (a line is
 //!   accepted when its fence is at least the highest fence seen for that job), and the
 //!   rejected ("stale") lines are counted apart; scenarios without pauses require none.

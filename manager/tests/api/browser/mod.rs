@@ -7,7 +7,7 @@
 //! the pages go to `<target>/browser/` (the dashboard's is the test's artifact).
 //!
 //! Chromium is required: when it is missing the test fails and says how to install it
-//! (`manager/tests/browser/install.sh`, which CI runs through `scripts/test`).
+//! (`manager/tests/api/browser/install.sh`, which CI runs through `scripts/test`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ fn browser_programs() -> (PathBuf, PathBuf) {
         (chromium, _) => panic!(
             "the browser test needs headless Chromium and chromedriver, and {} not found \
              (looked at $CHROMIUM / $CHROMEDRIVER, else PATH). Install them with \
-             `bash manager/tests/browser/install.sh` (as root; it runs `apt-get install -y chromium \
+             `bash manager/tests/api/browser/install.sh` (as root; it runs `apt-get install -y chromium \
              chromium-driver`), as scripts/test does.",
             if chromium.is_none() {
                 "chromium was"

@@ -1,5 +1,6 @@
-//! The monitor's queries: abandoning the runs of dead executors, returning stale claims,
-//! expiring stuck and stale runs, and pruning history.
+//! The monitor's transitions: running runs of dead executors and runs that do not stop
+//! → abandoned (with their retries), stale claims → queued, queued first attempts past
+//! their trigger's misfire threshold → missed, and overdue runs flagged to stop.
 //!
 //! Every statement is conditional on the state it changes, so several monitors running
 //! the same statement at once change each row once: PostgreSQL re-checks the condition
@@ -12,8 +13,8 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
-use super::runs::{end_runs_ctes, QUEUE_RETRIES_SQL};
-use super::StoreError;
+use super::{end_runs_ctes, QUEUE_RETRIES_SQL};
+use crate::store::StoreError;
 
 /// A run the monitor ended, with what it needs to release the run's lock.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -32,6 +33,18 @@ pub struct EndedRun {
     pub retry_run_id: Option<i64>,
 }
 
+/// The statement that abandons the runs `ending` (see [`end_runs_ctes`]) ends, queues
+/// their retries, and returns them as [`EndedRun`]s.
+fn abandoned_with_retries(ending: &str) -> String {
+    format!(
+        "WITH {ending},
+         retry AS ({QUEUE_RETRIES_SQL})
+         SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
+                retry.id AS retry_run_id
+         FROM ended LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
+    )
+}
+
 static ABANDON_ORPHANS_SQL: LazyLock<String> = LazyLock::new(|| {
     let ending = end_runs_ctes(
         "DELETE FROM runs_live AS runs USING executors
@@ -44,13 +57,7 @@ static ABANDON_ORPHANS_SQL: LazyLock<String> = LazyLock::new(|| {
             ("finished_at", "now()"),
         ],
     );
-    format!(
-        "WITH {ending},
-         retry AS ({QUEUE_RETRIES_SQL})
-         SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
-                retry.id AS retry_run_id
-         FROM ended LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
-    )
+    abandoned_with_retries(&ending)
 });
 
 /// Abandons the running runs of dead (or stopped) executors and queues their retries.
@@ -111,13 +118,7 @@ static ABANDON_STUCK_SQL: LazyLock<String> = LazyLock::new(|| {
             ),
         ],
     );
-    format!(
-        "WITH {ending},
-         retry AS ({QUEUE_RETRIES_SQL})
-         SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
-                retry.id AS retry_run_id
-         FROM ended LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
-    )
+    abandoned_with_retries(&ending)
 });
 
 /// Abandons running runs whose stop was requested more than `grace` ago and that are
@@ -161,70 +162,3 @@ static EXPIRE_STALE_QUEUED_SQL: LazyLock<String> = LazyLock::new(|| {
         )
     )
 });
-
-/// Deletes up to `batch` finished runs older than `retention`; returns how many. Call it
-/// repeatedly: short statements keep locks short.
-pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query(
-        "DELETE FROM runs WHERE id IN (
-             SELECT id FROM runs
-             WHERE queued_at < now() - make_interval(secs => $1)
-               AND state NOT IN ('queued', 'claimed', 'running')
-               AND NOT EXISTS (SELECT 1 FROM runs AS later
-                               WHERE later.first_run_id = runs.id
-                                 AND later.state IN ('queued', 'claimed', 'running'))
-             LIMIT $2)",
-    )
-    .bind(retention.as_secs_f64())
-    .bind(batch)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-/// How many days ahead the daily partitions of ended runs are created.
-pub const PARTITION_DAYS_AHEAD: i32 = 7;
-
-/// Keeps the ended runs' daily partitions (migration `20261124000001`): creates the days
-/// ahead, and drops whole days past `retention` (all their runs queued before the cutoff,
-/// no live retry of theirs). Returns the runs dropped. [`prune_runs`] deletes the rest
-/// row by row (the default partition, the boundary day, runs kept by a live retry).
-pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> Result<u64, StoreError> {
-    let dropped: i64 =
-        sqlx::query_scalar("SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2)")
-            .bind(retention.as_secs_f64())
-            .bind(PARTITION_DAYS_AHEAD)
-            .fetch_one(db)
-            .await?;
-    Ok(dropped.max(0) as u64)
-}
-
-/// Vacuums and analyzes the live runs' partition: its rows change state several times
-/// each and leave dead index entries at the head of the claim's index, and its size and
-/// mix of states swing with the backlog. A frequent vacuum of this small table keeps the
-/// claim's cost flat, and fresh statistics keep its plan an ordered walk of the queue
-/// (autovacuum visits a database only once per `autovacuum_naptime`). Skipped when
-/// another vacuum holds the table.
-pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
-    sqlx::query("VACUUM (ANALYZE, SKIP_LOCKED) runs_live")
-        .execute(db)
-        .await?;
-    Ok(())
-}
-
-/// Deletes misfire records and dead or stopped process rows older than `retention`.
-pub async fn prune_records(db: impl PgExecutor<'_> + Copy, retention: Duration) -> Result<u64, StoreError> {
-    let secs = retention.as_secs_f64();
-    let misfires = sqlx::query("DELETE FROM misfires WHERE recorded_at < now() - make_interval(secs => $1)")
-        .bind(secs)
-        .execute(db)
-        .await?;
-    let processes = sqlx::query(
-        "DELETE FROM executors WHERE state IN ('dead', 'stopped')
-           AND last_heartbeat_at < now() - make_interval(secs => $1)",
-    )
-    .bind(secs)
-    .execute(db)
-    .await?;
-    Ok(misfires.rows_affected() + processes.rows_affected())
-}

@@ -1,0 +1,76 @@
+//! The monitor's housekeeping of history: pruning ended runs and old records past the
+//! retention, keeping the daily partitions of ended runs ahead and dropping old ones, and
+//! vacuuming the live runs.
+
+use std::time::Duration;
+
+use sqlx::PgExecutor;
+
+use super::StoreError;
+
+/// Deletes up to `batch` finished runs older than `retention`; returns how many. Call it
+/// repeatedly: short statements keep locks short.
+pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
+    let done = sqlx::query(
+        "DELETE FROM runs WHERE id IN (
+             SELECT id FROM runs
+             WHERE queued_at < now() - make_interval(secs => $1)
+               AND state NOT IN ('queued', 'claimed', 'running')
+               AND NOT EXISTS (SELECT 1 FROM runs AS later
+                               WHERE later.first_run_id = runs.id
+                                 AND later.state IN ('queued', 'claimed', 'running'))
+             LIMIT $2)",
+    )
+    .bind(retention.as_secs_f64())
+    .bind(batch)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// How many days ahead the daily partitions of ended runs are created.
+pub const PARTITION_DAYS_AHEAD: i32 = 7;
+
+/// Keeps the ended runs' daily partitions (migration `20261124000001`): creates the days
+/// ahead, and drops whole days past `retention` (all their runs queued before the cutoff,
+/// no live retry of theirs). Returns the runs dropped. [`prune_runs`] deletes the rest
+/// row by row (the default partition, the boundary day, runs kept by a live retry).
+pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> Result<u64, StoreError> {
+    let dropped: i64 =
+        sqlx::query_scalar("SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2)")
+            .bind(retention.as_secs_f64())
+            .bind(PARTITION_DAYS_AHEAD)
+            .fetch_one(db)
+            .await?;
+    Ok(dropped.max(0) as u64)
+}
+
+/// Vacuums and analyzes the live runs' partition: its rows change state several times
+/// each and leave dead index entries at the head of the claim's index, and its size and
+/// mix of states swing with the backlog. A frequent vacuum of this small table keeps the
+/// claim's cost flat, and fresh statistics keep its plan an ordered walk of the queue
+/// (autovacuum visits a database only once per `autovacuum_naptime`). Skipped when
+/// another vacuum holds the table.
+pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
+    sqlx::query("VACUUM (ANALYZE, SKIP_LOCKED) runs_live")
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Deletes misfire records and dead or stopped process rows older than `retention`.
+pub async fn prune_records(db: impl PgExecutor<'_> + Copy, retention: Duration) -> Result<u64, StoreError> {
+    let secs = retention.as_secs_f64();
+    let misfires = sqlx::query("DELETE FROM misfires WHERE recorded_at < now() - make_interval(secs => $1)")
+        .bind(secs)
+        .execute(db)
+        .await?;
+    let processes = sqlx::query(
+        "DELETE FROM executors WHERE state IN ('dead', 'stopped')
+           AND last_heartbeat_at < now() - make_interval(secs => $1)",
+    )
+    .bind(secs)
+    .execute(db)
+    .await?;
+    Ok(misfires.rows_affected() + processes.rows_affected())
+}

@@ -1,0 +1,153 @@
+//! running → succeeded / failed / timed_out / cancelled / abandoned, recorded by the
+//! executor under the run's fence, singly or in groups, with the retry it earns queued in
+//! the same statement.
+
+use std::sync::LazyLock;
+
+use sqlx::{AssertSqlSafe, PgExecutor};
+use uuid::Uuid;
+
+use super::{end_runs_ctes, QUEUE_RETRIES_SQL};
+use crate::fence::{Write, RUN_FENCE_IS_CURRENT};
+use crate::model::RunState;
+use crate::store::StoreError;
+
+/// The result of an attempt, as it is recorded.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    /// The terminal state (succeeded, failed, timed_out, cancelled, abandoned).
+    pub state: RunState,
+    /// Why, in words, when the state alone does not say it.
+    pub reason: Option<String>,
+    /// A shell job's exit code.
+    pub exit_code: Option<i32>,
+    /// An HTTP job's response status.
+    pub http_status: Option<i32>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// The stored tail of the output.
+    pub output: Option<String>,
+    /// Whether `output` lost its beginning.
+    pub output_truncated: bool,
+}
+
+/// The outcome of [`finish()`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    /// Whether the write was accepted.
+    pub write: Write,
+    /// The queued retry, when the job's policy asked for one.
+    pub retry_run_id: Option<i64>,
+}
+
+/// Records the end of an attempt if the executor's fence is still current, and queues
+/// the next attempt when the job's retry policy asks for one — one statement.
+pub async fn finish(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    executor_id: Uuid,
+    fence: Option<i64>,
+    finish: &Finish,
+) -> Result<Finished, StoreError> {
+    let ending = RunEnd {
+        run_id,
+        executor_id,
+        fence,
+        finish: finish.clone(),
+    };
+    let mut finished = finish_many(db, std::slice::from_ref(&ending)).await?;
+    Ok(finished.pop().unwrap_or(Finished {
+        write: Write::Fenced,
+        retry_run_id: None,
+    }))
+}
+
+/// One attempt's end, as [`finish_many`] records it.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    /// The run.
+    pub run_id: i64,
+    /// The executor that ran it.
+    pub executor_id: Uuid,
+    /// Its fencing token.
+    pub fence: Option<i64>,
+    /// What is recorded.
+    pub finish: Finish,
+}
+
+/// The statement of [`finish_many`]: [`finish()`] for a group of runs, each row fenced on
+/// its own, retries queued for the ones whose policy asks.
+static FINISH_MANY_SQL: LazyLock<String> = LazyLock::new(|| {
+    let ending = end_runs_ctes(
+        &format!(
+            "DELETE FROM runs_live AS runs USING input
+             WHERE runs.id = input.id AND {RUN_FENCE_IS_CURRENT}
+             RETURNING runs.*, input.state AS new_state, input.reason AS new_reason,
+                       input.exit_code AS new_exit_code, input.http_status AS new_http_status,
+                       input.error AS new_error, input.output AS new_output,
+                       input.output_truncated AS new_output_truncated"
+        ),
+        &[
+            ("state", "gone.new_state"),
+            ("reason", "gone.new_reason"),
+            ("exit_code", "gone.new_exit_code"),
+            ("http_status", "gone.new_http_status"),
+            ("error", "gone.new_error"),
+            ("output", "gone.new_output"),
+            ("output_truncated", "gone.new_output_truncated"),
+            ("finished_at", "now()"),
+        ],
+    );
+    format!(
+        "WITH input AS (
+             SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
+                                  $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[])
+                 AS input (id, executor_id, fence, state, reason, exit_code, http_status, error,
+                           output, output_truncated)),
+         {ending},
+         retry AS ({QUEUE_RETRIES_SQL})
+         SELECT ended.id, retry.id FROM ended
+         LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
+    )
+});
+
+/// Records the ends of several attempts in one statement; each is fenced on its own.
+/// Returns, per input row in order, what happened to it.
+pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<Vec<Finished>, StoreError> {
+    if endings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let column = |f: &dyn Fn(&RunEnd) -> Option<String>| endings.iter().map(f).collect::<Vec<_>>();
+    let stored: Vec<(i64, Option<i64>)> = sqlx::query_as(AssertSqlSafe(FINISH_MANY_SQL.as_str()))
+        .bind(endings.iter().map(|e| e.run_id).collect::<Vec<_>>())
+        .bind(endings.iter().map(|e| e.executor_id).collect::<Vec<_>>())
+        .bind(endings.iter().map(|e| e.fence).collect::<Vec<_>>())
+        .bind(column(&|e| Some(e.finish.state.as_str().to_owned())))
+        .bind(column(&|e| e.finish.reason.clone()))
+        .bind(endings.iter().map(|e| e.finish.exit_code).collect::<Vec<_>>())
+        .bind(endings.iter().map(|e| e.finish.http_status).collect::<Vec<_>>())
+        .bind(column(&|e| e.finish.error.clone()))
+        .bind(column(&|e| e.finish.output.clone()))
+        .bind(
+            endings
+                .iter()
+                .map(|e| e.finish.output_truncated)
+                .collect::<Vec<_>>(),
+        )
+        .fetch_all(db)
+        .await?;
+    let by_id: std::collections::HashMap<i64, Option<i64>> = stored.into_iter().collect();
+    Ok(endings
+        .iter()
+        .map(|ending| match by_id.get(&ending.run_id) {
+            Some(retry_run_id) => Finished {
+                write: Write::Stored,
+                retry_run_id: *retry_run_id,
+            },
+            None => Finished {
+                write: Write::Fenced,
+                retry_run_id: None,
+            },
+        })
+        .collect())
+}

@@ -1,0 +1,134 @@
+//! Claiming queued runs.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn claim_takes_oldest_available_runs_of_unpaused_jobs(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "live", |_| {}).await;
+    let paused = make_job(&pool, "paused", |j| j.paused = true).await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(runs::queue_now(&pool, job.id).await.expect("queue").id);
+    }
+    // Age by available_at, deliberately not in id order: oldest are ids[3], ids[1], ids[4].
+    for (id, minutes) in [(ids[0], 1), (ids[1], 4), (ids[2], 2), (ids[3], 5), (ids[4], 3)] {
+        sqlx::query("UPDATE runs SET available_at = now() - make_interval(mins => $2) WHERE id = $1")
+            .bind(id)
+            .bind(minutes)
+            .execute(&pool)
+            .await
+            .expect("age");
+    }
+    let of_paused = runs::queue_now(&pool, paused.id).await.expect("queue paused");
+    sqlx::query("UPDATE runs SET available_at = now() - interval '1 day' WHERE id = $1")
+        .bind(of_paused.id)
+        .execute(&pool)
+        .await
+        .expect("age");
+    let future = runs::queue_now(&pool, job.id).await.expect("queue future");
+    sqlx::query("UPDATE runs SET available_at = now() + interval '1 hour' WHERE id = $1")
+        .bind(future.id)
+        .execute(&pool)
+        .await
+        .expect("postpone");
+
+    let first = runs::claim_queued(&pool, ex, 3).await.expect("claim");
+    let first_ids: BTreeSet<i64> = first.iter().map(|r| r.id).collect();
+    assert_eq!(
+        first_ids,
+        BTreeSet::from([ids[3], ids[1], ids[4]]),
+        "the three oldest by available_at"
+    );
+    for r in &first {
+        assert_eq!((r.state, r.executor_id), (RunState::Claimed, Some(ex)));
+        assert!(r.claimed_at.is_some());
+    }
+    let rest = runs::claim_queued(&pool, ex, 10).await.expect("claim rest");
+    let rest_ids: BTreeSet<i64> = rest.iter().map(|r| r.id).collect();
+    assert_eq!(
+        rest_ids,
+        BTreeSet::from([ids[2], ids[0]]),
+        "never the paused job's, never the postponed"
+    );
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+    assert_eq!(run(&pool, of_paused.id).await.state, RunState::Queued);
+    assert_eq!(run(&pool, future.id).await.state, RunState::Queued);
+
+    // Resuming the job makes its run claimable.
+    jobs::set_paused(&pool, paused.id, false).await.expect("resume");
+    let resumed = runs::claim_queued(&pool, ex, 10).await.expect("claim");
+    assert_eq!(
+        resumed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![of_paused.id]
+    );
+}
+
+/// The executor starts claimed runs in the order `claim_queued` returns them, so for two
+/// queued runs of one job the older must come first.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn claim_returns_runs_oldest_first(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "j", |_| {}).await;
+    runs::queue_many_now(&pool, job.id, 20).await.expect("queue");
+    // Older by available_at the higher the id, so id order and age order disagree.
+    sqlx::query("UPDATE runs SET available_at = now() - make_interval(secs => id)")
+        .execute(&pool)
+        .await
+        .expect("age");
+    let claimed = runs::claim_queued(&pool, ex, 20).await.expect("claim");
+    let order: Vec<i64> = claimed.iter().map(|r| r.id).collect();
+    let mut oldest_first = order.clone();
+    oldest_first.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(
+        order, oldest_first,
+        "claimed runs in the order they were returned"
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn concurrent_claimers_never_share_a_run(pool: PgPool) {
+    let a = make_executor(&pool).await;
+    let b = make_executor(&pool).await;
+    let job = make_job(&pool, "j", |_| {}).await;
+    assert_eq!(runs::queue_many_now(&pool, job.id, 10).await.expect("queue"), 10);
+
+    // A claims inside an open transaction (its rows stay locked); B, on another
+    // connection, skips them instead of waiting, and takes the rest.
+    let mut tx_a = pool.begin().await.expect("begin");
+    let claimed_a = runs::claim_queued(&mut *tx_a, a, 4).await.expect("claim A");
+    assert_eq!(claimed_a.len(), 4);
+    let claimed_b = tokio::time::timeout(Duration::from_secs(5), runs::claim_queued(&pool, b, 100))
+        .await
+        .expect("B does not wait for A's locks")
+        .expect("claim B");
+    assert_eq!(claimed_b.len(), 6);
+    tx_a.commit().await.expect("commit A");
+    let set_a: BTreeSet<i64> = claimed_a.iter().map(|r| r.id).collect();
+    let set_b: BTreeSet<i64> = claimed_b.iter().map(|r| r.id).collect();
+    assert!(set_a.is_disjoint(&set_b), "A {set_a:?} and B {set_b:?} overlap");
+    let (mine_a, mine_b): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE executor_id = $1), count(*) FILTER (WHERE executor_id = $2)
+         FROM runs WHERE state = 'claimed'",
+    )
+    .bind(a)
+    .bind(b)
+    .fetch_one(&pool)
+    .await
+    .expect("owners");
+    assert_eq!((mine_a, mine_b), (4, 6));
+
+    // Truly concurrent claimers over a larger queue: every run claimed exactly once.
+    let more = make_job(&pool, "more", |_| {}).await;
+    runs::queue_many_now(&pool, more.id, 200).await.expect("queue");
+    let mut sets = Vec::new();
+    for _ in 0..4 {
+        let (x, y) = tokio::join!(runs::claim_queued(&pool, a, 30), runs::claim_queued(&pool, b, 30));
+        sets.push(x.expect("claim x"));
+        sets.push(y.expect("claim y"));
+    }
+    let all: Vec<i64> = sets.iter().flatten().map(|r| r.id).collect();
+    let unique: BTreeSet<i64> = all.iter().copied().collect();
+    assert_eq!(all.len(), unique.len(), "a run was returned to two claimers");
+    assert_eq!(all.len(), 200);
+}

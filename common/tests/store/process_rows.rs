@@ -1,0 +1,118 @@
+//! Processes: registration, heartbeats, declaring dead exactly once.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_silent_executor_is_declared_dead_by_exactly_one_monitor(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let live = make_executor(&pool).await;
+    let row = processes::get(&pool, ex).await.expect("get").expect("registered");
+    assert_eq!(
+        (row.role, row.state, row.host.as_str()),
+        (ProcessRole::Executor, ProcessState::Alive, "test-host")
+    );
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::Alive
+    );
+    assert!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(60))
+            .await
+            .expect("declare")
+            .is_empty()
+    );
+
+    sqlx::query("UPDATE executors SET last_heartbeat_at = now() - interval '1 minute' WHERE id = $1")
+        .bind(ex)
+        .execute(&pool)
+        .await
+        .expect("silence");
+    let (m1, m2) = (Uuid::new_v4(), Uuid::new_v4());
+    let (r1, r2) = tokio::join!(
+        processes::declare_dead(&pool, m1, Duration::from_millis(100)),
+        processes::declare_dead(&pool, m2, Duration::from_millis(100)),
+    );
+    let (r1, r2) = (r1.expect("monitor 1"), r2.expect("monitor 2"));
+    let mut declared: Vec<Uuid> = r1.iter().chain(r2.iter()).copied().collect();
+    declared.sort();
+    // `live` heartbeated at registration, but 100 ms may have passed: only count `ex`.
+    assert_eq!(
+        declared.iter().filter(|id| **id == ex).count(),
+        1,
+        "declared by exactly one: {r1:?} {r2:?}"
+    );
+    let row = processes::get(&pool, ex).await.expect("get").expect("row");
+    assert_eq!(row.state, ProcessState::Dead);
+    assert!(row.declared_dead_at.is_some());
+    let winner = if r1.contains(&ex) { m1 } else { m2 };
+    assert_eq!(
+        row.reaped_by,
+        Some(winner),
+        "reaped_by names the monitor that declared it"
+    );
+
+    // The dead process learns it at its next heartbeat, and cannot revive itself.
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::DeclaredDead
+    );
+    assert!(!processes::set_state(&pool, ex, ProcessState::Alive)
+        .await
+        .expect("set state"));
+    assert_eq!(
+        processes::get(&pool, ex).await.expect("get").expect("row").state,
+        ProcessState::Dead
+    );
+    let _ = live;
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn declaring_dead_is_conditional_under_a_staged_race(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let live = make_executor(&pool).await;
+    sqlx::query("UPDATE executors SET last_heartbeat_at = now() - interval '1 minute' WHERE id = $1")
+        .bind(ex)
+        .execute(&pool)
+        .await
+        .expect("silence");
+
+    // Monitor 1 declares inside an open transaction; monitor 2 blocks on the row and, once
+    // monitor 1 commits, re-checks the condition and declares nothing.
+    let mut tx = pool.begin().await.expect("begin");
+    let first = processes::declare_dead(&mut *tx, Uuid::new_v4(), Duration::from_secs(15))
+        .await
+        .expect("monitor 1");
+    assert_eq!(first, vec![ex]);
+    let (second, ()) = tokio::join!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15)),
+        async {
+            wait_until_blocked(&pool).await;
+            tx.commit().await.expect("commit monitor 1");
+        }
+    );
+    assert_eq!(second.expect("monitor 2"), Vec::<Uuid>::new());
+
+    // A process that heartbeats in time is never declared; a draining one can be.
+    assert_eq!(
+        processes::heartbeat(&pool, live).await.expect("heartbeat"),
+        Heartbeat::Alive
+    );
+    assert!(processes::set_state(&pool, live, ProcessState::Draining)
+        .await
+        .expect("drain"));
+    assert_eq!(
+        processes::heartbeat(&pool, live).await.expect("heartbeat"),
+        Heartbeat::Alive,
+        "draining still beats"
+    );
+    assert!(
+        processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15))
+            .await
+            .expect("declare")
+            .is_empty()
+    );
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::DeclaredDead
+    );
+}

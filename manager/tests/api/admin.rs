@@ -1,0 +1,516 @@
+//! Web admin.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn login_rotates_and_logout_revokes_the_session(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.admin().await;
+    let anonymous = app.call(Method::GET, "/", None, None).await;
+    assert_eq!(anonymous.status, StatusCode::SEE_OTHER);
+    assert_eq!(anonymous.headers[header::LOCATION], "/login");
+
+    let reply = app.submit_login("admin", &password_of("admin"), None).await;
+    let flags = reply
+        .headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with("probactr_session="))
+        .unwrap();
+    assert!(
+        flags.contains("HttpOnly") && flags.contains("SameSite=Strict"),
+        "{flags}"
+    );
+    let first = set_cookie(&reply, "probactr_session").unwrap();
+
+    let again = app
+        .submit_login("admin", &password_of("admin"), Some(&first))
+        .await;
+    let second = set_cookie(&again, "probactr_session").unwrap();
+    assert_ne!(first, second, "a new id at every login");
+    assert_eq!(
+        app.page("/", &first).await.status,
+        StatusCode::SEE_OTHER,
+        "the old session is gone"
+    );
+    let home = app.page("/", &second).await;
+    assert_eq!(home.status, StatusCode::OK);
+
+    let wrong = app.submit_login("admin", "not the password", None).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.text.contains("Wrong user name or password"));
+
+    let no_csrf = app.form("/logout", &second, &[]).await;
+    assert_eq!(no_csrf.status, StatusCode::FORBIDDEN);
+    let logout = app
+        .form("/logout", &second, &[("csrf", &csrf_in(&home.text))])
+        .await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.page("/", &second).await.status,
+        StatusCode::SEE_OTHER,
+        "logged out"
+    );
+}
+
+/// Every `Set-Cookie` of a reply, whole.
+fn set_cookies(reply: &Reply) -> Vec<String> {
+    reply
+        .headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn cookies_are_secure_when_configured(pool: PgPool) {
+    // Off by default (a manager reached over plain HTTP on localhost).
+    let plain = TestApp::new(pool.clone());
+    plain.admin().await;
+    let reply = plain.submit_login("admin", &password_of("admin"), None).await;
+    let cookies = set_cookies(&reply);
+    assert!(cookies.iter().all(|c| !c.contains("Secure")), "{cookies:?}");
+
+    // PROBACTR_COOKIE_SECURE=true: every cookie the admin sets or clears is Secure.
+    let config = Config::from_map(&HashMap::from([(
+        "PROBACTR_COOKIE_SECURE".to_owned(),
+        "true".to_owned(),
+    )]))
+    .unwrap();
+    let state = AppState::new(pool, &redis_url())
+        .unwrap()
+        .with_fast_hashing()
+        .with_cookie_secure(config.cookie_secure);
+    let app = TestApp {
+        app: probactr_manager::app(state.clone()),
+        state,
+    };
+    let login_page = app.call(Method::GET, "/login", None, None).await;
+    let login_cookie = set_cookies(&login_page);
+    assert!(
+        login_cookie.iter().all(|c| c.contains("; Secure")),
+        "{login_cookie:?}"
+    );
+    let reply = app.submit_login("admin", &password_of("admin"), None).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+    let cookies = set_cookies(&reply);
+    assert_eq!(
+        cookies.len(),
+        2,
+        "the session, and the login cookie cleared: {cookies:?}"
+    );
+    for cookie in &cookies {
+        assert!(
+            cookie.contains("; Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+    }
+    let session = set_cookie(&reply, "probactr_session").unwrap();
+    let home = app.page("/", &session).await;
+    let logout = app
+        .form("/logout", &session, &[("csrf", &csrf_in(&home.text))])
+        .await;
+    let cleared = set_cookies(&logout);
+    assert!(
+        cleared
+            .iter()
+            .any(|c| c.starts_with("probactr_session=;") && c.contains("; Secure")),
+        "{cleared:?}"
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn login_form_needs_its_token_and_is_rate_limited(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.user("carol", Role::Viewer).await;
+    let forged = app
+        .form(
+            "/login",
+            "",
+            &[("username", "carol"), ("password", &password_of("carol"))],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert!(set_cookie(&forged, "probactr_session").is_none());
+    for _ in 0..5 {
+        assert_eq!(
+            app.submit_login("carol", "wrong-password", None).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let limited = app.submit_login("carol", &password_of("carol"), None).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        limited.text.contains("too many failed logins"),
+        "{}",
+        limited.text
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn forms_without_csrf_token_are_rejected(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let browser = app.browser("admin").await;
+    let job = app.job(&admin, noop("target")).await;
+    let fields = [("name", "forged"), ("kind", "noop"), ("timeout_secs", "60")];
+    assert_eq!(
+        app.form("/jobs/new", &browser.cookie, &fields).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let mut wrong = fields.to_vec();
+    wrong.push(("csrf", "0000"));
+    assert_eq!(
+        app.form("/jobs/new", &browser.cookie, &wrong).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let pause = app
+        .form(&format!("/jobs/{}/pause", job["id"]), &browser.cookie, &[])
+        .await;
+    assert_eq!(pause.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.count("jobs").await, 1);
+    assert_eq!(
+        app.get(&format!("/api/v1/jobs/{}", job["id"]), &admin).await.body["paused"],
+        false
+    );
+
+    // The session cookie also works on the API, with the token in a header for changes.
+    let cookie_call = |with_header: bool| {
+        let mut request = Request::post(format!("/api/v1/jobs/{}/pause", job["id"]))
+            .header(header::COOKIE, &browser.cookie);
+        if with_header {
+            request = request.header("x-csrf-token", &browser.csrf);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    assert_eq!(app.send(cookie_call(false)).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.send(cookie_call(true)).await.status, StatusCode::OK);
+    let read = app
+        .send(
+            Request::get("/api/v1/jobs")
+                .header(header::COOKIE, &browser.cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(read.status, StatusCode::OK);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn html_pages_escape_what_users_wrote(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let browser = app.browser("admin").await;
+    let evil = "<script>alert(1)</script>";
+    let job = app
+        .job(
+            &admin,
+            json!({"name": evil, "description": "<img src=x onerror=alert(2)>", "kind": "noop"}),
+        )
+        .await;
+    let run = app
+        .post(&format!("/api/v1/jobs/{}/run", job["id"]), &admin, json!({}))
+        .await;
+    let run_id = run.body["run_id"].as_i64().unwrap();
+    sqlx::query("UPDATE runs SET output = '<b>bold</b><script>x()</script>' WHERE id = $1")
+        .bind(run_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    for uri in [
+        "/jobs".to_owned(),
+        format!("/jobs/{}", job["id"]),
+        format!("/runs/{run_id}"),
+        "/runs".to_owned(),
+        "/audit".to_owned(),
+    ] {
+        let page = app.page(&uri, &browser.cookie).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text);
+        assert!(!page.text.contains(evil), "{uri} shows the name unescaped");
+        assert!(
+            !page.text.contains("<img src=x"),
+            "{uri} shows the description unescaped"
+        );
+        assert!(
+            !page.text.contains("<script>x()"),
+            "{uri} shows the output unescaped"
+        );
+    }
+    let job_page = app.page(&format!("/jobs/{}", job["id"]), &browser.cookie).await;
+    assert!(
+        job_page.text.contains("&lt;script&gt;alert(1)&lt;"),
+        "the name shows as text"
+    );
+    let run_page = app.page(&format!("/runs/{run_id}"), &browser.cookie).await;
+    assert!(
+        run_page.text.contains("&lt;b&gt;bold&lt;"),
+        "the output shows as text"
+    );
+    let csp = run_page.headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"));
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn admin_pages_render_and_forms_work(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.admin().await;
+    let b = app.browser("admin").await;
+
+    // Create a job through the form: first with errors shown inline, then valid.
+    let bad = app
+        .form(
+            "/jobs/new",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", "nightly"),
+                ("kind", "shell"),
+                ("spec.program", ""),
+                ("spec.millis", "not sent: sleep is not the kind"),
+                ("timeout_secs", "-1"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("id=\"error-spec.program\""), "{}", bad.text);
+    assert!(!bad.text.contains("id=\"error-spec.millis\""), "{}", bad.text);
+    assert!(bad.text.contains("must be at least 1"));
+    assert!(bad.text.contains("value=\"nightly\""), "typed values are kept");
+    assert_eq!(app.count("jobs").await, 0);
+
+    // The shell fields: a malformed line, then a reserved variable, are errors on their
+    // field and save nothing; then a valid job, stored with one argument per line.
+    let shell = |env: &'static str| {
+        vec![
+            ("csrf", b.csrf.as_str()),
+            ("name", "backup"),
+            ("kind", "shell"),
+            ("spec.program", "backup-tool"),
+            ("spec.args", "--full\r\n--label=nightly run\r\n"),
+            ("spec.env", env),
+            ("spec.shell", "on"),
+            ("timeout_secs", "60"),
+        ]
+    };
+    let bad_line = app.form("/jobs/new", &b.cookie, &shell("LANG=C\r\nOOPS")).await;
+    assert_eq!(bad_line.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad_line
+            .text
+            .contains("id=\"error-spec.env\">line 2: expected KEY=VALUE"),
+        "{}",
+        bad_line.text
+    );
+    assert!(
+        bad_line.text.contains("LANG=C\r\nOOPS</textarea>") && bad_line.text.contains("--label=nightly run"),
+        "typed lines are kept: {}",
+        bad_line.text
+    );
+    let reserved = app
+        .form("/jobs/new", &b.cookie, &shell("PROBACTR_RUN_ID=1"))
+        .await;
+    assert_eq!(reserved.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        reserved.text.contains("id=\"error-spec.env\">PROBACTR_RUN_ID: "),
+        "the service's error lands on the env field: {}",
+        reserved.text
+    );
+    assert_eq!(app.count("jobs").await, 0);
+    let backup = app.form("/jobs/new", &b.cookie, &shell("LANG=C\r\nTZ=UTC")).await;
+    assert_eq!(backup.status, StatusCode::SEE_OTHER, "{}", backup.text);
+    let backup_uri = backup.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let spec: Value = sqlx::query_scalar("SELECT spec FROM jobs WHERE name = 'backup'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        spec,
+        json!({"program": "backup-tool", "args": ["--full", "--label=nightly run"],
+               "env": {"LANG": "C", "TZ": "UTC"}, "shell": true})
+    );
+    let backup_edit = app.page(&format!("{backup_uri}/edit"), &b.cookie).await;
+    assert!(
+        backup_edit
+            .text
+            .contains(">\n--full\n--label=nightly run</textarea>")
+            && backup_edit.text.contains(">\nLANG=C\nTZ=UTC</textarea>"),
+        "the edit form shows the spec one item per line: {}",
+        backup_edit.text
+    );
+    let backup_page = app.page(&backup_uri, &b.cookie).await;
+    assert!(backup_page.text.contains("<code>--label=nightly run</code>"));
+
+    let created = app
+        .form(
+            "/jobs/new",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", "nightly"),
+                ("kind", "sleep"),
+                ("spec.millis", "10"),
+                ("timeout_secs", "60"),
+                ("retry.max_attempts", "2"),
+                ("retry.backoff_secs", "5"),
+                ("overlap", "skip"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.text);
+    let location = created.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let job_id: i64 = location.trim_start_matches("/jobs/").parse().unwrap();
+
+    // A cron trigger: preview, a bad field, then save.
+    let trigger_uri = format!("/jobs/{job_id}/triggers/new");
+    let cron = |action: &'static str, text: &'static str| {
+        vec![
+            ("csrf", b.csrf.clone()),
+            ("kind", "cron".into()),
+            ("cron", text.into()),
+            ("timezone", "UTC".into()),
+            ("misfire", "fire_once".into()),
+            ("misfire_threshold_secs", "60".into()),
+            ("action", action.into()),
+        ]
+    };
+    let as_refs =
+        |v: &Vec<(&'static str, String)>| v.iter().map(|(k, v)| (*k, v.clone())).collect::<Vec<_>>();
+    let preview_fields = as_refs(&cron("preview", "0 0 12 * * *"));
+    let preview_pairs: Vec<(&str, &str)> = preview_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let preview = app.form(&trigger_uri, &b.cookie, &preview_pairs).await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.text);
+    assert!(preview.text.contains("Next instants") && preview.text.contains("12:00:00"));
+    assert_eq!(app.count("triggers").await, 0, "a preview saves nothing");
+    let bad_fields = as_refs(&cron("save", "0 99 * * * *"));
+    let bad_pairs: Vec<(&str, &str)> = bad_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let bad = app.form(&trigger_uri, &b.cookie, &bad_pairs).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad.text.contains("id=\"error-cron\"") && bad.text.contains("minute: 99"),
+        "{}",
+        bad.text
+    );
+    let good_fields = as_refs(&cron("save", "0 0 12 * * *"));
+    let good_pairs: Vec<(&str, &str)> = good_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let saved = app.form(&trigger_uri, &b.cookie, &good_pairs).await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text);
+    let trigger_id: i64 = sqlx::query_scalar("SELECT id FROM triggers")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+
+    // Actions.
+    let pause = app
+        .form(
+            &format!("/jobs/{job_id}/pause"),
+            &b.cookie,
+            &[("csrf", &b.csrf), ("next", "/jobs")],
+        )
+        .await;
+    assert_eq!(pause.status, StatusCode::SEE_OTHER);
+    assert_eq!(pause.headers[header::LOCATION], "/jobs");
+    let evil_next = app
+        .form(
+            &format!("/jobs/{job_id}/resume"),
+            &b.cookie,
+            &[("csrf", &b.csrf), ("next", "//evil.example")],
+        )
+        .await;
+    assert_eq!(
+        evil_next.headers[header::LOCATION],
+        format!("/jobs/{job_id}"),
+        "no open redirect"
+    );
+    let run = app
+        .form(&format!("/jobs/{job_id}/run"), &b.cookie, &[("csrf", &b.csrf)])
+        .await;
+    let run_location = run.headers[header::LOCATION].to_str().unwrap().to_owned();
+    assert!(run_location.starts_with("/runs/"));
+    let cancel = app
+        .form(&format!("{run_location}/cancel"), &b.cookie, &[("csrf", &b.csrf)])
+        .await;
+    assert_eq!(cancel.status, StatusCode::SEE_OTHER);
+
+    for uri in [
+        "/".to_owned(),
+        "/jobs".to_owned(),
+        "/jobs?q=night".to_owned(),
+        "/jobs/new".to_owned(),
+        format!("/jobs/{job_id}"),
+        format!("/jobs/{job_id}/edit"),
+        trigger_uri.clone(),
+        format!("/triggers/{trigger_id}/edit"),
+        "/runs".to_owned(),
+        format!("/runs?job_id={job_id}&state=cancelled"),
+        run_location.clone(),
+        "/executors".to_owned(),
+        "/audit".to_owned(),
+        "/static/style.css".to_owned(),
+        "/static/app.js".to_owned(),
+    ] {
+        let page = app.page(&uri, &b.cookie).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text);
+    }
+    assert_eq!(
+        app.page("/jobs/999999", &b.cookie).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    // Edit through the form with a stale version: the page says so.
+    let edit = app.page(&format!("/jobs/{job_id}/edit"), &b.cookie).await;
+    assert!(edit.text.contains("name=\"version\""));
+    let stale = app
+        .form(
+            &format!("/jobs/{job_id}/edit"),
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("version", "1"),
+                ("name", "nightly"),
+                ("kind", "sleep"),
+                ("spec.millis", "10"),
+                ("timeout_secs", "60"),
+            ],
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.text);
+    let delete = app
+        .form(
+            &format!("/triggers/{trigger_id}/delete"),
+            &b.cookie,
+            &[("csrf", &b.csrf)],
+        )
+        .await;
+    assert_eq!(delete.status, StatusCode::SEE_OTHER);
+    assert_eq!(app.count("triggers").await, 0);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn viewers_see_pages_but_cannot_change_anything(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    app.user("victor", Role::Viewer).await;
+    let job = app.job(&admin, noop("watched")).await;
+    let b = app.browser("victor").await;
+    let page = app.page(&format!("/jobs/{}", job["id"]), &b.cookie).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.text.contains("Run now"), "no buttons a viewer cannot use");
+    assert_eq!(app.page("/audit", &b.cookie).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.page("/jobs/new", &b.cookie).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let run = app
+        .form(
+            &format!("/jobs/{}/run", job["id"]),
+            &b.cookie,
+            &[("csrf", &b.csrf)],
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.count("runs").await, 0);
+}

@@ -1,0 +1,155 @@
+//! Health, auth.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn health_ready_metrics_and_openapi(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let health = app.call(Method::GET, "/healthz", None, None).await;
+    assert_eq!(health.status, StatusCode::OK);
+    let ready = app.call(Method::GET, "/readyz", None, None).await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text);
+    assert_eq!(ready.body["postgres"], "ok");
+    assert_eq!(ready.body["redis"], "ok");
+    let metrics = app.call(Method::GET, "/metrics", None, None).await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert!(metrics.text.contains("probactr_jobs 0"), "{}", metrics.text);
+    let openapi = app.call(Method::GET, "/api/v1/openapi.json", None, None).await;
+    assert_eq!(openapi.status, StatusCode::OK);
+    assert!(openapi.body["paths"]["/api/v1/jobs/{id}"]["patch"].is_object());
+    let csp = health
+        .headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .expect("CSP on every response");
+    assert!(csp.to_str().unwrap().contains("default-src 'none'"));
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn html_is_never_compressed(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let fetch = |uri: &str| {
+        Request::get(uri)
+            .header(header::ACCEPT_ENCODING, "gzip")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let login = app.send(fetch("/login")).await;
+    assert_eq!(login.status, StatusCode::OK);
+    assert!(
+        login.headers.get(header::CONTENT_ENCODING).is_none(),
+        "HTML with a CSRF token is not compressed (BREACH)"
+    );
+    for uri in ["/static/style.css", "/api/v1/openapi.json"] {
+        let reply = app.send(fetch(uri)).await;
+        assert_eq!(
+            reply
+                .headers
+                .get(header::CONTENT_ENCODING)
+                .map(|v| v.to_str().unwrap()),
+            Some("gzip"),
+            "{uri}"
+        );
+    }
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn readyz_reports_an_unreachable_redis(pool: PgPool) {
+    let state = AppState::new(pool, "redis://127.0.0.1:1").unwrap();
+    let app = probactr_manager::app(state);
+    let request = Request::get("/readyz").body(Body::empty()).unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn requests_without_valid_credentials_are_401(pool: PgPool) {
+    let app = TestApp::new(pool);
+    for uri in [
+        "/api/v1/jobs",
+        "/api/v1/runs",
+        "/api/v1/status",
+        "/api/v1/executors",
+    ] {
+        let reply = app.call(Method::GET, uri, None, None).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{uri}");
+        assert_eq!(reply.body["error"]["code"], "unauthorized");
+        let reply = app.call(Method::GET, uri, Some("pat_not-a-token"), None).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{uri}");
+    }
+    let reply = app
+        .call(Method::POST, "/api/v1/jobs", None, Some(noop("x")))
+        .await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(app.count("jobs").await, 0);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn token_endpoint_issues_tokens_and_rate_limits(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.user("alice", Role::Operator).await;
+    let good = json!({"username": "alice", "password": password_of("alice")});
+    let reply = app
+        .call(Method::POST, "/api/v1/auth/token", None, Some(good.clone()))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let token = reply.body["token"].as_str().unwrap().to_owned();
+    let me = app.get("/api/v1/me", &token).await;
+    assert_eq!(me.body["username"], "alice");
+    assert_eq!(me.body["role"], "operator");
+
+    let missing = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/token",
+            None,
+            Some(json!({"username": "alice"})),
+        )
+        .await;
+    assert_field(&missing, "password");
+
+    let bad = json!({"username": "alice", "password": "wrong password!"});
+    for _ in 0..5 {
+        let reply = app
+            .call(Method::POST, "/api/v1/auth/token", None, Some(bad.clone()))
+            .await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    }
+    let limited = app
+        .call(Method::POST, "/api/v1/auth/token", None, Some(good))
+        .await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.text);
+    assert!(limited.headers.contains_key(header::RETRY_AFTER));
+
+    let revoke = app
+        .call(Method::DELETE, "/api/v1/auth/token", Some(&token), None)
+        .await;
+    assert_eq!(revoke.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get("/api/v1/me", &token).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn unknown_user_and_wrong_password_answer_alike(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.user("bob", Role::Viewer).await;
+    let wrong = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/token",
+            None,
+            Some(json!({"username": "bob", "password": "nope"})),
+        )
+        .await;
+    let unknown = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/token",
+            None,
+            Some(json!({"username": "nobody", "password": "nope"})),
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(wrong.text, unknown.text);
+}

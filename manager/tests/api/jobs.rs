@@ -1,0 +1,470 @@
+//! Jobs.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_lifecycle(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let created = app
+        .job(
+            &admin,
+            json!({
+                "name": "backup", "description": "nightly", "kind": "shell",
+                "spec": {"program": "/usr/bin/backup", "args": ["--full"]},
+                "parallel": true, "max_concurrency": 2, "overlap": "queue", "timeout_secs": 600,
+                "retry": {"max_attempts": 3, "backoff_secs": 5}
+            }),
+        )
+        .await;
+    let id = created["id"].as_i64().unwrap();
+    assert_eq!(created["kind"], "shell");
+    assert_eq!(created["spec"]["program"], "/usr/bin/backup");
+    assert_eq!(created["retry"]["max_attempts"], 3);
+    assert_eq!(created["version"], 1);
+    assert_eq!(created["stats"]["runs"], 0);
+
+    let read = app.get(&format!("/api/v1/jobs/{id}"), &admin).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(read.body["name"], "backup");
+
+    let patched = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": 1, "description": "weekly", "max_concurrency": null}),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
+    assert_eq!(patched.body["description"], "weekly");
+    assert_eq!(patched.body["max_concurrency"], Value::Null);
+    assert_eq!(patched.body["name"], "backup", "unsent fields keep their value");
+    assert_eq!(patched.body["version"], 2);
+
+    let paused = app
+        .post(&format!("/api/v1/jobs/{id}/pause"), &admin, json!({}))
+        .await;
+    assert_eq!(paused.status, StatusCode::OK);
+    assert_eq!(paused.body["paused"], true);
+    let resumed = app
+        .post(&format!("/api/v1/jobs/{id}/resume"), &admin, json!({}))
+        .await;
+    assert_eq!(resumed.body["paused"], false);
+
+    let deleted = app
+        .call(Method::DELETE, &format!("/api/v1/jobs/{id}"), Some(&admin), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let gone = app.get(&format!("/api/v1/jobs/{id}"), &admin).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    assert_eq!(gone.body["error"]["code"], "not_found");
+    assert_eq!(
+        app.get("/api/v1/jobs/abc", &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_validation_names_each_field_and_changes_nothing(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let cases = [
+        (json!({"name": "a", "kind": "cobol"}), "kind"),
+        (json!({"kind": "noop"}), "name"),
+        (json!({"name": "", "kind": "noop"}), "name"),
+        (json!({"name": "a"}), "kind"),
+        (
+            json!({"name": "a", "kind": "noop", "timeout_secs": -5}),
+            "timeout_secs",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "timeout_secs": "soon"}),
+            "timeout_secs",
+        ),
+        (json!({"name": "a", "kind": "shell", "spec": {}}), "spec.program"),
+        (
+            json!({"name": "a", "kind": "http", "spec": {"url": "ftp://x"}}),
+            "spec.url",
+        ),
+        (json!({"name": "a", "kind": "sleep", "spec": {}}), "spec.millis"),
+        (
+            json!({"name": "a", "kind": "noop", "overlap": "sometimes"}),
+            "overlap",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "max_concurrency": 0}),
+            "max_concurrency",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"max_attempts": 0}}),
+            "retry.max_attempts",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"tries": 2}}),
+            "retry.tries",
+        ),
+        (json!({"name": "a", "kind": "noop", "colour": "red"}), "colour"),
+        (json!(["not", "an", "object"]), "body"),
+    ];
+    for (body, field) in cases {
+        let reply = app.post("/api/v1/jobs", &admin, body.clone()).await;
+        assert_field(&reply, field);
+    }
+    let several = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"kind": "noop", "timeout_secs": 0, "paused": "no"}),
+        )
+        .await;
+    let fields = field_errors(&several);
+    for field in ["name", "timeout_secs", "paused"] {
+        assert!(fields.contains_key(field), "{field} missing from {fields:?}");
+    }
+
+    let malformed = app
+        .send(
+            Request::post("/api/v1/jobs")
+                .header(header::AUTHORIZATION, format!("Bearer {admin}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{\"name\": "))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(malformed.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        malformed.body["error"]["code"], "bad_request",
+        "{}",
+        malformed.text
+    );
+
+    app.job(&admin, noop("taken")).await;
+    let duplicate = app.post("/api/v1/jobs", &admin, noop("taken")).await;
+    assert_field(&duplicate, "name");
+    assert_eq!(app.count("jobs").await, 1, "bad input changed nothing");
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn roles_decide_who_may_change_what(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let operator = app.user("olga", Role::Operator).await;
+    let viewer = app.user("victor", Role::Viewer).await;
+    let shell = json!({"name": "sh", "kind": "shell", "spec": {"program": "true"}});
+    let http = json!({"name": "web", "kind": "http", "spec": {"url": "http://example.com/"}});
+
+    let reply = app.post("/api/v1/jobs", &viewer, noop("v")).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text);
+    assert_eq!(reply.body["error"]["code"], "forbidden");
+    assert_eq!(
+        app.post("/api/v1/jobs", &operator, shell.clone()).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.post("/api/v1/jobs", &operator, http).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let own = app.job(&operator, noop("op-noop")).await;
+
+    let shell = app.job(&admin, shell).await;
+    let shell_id = shell["id"].as_i64().unwrap();
+    let edit = app
+        .patch(
+            &format!("/api/v1/jobs/{shell_id}"),
+            &operator,
+            json!({"version": 1, "description": "x"}),
+        )
+        .await;
+    assert_eq!(
+        edit.status,
+        StatusCode::FORBIDDEN,
+        "operators may not edit shell jobs"
+    );
+    let into_shell = app
+        .patch(
+            &format!("/api/v1/jobs/{}", own["id"]),
+            &operator,
+            json!({"version": 1, "kind": "shell", "spec": {"program": "rm"}}),
+        )
+        .await;
+    assert_eq!(
+        into_shell.status,
+        StatusCode::FORBIDDEN,
+        "nor turn a job into one"
+    );
+
+    assert_eq!(
+        app.post(&format!("/api/v1/jobs/{shell_id}/pause"), &operator, json!({}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.post(&format!("/api/v1/jobs/{shell_id}/run"), &operator, json!({}))
+            .await
+            .status,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        app.post(&format!("/api/v1/jobs/{shell_id}/resume"), &viewer, json!({}))
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.post(&format!("/api/v1/jobs/{shell_id}/run"), &viewer, json!({}))
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{shell_id}/triggers"),
+            &viewer,
+            json!({"kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.get("/api/v1/audit", &operator).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.get(&format!("/api/v1/jobs/{shell_id}"), &viewer).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(app.count("jobs").await, 2);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn stale_versions_are_409(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("versioned")).await;
+    let uri = format!("/api/v1/jobs/{}", job["id"]);
+    assert_eq!(
+        app.patch(&uri, &admin, json!({"version": 1, "description": "first"}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let lost = app
+        .patch(&uri, &admin, json!({"version": 1, "description": "second"}))
+        .await;
+    assert_eq!(lost.status, StatusCode::CONFLICT, "{}", lost.text);
+    assert_eq!(lost.body["error"]["code"], "conflict");
+    assert_eq!(app.get(&uri, &admin).await.body["description"], "first");
+    assert_field(
+        &app.patch(&uri, &admin, json!({"description": "no version"}))
+            .await,
+        "version",
+    );
+
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    let turi = format!("/api/v1/triggers/{}", trigger.body["id"]);
+    assert_eq!(
+        app.patch(&turi, &admin, json!({"version": 1, "interval_secs": 30}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.patch(&turi, &admin, json!({"version": 1, "interval_secs": 10}))
+            .await
+            .status,
+        StatusCode::CONFLICT
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_list_paginates_and_filters(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    for i in 0..7 {
+        app.job(&admin, noop(&format!("job-{i}"))).await;
+    }
+    app.job(
+        &admin,
+        json!({"name": "sleepy", "kind": "sleep", "spec": {"millis": 10}, "paused": true}),
+    )
+    .await;
+    let page = app.get("/api/v1/jobs?limit=3&offset=3", &admin).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.body["total"], 8);
+    let names: Vec<&str> = page.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["job-3", "job-4", "job-5"]);
+    let past_end = app.get("/api/v1/jobs?offset=100", &admin).await;
+    assert_eq!(past_end.body["items"].as_array().unwrap().len(), 0);
+    assert_eq!(past_end.body["total"], 8);
+    assert_eq!(app.get("/api/v1/jobs?q=SLEEP", &admin).await.body["total"], 1);
+    assert_eq!(
+        app.get("/api/v1/jobs?q=%25", &admin).await.body["total"],
+        0,
+        "wildcards are literal"
+    );
+    assert_eq!(app.get("/api/v1/jobs?kind=noop", &admin).await.body["total"], 7);
+    assert_eq!(app.get("/api/v1/jobs?paused=true", &admin).await.body["total"], 1);
+    assert_field(&app.get("/api/v1/jobs?limit=0", &admin).await, "limit");
+    assert_field(&app.get("/api/v1/jobs?limit=abc", &admin).await, "limit");
+    assert_field(&app.get("/api/v1/jobs?kind=cobol", &admin).await, "kind");
+}
+
+/// Inserts `count` ended runs of `job_id`, oldest first, one second apart, each having run
+/// 1.5 s: every tenth failed, the rest succeeded.
+async fn insert_history(pool: &PgPool, job_id: i64, count: i64) {
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, queued_at, started_at, finished_at)
+         SELECT $1, t, CASE WHEN n % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t,
+                t - interval '1.5 seconds', t
+         FROM generate_series(1, $2) AS n, LATERAL (SELECT now() - make_interval(secs => $2 - n) AS t) AS at
+         ORDER BY n",
+    )
+    .bind(job_id)
+    .bind(count)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_statistics_count_every_ended_run(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let busy = app.job(&admin, noop("busy")).await;
+    let quiet = app.job(&admin, noop("quiet")).await;
+    let busy_id = busy["id"].as_i64().unwrap();
+    // More than the 1,000 runs the statistics used to be capped at: all are counted.
+    insert_history(app.pool(), busy_id, 1005).await;
+    insert_history(app.pool(), quiet["id"].as_i64().unwrap(), 20).await;
+    // A run that has not ended is not counted (yet).
+    let queued = app
+        .post(&format!("/api/v1/jobs/{busy_id}/run"), &admin, json!({}))
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
+
+    let list = app.get("/api/v1/jobs", &admin).await;
+    let stats_of = |name: &str| {
+        list.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["name"] == name)
+            .unwrap()["stats"]
+            .clone()
+    };
+    let busy_stats = stats_of("busy");
+    assert_eq!(busy_stats["runs"], 1005, "{busy_stats}");
+    // n = 10, 20, …, 1000 failed.
+    assert_eq!(busy_stats["failures"], 100);
+    assert_eq!(busy_stats["successes"], 905);
+    assert_eq!(
+        (busy_stats["cancelled"].clone(), busy_stats["not_run"].clone()),
+        (json!(0), json!(0))
+    );
+    assert!(busy_stats.get("capped").is_none() && busy_stats.get("window").is_none());
+    // The latest end is n = 1005, which succeeded, and the latest failure n = 1000.
+    let latest: i64 = sqlx::query_scalar("SELECT max(id) FROM runs WHERE job_id = $1 AND state <> 'queued'")
+        .bind(busy_id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(busy_stats["last_run_id"], latest);
+    assert_eq!(busy_stats["last_state"], "succeeded");
+    assert_eq!(busy_stats["last_duration_ms"], 1500);
+    let at = |field: &str| {
+        busy_stats[field]
+            .as_str()
+            .unwrap_or_else(|| panic!("{field} in {busy_stats}"))
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    };
+    assert_eq!(at("last_success_at"), at("last_run_at"));
+    assert_eq!(
+        at("last_run_at") - at("last_failure_at"),
+        chrono::TimeDelta::seconds(5)
+    );
+    let quiet_stats = stats_of("quiet");
+    assert_eq!(quiet_stats["runs"], 20);
+    assert_eq!(
+        (quiet_stats["successes"].clone(), quiet_stats["failures"].clone()),
+        (json!(18), json!(2))
+    );
+    assert_eq!(quiet_stats["last_state"], "failed", "n = 20 ended last");
+    assert_eq!(quiet_stats["last_run_at"], quiet_stats["last_failure_at"]);
+
+    // Cancelling the queued run counts it, as the latest end; pruning history lowers nothing.
+    let run_id = queued.body["run_id"].as_i64().unwrap();
+    let cancelled = app
+        .post(&format!("/api/v1/runs/{run_id}/cancel"), &admin, json!({}))
+        .await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    sqlx::query("DELETE FROM runs WHERE job_id = $1 AND id <> $2")
+        .bind(busy_id)
+        .bind(run_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let one = app.get(&format!("/api/v1/jobs/{busy_id}"), &admin).await;
+    let stats = &one.body["stats"];
+    assert_eq!(
+        (
+            stats["runs"].clone(),
+            stats["successes"].clone(),
+            stats["failures"].clone(),
+            stats["cancelled"].clone()
+        ),
+        (json!(1006), json!(905), json!(100), json!(1)),
+        "{stats}"
+    );
+    assert_eq!(
+        (stats["last_run_id"].clone(), stats["last_state"].clone()),
+        (json!(run_id), json!("cancelled"))
+    );
+    assert!(
+        stats["last_duration_ms"].is_null(),
+        "a run cancelled in the queue never ran"
+    );
+
+    // A job without runs shows zeros.
+    let fresh = app.job(&admin, noop("fresh")).await;
+    assert_eq!(fresh["stats"]["runs"], 0);
+    assert!(fresh["stats"]["last_state"].is_null());
+
+    // A paused job has no next instant, though its trigger keeps one.
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", quiet["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let uri = format!("/api/v1/jobs/{}", quiet["id"]);
+    assert!(app.get(&uri, &admin).await.body["stats"]["next_fire_at"].is_string());
+    app.post(&format!("{uri}/pause"), &admin, json!({})).await;
+    assert!(app.get(&uri, &admin).await.body["stats"]["next_fire_at"].is_null());
+
+    // The pages show the latest end's state.
+    let browser = app.browser("admin").await;
+    let page = app.page("/jobs", &browser.cookie).await;
+    assert!(
+        page.text.contains(&format!("href=\"/runs/{run_id}\"")),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("badge cancelled"), "{}", page.text);
+    let page = app.page(&format!("/jobs/{busy_id}"), &browser.cookie).await;
+    assert!(page.text.contains("1006"), "{}", page.text);
+    assert!(page.text.contains("badge cancelled"), "{}", page.text);
+}

@@ -1,0 +1,154 @@
+//! Runs and the cluster.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn run_now_list_get_and_cancel(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("runner")).await;
+    let other = app.job(&admin, noop("other")).await;
+    let queued = app
+        .post(&format!("/api/v1/jobs/{}/run", job["id"]), &admin, json!({}))
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
+    let run_id = queued.body["run_id"].as_i64().unwrap();
+    app.post(&format!("/api/v1/jobs/{}/run", other["id"]), &admin, json!({}))
+        .await;
+    sqlx::query("UPDATE runs SET output = '<b>hi</b>' WHERE id = $1")
+        .bind(run_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+
+    let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+    assert_eq!(run.status, StatusCode::OK);
+    assert_eq!(run.body["state"], "queued");
+    assert_eq!(run.body["output"], "<b>hi</b>");
+    assert!(run.body.get("lock_token").is_none());
+
+    let all = app.get("/api/v1/runs", &admin).await;
+    assert_eq!(all.body["total"], 2);
+    assert!(
+        all.body["items"][0]["id"].as_i64().unwrap() > all.body["items"][1]["id"].as_i64().unwrap(),
+        "newest first"
+    );
+    let mine = app
+        .get(&format!("/api/v1/runs?job_id={}", job["id"]), &admin)
+        .await;
+    assert_eq!(mine.body["total"], 1);
+    assert_eq!(mine.body["items"][0]["has_output"], true);
+    assert!(mine.body["items"][0].get("output").is_none());
+    assert_eq!(
+        app.get("/api/v1/runs?state=running", &admin).await.body["total"],
+        0
+    );
+    assert_eq!(
+        app.get(
+            "/api/v1/runs?since=2000-01-01T00:00:00Z&until=2001-01-01T00:00:00Z",
+            &admin
+        )
+        .await
+        .body["total"],
+        0
+    );
+    assert_field(&app.get("/api/v1/runs?state=sleeping", &admin).await, "state");
+    assert_field(&app.get("/api/v1/runs?since=yesterday", &admin).await, "since");
+
+    let cancelled = app
+        .post(&format!("/api/v1/runs/{run_id}/cancel"), &admin, json!({}))
+        .await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    assert_eq!(cancelled.body["state"], "cancelled");
+    let stored = store::runs::get(app.pool(), run_id).await.unwrap().unwrap();
+    assert_eq!(stored.state, RunState::Cancelled);
+    let again = app
+        .post(&format!("/api/v1/runs/{run_id}/cancel"), &admin, json!({}))
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert_eq!(
+        app.post("/api/v1/runs/424242/cancel", &admin, json!({}))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.post("/api/v1/jobs/424242/run", &admin, json!({}))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn executors_monitors_and_status(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let viewer = app.user("victor", Role::Viewer).await;
+    let executor = store::processes::Registration::this_process(ProcessRole::Executor, 8);
+    store::processes::register(app.pool(), &executor).await.unwrap();
+    let monitor = store::processes::Registration::this_process(ProcessRole::Monitor, 0);
+    store::processes::register(app.pool(), &monitor).await.unwrap();
+    let job = store::jobs::insert(
+        app.pool(),
+        &store::jobs::NewJob::new("j", probactr_common::model::JobKind::Noop, json!({})),
+    )
+    .await
+    .unwrap();
+    store::runs::queue_now(app.pool(), job.id).await.unwrap();
+    let claimed = store::runs::claim_queued(app.pool(), executor.id, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+
+    let executors = app.get("/api/v1/executors", &viewer).await;
+    assert_eq!(executors.status, StatusCode::OK);
+    assert_eq!(executors.body["total"], 1);
+    assert_eq!(executors.body["items"][0]["running"], 1);
+    assert_eq!(executors.body["items"][0]["capacity"], 8);
+    assert_eq!(executors.body["items"][0]["state"], "alive");
+    let monitors = app.get("/api/v1/monitors", &viewer).await;
+    assert_eq!(monitors.body["total"], 1);
+    assert!(monitors.body["items"][0].get("capacity").is_none());
+
+    let status = app.get("/api/v1/status", &viewer).await;
+    assert_eq!(status.status, StatusCode::OK, "{}", status.text);
+    assert_eq!(status.body["processes"]["executor"]["alive"], 1);
+    assert_eq!(status.body["runs_last_hour"]["claimed"], 1);
+    assert_eq!(status.body["runs_per_minute"].as_array().unwrap().len(), 60);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn every_change_is_audited(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("audited")).await;
+    app.patch(
+        &format!("/api/v1/jobs/{}", job["id"]),
+        &admin,
+        json!({"version": 1, "description": "changed"}),
+    )
+    .await;
+    app.post(&format!("/api/v1/jobs/{}/pause", job["id"]), &admin, json!({}))
+        .await;
+    app.post(&format!("/api/v1/jobs/{}/run", job["id"]), &admin, json!({}))
+        .await;
+    let failed = app
+        .post("/api/v1/jobs", &admin, json!({"name": "x", "kind": "nope"}))
+        .await;
+    assert_eq!(failed.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    let log = app.get("/api/v1/audit?limit=10", &admin).await;
+    assert_eq!(log.status, StatusCode::OK);
+    assert_eq!(log.body["total"], 4, "{}", log.text);
+    let actions: Vec<&str> = log.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["job.run", "job.pause", "job.update", "job.create"]);
+    let update = &log.body["items"][2];
+    assert_eq!(update["actor"], "admin");
+    assert_eq!(update["before"]["description"], "");
+    assert_eq!(update["after"]["description"], "changed");
+}

@@ -1,0 +1,236 @@
+//! Users and tokens.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn admins_manage_users(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let operator = app.user("olga", Role::Operator).await;
+    let body = json!({"username": "dave", "password": "long enough password", "role": "viewer"});
+    assert_eq!(
+        app.post("/api/v1/users", &operator, body.clone()).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.get("/api/v1/users", &operator).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let created = app.post("/api/v1/users", &admin, body.clone()).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert!(created.body.get("password_hash").is_none());
+    let dave_id = created.body["id"].as_i64().unwrap();
+    assert_field(&app.post("/api/v1/users", &admin, body).await, "username");
+    assert_field(
+        &app.post(
+            "/api/v1/users",
+            &admin,
+            json!({"username": "eve", "password": "short", "role": "viewer"}),
+        )
+        .await,
+        "password",
+    );
+    assert_field(
+        &app.post(
+            "/api/v1/users",
+            &admin,
+            json!({"username": "eve", "password": "long enough password", "role": "root"}),
+        )
+        .await,
+        "role",
+    );
+    assert_eq!(app.get("/api/v1/users", &admin).await.body["total"], 3);
+
+    // Disabling a user stops their tokens.
+    let dave = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/token",
+            None,
+            Some(json!({"username": "dave", "password": "long enough password"})),
+        )
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app.get("/api/v1/me", &dave).await.status, StatusCode::OK);
+    let disabled = app
+        .patch(
+            &format!("/api/v1/users/{dave_id}"),
+            &admin,
+            json!({"disabled": true}),
+        )
+        .await;
+    assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text);
+    assert_eq!(
+        app.get("/api/v1/me", &dave).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // The last admin stays an admin.
+    let me = app.get("/api/v1/me", &admin).await.body["id"].as_i64().unwrap();
+    let demote = app
+        .patch(&format!("/api/v1/users/{me}"), &admin, json!({"role": "viewer"}))
+        .await;
+    assert_eq!(demote.status, StatusCode::CONFLICT, "{}", demote.text);
+    assert_eq!(
+        app.patch("/api/v1/users/999999", &admin, json!({"role": "viewer"}))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn tokens_are_listed_and_revoked_by_their_owner(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let viewer = app.user("victor", Role::Viewer).await;
+    let made = app
+        .post("/api/v1/tokens", &viewer, json!({"name": "script"}))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let (id, token) = (
+        made.body["id"].as_i64().unwrap(),
+        made.body["token"].as_str().unwrap().to_owned(),
+    );
+    let list = app.get("/api/v1/tokens", &viewer).await;
+    assert_eq!(list.body["total"], 2);
+    assert!(!list.text.contains(&token), "the secret is never listed");
+    assert_eq!(
+        app.call(
+            Method::DELETE,
+            &format!("/api/v1/tokens/{id}"),
+            Some(&app.user("olga", Role::Operator).await),
+            None
+        )
+        .await
+        .status,
+        StatusCode::NOT_FOUND,
+        "not someone else's"
+    );
+    assert_eq!(
+        app.call(
+            Method::DELETE,
+            &format!("/api/v1/tokens/{id}"),
+            Some(&viewer),
+            None
+        )
+        .await
+        .status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.get("/api/v1/me", &token).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(app.get("/api/v1/me", &viewer).await.status, StatusCode::OK);
+    assert_eq!(app.get("/api/v1/me", &admin).await.status, StatusCode::OK);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn changing_a_password_ends_the_sessions(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.user("alice", Role::Operator).await;
+    let browser = app.browser("alice").await;
+    let wrong = app
+        .post(
+            "/api/v1/me/password",
+            &token,
+            json!({"current_password": "nope", "new_password": "brand new password"}),
+        )
+        .await;
+    assert_field(&wrong, "current_password");
+    let short = app
+        .post(
+            "/api/v1/me/password",
+            &token,
+            json!({"current_password": password_of("alice"), "new_password": "short"}),
+        )
+        .await;
+    assert_field(&short, "new_password");
+    let changed = app
+        .post(
+            "/api/v1/me/password",
+            &token,
+            json!({"current_password": password_of("alice"), "new_password": "brand new password"}),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
+    assert_eq!(
+        app.page("/", &browser.cookie).await.status,
+        StatusCode::SEE_OTHER,
+        "the session ended"
+    );
+    assert_eq!(
+        app.submit_login("alice", "brand new password", None).await.status,
+        StatusCode::SEE_OTHER
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn users_and_account_pages(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.admin().await;
+    let b = app.browser("admin").await;
+    assert_eq!(app.page("/users", &b.cookie).await.status, StatusCode::OK);
+    let bad = app
+        .form(
+            "/users",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("username", "<i>x</i>"),
+                ("password", "short"),
+                ("role", "viewer"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("at least 12 characters") && !bad.text.contains("<i>x</i>"));
+    let made = app
+        .form(
+            "/users",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("username", "walt"),
+                ("password", "long enough password"),
+                ("role", "operator"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.text);
+    let walt = store::users::by_name(app.pool(), "walt").await.unwrap().unwrap();
+    assert_eq!(walt.role(), Role::Operator);
+    let demoted = app
+        .form(
+            &format!("/users/{}", walt.id),
+            &b.cookie,
+            &[("csrf", &b.csrf), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(demoted.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        store::users::by_name(app.pool(), "walt")
+            .await
+            .unwrap()
+            .unwrap()
+            .role(),
+        Role::Viewer
+    );
+
+    assert_eq!(app.page("/account", &b.cookie).await.status, StatusCode::OK);
+    let token_page = app
+        .form("/account/tokens", &b.cookie, &[("csrf", &b.csrf), ("name", "ci")])
+        .await;
+    assert_eq!(token_page.status, StatusCode::OK);
+    let marker = "<code>pat_";
+    let start = token_page.text.find(marker).expect("the new token is shown") + "<code>".len();
+    let token: String = token_page.text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    assert_eq!(app.get("/api/v1/me", &token).await.body["username"], "admin");
+}

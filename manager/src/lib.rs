@@ -24,6 +24,7 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod command;
 pub mod error;
 pub mod input;
 pub mod layers;

@@ -1,21 +1,27 @@
-//! HTML forms: reading them, and turning the job and trigger forms into the JSON bodies
-//! the services validate, so a form and an API call get the same checks and the same
-//! field names (`retry.max_attempts` and `spec.program` are the form fields' names too).
+//! HTML forms: reading them, and turning the job and trigger forms into the same commands
+//! an API body becomes ([`crate::command`]), so a form and an API call get the same checks
+//! and the same field names (`retry.max_attempts` and `spec.program` are the form fields'
+//! names too).
 //!
 //! The job's spec has a field per setting of its kind; lists and maps are textareas of
 //! one item per line (`args`, `KEY=VALUE` for `env`, `Name: value` for `headers`), blank
-//! lines ignored. A malformed line is an error on its field, before the service is asked.
+//! lines ignored. A malformed value is a problem of its field, reported with every other
+//! bad field of the form when the command is validated.
 
 use std::collections::{BTreeMap, HashMap};
 
+use std::str::FromStr;
+
 use axum::extract::{FromRequest, Request};
-use chrono::{DateTime, NaiveDateTime};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use probactr_common::jobspec::{HttpSpec, JobSpec, ShellSpec};
-use probactr_common::model::JobKind;
+use probactr_common::model::{JobKind, TriggerKind};
 use serde_json::{json, Map, Value};
 
 use super::AdminError;
+use crate::command::{JobDraft, JobPatch, TriggerDraft, TriggerPatch};
 use crate::error::{ApiError, FieldErrors};
+use crate::input::Given;
 
 /// A submitted form, field name → value.
 #[derive(Debug, Clone, Default)]
@@ -51,25 +57,68 @@ impl FormData {
         self.get(key).is_some()
     }
 
-    /// A number field into `body[key]` (null when empty); a bad number is a field error.
-    fn number(&self, key: &str, errors: &mut FieldErrors) -> Value {
-        match self.filled(key) {
-            None => Value::Null,
-            Some(text) => match text.parse::<i64>() {
-                Ok(n) => json!(n),
-                Err(_) => {
-                    errors.insert(key.to_owned(), "must be a whole number".into());
-                    Value::Null
-                }
-            },
+    /// A whole number field: None when empty; a bad number is a problem of the field.
+    fn whole(&self, key: &str, problems: &mut FieldErrors) -> Option<i64> {
+        let text = self.filled(key)?;
+        match text.parse::<i64>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                problems.insert(key.to_owned(), "must be a whole number".into());
+                None
+            }
         }
     }
 
-    /// A time field: RFC 3339, or a zone-less `YYYY-MM-DDTHH:MM[:SS]` read as UTC.
-    fn time(&self, key: &str) -> Value {
+    /// A number field that may be emptied: null when empty.
+    fn whole_or_null(&self, key: &str, problems: &mut FieldErrors) -> Given<i64> {
         match self.filled(key) {
-            None => Value::Null,
-            Some(text) => json!(normalize_time(text)),
+            None => Some(None),
+            Some(_) => self.whole(key, problems).map(Some),
+        }
+    }
+
+    /// A number field left as it was when empty.
+    fn whole_if_filled(&self, key: &str, problems: &mut FieldErrors) -> Given<i64> {
+        self.filled(key)?;
+        self.whole(key, problems).map(Some)
+    }
+
+    /// A choice among `T`'s values: absent when the field is not in the form.
+    fn choice<T>(&self, key: &str, problems: &mut FieldErrors) -> Given<T>
+    where
+        T: FromStr,
+        T::Err: std::fmt::Display,
+    {
+        let text = self.get(key)?.trim();
+        match text.parse::<T>() {
+            Ok(value) => Some(Some(value)),
+            Err(err) => {
+                problems.insert(key.to_owned(), err.to_string());
+                None
+            }
+        }
+    }
+
+    /// A text field: absent when not in the form.
+    fn text(&self, key: &str) -> Given<String> {
+        self.get(key).map(|value| Some(value.trim().to_owned()))
+    }
+
+    /// A time field: RFC 3339, or a zone-less `YYYY-MM-DDTHH:MM[:SS]` read as UTC; null
+    /// when empty.
+    fn time(&self, key: &str, problems: &mut FieldErrors) -> Given<DateTime<Utc>> {
+        let Some(text) = self.filled(key) else {
+            return Some(None);
+        };
+        match DateTime::parse_from_rfc3339(&normalize_time(text)) {
+            Ok(at) => Some(Some(at.to_utc())),
+            Err(_) => {
+                problems.insert(
+                    key.to_owned(),
+                    "must be an RFC 3339 time such as 2026-01-31T12:00:00Z".into(),
+                );
+                None
+            }
         }
     }
 
@@ -121,39 +170,36 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "spec.millis",
 ];
 
-/// The JSON body of the job form. `editing` adds the `version`. The spec is built from
-/// the fields of the chosen kind only (`spec.program`, `spec.url`, …), like
-/// [`trigger_body`] does for trigger kinds; a malformed line is an error on its field.
-pub fn job_body(form: &FormData, editing: bool, errors: &mut FieldErrors) -> Value {
-    let mut body = Map::new();
-    for key in ["name", "description", "kind", "overlap"] {
-        if let Some(value) = form.get(key) {
-            body.insert(key.to_owned(), json!(value.trim()));
-        }
-    }
-    // An unknown kind gets no spec: the service reports the kind, not its spec.
-    if let Some(kind) = form.filled("kind").and_then(|kind| kind.parse::<JobKind>().ok()) {
-        body.insert("spec".into(), spec_body(form, kind, errors));
-    }
-    body.insert("parallel".into(), json!(form.checked("parallel")));
-    body.insert("paused".into(), json!(form.checked("paused")));
-    body.insert("max_concurrency".into(), form.number("max_concurrency", errors));
-    let timeout = form.number("timeout_secs", errors);
-    if !timeout.is_null() {
-        body.insert("timeout_secs".into(), timeout);
-    }
-    if editing {
-        body.insert("version".into(), form.number("version", errors));
-    }
-    let mut retry = Map::new();
-    for key in ["max_attempts", "backoff_secs"] {
-        let value = form.number(&format!("retry.{key}"), errors);
-        if !value.is_null() {
-            retry.insert(key.to_owned(), value);
-        }
-    }
-    body.insert("retry".into(), Value::Object(retry));
-    Value::Object(body)
+/// The command of a new job's form. The spec is built from the fields of the chosen kind
+/// only (`spec.program`, `spec.url`, …), like [`trigger_draft`] does for trigger kinds.
+pub fn job_draft(form: &FormData) -> JobDraft {
+    let mut problems = FieldErrors::new();
+    let kind = form.choice::<JobKind>("kind", &mut problems);
+    // An unknown kind gets no spec: the kind is reported, not its spec.
+    let spec = kind.flatten().map(|kind| spec_body(form, kind, &mut problems));
+    let mut draft = JobDraft {
+        name: form.text("name"),
+        kind,
+        description: form.text("description"),
+        spec,
+        parallel: Some(Some(form.checked("parallel"))),
+        max_concurrency: form.whole_or_null("max_concurrency", &mut problems),
+        overlap: form.choice("overlap", &mut problems),
+        timeout_secs: form.whole_if_filled("timeout_secs", &mut problems),
+        retry_max_attempts: form.whole_if_filled("retry.max_attempts", &mut problems),
+        retry_backoff_secs: form.whole_if_filled("retry.backoff_secs", &mut problems),
+        paused: Some(Some(form.checked("paused"))),
+        problems: FieldErrors::new(),
+    };
+    draft.problems = problems;
+    draft
+}
+
+/// The command of an edited job's form: its fields and the `version` it was read at.
+pub fn job_patch(form: &FormData) -> JobPatch {
+    let mut draft = job_draft(form);
+    let version = form.whole_or_null("version", &mut draft.problems);
+    JobPatch { version, draft }
 }
 
 /// The `spec` of a job of kind `kind` from its fieldset. Empty fields are left out, so
@@ -191,9 +237,8 @@ fn spec_body(form: &FormData, kind: JobKind, errors: &mut FieldErrors) -> Value 
         }
         JobKind::Noop => {}
         JobKind::Sleep => {
-            let millis = form.number("spec.millis", errors);
-            if !millis.is_null() {
-                spec.insert("millis".into(), millis);
+            if let Some(millis) = form.whole("spec.millis", errors) {
+                spec.insert("millis".into(), json!(millis));
             }
         }
     }
@@ -424,49 +469,48 @@ fn http_fits(http: &HttpSpec) -> bool {
             .is_none_or(|body| !body.contains('\r') && !body.trim().is_empty())
 }
 
-/// The JSON body of the trigger form: only the chosen kind's own field is sent (the
-/// others as null). `with_version` adds the `version` (saving an edit, not previewing).
-pub fn trigger_body(form: &FormData, with_version: bool, errors: &mut FieldErrors) -> Value {
-    let kind = form.filled("kind").unwrap_or("");
-    let mut body = Map::new();
-    body.insert("kind".into(), json!(kind));
-    body.insert(
-        "cron".into(),
-        if kind == "cron" {
-            json!(form.filled("cron"))
-        } else {
-            Value::Null
-        },
-    );
-    let interval = if kind == "interval" {
-        form.number("interval_secs", errors)
-    } else {
-        Value::Null
+/// The command of a trigger form: only the chosen kind's own field is given (the others
+/// as null).
+pub fn trigger_draft(form: &FormData) -> TriggerDraft {
+    let mut problems = FieldErrors::new();
+    let kind_text = form.filled("kind").unwrap_or("");
+    let kind = match form.filled("kind") {
+        None => Some(None),
+        Some(_) => form.choice::<TriggerKind>("kind", &mut problems),
     };
-    body.insert("interval_secs".into(), interval);
-    body.insert(
-        "at".into(),
-        if kind == "once" {
-            form.time("at")
+    let own = |name: &str| kind_text == name;
+    let mut draft = TriggerDraft {
+        kind,
+        cron: Some(form.filled("cron").filter(|_| own("cron")).map(str::to_owned)),
+        timezone: Some(Some(form.filled("timezone").unwrap_or("UTC").to_owned())),
+        interval_secs: if own("interval") {
+            form.whole_or_null("interval_secs", &mut problems)
         } else {
-            Value::Null
+            Some(None)
         },
-    );
-    body.insert("timezone".into(), json!(form.filled("timezone").unwrap_or("UTC")));
-    body.insert("start_at".into(), form.time("start_at"));
-    body.insert("end_at".into(), form.time("end_at"));
-    if let Some(misfire) = form.filled("misfire") {
-        body.insert("misfire".into(), json!(misfire));
-    }
-    let threshold = form.number("misfire_threshold_secs", errors);
-    if !threshold.is_null() {
-        body.insert("misfire_threshold_secs".into(), threshold);
-    }
-    body.insert("paused".into(), json!(form.checked("paused")));
-    if with_version {
-        body.insert("version".into(), form.number("version", errors));
-    }
-    Value::Object(body)
+        at: if own("once") {
+            form.time("at", &mut problems)
+        } else {
+            Some(None)
+        },
+        start_at: form.time("start_at", &mut problems),
+        end_at: form.time("end_at", &mut problems),
+        misfire: form
+            .filled("misfire")
+            .and_then(|_| form.choice("misfire", &mut problems)),
+        misfire_threshold_secs: form.whole_if_filled("misfire_threshold_secs", &mut problems),
+        paused: Some(Some(form.checked("paused"))),
+        problems: FieldErrors::new(),
+    };
+    draft.problems = problems;
+    draft
+}
+
+/// The command of an edited trigger's form: its fields and the `version` it was read at.
+pub fn trigger_patch(form: &FormData) -> TriggerPatch {
+    let mut draft = trigger_draft(form);
+    let version = form.whole_or_null("version", &mut draft.problems);
+    TriggerPatch { version, draft }
 }
 
 #[cfg(test)]
@@ -482,16 +526,15 @@ mod tests {
         )
     }
 
-    /// The body of a new job's form made of `pairs`, and the form's own errors.
-    fn new_job_body(pairs: &[(&str, &str)]) -> (Value, FieldErrors) {
-        let mut errors = FieldErrors::new();
-        let body = job_body(&form(pairs), false, &mut errors);
-        (body, errors)
+    /// The spec of a new job's form made of `pairs`, and the form's own problems.
+    fn new_job_spec(pairs: &[(&str, &str)]) -> (Value, FieldErrors) {
+        let draft = job_draft(&form(pairs));
+        (draft.spec.unwrap_or(Value::Null), draft.problems)
     }
 
     #[test]
-    fn job_form_becomes_the_api_body() {
-        let (body, errors) = new_job_body(&[
+    fn job_form_becomes_a_command() {
+        let draft = job_draft(&form(&[
             ("name", " a "),
             ("kind", "sleep"),
             ("spec.millis", "5"),
@@ -499,34 +542,51 @@ mod tests {
             ("retry.max_attempts", "2"),
             ("parallel", "on"),
             ("max_concurrency", ""),
-        ]);
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(body["name"], "a");
-        assert_eq!(body["spec"], json!({"millis": 5}));
-        assert_eq!(body["retry"]["max_attempts"], 2);
-        assert_eq!(body["parallel"], true);
-        assert_eq!(body["paused"], false);
-        assert_eq!(body["max_concurrency"], Value::Null);
-        assert!(body.get("version").is_none());
+        ]));
+        assert!(draft.problems.is_empty(), "{:?}", draft.problems);
+        assert_eq!(draft.name, Some(Some("a".to_owned())));
+        assert_eq!(draft.kind, Some(Some(JobKind::Sleep)));
+        assert_eq!(draft.spec, Some(json!({"millis": 5})));
+        assert_eq!(draft.timeout_secs, Some(Some(30)));
+        assert_eq!(draft.retry_max_attempts, Some(Some(2)));
+        assert_eq!(draft.retry_backoff_secs, None, "an empty field keeps what was");
+        assert_eq!(draft.parallel, Some(Some(true)));
+        assert_eq!(draft.paused, Some(Some(false)));
+        assert_eq!(draft.max_concurrency, Some(None), "emptied: no bound");
 
-        let mut errors = FieldErrors::new();
-        let body = job_body(
-            &form(&[
-                ("kind", "sleep"),
-                ("spec.millis", "soon"),
-                ("timeout_secs", "soon"),
-                ("version", "3"),
-            ]),
-            true,
-            &mut errors,
+        let patch = job_patch(&form(&[
+            ("kind", "sleep"),
+            ("spec.millis", "soon"),
+            ("timeout_secs", "soon"),
+            ("version", "3"),
+        ]));
+        let problems = &patch.draft.problems;
+        assert!(problems.contains_key("spec.millis") && problems.contains_key("timeout_secs"));
+        assert_eq!(patch.version, Some(Some(3)));
+    }
+
+    #[test]
+    fn every_bad_field_of_a_form_is_named_at_once() {
+        let draft = job_draft(&form(&[
+            ("name", ""),
+            ("kind", "sleep"),
+            ("spec.millis", "soon"),
+            ("timeout_secs", "0"),
+            ("retry.max_attempts", "1000"),
+        ]));
+        let Err(ApiError::Invalid(errors)) = draft.definition(None) else {
+            panic!("an invalid form was accepted");
+        };
+        let fields: Vec<&str> = errors.keys().map(String::as_str).collect();
+        assert_eq!(
+            fields,
+            ["name", "retry.max_attempts", "spec.millis", "timeout_secs"]
         );
-        assert!(errors.contains_key("spec.millis") && errors.contains_key("timeout_secs"));
-        assert_eq!(body["version"], 3);
     }
 
     #[test]
     fn shell_fields_become_the_spec() {
-        let (body, errors) = new_job_body(&[
+        let (spec, errors) = new_job_spec(&[
             ("kind", "shell"),
             ("spec.program", " /usr/bin/backup "),
             ("spec.args", "--full\r\n\r\n--label=a b \r\n"),
@@ -538,7 +598,7 @@ mod tests {
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
-            body["spec"],
+            spec,
             json!({
                 "program": "/usr/bin/backup",
                 "args": ["--full", "--label=a b "],
@@ -546,17 +606,17 @@ mod tests {
                 "shell": true,
             })
         );
-        let spec = JobSpec::parse(JobKind::Shell, &body["spec"]).map_err(|e| e.to_string());
-        assert!(spec.is_ok(), "{spec:?}");
+        let parsed = JobSpec::parse(JobKind::Shell, &spec).map_err(|e| e.to_string());
+        assert!(parsed.is_ok(), "{parsed:?}");
 
-        let (body, errors) = new_job_body(&[("kind", "shell")]);
+        let (spec, errors) = new_job_spec(&[("kind", "shell")]);
         assert!(errors.is_empty());
-        assert_eq!(body["spec"], json!({"args": [], "env": {}, "shell": false}));
+        assert_eq!(spec, json!({"args": [], "env": {}, "shell": false}));
     }
 
     #[test]
     fn http_fields_become_the_spec() {
-        let (body, errors) = new_job_body(&[
+        let (spec, errors) = new_job_spec(&[
             ("kind", "http"),
             ("spec.method", "POST"),
             ("spec.url", " https://example.com/hook "),
@@ -570,7 +630,7 @@ mod tests {
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
-            body["spec"],
+            spec,
             json!({
                 "method": "POST",
                 "url": "https://example.com/hook",
@@ -580,14 +640,14 @@ mod tests {
             })
         );
 
-        let (body, errors) = new_job_body(&[
+        let (spec, errors) = new_job_spec(&[
             ("kind", "http"),
             ("spec.url", "http://h/"),
             ("spec.body", " \r\n"),
         ]);
         assert!(errors.is_empty());
         assert_eq!(
-            body["spec"],
+            spec,
             json!({"url": "http://h/", "headers": {}, "expect_status": []}),
             "empty fields are left to the defaults"
         );
@@ -595,12 +655,16 @@ mod tests {
 
     #[test]
     fn noop_and_unknown_kinds() {
-        let (body, errors) = new_job_body(&[("kind", "noop"), ("spec.program", "x"), ("spec.millis", "x")]);
+        let (spec, errors) = new_job_spec(&[("kind", "noop"), ("spec.program", "x"), ("spec.millis", "x")]);
         assert!(errors.is_empty());
-        assert_eq!(body["spec"], json!({}));
-        let (body, errors) = new_job_body(&[("kind", "bogus"), ("spec.millis", "x")]);
-        assert!(errors.is_empty(), "the service reports the kind");
-        assert!(body.get("spec").is_none());
+        assert_eq!(spec, json!({}));
+        let draft = job_draft(&form(&[("kind", "bogus"), ("spec.millis", "x")]));
+        assert_eq!(
+            draft.problems.keys().collect::<Vec<_>>(),
+            ["kind"],
+            "the kind is reported, not its spec"
+        );
+        assert!(draft.spec.is_none());
     }
 
     #[test]
@@ -643,8 +707,7 @@ mod tests {
             ("sleep", "spec.millis", "1s", "must be a whole number"),
         ];
         for (kind, field, typed, message) in cases {
-            let mut errors = FieldErrors::new();
-            job_body(&form(&[("kind", kind), (field, typed)]), false, &mut errors);
+            let errors = job_draft(&form(&[("kind", kind), (field, typed)])).problems;
             assert_eq!(errors.len(), 1, "{field} {typed:?}: {errors:?}");
             let got = errors.get(field).map(String::as_str).unwrap_or_default();
             assert!(got.contains(message), "{field} {typed:?}: {got:?}");
@@ -700,15 +763,14 @@ mod tests {
             let (mut values, warning) = spec_values(kind, &spec);
             assert!(warning.is_none(), "{spec}: {warning:?}");
             values.insert("kind".into(), kind.to_string());
-            let mut errors = FieldErrors::new();
-            let body = job_body(&FormData(values), false, &mut errors);
-            assert!(errors.is_empty(), "{spec}: {errors:?}");
+            let draft = job_draft(&FormData(values));
+            assert!(draft.problems.is_empty(), "{spec}: {:?}", draft.problems);
+            let read_back = draft.spec.unwrap_or(Value::Null);
             let stored = JobSpec::parse(kind, &spec).map(|s| s.to_json()).ok();
-            let again = JobSpec::parse(kind, &body["spec"]).map(|s| s.to_json()).ok();
+            let again = JobSpec::parse(kind, &read_back).map(|s| s.to_json()).ok();
             assert!(
                 stored.is_some() && stored == again,
-                "{spec} came back as {}",
-                body["spec"]
+                "{spec} came back as {read_back}"
             );
         }
         let (values, _) = spec_values(
@@ -735,22 +797,22 @@ mod tests {
     }
 
     #[test]
-    fn trigger_form_sends_only_its_kinds_field() {
-        let mut errors = FieldErrors::new();
-        let body = trigger_body(
-            &form(&[
-                ("kind", "interval"),
-                ("cron", "* * * * *"),
-                ("interval_secs", "60"),
-                ("at", "2026-01-01T10:00"),
-            ]),
-            false,
-            &mut errors,
+    fn trigger_form_gives_only_its_kinds_field() {
+        let draft = trigger_draft(&form(&[
+            ("kind", "interval"),
+            ("cron", "* * * * *"),
+            ("interval_secs", "60"),
+            ("at", "2026-01-01T10:00"),
+        ]));
+        assert!(draft.problems.is_empty());
+        assert_eq!(draft.cron, Some(None));
+        assert_eq!(draft.interval_secs, Some(Some(60)));
+        assert_eq!(draft.at, Some(None));
+        let once = trigger_draft(&form(&[("kind", "once"), ("at", "2026-01-01T10:00")]));
+        assert_eq!(
+            once.at.flatten().map(|at| at.to_rfc3339()).as_deref(),
+            Some("2026-01-01T10:00:00+00:00")
         );
-        assert!(errors.is_empty());
-        assert_eq!(body["cron"], Value::Null);
-        assert_eq!(body["interval_secs"], 60);
-        assert_eq!(body["at"], Value::Null);
         assert_eq!(normalize_time("2026-01-01T10:00"), "2026-01-01T10:00:00+00:00");
         assert_eq!(normalize_time("garbage"), "garbage");
     }

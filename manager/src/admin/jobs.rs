@@ -11,7 +11,7 @@ use probactr_common::jobspec::HTTP_METHODS;
 use probactr_common::model::{JobKind, Overlap};
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
-use super::forms::{job_body, job_form_errors, spec_values};
+use super::forms::{job_draft, job_form_errors, job_patch, spec_values};
 use super::{
     check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager,
 };
@@ -215,12 +215,7 @@ pub async fn create(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let mut errors = FieldErrors::new();
-    let body = job_body(&form, false, &mut errors);
-    if !errors.is_empty() {
-        return form_failure(&state, &user, None, &form, ApiError::Invalid(errors));
-    }
-    match jobs::create(&state, &user.0, body).await {
+    match jobs::create(&state, &user.0, job_draft(&form)).await {
         Ok(job) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
         Err(err) => form_failure(&state, &user, None, &form, err),
     }
@@ -257,12 +252,7 @@ pub async fn update(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let mut errors = FieldErrors::new();
-    let body = job_body(&form, true, &mut errors);
-    if !errors.is_empty() {
-        return form_failure(&state, &user, Some(id), &form, ApiError::Invalid(errors));
-    }
-    match jobs::update(&state, &user.0, id, body).await {
+    match jobs::update(&state, &user.0, id, job_patch(&form)).await {
         Ok(job) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
         Err(err @ ApiError::NotFound { .. }) => Err(err.into()),
         Err(err) => form_failure(&state, &user, Some(id), &form, err),

@@ -9,11 +9,11 @@ use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
 use minijinja::context;
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
-use serde_json::Value;
 
-use super::forms::trigger_body;
+use super::forms::{trigger_draft, trigger_patch};
 use super::{check_csrf, next_or, render_status, AdminError, AdminUser, FormData};
 use crate::api::Id;
+use crate::command::trigger::PreviewRequest;
 use crate::error::{ApiError, FieldErrors};
 use crate::service::jobs::{self, JobView};
 use crate::service::triggers;
@@ -114,8 +114,6 @@ async fn submit(
 ) -> Result<Response, AdminError> {
     check_csrf(user, form)?;
     let previewing = form.get("action") == Some("preview");
-    let mut errors = FieldErrors::new();
-    let body = trigger_body(form, trigger_id.is_some() && !previewing, &mut errors);
     let page = |status, errors, conflict, preview| {
         let view = FormState {
             job,
@@ -127,13 +125,14 @@ async fn submit(
         };
         render_form(state, user, status, view)
     };
-    if !errors.is_empty() {
-        return page(StatusCode::UNPROCESSABLE_ENTITY, errors, None, None);
-    }
     let result = if previewing {
-        triggers::preview(body).map(|p| Some(p.instants))
+        let request = PreviewRequest {
+            draft: trigger_draft(form),
+            ..PreviewRequest::default()
+        };
+        triggers::preview(request).map(|p| Some(p.instants))
     } else {
-        save(state, user, job.id, trigger_id, body).await.map(|_| None)
+        save(state, user, job.id, trigger_id, form).await.map(|_| None)
     };
     match result {
         Ok(Some(instants)) => page(StatusCode::OK, FieldErrors::new(), None, Some(instants)),
@@ -151,11 +150,11 @@ async fn save(
     user: &AdminUser,
     job_id: i64,
     trigger_id: Option<i64>,
-    body: Value,
+    form: &FormData,
 ) -> Result<Trigger, ApiError> {
     match trigger_id {
-        None => triggers::create(state, &user.0, job_id, body).await,
-        Some(id) => triggers::update(state, &user.0, id, body).await,
+        None => triggers::create(state, &user.0, job_id, trigger_draft(form)).await,
+        Some(id) => triggers::update(state, &user.0, id, trigger_patch(form)).await,
     }
 }
 

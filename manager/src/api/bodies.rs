@@ -1,7 +1,7 @@
 //! The JSON bodies the API reads and the small answers it writes, as OpenAPI schemas.
 //!
-//! The services read request bodies field by field ([`crate::input`]) so that every bad
-//! field is named; these types describe the same fields for the generated document.
+//! Request bodies become commands ([`crate::command`]), read field by field so that every
+//! bad field is named; these types describe the same fields for the generated document.
 //! The service never builds the request types: they derive `Serialize` only so that
 //! `#[serde(flatten)]` and `#[serde(untagged)]` shape their schemas. A test posts every
 //! documented field of every documented body and fails if the service calls one of them

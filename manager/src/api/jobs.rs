@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::bodies::{JobPatchBody, NewJobBody, RunQueued};
 use super::Id;
 use crate::auth::Principal;
+use crate::command::{JobDraft, JobPatch};
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, ApiJson, QueryParams};
 use crate::service::jobs::{self, JobView};
@@ -60,7 +61,10 @@ pub async fn create(
     who: Principal,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
-    Ok((StatusCode::CREATED, Json(jobs::create(&state, &who, body).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(jobs::create(&state, &who, JobDraft::from_json(body)).await?),
+    ))
 }
 
 /// Read a job with its statistics.
@@ -96,7 +100,9 @@ pub async fn update(
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(jobs::update(&state, &who, id, body).await?))
+    Ok(Json(
+        jobs::update(&state, &who, id, JobPatch::from_json(body)).await?,
+    ))
 }
 
 /// Delete a job with its triggers and run history (the audit log keeps the record).

@@ -9,6 +9,8 @@ use serde_json::Value;
 use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
 use super::Id;
 use crate::auth::Principal;
+use crate::command::trigger::PreviewRequest;
+use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
 use crate::service::triggers::{self, Preview};
@@ -50,7 +52,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Trigger>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(triggers::create(&state, &who, job_id, body).await?),
+        Json(triggers::create(&state, &who, job_id, TriggerDraft::from_json(body)).await?),
     ))
 }
 
@@ -87,7 +89,9 @@ pub async fn update(
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Trigger>, ApiError> {
-    Ok(Json(triggers::update(&state, &who, id, body).await?))
+    Ok(Json(
+        triggers::update(&state, &who, id, TriggerPatch::from_json(body)).await?,
+    ))
 }
 
 /// Delete a trigger (its runs stay in the history).
@@ -148,5 +152,5 @@ pub async fn resume(
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn preview(_who: Principal, ApiJson(body): ApiJson<Value>) -> Result<Json<Preview>, ApiError> {
-    Ok(Json(triggers::preview(body)?))
+    Ok(Json(triggers::preview(PreviewRequest::from_json(body))?))
 }

@@ -3,23 +3,18 @@
 //! due without a row of `triggers` changing).
 
 use chrono::{DateTime, Utc};
-use probactr_common::jobspec::JobSpec;
-use probactr_common::model::{Job, JobKind, Overlap};
-use probactr_common::store::{self, jobs::NewJob, StoreError};
+use probactr_common::model::{JobKind, Overlap};
+use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{snapshot, Paged};
 use crate::auth::Principal;
+use crate::command::{JobDraft, JobPatch};
 use crate::error::ApiError;
-use crate::input::{Input, Page};
+use crate::input::Page;
 use crate::state::AppState;
-
-/// The longest name accepted.
-pub const MAX_NAME_CHARS: usize = 200;
-/// The longest description accepted.
-pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
 
 /// A job's retry policy.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -135,115 +130,6 @@ impl From<JobRow> for JobView {
     }
 }
 
-/// The kind a request body asks for, when it names a valid one (for the role check,
-/// which comes before validation so a forbidden request learns nothing more).
-fn requested_kind(body: &Value) -> Option<JobKind> {
-    body.get("kind")?.as_str()?.parse().ok()
-}
-
-/// The definition a body describes, laid over `base` (a `PATCH`) or over the defaults
-/// (a create, where `name` and `kind` are required). None when a field is bad; the
-/// errors are in `input`.
-fn read_job(input: &mut Input, base: Option<&Job>) -> Option<NewJob> {
-    let name = input.text("name");
-    let name = match base {
-        Some(_) => input.not_null("name", name),
-        None => input.required("name", name),
-    };
-    let kind = input.choice::<JobKind>("kind");
-    let kind = match base {
-        Some(job) => input.not_null("kind", kind).or(Some(job.kind)),
-        None => input.required("kind", kind),
-    };
-    let mut job = match (base, kind) {
-        (Some(job), Some(kind)) => NewJob {
-            name: job.name.clone(),
-            description: job.description.clone(),
-            kind,
-            spec: job.spec.clone(),
-            parallel: job.parallel,
-            max_concurrency: job.max_concurrency,
-            overlap: job.overlap,
-            timeout_secs: job.timeout_secs,
-            retry_max_attempts: job.retry_max_attempts,
-            retry_backoff_secs: job.retry_backoff_secs,
-            paused: job.paused,
-        },
-        (None, Some(kind)) => NewJob::new("", kind, Value::Null),
-        (_, None) => NewJob::new("", JobKind::Noop, Value::Null),
-    };
-    if let Some(name) = name {
-        check_name(input, &name);
-        job.name = name;
-    }
-    let description = input.text("description");
-    if let Some(description) = input.not_null("description", description) {
-        job.description = description;
-    }
-    if job.description.chars().count() > MAX_DESCRIPTION_CHARS {
-        input.error(
-            "description",
-            format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
-        );
-    }
-    if let Some(spec) = input.raw("spec") {
-        job.spec = spec;
-    }
-    let parallel = input.boolean("parallel");
-    if let Some(parallel) = input.not_null("parallel", parallel) {
-        job.parallel = parallel;
-    }
-    if let Some(max) = input.int("max_concurrency", 1, i64::from(i32::MAX)) {
-        job.max_concurrency = max.map(|m| m as i32);
-    }
-    let overlap = input.choice::<Overlap>("overlap");
-    if let Some(overlap) = input.not_null("overlap", overlap) {
-        job.overlap = overlap;
-    }
-    let timeout = input.int("timeout_secs", 1, i64::from(i32::MAX));
-    if let Some(timeout) = input.not_null("timeout_secs", timeout) {
-        job.timeout_secs = timeout as i32;
-    }
-    read_retry(input, &mut job);
-    let paused = input.boolean("paused");
-    if let Some(paused) = input.not_null("paused", paused) {
-        job.paused = paused;
-    }
-    if kind.is_some() {
-        match JobSpec::parse(job.kind, &job.spec) {
-            Ok(spec) => job.spec = spec.to_json(),
-            Err(err) => input.error(&err.field, err.message),
-        }
-    }
-    (!input.has_errors()).then_some(job)
-}
-
-fn check_name(input: &mut Input, name: &str) {
-    if name.trim().is_empty() {
-        input.error("name", "must not be empty");
-    } else if name.chars().count() > MAX_NAME_CHARS {
-        input.error("name", format!("must be at most {MAX_NAME_CHARS} characters"));
-    } else if name.chars().any(char::is_control) {
-        input.error("name", "must not contain control characters");
-    }
-}
-
-fn read_retry(input: &mut Input, job: &mut NewJob) {
-    let retry = input.object("retry");
-    let Some(mut retry) = input.not_null("retry", retry) else {
-        return;
-    };
-    let attempts = retry.int("max_attempts", 1, 100);
-    if let Some(attempts) = retry.not_null("max_attempts", attempts) {
-        job.retry_max_attempts = attempts as i32;
-    }
-    let backoff = retry.int("backoff_secs", 0, 7 * 24 * 3600);
-    if let Some(backoff) = retry.not_null("backoff_secs", backoff) {
-        job.retry_backoff_secs = backoff as i32;
-    }
-    input.absorb(retry);
-}
-
 /// A store error, with the name's uniqueness turned into a field error.
 fn name_taken(err: StoreError) -> ApiError {
     match &err {
@@ -281,16 +167,13 @@ pub async fn name_of(state: &AppState, id: i64) -> Result<Option<String>, ApiErr
     Ok(store::jobs::get(&state.pool, id).await?.map(|job| job.name))
 }
 
-/// Creates a job from a request body.
-pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<JobView, ApiError> {
+/// Creates a job.
+pub async fn create(state: &AppState, who: &Principal, draft: JobDraft) -> Result<JobView, ApiError> {
     who.require_operator("create jobs")?;
-    if let Some(kind) = requested_kind(&body) {
+    if let Some(kind) = draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let mut input = Input::new(body)?;
-    let job = read_job(&mut input, None);
-    input.finish()?;
-    let job = job.ok_or_else(|| ApiError::field("body", "invalid job"))?;
+    let job = draft.definition(None)?;
     let mut tx = state.pool.begin().await?;
     let created = store::jobs::insert(&mut *tx, &job).await.map_err(name_taken)?;
     let change = Change {
@@ -306,25 +189,23 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Jo
     get(state, created.id).await
 }
 
-/// Edits a job; the body must carry the `version` the caller read.
-pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<JobView, ApiError> {
+/// Edits a job; the patch must carry the `version` the caller read.
+pub async fn update(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    patch: JobPatch,
+) -> Result<JobView, ApiError> {
     who.require_operator("edit jobs")?;
     let mut tx = state.pool.begin().await?;
     let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
-    if let Some(kind) = requested_kind(&body) {
+    if let Some(kind) = patch.draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let mut input = Input::new(body)?;
-    let version = input.int("version", 1, i64::MAX);
-    let version = input.required("version", version);
-    let job = read_job(&mut input, Some(&before));
-    input.finish()?;
-    let (Some(version), Some(job)) = (version, job) else {
-        return Err(ApiError::field("body", "invalid job"));
-    };
+    let (version, job) = patch.definition(&before)?;
     who.require_job_kind(job.kind)?;
     if version != before.version {
         return Err(stale("job", id, version, before.version));

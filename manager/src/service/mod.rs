@@ -1,7 +1,7 @@
 //! The operations of the manager, shared by the REST API and the web admin.
 //!
-//! Each operation checks the caller's role, validates its input field by field (bad
-//! input changes nothing), makes its change and the audit row in one transaction, and
+//! Each operation checks the caller's role, validates its command ([`crate::command`]:
+//! every bad field named at once, and bad input changes nothing), makes its change and the audit row in one transaction, and
 //! answers with an [`crate::error::ApiError`] the two front ends render their own way.
 
 pub mod cluster;

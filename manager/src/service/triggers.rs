@@ -3,117 +3,24 @@
 //! Every write wakes the executors through the database's NOTIFY trigger.
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{Misfire, Trigger, TriggerKind};
-use probactr_common::schedule::TriggerSchedule;
+use probactr_common::model::Trigger;
 use probactr_common::store::audit::Change;
-use probactr_common::store::{self, triggers::CreateTriggerError, triggers::NewTrigger};
+use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::jobs::stale;
 use super::snapshot;
 use crate::auth::Principal;
+use crate::command::trigger::{Definition, PreviewRequest};
+use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::ApiError;
-use crate::input::Input;
 use crate::state::AppState;
 
 /// Instants the preview lists when `count` is not given.
 pub const DEFAULT_PREVIEW: i64 = 5;
 /// The most instants one preview lists.
 pub const MAX_PREVIEW: i64 = 100;
-
-/// Fields that decide a trigger's instants: changing one recomputes `next_fire_at`.
-const SCHEDULE_FIELDS: &[&str] = &[
-    "kind",
-    "cron",
-    "timezone",
-    "interval_secs",
-    "at",
-    "start_at",
-    "end_at",
-];
-
-/// The definition a body describes, laid over `base` (a `PATCH`) or over the defaults
-/// (a create, where `kind` is required). When the kind changes, the previous kind's own
-/// field (`cron`, `interval_secs` or `at`) is dropped unless the body sets it.
-fn read_trigger(input: &mut Input, base: Option<&Trigger>) -> Option<NewTrigger> {
-    let kind = input.choice::<TriggerKind>("kind");
-    let kind = match base {
-        Some(trigger) => input.not_null("kind", kind).or(Some(trigger.kind)),
-        None => input.required("kind", kind),
-    };
-    let mut trigger = match base {
-        Some(t) => NewTrigger {
-            kind: t.kind,
-            cron: t.cron.clone(),
-            timezone: t.timezone.clone(),
-            interval_secs: t.interval_secs,
-            at: t.at,
-            start_at: t.start_at,
-            end_at: t.end_at,
-            misfire: t.misfire,
-            misfire_threshold_secs: t.misfire_threshold_secs,
-            paused: t.paused,
-        },
-        None => NewTrigger::once(Utc::now()),
-    };
-    if let Some(kind) = kind {
-        if base.is_none() || trigger.kind != kind {
-            trigger.cron = None;
-            trigger.interval_secs = None;
-            trigger.at = None;
-        }
-        trigger.kind = kind;
-    }
-    if let Some(cron) = input.text("cron") {
-        trigger.cron = cron;
-    }
-    let timezone = input.text("timezone");
-    if let Some(timezone) = input.not_null("timezone", timezone) {
-        trigger.timezone = timezone;
-    }
-    if let Some(interval) = input.int("interval_secs", 1, i64::from(i32::MAX)) {
-        trigger.interval_secs = interval;
-    }
-    if let Some(at) = input.time("at") {
-        trigger.at = at;
-    }
-    if let Some(start_at) = input.time("start_at") {
-        trigger.start_at = start_at;
-    }
-    if let Some(end_at) = input.time("end_at") {
-        trigger.end_at = end_at;
-    }
-    let misfire = input.choice::<Misfire>("misfire");
-    if let Some(misfire) = input.not_null("misfire", misfire) {
-        trigger.misfire = misfire;
-    }
-    let threshold = input.int("misfire_threshold_secs", 1, i64::from(i32::MAX));
-    if let Some(threshold) = input.not_null("misfire_threshold_secs", threshold) {
-        trigger.misfire_threshold_secs = threshold as i32;
-    }
-    let paused = input.boolean("paused");
-    if let Some(paused) = input.not_null("paused", paused) {
-        trigger.paused = paused;
-    }
-    (kind.is_some() && !input.has_errors()).then_some(trigger)
-}
-
-/// The schedule of a definition, its errors recorded under their fields.
-fn schedule(input: &mut Input, trigger: &NewTrigger, anchor: DateTime<Utc>) -> Option<TriggerSchedule> {
-    TriggerSchedule::from_parts(
-        trigger.kind,
-        trigger.cron.as_deref(),
-        &trigger.timezone,
-        trigger.interval_secs,
-        trigger.at,
-        trigger.start_at,
-        trigger.end_at,
-        anchor,
-    )
-    .map_err(|err| input.error(&err.field, err.message))
-    .ok()
-}
 
 /// One trigger.
 pub async fn get(state: &AppState, id: i64) -> Result<Trigger, ApiError> {
@@ -130,22 +37,15 @@ pub async fn list_for_job(state: &AppState, job_id: i64) -> Result<Vec<Trigger>,
     Ok(store::triggers::list_for_job(&state.pool, job_id).await?)
 }
 
-/// Creates a trigger of a job from a request body.
+/// Creates a trigger of a job.
 pub async fn create(
     state: &AppState,
     who: &Principal,
     job_id: i64,
-    body: Value,
+    draft: TriggerDraft,
 ) -> Result<Trigger, ApiError> {
     who.require_operator("create triggers")?;
-    let mut input = Input::new(body)?;
-    let now = Utc::now();
-    let trigger = read_trigger(&mut input, None);
-    if let Some(trigger) = &trigger {
-        schedule(&mut input, trigger, now);
-    }
-    input.finish()?;
-    let trigger = trigger.ok_or_else(|| ApiError::field("body", "invalid trigger"))?;
+    let trigger = draft.definition(None, Utc::now())?.trigger;
     let mut tx = state.pool.begin().await?;
     store::jobs::get(&mut *tx, job_id)
         .await?
@@ -171,26 +71,27 @@ pub async fn create(
     Ok(created)
 }
 
-/// Edits a trigger; the body must carry the `version` the caller read.
-pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<Trigger, ApiError> {
+/// Edits a trigger; the patch must carry the `version` the caller read.
+pub async fn update(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    patch: TriggerPatch,
+) -> Result<Trigger, ApiError> {
     who.require_operator("edit triggers")?;
-    let mut input = Input::new(body)?;
-    let schedule_changed = SCHEDULE_FIELDS.iter().any(|field| input.has(field));
+    let schedule_changed = patch.draft.changes_schedule();
     let mut tx = state.pool.begin().await?;
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let version = input.int("version", 1, i64::MAX);
-    let version = input.required("version", version);
-    let trigger = read_trigger(&mut input, Some(&before));
     let now = store::db_now(&mut *tx).await?;
-    let next = trigger
-        .as_ref()
-        .and_then(|t| schedule(&mut input, t, before.created_at));
-    input.finish()?;
-    let (Some(version), Some(trigger), Some(next)) = (version, trigger, next) else {
-        return Err(ApiError::field("body", "invalid trigger"));
-    };
+    let (
+        version,
+        Definition {
+            trigger,
+            schedule: next,
+        },
+    ) = patch.definition(&before)?;
     if version != before.version {
         return Err(stale("trigger", id, version, before.version));
     }
@@ -275,17 +176,10 @@ pub struct Preview {
     pub instants: Vec<DateTime<Utc>>,
 }
 
-/// The next instants of a definition (the trigger fields, plus `count` and `after`).
-pub fn preview(body: Value) -> Result<Preview, ApiError> {
-    let mut input = Input::new(body)?;
-    let count = input.int("count", 1, MAX_PREVIEW);
-    let count = input.not_null("count", count).unwrap_or(DEFAULT_PREVIEW);
-    let after = input.time("after");
-    let after = input.not_null("after", after).unwrap_or_else(Utc::now);
-    let trigger = read_trigger(&mut input, None);
-    let schedule = trigger.as_ref().and_then(|t| schedule(&mut input, t, after));
-    input.finish()?;
-    let schedule = schedule.ok_or_else(|| ApiError::field("body", "invalid schedule"))?;
+/// The next instants of a definition: up to `count` (default [`DEFAULT_PREVIEW`]) from
+/// `after` (default now).
+pub fn preview(request: PreviewRequest) -> Result<Preview, ApiError> {
+    let (count, after, Definition { schedule, .. }) = request.definition(DEFAULT_PREVIEW, MAX_PREVIEW)?;
     let count = usize::try_from(count).unwrap_or(1);
     // Like a trigger created at `after`: its first instant may be `after` itself.
     let first = schedule.first_at_or_after(after);

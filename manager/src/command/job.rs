@@ -1,0 +1,226 @@
+//! Creating a job ([`JobDraft`]) and editing one ([`JobPatch`]).
+
+use probactr_common::jobspec::JobSpec;
+use probactr_common::model::{Job, JobKind, Overlap};
+use probactr_common::store::jobs::NewJob;
+use serde_json::Value;
+
+use super::{lenient_input, Checks, INT4_MAX};
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{Given, Input};
+
+/// The longest name accepted.
+pub const MAX_NAME_CHARS: usize = 200;
+/// The longest description accepted.
+pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
+/// The most attempts a retry policy may allow.
+pub const MAX_ATTEMPTS: i64 = 100;
+/// The longest retry backoff, in seconds (a week).
+pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
+
+/// A job's definition as given: every field optional (absent means the default on a
+/// create and unchanged on an edit), with the problems met while reading it.
+#[derive(Debug, Clone, Default)]
+pub struct JobDraft {
+    /// Unique name.
+    pub name: Given<String>,
+    /// What it runs.
+    pub kind: Given<JobKind>,
+    /// Free text.
+    pub description: Given<String>,
+    /// The kind's definition, as given (checked against the kind).
+    pub spec: Option<Value>,
+    /// May attempts overlap?
+    pub parallel: Given<bool>,
+    /// Bound on overlapping attempts of a parallel job (null: none).
+    pub max_concurrency: Given<i64>,
+    /// What a busy job does with a new run.
+    pub overlap: Given<Overlap>,
+    /// Seconds an attempt may run.
+    pub timeout_secs: Given<i64>,
+    /// Attempts in all, the first included.
+    pub retry_max_attempts: Given<i64>,
+    /// Seconds before the second attempt.
+    pub retry_backoff_secs: Given<i64>,
+    /// Paused jobs are neither fired nor claimed.
+    pub paused: Given<bool>,
+    /// Problems met while reading, by field.
+    pub problems: FieldErrors,
+}
+
+/// An edit of a job: the fields to change and the `version` the editor read.
+#[derive(Debug, Clone, Default)]
+pub struct JobPatch {
+    /// The version read; a stale one changes nothing.
+    pub version: Given<i64>,
+    /// The fields to change.
+    pub draft: JobDraft,
+}
+
+impl JobDraft {
+    /// Reads an API body (`POST /api/v1/jobs`).
+    pub fn from_json(body: Value) -> JobDraft {
+        let (mut input, problems) = lenient_input(body);
+        let mut draft = JobDraft::read(&mut input);
+        draft.problems = problems;
+        draft.problems.extend(input.into_errors());
+        draft
+    }
+
+    fn read(input: &mut Input) -> JobDraft {
+        let mut draft = JobDraft {
+            name: input.text("name"),
+            kind: input.choice("kind"),
+            description: input.text("description"),
+            spec: input.raw("spec"),
+            parallel: input.boolean("parallel"),
+            max_concurrency: input.int("max_concurrency", i64::MIN, i64::MAX),
+            overlap: input.choice("overlap"),
+            timeout_secs: input.int("timeout_secs", i64::MIN, i64::MAX),
+            paused: input.boolean("paused"),
+            ..JobDraft::default()
+        };
+        match input.object("retry") {
+            Some(Some(mut retry)) => {
+                draft.retry_max_attempts = retry.int("max_attempts", i64::MIN, i64::MAX);
+                draft.retry_backoff_secs = retry.int("backoff_secs", i64::MIN, i64::MAX);
+                input.absorb(retry);
+            }
+            Some(None) => input.error("retry", "must not be null"),
+            None => {}
+        }
+        draft
+    }
+
+    /// The kind the draft asks for, when it names a valid one (for the role check, which
+    /// comes before validation so a forbidden request learns nothing more).
+    pub fn requested_kind(&self) -> Option<JobKind> {
+        self.kind.flatten()
+    }
+
+    /// The definition to store: the draft laid over `base` (an edit) or the defaults (a
+    /// create, where `name` and `kind` are required); else every bad field.
+    pub fn definition(self, base: Option<&Job>) -> Result<NewJob, ApiError> {
+        let mut checks = Checks::after_reading(&self.problems);
+        let job = self.apply(base, &mut checks);
+        checks.verdict(job)
+    }
+
+    fn apply(self, base: Option<&Job>, checks: &mut Checks) -> Option<NewJob> {
+        let name = match base {
+            Some(_) => checks.not_null("name", self.name),
+            None => checks.required("name", self.name),
+        };
+        let kind = match base {
+            Some(job) => checks.not_null("kind", self.kind).or(Some(job.kind)),
+            None => checks.required("kind", self.kind),
+        };
+        let mut job = match (base, kind) {
+            (Some(job), Some(kind)) => NewJob {
+                kind,
+                ..definition_of(job)
+            },
+            (None, Some(kind)) => NewJob::new("", kind, Value::Null),
+            (_, None) => NewJob::new("", JobKind::Noop, Value::Null),
+        };
+        if let Some(name) = name {
+            check_name(checks, &name);
+            job.name = name;
+        }
+        if let Some(description) = checks.not_null("description", self.description) {
+            job.description = description;
+        }
+        if job.description.chars().count() > MAX_DESCRIPTION_CHARS {
+            checks.error(
+                "description",
+                format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
+            );
+        }
+        if let Some(spec) = self.spec {
+            job.spec = spec;
+        }
+        if let Some(parallel) = checks.not_null("parallel", self.parallel) {
+            job.parallel = parallel;
+        }
+        if let Some(max) = checks.within_given("max_concurrency", self.max_concurrency, 1, INT4_MAX) {
+            job.max_concurrency = max.map(|m| m as i32);
+        }
+        if let Some(overlap) = checks.not_null("overlap", self.overlap) {
+            job.overlap = overlap;
+        }
+        let timeout = checks.not_null("timeout_secs", self.timeout_secs);
+        if let Some(timeout) = timeout.and_then(|t| checks.within("timeout_secs", t, 1, INT4_MAX)) {
+            job.timeout_secs = timeout as i32;
+        }
+        let attempts = checks.not_null("retry.max_attempts", self.retry_max_attempts);
+        if let Some(attempts) = attempts.and_then(|a| checks.within("retry.max_attempts", a, 1, MAX_ATTEMPTS))
+        {
+            job.retry_max_attempts = attempts as i32;
+        }
+        let backoff = checks.not_null("retry.backoff_secs", self.retry_backoff_secs);
+        if let Some(backoff) =
+            backoff.and_then(|b| checks.within("retry.backoff_secs", b, 0, MAX_BACKOFF_SECS))
+        {
+            job.retry_backoff_secs = backoff as i32;
+        }
+        if let Some(paused) = checks.not_null("paused", self.paused) {
+            job.paused = paused;
+        }
+        if kind.is_some() {
+            match JobSpec::parse(job.kind, &job.spec) {
+                Ok(spec) => job.spec = spec.to_json(),
+                Err(err) => checks.error(&err.field, err.message),
+            }
+        }
+        (!checks.failed()).then_some(job)
+    }
+}
+
+impl JobPatch {
+    /// Reads an API body (`PATCH /api/v1/jobs/{id}`).
+    pub fn from_json(body: Value) -> JobPatch {
+        let (mut input, problems) = lenient_input(body);
+        let version = input.int("version", i64::MIN, i64::MAX);
+        let mut draft = JobDraft::read(&mut input);
+        draft.problems = problems;
+        draft.problems.extend(input.into_errors());
+        JobPatch { version, draft }
+    }
+
+    /// The version the editor read and the definition to store over `base`; else every
+    /// bad field.
+    pub fn definition(self, base: &Job) -> Result<(i64, NewJob), ApiError> {
+        let mut checks = Checks::after_reading(&self.draft.problems);
+        let version = checks.required("version", self.version);
+        let version = version.and_then(|v| checks.within("version", v, 1, i64::MAX));
+        let job = self.draft.apply(Some(base), &mut checks);
+        checks.verdict(version.zip(job))
+    }
+}
+
+/// A stored job's definition, the base an edit is laid over.
+fn definition_of(job: &Job) -> NewJob {
+    NewJob {
+        name: job.name.clone(),
+        description: job.description.clone(),
+        kind: job.kind,
+        spec: job.spec.clone(),
+        parallel: job.parallel,
+        max_concurrency: job.max_concurrency,
+        overlap: job.overlap,
+        timeout_secs: job.timeout_secs,
+        retry_max_attempts: job.retry_max_attempts,
+        retry_backoff_secs: job.retry_backoff_secs,
+        paused: job.paused,
+    }
+}
+
+fn check_name(checks: &mut Checks, name: &str) {
+    if name.trim().is_empty() {
+        checks.error("name", "must not be empty");
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        checks.error("name", format!("must be at most {MAX_NAME_CHARS} characters"));
+    } else if name.chars().any(char::is_control) {
+        checks.error("name", "must not contain control characters");
+    }
+}

@@ -1,0 +1,115 @@
+//! Commands: what a user asks to create or change, typed, whether it came as an API body
+//! or an admin form, and validated in one place.
+//!
+//! A command is read leniently: each field is taken as given (`None` absent, `Some(None)`
+//! null) and a value of the wrong type, an unknown field or a malformed form line is
+//! recorded against its field instead of stopping the reading. Validation then lays the
+//! command over the stored object (an edit) or the defaults (a create), applies every
+//! rule, and answers with the definition the store writes or with every bad field at
+//! once, the reading's problems included.
+
+pub mod job;
+pub mod trigger;
+
+pub use job::{JobDraft, JobPatch};
+pub use trigger::{TriggerDraft, TriggerPatch};
+
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{Given, Input};
+
+/// The checks of a command's fields, collecting a message per bad field (the first one
+/// met for each).
+#[derive(Debug, Default)]
+pub struct Checks {
+    errors: FieldErrors,
+}
+
+impl Checks {
+    /// Checks that start from the problems met while reading the command.
+    pub fn after_reading(errors: &FieldErrors) -> Checks {
+        Checks {
+            errors: errors.clone(),
+        }
+    }
+
+    /// Records a problem with `field`, unless it already has one.
+    pub fn error(&mut self, field: &str, message: impl Into<String>) {
+        self.errors
+            .entry(field.to_owned())
+            .or_insert_with(|| message.into());
+    }
+
+    /// A value that may be absent but not null.
+    pub fn not_null<T>(&mut self, field: &str, given: Given<T>) -> Option<T> {
+        match given {
+            Some(None) => {
+                self.error(field, "must not be null");
+                None
+            }
+            Some(Some(value)) => Some(value),
+            None => None,
+        }
+    }
+
+    /// A value that must be given.
+    pub fn required<T>(&mut self, field: &str, given: Given<T>) -> Option<T> {
+        match given {
+            Some(Some(value)) => Some(value),
+            _ => {
+                self.error(field, "is required");
+                None
+            }
+        }
+    }
+
+    /// A whole number in `min..=max`.
+    pub fn within(&mut self, field: &str, value: i64, min: i64, max: i64) -> Option<i64> {
+        if value < min {
+            self.error(field, format!("must be at least {min}"));
+            None
+        } else if value > max {
+            self.error(field, format!("must be at most {max}"));
+            None
+        } else {
+            Some(value)
+        }
+    }
+
+    /// A given number checked against `min..=max`, null kept as null.
+    pub fn within_given(&mut self, field: &str, given: Given<i64>, min: i64, max: i64) -> Given<i64> {
+        match given? {
+            None => Some(None),
+            Some(value) => self.within(field, value, min, max).map(Some),
+        }
+    }
+
+    /// Whether a problem was found.
+    pub fn failed(&self) -> bool {
+        !self.errors.is_empty()
+    }
+
+    /// `value` when nothing was found wrong; else a 422 naming every bad field.
+    pub fn verdict<T>(self, value: Option<T>) -> Result<T, ApiError> {
+        match value {
+            Some(value) if self.errors.is_empty() => Ok(value),
+            _ if self.errors.is_empty() => Err(ApiError::field("body", "invalid")),
+            _ => Err(ApiError::Invalid(self.errors)),
+        }
+    }
+}
+
+/// Reads a request body leniently: an [`Input`] over it, or (for a body that is not an
+/// object) an empty one with that problem recorded.
+fn lenient_input(body: serde_json::Value) -> (Input, FieldErrors) {
+    match Input::new(body) {
+        Ok(input) => (input, FieldErrors::new()),
+        Err(_) => {
+            let mut errors = FieldErrors::new();
+            errors.insert("body".into(), "must be a JSON object".into());
+            (Input::default(), errors)
+        }
+    }
+}
+
+/// The whole-number range every stored `int4` column takes.
+const INT4_MAX: i64 = i32::MAX as i64;

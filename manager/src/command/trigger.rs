@@ -1,0 +1,238 @@
+//! Creating a trigger ([`TriggerDraft`]) and editing one ([`TriggerPatch`]).
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{Misfire, Trigger, TriggerKind};
+use probactr_common::schedule::TriggerSchedule;
+use probactr_common::store::triggers::NewTrigger;
+use serde_json::Value;
+
+use super::{lenient_input, Checks, INT4_MAX};
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{Given, Input};
+
+/// A trigger's definition as given: every field optional (absent means the default on a
+/// create and unchanged on an edit), with the problems met while reading it.
+#[derive(Debug, Clone, Default)]
+pub struct TriggerDraft {
+    /// cron, interval or once.
+    pub kind: Given<TriggerKind>,
+    /// The cron expression (cron triggers).
+    pub cron: Given<String>,
+    /// The IANA zone cron times are read in.
+    pub timezone: Given<String>,
+    /// Seconds between instants (interval triggers).
+    pub interval_secs: Given<i64>,
+    /// The instant of a once trigger.
+    pub at: Given<DateTime<Utc>>,
+    /// No instant before this.
+    pub start_at: Given<DateTime<Utc>>,
+    /// No instant after this.
+    pub end_at: Given<DateTime<Utc>>,
+    /// What to do with instants missed while nothing could fire them.
+    pub misfire: Given<Misfire>,
+    /// How late an instant may fire before it counts as missed.
+    pub misfire_threshold_secs: Given<i64>,
+    /// Paused triggers do not fire.
+    pub paused: Given<bool>,
+    /// Problems met while reading, by field.
+    pub problems: FieldErrors,
+}
+
+/// An edit of a trigger: the fields to change and the `version` the editor read.
+#[derive(Debug, Clone, Default)]
+pub struct TriggerPatch {
+    /// The version read; a stale one changes nothing.
+    pub version: Given<i64>,
+    /// The fields to change.
+    pub draft: TriggerDraft,
+}
+
+/// A schedule preview: a draft, and how many instants from when.
+#[derive(Debug, Clone, Default)]
+pub struct PreviewRequest {
+    /// How many instants.
+    pub count: Given<i64>,
+    /// From when (the draft is anchored there, like a trigger created then).
+    pub after: Given<DateTime<Utc>>,
+    /// The definition to preview.
+    pub draft: TriggerDraft,
+}
+
+impl PreviewRequest {
+    /// Reads an API body (`POST /api/v1/schedule/preview`).
+    pub fn from_json(body: Value) -> PreviewRequest {
+        let (mut input, problems) = lenient_input(body);
+        let count = input.int("count", i64::MIN, i64::MAX);
+        let after = input.time("after");
+        let mut draft = TriggerDraft::read(&mut input);
+        draft.problems = problems;
+        draft.problems.extend(input.into_errors());
+        PreviewRequest { count, after, draft }
+    }
+
+    /// The count (`default` when not given, at most `max`), the start, and the
+    /// definition anchored there; else every bad field.
+    pub fn definition(self, default: i64, max: i64) -> Result<(i64, DateTime<Utc>, Definition), ApiError> {
+        let mut checks = Checks::after_reading(&self.draft.problems);
+        let count = checks
+            .not_null("count", self.count)
+            .map_or(Some(default), |c| checks.within("count", c, 1, max));
+        let after = checks.not_null("after", self.after).unwrap_or_else(Utc::now);
+        let definition = self.draft.apply(None, after, &mut checks);
+        checks.verdict(
+            count
+                .zip(definition)
+                .map(|(count, definition)| (count, after, definition)),
+        )
+    }
+}
+
+/// A valid trigger definition and the schedule it describes.
+#[derive(Debug, Clone)]
+pub struct Definition {
+    /// What the store writes.
+    pub trigger: NewTrigger,
+    /// Its instants.
+    pub schedule: TriggerSchedule,
+}
+
+impl TriggerDraft {
+    /// Reads an API body (`POST /api/v1/jobs/{id}/triggers`).
+    pub fn from_json(body: Value) -> TriggerDraft {
+        let (mut input, problems) = lenient_input(body);
+        let mut draft = TriggerDraft::read(&mut input);
+        draft.problems = problems;
+        draft.problems.extend(input.into_errors());
+        draft
+    }
+
+    fn read(input: &mut Input) -> TriggerDraft {
+        TriggerDraft {
+            kind: input.choice("kind"),
+            cron: input.text("cron"),
+            timezone: input.text("timezone"),
+            interval_secs: input.int("interval_secs", i64::MIN, i64::MAX),
+            at: input.time("at"),
+            start_at: input.time("start_at"),
+            end_at: input.time("end_at"),
+            misfire: input.choice("misfire"),
+            misfire_threshold_secs: input.int("misfire_threshold_secs", i64::MIN, i64::MAX),
+            paused: input.boolean("paused"),
+            problems: FieldErrors::new(),
+        }
+    }
+
+    /// Whether the draft touches what decides the instants (an edit of one of these
+    /// recomputes the next instant).
+    pub fn changes_schedule(&self) -> bool {
+        self.kind.is_some()
+            || self.cron.is_some()
+            || self.timezone.is_some()
+            || self.interval_secs.is_some()
+            || self.at.is_some()
+            || self.start_at.is_some()
+            || self.end_at.is_some()
+    }
+
+    /// The definition to store: the draft laid over `base` (an edit) or the defaults (a
+    /// create, where `kind` is required), with its schedule anchored at `anchor`; else
+    /// every bad field.
+    pub fn definition(self, base: Option<&Trigger>, anchor: DateTime<Utc>) -> Result<Definition, ApiError> {
+        let mut checks = Checks::after_reading(&self.problems);
+        let definition = self.apply(base, anchor, &mut checks);
+        checks.verdict(definition)
+    }
+
+    fn apply(self, base: Option<&Trigger>, anchor: DateTime<Utc>, checks: &mut Checks) -> Option<Definition> {
+        let kind = match base {
+            Some(trigger) => checks.not_null("kind", self.kind).or(Some(trigger.kind)),
+            None => checks.required("kind", self.kind),
+        };
+        let mut trigger = base.map_or_else(|| NewTrigger::once(Utc::now()), definition_of);
+        if let Some(kind) = kind {
+            // A change of kind drops the previous kind's own field unless it is given.
+            if base.is_none() || trigger.kind != kind {
+                trigger.cron = None;
+                trigger.interval_secs = None;
+                trigger.at = None;
+            }
+            trigger.kind = kind;
+        }
+        if let Some(cron) = self.cron {
+            trigger.cron = cron;
+        }
+        if let Some(timezone) = checks.not_null("timezone", self.timezone) {
+            trigger.timezone = timezone;
+        }
+        if let Some(interval) = checks.within_given("interval_secs", self.interval_secs, 1, INT4_MAX) {
+            trigger.interval_secs = interval;
+        }
+        if let Some(at) = self.at {
+            trigger.at = at;
+        }
+        if let Some(start_at) = self.start_at {
+            trigger.start_at = start_at;
+        }
+        if let Some(end_at) = self.end_at {
+            trigger.end_at = end_at;
+        }
+        if let Some(misfire) = checks.not_null("misfire", self.misfire) {
+            trigger.misfire = misfire;
+        }
+        let threshold = checks.not_null("misfire_threshold_secs", self.misfire_threshold_secs);
+        if let Some(threshold) =
+            threshold.and_then(|t| checks.within("misfire_threshold_secs", t, 1, INT4_MAX))
+        {
+            trigger.misfire_threshold_secs = threshold as i32;
+        }
+        if let Some(paused) = checks.not_null("paused", self.paused) {
+            trigger.paused = paused;
+        }
+        if kind.is_none() || checks.failed() {
+            return None;
+        }
+        let schedule = trigger
+            .schedule(anchor)
+            .map_err(|err| checks.error(&err.field, err.message))
+            .ok()?;
+        Some(Definition { trigger, schedule })
+    }
+}
+
+impl TriggerPatch {
+    /// Reads an API body (`PATCH /api/v1/triggers/{id}`).
+    pub fn from_json(body: Value) -> TriggerPatch {
+        let (mut input, problems) = lenient_input(body);
+        let version = input.int("version", i64::MIN, i64::MAX);
+        let mut draft = TriggerDraft::read(&mut input);
+        draft.problems = problems;
+        draft.problems.extend(input.into_errors());
+        TriggerPatch { version, draft }
+    }
+
+    /// The version the editor read and the definition over `base` (its schedule anchored
+    /// where the stored one is); else every bad field.
+    pub fn definition(self, base: &Trigger) -> Result<(i64, Definition), ApiError> {
+        let mut checks = Checks::after_reading(&self.draft.problems);
+        let version = checks.required("version", self.version);
+        let version = version.and_then(|v| checks.within("version", v, 1, i64::MAX));
+        let definition = self.draft.apply(Some(base), base.created_at, &mut checks);
+        checks.verdict(version.zip(definition))
+    }
+}
+
+/// A stored trigger's definition, the base an edit is laid over.
+fn definition_of(t: &Trigger) -> NewTrigger {
+    NewTrigger {
+        kind: t.kind,
+        cron: t.cron.clone(),
+        timezone: t.timezone.clone(),
+        interval_secs: t.interval_secs,
+        at: t.at,
+        start_at: t.start_at,
+        end_at: t.end_at,
+        misfire: t.misfire,
+        misfire_threshold_secs: t.misfire_threshold_secs,
+        paused: t.paused,
+    }
+}

@@ -50,6 +50,32 @@ macro_rules! text_enum {
             type Error = UnknownValue;
             fn try_from(s: String) -> Result<Self, Self::Error> { s.parse() }
         }
+
+        // Stored as text: read and written as its text form, so checked queries can
+        // name the column's Rust type (`kind AS "kind: JobKind"`).
+        impl sqlx::Type<sqlx::Postgres> for $name {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <str as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+            fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+            }
+        }
+
+        impl<'r> sqlx::Decode<'r, sqlx::Postgres> for $name {
+            fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+                Ok(<&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?.parse::<$name>()?)
+            }
+        }
+
+        impl sqlx::Encode<'_, sqlx::Postgres> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<sqlx::Postgres>>::encode(self.as_str(), buf)
+            }
+        }
     };
 }
 

@@ -7,9 +7,10 @@ use sqlx::PgExecutor;
 
 use super::sessions::Holder;
 use super::StoreError;
+use crate::model::Role;
 
 /// An API token as its owner sees it (never the secret).
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenInfo {
     /// Id.
@@ -28,8 +29,9 @@ pub struct TokenInfo {
 
 /// The holder of the live token whose digest is `token_hash`.
 pub async fn holder(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<Holder>, StoreError> {
-    Ok(sqlx::query_as::<_, Holder>(
-        "WITH found AS (
+    Ok(sqlx::query_as!(
+        Holder,
+        r#"WITH found AS (
              SELECT users.id AS user_id, users.username, users.role, api_tokens.id AS secret_id,
                     NULL::text AS csrf_token, api_tokens.last_used_at
              FROM api_tokens JOIN users ON users.id = api_tokens.user_id
@@ -39,9 +41,10 @@ pub async fn holder(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<
              UPDATE api_tokens SET last_used_at = now()
              WHERE id = (SELECT secret_id FROM found)
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
-         SELECT user_id, username, role, secret_id, csrf_token FROM found",
+         SELECT user_id AS "user_id!", username AS "username!", role AS "role!: Role",
+                secret_id, csrf_token FROM found"#,
+        token_hash
     )
-    .bind(token_hash)
     .fetch_optional(db)
     .await?)
 }
@@ -53,42 +56,46 @@ pub async fn create(
     name: &str,
     token_hash: &str,
 ) -> Result<i64, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "INSERT INTO api_tokens (user_id, name, token_hash) VALUES ($1, $2, $3) RETURNING id",
+        user_id,
+        name,
+        token_hash
     )
-    .bind(user_id)
-    .bind(name)
-    .bind(token_hash)
     .fetch_one(db)
     .await?)
 }
 
 /// Revokes a token; returns whether it was live.
 pub async fn revoke(db: impl PgExecutor<'_>, token_id: i64) -> Result<bool, StoreError> {
-    let done = sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL")
-        .bind(token_id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
+        token_id
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// A user's tokens, newest first.
 pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
-    Ok(sqlx::query_as::<_, TokenInfo>(
+    Ok(sqlx::query_as!(
+        TokenInfo,
         "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens
          WHERE user_id = $1 ORDER BY id DESC",
+        user_id
     )
-    .bind(user_id)
     .fetch_all(db)
     .await?)
 }
 
 /// One token's metadata.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<TokenInfo>, StoreError> {
-    Ok(sqlx::query_as::<_, TokenInfo>(
+    Ok(sqlx::query_as!(
+        TokenInfo,
         "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens WHERE id = $1",
+        id
     )
-    .bind(id)
     .fetch_optional(db)
     .await?)
 }

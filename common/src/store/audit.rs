@@ -24,7 +24,7 @@ pub struct Change<'a> {
 }
 
 /// An entry of the audit log: who changed what, when, and the object before and after.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Entry {
     /// Id.
@@ -58,17 +58,17 @@ pub struct Actor<'a> {
 
 /// Writes one audit row; call it in the transaction of the change.
 pub async fn record(db: impl PgExecutor<'_>, who: Actor<'_>, change: Change<'_>) -> Result<(), StoreError> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        who.id,
+        who.name,
+        change.action,
+        change.object_type,
+        change.object_id,
+        change.before,
+        change.after
     )
-    .bind(who.id)
-    .bind(who.name)
-    .bind(change.action)
-    .bind(change.object_type)
-    .bind(change.object_id)
-    .bind(change.before)
-    .bind(change.after)
     .execute(db)
     .await?;
     tracing::info!(
@@ -87,22 +87,24 @@ pub async fn list(
     page: Page,
 ) -> Result<(Vec<Entry>, i64), StoreError> {
     let (object_type, object_id) = object.map_or((None, None), |(t, id)| (Some(t), Some(id)));
-    let items = sqlx::query_as::<_, Entry>(
-        "SELECT * FROM audit_log
+    let items = sqlx::query_as!(
+        Entry,
+        "SELECT id, at, actor_id, actor, action, object_type, object_id, before, after FROM audit_log
          WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))
          ORDER BY id DESC LIMIT $3 OFFSET $4",
+        object_type,
+        object_id,
+        page.limit,
+        page.offset
     )
-    .bind(object_type)
-    .bind(object_id)
-    .bind(page.limit)
-    .bind(page.offset)
     .fetch_all(db)
     .await?;
-    let total: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM audit_log WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))",
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM audit_log
+           WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))"#,
+        object_type,
+        object_id
     )
-    .bind(object_type)
-    .bind(object_id)
     .fetch_one(db)
     .await?;
     Ok((items, total))

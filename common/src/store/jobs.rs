@@ -3,8 +3,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::PgArguments;
-use sqlx::query::QueryAs;
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
@@ -56,61 +54,59 @@ impl NewJob {
     }
 }
 
-/// Binds a definition's columns in the order `insert` and `update` name them.
-fn bind_definition<'q, O>(
-    query: QueryAs<'q, Postgres, O, PgArguments>,
-    job: &'q NewJob,
-) -> QueryAs<'q, Postgres, O, PgArguments> {
-    query
-        .bind(&job.name)
-        .bind(&job.description)
-        .bind(job.kind.as_str())
-        .bind(&job.spec)
-        .bind(job.parallel)
-        .bind(job.max_concurrency)
-        .bind(job.overlap.as_str())
-        .bind(job.timeout_secs)
-        .bind(job.retry_max_attempts)
-        .bind(job.retry_backoff_secs)
-        .bind(job.paused)
-}
-
 /// Inserts a job and returns the stored row.
 pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreError> {
-    let query = sqlx::query_as::<_, Job>(
-        "INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
-                           timeout_secs, retry_max_attempts, retry_backoff_secs, paused)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-         RETURNING *",
-    );
-    Ok(bind_definition(query, job).fetch_one(db).await?)
+    Ok(sqlx::query_as!(
+        Job,
+        r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
+                            timeout_secs, retry_max_attempts, retry_backoff_secs, paused)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at"#,
+        job.name,
+        job.description,
+        job.kind as JobKind,
+        job.spec,
+        job.parallel,
+        job.max_concurrency,
+        job.overlap as Overlap,
+        job.timeout_secs,
+        job.retry_max_attempts,
+        job.retry_backoff_secs,
+        job.paused
+    )
+    .fetch_one(db)
+    .await?)
 }
 
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
-    Ok(sqlx::query_as::<_, Job>("SELECT * FROM jobs WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    Ok(
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at FROM jobs WHERE id = $1"#, id)
+            .fetch_optional(db)
+            .await?,
+    )
 }
 
 /// Sets a job's paused flag; returns the new row (None when the job does not exist).
 pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Result<Option<Job>, StoreError> {
-    Ok(sqlx::query_as::<_, Job>(
-        "UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
+    Ok(sqlx::query_as!(
+        Job,
+        r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at"#,
+        id,
+        paused
     )
-    .bind(id)
-    .bind(paused)
     .fetch_optional(db)
     .await?)
 }
 
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
-    Ok(sqlx::query_as::<_, Job>("SELECT * FROM jobs WHERE id = ANY($1)")
-        .bind(ids)
-        .fetch_all(db)
-        .await?)
+    Ok(
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at FROM jobs WHERE id = ANY($1)"#, ids)
+            .fetch_all(db)
+            .await?,
+    )
 }
 
 /// A job with its all-time run statistics (the `job_stats` row kept by triggers on
@@ -230,8 +226,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as::<_, Job>("SELECT * FROM jobs WHERE id = $1 FOR UPDATE")
-            .bind(id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -244,25 +239,35 @@ pub async fn update(
     version: i64,
     job: &NewJob,
 ) -> Result<Option<Job>, StoreError> {
-    let query = sqlx::query_as::<_, Job>(
-        "UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
-                         max_concurrency = $8, overlap = $9, timeout_secs = $10,
-                         retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
-                         version = version + 1, updated_at = now()
-         WHERE id = $1 AND version = $2
-         RETURNING *",
+    Ok(sqlx::query_as!(
+        Job,
+        r#"UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
+                           max_concurrency = $8, overlap = $9, timeout_secs = $10,
+                           retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
+                           version = version + 1, updated_at = now()
+           WHERE id = $1 AND version = $2
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at"#,
+        id,
+        version,
+        job.name,
+        job.description,
+        job.kind as JobKind,
+        job.spec,
+        job.parallel,
+        job.max_concurrency,
+        job.overlap as Overlap,
+        job.timeout_secs,
+        job.retry_max_attempts,
+        job.retry_backoff_secs,
+        job.paused
     )
-    .bind(id)
-    .bind(version);
-    Ok(bind_definition(query, job).fetch_optional(db).await?)
+    .fetch_optional(db)
+    .await?)
 }
 
 /// Deletes a job with its triggers and history (see the core migration's policy).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
-    let done = sqlx::query("DELETE FROM jobs WHERE id = $1")
-        .bind(id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!("DELETE FROM jobs WHERE id = $1", id).execute(db).await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -270,8 +275,7 @@ pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError
 /// which triggers are due without touching the `triggers` table, so its NOTIFY trigger
 /// does not fire. Delivered when the transaction commits.
 pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(super::TRIGGERS_CHANNEL)
+    sqlx::query!("SELECT pg_notify($1, '')", super::TRIGGERS_CHANNEL)
         .execute(db)
         .await?;
     Ok(())

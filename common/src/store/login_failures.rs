@@ -14,17 +14,18 @@ pub async fn recent(
     address: &str,
     window: Duration,
 ) -> Result<(i64, u64), StoreError> {
-    let (count, wait): (i64, Option<f64>) = sqlx::query_as(
-        "SELECT count(*), EXTRACT(EPOCH FROM (min(at) + make_interval(secs => $3) - now()))::float8
-         FROM login_failures
-         WHERE username = $1 AND address = $2 AND at > now() - make_interval(secs => $3)",
+    let found = sqlx::query!(
+        r#"SELECT count(*) AS "count!",
+                  EXTRACT(EPOCH FROM (min(at) + make_interval(secs => $3) - now()))::float8 AS wait
+           FROM login_failures
+           WHERE username = $1 AND address = $2 AND at > now() - make_interval(secs => $3)"#,
+        username,
+        address,
+        window.as_secs_f64()
     )
-    .bind(username)
-    .bind(address)
-    .bind(window.as_secs_f64())
     .fetch_one(db)
     .await?;
-    Ok((count, wait.unwrap_or(0.0).ceil().max(0.0) as u64))
+    Ok((found.count, found.wait.unwrap_or(0.0).ceil().max(0.0) as u64))
 }
 
 /// Records a failed login (and forgets failures older than `window`, of every key).
@@ -34,13 +35,13 @@ pub async fn record(
     address: &str,
     window: Duration,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    sqlx::query!(
         "WITH pruned AS (DELETE FROM login_failures WHERE at < now() - make_interval(secs => $3))
          INSERT INTO login_failures (username, address) VALUES ($1, $2)",
+        username,
+        address,
+        window.as_secs_f64()
     )
-    .bind(username)
-    .bind(address)
-    .bind(window.as_secs_f64())
     .execute(db)
     .await?;
     Ok(())
@@ -48,10 +49,12 @@ pub async fn record(
 
 /// Forgets a key's failures after a successful login.
 pub async fn clear(db: impl PgExecutor<'_>, username: &str, address: &str) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM login_failures WHERE username = $1 AND address = $2")
-        .bind(username)
-        .bind(address)
-        .execute(db)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM login_failures WHERE username = $1 AND address = $2",
+        username,
+        address
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }

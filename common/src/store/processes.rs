@@ -51,15 +51,15 @@ fn host_name() -> String {
 
 /// Inserts the process's row, alive, heartbeating now.
 pub async fn register(db: impl PgExecutor<'_>, who: &Registration) -> Result<(), StoreError> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO executors (id, role, host, pid, version, capacity) VALUES ($1, $2, $3, $4, $5, $6)",
+        who.id,
+        who.role as ProcessRole,
+        who.host,
+        who.pid,
+        who.version,
+        who.capacity
     )
-    .bind(who.id)
-    .bind(who.role.as_str())
-    .bind(&who.host)
-    .bind(who.pid)
-    .bind(&who.version)
-    .bind(who.capacity)
     .execute(db)
     .await?;
     Ok(())
@@ -76,10 +76,10 @@ pub enum Heartbeat {
 
 /// Records a heartbeat, unless a monitor declared the process dead meanwhile.
 pub async fn heartbeat(db: impl PgExecutor<'_>, id: Uuid) -> Result<Heartbeat, StoreError> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "UPDATE executors SET last_heartbeat_at = now() WHERE id = $1 AND state IN ('alive', 'draining')",
+        id
     )
-    .bind(id)
     .execute(db)
     .await?;
     Ok(if done.rows_affected() == 1 {
@@ -91,12 +91,12 @@ pub async fn heartbeat(db: impl PgExecutor<'_>, id: Uuid) -> Result<Heartbeat, S
 
 /// Moves a live process to `draining` or `stopped` (never revives a dead one).
 pub async fn set_state(db: impl PgExecutor<'_>, id: Uuid, state: ProcessState) -> Result<bool, StoreError> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "UPDATE executors SET state = $2, last_heartbeat_at = now()
          WHERE id = $1 AND state IN ('alive', 'draining')",
+        id,
+        state as ProcessState
     )
-    .bind(id)
-    .bind(state.as_str())
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -110,35 +110,40 @@ pub async fn declare_dead(
     monitor_id: Uuid,
     timeout: Duration,
 ) -> Result<Vec<Uuid>, StoreError> {
-    let rows: Vec<(Uuid,)> = sqlx::query_as(
+    Ok(sqlx::query_scalar!(
         "UPDATE executors SET state = 'dead', declared_dead_at = now(), reaped_by = $1
          WHERE state IN ('alive', 'draining')
            AND last_heartbeat_at < now() - make_interval(secs => $2)
          RETURNING id",
+        monitor_id,
+        timeout.as_secs_f64()
     )
-    .bind(monitor_id)
-    .bind(timeout.as_secs_f64())
     .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    .await?)
 }
 
 /// One process by id.
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Process>, StoreError> {
-    Ok(
-        sqlx::query_as::<_, Process>("SELECT * FROM executors WHERE id = $1")
-            .bind(id)
-            .fetch_optional(db)
-            .await?,
+    Ok(sqlx::query_as!(
+        Process,
+        r#"SELECT id, role AS "role: ProcessRole", host, pid, version, capacity, state AS "state: ProcessState",
+                  started_at, last_heartbeat_at, declared_dead_at, reaped_by
+           FROM executors WHERE id = $1"#,
+        id
     )
+    .fetch_optional(db)
+    .await?)
 }
 
 /// Every registered process of a role, newest first.
 pub async fn list(db: impl PgExecutor<'_>, role: ProcessRole) -> Result<Vec<Process>, StoreError> {
-    Ok(
-        sqlx::query_as::<_, Process>("SELECT * FROM executors WHERE role = $1 ORDER BY started_at DESC")
-            .bind(role.as_str())
-            .fetch_all(db)
-            .await?,
+    Ok(sqlx::query_as!(
+        Process,
+        r#"SELECT id, role AS "role: ProcessRole", host, pid, version, capacity, state AS "state: ProcessState",
+                  started_at, last_heartbeat_at, declared_dead_at, reaped_by
+           FROM executors WHERE role = $1 ORDER BY started_at DESC"#,
+        role as ProcessRole
     )
+    .fetch_all(db)
+    .await?)
 }

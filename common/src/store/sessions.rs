@@ -11,14 +11,13 @@ use super::StoreError;
 use crate::model::Role;
 
 /// The user behind a session or an API token.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct Holder {
     /// The user's id.
     pub user_id: i64,
     /// The user's name.
     pub username: String,
     /// The user's role.
-    #[sqlx(try_from = "String")]
     pub role: Role,
     /// The API token's id (tokens only).
     pub secret_id: Option<i64>,
@@ -33,8 +32,9 @@ pub async fn holder(
     id_hash: &str,
     idle: Duration,
 ) -> Result<Option<Holder>, StoreError> {
-    Ok(sqlx::query_as::<_, Holder>(
-        "WITH found AS (
+    Ok(sqlx::query_as!(
+        Holder,
+        r#"WITH found AS (
              SELECT users.id AS user_id, users.username, users.role, NULL::bigint AS secret_id,
                     sessions.csrf_token, sessions.id_hash
              FROM sessions JOIN users ON users.id = sessions.user_id
@@ -43,10 +43,11 @@ pub async fn holder(
          touched AS (
              UPDATE sessions SET last_seen_at = now()
              WHERE id_hash = (SELECT id_hash FROM found) AND last_seen_at < now() - interval '1 minute')
-         SELECT user_id, username, role, secret_id, csrf_token FROM found",
+         SELECT user_id AS "user_id!", username AS "username!", role AS "role!: Role",
+                secret_id, csrf_token FROM found"#,
+        id_hash,
+        idle.as_secs_f64()
     )
-    .bind(id_hash)
-    .bind(idle.as_secs_f64())
     .fetch_optional(db)
     .await?)
 }
@@ -59,14 +60,14 @@ pub async fn create(
     csrf_token: &str,
     lifetime: Duration,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO sessions (id_hash, user_id, csrf_token, expires_at)
          VALUES ($1, $2, $3, now() + make_interval(secs => $4))",
+        id_hash,
+        user_id,
+        csrf_token,
+        lifetime.as_secs_f64()
     )
-    .bind(id_hash)
-    .bind(user_id)
-    .bind(csrf_token)
-    .bind(lifetime.as_secs_f64())
     .execute(db)
     .await?;
     Ok(())
@@ -74,8 +75,7 @@ pub async fn create(
 
 /// Ends a session (logout, or the old one at a new login), and forgets expired ones.
 pub async fn delete(db: impl PgExecutor<'_>, id_hash: &str) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()")
-        .bind(id_hash)
+    sqlx::query!("DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()", id_hash)
         .execute(db)
         .await?;
     Ok(())
@@ -83,8 +83,7 @@ pub async fn delete(db: impl PgExecutor<'_>, id_hash: &str) -> Result<(), StoreE
 
 /// Ends every session of a user (password change, disabling).
 pub async fn delete_of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1")
-        .bind(user_id)
+    let done = sqlx::query!("DELETE FROM sessions WHERE user_id = $1", user_id)
         .execute(db)
         .await?;
     Ok(done.rows_affected())

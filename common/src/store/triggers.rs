@@ -5,9 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::PgArguments;
-use sqlx::query::QueryAs;
-use sqlx::{PgConnection, PgExecutor, Postgres};
+use sqlx::{PgConnection, PgExecutor};
 
 use super::StoreError;
 use uuid::Uuid;
@@ -108,27 +106,6 @@ pub enum CreateTriggerError {
     Store(#[from] StoreError),
 }
 
-/// Binds a definition's columns and its next instant in the order `create` and `update`
-/// name them.
-fn bind_definition<'q, O>(
-    query: QueryAs<'q, Postgres, O, PgArguments>,
-    trigger: &'q NewTrigger,
-    next_fire_at: Option<DateTime<Utc>>,
-) -> QueryAs<'q, Postgres, O, PgArguments> {
-    query
-        .bind(trigger.kind.as_str())
-        .bind(&trigger.cron)
-        .bind(&trigger.timezone)
-        .bind(trigger.interval_secs)
-        .bind(trigger.at)
-        .bind(trigger.start_at)
-        .bind(trigger.end_at)
-        .bind(trigger.misfire.as_str())
-        .bind(trigger.misfire_threshold_secs)
-        .bind(trigger.paused)
-        .bind(next_fire_at)
-}
-
 /// Validates and inserts a trigger, with its first instant at or after `now`.
 pub async fn create(
     db: impl PgExecutor<'_>,
@@ -138,26 +115,36 @@ pub async fn create(
 ) -> Result<Trigger, CreateTriggerError> {
     let schedule = trigger.schedule(now)?;
     let next_fire_at = schedule.first_at_or_after(now);
-    let query = sqlx::query_as::<_, Trigger>(
-        "INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
-                               misfire, misfire_threshold_secs, paused, next_fire_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-         RETURNING *",
+    let row = sqlx::query_as!(
+        Trigger,
+        r#"INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
+                                misfire, misfire_threshold_secs, paused, next_fire_at, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at"#,
+        job_id,
+trigger.kind as TriggerKind,
+        trigger.cron,
+        trigger.timezone,
+        trigger.interval_secs,
+        trigger.at,
+        trigger.start_at,
+        trigger.end_at,
+        trigger.misfire as Misfire,
+        trigger.misfire_threshold_secs,
+        trigger.paused,
+        next_fire_at,
+        now
     )
-    .bind(job_id);
-    let row = bind_definition(query, trigger, next_fire_at)
-        .bind(now)
-        .fetch_one(db)
-        .await
-        .map_err(StoreError::from)?;
+    .fetch_one(db)
+    .await
+    .map_err(StoreError::from)?;
     Ok(row)
 }
 
 /// One trigger by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1")
-            .bind(id)
+        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at FROM triggers WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -286,9 +273,7 @@ pub async fn announce_runs_at(conn: &mut PgConnection, instants: &[DateTime<Utc>
         .map(i64::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(super::RUNS_AT_CHANNEL)
-        .bind(payload)
+    sqlx::query!("SELECT pg_notify($1, $2)", super::RUNS_AT_CHANNEL, payload)
         .execute(conn)
         .await?;
     Ok(())
@@ -323,18 +308,18 @@ pub async fn record_misfires(conn: &mut PgConnection, missed: &[MissedInstants])
         return Ok(());
     }
     let column = |f: fn(&MissedInstants) -> String| missed.iter().map(f).collect::<Vec<_>>();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO misfires (trigger_id, job_id, first_instant, last_instant, instants, policy, reason)
          SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[],
                               $5::bigint[], $6::text[], $7::text[])",
+        &missed.iter().map(|m| m.trigger_id).collect::<Vec<_>>(),
+        &missed.iter().map(|m| m.job_id).collect::<Vec<_>>(),
+        &missed.iter().map(|m| m.first).collect::<Vec<_>>(),
+        &missed.iter().map(|m| m.last).collect::<Vec<_>>(),
+        &missed.iter().map(|m| m.count).collect::<Vec<_>>(),
+        &column(|m| m.policy.as_str().to_owned()),
+        &column(|m| m.reason.clone())
     )
-    .bind(missed.iter().map(|m| m.trigger_id).collect::<Vec<_>>())
-    .bind(missed.iter().map(|m| m.job_id).collect::<Vec<_>>())
-    .bind(missed.iter().map(|m| m.first).collect::<Vec<_>>())
-    .bind(missed.iter().map(|m| m.last).collect::<Vec<_>>())
-    .bind(missed.iter().map(|m| m.count).collect::<Vec<_>>())
-    .bind(column(|m| m.policy.as_str().to_owned()))
-    .bind(column(|m| m.reason.clone()))
     .execute(conn)
     .await?;
     Ok(())
@@ -350,14 +335,14 @@ pub async fn advance(
     if trigger_ids.is_empty() {
         return Ok(());
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE triggers SET next_fire_at = advanced.next, last_fired_at = $3
          FROM UNNEST($1::bigint[], $2::timestamptz[]) AS advanced (id, next)
          WHERE triggers.id = advanced.id",
+        trigger_ids,
+        next_fire_at as &[Option<DateTime<Utc>>],
+        fired_at
     )
-    .bind(trigger_ids)
-    .bind(next_fire_at)
-    .bind(fired_at)
     .execute(conn)
     .await?;
     Ok(())
@@ -366,15 +351,14 @@ pub async fn advance(
 /// Seconds from the database's clock until the earliest due instant of any unpaused
 /// trigger of an unpaused job (negative when overdue), or None when nothing is scheduled.
 pub async fn seconds_until_earliest_due(db: impl PgExecutor<'_>) -> Result<Option<f64>, StoreError> {
-    let (seconds,): (Option<f64>,) = sqlx::query_as(
+    Ok(sqlx::query_scalar!(
         "SELECT EXTRACT(EPOCH FROM (min(next_fire_at) - clock_timestamp()))::float8 FROM (
              SELECT triggers.next_fire_at FROM triggers JOIN jobs ON jobs.id = triggers.job_id
              WHERE NOT triggers.paused AND triggers.next_fire_at IS NOT NULL AND NOT jobs.paused
-             ORDER BY triggers.next_fire_at LIMIT 1) AS first",
+             ORDER BY triggers.next_fire_at LIMIT 1) AS first"
     )
     .fetch_one(db)
-    .await?;
-    Ok(seconds)
+    .await?)
 }
 
 /// Sets a trigger's paused flag. Resuming keeps `next_fire_at`, so instants that passed
@@ -385,11 +369,13 @@ pub async fn set_paused(
     id: i64,
     paused: bool,
 ) -> Result<Option<Trigger>, StoreError> {
-    Ok(sqlx::query_as::<_, Trigger>(
-        "UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *",
+    Ok(sqlx::query_as!(
+        Trigger,
+        r#"UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
+           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at"#,
+        id,
+        paused
     )
-    .bind(id)
-    .bind(paused)
     .fetch_optional(db)
     .await?)
 }
@@ -397,8 +383,7 @@ pub async fn set_paused(
 /// A job's triggers, oldest first.
 pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE job_id = $1 ORDER BY id")
-            .bind(job_id)
+        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at FROM triggers WHERE job_id = $1 ORDER BY id"#, job_id)
             .fetch_all(db)
             .await?,
     )
@@ -407,8 +392,7 @@ pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Tr
 /// One trigger, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as::<_, Trigger>("SELECT * FROM triggers WHERE id = $1 FOR UPDATE")
-            .bind(id)
+        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at FROM triggers WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -422,25 +406,33 @@ pub async fn update(
     trigger: &NewTrigger,
     next_fire_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Trigger>, StoreError> {
-    let query = sqlx::query_as::<_, Trigger>(
-        "UPDATE triggers SET kind = $3, cron = $4, timezone = $5, interval_secs = $6, at = $7,
-                             start_at = $8, end_at = $9, misfire = $10, misfire_threshold_secs = $11,
-                             paused = $12, next_fire_at = $13, version = version + 1, updated_at = now()
-         WHERE id = $1 AND version = $2
-         RETURNING *",
+    Ok(sqlx::query_as!(
+        Trigger,
+        r#"UPDATE triggers SET kind = $3, cron = $4, timezone = $5, interval_secs = $6, at = $7,
+                               start_at = $8, end_at = $9, misfire = $10, misfire_threshold_secs = $11,
+                               paused = $12, next_fire_at = $13, version = version + 1, updated_at = now()
+           WHERE id = $1 AND version = $2
+           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at"#,
+        id,
+        version,
+        trigger.kind as TriggerKind,
+        trigger.cron,
+        trigger.timezone,
+        trigger.interval_secs,
+        trigger.at,
+        trigger.start_at,
+        trigger.end_at,
+        trigger.misfire as Misfire,
+        trigger.misfire_threshold_secs,
+        trigger.paused,
+        next_fire_at
     )
-    .bind(id)
-    .bind(version);
-    Ok(bind_definition(query, trigger, next_fire_at)
-        .fetch_optional(db)
-        .await?)
+    .fetch_optional(db)
+    .await?)
 }
 
 /// Deletes a trigger (its runs stay, with `trigger_id` NULL).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
-    let done = sqlx::query("DELETE FROM triggers WHERE id = $1")
-        .bind(id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!("DELETE FROM triggers WHERE id = $1", id).execute(db).await?;
     Ok(done.rows_affected() == 1)
 }

@@ -39,8 +39,9 @@ RUN set -eux; \
 
 # Then probactr itself. COPY keeps the files' own modification times, which can be
 # older than the placeholders built above: touch them so cargo rebuilds every crate.
-# The store's SQL is checked against the query descriptions in .sqlx/, not a database.
-ENV SQLX_OFFLINE=true
+# The store's SQL is checked against the query descriptions in .sqlx/, not a database
+# (.cargo/config.toml sets SQLX_OFFLINE).
+COPY .cargo .cargo
 COPY .sqlx .sqlx
 COPY migrations migrations
 COPY common common

@@ -4,8 +4,10 @@
 //! another holder can take it. So after taking the lock an executor draws the next
 //! token from `jobs.fence` in the statement that starts its run
 //! ([`crate::store::runs::start()`]) and stores it on the run; every later write of that
-//! run is conditional on the token still being current ([`RUN_FENCE_IS_CURRENT`]). A stale holder's writes then match no row and are
-//! reported as [`Write::Fenced`] instead of overwriting the newer holder's work.
+//! run is conditional on the token still being current (the condition of the statement
+//! that records a run's end, `store/runs/sql/finish_many.sql`). A stale holder's writes
+//! then match no row and are reported as [`Write::Fenced`] instead of overwriting the
+//! newer holder's work.
 //!
 //! For a parallel job several holders are legitimate at once, so "current" means that
 //! the run itself still carries the token and is still running on that executor; for a
@@ -30,12 +32,3 @@ impl Write {
         }
     }
 }
-
-/// The SQL condition under which a writer may still write a `runs` row: the writer's
-/// executor id and token are the columns `input.executor_id` and `input.fence` (NULL for
-/// an unfenced parallel run) of the statement's input rows.
-pub const RUN_FENCE_IS_CURRENT: &str = "runs.state = 'running'
-    AND runs.executor_id = input.executor_id
-    AND runs.fence IS NOT DISTINCT FROM input.fence
-    AND (NOT runs.exclusive OR EXISTS (
-        SELECT 1 FROM jobs WHERE jobs.id = runs.job_id AND jobs.fence = input.fence))";

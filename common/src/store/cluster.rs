@@ -10,7 +10,7 @@ use sqlx::PgExecutor;
 use super::StoreError;
 
 /// The next instant of one trigger, for the status summary.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NextFire {
     /// The trigger.
@@ -24,7 +24,7 @@ pub struct NextFire {
 }
 
 /// A recent failed run, for the status summary.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecentFailure {
     /// The run.
@@ -59,52 +59,72 @@ pub struct Status {
 
 /// The status summary.
 pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError> {
-    let process_rows: Vec<(String, String, i64)> =
-        sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state")
-            .fetch_all(db)
-            .await?;
     let mut processes: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-    for (role, state, count) in process_rows {
-        processes.entry(role).or_default().insert(state, count);
+    for row in process_counts(db).await? {
+        processes
+            .entry(row.role)
+            .or_default()
+            .insert(row.state, row.count);
     }
-    let run_rows: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT state, count(*) FROM runs WHERE queued_at > now() - interval '1 hour' GROUP BY state",
+    let run_rows = sqlx::query!(
+        r#"SELECT state, count(*) AS "count!" FROM runs WHERE queued_at > now() - interval '1 hour'
+           GROUP BY state"#
     )
     .fetch_all(db)
     .await?;
     // Counting `queued_at` (never NULL in a row, NULL where a minute has no run) lets the
     // per-minute ranges be read from the `runs_queued_at` index alone.
-    let per_minute: Vec<i64> = sqlx::query_scalar(
-        "SELECT count(runs.queued_at) FROM generate_series(59, 0, -1) AS ago (minutes)
-         LEFT JOIN runs ON runs.queued_at >= date_trunc('minute', now()) - make_interval(mins => ago.minutes)
-                       AND runs.queued_at < date_trunc('minute', now()) - make_interval(mins => ago.minutes - 1)
-         GROUP BY ago.minutes ORDER BY ago.minutes DESC",
+    let per_minute = sqlx::query_scalar!(
+        r#"SELECT count(runs.queued_at) AS "count!" FROM generate_series(59, 0, -1) AS ago (minutes)
+           LEFT JOIN runs ON runs.queued_at >= date_trunc('minute', now()) - make_interval(mins => ago.minutes)
+                         AND runs.queued_at < date_trunc('minute', now()) - make_interval(mins => ago.minutes - 1)
+           GROUP BY ago.minutes ORDER BY ago.minutes DESC"#
     )
     .fetch_all(db)
     .await?;
-    let recent_failures = sqlx::query_as::<_, RecentFailure>(
+    let recent_failures = sqlx::query_as!(
+        RecentFailure,
         "SELECT runs.id AS run_id, runs.job_id, jobs.name AS job_name, runs.state, runs.finished_at, runs.error
          FROM runs JOIN jobs ON jobs.id = runs.job_id
          WHERE runs.state IN ('failed', 'timed_out', 'abandoned')
-         ORDER BY runs.id DESC LIMIT 10",
+         ORDER BY runs.id DESC LIMIT 10"
     )
     .fetch_all(db)
     .await?;
-    let next_fires = sqlx::query_as::<_, NextFire>(
-        "SELECT triggers.id AS trigger_id, triggers.job_id, jobs.name AS job_name, triggers.next_fire_at
-         FROM triggers JOIN jobs ON jobs.id = triggers.job_id
-         WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at IS NOT NULL
-         ORDER BY triggers.next_fire_at LIMIT 10",
+    let next_fires = sqlx::query_as!(
+        NextFire,
+        r#"SELECT triggers.id AS trigger_id, triggers.job_id, jobs.name AS job_name,
+                  triggers.next_fire_at AS "next_fire_at!"
+           FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+           WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at IS NOT NULL
+           ORDER BY triggers.next_fire_at LIMIT 10"#
     )
     .fetch_all(db)
     .await?;
     Ok(Status {
         processes,
-        runs_last_hour: run_rows.into_iter().collect(),
+        runs_last_hour: run_rows.into_iter().map(|row| (row.state, row.count)).collect(),
         runs_per_minute: per_minute,
         recent_failures,
         next_fires,
     })
+}
+
+/// How many registered processes there are of a role in a state.
+struct ProcessCount {
+    role: String,
+    state: String,
+    count: i64,
+}
+
+/// Registered processes by role and state, in that order.
+async fn process_counts(db: impl PgExecutor<'_>) -> Result<Vec<ProcessCount>, StoreError> {
+    Ok(sqlx::query_as!(
+        ProcessCount,
+        r#"SELECT role, state, count(*) AS "count!" FROM executors GROUP BY role, state ORDER BY 1, 2"#
+    )
+    .fetch_all(db)
+    .await?)
 }
 
 /// Numbers for `/metrics`.
@@ -124,27 +144,32 @@ pub struct Metrics {
 
 /// Reads [`Metrics`].
 pub async fn metrics(db: impl PgExecutor<'_> + Copy) -> Result<Metrics, StoreError> {
-    let runs_by_state = sqlx::query_as("SELECT state, count(*) FROM runs GROUP BY state ORDER BY state")
-        .fetch_all(db)
-        .await?;
-    let processes =
-        sqlx::query_as("SELECT role, state, count(*) FROM executors GROUP BY role, state ORDER BY 1, 2")
+    let runs_by_state =
+        sqlx::query!(r#"SELECT state, count(*) AS "count!" FROM runs GROUP BY state ORDER BY state"#)
             .fetch_all(db)
             .await?;
-    let (jobs, jobs_paused): (i64, i64) =
-        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE paused) FROM jobs")
+    let jobs =
+        sqlx::query!(r#"SELECT count(*) AS "all!", count(*) FILTER (WHERE paused) AS "paused!" FROM jobs"#)
             .fetch_one(db)
             .await?;
-    let triggers_overdue = sqlx::query_scalar(
-        "SELECT count(*) FROM triggers WHERE NOT paused AND next_fire_at < now() - interval '5 seconds'",
+    let triggers_overdue = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM triggers
+           WHERE NOT paused AND next_fire_at < now() - interval '5 seconds'"#
     )
     .fetch_one(db)
     .await?;
     Ok(Metrics {
-        runs_by_state,
-        processes,
-        jobs,
-        jobs_paused,
+        runs_by_state: runs_by_state
+            .into_iter()
+            .map(|row| (row.state, row.count))
+            .collect(),
+        processes: process_counts(db)
+            .await?
+            .into_iter()
+            .map(|row| (row.role, row.state, row.count))
+            .collect(),
+        jobs: jobs.all,
+        jobs_paused: jobs.paused,
         triggers_overdue,
     })
 }

@@ -11,7 +11,7 @@ use super::StoreError;
 /// Deletes up to `batch` finished runs older than `retention`; returns how many. Call it
 /// repeatedly: short statements keep locks short.
 pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "DELETE FROM runs WHERE id IN (
              SELECT id FROM runs
              WHERE queued_at < now() - make_interval(secs => $1)
@@ -20,9 +20,9 @@ pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64
                                WHERE later.first_run_id = runs.id
                                  AND later.state IN ('queued', 'claimed', 'running'))
              LIMIT $2)",
+        retention.as_secs_f64(),
+        batch
     )
-    .bind(retention.as_secs_f64())
-    .bind(batch)
     .execute(db)
     .await?;
     Ok(done.rows_affected())
@@ -36,12 +36,13 @@ pub const PARTITION_DAYS_AHEAD: i32 = 7;
 /// no live retry of theirs). Returns the runs dropped. [`prune_runs`] deletes the rest
 /// row by row (the default partition, the boundary day, runs kept by a live retry).
 pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> Result<u64, StoreError> {
-    let dropped: i64 =
-        sqlx::query_scalar("SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2)")
-            .bind(retention.as_secs_f64())
-            .bind(PARTITION_DAYS_AHEAD)
-            .fetch_one(db)
-            .await?;
+    let dropped = sqlx::query_scalar!(
+        r#"SELECT probactr_maintain_run_partitions(make_interval(secs => $1), $2) AS "dropped!""#,
+        retention.as_secs_f64(),
+        PARTITION_DAYS_AHEAD
+    )
+    .fetch_one(db)
+    .await?;
     Ok(dropped.max(0) as u64)
 }
 
@@ -61,15 +62,17 @@ pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError>
 /// Deletes misfire records and dead or stopped process rows older than `retention`.
 pub async fn prune_records(db: impl PgExecutor<'_> + Copy, retention: Duration) -> Result<u64, StoreError> {
     let secs = retention.as_secs_f64();
-    let misfires = sqlx::query("DELETE FROM misfires WHERE recorded_at < now() - make_interval(secs => $1)")
-        .bind(secs)
-        .execute(db)
-        .await?;
-    let processes = sqlx::query(
+    let misfires = sqlx::query!(
+        "DELETE FROM misfires WHERE recorded_at < now() - make_interval(secs => $1)",
+        secs
+    )
+    .execute(db)
+    .await?;
+    let processes = sqlx::query!(
         "DELETE FROM executors WHERE state IN ('dead', 'stopped')
            AND last_heartbeat_at < now() - make_interval(secs => $1)",
+        secs
     )
-    .bind(secs)
     .execute(db)
     .await?;
     Ok(misfires.rows_affected() + processes.rows_affected())

@@ -267,7 +267,9 @@ pub async fn update(
 
 /// Deletes a job with its triggers and history (see the core migration's policy).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
-    let done = sqlx::query!("DELETE FROM jobs WHERE id = $1", id).execute(db).await?;
+    let done = sqlx::query!("DELETE FROM jobs WHERE id = $1", id)
+        .execute(db)
+        .await?;
     Ok(done.rows_affected() == 1)
 }
 

@@ -98,11 +98,13 @@ pub fn is_connection_error(err: &sqlx::Error) -> bool {
 
 /// Whether the database answers a trivial query (the manager's readiness probe).
 pub async fn ping(db: impl sqlx::PgExecutor<'_>) -> Result<(), StoreError> {
-    sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(db).await?;
+    sqlx::query!("SELECT 1 AS one").fetch_one(db).await?;
     Ok(())
 }
 
 /// The database's clock (every decision about time uses it, not the caller's).
 pub async fn db_now(db: impl sqlx::PgExecutor<'_>) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
-    Ok(sqlx::query_scalar("SELECT now()").fetch_one(db).await?)
+    Ok(sqlx::query_scalar!(r#"SELECT now() AS "now!""#)
+        .fetch_one(db)
+        .await?)
 }

@@ -75,9 +75,12 @@ pub async fn create(
 
 /// Ends a session (logout, or the old one at a new login), and forgets expired ones.
 pub async fn delete(db: impl PgExecutor<'_>, id_hash: &str) -> Result<(), StoreError> {
-    sqlx::query!("DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()", id_hash)
-        .execute(db)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()",
+        id_hash
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use sqlx::{PgConnection, PgExecutor};
 use super::StoreError;
 use uuid::Uuid;
 
-use crate::model::{Misfire, Run, Trigger, TriggerKind};
+use crate::model::{Misfire, Run, RunState, Trigger, TriggerKind};
 use crate::schedule::{ScheduleError, TriggerSchedule};
 
 /// What it takes to create a trigger.
@@ -229,8 +229,9 @@ pub async fn insert_fired_runs(
     if runs.trigger_ids.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_as::<_, Run>(
-        "INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, state, executor_id,
+    Ok(sqlx::query_as!(
+        Run,
+        r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, state, executor_id,
                            claimed_at, started_at, heartbeat_at)
          SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
                 CASE WHEN fired.owned THEN 'running' ELSE 'queued' END,
@@ -245,13 +246,13 @@ pub async fn insert_fired_runs(
                            WHERE done.trigger_id = fired.trigger_id AND done.scheduled_at = fired.at
                              AND done.attempt = 1)
          ON CONFLICT DO NOTHING
-         RETURNING *",
+         RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated"#,
+        &runs.job_ids,
+        &runs.trigger_ids,
+        &runs.instants,
+        &runs.owned,
+        executor_id
     )
-    .bind(&runs.job_ids)
-    .bind(&runs.trigger_ids)
-    .bind(&runs.instants)
-    .bind(&runs.owned)
-    .bind(executor_id)
     .fetch_all(conn)
     .await?)
 }
@@ -433,6 +434,8 @@ pub async fn update(
 
 /// Deletes a trigger (its runs stay, with `trigger_id` NULL).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
-    let done = sqlx::query!("DELETE FROM triggers WHERE id = $1", id).execute(db).await?;
+    let done = sqlx::query!("DELETE FROM triggers WHERE id = $1", id)
+        .execute(db)
+        .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -67,9 +67,11 @@ pub async fn create(
 
 /// Whether any user exists.
 pub async fn any(db: impl PgExecutor<'_>) -> Result<bool, StoreError> {
-    Ok(sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM users) AS "any!""#)
-        .fetch_one(db)
-        .await?)
+    Ok(
+        sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM users) AS "any!""#)
+            .fetch_one(db)
+            .await?,
+    )
 }
 
 /// Every user, by name.

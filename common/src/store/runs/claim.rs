@@ -2,13 +2,11 @@
 //! back out of a claim before the job starts: claimed → queued (lock busy, shutting
 //! down) and claimed → skipped / failed (overlap policy, invalid definition).
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
-use sqlx::{AssertSqlSafe, PgExecutor};
+use sqlx::PgExecutor;
 use uuid::Uuid;
 
-use super::end_runs_ctes;
 use crate::model::{Run, RunState};
 use crate::store::StoreError;
 
@@ -144,14 +142,14 @@ pub async fn unclaim(
     executor_id: Uuid,
     delay: Duration,
 ) -> Result<bool, StoreError> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "UPDATE runs SET state = 'queued', executor_id = NULL, claimed_at = NULL,
                          available_at = now() + make_interval(secs => $3)
          WHERE id = $1 AND state = 'claimed' AND executor_id = $2",
+        run_id,
+        executor_id,
+        delay.as_secs_f64()
     )
-    .bind(run_id)
-    .bind(executor_id)
-    .bind(delay.as_secs_f64())
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -166,24 +164,14 @@ pub async fn end_claim(
     state: RunState,
     reason: &str,
 ) -> Result<bool, StoreError> {
-    let ended: Option<i64> = sqlx::query_scalar(AssertSqlSafe(END_CLAIM_SQL.as_str()))
-        .bind(run_id)
-        .bind(executor_id)
-        .bind(state.as_str())
-        .bind(reason)
-        .fetch_optional(db)
-        .await?;
+    let ended = sqlx::query_file_scalar!(
+        "src/store/runs/sql/end_claim.sql",
+        run_id,
+        executor_id,
+        state.as_str(),
+        reason
+    )
+    .fetch_optional(db)
+    .await?;
     Ok(ended.is_some())
 }
-
-static END_CLAIM_SQL: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH {} SELECT id FROM ended",
-        end_runs_ctes(
-            "DELETE FROM runs_live AS runs
-             WHERE id = $1 AND state = 'claimed' AND executor_id = $2
-             RETURNING runs.*",
-            &[("state", "$3"), ("reason", "$4"), ("finished_at", "now()")],
-        )
-    )
-});

@@ -2,13 +2,10 @@
 //! executor under the run's fence, singly or in groups, with the retry it earns queued in
 //! the same statement.
 
-use std::sync::LazyLock;
-
-use sqlx::{AssertSqlSafe, PgExecutor};
+use sqlx::PgExecutor;
 use uuid::Uuid;
 
-use super::{end_runs_ctes, QUEUE_RETRIES_SQL};
-use crate::fence::{Write, RUN_FENCE_IS_CURRENT};
+use crate::fence::Write;
 use crate::model::RunState;
 use crate::store::StoreError;
 
@@ -75,42 +72,6 @@ pub struct RunEnd {
     pub finish: Finish,
 }
 
-/// The statement of [`finish_many`]: [`finish()`] for a group of runs, each row fenced on
-/// its own, retries queued for the ones whose policy asks.
-static FINISH_MANY_SQL: LazyLock<String> = LazyLock::new(|| {
-    let ending = end_runs_ctes(
-        &format!(
-            "DELETE FROM runs_live AS runs USING input
-             WHERE runs.id = input.id AND {RUN_FENCE_IS_CURRENT}
-             RETURNING runs.*, input.state AS new_state, input.reason AS new_reason,
-                       input.exit_code AS new_exit_code, input.http_status AS new_http_status,
-                       input.error AS new_error, input.output AS new_output,
-                       input.output_truncated AS new_output_truncated"
-        ),
-        &[
-            ("state", "gone.new_state"),
-            ("reason", "gone.new_reason"),
-            ("exit_code", "gone.new_exit_code"),
-            ("http_status", "gone.new_http_status"),
-            ("error", "gone.new_error"),
-            ("output", "gone.new_output"),
-            ("output_truncated", "gone.new_output_truncated"),
-            ("finished_at", "now()"),
-        ],
-    );
-    format!(
-        "WITH input AS (
-             SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
-                                  $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[])
-                 AS input (id, executor_id, fence, state, reason, exit_code, http_status, error,
-                           output, output_truncated)),
-         {ending},
-         retry AS ({QUEUE_RETRIES_SQL})
-         SELECT ended.id, retry.id FROM ended
-         LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)"
-    )
-});
-
 /// Records the ends of several attempts in one statement; each is fenced on its own.
 /// Returns, per input row in order, what happened to it.
 pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<Vec<Finished>, StoreError> {
@@ -118,25 +79,26 @@ pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<
         return Ok(Vec::new());
     }
     let column = |f: &dyn Fn(&RunEnd) -> Option<String>| endings.iter().map(f).collect::<Vec<_>>();
-    let stored: Vec<(i64, Option<i64>)> = sqlx::query_as(AssertSqlSafe(FINISH_MANY_SQL.as_str()))
-        .bind(endings.iter().map(|e| e.run_id).collect::<Vec<_>>())
-        .bind(endings.iter().map(|e| e.executor_id).collect::<Vec<_>>())
-        .bind(endings.iter().map(|e| e.fence).collect::<Vec<_>>())
-        .bind(column(&|e| Some(e.finish.state.as_str().to_owned())))
-        .bind(column(&|e| e.finish.reason.clone()))
-        .bind(endings.iter().map(|e| e.finish.exit_code).collect::<Vec<_>>())
-        .bind(endings.iter().map(|e| e.finish.http_status).collect::<Vec<_>>())
-        .bind(column(&|e| e.finish.error.clone()))
-        .bind(column(&|e| e.finish.output.clone()))
-        .bind(
-            endings
-                .iter()
-                .map(|e| e.finish.output_truncated)
-                .collect::<Vec<_>>(),
-        )
-        .fetch_all(db)
-        .await?;
-    let by_id: std::collections::HashMap<i64, Option<i64>> = stored.into_iter().collect();
+    let stored = sqlx::query_file!(
+        "src/store/runs/sql/finish_many.sql",
+        &endings.iter().map(|e| e.run_id).collect::<Vec<_>>(),
+        &endings.iter().map(|e| e.executor_id).collect::<Vec<_>>(),
+        &endings.iter().map(|e| e.fence).collect::<Vec<_>>() as &[Option<i64>],
+        &column(&|e| Some(e.finish.state.as_str().to_owned())) as &[Option<String>],
+        &column(&|e| e.finish.reason.clone()) as &[Option<String>],
+        &endings.iter().map(|e| e.finish.exit_code).collect::<Vec<_>>() as &[Option<i32>],
+        &endings.iter().map(|e| e.finish.http_status).collect::<Vec<_>>() as &[Option<i32>],
+        &column(&|e| e.finish.error.clone()) as &[Option<String>],
+        &column(&|e| e.finish.output.clone()) as &[Option<String>],
+        &endings
+            .iter()
+            .map(|e| e.finish.output_truncated)
+            .collect::<Vec<_>>()
+    )
+    .fetch_all(db)
+    .await?;
+    let by_id: std::collections::HashMap<i64, Option<i64>> =
+        stored.into_iter().map(|row| (row.id, row.retry_run_id)).collect();
     Ok(endings
         .iter()
         .map(|ending| match by_id.get(&ending.run_id) {

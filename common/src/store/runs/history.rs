@@ -108,14 +108,14 @@ pub async fn list(
 
 /// Runs claimed or running per executor.
 pub async fn active_by_executor(db: impl PgExecutor<'_>) -> Result<BTreeMap<Uuid, i64>, StoreError> {
-    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
-        "SELECT executor_id, count(*) FROM runs
-         WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
-         GROUP BY executor_id",
+    let rows = sqlx::query!(
+        r#"SELECT executor_id AS "executor_id!", count(*) AS "count!" FROM runs
+           WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
+           GROUP BY executor_id"#
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().collect())
+    Ok(rows.into_iter().map(|row| (row.executor_id, row.count)).collect())
 }
 
 /// Counts runs by state (for tests, status pages and benchmarks), optionally of one job.

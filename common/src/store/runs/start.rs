@@ -41,12 +41,12 @@ pub struct StartRequest<'a> {
 /// Moves a claimed run to `running`, drawing the job's next fencing token in the same
 /// statement.
 pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<Start, StoreError> {
-    let result = sqlx::query_as::<_, (Option<i64>,)>(
-        // The claim is locked first so a start that finds no claim draws no fence: a
-        // wasted fence would fence off the job's legitimate current holder.
-        // The run is found by id alone and its state checked after: a state condition
-        // in the lookup lets the planner pick a partial index that holds every run in
-        // flight, a cost that grows with the executor's capacity.
+    // The claim is locked first so a start that finds no claim draws no fence: a
+    // wasted fence would fence off the job's legitimate current holder.
+    // The run is found by id alone and its state checked after: a state condition
+    // in the lookup lets the planner pick a partial index that holds every run in
+    // flight, a cost that grows with the executor's capacity.
+    let result = sqlx::query_scalar!(
         "WITH found AS (
              SELECT id, state FROM runs_live WHERE id = $1 AND executor_id = $3
                AND EXISTS (SELECT 1 FROM executors WHERE id = $3 AND state IN ('alive', 'draining'))
@@ -59,17 +59,17 @@ pub async fn start(db: impl PgExecutor<'_>, req: &StartRequest<'_>) -> Result<St
                               exclusive = $4, lock_token = $6, fence = (SELECT fence FROM fence)
          WHERE id = (SELECT id FROM claimed)
          RETURNING fence",
+        req.run_id,
+        req.job_id,
+        req.executor_id,
+        req.exclusive,
+        req.fenced,
+        req.lock_token
     )
-    .bind(req.run_id)
-    .bind(req.job_id)
-    .bind(req.executor_id)
-    .bind(req.exclusive)
-    .bind(req.fenced)
-    .bind(req.lock_token)
     .fetch_optional(db)
     .await;
     match result {
-        Ok(Some((fence,))) => Ok(Start::Started { fence }),
+        Ok(Some(fence)) => Ok(Start::Started { fence }),
         Ok(None) => Ok(Start::Gone),
         Err(err) if is_unique_violation(&err, "runs_one_running_exclusive") => Ok(Start::JobBusy),
         Err(err) => Err(err.into()),

@@ -1,0 +1,14 @@
+-- Ends a claimed run that never started ($1 run, $2 executor) as $3 with reason $4.
+-- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
+-- an ended run (`ended`), which the statements after read like rows of `runs`.
+WITH gone AS (
+     DELETE FROM runs_live AS runs
+     WHERE id = $1 AND state = 'claimed' AND executor_id = $2
+     RETURNING runs.*),
+ended AS (
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)
+     OVERRIDING SYSTEM VALUE
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, $3, $4, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated
+     FROM gone
+     RETURNING *)
+SELECT id FROM ended

@@ -1,0 +1,42 @@
+-- Records the ends of a group of attempts, each row fenced on its own, and queues the
+-- retries their policies ask for. Returns each stored run with its retry, if any.
+WITH input AS (
+     SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
+                          $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[])
+         AS input (id, executor_id, fence, state, reason, exit_code, http_status, error,
+                   output, output_truncated)),
+-- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
+-- an ended run (`ended`), which the statements after read like rows of `runs`.
+gone AS (
+     DELETE FROM runs_live AS runs USING input
+     WHERE runs.id = input.id AND runs.state = 'running'
+               AND runs.executor_id = input.executor_id
+               AND runs.fence IS NOT DISTINCT FROM input.fence
+               AND (NOT runs.exclusive OR EXISTS (
+                   SELECT 1 FROM jobs WHERE jobs.id = runs.job_id AND jobs.fence = input.fence))
+     RETURNING runs.*, input.state AS new_state, input.reason AS new_reason,
+               input.exit_code AS new_exit_code, input.http_status AS new_http_status,
+               input.error AS new_error, input.output AS new_output,
+               input.output_truncated AS new_output_truncated),
+ended AS (
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)
+     OVERRIDING SYSTEM VALUE
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, gone.new_state, gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.new_exit_code, gone.new_http_status, gone.new_error, gone.new_output, gone.new_output_truncated
+     FROM gone
+     RETURNING *),
+retry AS (
+     -- The next attempt of every ended run whose state is retryable and whose job allows
+     -- more attempts; the backoff doubles per attempt. ON CONFLICT on the chain's unique
+     -- (first_run_id, attempt) makes a second re-queue of the same attempt a no-op.
+     INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
+     SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
+            coalesce(ended.first_run_id, ended.id),
+            now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)),
+            'retry of run ' || ended.id || ' (' || ended.state || ')'
+     FROM ended JOIN jobs ON jobs.id = ended.job_id
+     WHERE ended.state IN ('failed', 'timed_out', 'abandoned')
+       AND ended.attempt < jobs.retry_max_attempts
+     ON CONFLICT DO NOTHING
+     RETURNING id, first_run_id)
+SELECT ended.id, retry.id AS retry_run_id FROM ended
+LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)

@@ -1,0 +1,21 @@
+-- Asks for run $1 to stop, with reason $2: a queued or claimed run ends `cancelled`; a
+-- running one is flagged; an ended one is left as it is. Answers the state after.
+-- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
+-- an ended run (`ended`), which the statements after read like rows of `runs`.
+WITH gone AS (
+     DELETE FROM runs_live AS runs
+     WHERE id = $1 AND state IN ('queued', 'claimed')
+     RETURNING runs.*),
+ended AS (
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)
+     OVERRIDING SYSTEM VALUE
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'cancelled', $2, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated
+     FROM gone
+     RETURNING *),
+flagged AS (
+     UPDATE runs_live SET cancel_requested_at = now(), reason = $2
+     WHERE id = $1 AND state = 'running'
+     RETURNING state)
+SELECT state AS "state!: RunState" FROM ended
+UNION ALL SELECT state FROM flagged
+UNION ALL SELECT state FROM runs WHERE id = $1 AND state NOT IN ('queued', 'claimed', 'running')

@@ -1,148 +1,16 @@
-//! HTML forms: reading them, and turning the job and trigger forms into the same commands
-//! an API body becomes ([`crate::command`]), so a form and an API call get the same checks
-//! and the same field names (`retry.max_attempts` and `spec.program` are the form fields'
-//! names too).
-//!
-//! The job's spec has a field per setting of its kind; lists and maps are textareas of
-//! one item per line (`args`, `KEY=VALUE` for `env`, `Name: value` for `headers`), blank
-//! lines ignored. A malformed value is a problem of its field, reported with every other
-//! bad field of the form when the command is validated.
+//! The job form: its fields (one per setting of the chosen kind's spec) read into a
+//! [`JobDraft`] or [`JobPatch`], stored specs shown back as fields, and the service's
+//! errors placed next to the field they concern.
 
 use std::collections::{BTreeMap, HashMap};
 
-use std::str::FromStr;
-
-use axum::extract::{FromRequest, Request};
-use chrono::{DateTime, NaiveDateTime, Utc};
 use probactr_common::jobspec::{HttpSpec, JobSpec, ShellSpec};
-use probactr_common::model::{JobKind, TriggerKind};
+use probactr_common::model::JobKind;
 use serde_json::{json, Map, Value};
 
-use super::AdminError;
-use crate::command::{JobDraft, JobPatch, TriggerDraft, TriggerPatch};
-use crate::error::{ApiError, FieldErrors};
-use crate::input::Given;
-
-/// A submitted form, field name → value.
-#[derive(Debug, Clone, Default)]
-pub struct FormData(pub HashMap<String, String>);
-
-impl<S: Send + Sync> FromRequest<S> for FormData {
-    type Rejection = AdminError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Form::<HashMap<String, String>>::from_request(req, state).await {
-            Ok(axum::Form(map)) => Ok(FormData(map)),
-            Err(rejection) => Err(AdminError::Api(ApiError::Rejected {
-                status: rejection.status(),
-                message: rejection.body_text(),
-            })),
-        }
-    }
-}
-
-impl FormData {
-    /// A field's value.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
-    }
-
-    /// A field's trimmed value, None when empty.
-    fn filled(&self, key: &str) -> Option<&str> {
-        self.get(key).map(str::trim).filter(|v| !v.is_empty())
-    }
-
-    /// A checkbox.
-    fn checked(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
-    /// A whole number field: None when empty; a bad number is a problem of the field.
-    fn whole(&self, key: &str, problems: &mut FieldErrors) -> Option<i64> {
-        let text = self.filled(key)?;
-        match text.parse::<i64>() {
-            Ok(n) => Some(n),
-            Err(_) => {
-                problems.insert(key.to_owned(), "must be a whole number".into());
-                None
-            }
-        }
-    }
-
-    /// A number field that may be emptied: null when empty.
-    fn whole_or_null(&self, key: &str, problems: &mut FieldErrors) -> Given<i64> {
-        match self.filled(key) {
-            None => Some(None),
-            Some(_) => self.whole(key, problems).map(Some),
-        }
-    }
-
-    /// A number field left as it was when empty.
-    fn whole_if_filled(&self, key: &str, problems: &mut FieldErrors) -> Given<i64> {
-        self.filled(key)?;
-        self.whole(key, problems).map(Some)
-    }
-
-    /// A choice among `T`'s values: absent when the field is not in the form.
-    fn choice<T>(&self, key: &str, problems: &mut FieldErrors) -> Given<T>
-    where
-        T: FromStr,
-        T::Err: std::fmt::Display,
-    {
-        let text = self.get(key)?.trim();
-        match text.parse::<T>() {
-            Ok(value) => Some(Some(value)),
-            Err(err) => {
-                problems.insert(key.to_owned(), err.to_string());
-                None
-            }
-        }
-    }
-
-    /// A text field: absent when not in the form.
-    fn text(&self, key: &str) -> Given<String> {
-        self.get(key).map(|value| Some(value.trim().to_owned()))
-    }
-
-    /// A time field: RFC 3339, or a zone-less `YYYY-MM-DDTHH:MM[:SS]` read as UTC; null
-    /// when empty.
-    fn time(&self, key: &str, problems: &mut FieldErrors) -> Given<DateTime<Utc>> {
-        let Some(text) = self.filled(key) else {
-            return Some(None);
-        };
-        match DateTime::parse_from_rfc3339(&normalize_time(text)) {
-            Ok(at) => Some(Some(at.to_utc())),
-            Err(_) => {
-                problems.insert(
-                    key.to_owned(),
-                    "must be an RFC 3339 time such as 2026-01-31T12:00:00Z".into(),
-                );
-                None
-            }
-        }
-    }
-
-    /// The fields as template values (what the user typed, shown back on errors).
-    pub fn values(&self) -> &HashMap<String, String> {
-        &self.0
-    }
-}
-
-fn normalize_time(text: &str) -> String {
-    if DateTime::parse_from_rfc3339(text).is_ok() {
-        return text.to_owned();
-    }
-    [
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-    ]
-    .iter()
-    .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
-    .map(|naive| naive.and_utc().to_rfc3339())
-    .unwrap_or_else(|| text.to_owned())
-}
+use super::FormData;
+use crate::command::{JobDraft, JobPatch};
+use crate::error::FieldErrors;
 
 /// The job form's visible fields: an error keyed by one of these shows next to it. The
 /// spec fields are named like the keys the service reports errors under (`spec.url`).
@@ -469,62 +337,11 @@ fn http_fits(http: &HttpSpec) -> bool {
             .is_none_or(|body| !body.contains('\r') && !body.trim().is_empty())
 }
 
-/// The command of a trigger form: only the chosen kind's own field is given (the others
-/// as null).
-pub fn trigger_draft(form: &FormData) -> TriggerDraft {
-    let mut problems = FieldErrors::new();
-    let kind_text = form.filled("kind").unwrap_or("");
-    let kind = match form.filled("kind") {
-        None => Some(None),
-        Some(_) => form.choice::<TriggerKind>("kind", &mut problems),
-    };
-    let own = |name: &str| kind_text == name;
-    let mut draft = TriggerDraft {
-        kind,
-        cron: Some(form.filled("cron").filter(|_| own("cron")).map(str::to_owned)),
-        timezone: Some(Some(form.filled("timezone").unwrap_or("UTC").to_owned())),
-        interval_secs: if own("interval") {
-            form.whole_or_null("interval_secs", &mut problems)
-        } else {
-            Some(None)
-        },
-        at: if own("once") {
-            form.time("at", &mut problems)
-        } else {
-            Some(None)
-        },
-        start_at: form.time("start_at", &mut problems),
-        end_at: form.time("end_at", &mut problems),
-        misfire: form
-            .filled("misfire")
-            .and_then(|_| form.choice("misfire", &mut problems)),
-        misfire_threshold_secs: form.whole_if_filled("misfire_threshold_secs", &mut problems),
-        paused: Some(Some(form.checked("paused"))),
-        problems: FieldErrors::new(),
-    };
-    draft.problems = problems;
-    draft
-}
-
-/// The command of an edited trigger's form: its fields and the `version` it was read at.
-pub fn trigger_patch(form: &FormData) -> TriggerPatch {
-    let mut draft = trigger_draft(form);
-    let version = form.whole_or_null("version", &mut draft.problems);
-    TriggerPatch { version, draft }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::tests::form;
     use super::*;
-
-    fn form(pairs: &[(&str, &str)]) -> FormData {
-        FormData(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
-    }
+    use crate::error::ApiError;
 
     /// The spec of a new job's form made of `pairs`, and the form's own problems.
     fn new_job_spec(pairs: &[(&str, &str)]) -> (Value, FieldErrors) {
@@ -794,26 +611,5 @@ mod tests {
         );
         let (values, warning) = spec_values(JobKind::Sleep, &json!({"millis": "soon"}));
         assert!(values.is_empty() && warning.is_some_and(|w| w.contains("spec.millis")));
-    }
-
-    #[test]
-    fn trigger_form_gives_only_its_kinds_field() {
-        let draft = trigger_draft(&form(&[
-            ("kind", "interval"),
-            ("cron", "* * * * *"),
-            ("interval_secs", "60"),
-            ("at", "2026-01-01T10:00"),
-        ]));
-        assert!(draft.problems.is_empty());
-        assert_eq!(draft.cron, Some(None));
-        assert_eq!(draft.interval_secs, Some(Some(60)));
-        assert_eq!(draft.at, Some(None));
-        let once = trigger_draft(&form(&[("kind", "once"), ("at", "2026-01-01T10:00")]));
-        assert_eq!(
-            once.at.flatten().map(|at| at.to_rfc3339()).as_deref(),
-            Some("2026-01-01T10:00:00+00:00")
-        );
-        assert_eq!(normalize_time("2026-01-01T10:00"), "2026-01-01T10:00:00+00:00");
-        assert_eq!(normalize_time("garbage"), "garbage");
     }
 }

@@ -27,15 +27,16 @@ COPY executor/Cargo.toml executor/Cargo.toml
 COPY monitor/Cargo.toml monitor/Cargo.toml
 COPY manager/Cargo.toml manager/Cargo.toml
 COPY bench/Cargo.toml bench/Cargo.toml
+COPY testkit/Cargo.toml testkit/Cargo.toml
 ARG PACKAGES="-p probactr-manager -p probactr-executor -p probactr-monitor"
 RUN set -eux; \
-    for crate in common executor monitor manager bench; do \
+    for crate in common executor monitor manager bench testkit; do \
         mkdir -p "$crate/src"; \
         echo '//! placeholder for the dependency layer' > "$crate/src/lib.rs"; \
         echo 'fn main() {}' > "$crate/src/main.rs"; \
     done; \
     cargo build --release --locked $PACKAGES; \
-    rm -rf common/src executor/src monitor/src manager/src bench/src
+    rm -rf common/src executor/src monitor/src manager/src bench/src testkit/src
 
 # Then probactr itself. COPY keeps the files' own modification times, which can be
 # older than the placeholders built above: touch them so cargo rebuilds every crate.
@@ -49,8 +50,9 @@ COPY executor executor
 COPY monitor monitor
 COPY manager manager
 COPY bench bench
+COPY testkit testkit
 RUN set -eux; \
-    find common executor monitor manager bench -name '*.rs' -exec touch {} +; \
+    find common executor monitor manager bench testkit -name '*.rs' -exec touch {} +; \
     cargo build --release --locked $PACKAGES; \
     for bin in probactr-manager probactr-executor probactr-monitor; do \
         "target/release/$bin" --version | grep "^$bin "; \

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::lock::{mutex_key, permit_key, Acquire, Lease, LockError, Locks, Renewal, Want};
+use probactr_testkit::redis_url;
 use redis::aio::ConnectionManager;
 use tokio::time::Instant;
 
@@ -24,10 +25,6 @@ const MS: Duration = Duration::from_millis(1);
 const CONTENDERS: usize = 32;
 const CONNECTIONS: usize = 4;
 const JOB: i64 = 42;
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
 
 fn contention_time() -> Duration {
     let secs = std::env::var("LOCKS_CONTENTION_SECS")

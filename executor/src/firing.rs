@@ -369,3 +369,113 @@ fn missed(
         reason,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use probactr_common::model::TriggerKind;
+
+    use super::*;
+
+    /// An interval trigger every `every` seconds from the epoch second 0, whose next
+    /// instant is `next` and whose misfire threshold is `threshold` seconds.
+    fn every(every: i64, next: i64, threshold: i32, misfire: Misfire) -> (Trigger, TriggerSchedule) {
+        let trigger = Trigger {
+            id: 7,
+            job_id: 3,
+            kind: TriggerKind::Interval,
+            cron: None,
+            timezone: "UTC".to_owned(),
+            interval_secs: Some(every),
+            at: None,
+            start_at: Some(at(0)),
+            end_at: None,
+            misfire,
+            misfire_threshold_secs: threshold,
+            paused: false,
+            next_fire_at: Some(at(next)),
+            last_fired_at: None,
+            version: 1,
+            created_at: at(0),
+            updated_at: at(0),
+        };
+        let schedule = TriggerSchedule::from_trigger(&trigger).expect("valid schedule");
+        (trigger, schedule)
+    }
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0)
+            .single()
+            .expect("valid instant")
+    }
+
+    #[test]
+    fn a_due_instant_fires_once_and_the_next_one_follows() {
+        let (trigger, schedule) = every(10, 100, 60, Misfire::FireOnce);
+        let plan = plan_trigger(&trigger, &schedule, at(100));
+        assert_eq!(plan.fire, [at(100)]);
+        assert_eq!(plan.missed, None);
+        assert_eq!(plan.next, Some(at(110)));
+    }
+
+    #[test]
+    fn an_instant_not_yet_due_does_not_fire() {
+        let (trigger, schedule) = every(10, 100, 60, Misfire::FireOnce);
+        let plan = plan_trigger(&trigger, &schedule, at(99));
+        assert!(plan.fire.is_empty() && plan.missed.is_none());
+        assert_eq!(plan.next, Some(at(100)), "the stored next instant stays");
+    }
+
+    #[test]
+    fn timely_instants_after_a_pause_all_fire() {
+        // Due since 100, now 130, threshold 60: 100..=130 are all within the threshold.
+        let (trigger, schedule) = every(10, 100, 60, Misfire::Skip);
+        let plan = plan_trigger(&trigger, &schedule, at(130));
+        assert_eq!(plan.fire, [at(100), at(110), at(120), at(130)]);
+        assert_eq!(plan.missed, None);
+        assert_eq!(plan.next, Some(at(140)));
+    }
+
+    #[test]
+    fn late_instants_follow_the_misfire_policy_and_are_counted() {
+        // Due since 0, now 100, threshold 30: 0..=60 are late (7), 70..=100 timely (4).
+        let timely = [at(70), at(80), at(90), at(100)];
+        for (policy, late_run) in [
+            (Misfire::Skip, vec![]),
+            (Misfire::FireOnce, vec![]),
+            (Misfire::FireAll, (0..=6).map(|k| at(10 * k)).collect::<Vec<_>>()),
+        ] {
+            let (trigger, schedule) = every(10, 0, 30, policy);
+            let plan = plan_trigger(&trigger, &schedule, at(100));
+            let expected: Vec<DateTime<Utc>> = late_run.iter().copied().chain(timely).collect();
+            assert_eq!(plan.fire, expected, "{policy}");
+            let missed = 7 - late_run.len() as i64;
+            match plan.missed {
+                Some(m) => {
+                    assert_eq!((m.count, m.first, m.policy), (missed, at(0), policy), "{policy}");
+                    assert!(m.reason.contains("misfired"), "{}", m.reason);
+                }
+                None => assert_eq!(missed, 0, "{policy}"),
+            }
+            assert_eq!(plan.next, Some(at(110)));
+        }
+    }
+
+    #[test]
+    fn fire_once_runs_the_latest_late_instant_when_nothing_is_timely() {
+        // Due since 0, now 95, threshold 3: every instant up to 90 is late, none timely.
+        let (trigger, schedule) = every(10, 0, 3, Misfire::FireOnce);
+        let plan = plan_trigger(&trigger, &schedule, at(95));
+        assert_eq!(plan.fire, [at(90)]);
+        let missed = plan.missed.expect("the others are counted");
+        assert_eq!((missed.count, missed.first, missed.last), (9, at(0), at(90)));
+    }
+
+    #[test]
+    fn more_timely_instants_than_one_firing_runs_are_counted_as_missed() {
+        let (trigger, schedule) = every(1, 0, 100_000, Misfire::FireAll);
+        let plan = plan_trigger(&trigger, &schedule, at(TIMELY_CAP as i64 + 9));
+        assert_eq!(plan.fire.len(), TIMELY_CAP);
+        assert_eq!(plan.missed.map(|m| m.count), Some(10));
+    }
+}

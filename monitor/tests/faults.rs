@@ -14,8 +14,8 @@
 //! # Clocks
 //!
 //! Every time comparison that decides firing or deadness is made by PostgreSQL's clock,
-//! never a process's own: firing selects `next_fire_at <= now()` and plans instants
-//! against the `now()` of the fire transaction; a monitor declares an executor dead
+//! never a process's own: firing selects `next_fire_at <= now()` (plus the fire-ahead
+//! window) and plans instants against the `now()` of the fire transaction; a monitor declares an executor dead
 //! with `last_heartbeat_at < now() - timeout`, where `last_heartbeat_at` was itself set
 //! by `now()`; the permit sets in Redis use Redis's `TIME`. Processes use their own
 //! clocks only for durations (monotonic: lease renewal, heartbeat silence, sleeping
@@ -23,19 +23,16 @@
 //! a skewed wall clock fires nothing early or late and judges nobody dead.
 //! `clocks_of_processes_do_not_matter` checks that with libfaketime when it is
 //! installed (Debian package `faketime`): an executor two hours ahead and a monitor two
-//! hours behind keep the schedule and reap correctly. One exception remains outside
-//! executors and monitors: the manager computes a new or edited trigger's first instant
-//! from its own clock (`Utc::now()` in its trigger service), so a manager with a wrong
-//! clock shifts the schedules it creates; reading `now()` from PostgreSQL in the same
-//! transaction would close that gap.
+//! hours behind keep the schedule and reap correctly. The manager too computes a new or
+//! edited trigger's first instant from PostgreSQL's `now()`, read in the transaction
+//! that stores the trigger.
 //!
 //! The long randomized run (`chaos`) is ignored here; `scripts/chaos SECONDS` runs it.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../executor/tests/support/mod.rs"]
-mod support;
-
 mod infra;
+
+use probactr_testkit as support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

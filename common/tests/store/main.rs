@@ -32,6 +32,7 @@ mod fencing;
 mod hot_path;
 mod invariants;
 mod job_stats;
+mod lifecycle;
 mod process_rows;
 mod reaping;
 mod retries;

@@ -19,6 +19,7 @@ use probactr_common::store;
 use probactr_manager::auth;
 use probactr_manager::auth::Role;
 use probactr_manager::AppState;
+use probactr_testkit::redis_url;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use tower::ServiceExt;
@@ -47,10 +48,6 @@ struct Reply {
     headers: axum::http::HeaderMap,
     body: Value,
     text: String,
-}
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
 
 impl TestApp {
@@ -279,13 +276,5 @@ fn executor_config(pool: &PgPool) -> Config {
 
 /// The URL of the test's own database (the server of `DATABASE_URL`, the pool's database).
 fn database_url_of(pool: &PgPool) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL names the test server");
-    let base = base.split('?').next().unwrap_or_default();
-    let (server, _) = base.rsplit_once('/').expect("a URL with a database path");
-    let database = pool
-        .connect_options()
-        .get_database()
-        .expect("the test database")
-        .to_owned();
-    format!("{server}/{database}")
+    probactr_testkit::database_url(&pool.connect_options())
 }

@@ -19,6 +19,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use probactr_testkit::eventually;
+
 use super::*;
 
 /// How long a page element may take to appear.
@@ -150,25 +152,6 @@ async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) ->
         .connect(&format!("http://127.0.0.1:{}", driver.port))
         .await
         .expect("a WebDriver session of headless Chromium")
-}
-
-/// The first value `probe` returns within `within`, polling every 250 ms.
-async fn eventually<T, F, Fut>(within: Duration, what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "gave up after {within:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }
 
 /// The browser's side of the test.

@@ -1,6 +1,5 @@
 //! Integration tests of the job module: real processes, a real HTTP client against a
 //! tiny loopback server. No database, no Redis.
-#![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -409,7 +408,7 @@ async fn shell_job_dies_with_its_executor() {
         .args([
             "--ignored",
             "--exact",
-            "helper_executor_process",
+            "jobs::helper_executor_process",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -1,10 +1,8 @@
 //! The executor as users run it: real `probactr-executor` processes on a real PostgreSQL
 //! (a fresh database per test) and Redis (a fresh key prefix per test), observed through
 //! a witness HTTP server the jobs call.
-#![allow(clippy::unwrap_used)]
 
-mod support;
-
+use probactr_testkit as support;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 

@@ -1,7 +1,9 @@
-//! Test support: a per-test database URL for real processes, per-test Redis prefixes,
-//! real `probactr-executor` processes, and a witness HTTP server that records what jobs
-//! did independently of probactr's own tables.
-#![allow(dead_code, clippy::unwrap_used, missing_docs)]
+//! Test support shared by the crates' tests: a per-test database URL for real processes,
+//! per-test Redis prefixes, real `probactr-executor` and `probactr-monitor` processes,
+//! waits, and a witness HTTP server that records what jobs did independently of
+//! probactr's own tables.
+// Test support: a failed expectation is a failed test, and the names say what they are.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 pub mod witness;
 

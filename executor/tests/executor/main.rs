@@ -1,0 +1,7 @@
+//! The executor's integration tests, in one test binary: [`cluster`] runs real
+//! `probactr-executor` processes against PostgreSQL and Redis, [`jobs`] the job kinds
+//! against real processes and a loopback HTTP server.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod cluster;
+mod jobs;

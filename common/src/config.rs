@@ -118,6 +118,11 @@ pub const VARS: &[Var] = &[
         help: "comma-separated CIDR ranges HTTP jobs may never reach",
     },
     Var {
+        name: "PROBACTR_JOB_ENV_PASSTHROUGH",
+        default: "",
+        help: "comma-separated names (or `PREFIX_*`) of the executor's variables shell jobs inherit beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR and USER",
+    },
+    Var {
         name: "PROBACTR_METRICS_LISTEN",
         default: "",
         help: "address an executor or monitor serves Prometheus metrics on (off when empty)",
@@ -225,6 +230,8 @@ pub struct Config {
     pub http_allow: Vec<String>,
     /// `PROBACTR_HTTP_DENY`.
     pub http_deny: Vec<String>,
+    /// `PROBACTR_JOB_ENV_PASSTHROUGH`.
+    pub job_env_passthrough: Vec<String>,
     /// `PROBACTR_METRICS_LISTEN`.
     pub metrics_listen: Option<SocketAddr>,
     /// `PROBACTR_MANAGER_LISTEN`.
@@ -239,6 +246,18 @@ pub struct Config {
     pub log_format: LogFormat,
     /// `RUST_LOG`.
     pub log_filter: String,
+}
+
+/// A name of `PROBACTR_JOB_ENV_PASSTHROUGH`: a variable name, or a prefix followed by
+/// `*`, that cannot match probactr's own settings.
+fn is_passthrough_name(entry: &str) -> bool {
+    let name = entry.strip_suffix('*').unwrap_or(entry);
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid && !name.to_ascii_uppercase().starts_with("PROBACTR")
 }
 
 impl Config {
@@ -287,6 +306,7 @@ impl Config {
             retention: env.duration("PROBACTR_RETENTION")?,
             http_allow: env.list("PROBACTR_HTTP_ALLOW"),
             http_deny: env.list("PROBACTR_HTTP_DENY"),
+            job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),
             metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
             manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
             cookie_secure: env.flag("PROBACTR_COOKIE_SECURE")?,
@@ -314,6 +334,18 @@ impl Config {
             return Err(ConfigError::Inconsistent {
                 var: "PROBACTR_LOCK_LEASE",
                 message: "must be at least 300ms so renewal every lease/3 is possible".into(),
+            });
+        }
+        if let Some(bad) = self
+            .job_env_passthrough
+            .iter()
+            .find(|name| !is_passthrough_name(name))
+        {
+            return Err(ConfigError::Inconsistent {
+                var: "PROBACTR_JOB_ENV_PASSTHROUGH",
+                message: format!(
+                    "{bad:?} is not a variable name or a `PREFIX_*` pattern (and probactr's own PROBACTR_* settings are never passed to jobs)"
+                ),
             });
         }
         if self.admin_user.trim().is_empty() {

@@ -210,6 +210,18 @@ text_enum! {
 }
 
 text_enum! {
+    /// Where an API token came from, which decides what ends it.
+    TokenOrigin {
+        /// Made from a user name and password (`POST /api/v1/auth/token`): ends with
+        /// every password change.
+        Login => "login",
+        /// Made by a signed-in user under `/api/v1/tokens`: ends when an admin resets
+        /// the password.
+        Personal => "personal",
+    }
+}
+
+text_enum! {
     /// What a user of the manager may do (see the manager's `auth` module for the table).
     Role {
         /// Read only.

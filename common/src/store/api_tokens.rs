@@ -2,12 +2,14 @@
 //! checks revocation, expiry and the user's `disabled` flag, and touches the last-use
 //! time at most once a minute.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
 use super::sessions::Holder;
 use super::StoreError;
-use crate::model::Role;
+use crate::model::{Role, TokenOrigin};
 
 /// An API token as its owner sees it (never the secret).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -19,10 +21,14 @@ pub struct TokenInfo {
     pub user_id: i64,
     /// A label chosen at creation.
     pub name: String,
+    /// How it was made, which decides what ends it.
+    pub origin: TokenOrigin,
     /// When it was made.
     pub created_at: DateTime<Utc>,
     /// When it was last used (to the minute).
     pub last_used_at: Option<DateTime<Utc>>,
+    /// When it stops working by itself, if ever.
+    pub expires_at: Option<DateTime<Utc>>,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
 }
@@ -49,21 +55,53 @@ pub async fn holder(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<
     .await?)
 }
 
-/// Stores a new token of `user_id` by its digest; returns its id.
-pub async fn create(
-    db: impl PgExecutor<'_>,
-    user_id: i64,
-    name: &str,
-    token_hash: &str,
-) -> Result<i64, StoreError> {
+/// A token to store: its owner, label, origin and lifetime, and the digest of its secret.
+#[derive(Debug, Clone)]
+pub struct NewToken<'a> {
+    /// Its owner.
+    pub user_id: i64,
+    /// A label.
+    pub name: &'a str,
+    /// How it is made.
+    pub origin: TokenOrigin,
+    /// How long it works (None: until revoked).
+    pub lifetime: Option<Duration>,
+    /// The digest of the secret.
+    pub token_hash: &'a str,
+}
+
+/// Stores a new token; returns its id.
+pub async fn create(db: impl PgExecutor<'_>, token: &NewToken<'_>) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar!(
-        "INSERT INTO api_tokens (user_id, name, token_hash) VALUES ($1, $2, $3) RETURNING id",
-        user_id,
-        name,
-        token_hash
+        "INSERT INTO api_tokens (user_id, name, token_hash, origin, expires_at)
+         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+         RETURNING id",
+        token.user_id,
+        token.name,
+        token.token_hash,
+        token.origin as TokenOrigin,
+        token.lifetime.map(|lifetime| lifetime.as_secs_f64())
     )
     .fetch_one(db)
     .await?)
+}
+
+/// Revokes every live token of a user made in one of `origins`; returns how many.
+pub async fn revoke_of_user(
+    db: impl PgExecutor<'_>,
+    user_id: i64,
+    origins: &[TokenOrigin],
+) -> Result<u64, StoreError> {
+    let origins: Vec<&str> = origins.iter().map(|origin| origin.as_str()).collect();
+    let done = sqlx::query!(
+        "UPDATE api_tokens SET revoked_at = now()
+         WHERE user_id = $1 AND revoked_at IS NULL AND origin = ANY($2::text[])",
+        user_id,
+        &origins as &[&str]
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// Revokes a token; returns whether it was live.
@@ -81,8 +119,8 @@ pub async fn revoke(db: impl PgExecutor<'_>, token_id: i64) -> Result<bool, Stor
 pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
     Ok(sqlx::query_as!(
         TokenInfo,
-        "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens
-         WHERE user_id = $1 ORDER BY id DESC",
+        r#"SELECT id, user_id, name, origin AS "origin: TokenOrigin", created_at, last_used_at, expires_at, revoked_at FROM api_tokens
+           WHERE user_id = $1 ORDER BY id DESC"#,
         user_id
     )
     .fetch_all(db)
@@ -93,7 +131,7 @@ pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenI
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<TokenInfo>, StoreError> {
     Ok(sqlx::query_as!(
         TokenInfo,
-        "SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_tokens WHERE id = $1",
+        r#"SELECT id, user_id, name, origin AS "origin: TokenOrigin", created_at, last_used_at, expires_at, revoked_at FROM api_tokens WHERE id = $1"#,
         id
     )
     .fetch_optional(db)

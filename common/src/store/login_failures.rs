@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::PgExecutor;
+use sqlx::{PgExecutor, PgPool};
 
 use super::StoreError;
 
@@ -45,6 +45,37 @@ pub async fn record(
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Takes one attempt from a key's budget before the password is checked: records a
+/// failure in advance (a successful login clears it) when the key has fewer than `max`
+/// failures inside `window`. Keys are serialized (an advisory lock per key), so however
+/// many attempts arrive at once, at most `max` per window are evaluated. Returns None
+/// when the attempt may go on, else the seconds until the oldest failure leaves the
+/// window.
+pub async fn reserve(
+    pool: &PgPool,
+    username: &str,
+    address: &str,
+    window: Duration,
+    max: i64,
+) -> Result<Option<u64>, StoreError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!(
+        "SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))) AS key",
+        username,
+        address
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    let (failures, retry_after) = recent(&mut *tx, username, address, window).await?;
+    if failures >= max {
+        tx.rollback().await?;
+        return Ok(Some(retry_after.max(1)));
+    }
+    record(&mut *tx, username, address, window).await?;
+    tx.commit().await?;
+    Ok(None)
 }
 
 /// Forgets a key's failures after a successful login.

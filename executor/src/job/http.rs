@@ -4,9 +4,10 @@
 //!
 //! Whoever may edit an HTTP job may make the executor send requests from *inside* the
 //! network. The classic abuse is the cloud metadata service (`169.254.169.254`, on
-//! AWS also `fd00:ec2::254`), which hands out the machine's credentials to anyone who
-//! can reach it from the machine. So by default the executor refuses link-local
-//! addresses (`169.254.0.0/16`, `fe80::/10`) and the AWS IPv6 metadata address, unless
+//! AWS also `fd00:ec2::254`, on Alibaba Cloud `100.100.100.200`), which hands out the
+//! machine's credentials to anyone who can reach it from the machine. So by default the
+//! executor refuses link-local addresses (`169.254.0.0/16`, `fe80::/10`) and those
+//! metadata addresses, unless
 //! `PROBACTR_HTTP_ALLOW` lists a range that contains the address; and it refuses
 //! anything in `PROBACTR_HTTP_DENY` (for example your private ranges), allow list or
 //! not. Loopback is allowed by default (a job calling a sidecar is normal).
@@ -21,8 +22,11 @@
 //! checked. URLs with a literal IP never reach a resolver, so those are checked before
 //! the request is sent, and again on every redirect (a permitted server may redirect to
 //! a forbidden one; a redirect to a name goes through the resolver anyway). An
-//! IPv4-mapped IPv6 address (`::ffff:169.254.169.254`) or one in the NAT64 prefix
-//! (`64:ff9b::/96`) is judged by the IPv4 address inside it too.
+//! IPv4-mapped or IPv4-compatible IPv6 address (`::ffff:169.254.169.254`,
+//! `::a9fe:a9fe`) or one in the NAT64 prefix (`64:ff9b::/96`) is judged by the IPv4
+//! address inside it too, and the unspecified addresses (`0.0.0.0`, `0`, `::`), which
+//! the kernel connects to the local host, are judged as the loopback addresses too: a
+//! deny list of `127.0.0.0/8,::1/128` refuses them all.
 //!
 //! Proxies are disabled (`HTTP_PROXY` and friends are ignored): through a proxy the
 //! executor would only ever see the proxy's address, and the guard would be blind.
@@ -110,12 +114,11 @@ impl HttpPolicy {
         };
         if let Some(range) = forms
             .iter()
-            .flatten()
             .find_map(|ip| self.deny.iter().find(|net| net.contains(ip)))
         {
             return refuse(format!("it is in {range}, listed in PROBACTR_HTTP_DENY"));
         }
-        for ip in forms.iter().flatten() {
+        for ip in &forms {
             let Some((range, what)) = forbidden_by_default(*ip) else {
                 continue;
             };
@@ -194,13 +197,34 @@ impl fmt::Display for Cidr {
     }
 }
 
-/// The address itself, and the IPv4 address embedded in it, if any.
-fn forms(addr: IpAddr) -> [Option<IpAddr>; 2] {
-    let embedded = match addr {
-        IpAddr::V4(_) => None,
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().or_else(|| nat64_embedded(v6)).map(IpAddr::V4),
-    };
-    [Some(addr), embedded]
+/// Every address a connection to `addr` may reach: the address itself; the IPv4
+/// address embedded in it (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, or
+/// NAT64); and, for the unspecified addresses (`0.0.0.0`, `::`), which the kernel
+/// connects to the local host, the loopback addresses.
+fn forms(addr: IpAddr) -> Vec<IpAddr> {
+    let mut forms = vec![addr];
+    if let IpAddr::V6(v6) = addr {
+        let embedded = v6
+            .to_ipv4_mapped()
+            .or_else(|| ipv4_compatible(v6))
+            .or_else(|| nat64_embedded(v6));
+        forms.extend(embedded.map(IpAddr::V4));
+    }
+    if forms.iter().any(IpAddr::is_unspecified) {
+        forms.extend([IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)]);
+    }
+    forms
+}
+
+/// The IPv4 address of a deprecated IPv4-compatible address `::a.b.c.d` (not `::` or
+/// `::1`, which are IPv6's own unspecified and loopback addresses).
+fn ipv4_compatible(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    if s[..6] != [0; 6] || (s[6] == 0 && s[7] <= 1) {
+        return None;
+    }
+    let [.., a, b, c, d] = v6.octets();
+    Some(Ipv4Addr::new(a, b, c, d))
 }
 
 /// The IPv4 address inside an address of the NAT64 well-known prefix `64:ff9b::/96`.
@@ -216,9 +240,13 @@ fn nat64_embedded(v6: Ipv6Addr) -> Option<Ipv4Addr> {
 /// The default-refused range containing `ip`, with what it is.
 fn forbidden_by_default(ip: IpAddr) -> Option<(&'static str, &'static str)> {
     const AWS_V6_METADATA: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
+    const ALIBABA_METADATA: Ipv4Addr = Ipv4Addr::new(100, 100, 100, 200);
     match ip {
         IpAddr::V4(v4) if v4.is_link_local() => {
             Some(("169.254.0.0/16", "link-local, home of cloud metadata services"))
+        }
+        IpAddr::V4(v4) if v4 == ALIBABA_METADATA => {
+            Some(("100.100.100.200", "the Alibaba Cloud metadata service"))
         }
         IpAddr::V6(v6) if v6 == AWS_V6_METADATA => Some(("fd00:ec2::254", "the AWS metadata service")),
         IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80 => Some(("fe80::/10", "IPv6 link-local")),
@@ -538,6 +566,42 @@ mod tests {
         // Deny wins over allow.
         let p = policy(&["169.254.0.0/16"], &["169.254.169.254"]);
         assert!(p.check(ip("169.254.169.254")).is_err());
+    }
+
+    #[test]
+    fn addresses_that_reach_the_local_host_without_naming_it_are_denied_with_it() {
+        let p = policy(&[], &["127.0.0.0/8", "::1/128"]);
+        for url in [
+            "http://0.0.0.0:8080/",
+            "http://0:8080/",
+            "http://[::]:8080/",
+            "http://[::ffff:0.0.0.0]:8080/",
+            "http://[::ffff:127.0.0.1]:8080/",
+            "http://[::127.0.0.1]:8080/",
+            "http://127.1/",
+            "http://[::1]/",
+        ] {
+            let url = Url::parse(url).unwrap();
+            assert!(check_literal(&p, &url).is_err(), "{url} was let through");
+        }
+        assert!(check_literal(&p, &Url::parse("http://10.0.0.1/").unwrap()).is_ok());
+        assert!(check_literal(&p, &Url::parse("http://[2001:db8::1]/").unwrap()).is_ok());
+    }
+
+    #[test]
+    fn every_cloud_metadata_address_is_refused_by_default() {
+        let p = policy(&[], &[]);
+        for addr in [
+            "169.254.169.254",
+            "100.100.100.200",
+            "::a9fe:a9fe",
+            "::ffff:a9fe:a9fe",
+            "fd00:ec2::254",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            assert!(p.check(ip(addr)).is_err(), "{addr} was let through");
+        }
+        assert!(p.check(ip("100.100.100.201")).is_ok());
     }
 
     #[test]

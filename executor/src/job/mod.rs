@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::http::{HttpPolicy, HttpRunner, Refusal};
 pub use self::output::{TailBuffer, DEFAULT_OUTPUT_LIMIT};
+pub use self::shell::inherit_environment;
 
 /// How long a timed-out program gets between SIGTERM and SIGKILL, by default.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);

@@ -125,6 +125,42 @@ async fn start(spec: &ShellSpec, ctx: &JobContext) -> io::Result<(Child, pipe::R
     Ok((child, reader))
 }
 
+/// The executor's variables every shell job inherits (besides `LC_*`).
+const INHERITED: &[&str] = &["PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER"];
+
+static INHERITED_ENVIRONMENT: OnceLock<Vec<(String, String)>> = OnceLock::new();
+
+/// Fixes, once at start, which of the executor's environment variables shell jobs
+/// inherit: [`INHERITED`], `LC_*`, and the names or `PREFIX_*` patterns of
+/// `passthrough` (`PROBACTR_JOB_ENV_PASSTHROUGH`), never a `PROBACTR_*` variable.
+pub fn inherit_environment(passthrough: &[String]) {
+    let chosen = inheritable(std::env::vars(), passthrough);
+    if INHERITED_ENVIRONMENT.set(chosen).is_err() {
+        tracing::warn!("the environment shell jobs inherit was already fixed");
+    }
+}
+
+/// What jobs inherit: as fixed at start, else the defaults alone.
+fn inherited_environment() -> &'static [(String, String)] {
+    INHERITED_ENVIRONMENT.get_or_init(|| inheritable(std::env::vars(), &[]))
+}
+
+fn inheritable(
+    vars: impl Iterator<Item = (String, String)>,
+    passthrough: &[String],
+) -> Vec<(String, String)> {
+    let passes = |name: &str| {
+        INHERITED.contains(&name)
+            || name.starts_with("LC_")
+            || passthrough.iter().any(|entry| match entry.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == entry,
+            })
+    };
+    vars.filter(|(name, _)| !name.starts_with("PROBACTR_") && passes(name))
+        .collect()
+}
+
 /// The command for a spec: program, arguments, environment, directory, process group.
 fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     let mut command = if spec.shell {
@@ -134,7 +170,13 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     } else {
         Command::new(&spec.program)
     };
-    command.args(&spec.args).envs(&spec.env);
+    // A clean environment: the executor's own (its database URL with a password, its
+    // Redis URL, anything it was started with) is none of the job's business.
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(inherited_environment().iter().map(|(name, value)| (name, value)))
+        .envs(&spec.env);
     for (name, value) in ctx.identity() {
         command.env(format!("PROBACTR_{name}"), value);
     }
@@ -401,5 +443,57 @@ fn serve_spawns(requests: &mpsc::Receiver<SpawnRequest>) {
                 signal_group(pid, libc::SIGKILL);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(names: &[&str]) -> impl Iterator<Item = (String, String)> {
+        names
+            .iter()
+            .map(|name| (name.to_string(), format!("value of {name}")))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn jobs_inherit_the_allowlist_and_the_passthrough_never_probactr_settings() {
+        let all = [
+            "PATH",
+            "HOME",
+            "LANG",
+            "LC_ALL",
+            "TZ",
+            "DATABASE_URL",
+            "REDIS_URL",
+            "PROBACTR_SECRET_KEY",
+            "PROBACTR_DATABASE_URL",
+            "AWS_REGION",
+            "AWS_SECRET_ACCESS_KEY",
+            "JAVA_HOME",
+        ];
+        let names = |passthrough: &[&str]| {
+            let passthrough: Vec<String> = passthrough.iter().map(|p| p.to_string()).collect();
+            inheritable(vars(&all), &passthrough)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&[]), ["PATH", "HOME", "LANG", "LC_ALL", "TZ"]);
+        assert_eq!(
+            names(&["JAVA_HOME", "AWS_*", "PROBACTR_*"]),
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "TZ",
+                "AWS_REGION",
+                "AWS_SECRET_ACCESS_KEY",
+                "JAVA_HOME"
+            ]
+        );
     }
 }

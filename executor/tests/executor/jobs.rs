@@ -401,6 +401,50 @@ async fn helper_executor_process() {
 }
 
 #[tokio::test]
+async fn shell_jobs_start_from_a_clean_environment() {
+    // The test runner's environment stands for the executor's: DATABASE_URL and
+    // PROBACTR_* variables are set when scripts/test runs this.
+    let mut spec = program("env", &[]);
+    spec.env.insert("MINE".to_owned(), "yes".to_owned());
+    let done = run(spec, Duration::from_secs(10)).await;
+    assert_eq!(done.ending, Ending::Succeeded, "{done:?}");
+    let output = done.output.unwrap_or_default();
+    let names: Vec<&str> = output
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(names.contains(&"PATH") && names.contains(&"MINE"), "{names:?}");
+    assert!(
+        names.contains(&"PROBACTR_RUN_ID"),
+        "the run's identity is given: {names:?}"
+    );
+    for leaked in [
+        "DATABASE_URL",
+        "REDIS_URL",
+        "PROBACTR_PG_BINDIR",
+        "CARGO",
+        "RUST_LOG",
+    ] {
+        assert!(!names.contains(&leaked), "{leaked} reached the job: {names:?}");
+    }
+    for name in names.iter().filter(|name| name.starts_with("PROBACTR_")) {
+        let identity = [
+            "RUN_ID",
+            "JOB_ID",
+            "TRIGGER_ID",
+            "SCHEDULED_AT",
+            "ATTEMPT",
+            "FENCE",
+        ];
+        assert!(
+            identity.iter().any(|id| name.ends_with(id)),
+            "{name} reached the job"
+        );
+    }
+}
+
+#[tokio::test]
 async fn shell_job_dies_with_its_executor() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");

@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use minijinja::context;
+use probactr_common::model::TokenOrigin;
 use serde_json::json;
 
 use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
@@ -134,7 +135,12 @@ pub async fn create_token(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let (_, token) = users::create_token(&state, &user.0, form.get("name").unwrap_or_default()).await?;
+    let request = users::TokenRequest {
+        name: form.get("name").unwrap_or_default().to_owned(),
+        origin: TokenOrigin::Personal,
+        expires_in_days: None,
+    };
+    let (_, token) = users::create_token(&state, &user.0, request).await?;
     account_page(&state, &user, StatusCode::OK, FieldErrors::new(), Some(token)).await
 }
 

@@ -4,6 +4,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use probactr_common::model::TokenOrigin;
 use serde_json::Value;
 
 use super::bodies::{IssuedToken, LoginBody, Me};
@@ -12,8 +13,13 @@ use crate::auth::ratelimit::{self, ClientAddr};
 use crate::auth::{Principal, Via};
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
-use crate::service;
+use crate::service::users::{self, TokenRequest};
 use crate::state::AppState;
+
+/// The longest user name a login may name (names are at most 100 characters).
+const MAX_USERNAME_CHARS: usize = 100;
+/// The longest password a login may send.
+const MAX_PASSWORD_BYTES: usize = 1024;
 
 /// Trade a user name and password for a bearer token (rate-limited per user and address).
 #[utoipa::path(post, path = "/auth/token", operation_id = "create_token", tag = "auth", security(()),
@@ -36,6 +42,26 @@ pub async fn create_token(
     let password = input.required("password", password);
     let name = input.text("name");
     let name = input.not_null("name", name).unwrap_or_default();
+    let days = input.int("expires_in_days", 1, users::MAX_TOKEN_DAYS);
+    // Bounded before anything is looked up: a huge name is a bad field, not a server error.
+    if username
+        .as_ref()
+        .is_some_and(|u| u.chars().count() > MAX_USERNAME_CHARS)
+    {
+        input.error(
+            "username",
+            format!("must be at most {MAX_USERNAME_CHARS} characters"),
+        );
+    }
+    if password.as_ref().is_some_and(|p| p.len() > MAX_PASSWORD_BYTES) {
+        input.error("password", format!("must be at most {MAX_PASSWORD_BYTES} bytes"));
+    }
+    if name.chars().count() > users::MAX_TOKEN_NAME_CHARS {
+        input.error(
+            "name",
+            format!("must be at most {} characters", users::MAX_TOKEN_NAME_CHARS),
+        );
+    }
     input.finish()?;
     let (Some(username), Some(password)) = (username, password) else {
         return Err(ApiError::field("body", "username and password are required"));
@@ -47,7 +73,12 @@ pub async fn create_token(
         role: user.role(),
         via: Via::Token(0),
     };
-    let (token_id, token) = service::users::create_token(&state, &who, &name).await?;
+    let request = TokenRequest {
+        name,
+        origin: TokenOrigin::Login,
+        expires_in_days: days.flatten(),
+    };
+    let (token_id, token) = users::create_token(&state, &who, request).await?;
     Ok((
         StatusCode::CREATED,
         Json(IssuedToken {
@@ -72,7 +103,7 @@ pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Resu
             "only a bearer token can revoke itself",
         ));
     };
-    service::users::revoke_token(&state, &who, token_id).await?;
+    users::revoke_token(&state, &who, token_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

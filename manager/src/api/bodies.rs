@@ -189,8 +189,11 @@ pub struct LoginBody {
     pub username: String,
     /// Password.
     pub password: String,
-    /// A label for the token (shown in the token list).
+    /// A label for the token (shown in the token list), at most 100 characters.
     pub name: Option<String>,
+    /// Days until the token stops working by itself (1–3650; none: until revoked). A
+    /// login token also ends when the user's password changes.
+    pub expires_in_days: Option<i64>,
 }
 
 /// A new API token; its secret is shown this once.
@@ -249,8 +252,10 @@ pub struct PasswordChangeBody {
 /// `POST /api/v1/tokens`.
 #[derive(Debug, ToSchema)]
 pub struct NewTokenBody {
-    /// A label for the token.
+    /// A label for the token, at most 100 characters.
     pub name: Option<String>,
+    /// Days until the token stops working by itself (1–3650; none: until revoked).
+    pub expires_in_days: Option<i64>,
 }
 
 /// A new API token of the caller; its secret is shown this once.

@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use probactr_common::model::TokenOrigin;
 use probactr_common::store::{api_tokens::TokenInfo, users::User};
 use serde_json::Value;
 
@@ -11,7 +12,8 @@ use super::Id;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
-use crate::service::{users, Paged};
+use crate::service::users::{self, TokenRequest};
+use crate::service::Paged;
 use crate::state::AppState;
 
 /// List users (admins).
@@ -112,8 +114,14 @@ pub async fn create_token(
     let mut input = Input::new(body)?;
     let name = input.text("name");
     let name = input.not_null("name", name).unwrap_or_default();
+    let days = input.int("expires_in_days", 1, users::MAX_TOKEN_DAYS);
     input.finish()?;
-    let (id, token) = users::create_token(&state, &who, &name).await?;
+    let request = TokenRequest {
+        name,
+        origin: TokenOrigin::Personal,
+        expires_in_days: days.flatten(),
+    };
+    let (id, token) = users::create_token(&state, &who, request).await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { id, token })))
 }
 

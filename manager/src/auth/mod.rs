@@ -23,6 +23,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, Method};
 use probactr_common::model::JobKind;
+use probactr_common::store::api_tokens::NewToken;
 use probactr_common::store::{self, audit::Actor, StoreError};
 use sqlx::PgExecutor;
 
@@ -110,14 +111,22 @@ pub async fn principal_for_token(
     }))
 }
 
-/// A new API token of `user_id`: its id and the token (the only copy of the secret).
+/// A new API token (`token_hash` is ignored: the secret is made here); returns its id and
+/// the token (the only copy of the secret).
 pub async fn issue_token(
     db: impl PgExecutor<'_>,
-    user_id: i64,
-    name: &str,
+    request: NewToken<'_>,
 ) -> Result<(i64, String), StoreError> {
     let token = secret::new_api_token();
-    let id = store::api_tokens::create(db, user_id, name, &secret::digest(&token)).await?;
+    let digest = secret::digest(&token);
+    let id = store::api_tokens::create(
+        db,
+        &NewToken {
+            token_hash: &digest,
+            ..request
+        },
+    )
+    .await?;
     Ok((id, token))
 }
 

@@ -15,19 +15,6 @@ pub const MAX_FAILURES: i64 = 5;
 /// How long a failure counts.
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 
-/// 429 when the key used up its failures.
-pub async fn check(state: &AppState, username: &str, address: &str) -> Result<(), ApiError> {
-    let (failures, retry_after) =
-        store::login_failures::recent(&state.pool, username, address, WINDOW).await?;
-    if failures >= MAX_FAILURES {
-        tracing::warn!(username, address, failures, "login rate limit engaged");
-        return Err(ApiError::TooManyAttempts {
-            retry_after_secs: retry_after.max(1),
-        });
-    }
-    Ok(())
-}
-
 /// The client's address as the socket saw it ("unknown" when served without connect
 /// info, as in tests). Proxies' forwarding headers are not trusted: anyone can forge them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,15 +36,22 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
     }
 }
 
-/// Checks a user name and password under the rate limit; records the failure or clears
-/// the failures. The error is the same whether the user exists or not.
+/// Checks a user name and password under the rate limit: each attempt is counted as a
+/// failure before the password is checked (so a burst of concurrent attempts evaluates
+/// at most [`MAX_FAILURES`]), and a successful one clears the key's failures. The error
+/// is the same whether the user exists or not.
 pub async fn authenticate(
     state: &AppState,
     username: &str,
     password: &str,
     address: &str,
 ) -> Result<store::users::User, ApiError> {
-    check(state, username, address).await?;
+    let reserved =
+        store::login_failures::reserve(&state.pool, username, address, WINDOW, MAX_FAILURES).await?;
+    if let Some(retry_after_secs) = reserved {
+        tracing::warn!(username, address, "login rate limit engaged");
+        return Err(ApiError::TooManyAttempts { retry_after_secs });
+    }
     let user = store::users::by_name(&state.pool, username).await?;
     let verified = match &user {
         Some(user) if !user.disabled => state.hasher.verify(password, &user.password_hash),
@@ -73,7 +67,7 @@ pub async fn authenticate(
             Ok(user)
         }
         _ => {
-            store::login_failures::record(&state.pool, username, address, WINDOW).await?;
+            // The failure was recorded when the attempt was reserved.
             tracing::info!(username, address, "failed login");
             Err(ApiError::Unauthorized)
         }

@@ -3,15 +3,19 @@
 //! or disabling ends the user's sessions; the last enabled admin cannot be demoted or
 //! disabled (nobody could administer the cluster any more).
 
-use probactr_common::store::{self, api_tokens::TokenInfo, audit::Change, users::User};
+use std::time::Duration;
+
+use probactr_common::model::TokenOrigin;
+use probactr_common::store::api_tokens::{NewToken, TokenInfo};
+use probactr_common::store::{self, audit::Change, users::User};
 use serde_json::{json, Value};
 
 use super::snapshot;
 use crate::auth::{password, Principal, Role};
 
 use crate::auth;
-use crate::error::ApiError;
-use crate::input::Input;
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{check, Input};
 use crate::state::AppState;
 
 /// The longest user name accepted.
@@ -107,7 +111,11 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         store::users::set_password(&mut *tx, id, &state.hasher.hash(password)?).await?;
     }
     if new_password.is_some() || (disabled && !before.disabled) {
+        // A reset by an admin or a disabling ends every way in: sessions, and tokens of
+        // both origins (a disabled user's tokens stay dead when they are enabled again).
         store::sessions::delete_of_user(&mut *tx, id).await?;
+        let ended = store::api_tokens::revoke_of_user(&mut *tx, id, TokenOrigin::ALL).await?;
+        tracing::info!(user.id = id, tokens = ended, "sessions and API tokens ended");
     }
     let mut after_json = snapshot(&after).unwrap_or(Value::Null);
     if new_password.is_some() {
@@ -149,6 +157,8 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
     let mut tx = state.pool.begin().await?;
     store::users::set_password(&mut *tx, who.user_id, &hash).await?;
     store::sessions::delete_of_user(&mut *tx, who.user_id).await?;
+    // Tokens made from the old password end with it; personal tokens stay.
+    store::api_tokens::revoke_of_user(&mut *tx, who.user_id, &[TokenOrigin::Login]).await?;
     let change = Change {
         action: "user.password",
         object_type: "user",
@@ -166,23 +176,71 @@ pub async fn tokens(state: &AppState, who: &Principal) -> Result<Vec<TokenInfo>,
     Ok(store::api_tokens::of_user(&state.pool, who.user_id).await?)
 }
 
-/// Makes a token for the caller (`{"name"}`); returns its id and the secret, shown once.
-pub async fn create_token(state: &AppState, who: &Principal, name: &str) -> Result<(i64, String), ApiError> {
-    let name = name.trim();
-    if name.chars().count() > 100 {
-        return Err(ApiError::field("name", "must be at most 100 characters"));
+/// The longest token label.
+pub const MAX_TOKEN_NAME_CHARS: usize = 100;
+/// The longest token lifetime, in days.
+pub const MAX_TOKEN_DAYS: i64 = 3650;
+
+/// What a caller asks of a new token.
+#[derive(Debug, Clone)]
+pub struct TokenRequest {
+    /// A label.
+    pub name: String,
+    /// How it is made (a login, or a signed-in user's personal token).
+    pub origin: TokenOrigin,
+    /// Days until it stops working by itself (None: until revoked).
+    pub expires_in_days: Option<i64>,
+}
+
+/// Makes a token for the caller; returns its id and the secret, shown once.
+pub async fn create_token(
+    state: &AppState,
+    who: &Principal,
+    request: TokenRequest,
+) -> Result<(i64, String), ApiError> {
+    let name = request.name.trim();
+    let mut errors = FieldErrors::new();
+    if name.chars().count() > MAX_TOKEN_NAME_CHARS {
+        errors.insert(
+            "name".into(),
+            format!("must be at most {MAX_TOKEN_NAME_CHARS} characters"),
+        );
     }
+    if let Some(days) = request
+        .expires_in_days
+        .filter(|days| !(1..=MAX_TOKEN_DAYS).contains(days))
+    {
+        errors.insert(
+            "expires_in_days".into(),
+            format!("must be from 1 to {MAX_TOKEN_DAYS} days, not {days}"),
+        );
+    }
+    check(errors)?;
+    let lifetime = request
+        .expires_in_days
+        .map(|days| Duration::from_secs(days.unsigned_abs() * 24 * 3600));
     let mut tx = state.pool.begin().await?;
-    let (id, token) = auth::issue_token(&mut *tx, who.user_id, name).await?;
+    let new = NewToken {
+        user_id: who.user_id,
+        name,
+        origin: request.origin,
+        lifetime,
+        token_hash: "",
+    };
+    let (id, token) = auth::issue_token(&mut *tx, new).await?;
     let change = Change {
         action: "token.create",
         object_type: "token",
         object_id: Some(id),
         before: None,
-        after: Some(json!({"name": name, "user_id": who.user_id})),
+        after: Some(
+            json!({"name": name, "user_id": who.user_id, "origin": request.origin,
+                           "expires_in_days": request.expires_in_days}),
+        ),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
+    tracing::info!(token.id = id, user.id = who.user_id, origin = %request.origin, "API token created");
     Ok((id, token))
 }
 

@@ -84,6 +84,28 @@ async fn requests_without_valid_credentials_are_401(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_burst_of_wrong_passwords_is_evaluated_at_most_max_failures_times(pool: PgPool) {
+    let app = TestApp::new(pool);
+    app.user("alice", Role::Operator).await;
+    let bad = json!({"username": "alice", "password": "wrong password!"});
+    let burst = (0..40).map(|_| app.call(Method::POST, "/api/v1/auth/token", None, Some(bad.clone())));
+    let replies = futures_util::future::join_all(burst).await;
+    let evaluated = replies
+        .iter()
+        .filter(|reply| reply.status == StatusCode::UNAUTHORIZED)
+        .count();
+    let limited = replies
+        .iter()
+        .filter(|reply| reply.status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!(
+        evaluated, 5,
+        "MAX_FAILURES attempts evaluated, however they arrive"
+    );
+    assert_eq!(limited, 35);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn token_endpoint_issues_tokens_and_rate_limits(pool: PgPool) {
     let app = TestApp::new(pool);
     app.user("alice", Role::Operator).await;

@@ -14,8 +14,10 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use probactr_common::config::Config;
+use probactr_common::model::TokenOrigin;
 use probactr_common::model::{ProcessRole, RunState};
 use probactr_common::store;
+use probactr_common::store::api_tokens::NewToken;
 use probactr_manager::auth;
 use probactr_manager::auth::Role;
 use probactr_manager::AppState;
@@ -79,7 +81,14 @@ impl TestApp {
             .await
             .unwrap()
             .expect("new user");
-        auth::issue_token(self.pool(), user.id, "test").await.unwrap().1
+        let token = NewToken {
+            user_id: user.id,
+            name: "test",
+            origin: TokenOrigin::Personal,
+            lifetime: None,
+            token_hash: "",
+        };
+        auth::issue_token(self.pool(), token).await.unwrap().1
     }
 
     async fn admin(&self) -> String {

@@ -234,3 +234,136 @@ async fn users_and_account_pages(pool: PgPool) {
         .collect();
     assert_eq!(app.get("/api/v1/me", &token).await.body["username"], "admin");
 }
+
+/// A login token of `name` (from `POST /api/v1/auth/token`).
+async fn login_token(app: &TestApp, name: &str, extra: Value) -> String {
+    let mut body = json!({"username": name, "password": password_of(name)});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    let reply = app
+        .call(Method::POST, "/api/v1/auth/token", None, Some(body))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    reply.body["token"].as_str().unwrap().to_owned()
+}
+
+async fn works(app: &TestApp, token: &str) -> bool {
+    app.get("/api/v1/me", token).await.status == StatusCode::OK
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn disabling_a_user_ends_their_tokens_for_good(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let personal = app.user("walt", Role::Operator).await;
+    let login = login_token(&app, "walt", json!({})).await;
+    let walt = store::users::by_name(app.pool(), "walt").await.unwrap().unwrap();
+    let uri = format!("/api/v1/users/{}", walt.id);
+    let disabled = app.patch(&uri, &admin, json!({"disabled": true})).await;
+    assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text);
+    let enabled = app.patch(&uri, &admin, json!({"disabled": false})).await;
+    assert_eq!(enabled.status, StatusCode::OK, "{}", enabled.text);
+    assert!(
+        !works(&app, &personal).await,
+        "a personal token came back to life"
+    );
+    assert!(!works(&app, &login).await, "a login token came back to life");
+    assert!(
+        works(&app, &login_token(&app, "walt", json!({})).await).await,
+        "they may log in again"
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_password_reset_ends_every_token_and_a_change_ends_the_login_ones(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let personal = app.user("walt", Role::Operator).await;
+    let login = login_token(&app, "walt", json!({})).await;
+    let changed = app
+        .post(
+            "/api/v1/me/password",
+            &personal,
+            json!({"current_password": password_of("walt"), "new_password": "a brand new password"}),
+        )
+        .await;
+    assert!(changed.status.is_success(), "{}", changed.text);
+    assert!(
+        !works(&app, &login).await,
+        "a login token outlived the password it came from"
+    );
+    assert!(
+        works(&app, &personal).await,
+        "personal tokens survive the user's own change"
+    );
+
+    let walt = store::users::by_name(app.pool(), "walt").await.unwrap().unwrap();
+    let reset = app
+        .patch(
+            &format!("/api/v1/users/{}", walt.id),
+            &admin,
+            json!({"password": "reset by the admin"}),
+        )
+        .await;
+    assert_eq!(reset.status, StatusCode::OK, "{}", reset.text);
+    assert!(
+        !works(&app, &personal).await,
+        "a reset by an admin ends personal tokens too"
+    );
+    let listed = store::api_tokens::of_user(app.pool(), walt.id).await.unwrap();
+    assert!(
+        listed.iter().all(|token| token.revoked_at.is_some()),
+        "the list shows them ended: {listed:?}"
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn tokens_may_expire(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let personal = app.user("walt", Role::Operator).await;
+    let made = app
+        .post(
+            "/api/v1/tokens",
+            &personal,
+            json!({"name": "cron", "expires_in_days": 7}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let short_lived = made.body["token"].as_str().unwrap().to_owned();
+    let listed = app.get("/api/v1/tokens", &personal).await;
+    let entry = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "cron")
+        .cloned()
+        .unwrap();
+    assert!(entry["expires_at"].is_string(), "{entry}");
+    assert_eq!(entry["origin"], "personal");
+    assert!(works(&app, &short_lived).await);
+    sqlx::query("UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'cron'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert!(!works(&app, &short_lived).await, "an expired token still worked");
+    let bad = app
+        .post(
+            "/api/v1/tokens",
+            &personal,
+            json!({"name": "x", "expires_in_days": 0}),
+        )
+        .await;
+    assert_field(&bad, "expires_in_days");
+    let huge = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/token",
+            None,
+            Some(json!({"username": "u".repeat(900_000), "password": "p", "name": "n".repeat(900)})),
+        )
+        .await;
+    assert_eq!(huge.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", huge.text);
+    assert_field(&huge, "username");
+    assert_field(&huge, "name");
+}

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::backoff::Backoff;
+use crate::cidr::Cidr;
 
 /// One environment variable probactr reads.
 #[derive(Debug, Clone, Copy)]
@@ -123,6 +124,11 @@ pub const VARS: &[Var] = &[
         help: "comma-separated names (or `PREFIX_*`) of the executor's variables shell jobs inherit beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR and USER",
     },
     Var {
+        name: "PROBACTR_TRUSTED_PROXIES",
+        default: "",
+        help: "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For names the client (the manager's login rate limit)",
+    },
+    Var {
         name: "PROBACTR_METRICS_LISTEN",
         default: "",
         help: "address an executor or monitor serves Prometheus metrics on (off when empty)",
@@ -232,6 +238,8 @@ pub struct Config {
     pub http_deny: Vec<String>,
     /// `PROBACTR_JOB_ENV_PASSTHROUGH`.
     pub job_env_passthrough: Vec<String>,
+    /// `PROBACTR_TRUSTED_PROXIES`.
+    pub trusted_proxies: Vec<Cidr>,
     /// `PROBACTR_METRICS_LISTEN`.
     pub metrics_listen: Option<SocketAddr>,
     /// `PROBACTR_MANAGER_LISTEN`.
@@ -307,6 +315,7 @@ impl Config {
             http_allow: env.list("PROBACTR_HTTP_ALLOW"),
             http_deny: env.list("PROBACTR_HTTP_DENY"),
             job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),
+            trusted_proxies: env.cidrs("PROBACTR_TRUSTED_PROXIES")?,
             metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
             manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
             cookie_secure: env.flag("PROBACTR_COOKIE_SECURE")?,
@@ -407,6 +416,15 @@ impl Env<'_> {
                 &format!("a URL starting with {}", schemes.join(" or ")),
             ))
         }
+    }
+
+    fn cidrs(&self, name: &'static str) -> Result<Vec<Cidr>, ConfigError> {
+        let value = self.raw(name);
+        self.list(name)
+            .iter()
+            .map(|entry| entry.parse::<Cidr>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| Env::invalid(name, &value, "CIDR ranges like 10.0.0.0/8,fd00::/8"))
     }
 
     fn number(&self, name: &'static str, min: u32, max: u32) -> Result<u32, ConfigError> {

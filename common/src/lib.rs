@@ -19,6 +19,7 @@
 //! - [`cli`]: `--help` / `--version` handling shared by the three binaries.
 
 pub mod backoff;
+pub mod cidr;
 pub mod cli;
 pub mod config;
 pub mod fence;

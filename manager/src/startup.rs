@@ -72,7 +72,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     store::migrate(&pool).await.context("while applying migrations")?;
     let state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
-        .with_cookie_secure(config.cookie_secure);
+        .with_cookie_secure(config.cookie_secure)
+        .with_trusted_proxies(&config.trusted_proxies);
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);

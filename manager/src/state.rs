@@ -1,6 +1,7 @@
 //! What every handler shares: the PostgreSQL pool, the Redis client (readiness only; the
 //! manager takes no locks) and the compiled templates of the web admin.
 
+use probactr_common::cidr::Cidr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,8 @@ pub struct AppState {
     pub status_cache: Arc<StatusCache>,
     /// How old a served cluster summary may be.
     pub status_max_age: Duration,
+    /// Proxies whose `X-Forwarded-For` names the client (`PROBACTR_TRUSTED_PROXIES`).
+    pub trusted_proxies: Arc<[Cidr]>,
 }
 
 impl AppState {
@@ -41,12 +44,19 @@ impl AppState {
             cookie_secure: false,
             status_cache: Arc::default(),
             status_max_age: STATUS_MAX_AGE,
+            trusted_proxies: Arc::from([]),
         })
     }
 
     /// The same state with cookies marked Secure (or not).
     pub fn with_cookie_secure(mut self, secure: bool) -> AppState {
         self.cookie_secure = secure;
+        self
+    }
+
+    /// The same state trusting `X-Forwarded-For` from these proxies.
+    pub fn with_trusted_proxies(mut self, proxies: &[Cidr]) -> AppState {
+        self.trusted_proxies = Arc::from(proxies);
         self
     }
 

@@ -43,6 +43,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
+use probactr_common::cidr::Cidr;
 use probactr_common::jobspec::HttpSpec;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect;
@@ -144,57 +145,7 @@ fn parse_ranges(variable: &str, entries: &[String]) -> Result<Vec<Cidr>, String>
 }
 
 fn parse_range(entry: &str) -> Option<Cidr> {
-    Cidr::parse(entry.trim())
-}
-
-/// An address range in CIDR notation (`10.0.0.0/8`, `fe80::/10`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Cidr {
-    network: IpAddr,
-    prefix: u8,
-}
-
-impl Cidr {
-    /// `addr/prefix`, or a bare address (a range of one). Host bits are cleared.
-    fn parse(text: &str) -> Option<Cidr> {
-        let (addr, prefix) = match text.split_once('/') {
-            Some((addr, prefix)) => (addr.parse::<IpAddr>().ok()?, Some(prefix.parse::<u8>().ok()?)),
-            None => (text.parse::<IpAddr>().ok()?, None),
-        };
-        let bits = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = prefix.unwrap_or(bits);
-        if prefix > bits {
-            return None;
-        }
-        Some(Cidr {
-            network: Cidr::masked(addr, prefix),
-            prefix,
-        })
-    }
-
-    fn contains(&self, addr: &IpAddr) -> bool {
-        addr.is_ipv4() == self.network.is_ipv4() && Cidr::masked(*addr, self.prefix) == self.network
-    }
-
-    /// `addr` with all but its first `prefix` bits cleared.
-    fn masked(addr: IpAddr, prefix: u8) -> IpAddr {
-        match addr {
-            IpAddr::V4(v4) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-                IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
-            }
-            IpAddr::V6(v6) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
-            }
-        }
-    }
-}
-
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.network, self.prefix)
-    }
+    entry.trim().parse().ok()
 }
 
 /// Every address a connection to `addr` may reach: the address itself; the IPv4

@@ -2,8 +2,10 @@
 //! address in [`WINDOW`]. Failures are rows in PostgreSQL, so every manager replica
 //! counts the same ones; a successful login clears the key's failures.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
+use probactr_common::cidr::Cidr;
 use probactr_common::store;
 
 use crate::error::ApiError;
@@ -15,25 +17,63 @@ pub const MAX_FAILURES: i64 = 5;
 /// How long a failure counts.
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 
-/// The client's address as the socket saw it ("unknown" when served without connect
-/// info, as in tests). Proxies' forwarding headers are not trusted: anyone can forge them.
+/// The client's address: the socket's peer, or, when the peer is a trusted proxy
+/// (`PROBACTR_TRUSTED_PROXIES`), the rightmost address of `X-Forwarded-For` that is not
+/// itself a trusted proxy ("unknown" when served without connect info, as in tests).
+/// From anyone else the header is ignored: anyone can forge it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientAddr(pub String);
 
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
+impl axum::extract::FromRequestParts<AppState> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
-        _state: &S,
+        state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let address = parts
+        let peer = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|info| info.0.ip().to_string())
-            .unwrap_or_else(|| "unknown".to_owned());
-        Ok(ClientAddr(address))
+            .map(|info| info.0.ip());
+        let Some(peer) = peer else {
+            return Ok(ClientAddr("unknown".to_owned()));
+        };
+        let forwarded = parts
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(",");
+        Ok(ClientAddr(
+            client_address(peer, &forwarded, &state.trusted_proxies).to_string(),
+        ))
     }
+}
+
+/// The client behind `peer`: walking `X-Forwarded-For` from the right while the hop is a
+/// trusted proxy, the first hop that is not (or the last trusted one, when all are).
+fn client_address(peer: IpAddr, forwarded_for: &str, trusted: &[Cidr]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|range| range.contains(ip));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let mut client = peer;
+    for hop in forwarded_for
+        .rsplit(',')
+        .map(str::trim)
+        .filter(|hop| !hop.is_empty())
+    {
+        let Ok(hop) = hop.parse::<IpAddr>() else {
+            // A hop that is not an address ends what can be believed.
+            break;
+        };
+        client = hop;
+        if !is_trusted(&hop) {
+            break;
+        }
+    }
+    client
 }
 
 /// Checks a user name and password under the rate limit: each attempt is counted as a
@@ -71,5 +111,45 @@ pub async fn authenticate(
             tracing::info!(username, address, "failed login");
             Err(ApiError::Unauthorized)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let trusted: Vec<Cidr> = ["10.0.0.0/8".parse().unwrap()].into();
+        // No proxy: the header is whatever the client wrote.
+        assert_eq!(
+            client_address(ip("203.0.113.9"), "1.2.3.4", &trusted),
+            ip("203.0.113.9")
+        );
+        // One proxy: the rightmost hop it added.
+        assert_eq!(
+            client_address(ip("10.0.0.2"), "1.2.3.4, 198.51.100.7", &trusted),
+            ip("198.51.100.7")
+        );
+        // Two proxies in a row: past the trusted hops.
+        assert_eq!(
+            client_address(ip("10.0.0.2"), "1.2.3.4, 198.51.100.7, 10.0.0.3", &trusted),
+            ip("198.51.100.7")
+        );
+        // No header, or garbage: the proxy itself.
+        assert_eq!(client_address(ip("10.0.0.2"), "", &trusted), ip("10.0.0.2"));
+        assert_eq!(
+            client_address(ip("10.0.0.2"), "not-an-ip", &trusted),
+            ip("10.0.0.2")
+        );
+        // Without trusted proxies the header never counts.
+        assert_eq!(
+            client_address(ip("10.0.0.2"), "198.51.100.7", &[]),
+            ip("10.0.0.2")
+        );
     }
 }

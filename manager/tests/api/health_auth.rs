@@ -175,3 +175,38 @@ async fn unknown_user_and_wrong_password_answer_alike(pool: PgPool) {
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     assert_eq!(wrong.text, unknown.text);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn behind_a_trusted_proxy_a_lockout_is_per_client_not_per_proxy(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    app.state = app
+        .state
+        .clone()
+        .with_trusted_proxies(&["127.0.0.0/8".parse().unwrap()]);
+    app.app = probactr_manager::app(app.state.clone());
+    app.user("alice", Role::Operator).await;
+    let login = |password: &str, client: &str| {
+        let body = json!({"username": "alice", "password": password}).to_string();
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/auth/token")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("x-forwarded-for", format!("192.0.2.99, {client}"))
+            .body(Body::from(body))
+            .unwrap();
+        let proxy: std::net::SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(proxy));
+        request
+    };
+    for _ in 0..5 {
+        let reply = app.send(login("wrong password!", "198.51.100.66")).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    }
+    let attacker = app.send(login(&password_of("alice"), "198.51.100.66")).await;
+    assert_eq!(attacker.status, StatusCode::TOO_MANY_REQUESTS, "{}", attacker.text);
+    let real_user = app.send(login(&password_of("alice"), "203.0.113.5")).await;
+    assert_eq!(real_user.status, StatusCode::CREATED, "{}", real_user.text);
+}
+

@@ -119,12 +119,12 @@ mod tests {
     use super::*;
 
     fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
+        text.parse().expect("a test address")
     }
 
     #[test]
     fn forwarded_for_is_believed_only_from_trusted_proxies() {
-        let trusted: Vec<Cidr> = ["10.0.0.0/8".parse().unwrap()].into();
+        let trusted: Vec<Cidr> = ["10.0.0.0/8".parse().expect("a test range")].into();
         // No proxy: the header is whatever the client wrote.
         assert_eq!(
             client_address(ip("203.0.113.9"), "1.2.3.4", &trusted),

@@ -400,7 +400,8 @@ impl Env<'_> {
     fn invalid(name: &'static str, value: &str, expected: &str) -> ConfigError {
         ConfigError::Invalid {
             var: name,
-            value: value.to_owned(),
+            // The message is printed: a URL's password must not be.
+            value: redact_url(value),
             expected: expected.to_owned(),
         }
     }
@@ -648,6 +649,13 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn errors_hide_passwords() {
+        let err = config_with(&[("DATABASE_URL", "mysql://u:secret@db/x")]).expect_err("wrong scheme");
+        assert!(!err.to_string().contains("secret"), "{err}");
+        assert!(err.to_string().contains("DATABASE_URL"), "{err}");
     }
 
     #[test]

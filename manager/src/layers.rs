@@ -1,7 +1,8 @@
 //! The middleware stack, from tower-http: request tracing, a request timeout (so a
 //! draining manager cannot hang), compression, a request body limit, and the security
 //! headers of every response (a strict Content-Security-Policy: only this site's own
-//! script file and stylesheet; no inline script or style, no foreign origin).
+//! script file and stylesheet; no inline script or style, no foreign origin), and
+//! `Cache-Control: no-store` on everything but the static files.
 
 use std::time::Duration;
 
@@ -44,7 +45,12 @@ pub fn apply(router: Router) -> Router {
             "same-origin",
         ),
     ];
-    let mut router = router;
+    // Pages and API answers carry what their caller may see (jobs, runs, tokens): no
+    // cache keeps them. The static files set their own caching, which is kept.
+    let mut router = router.layer(SetResponseHeaderLayer::if_not_present(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-store"),
+    ));
     for (name, value) in headers {
         router = router.layer(SetResponseHeaderLayer::overriding(
             name,

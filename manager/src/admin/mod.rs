@@ -246,11 +246,19 @@ pub fn render_status(
 /// `fallback` (never an absolute or scheme-relative URL: no open redirect).
 pub fn next_or(form: &FormData, fallback: &str) -> Redirect {
     match form.get("next") {
-        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => {
-            Redirect::to(next)
-        }
+        Some(next) if is_local_path(next) => Redirect::to(next),
         _ => Redirect::to(fallback),
     }
+}
+
+/// A path of this site: it starts with one `/`, and holds no backslash (browsers read
+/// it as `/`) and no control character or white space (browsers drop tabs and line
+/// breaks, so `/\t/evil.example` would become `//evil.example`).
+fn is_local_path(next: &str) -> bool {
+    next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(|c| c.is_control() || c.is_whitespace())
 }
 
 /// Position of a page in a list, for the pager.
@@ -295,6 +303,25 @@ pub fn encode_component(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_paths_of_this_site_are_followed() {
+        for good in ["/", "/jobs/3", "/runs?state=failed&offset=50"] {
+            assert!(is_local_path(good), "{good}");
+        }
+        for bad in [
+            "//evil.example/",
+            "/\\evil.example/",
+            "/\t/evil.example/",
+            "/\n/evil.example",
+            "/ /evil.example",
+            "https://evil.example/",
+            "javascript:alert(1)",
+            "",
+        ] {
+            assert!(!is_local_path(bad), "{bad:?} was followed");
+        }
+    }
 
     #[test]
     fn escaping_and_encoding() {

@@ -72,6 +72,27 @@ impl Hasher {
         }
     }
 
+    /// [`Hasher::hash`] on the blocking pool: argon2 spends tens of milliseconds of CPU,
+    /// which on the async threads would stall every other request of a login burst.
+    pub async fn hash_blocking(&self, password: &str) -> anyhow::Result<String> {
+        let (hasher, password) = (self.clone(), password.to_owned());
+        tokio::task::spawn_blocking(move || hasher.hash(&password)).await?
+    }
+
+    /// [`Hasher::verify`] on the blocking pool; with no stored hash (an unknown or
+    /// disabled user) it spends the time of a verification and answers false.
+    pub async fn verify_blocking(&self, password: &str, phc: Option<&str>) -> bool {
+        let (hasher, password, phc) = (self.clone(), password.to_owned(), phc.map(str::to_owned));
+        let verified = tokio::task::spawn_blocking(move || match phc {
+            Some(phc) => hasher.verify(&password, &phc),
+            None => {
+                hasher.verify_dummy(&password);
+                false
+            }
+        });
+        verified.await.unwrap_or(false)
+    }
+
     /// Spends the time of one verification, so that an unknown user name answers as
     /// slowly as a wrong password.
     pub fn verify_dummy(&self, password: &str) {

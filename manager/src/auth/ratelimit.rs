@@ -93,13 +93,11 @@ pub async fn authenticate(
         return Err(ApiError::TooManyAttempts { retry_after_secs });
     }
     let user = store::users::by_name(&state.pool, username).await?;
-    let verified = match &user {
-        Some(user) if !user.disabled => state.hasher.verify(password, &user.password_hash),
-        _ => {
-            state.hasher.verify_dummy(password);
-            false
-        }
-    };
+    let stored = user
+        .as_ref()
+        .filter(|user| !user.disabled)
+        .map(|user| user.password_hash.as_str());
+    let verified = state.hasher.verify_blocking(password, stored).await;
     match user {
         Some(user) if verified => {
             store::login_failures::clear(&state.pool, username, address).await?;

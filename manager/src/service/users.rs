@@ -61,7 +61,7 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Us
     let (Some(username), Some(password), Some(role)) = (username, password, role) else {
         return Err(ApiError::field("body", "invalid user"));
     };
-    let hash = state.hasher.hash(&password)?;
+    let hash = state.hasher.hash_blocking(&password).await?;
     let mut tx = state.pool.begin().await?;
     let user = store::users::create(&mut *tx, &username, &hash, role)
         .await?
@@ -108,7 +108,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         .await?
         .ok_or_else(|| ApiError::not_found("user", id))?;
     if let Some(password) = &new_password {
-        store::users::set_password(&mut *tx, id, &state.hasher.hash(password)?).await?;
+        store::users::set_password(&mut *tx, id, &state.hasher.hash_blocking(password).await?).await?;
     }
     if new_password.is_some() || (disabled && !before.disabled) {
         // A reset by an admin or a disabling ends every way in: sessions, and tokens of
@@ -147,13 +147,17 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
     let user = store::users::get(&state.pool, who.user_id)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    if !state.hasher.verify(&current, &user.password_hash) {
+    if !state
+        .hasher
+        .verify_blocking(&current, Some(&user.password_hash))
+        .await
+    {
         return Err(ApiError::field(
             "current_password",
             "is not your current password",
         ));
     }
-    let hash = state.hasher.hash(&new_password)?;
+    let hash = state.hasher.hash_blocking(&new_password).await?;
     let mut tx = state.pool.begin().await?;
     store::users::set_password(&mut *tx, who.user_id, &hash).await?;
     store::sessions::delete_of_user(&mut *tx, who.user_id).await?;

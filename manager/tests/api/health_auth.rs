@@ -195,9 +195,7 @@ async fn behind_a_trusted_proxy_a_lockout_is_per_client_not_per_proxy(pool: PgPo
             .body(Body::from(body))
             .unwrap();
         let proxy: std::net::SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        request
-            .extensions_mut()
-            .insert(axum::extract::ConnectInfo(proxy));
+        request.extensions_mut().insert(axum::extract::ConnectInfo(proxy));
         request
     };
     for _ in 0..5 {
@@ -205,8 +203,25 @@ async fn behind_a_trusted_proxy_a_lockout_is_per_client_not_per_proxy(pool: PgPo
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     }
     let attacker = app.send(login(&password_of("alice"), "198.51.100.66")).await;
-    assert_eq!(attacker.status, StatusCode::TOO_MANY_REQUESTS, "{}", attacker.text);
+    assert_eq!(
+        attacker.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        attacker.text
+    );
     let real_user = app.send(login(&password_of("alice"), "203.0.113.5")).await;
     assert_eq!(real_user.status, StatusCode::CREATED, "{}", real_user.text);
 }
 
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn authenticated_answers_are_never_cached(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.admin().await;
+    for uri in ["/api/v1/me", "/api/v1/jobs", "/api/v1/tokens"] {
+        let reply = app.get(uri, &token).await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}");
+        assert_eq!(reply.headers[header::CACHE_CONTROL], "no-store", "{uri}");
+    }
+    let style = app.call(Method::GET, "/static/style.css", None, None).await;
+    assert_eq!(style.headers[header::CACHE_CONTROL], "public, max-age=3600");
+}

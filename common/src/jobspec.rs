@@ -58,6 +58,24 @@ pub enum JobSpec {
     },
 }
 
+/// What stands for a value that may be a secret.
+pub const REDACTED: &str = "***";
+
+/// A stored spec with the values that may be secrets (a shell job's `env` values, an HTTP
+/// job's `headers` values) replaced by [`REDACTED`]: what is shown to whoever may not edit
+/// the job, and what the audit log keeps.
+pub fn redact_secrets(spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    for key in ["env", "headers"] {
+        if let Some(Value::Object(map)) = spec.get_mut(key) {
+            for value in map.values_mut() {
+                *value = Value::String(REDACTED.to_owned());
+            }
+        }
+    }
+    spec
+}
+
 /// A `shell` job: a program with an argument list, run without an implicit shell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellSpec {

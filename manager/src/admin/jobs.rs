@@ -36,7 +36,7 @@ pub async fn list(
         q: q.clone(),
         ..JobFilter::default()
     };
-    let found: Paged<JobView> = jobs::list(&state, &filter, page).await?;
+    let found: Paged<JobView> = jobs::list(&state, &user.0, &filter, page).await?;
     let pager = Pager::new(page, found.items.len(), found.total);
     let page_base = match &q {
         Some(q) => format!("/jobs?q={}&", encode_component(q)),
@@ -53,7 +53,7 @@ pub async fn show(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
-    let job = jobs::get(&state, id).await?;
+    let job = jobs::get(&state, &user.0, id).await?;
     let triggers = service::triggers::list_for_job(&state, id).await?;
     let filter = RunFilter {
         job_id: Some(id),
@@ -227,7 +227,7 @@ pub async fn edit_form(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Response, AdminError> {
-    let job = jobs::get(&state, id).await?;
+    let job = jobs::get(&state, &user.0, id).await?;
     user.0.require_job_kind(job.kind)?;
     let (values, warning) = values_of(&job);
     render_form(

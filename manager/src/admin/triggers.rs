@@ -165,7 +165,7 @@ pub async fn new_form(
     Id(job_id): Id,
 ) -> Result<Response, AdminError> {
     user.0.require_operator("create triggers")?;
-    let job = jobs::get(&state, job_id).await?;
+    let job = jobs::get(&state, &user.0, job_id).await?;
     let values = default_values();
     let view = FormState {
         job: &job,
@@ -185,7 +185,7 @@ pub async fn create(
     Id(job_id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    let job = jobs::get(&state, job_id).await?;
+    let job = jobs::get(&state, &user.0, job_id).await?;
     submit(&state, &user, &job, None, &form).await
 }
 
@@ -197,7 +197,7 @@ pub async fn edit_form(
 ) -> Result<Response, AdminError> {
     user.0.require_operator("edit triggers")?;
     let trigger = triggers::get(&state, id).await?;
-    let job = jobs::get(&state, trigger.job_id).await?;
+    let job = jobs::get(&state, &user.0, trigger.job_id).await?;
     let values = values_of(&trigger);
     let view = FormState {
         job: &job,
@@ -218,7 +218,7 @@ pub async fn update(
     form: FormData,
 ) -> Result<Response, AdminError> {
     let trigger = triggers::get(&state, id).await?;
-    let job = jobs::get(&state, trigger.job_id).await?;
+    let job = jobs::get(&state, &user.0, trigger.job_id).await?;
     submit(&state, &user, &job, Some(id), &form).await
 }
 

@@ -33,7 +33,7 @@ use crate::state::AppState;
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<JobView>>, ApiError> {
     let mut errors = FieldErrors::new();
@@ -44,7 +44,7 @@ pub async fn list(
         paused: query.choice::<bool>("paused", &mut errors),
     };
     check(errors)?;
-    Ok(Json(jobs::list(&state, &filter, page).await?))
+    Ok(Json(jobs::list(&state, &who, &filter, page).await?))
 }
 
 /// Create a job (operators and admins; `shell` and `http` jobs: admins only).
@@ -77,10 +77,10 @@ pub async fn create(
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(jobs::get(&state, id).await?))
+    Ok(Json(jobs::get(&state, &who, id).await?))
 }
 
 /// Edit a job: send the fields to change and the `version` you read.

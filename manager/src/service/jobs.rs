@@ -3,7 +3,8 @@
 //! due without a row of `triggers` changing).
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{JobKind, Overlap};
+use probactr_common::jobspec::redact_secrets;
+use probactr_common::model::{Job, JobKind, Overlap};
 use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
@@ -140,21 +141,49 @@ fn name_taken(err: StoreError) -> ApiError {
     }
 }
 
-/// One job, with statistics.
-pub async fn get(state: &AppState, id: i64) -> Result<JobView, ApiError> {
+/// One job, with statistics, as `who` may see it.
+pub async fn get(state: &AppState, who: &Principal, id: i64) -> Result<JobView, ApiError> {
     store::jobs::get_with_stats(&state.pool, id)
         .await?
-        .map(JobView::from)
+        .map(|row| JobView::from(row).visible_to(who))
         .ok_or_else(|| ApiError::not_found("job", id))
 }
 
-/// A page of jobs.
-pub async fn list(state: &AppState, filter: &JobFilter, page: Page) -> Result<Paged<JobView>, ApiError> {
+/// A page of jobs, as `who` may see them.
+pub async fn list(
+    state: &AppState,
+    who: &Principal,
+    filter: &JobFilter,
+    page: Page,
+) -> Result<Paged<JobView>, ApiError> {
     let (rows, total) = store::jobs::list_with_stats(&state.pool, filter, page).await?;
     Ok(Paged {
-        items: rows.into_iter().map(JobView::from).collect(),
+        items: rows
+            .into_iter()
+            .map(|row| JobView::from(row).visible_to(who))
+            .collect(),
         total,
     })
+}
+
+impl JobView {
+    /// The job as `who` may see it: whoever may not edit it sees its possible secrets
+    /// (shell `env` and HTTP `headers` values) as `***`.
+    pub fn visible_to(mut self, who: &Principal) -> JobView {
+        if !who.role.can_edit_job(self.kind) {
+            self.spec = redact_secrets(&self.spec);
+        }
+        self
+    }
+}
+
+/// A job as the audit log keeps it: its possible secrets redacted.
+fn audited(job: &Job) -> Option<Value> {
+    let mut value = snapshot(job)?;
+    if let Some(spec) = value.get("spec") {
+        value["spec"] = redact_secrets(spec);
+    }
+    Some(value)
 }
 
 /// How many jobs match `filter`.
@@ -181,12 +210,12 @@ pub async fn create(state: &AppState, who: &Principal, draft: JobDraft) -> Resul
         object_type: "job",
         object_id: Some(created.id),
         before: None,
-        after: snapshot(&created),
+        after: audited(&created),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = created.id, kind = %created.kind, "job created");
-    get(state, created.id).await
+    get(state, who, created.id).await
 }
 
 /// Edits a job; the patch must carry the `version` the caller read.
@@ -218,13 +247,13 @@ pub async fn update(
         action: "job.update",
         object_type: "job",
         object_id: Some(id),
-        before: snapshot(&before),
-        after: snapshot(&after),
+        before: audited(&before),
+        after: audited(&after),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, version = after.version, "job updated");
-    get(state, id).await
+    get(state, who, id).await
 }
 
 /// The 409 of a stale `version`.
@@ -247,7 +276,7 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), Ap
         action: "job.delete",
         object_type: "job",
         object_id: Some(id),
-        before: snapshot(&before),
+        before: audited(&before),
         after: None,
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
@@ -282,7 +311,7 @@ pub async fn set_paused(
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, paused, "job pause flag set");
-    get(state, id).await
+    get(state, who, id).await
 }
 
 /// Queues a run of a job now; returns the run's id.

@@ -468,3 +468,53 @@ async fn job_statistics_count_every_ended_run(pool: PgPool) {
     assert!(page.text.contains("1006"), "{}", page.text);
     assert!(page.text.contains("badge cancelled"), "{}", page.text);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn job_secrets_are_shown_only_to_who_may_edit_the_job_and_never_audited(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let viewer = app.user("vera", Role::Viewer).await;
+    let operator = app.user("otto", Role::Operator).await;
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "deploy", "kind": "shell",
+                   "spec": {"program": "deploy", "env": {"API_TOKEN": "s3cret-token"}}}),
+        )
+        .await;
+    let hook = app
+        .job(
+            &admin,
+            json!({"name": "hook", "kind": "http",
+                   "spec": {"url": "https://hooks.example/x", "headers": {"X-Api-Key": "k3y-value"}}}),
+        )
+        .await;
+    for (who, token) in [("viewer", &viewer), ("operator", &operator)] {
+        for id in [&job["id"], &hook["id"]] {
+            let one = app.get(&format!("/api/v1/jobs/{id}"), token).await;
+            assert_eq!(one.status, StatusCode::OK);
+            assert!(
+                !one.text.contains("s3cret") && !one.text.contains("k3y"),
+                "{who}: {}",
+                one.text
+            );
+        }
+        let list = app.get("/api/v1/jobs", token).await;
+        assert!(
+            !list.text.contains("s3cret") && !list.text.contains("k3y"),
+            "{who}: {}",
+            list.text
+        );
+        let page = app.get(&format!("/api/v1/jobs/{}", job["id"]), token).await;
+        assert_eq!(page.body["spec"]["env"]["API_TOKEN"], "***", "{who}");
+    }
+    let as_admin = app.get(&format!("/api/v1/jobs/{}", job["id"]), &admin).await;
+    assert_eq!(as_admin.body["spec"]["env"]["API_TOKEN"], "s3cret-token");
+    let audit = app.get("/api/v1/audit", &admin).await;
+    assert_eq!(audit.status, StatusCode::OK);
+    assert!(
+        !audit.text.contains("s3cret") && !audit.text.contains("k3y"),
+        "{}",
+        audit.text
+    );
+}

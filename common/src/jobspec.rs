@@ -104,6 +104,45 @@ pub struct HttpSpec {
     pub body: Option<String>,
     /// Statuses that count as success; empty means any 2xx.
     pub expect_status: Vec<u16>,
+    /// Which redirects are followed.
+    pub follow_redirects: FollowRedirects,
+}
+
+/// Which redirects an HTTP job follows. A redirect to another origin could hand the
+/// job's headers (an `X-Api-Key`) and body to whatever host the first one names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FollowRedirects {
+    /// Only to the same scheme, host and port; a redirect elsewhere ends the exchange
+    /// (its 3xx status is the job's answer).
+    #[default]
+    SameOrigin,
+    /// Anywhere; across origins without the job's headers and without a body.
+    Any,
+    /// None: the first answer is the job's answer.
+    None,
+}
+
+impl FollowRedirects {
+    /// Every value, as the spec spells it.
+    pub const NAMES: &'static [&'static str] = &["same-origin", "any", "none"];
+
+    /// The spec's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FollowRedirects::SameOrigin => "same-origin",
+            FollowRedirects::Any => "any",
+            FollowRedirects::None => "none",
+        }
+    }
+
+    fn parse(text: &str) -> Option<FollowRedirects> {
+        match text {
+            "same-origin" => Some(FollowRedirects::SameOrigin),
+            "any" => Some(FollowRedirects::Any),
+            "none" => Some(FollowRedirects::None),
+            _ => None,
+        }
+    }
 }
 
 impl HttpSpec {
@@ -180,6 +219,12 @@ impl JobSpec {
                     o.insert("body".into(), Value::from(body.clone()));
                 }
                 o.insert("expect_status".into(), Value::from(h.expect_status.clone()));
+                if h.follow_redirects != FollowRedirects::default() {
+                    o.insert(
+                        "follow_redirects".into(),
+                        Value::from(h.follow_redirects.as_str()),
+                    );
+                }
                 Value::Object(o)
             }
             JobSpec::Noop => Value::Object(Map::new()),
@@ -294,7 +339,17 @@ fn check_env(key: &str, value: &str) -> Result<(), SpecError> {
 }
 
 fn parse_http(spec: &Value) -> Result<HttpSpec, SpecError> {
-    let obj = object(spec, &["method", "url", "headers", "body", "expect_status"])?;
+    let obj = object(
+        spec,
+        &[
+            "method",
+            "url",
+            "headers",
+            "body",
+            "expect_status",
+            "follow_redirects",
+        ],
+    )?;
     let method: String = field(obj, "method", "a string")?.unwrap_or_else(|| "GET".to_owned());
     let method = method.to_ascii_uppercase();
     if !HTTP_METHODS.contains(&method.as_str()) {
@@ -321,12 +376,23 @@ fn parse_http(spec: &Value) -> Result<HttpSpec, SpecError> {
             ));
         }
     }
+    let follow_redirects: Option<String> = field(obj, "follow_redirects", "a string")?;
+    let follow_redirects = match follow_redirects {
+        None => FollowRedirects::default(),
+        Some(text) => FollowRedirects::parse(&text).ok_or_else(|| {
+            SpecError::new(
+                "spec.follow_redirects",
+                format!("must be one of: {}", FollowRedirects::NAMES.join(", ")),
+            )
+        })?,
+    };
     Ok(HttpSpec {
         method,
         url,
         headers,
         body,
         expect_status,
+        follow_redirects,
     })
 }
 

@@ -44,7 +44,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use probactr_common::cidr::Cidr;
-use probactr_common::jobspec::HttpSpec;
+use probactr_common::jobspec::{FollowRedirects, HttpSpec};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect;
 use reqwest::{Method, Url};
@@ -244,16 +244,14 @@ impl HttpRunner {
     /// Builds the client. Fails only if the TLS backend cannot be set up.
     pub fn new(policy: HttpPolicy) -> Result<Self, reqwest::Error> {
         let policy = Arc::new(policy);
-        let for_redirects = policy.clone();
+        // Redirects are followed by `exchange`, which decides per job what crosses them.
         let client = reqwest::Client::builder()
             .user_agent(concat!("probactr/", env!("CARGO_PKG_VERSION")))
             .no_proxy()
             .dns_resolver(GuardedResolver {
                 policy: policy.clone(),
             })
-            .redirect(redirect::Policy::custom(move |attempt| {
-                check_redirect(&for_redirects, attempt)
-            }))
+            .redirect(redirect::Policy::none())
             .build()?;
         Ok(HttpRunner { client, policy })
     }
@@ -275,6 +273,11 @@ impl HttpRunner {
             Ok(request) => request,
             Err(error) => return Execution::failed(error),
         };
+        let follow = Follow {
+            spec,
+            ctx,
+            policy: &self.policy,
+        };
         let mut progress = Progress {
             status: None,
             body: TailBuffer::new(limits.output_bytes),
@@ -282,7 +285,7 @@ impl HttpRunner {
         let outcome = tokio::select! {
             biased;
             () = stop.cancelled() => Outcome::Stopped,
-            result = tokio::time::timeout(limits.timeout, exchange(&self.client, request, &mut progress)) => {
+            result = tokio::time::timeout(limits.timeout, exchange(&self.client, request, &follow, &mut progress)) => {
                 match result {
                     Err(_elapsed) => Outcome::TimedOut,
                     Ok(Err(error)) => Outcome::Broken(error),
@@ -345,14 +348,75 @@ fn check_literal(policy: &HttpPolicy, url: &Url) -> Result<(), Refusal> {
     }
 }
 
-fn check_redirect(policy: &HttpPolicy, attempt: redirect::Attempt<'_>) -> redirect::Action {
-    if attempt.previous().len() > MAX_REDIRECTS {
-        return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+/// What following a job's redirects needs: its spec (headers, body, policy), its
+/// identity headers and the address policy.
+struct Follow<'a> {
+    spec: &'a HttpSpec,
+    ctx: &'a JobContext,
+    policy: &'a HttpPolicy,
+}
+
+impl Follow<'_> {
+    /// The request a redirect `response` to `request` leads to, or None when the job's
+    /// `follow_redirects` says to stop here (or the response is no redirect). Same
+    /// origin: the same headers, and the body for 307 and 308. Another origin (only with
+    /// `any`): none of the job's headers and never a body.
+    fn next(
+        &self,
+        request: &reqwest::Request,
+        response: &reqwest::Response,
+    ) -> Result<Option<reqwest::Request>, String> {
+        let status = response.status();
+        if !status.is_redirection() || self.spec.follow_redirects == FollowRedirects::None {
+            return Ok(None);
+        }
+        let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
+            return Ok(None);
+        };
+        let location = location
+            .to_str()
+            .map_err(|_| "a redirect with an unreadable Location".to_owned())?;
+        let url = request
+            .url()
+            .join(location)
+            .map_err(|err| format!("a redirect to an invalid URL {location:?}: {err}"))?;
+        let same_origin = url.origin() == request.url().origin();
+        if !same_origin && self.spec.follow_redirects == FollowRedirects::SameOrigin {
+            tracing::info!(to = %url.origin().ascii_serialization(), "not following a redirect to another origin");
+            return Ok(None);
+        }
+        check_literal(self.policy, &url).map_err(|refusal| refusal.to_string())?;
+        let keeps_method = matches!(status.as_u16(), 307 | 308);
+        let method = if keeps_method || request.method() == Method::HEAD {
+            request.method().clone()
+        } else {
+            Method::GET
+        };
+        let mut next = reqwest::Request::new(method, url);
+        if same_origin {
+            for (name, value) in &self.spec.headers {
+                append_header(&mut next, name, value)?;
+            }
+            if keeps_method {
+                if let Some(body) = &self.spec.body {
+                    *next.body_mut() = Some(body.clone().into());
+                }
+            }
+        }
+        for (name, value) in self.ctx.identity() {
+            append_header(&mut next, &header_name(name), &value)?;
+        }
+        Ok(Some(next))
     }
-    match check_literal(policy, attempt.url()) {
-        Ok(()) => attempt.follow(),
-        Err(refusal) => attempt.error(refusal),
-    }
+}
+
+fn append_header(request: &mut reqwest::Request, name: &str, value: &str) -> Result<(), String> {
+    let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|err| format!("invalid header name {name:?}: {err}"))?;
+    let value = reqwest::header::HeaderValue::from_str(value)
+        .map_err(|err| format!("invalid header value: {err}"))?;
+    request.headers_mut().append(name, value);
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -377,9 +441,27 @@ enum Outcome {
 async fn exchange(
     client: &reqwest::Client,
     request: reqwest::Request,
+    follow: &Follow<'_>,
     progress: &mut Progress,
 ) -> Result<(), String> {
-    let mut response = client.execute(request).await.map_err(|err| describe(&err))?;
+    let mut request = request;
+    let mut redirects = 0;
+    let mut response = loop {
+        let sent = request.try_clone();
+        let response = client.execute(request).await.map_err(|err| describe(&err))?;
+        let next = match &sent {
+            Some(sent) => follow.next(sent, &response)?,
+            None => None,
+        };
+        match next {
+            Some(next) if redirects < MAX_REDIRECTS => {
+                redirects += 1;
+                request = next;
+            }
+            Some(_) => return Err(format!("more than {MAX_REDIRECTS} redirects")),
+            None => break response,
+        }
+    };
     progress.status = Some(response.status().as_u16());
     while let Some(chunk) = response
         .chunk()

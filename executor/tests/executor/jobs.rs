@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
+use probactr_common::jobspec::FollowRedirects;
 use probactr_common::jobspec::{HttpSpec, JobSpec, ShellSpec};
 use probactr_executor::job::{
     execute, execute_with, output::truncation_marker, Ending, Execution, HttpPolicy, HttpRunner, JobContext,
@@ -597,6 +598,7 @@ fn http(method: &str, url: &str) -> HttpSpec {
         headers: BTreeMap::new(),
         body: None,
         expect_status: vec![],
+        follow_redirects: FollowRedirects::default(),
     }
 }
 
@@ -758,16 +760,60 @@ async fn http_refuses_the_metadata_address_without_connecting() {
 #[tokio::test]
 async fn http_refuses_a_redirect_to_the_metadata_address() {
     let server = TestServer::start(Some(TO_METADATA)).await;
-    let done = call(
-        http("GET", &server.url("/go")),
-        &runner(),
-        Duration::from_secs(10),
-    )
-    .await;
+    let follows_any = HttpSpec {
+        follow_redirects: FollowRedirects::Any,
+        ..http("GET", &server.url("/go"))
+    };
+    let done = call(follows_any, &runner(), Duration::from_secs(10)).await;
     assert_eq!(done.ending, Ending::Failed, "{done:?}");
     let error = done.error.unwrap();
     assert!(error.contains("refused to connect to 169.254.169.254"), "{error}");
     assert_eq!(server.requests().len(), 1);
+}
+
+/// A server answering every request with a redirect to `to`.
+async fn redirecting_to(status: u16, to: &str) -> TestServer {
+    let response = format!("HTTP/1.1 {status} Moved\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n");
+    TestServer::start(Some(Box::leak(response.into_boxed_str()))).await
+}
+
+#[tokio::test]
+async fn http_redirects_to_another_origin_carry_neither_the_jobs_headers_nor_its_body() {
+    let elsewhere = TestServer::start(Some(OK)).await;
+    let first = redirecting_to(307, &elsewhere.url("/landing")).await;
+    let mut spec = http("POST", &first.url("/hook"));
+    spec.headers.insert("X-Api-Key".into(), "k3y-value".into());
+    spec.body = Some("secret payload".into());
+
+    // By default a redirect to another origin is not followed: its 307 is the answer.
+    let done = call(spec.clone(), &runner(), Duration::from_secs(10)).await;
+    assert_eq!(done.http_status, Some(307), "{done:?}");
+    assert_eq!(done.ending, Ending::Failed);
+    assert!(elsewhere.requests().is_empty(), "the other origin was called");
+
+    // With `any` it is followed, stripped of the job's headers and body.
+    spec.follow_redirects = FollowRedirects::Any;
+    let done = call(spec.clone(), &runner(), Duration::from_secs(10)).await;
+    assert_eq!(done.ending, Ending::Succeeded, "{done:?}");
+    let received = elsewhere.requests();
+    assert_eq!(received.len(), 1);
+    assert!(!received[0].contains("k3y-value"), "{}", received[0]);
+    assert!(!received[0].contains("secret payload"), "{}", received[0]);
+    assert!(
+        received[0].to_ascii_lowercase().contains("x-probactr-run-id"),
+        "{}",
+        received[0]
+    );
+    assert!(
+        first.requests()[0].contains("k3y-value"),
+        "the first origin gets the headers"
+    );
+
+    // With `none` nothing is followed.
+    spec.follow_redirects = FollowRedirects::None;
+    let done = call(spec, &runner(), Duration::from_secs(10)).await;
+    assert_eq!(done.http_status, Some(307));
+    assert_eq!(elsewhere.requests().len(), 1);
 }
 
 #[tokio::test]

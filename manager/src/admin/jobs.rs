@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
-use probactr_common::jobspec::HTTP_METHODS;
+use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
 use probactr_common::model::{JobKind, Overlap};
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
@@ -154,7 +154,7 @@ fn render_form(
     };
     let ctx = context! {
         job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict,
-        warning => form.warning, kinds => kinds(user), overlaps, kind_hint, methods => HTTP_METHODS,
+        warning => form.warning, kinds => kinds(user), overlaps, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
     };
     render_status(state, status, "job_form.html", ctx)

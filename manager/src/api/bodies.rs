@@ -113,6 +113,9 @@ pub struct HttpSpecBody {
     pub body: Option<String>,
     /// Statuses that count as success; default any 2xx.
     pub expect_status: Option<Vec<u16>>,
+    /// Which redirects are followed: `same-origin` (default; a redirect elsewhere is the
+    /// answer), `any` (across origins without the job's headers and body) or `none`.
+    pub follow_redirects: Option<String>,
 }
 
 /// `kind: sleep`.

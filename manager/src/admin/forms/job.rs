@@ -35,6 +35,7 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "spec.headers",
     "spec.body",
     "spec.expect_status",
+    "spec.follow_redirects",
     "spec.millis",
 ];
 
@@ -97,6 +98,7 @@ fn spec_body(form: &FormData, kind: JobKind, errors: &mut FieldErrors) -> Value 
                 // Browsers send a textarea's line breaks as CRLF whatever was typed.
                 spec.insert("body".into(), json!(body.replace("\r\n", "\n")));
             }
+            text(&mut spec, "follow_redirects");
             let statuses = statuses(form.get("spec.expect_status").unwrap_or(""));
             spec.insert(
                 "expect_status".into(),
@@ -284,6 +286,7 @@ pub fn spec_values(kind: JobKind, spec: &Value) -> (HashMap<String, String>, Opt
             set("body", http.body.clone().unwrap_or_default());
             let codes: Vec<String> = http.expect_status.iter().map(u16::to_string).collect();
             set("expect_status", codes.join(", "));
+            set("follow_redirects", http.follow_redirects.as_str().to_owned());
             http_fits(&http)
         }
         JobSpec::Noop => true,

@@ -276,6 +276,12 @@ impl Config {
 
     /// Reads the process environment; on error prints it and exits with code 2.
     pub fn from_env_or_exit(process: &str) -> Config {
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(name, _)| name.into_string().ok())
+            .collect();
+        for unknown in unknown_variables(names.iter().map(String::as_str)) {
+            eprintln!("{process}: warning: {unknown}");
+        }
         match Config::from_env() {
             Ok(config) => config,
             Err(err) => {
@@ -560,6 +566,63 @@ pub fn format_duration(d: Duration) -> String {
     format!("{millis}ms")
 }
 
+/// `PROBACTR_*` names the scripts read (`scripts/up`, `scripts/test`), not the processes.
+pub const SCRIPT_VARS: &[&str] = &["PROBACTR_STATE", "PROBACTR_PG_BINDIR"];
+
+/// A `PROBACTR_*` variable that nothing reads, with the known name it is closest to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownVariable {
+    /// As set.
+    pub name: String,
+    /// The known name it most likely misspells.
+    pub suggestion: Option<&'static str>,
+}
+
+impl std::fmt::Display for UnknownVariable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown {}", self.name)?;
+        match self.suggestion {
+            Some(known) => write!(f, ", did you mean {known}?"),
+            None => write!(f, " (it is ignored)"),
+        }
+    }
+}
+
+/// The `PROBACTR_*` names among `names` that no probactr process or script reads: a
+/// misspelt setting is otherwise silently replaced by its default.
+pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<UnknownVariable> {
+    let known = || VARS.iter().map(|var| var.name).chain(SCRIPT_VARS.iter().copied());
+    let mut unknown: Vec<UnknownVariable> = names
+        .into_iter()
+        .filter(|name| name.starts_with("PROBACTR_") && !known().any(|k| k == *name))
+        .map(|name| UnknownVariable {
+            name: name.to_owned(),
+            suggestion: known()
+                .map(|k| (edit_distance(name, k), k))
+                .filter(|(distance, _)| *distance <= 3)
+                .min()
+                .map(|(_, k)| k),
+        })
+        .collect();
+    unknown.sort_by(|a, b| a.name.cmp(&b.name));
+    unknown
+}
+
+/// The Levenshtein distance between two names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 /// Hides the password of a connection URL.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -649,6 +712,25 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn misspelt_variables_are_named_with_the_likely_intent() {
+        let unknown = unknown_variables([
+            "PROBACTR_EXECUTOR_CAPACTY",
+            "PROBACTR_EXECUTOR_CAPACITY",
+            "PROBACTR_STATE",
+            "PROBACTR_WHATEVER_THIS_IS",
+            "HOME",
+        ]);
+        let text: Vec<String> = unknown.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "unknown PROBACTR_EXECUTOR_CAPACTY, did you mean PROBACTR_EXECUTOR_CAPACITY?",
+                "unknown PROBACTR_WHATEVER_THIS_IS (it is ignored)",
+            ]
+        );
     }
 
     #[test]

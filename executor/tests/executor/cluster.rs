@@ -72,6 +72,20 @@ async fn a_bad_setting_exits_2_naming_the_variable() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("PROBACTR_HEARTBEAT_TIMEOUT"));
 
+    // A misspelt setting is named with what it likely means (the bad interval then
+    // stops the process before it connects anywhere).
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
+        .env("PROBACTR_EXECUTOR_CAPACTY", "64")
+        .env("PROBACTR_HEARTBEAT_INTERVAL", "often")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("unknown PROBACTR_EXECUTOR_CAPACTY, did you mean PROBACTR_EXECUTOR_CAPACITY?"),
+        "stderr: {stderr}"
+    );
+
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
         .env("PROBACTR_HTTP_DENY", "10.0.0.0/33")
         .output()

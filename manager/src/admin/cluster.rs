@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{render, AdminError, AdminUser, Pager};
 use crate::error::FieldErrors;
 use crate::input::{check, QueryParams};
+use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
 use crate::state::AppState;
 
@@ -60,13 +61,26 @@ pub async fn dashboard(State(state): State<AppState>, user: AdminUser) -> Result
 
 /// `GET /executors`: executors and monitors.
 pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let executors = service::cluster::processes(&state, ProcessRole::Executor).await?;
-    let monitors = service::cluster::processes(&state, ProcessRole::Monitor).await?;
+    let executors = recent(service::cluster::processes(&state, ProcessRole::Executor).await?);
+    let monitors = recent(service::cluster::processes(&state, ProcessRole::Monitor).await?);
     render(
         &state,
         "executors.html",
         context! { executors, monitors, ..user.layout("executors") },
     )
+}
+
+/// How long the page still shows a process that stopped or died (retention purges it
+/// later; the API lists it until then).
+const GONE_SHOWN_FOR: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
+/// The processes worth a look: the live ones, and those gone within [`GONE_SHOWN_FOR`].
+fn recent(processes: Vec<ProcessView>) -> Vec<ProcessView> {
+    let since = chrono::Utc::now() - GONE_SHOWN_FOR;
+    processes
+        .into_iter()
+        .filter(|p| matches!(p.state.as_str(), "alive" | "draining") || p.last_heartbeat_at > since)
+        .collect()
 }
 
 /// `GET /audit` (admin).
@@ -194,6 +208,32 @@ mod tests {
         assert!(created.changes.is_empty());
         assert!(created.snapshot.unwrap_or_default().contains("\"name\": \"new\""));
         assert_eq!(short(Some(&Value::String("x".repeat(200)))).chars().count(), 120);
+    }
+
+    #[test]
+    fn long_gone_processes_leave_the_page() {
+        let process = |state: &str, minutes_ago: i64| ProcessView {
+            id: uuid::Uuid::new_v4(),
+            host: "h".into(),
+            pid: 1,
+            version: "v".into(),
+            started_at: chrono::Utc::now(),
+            last_heartbeat_at: chrono::Utc::now() - chrono::TimeDelta::minutes(minutes_ago),
+            state: state.into(),
+            running: None,
+            capacity: None,
+        };
+        let shown: Vec<String> = recent(vec![
+            process("alive", 0),
+            process("draining", 300),
+            process("stopped", 5),
+            process("stopped", 300),
+            process("dead", 300),
+        ])
+        .into_iter()
+        .map(|p| p.state)
+        .collect();
+        assert_eq!(shown, ["alive", "draining", "stopped"]);
     }
 
     #[test]

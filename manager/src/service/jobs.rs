@@ -318,9 +318,16 @@ pub async fn set_paused(
 pub async fn run_now(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
     who.require_operator("run jobs")?;
     let mut tx = state.pool.begin().await?;
-    store::jobs::get(&mut *tx, id)
+    let job = store::jobs::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
+    if job.paused {
+        // Runs of a paused job are not claimed: queued now, it would wait unseen.
+        return Err(ApiError::Conflict(format!(
+            "job {} is paused: resume it to run it",
+            job.name
+        )));
+    }
     let run = store::runs::queue_now(&mut *tx, id).await?;
     let change = Change {
         action: "job.run",

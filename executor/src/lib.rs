@@ -23,6 +23,7 @@ pub mod job_cache;
 pub mod liveness;
 pub mod recorder;
 pub mod registry;
+pub mod secrets;
 pub mod slot;
 pub mod wakeup;
 

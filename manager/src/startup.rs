@@ -73,7 +73,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)
-        .with_trusted_proxies(&config.trusted_proxies);
+        .with_trusted_proxies(&config.trusted_proxies)
+        .with_secret_keys(config.secret_keys.clone());
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);

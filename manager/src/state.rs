@@ -2,6 +2,7 @@
 //! manager takes no locks) and the compiled templates of the web admin.
 
 use probactr_common::cidr::Cidr;
+use probactr_common::secrets::Keyring;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ pub struct AppState {
     pub status_max_age: Duration,
     /// Proxies whose `X-Forwarded-For` names the client (`PROBACTR_TRUSTED_PROXIES`).
     pub trusted_proxies: Arc<[Cidr]>,
+    /// The keys sealing job secrets (`PROBACTR_SECRET_KEY`); None when unset.
+    pub secret_keys: Option<Arc<Keyring>>,
 }
 
 impl AppState {
@@ -45,6 +48,7 @@ impl AppState {
             status_cache: Arc::default(),
             status_max_age: STATUS_MAX_AGE,
             trusted_proxies: Arc::from([]),
+            secret_keys: None,
         })
     }
 
@@ -57,6 +61,12 @@ impl AppState {
     /// The same state trusting `X-Forwarded-For` from these proxies.
     pub fn with_trusted_proxies(mut self, proxies: &[Cidr]) -> AppState {
         self.trusted_proxies = Arc::from(proxies);
+        self
+    }
+
+    /// The same state sealing secrets with these keys.
+    pub fn with_secret_keys(mut self, keys: Option<Keyring>) -> AppState {
+        self.secret_keys = keys.map(Arc::new);
         self
     }
 

@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod login_failures;
 pub mod processes;
 pub mod runs;
+pub mod secrets;
 pub mod sessions;
 pub mod triggers;
 pub mod users;

@@ -563,3 +563,84 @@ async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOp
         "{text}"
     );
 }
+
+/// A job's secret reaches the job, never the history: its output shows `***`, a job
+/// referencing a missing secret fails saying which, and a dump of the database holds the
+/// value nowhere.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    use probactr_common::secrets::{Keyring, SecretKey};
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let key_text = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+    let keys = Keyring::new(SecretKey::parse(key_text).unwrap(), None);
+    let value = "pa55-word-8c1e";
+    probactr_common::store::secrets::put(&pool, "db_password", &keys.seal(value), "test")
+        .await
+        .unwrap();
+    let mut env = fast_env(&url, &unique_prefix("secrets"));
+    env.insert("PROBACTR_SECRET_KEY".into(), key_text.into());
+    let printer = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "printer",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", "echo \"password=$DB_PASSWORD arg=$1\"", "sh", "{{ secrets.db_password }}"],
+                   "env": {"DB_PASSWORD": "{{ secrets.db_password }}"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let missing = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "missing",
+            JobKind::Shell,
+            json!({"program": "true", "env": {"X": "{{ secrets.nope }}"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let printed = runs::queue_now(&pool, printer.id).await.unwrap();
+    let refused = runs::queue_now(&pool, missing.id).await.unwrap();
+    let _executor = executor("executor", &env);
+    let ended = |id: i64| {
+        let pool = pool.clone();
+        async move {
+            let run = runs::get(&pool, id).await.unwrap().unwrap();
+            run.state.is_terminal().then_some(run)
+        }
+    };
+    let printed = eventually(Duration::from_secs(15), "the printer ran", || ended(printed.id)).await;
+    assert_eq!(printed.state, RunState::Succeeded, "{printed:?}");
+    assert_eq!(printed.output.as_deref(), Some("password=*** arg=***\n"));
+    let refused = eventually(Duration::from_secs(15), "the other one ended", || {
+        ended(refused.id)
+    })
+    .await;
+    assert_eq!(refused.state, RunState::Failed);
+    assert!(
+        refused
+            .reason
+            .as_deref()
+            .or(refused.error.as_deref())
+            .unwrap_or_default()
+            .contains("secret nope, which does not exist"),
+        "{refused:?}"
+    );
+
+    let pg_dump = std::env::var("PROBACTR_PG_BINDIR")
+        .map(|dir| format!("{dir}/pg_dump"))
+        .unwrap_or_else(|_| "pg_dump".into());
+    match std::process::Command::new(&pg_dump)
+        .arg("--dbname")
+        .arg(&url)
+        .output()
+    {
+        Ok(dump) if dump.status.success() => {
+            let text = String::from_utf8_lossy(&dump.stdout);
+            assert!(text.contains("db_password"), "the dump holds the secret's name");
+            assert!(!text.contains(value), "the dump holds the secret's value");
+        }
+        other => eprintln!("pg_dump unavailable ({pg_dump}): {other:?}; the dump check is skipped"),
+    }
+}

@@ -13,6 +13,7 @@ mod forms;
 mod jobs;
 mod login;
 mod runs;
+mod secrets;
 pub mod templates;
 mod triggers;
 mod users;
@@ -61,6 +62,8 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/executors", get(cluster::executors))
         .route("/audit", get(cluster::audit))
+        .route("/secrets", get(secrets::list).post(secrets::set))
+        .route("/secrets/{name}/delete", post(secrets::delete))
         .route("/users", get(users::list).post(users::create))
         .route("/users/{id}", post(users::update))
         .route("/account", get(users::account))

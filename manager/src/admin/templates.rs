@@ -24,6 +24,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("run.html", include_str!("../../templates/run.html")),
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),
+    ("secrets.html", include_str!("../../templates/secrets.html")),
     ("run_rows.html", include_str!("../../templates/run_rows.html")),
     ("users.html", include_str!("../../templates/users.html")),
     ("account.html", include_str!("../../templates/account.html")),

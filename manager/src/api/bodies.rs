@@ -276,3 +276,19 @@ pub struct RunQueued {
     /// The new run; follow it at `/api/v1/runs/{run_id}`.
     pub run_id: i64,
 }
+
+/// `POST /api/v1/secrets`.
+#[derive(Debug, ToSchema)]
+pub struct NewSecretBody {
+    /// 1 to 100 letters, digits, `_`, `-` or `.`; jobs reference it as `{{ secrets.NAME }}`.
+    pub name: String,
+    /// The value (never shown again).
+    pub value: String,
+}
+
+/// `PUT /api/v1/secrets/{name}`.
+#[derive(Debug, ToSchema)]
+pub struct SecretValueBody {
+    /// The new value (never shown again).
+    pub value: String,
+}

@@ -12,6 +12,7 @@ mod health;
 mod jobs;
 pub mod openapi;
 mod runs;
+mod secrets;
 mod triggers;
 mod users;
 
@@ -58,6 +59,9 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(cluster::status))
         .routes(routes!(cluster::audit))
         .routes(routes!(triggers::preview))
+        .routes(routes!(secrets::list, secrets::create))
+        .routes(routes!(secrets::update, secrets::delete))
+        .routes(routes!(secrets::rotate))
         .routes(routes!(openapi::document))
         .fallback(not_found);
     OpenApiRouter::with_openapi(openapi::skeleton())

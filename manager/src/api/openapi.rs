@@ -33,6 +33,10 @@ pub fn skeleton() -> OpenApi {
         ("cluster", "Executors, monitors, status and the audit log"),
         ("users", "Users and API tokens"),
         (
+            "secrets",
+            "Named values jobs reference as {{ secrets.NAME }}; write-only",
+        ),
+        (
             "operations",
             "Health, readiness and metrics, without authentication",
         ),

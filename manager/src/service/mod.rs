@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod jobs;
 pub mod runs;
+pub mod secrets;
 pub mod triggers;
 pub mod users;
 

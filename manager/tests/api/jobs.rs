@@ -194,16 +194,16 @@ async fn roles_decide_who_may_change_what(pool: PgPool) {
     );
 
     assert_eq!(
-        app.post(&format!("/api/v1/jobs/{shell_id}/pause"), &operator, json!({}))
-            .await
-            .status,
-        StatusCode::OK
-    );
-    assert_eq!(
         app.post(&format!("/api/v1/jobs/{shell_id}/run"), &operator, json!({}))
             .await
             .status,
         StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        app.post(&format!("/api/v1/jobs/{shell_id}/pause"), &operator, json!({}))
+            .await
+            .status,
+        StatusCode::OK
     );
     assert_eq!(
         app.post(&format!("/api/v1/jobs/{shell_id}/resume"), &viewer, json!({}))

@@ -128,9 +128,9 @@ async fn every_change_is_audited(pool: PgPool) {
         json!({"version": 1, "description": "changed"}),
     )
     .await;
-    app.post(&format!("/api/v1/jobs/{}/pause", job["id"]), &admin, json!({}))
-        .await;
     app.post(&format!("/api/v1/jobs/{}/run", job["id"]), &admin, json!({}))
+        .await;
+    app.post(&format!("/api/v1/jobs/{}/pause", job["id"]), &admin, json!({}))
         .await;
     let failed = app
         .post("/api/v1/jobs", &admin, json!({"name": "x", "kind": "nope"}))
@@ -146,7 +146,7 @@ async fn every_change_is_audited(pool: PgPool) {
         .iter()
         .map(|e| e["action"].as_str().unwrap())
         .collect();
-    assert_eq!(actions, ["job.run", "job.pause", "job.update", "job.create"]);
+    assert_eq!(actions, ["job.pause", "job.run", "job.update", "job.create"]);
     let update = &log.body["items"][2];
     assert_eq!(update["actor"], "admin");
     assert_eq!(update["before"]["description"], "");

@@ -367,3 +367,76 @@ async fn tokens_may_expire(pool: PgPool) {
     assert_field(&huge, "username");
     assert_field(&huge, "name");
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn secrets_go_in_and_never_come_out(pool: PgPool) {
+    use probactr_common::secrets::{Keyring, SecretKey};
+    let mut app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let operator = app.user("otto", Role::Operator).await;
+    // Without a key the API says secrets are off.
+    let off = app
+        .post("/api/v1/secrets", &admin, json!({"name": "db", "value": "v"}))
+        .await;
+    assert_eq!(off.status, StatusCode::CONFLICT, "{}", off.text);
+    assert!(off.text.contains("PROBACTR_SECRET_KEY"));
+
+    let key = SecretKey::parse("AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=").unwrap();
+    app.state = app.state.clone().with_secret_keys(Some(Keyring::new(key, None)));
+    app.app = probactr_manager::app(app.state.clone());
+    let value = "hunter2-value-91f";
+    let made = app
+        .post(
+            "/api/v1/secrets",
+            &admin,
+            json!({"name": "db_password", "value": value}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let replaced = app
+        .call(
+            Method::PUT,
+            "/api/v1/secrets/db_password",
+            Some(&admin),
+            Some(json!({"value": format!("{value}-2")})),
+        )
+        .await;
+    assert_eq!(replaced.status, StatusCode::NO_CONTENT, "{}", replaced.text);
+    let listed = app.get("/api/v1/secrets", &admin).await;
+    assert_eq!(listed.body["items"][0]["name"], "db_password");
+    let bad = app
+        .post(
+            "/api/v1/secrets",
+            &admin,
+            json!({"name": "has space", "value": ""}),
+        )
+        .await;
+    assert_field(&bad, "name");
+    assert_field(&bad, "value");
+    let forbidden = app.get("/api/v1/secrets", &operator).await;
+    assert_eq!(forbidden.status, StatusCode::FORBIDDEN);
+    let page = app.get("/api/v1/audit", &admin).await;
+    for text in [&listed.text, &page.text] {
+        assert!(!text.contains(value), "a value came out: {text}");
+    }
+    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT ciphertext FROM secrets")
+        .fetch_all(app.pool())
+        .await
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&stored[0]).contains(value),
+        "stored in the clear"
+    );
+    let rotated = app.post("/api/v1/secrets/rotate", &admin, json!({})).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.text);
+    let gone = app
+        .call(Method::DELETE, "/api/v1/secrets/db_password", Some(&admin), None)
+        .await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.call(Method::DELETE, "/api/v1/secrets/db_password", Some(&admin), None)
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}

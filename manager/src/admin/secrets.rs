@@ -1,0 +1,92 @@
+//! `/secrets` (admins): the secrets jobs may reference, set and deleted; values go in
+//! and are never shown.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use minijinja::context;
+
+use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use crate::error::{ApiError, FieldErrors};
+use crate::service::secrets;
+use crate::state::AppState;
+
+async fn secrets_page(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    form: HashMap<String, String>,
+    errors: FieldErrors,
+    conflict: Option<String>,
+) -> Result<Response, AdminError> {
+    let list = secrets::list(state, &user.0).await?;
+    let enabled = state.secret_keys.is_some();
+    let ctx = context! { secrets => list, form, errors, conflict, enabled, ..user.layout("secrets") };
+    render_status(state, status, "secrets.html", ctx)
+}
+
+/// `GET /secrets`.
+pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
+    secrets_page(
+        &state,
+        &user,
+        StatusCode::OK,
+        HashMap::new(),
+        FieldErrors::new(),
+        None,
+    )
+    .await
+}
+
+/// `POST /secrets`: creates or replaces one.
+pub async fn set(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let name = form.get("name").unwrap_or_default().trim().to_owned();
+    let value = form.get("value").filter(|value| !value.is_empty());
+    match secrets::set(&state, &user.0, &name, value, false).await {
+        Ok(_) => Ok(Redirect::to("/secrets").into_response()),
+        Err(ApiError::Invalid(errors)) => {
+            // The value is never sent back into the page.
+            let kept = HashMap::from([("name".to_owned(), name)]);
+            secrets_page(
+                &state,
+                &user,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                kept,
+                errors,
+                None,
+            )
+            .await
+        }
+        Err(ApiError::Conflict(message)) => {
+            secrets_page(
+                &state,
+                &user,
+                StatusCode::CONFLICT,
+                HashMap::new(),
+                FieldErrors::new(),
+                Some(message),
+            )
+            .await
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `POST /secrets/{name}/delete`.
+pub async fn delete(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Path(name): Path<String>,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    secrets::delete(&state, &user.0, &name).await?;
+    Ok(Redirect::to("/secrets"))
+}

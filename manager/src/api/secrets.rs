@@ -1,0 +1,112 @@
+//! `/api/v1/secrets` (admins): named values jobs reference as `{{ secrets.NAME }}`.
+//! Values go in and never come out.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use probactr_common::store::secrets::SecretInfo;
+use serde_json::Value;
+
+use super::bodies::{NewSecretBody, SecretValueBody};
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::input::{ApiJson, Input};
+use crate::service::secrets::{self, Rotated};
+use crate::service::Paged;
+use crate::state::AppState;
+
+/// Every secret: names, when and by whom they were set; never values.
+#[utoipa::path(get, path = "/secrets", operation_id = "list_secrets", tag = "secrets",
+    responses(
+        (status = OK, description = "The secrets", body = Paged<SecretInfo>),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+) -> Result<Json<Paged<SecretInfo>>, ApiError> {
+    let items = secrets::list(&state, &who).await?;
+    let total = items.len() as i64;
+    Ok(Json(Paged { items, total }))
+}
+
+/// Create (or replace) a secret.
+#[utoipa::path(post, path = "/secrets", operation_id = "create_secret", tag = "secrets",
+    request_body = NewSecretBody,
+    responses(
+        (status = CREATED, description = "Created"),
+        (status = NO_CONTENT, description = "Replaced"),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = CONFLICT, description = "The manager has no PROBACTR_SECRET_KEY", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn create(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<StatusCode, ApiError> {
+    let mut input = Input::new(body)?;
+    let name = input.text("name");
+    let name = input.required("name", name);
+    let value = input.text("value");
+    let value = input.required("value", value);
+    input.finish()?;
+    let created = secrets::set(&state, &who, &name.unwrap_or_default(), value.as_deref(), false).await?;
+    Ok(if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::NO_CONTENT
+    })
+}
+
+/// Replace a secret's value.
+#[utoipa::path(put, path = "/secrets/{name}", operation_id = "update_secret", tag = "secrets",
+    params(("name" = String, Path, description = "The secret")),
+    request_body = SecretValueBody,
+    responses(
+        (status = NO_CONTENT, description = "Replaced"),
+        (status = NOT_FOUND, description = "No such secret", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn update(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<StatusCode, ApiError> {
+    let mut input = Input::new(body)?;
+    let value = input.text("value");
+    let value = input.required("value", value);
+    input.finish()?;
+    secrets::set(&state, &who, &name, value.as_deref(), true).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Delete a secret (jobs that reference it then fail, saying so).
+#[utoipa::path(delete, path = "/secrets/{name}", operation_id = "delete_secret", tag = "secrets",
+    params(("name" = String, Path, description = "The secret")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such secret", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    secrets::delete(&state, &who, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Re-seal every secret under the current key (after a key rotation).
+#[utoipa::path(post, path = "/secrets/rotate", operation_id = "rotate_secrets", tag = "secrets",
+    responses(
+        (status = OK, description = "What moved", body = Rotated),
+        (status = CONFLICT, description = "No key, or a secret no key opens", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn rotate(State(state): State<AppState>, who: Principal) -> Result<Json<Rotated>, ApiError> {
+    Ok(Json(secrets::rotate(&state, &who).await?))
+}

@@ -1,0 +1,138 @@
+//! Secrets: set (create or replace), list, delete, and re-seal under the current key
+//! (admins). A value goes from the request straight into its sealed form: it is never
+//! returned, logged or audited, only its name is.
+
+use probactr_common::secrets::{self, Keyring};
+use probactr_common::store::{self, audit::Change, secrets::SecretInfo};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::auth::Principal;
+use crate::error::{ApiError, FieldErrors};
+use crate::input::check;
+use crate::state::AppState;
+
+/// The longest value accepted.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+
+fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
+    state.secret_keys.as_deref().ok_or_else(|| {
+        ApiError::Conflict(
+            "secrets are off: the manager has no PROBACTR_SECRET_KEY (32 random bytes in base64)".into(),
+        )
+    })
+}
+
+/// Every secret (names and who set them, never values).
+pub async fn list(state: &AppState, who: &Principal) -> Result<Vec<SecretInfo>, ApiError> {
+    who.require(who.role.is_admin(), "manage secrets")?;
+    Ok(store::secrets::list(&state.pool).await?)
+}
+
+/// Sets a secret's value; `must_exist` for a replacement (PUT), else creating is
+/// allowed too. Returns whether it was created.
+pub async fn set(
+    state: &AppState,
+    who: &Principal,
+    name: &str,
+    value: Option<&str>,
+    must_exist: bool,
+) -> Result<bool, ApiError> {
+    who.require(who.role.is_admin(), "manage secrets")?;
+    let mut errors = FieldErrors::new();
+    if !secrets::is_valid_name(name) {
+        errors.insert(
+            "name".into(),
+            "must be 1 to 100 letters, digits, `_`, `-` or `.`".into(),
+        );
+    }
+    match value {
+        None => {
+            errors.insert("value".into(), "is required".into());
+        }
+        Some(value) if value.is_empty() || value.len() > MAX_VALUE_BYTES => {
+            errors.insert("value".into(), format!("must be 1 to {MAX_VALUE_BYTES} bytes"));
+        }
+        Some(_) => {}
+    }
+    check(errors)?;
+    let sealed = keys(state)?.seal(value.unwrap_or_default());
+    let mut tx = state.pool.begin().await?;
+    if must_exist && !store::secrets::exists(&mut *tx, name).await? {
+        return Err(ApiError::not_found("secret", name));
+    }
+    let created = store::secrets::put(&mut *tx, name, &sealed, &who.username).await?;
+    let change = Change {
+        action: if created { "secret.create" } else { "secret.update" },
+        object_type: "secret",
+        object_id: None,
+        before: None,
+        after: Some(json!({"name": name, "key_id": sealed.key_id})),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(secret.name = name, created, "secret set");
+    Ok(created)
+}
+
+/// Deletes a secret.
+pub async fn delete(state: &AppState, who: &Principal, name: &str) -> Result<(), ApiError> {
+    who.require(who.role.is_admin(), "manage secrets")?;
+    let mut tx = state.pool.begin().await?;
+    if !store::secrets::delete(&mut *tx, name).await? {
+        return Err(ApiError::not_found("secret", name));
+    }
+    let change = Change {
+        action: "secret.delete",
+        object_type: "secret",
+        object_id: None,
+        before: Some(json!({"name": name})),
+        after: None,
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(secret.name = name, "secret deleted");
+    Ok(())
+}
+
+/// The answer of a rotation.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Rotated {
+    /// The key every secret is now sealed under.
+    pub key_id: String,
+    /// Secrets moved to it.
+    pub resealed: Vec<String>,
+}
+
+/// Re-seals every secret sealed under another key with the current one (after setting
+/// a new PROBACTR_SECRET_KEY and the old one as PROBACTR_SECRET_KEY_PREVIOUS).
+pub async fn rotate(state: &AppState, who: &Principal) -> Result<Rotated, ApiError> {
+    who.require(who.role.is_admin(), "manage secrets")?;
+    let keys = keys(state)?;
+    let mut tx = state.pool.begin().await?;
+    let names = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
+    for (name, sealed) in store::secrets::sealed(&mut *tx, &names).await? {
+        let value = keys
+            .open(&sealed)
+            .map_err(|err| ApiError::Conflict(format!("secret {name} cannot be re-sealed: {err}")))?;
+        store::secrets::reseal(&mut *tx, &name, &keys.seal(&value)).await?;
+    }
+    let change = Change {
+        action: "secret.rotate",
+        object_type: "secret",
+        object_id: None,
+        before: None,
+        after: Some(json!({"key_id": keys.current_id(), "resealed": names})),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(
+        key.id = keys.current_id(),
+        count = names.len(),
+        "secrets re-sealed"
+    );
+    Ok(Rotated {
+        key_id: keys.current_id().to_owned(),
+        resealed: names,
+    })
+}

@@ -134,6 +134,37 @@ struct FormState<'a> {
     warning: Option<String>,
 }
 
+/// The names of the environment variables and headers of a job form whose values look
+/// like credentials typed in the clear (a name such as TOKEN, PASSWORD, SECRET or KEY, or
+/// an Authorization header, with a value that is not a `{{ secrets.NAME }}` reference).
+fn plain_credentials(values: &HashMap<String, String>) -> Vec<String> {
+    const HINTS: &[&str] = &[
+        "TOKEN",
+        "PASSWORD",
+        "PASSWD",
+        "SECRET",
+        "KEY",
+        "AUTHORIZATION",
+        "CREDENTIAL",
+    ];
+    let mut found = Vec::new();
+    for (field, separator) in [("spec.env", '='), ("spec.headers", ':')] {
+        let text = values.get(field).map(String::as_str).unwrap_or_default();
+        for line in text.lines() {
+            let Some((name, value)) = line.split_once(separator) else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim());
+            let upper = name.to_ascii_uppercase();
+            let looks_secret = HINTS.iter().any(|hint| upper.contains(hint));
+            if looks_secret && !value.is_empty() && !value.contains("{{") {
+                found.push(name.to_owned());
+            }
+        }
+    }
+    found
+}
+
 fn render_form(
     state: &AppState,
     user: &AdminUser,
@@ -152,8 +183,9 @@ fn render_form(
     } else {
         "only admins define shell and http jobs"
     };
+    let credentials = plain_credentials(form.values);
     let ctx = context! {
-        job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict,
+        job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict, credentials,
         warning => form.warning, kinds => kinds(user), overlaps, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
     };
@@ -305,4 +337,27 @@ pub async fn delete(
     check_csrf(&user, &form)?;
     jobs::delete(&state, &user.0, id).await?;
     Ok(Redirect::to("/jobs"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_typed_in_the_clear_are_named() {
+        let values = HashMap::from([
+            (
+                "spec.env".to_owned(),
+                "API_TOKEN=abc\nDB_PASSWORD={{ secrets.db }}\nLANG=C\nAWS_SECRET_ACCESS_KEY=xyz".to_owned(),
+            ),
+            (
+                "spec.headers".to_owned(),
+                "Authorization: Bearer x\nAccept: */*".to_owned(),
+            ),
+        ]);
+        assert_eq!(
+            plain_credentials(&values),
+            ["API_TOKEN", "AWS_SECRET_ACCESS_KEY", "Authorization"]
+        );
+    }
 }

@@ -514,3 +514,25 @@ async fn viewers_see_pages_but_cannot_change_anything(pool: PgPool) {
     assert_eq!(run.status, StatusCode::FORBIDDEN);
     assert_eq!(app.count("runs").await, 0);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn the_job_form_warns_of_credentials_typed_in_the_clear(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.admin().await;
+    let job = app
+        .job(
+            &token,
+            json!({"name": "deploy", "kind": "shell",
+                   "spec": {"program": "deploy", "env": {"API_TOKEN": "abc", "DB": "{{ secrets.db }}"}}}),
+        )
+        .await;
+    let b = app.browser("admin").await;
+    let form = app.page(&format!("/jobs/{}/edit", job["id"]), &b.cookie).await;
+    assert_eq!(form.status, StatusCode::OK);
+    assert!(form.text.contains("id=\"credential-warning\""), "{}", form.text);
+    assert!(
+        form.text.contains("API_TOKEN looks like a credential"),
+        "{}",
+        form.text
+    );
+}

@@ -77,6 +77,11 @@ impl Cluster {
             ("PROBACTR_HEARTBEAT_TIMEOUT", "3s".into()),
             ("PROBACTR_REAP_INTERVAL", "1s".into()),
             ("PROBACTR_DRAIN_TIMEOUT", "2s".into()),
+            // Benchmarks use no secrets; executors still need a key to start.
+            (
+                "PROBACTR_SECRET_KEY",
+                "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=".into(),
+            ),
             ("RUST_LOG", "warn".into()),
         ]
         .into_iter()

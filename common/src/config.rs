@@ -304,6 +304,22 @@ impl Config {
         }
     }
 
+    /// The secret keys, or exit 2 saying how to make one: the manager seals job secrets
+    /// and executors open them, so both need the key to start.
+    pub fn secret_keys_or_exit(&self, process: &str) -> Keyring {
+        match &self.secret_keys {
+            Some(keys) => keys.clone(),
+            None => {
+                eprintln!(
+                    "{process}: configuration error: PROBACTR_SECRET_KEY is not set; it seals job \
+                     secrets and must be the same for the manager and every executor: 32 random \
+                     bytes in base64, e.g. `openssl rand -base64 32` (scripts/up makes one)"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+
     /// Reads settings from a map (tests, tools).
     pub fn from_map(map: &HashMap<String, String>) -> Result<Config, ConfigError> {
         Config::from_lookup(|name| map.get(name).cloned())

@@ -32,7 +32,11 @@ const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD"];
 /// `PROBACTR_` variables of the scripts, not of the processes.
 const SCRIPT_ONLY: &[&str] = probactr_common::config::SCRIPT_VARS;
 /// Secrets: required by compose, never given a value in a committed file.
-const SECRETS: &[&str] = &["POSTGRES_PASSWORD", "PROBACTR_ADMIN_PASSWORD"];
+const SECRETS: &[&str] = &[
+    "POSTGRES_PASSWORD",
+    "PROBACTR_ADMIN_PASSWORD",
+    "PROBACTR_SECRET_KEY",
+];
 /// The crates whose binaries are the deployed services.
 const SERVICE_CRATES: &[&str] = &["manager", "executor", "monitor"];
 /// How long an executor may still take after its drain timeout to stop and record the
@@ -264,6 +268,10 @@ fn operator_env() -> HashMap<String, String> {
         (
             "PROBACTR_ADMIN_PASSWORD".to_owned(),
             "a long enough admin password".to_owned(),
+        ),
+        (
+            "PROBACTR_SECRET_KEY".to_owned(),
+            "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=".to_owned(),
         ),
     ])
 }
@@ -568,6 +576,8 @@ fn compose_requires_its_secrets_and_commits_none() {
     // Without the secrets, the services that need them cannot be configured.
     for (service_name, secret) in [
         ("manager", "PROBACTR_ADMIN_PASSWORD"),
+        ("manager", "PROBACTR_SECRET_KEY"),
+        ("executor", "PROBACTR_SECRET_KEY"),
         ("postgres", "POSTGRES_PASSWORD"),
     ] {
         let mut env = operator_env();

@@ -11,6 +11,7 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::from_env_or_exit("probactr-executor");
     check_http_ranges(&config);
     probactr_executor::job::inherit_environment(&config.job_env_passthrough);
+    config.secret_keys_or_exit("probactr-executor");
     telemetry::init(&config);
     tracing::info!(config = %config.summary(), "probactr-executor starting");
     probactr_executor::run(config, probactr_common::shutdown::on_signal()).await

@@ -68,13 +68,14 @@ pub async fn bootstrap_admin(
 /// Runs the manager until `shutdown` is cancelled. Exits the process with code 2 when
 /// no user exists and the first admin's password is missing or too short.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let secret_keys = config.secret_keys_or_exit("probactr-manager");
     let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the pool")?;
     store::migrate(&pool).await.context("while applying migrations")?;
     let state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)
         .with_trusted_proxies(&config.trusted_proxies)
-        .with_secret_keys(config.secret_keys.clone());
+        .with_secret_keys(Some(secret_keys));
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);

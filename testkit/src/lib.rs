@@ -37,6 +37,9 @@ pub fn unique_prefix(test: &str) -> String {
     format!("test:{test}:{}:", uuid::Uuid::new_v4().simple())
 }
 
+/// The key of job secrets every test cluster uses (32 bytes of 0x01, in base64).
+pub const TEST_SECRET_KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+
 /// Settings for fast tests: short heartbeats, leases and budgets.
 pub fn fast_env(database_url: &str, prefix: &str) -> HashMap<String, String> {
     [
@@ -51,6 +54,7 @@ pub fn fast_env(database_url: &str, prefix: &str) -> HashMap<String, String> {
         ("PROBACTR_DRAIN_TIMEOUT", "2s"),
         ("PROBACTR_EXECUTOR_CAPACITY", "64"),
         ("PROBACTR_DB_POOL_SIZE", "8"),
+        ("PROBACTR_SECRET_KEY", TEST_SECRET_KEY),
         ("RUST_LOG", "warn,probactr_executor=info,probactr_monitor=info"),
     ]
     .into_iter()

@@ -72,6 +72,16 @@ async fn a_bad_setting_exits_2_naming_the_variable() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("PROBACTR_HEARTBEAT_TIMEOUT"));
 
+    // No key for job secrets: the executor could open none, so it does not start.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
+        .env_remove("PROBACTR_SECRET_KEY")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PROBACTR_SECRET_KEY is not set"), "stderr: {stderr}");
+
     // A misspelt setting is named with what it likely means (the bad interval then
     // stops the process before it connects anywhere).
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_probactr-executor"))
@@ -571,14 +581,13 @@ async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOp
 async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, options: PgConnectOptions) {
     use probactr_common::secrets::{Keyring, SecretKey};
     let (pool, url) = pool_and_url(pool_options, options).await;
-    let key_text = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+    let key_text = support::TEST_SECRET_KEY;
     let keys = Keyring::new(SecretKey::parse(key_text).unwrap(), None);
     let value = "pa55-word-8c1e";
     probactr_common::store::secrets::put(&pool, "db_password", &keys.seal(value), "test")
         .await
         .unwrap();
-    let mut env = fast_env(&url, &unique_prefix("secrets"));
-    env.insert("PROBACTR_SECRET_KEY".into(), key_text.into());
+    let env = fast_env(&url, &unique_prefix("secrets"));
     let printer = jobs::insert(
         &pool,
         &NewJob::new(

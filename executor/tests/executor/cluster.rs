@@ -80,7 +80,10 @@ async fn a_bad_setting_exits_2_naming_the_variable() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("PROBACTR_SECRET_KEY is not set"), "stderr: {stderr}");
+    assert!(
+        stderr.contains("PROBACTR_SECRET_KEY is not set"),
+        "stderr: {stderr}"
+    );
 
     // A misspelt setting is named with what it likely means (the bad interval then
     // stops the process before it connects anywhere).

@@ -127,7 +127,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROBACTR_SECRET_KEY",
         default: "",
-        help: "32 random bytes in base64 sealing job secrets (manager and executors; `openssl rand -base64 32`)",
+        help: "32 random bytes in base64 sealing job and channel secrets (manager, executors and monitors; `openssl rand -base64 32`)",
     },
     Var {
         name: "PROBACTR_SECRET_KEY_PREVIOUS",
@@ -138,6 +138,26 @@ pub const VARS: &[Var] = &[
         name: "PROBACTR_TRUSTED_PROXIES",
         default: "",
         help: "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For names the client (the manager's login rate limit)",
+    },
+    Var {
+        name: "PROBACTR_SMTP_URL",
+        default: "",
+        help: "SMTP server monitors send alert mail through: smtp://user:pass@host:port, smtps://… (TLS), ?tls=starttls (off when empty)",
+    },
+    Var {
+        name: "PROBACTR_SMTP_FROM",
+        default: "probactr@localhost",
+        help: "sender address of alert mail",
+    },
+    Var {
+        name: "PROBACTR_PUBLIC_URL",
+        default: "http://127.0.0.1:8080",
+        help: "the manager's address as users reach it, for links in alerts",
+    },
+    Var {
+        name: "PROBACTR_ALERT_RETRY_FOR",
+        default: "1h",
+        help: "how long monitors retry an alert delivery that fails before marking it failed",
     },
     Var {
         name: "PROBACTR_METRICS_LISTEN",
@@ -253,6 +273,14 @@ pub struct Config {
     pub trusted_proxies: Vec<Cidr>,
     /// `PROBACTR_SECRET_KEY` (and `PROBACTR_SECRET_KEY_PREVIOUS`); None when unset.
     pub secret_keys: Option<Keyring>,
+    /// `PROBACTR_SMTP_URL` (None when empty).
+    pub smtp: Option<SmtpSettings>,
+    /// `PROBACTR_SMTP_FROM`.
+    pub smtp_from: String,
+    /// `PROBACTR_PUBLIC_URL`, without a trailing slash.
+    pub public_url: String,
+    /// `PROBACTR_ALERT_RETRY_FOR`.
+    pub alert_retry_for: Duration,
     /// `PROBACTR_METRICS_LISTEN`.
     pub metrics_listen: Option<SocketAddr>,
     /// `PROBACTR_MANAGER_LISTEN`.
@@ -267,6 +295,88 @@ pub struct Config {
     pub log_format: LogFormat,
     /// `RUST_LOG`.
     pub log_filter: String,
+}
+
+/// How the SMTP connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpTls {
+    /// Plain text (`smtp://` without `?tls=`): only for a relay on the local network.
+    None,
+    /// Plain text upgraded with STARTTLS, which must succeed (`?tls=starttls`).
+    StartTls,
+    /// TLS from the first byte (`smtps://`).
+    Wrapper,
+}
+
+/// The SMTP server of `PROBACTR_SMTP_URL`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SmtpSettings {
+    /// Host name or address.
+    pub host: String,
+    /// Port (25 for `smtp://`, 465 for `smtps://` unless given).
+    pub port: u16,
+    /// How the connection is secured.
+    pub tls: SmtpTls,
+    /// User name, when the server wants a login.
+    pub user: Option<String>,
+    /// Password (never printed: see the Debug impl).
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for SmtpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpSettings")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+impl SmtpSettings {
+    /// Parses `smtp[s]://[user[:password]@]host[:port][?tls=starttls|none]`; the error says
+    /// what was expected.
+    pub fn parse(text: &str) -> Result<SmtpSettings, String> {
+        let expected =
+            "smtp://[user:password@]host[:port][?tls=starttls] or smtps://[user:password@]host[:port]";
+        let url = url::Url::parse(text).map_err(|err| format!("{expected} ({err})"))?;
+        let mut tls = match url.scheme() {
+            "smtp" => SmtpTls::None,
+            "smtps" => SmtpTls::Wrapper,
+            _ => return Err(expected.to_owned()),
+        };
+        let host = url
+            .host_str()
+            .filter(|host| !host.is_empty())
+            .ok_or_else(|| format!("{expected} (no host)"))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        for (key, value) in url.query_pairs() {
+            tls = match (key.as_ref(), value.as_ref(), tls) {
+                ("tls", "starttls" | "required", SmtpTls::None) => SmtpTls::StartTls,
+                ("tls", "none", SmtpTls::None) => SmtpTls::None,
+                _ => return Err(format!("{expected} (unknown option {key}={value})")),
+            };
+        }
+        let decode = |text: &str| {
+            percent_encoding::percent_decode_str(text)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
+        Ok(SmtpSettings {
+            port: url
+                .port()
+                .unwrap_or(if tls == SmtpTls::Wrapper { 465 } else { 25 }),
+            host,
+            tls,
+            user,
+            password: url.password().map(decode),
+        })
+    }
 }
 
 /// A name of `PROBACTR_JOB_ENV_PASSTHROUGH`: a variable name, or a prefix followed by
@@ -312,7 +422,7 @@ impl Config {
             None => {
                 eprintln!(
                     "{process}: configuration error: PROBACTR_SECRET_KEY is not set; it seals job \
-                     secrets and must be the same for the manager and every executor: 32 random \
+                     secrets and must be the same for the manager, every executor and every monitor: 32 random \
                      bytes in base64, e.g. `openssl rand -base64 32` (scripts/up makes one)"
                 );
                 std::process::exit(2);
@@ -352,6 +462,13 @@ impl Config {
             job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),
             trusted_proxies: env.cidrs("PROBACTR_TRUSTED_PROXIES")?,
             secret_keys: env.keyring()?,
+            smtp: env.smtp("PROBACTR_SMTP_URL")?,
+            smtp_from: env.mailbox("PROBACTR_SMTP_FROM")?,
+            public_url: env
+                .url("PROBACTR_PUBLIC_URL", &["http://", "https://"])?
+                .trim_end_matches('/')
+                .to_owned(),
+            alert_retry_for: env.duration("PROBACTR_ALERT_RETRY_FOR")?,
             metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
             manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
             cookie_secure: env.flag("PROBACTR_COOKIE_SECURE")?,
@@ -452,6 +569,36 @@ impl Env<'_> {
                 &value,
                 &format!("a URL starting with {}", schemes.join(" or ")),
             ))
+        }
+    }
+
+    /// An SMTP server URL; None when empty. The error never repeats the password.
+    fn smtp(&self, name: &'static str) -> Result<Option<SmtpSettings>, ConfigError> {
+        let value = self.raw(name);
+        if value.trim().is_empty() {
+            return Ok(None);
+        }
+        SmtpSettings::parse(&value)
+            .map(Some)
+            .map_err(|expected| Env::invalid(name, &value, &expected))
+    }
+
+    /// A mail address (`name@domain`, or `Display Name <name@domain>`).
+    fn mailbox(&self, name: &'static str) -> Result<String, ConfigError> {
+        let value = self.raw(name);
+        let address = value
+            .rsplit_once('<')
+            .map(|(_, rest)| rest.trim_end_matches('>'))
+            .unwrap_or(&value);
+        match address.split_once('@') {
+            Some((local, domain)) if !local.is_empty() && !domain.is_empty() && !address.contains(' ') => {
+                Ok(value)
+            }
+            _ => Err(Env::invalid(
+                name,
+                &value,
+                "a mail address such as probactr@example.com",
+            )),
         }
     }
 
@@ -804,6 +951,46 @@ mod tests {
         let config = config_with(&[("DATABASE_URL", "postgres://u:secret@db/x")]).expect("valid");
         assert!(!config.summary().contains("secret"));
         assert!(config.summary().contains("u:***@db/x"));
+    }
+
+    #[test]
+    fn smtp_urls() {
+        let plain = SmtpSettings::parse("smtp://127.0.0.1:2525").expect("valid");
+        assert_eq!(
+            (plain.host.as_str(), plain.port, plain.tls),
+            ("127.0.0.1", 2525, SmtpTls::None)
+        );
+        assert_eq!(plain.user, None);
+        let login = SmtpSettings::parse("smtp://alerts%40example.com:p%40ss@mail.example.com?tls=starttls")
+            .expect("valid");
+        assert_eq!(login.user.as_deref(), Some("alerts@example.com"));
+        assert_eq!(login.password.as_deref(), Some("p@ss"));
+        assert_eq!((login.port, login.tls), (25, SmtpTls::StartTls));
+        let wrapped = SmtpSettings::parse("smtps://u:p@mail.example.com").expect("valid");
+        assert_eq!((wrapped.port, wrapped.tls), (465, SmtpTls::Wrapper));
+        assert!(
+            !format!("{wrapped:?}").contains("\"p\""),
+            "Debug hides the password"
+        );
+        for bad in [
+            "http://mail",
+            "smtp://",
+            "smtp://mail?tls=maybe",
+            "smtps://mail?tls=starttls",
+        ] {
+            assert!(SmtpSettings::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn a_bad_smtp_url_is_named_without_its_password() {
+        let err =
+            config_with(&[("PROBACTR_SMTP_URL", "smtp://u:hunter2@mail?tls=maybe")]).expect_err("invalid");
+        let text = err.to_string();
+        assert!(text.contains("PROBACTR_SMTP_URL"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+        let err = config_with(&[("PROBACTR_SMTP_FROM", "nobody")]).expect_err("invalid");
+        assert!(err.to_string().contains("PROBACTR_SMTP_FROM"));
     }
 
     #[test]

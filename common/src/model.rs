@@ -255,6 +255,76 @@ impl Role {
     }
 }
 
+text_enum! {
+    /// What an alert rule listens for (see `common::alerts` for when each is raised).
+    AlertEvent {
+        /// A run failed, timed out or was abandoned on its last allowed attempt.
+        RunFailed => "run_failed",
+        /// An attempt was killed at its job's timeout.
+        RunTimedOut => "run_timed_out",
+        /// An attempt's executor was lost.
+        RunAbandoned => "run_abandoned",
+        /// Instants of a trigger passed without a run.
+        FireMissed => "fire_missed",
+        /// The job failed `threshold` times in a row.
+        ConsecutiveFailures => "consecutive_failures",
+        /// A run has been running longer than `duration_secs`.
+        RunTooLong => "run_too_long",
+        /// The job has not succeeded for `duration_secs`.
+        NoSuccessWithin => "no_success_within",
+        /// An executor stopped heartbeating and was declared dead.
+        ExecutorLost => "executor_lost",
+        /// Triggers are due and no executor is alive.
+        NoExecutor => "no_executor",
+        /// The first success after an alerted failure.
+        Recovered => "recovered",
+    }
+}
+
+impl AlertEvent {
+    /// Events about the cluster rather than one job: they match every rule that lists
+    /// them, whatever the rule's job.
+    pub fn is_cluster_wide(self) -> bool {
+        matches!(self, AlertEvent::ExecutorLost | AlertEvent::NoExecutor)
+    }
+
+    /// Events that put a job in a failing state that `recovered` ends.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            AlertEvent::RunFailed
+                | AlertEvent::RunTimedOut
+                | AlertEvent::RunAbandoned
+                | AlertEvent::ConsecutiveFailures
+                | AlertEvent::NoSuccessWithin
+        )
+    }
+}
+
+text_enum! {
+    /// Where an alert channel delivers.
+    ChannelKind {
+        /// A JSON POST to a URL, signed when the channel has a secret.
+        Webhook => "webhook",
+        /// Mail through the SMTP server of `PROBACTR_SMTP_URL`.
+        Email => "email",
+        /// A Slack or Mattermost incoming webhook.
+        Slack => "slack",
+    }
+}
+
+text_enum! {
+    /// Where a notification is in its delivery.
+    NotificationState {
+        /// Not delivered yet (possibly after failed attempts).
+        Pending => "pending",
+        /// Delivered.
+        Sent => "sent",
+        /// Given up on after retrying for `PROBACTR_ALERT_RETRY_FOR`.
+        Failed => "failed",
+    }
+}
+
 /// A row of `jobs`.
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]

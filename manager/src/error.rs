@@ -79,6 +79,9 @@ pub enum ApiError {
         /// Seconds until the oldest counted failure leaves the window.
         retry_after_secs: u64,
     },
+    /// Nothing could do it now (no monitor to deliver a test message).
+    #[error("{0}")]
+    Unavailable(String),
     /// A dependency failed or a bug: logged, answered generically.
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
@@ -108,6 +111,7 @@ impl ApiError {
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -122,6 +126,7 @@ impl ApiError {
             ApiError::NotFound { .. } => "not_found",
             ApiError::Conflict(_) => "conflict",
             ApiError::TooManyAttempts { .. } => "too_many_requests",
+            ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
     }

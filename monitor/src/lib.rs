@@ -7,7 +7,8 @@
 //! - every `PROBACTR_REAP_INTERVAL` runs one [`reaper::reap_once`] pass: declare silent
 //!   executors dead, abandon their runs, release their locks by token, re-queue retries,
 //!   and do the housekeeping (stuck and stale runs, history retention);
-//! - every few seconds, apart from the passes, vacuums and analyzes the live runs.
+//! - every few seconds, apart from the passes, vacuums and analyzes the live runs;
+//! - turns alert events into notifications and delivers them ([`alerts`]).
 //!
 //! A monitor that cannot reach PostgreSQL backs off with jitter and keeps trying.
 //!
@@ -21,6 +22,7 @@
 //! hours ahead to check it). The local clock only paces the reap loop (a monotonic
 //! sleep), which decides how soon a dead executor is noticed, never whether it is dead.
 
+pub mod alerts;
 pub mod reaper;
 
 use std::sync::Arc;
@@ -53,7 +55,13 @@ pub struct Monitor {
 /// Runs a monitor until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     probactr_common::telemetry::install_metrics(config.metrics_listen);
-    let pool = store::pool(&config.database_url, config.db_pool_size.min(4))
+    let keys = config
+        .secret_keys
+        .clone()
+        .context("PROBACTR_SECRET_KEY is not set: monitors open the secrets of alert channels")?;
+    let sender = Arc::new(alerts::deliver::Sender::new(&config, keys)?);
+    // Reaping, vacuuming, heartbeats, alert processing and senders each hold a connection.
+    let pool = store::pool(&config.database_url, config.db_pool_size.min(8))
         .context("while opening the PostgreSQL pool")?;
     let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, &shutdown)
         .await
@@ -70,9 +78,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     register(&monitor, &shutdown).await;
     let heartbeat = tokio::spawn(heartbeat_loop(monitor.clone(), shutdown.clone()));
     let vacuum = tokio::spawn(vacuum_loop(monitor.clone(), shutdown.clone()));
+    let alerting = tokio::spawn(alerts::run(monitor.clone(), sender, shutdown.clone()));
     reap_loop(&monitor, &shutdown).await;
     let _ = heartbeat.await;
     let _ = vacuum.await;
+    let _ = alerting.await;
     let id = *monitor.id.lock().await;
     if let Err(err) = processes::set_state(&monitor.pool, id, ProcessState::Stopped).await {
         tracing::warn!(error = %err, "cannot deregister the monitor");

@@ -6,9 +6,10 @@ use probactr_common::{cli, config::Config, telemetry};
 async fn main() -> anyhow::Result<()> {
     cli::handle_args(
         "probactr-monitor",
-        "reaps dead executors and cleans up their runs",
+        "reaps dead executors, cleans up their runs and delivers alerts",
     );
     let config = Config::from_env_or_exit("probactr-monitor");
+    config.secret_keys_or_exit("probactr-monitor");
     telemetry::init(&config);
     tracing::info!(config = %config.summary(), "probactr-monitor starting");
     probactr_monitor::run(config, probactr_common::shutdown::on_signal()).await

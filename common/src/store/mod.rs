@@ -8,6 +8,7 @@
 //! Time is the database's: every comparison that decides firing or deadness uses
 //! PostgreSQL's `now()`, so a process with a wrong local clock cannot misjudge either.
 
+pub mod alerts;
 pub mod api_tokens;
 pub mod audit;
 pub mod cluster;

@@ -5,6 +5,7 @@
 //! `POST /api/v1/auth/token`, the OpenAPI document and the operational endpoints needs a
 //! [`crate::auth::Principal`].
 
+mod alerts;
 mod auth;
 pub mod bodies;
 mod cluster;
@@ -62,6 +63,20 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(secrets::list, secrets::create))
         .routes(routes!(secrets::update, secrets::delete))
         .routes(routes!(secrets::rotate))
+        .routes(routes!(alerts::list_channels, alerts::create_channel))
+        .routes(routes!(
+            alerts::get_channel,
+            alerts::update_channel,
+            alerts::delete_channel
+        ))
+        .routes(routes!(alerts::test_channel))
+        .routes(routes!(alerts::list_rules, alerts::create_rule))
+        .routes(routes!(
+            alerts::get_rule,
+            alerts::update_rule,
+            alerts::delete_rule
+        ))
+        .routes(routes!(alerts::notifications))
         .routes(routes!(openapi::document))
         .fallback(not_found);
     OpenApiRouter::with_openapi(openapi::skeleton())

@@ -8,6 +8,7 @@
 //! rule, and answers with the definition the store writes or with every bad field at
 //! once, the reading's problems included.
 
+pub mod alert;
 pub mod job;
 pub mod trigger;
 

@@ -4,6 +4,7 @@
 //! every bad field named at once, and bad input changes nothing), makes its change and the audit row in one transaction, and
 //! answers with an [`crate::error::ApiError`] the two front ends render their own way.
 
+pub mod alerts;
 pub mod cluster;
 pub mod jobs;
 pub mod runs;

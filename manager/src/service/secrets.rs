@@ -117,6 +117,14 @@ pub async fn rotate(state: &AppState, who: &Principal) -> Result<Rotated, ApiErr
             .map_err(|err| ApiError::Conflict(format!("secret {name} cannot be re-sealed: {err}")))?;
         store::secrets::reseal(&mut *tx, &name, &keys.seal(&value)).await?;
     }
+    // Alert channels' webhook secrets are sealed under the same keys.
+    for (id, sealed) in store::alerts::channels::secrets_under_other_keys(&mut *tx, keys.current_id()).await?
+    {
+        let value = keys.open(&sealed).map_err(|err| {
+            ApiError::Conflict(format!("the secret of channel {id} cannot be re-sealed: {err}"))
+        })?;
+        store::alerts::channels::reseal_secret(&mut *tx, id, &keys.seal(&value)).await?;
+    }
     let change = Change {
         action: "secret.rotate",
         object_type: "secret",

@@ -1,0 +1,211 @@
+//! `alert_rules` and `alert_rule_channels`: which events, for which jobs, go to which
+//! channels, how often.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgConnection, PgExecutor};
+
+use crate::model::AlertEvent;
+use crate::store::StoreError;
+
+/// A rule with its channels.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Rule {
+    /// Id.
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+    /// Events it listens for.
+    pub events: Vec<AlertEvent>,
+    /// The job it watches; None: every job.
+    pub job_id: Option<i64>,
+    /// Channels its messages go to.
+    pub channel_ids: Vec<i64>,
+    /// `consecutive_failures`: failures in a row that raise it.
+    pub threshold: Option<i32>,
+    /// `run_too_long`, `no_success_within`: the duration.
+    pub duration_secs: Option<i32>,
+    /// Window in which repeats of an event for one job are folded into one follow-up.
+    pub throttle_secs: i32,
+    /// Disabled rules raise nothing.
+    pub enabled: bool,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Rule {
+    /// Whether the rule listens for `event`.
+    pub fn listens_for(&self, event: AlertEvent) -> bool {
+        self.events.contains(&event)
+    }
+
+    /// Whether an event about `job_id` (None: about the cluster) concerns this rule.
+    pub fn watches(&self, event: AlertEvent, job_id: Option<i64>) -> bool {
+        self.listens_for(event) && (event.is_cluster_wide() || self.job_id.is_none() || self.job_id == job_id)
+    }
+}
+
+/// What a rule is made of (create and replace).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleFields {
+    /// Name.
+    pub name: String,
+    /// Events.
+    pub events: Vec<AlertEvent>,
+    /// Job, or every job.
+    pub job_id: Option<i64>,
+    /// Channels (at least one).
+    pub channel_ids: Vec<i64>,
+    /// Threshold.
+    pub threshold: Option<i32>,
+    /// Duration.
+    pub duration_secs: Option<i32>,
+    /// Throttle window.
+    pub throttle_secs: i32,
+    /// Enabled.
+    pub enabled: bool,
+}
+
+struct RuleRow {
+    id: i64,
+    name: String,
+    events: Vec<String>,
+    job_id: Option<i64>,
+    channel_ids: Vec<i64>,
+    threshold: Option<i32>,
+    duration_secs: Option<i32>,
+    throttle_secs: i32,
+    enabled: bool,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<RuleRow> for Rule {
+    fn from(row: RuleRow) -> Rule {
+        Rule {
+            id: row.id,
+            name: row.name,
+            // The column's CHECK admits only known events.
+            events: row.events.iter().filter_map(|e| e.parse().ok()).collect(),
+            job_id: row.job_id,
+            channel_ids: row.channel_ids,
+            threshold: row.threshold,
+            duration_secs: row.duration_secs,
+            throttle_secs: row.throttle_secs,
+            enabled: row.enabled,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+fn event_texts(events: &[AlertEvent]) -> Vec<String> {
+    events.iter().map(|e| e.as_str().to_owned()).collect()
+}
+
+/// Creates a rule with its channels.
+pub async fn create(conn: &mut PgConnection, fields: &RuleFields) -> Result<Rule, StoreError> {
+    let id = sqlx::query_scalar!(
+        "INSERT INTO alert_rules (name, events, job_id, threshold, duration_secs, throttle_secs, enabled)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        fields.name,
+        &event_texts(&fields.events),
+        fields.job_id,
+        fields.threshold,
+        fields.duration_secs,
+        fields.throttle_secs,
+        fields.enabled
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    set_channels(conn, id, &fields.channel_ids).await?;
+    Ok(get(&mut *conn, id).await?.ok_or(sqlx::Error::RowNotFound)?)
+}
+
+/// Replaces a rule; None when there is no such rule.
+pub async fn replace(
+    conn: &mut PgConnection,
+    id: i64,
+    fields: &RuleFields,
+) -> Result<Option<Rule>, StoreError> {
+    let found = sqlx::query!(
+        "UPDATE alert_rules SET name = $2, events = $3, job_id = $4, threshold = $5, duration_secs = $6,
+                throttle_secs = $7, enabled = $8, updated_at = now()
+         WHERE id = $1",
+        id,
+        fields.name,
+        &event_texts(&fields.events),
+        fields.job_id,
+        fields.threshold,
+        fields.duration_secs,
+        fields.throttle_secs,
+        fields.enabled
+    )
+    .execute(&mut *conn)
+    .await?;
+    if found.rows_affected() == 0 {
+        return Ok(None);
+    }
+    set_channels(conn, id, &fields.channel_ids).await?;
+    get(&mut *conn, id).await
+}
+
+async fn set_channels(conn: &mut PgConnection, rule_id: i64, channel_ids: &[i64]) -> Result<(), StoreError> {
+    sqlx::query!("DELETE FROM alert_rule_channels WHERE rule_id = $1", rule_id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query!(
+        "INSERT INTO alert_rule_channels (rule_id, channel_id)
+         SELECT $1, channel_id FROM unnest($2::bigint[]) AS channel_id ON CONFLICT DO NOTHING",
+        rule_id,
+        channel_ids
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// One rule.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Rule>, StoreError> {
+    Ok(sqlx::query_as!(
+        RuleRow,
+        r#"SELECT id, name, events, job_id, threshold, duration_secs, throttle_secs, enabled, created_at, updated_at,
+                  ARRAY(SELECT channel_id FROM alert_rule_channels WHERE rule_id = id ORDER BY channel_id) AS "channel_ids!"
+           FROM alert_rules WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(db)
+    .await?
+    .map(Rule::from))
+}
+
+/// Every rule, by name.
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Rule>, StoreError> {
+    Ok(sqlx::query_as!(
+        RuleRow,
+        r#"SELECT id, name, events, job_id, threshold, duration_secs, throttle_secs, enabled, created_at, updated_at,
+                  ARRAY(SELECT channel_id FROM alert_rule_channels WHERE rule_id = id ORDER BY channel_id) AS "channel_ids!"
+           FROM alert_rules ORDER BY name"#
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(Rule::from)
+    .collect())
+}
+
+/// The enabled rules (what monitors match events against).
+pub async fn enabled(db: impl PgExecutor<'_>) -> Result<Vec<Rule>, StoreError> {
+    Ok(list(db).await?.into_iter().filter(|rule| rule.enabled).collect())
+}
+
+/// Deletes a rule; false when there is none.
+pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query!("DELETE FROM alert_rules WHERE id = $1", id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,247 @@
+//! Alert channels and rules as commands: read from an API body or an admin form, checked
+//! here, every bad field named at once.
+
+use probactr_common::model::{AlertEvent, ChannelKind};
+use probactr_common::store::alerts::rules::RuleFields;
+use serde_json::{json, Map, Value};
+
+use crate::error::{ApiError, FieldErrors};
+use crate::input::Input;
+
+/// The longest webhook secret accepted.
+const MAX_SECRET_BYTES: usize = 1024;
+/// The most recipients of one email channel.
+const MAX_RECIPIENTS: usize = 50;
+/// The longest duration a rule may name (a year).
+const MAX_DURATION_SECS: i64 = 366 * 86_400;
+
+/// What becomes of a channel's secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretInput {
+    /// Not given: kept as it is (an edit) or none (a create).
+    Keep,
+    /// `null`: removed.
+    Clear,
+    /// A new value, to be sealed.
+    Set(String),
+}
+
+/// A channel as asked for.
+#[derive(Debug, Clone)]
+pub struct ChannelCommand {
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: ChannelKind,
+    /// Public configuration (the secret taken out).
+    pub config: Value,
+    /// The webhook secret.
+    pub secret: SecretInput,
+}
+
+impl ChannelCommand {
+    /// Reads and checks `{name, kind, config}`.
+    pub fn read(body: Value) -> Result<ChannelCommand, ApiError> {
+        let mut input = Input::new(body)?;
+        let name = input.text("name");
+        let name = input
+            .required("name", name)
+            .and_then(|name| checked_name(&mut input, "name", name));
+        let kind = input.choice::<ChannelKind>("kind");
+        let kind = input.required("kind", kind);
+        let config = input.object("config");
+        let config = input.required("config", config);
+        let mut command = None;
+        if let (Some(kind), Some(mut config)) = (kind, config) {
+            let (public, secret) = read_config(&mut config, kind);
+            input.absorb(config);
+            command = name.map(|name| ChannelCommand {
+                name,
+                kind,
+                config: public,
+                secret,
+            });
+        }
+        input.finish()?;
+        command.ok_or_else(|| ApiError::field("body", "invalid"))
+    }
+}
+
+fn read_config(config: &mut Input, kind: ChannelKind) -> (Value, SecretInput) {
+    let mut public = Map::new();
+    let mut secret = SecretInput::Keep;
+    match kind {
+        ChannelKind::Webhook | ChannelKind::Slack => {
+            let url = config.text("url");
+            if let Some(url) = config.required("url", url) {
+                if url.starts_with("http://") || url.starts_with("https://") {
+                    public.insert("url".into(), json!(url));
+                } else {
+                    config.error("url", "must be an http:// or https:// URL");
+                }
+            }
+            if kind == ChannelKind::Webhook {
+                secret = match config.text("secret") {
+                    None => SecretInput::Keep,
+                    Some(None) => SecretInput::Clear,
+                    Some(Some(value)) if value.is_empty() || value.len() > MAX_SECRET_BYTES => {
+                        config.error("secret", format!("must be 1 to {MAX_SECRET_BYTES} bytes"));
+                        SecretInput::Keep
+                    }
+                    Some(Some(value)) => SecretInput::Set(value),
+                };
+            }
+        }
+        ChannelKind::Email => {
+            let to = config.raw("to");
+            match to.as_ref().map(recipients) {
+                None => config.error("to", "is required"),
+                Some(Err(message)) => config.error("to", message),
+                Some(Ok(list)) => {
+                    public.insert("to".into(), json!(list));
+                }
+            }
+        }
+    }
+    (Value::Object(public), secret)
+}
+
+fn recipients(value: &Value) -> Result<Vec<String>, String> {
+    let expected = format!("must be a list of 1 to {MAX_RECIPIENTS} mail addresses");
+    let list = value.as_array().ok_or_else(|| expected.clone())?;
+    if list.is_empty() || list.len() > MAX_RECIPIENTS {
+        return Err(expected);
+    }
+    list.iter()
+        .map(|item| match item.as_str() {
+            Some(address) if is_mail_address(address) => Ok(address.to_owned()),
+            _ => Err(format!("{item} is not a mail address")),
+        })
+        .collect()
+}
+
+fn is_mail_address(text: &str) -> bool {
+    let Some((local, domain)) = text.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !text.contains(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | ','))
+}
+
+fn checked_name(input: &mut Input, field: &str, name: String) -> Option<String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() || trimmed.chars().count() > 200 {
+        input.error(field, "must be 1 to 200 characters");
+        None
+    } else {
+        Some(trimmed.to_owned())
+    }
+}
+
+/// Reads and checks an alert rule.
+pub fn read_rule(body: Value) -> Result<RuleFields, ApiError> {
+    let mut input = Input::new(body)?;
+    let name = input.text("name");
+    let name = input
+        .required("name", name)
+        .and_then(|name| checked_name(&mut input, "name", name));
+    let events = match input.raw("events") {
+        None | Some(Value::Null) => {
+            input.error("events", "is required");
+            None
+        }
+        Some(value) => events(&value)
+            .map_err(|message| input.error("events", message))
+            .ok(),
+    };
+    let job_id = input.int("job_id", 1, i64::MAX).flatten();
+    let channel_ids = match input.raw("channel_ids") {
+        None | Some(Value::Null) => {
+            input.error("channel_ids", "is required");
+            None
+        }
+        Some(value) => ids(&value)
+            .map_err(|message| input.error("channel_ids", message))
+            .ok(),
+    };
+    let threshold = input.int("threshold", 1, 10_000).flatten();
+    let duration_secs = input.int("duration_secs", 1, MAX_DURATION_SECS).flatten();
+    let throttle_secs = input.int("throttle_secs", 0, 7 * 86_400).flatten().unwrap_or(300);
+    let enabled = input.boolean("enabled").flatten().unwrap_or(true);
+    if let Some(events) = &events {
+        for needs_duration in [AlertEvent::RunTooLong, AlertEvent::NoSuccessWithin] {
+            if events.contains(&needs_duration) && duration_secs.is_none() && !input.has_errors() {
+                input.error("duration_secs", format!("is required for {needs_duration}"));
+            }
+        }
+    }
+    let fields = match (name, events, channel_ids) {
+        (Some(name), Some(events), Some(channel_ids)) => Some(RuleFields {
+            name,
+            events,
+            job_id,
+            channel_ids,
+            threshold: threshold.map(|t| t as i32),
+            duration_secs: duration_secs.map(|d| d as i32),
+            throttle_secs: throttle_secs as i32,
+            enabled,
+        }),
+        _ => None,
+    };
+    input.finish()?;
+    fields.ok_or_else(|| ApiError::field("body", "invalid"))
+}
+
+fn events(value: &Value) -> Result<Vec<AlertEvent>, String> {
+    let known: Vec<&str> = AlertEvent::ALL.iter().map(|e| e.as_str()).collect();
+    let expected = format!("must be a list of events among: {}", known.join(", "));
+    let list = value
+        .as_array()
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| expected.clone())?;
+    let mut events = Vec::new();
+    for item in list {
+        let event = item
+            .as_str()
+            .and_then(|text| text.parse::<AlertEvent>().ok())
+            .ok_or_else(|| format!("{item} is not an event; {expected}"))?;
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+fn ids(value: &Value) -> Result<Vec<i64>, String> {
+    let expected = "must be a list of one or more channel ids";
+    let list = value.as_array().filter(|l| !l.is_empty()).ok_or(expected)?;
+    let mut ids = Vec::new();
+    for item in list {
+        let id = item.as_i64().filter(|id| *id >= 1).ok_or(expected)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Field errors of a rule whose job or channels do not exist.
+pub fn missing_references(job_missing: Option<i64>, channels_missing: &[i64]) -> Result<(), ApiError> {
+    let mut errors = FieldErrors::new();
+    if let Some(job) = job_missing {
+        errors.insert("job_id".into(), format!("no job has id {job}"));
+    }
+    if !channels_missing.is_empty() {
+        let list: Vec<String> = channels_missing.iter().map(i64::to_string).collect();
+        errors.insert(
+            "channel_ids".into(),
+            format!("no channel has id {}", list.join(", ")),
+        );
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid(errors))
+    }
+}

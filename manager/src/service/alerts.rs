@@ -1,0 +1,331 @@
+//! Alerts: channels (admins), rules (operators), the delivery log (everyone signed in),
+//! and channel tests. Channel secrets go from the request into their sealed form and are
+//! never returned, logged or audited.
+
+use std::time::Duration;
+
+use probactr_common::model::NotificationState;
+use probactr_common::store::alerts::channels::{self, Channel, Deleted, SecretChange};
+use probactr_common::store::alerts::notifications::{self, Filter, NewNotification, Notification};
+use probactr_common::store::alerts::rules::{self, Rule};
+use probactr_common::store::{self, audit::Change, is_unique_violation, Page};
+use serde::Serialize;
+use serde_json::json;
+
+use super::snapshot;
+use crate::auth::Principal;
+use crate::command::alert::{self, ChannelCommand, SecretInput};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How long a channel test waits for a monitor to make its first attempt.
+const TEST_WAIT: Duration = Duration::from_secs(20);
+
+fn require_channels(who: &Principal) -> Result<(), ApiError> {
+    who.require(who.role.is_admin(), "manage alert channels")
+}
+
+fn require_rules(who: &Principal) -> Result<(), ApiError> {
+    who.require(who.role.can_operate(), "manage alert rules")
+}
+
+fn sealed(state: &AppState, secret: &SecretInput) -> Result<SecretChange, ApiError> {
+    Ok(match secret {
+        SecretInput::Keep => SecretChange::Keep,
+        SecretInput::Clear => SecretChange::Clear,
+        SecretInput::Set(value) => {
+            let keys = state.secret_keys.as_deref().ok_or_else(|| {
+                ApiError::Conflict("the manager has no PROBACTR_SECRET_KEY to seal the secret".into())
+            })?;
+            SecretChange::Set(keys.seal(value))
+        }
+    })
+}
+
+fn name_taken(err: &sqlx::Error, constraint: &str) -> Option<ApiError> {
+    is_unique_violation(err, constraint).then(|| ApiError::field("name", "is already taken"))
+}
+
+/// Every channel.
+pub async fn list_channels(state: &AppState, who: &Principal) -> Result<Vec<Channel>, ApiError> {
+    require_channels(who)?;
+    Ok(channels::list(&state.pool).await?)
+}
+
+/// One channel.
+pub async fn get_channel(state: &AppState, who: &Principal, id: i64) -> Result<Channel, ApiError> {
+    require_channels(who)?;
+    channels::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("channel", id))
+}
+
+/// Creates a channel.
+pub async fn create_channel(
+    state: &AppState,
+    who: &Principal,
+    command: ChannelCommand,
+) -> Result<Channel, ApiError> {
+    require_channels(who)?;
+    let secret = match sealed(state, &command.secret)? {
+        SecretChange::Set(sealed) => Some(sealed),
+        _ => None,
+    };
+    let mut tx = state.pool.begin().await?;
+    let channel = channels::create(
+        &mut *tx,
+        &command.name,
+        command.kind,
+        &command.config,
+        secret.as_ref(),
+    )
+    .await
+    .map_err(|err| match err {
+        store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
+            .unwrap_or_else(|| store::StoreError::Database(db).into()),
+        other => other.into(),
+    })?;
+    audit(
+        &mut tx,
+        who,
+        "channel.create",
+        channel.id,
+        None,
+        snapshot(&channel),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(channel.id = channel.id, channel.kind = %channel.kind, "alert channel created");
+    Ok(channel)
+}
+
+/// Replaces a channel's name and configuration (its secret kept unless given).
+pub async fn update_channel(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    command: ChannelCommand,
+) -> Result<Channel, ApiError> {
+    require_channels(who)?;
+    let before = get_channel(state, who, id).await?;
+    if before.kind != command.kind {
+        return Err(ApiError::field(
+            "kind",
+            format!("cannot change from {} (create a new channel)", before.kind),
+        ));
+    }
+    let secret = sealed(state, &command.secret)?;
+    let mut tx = state.pool.begin().await?;
+    let channel = channels::update(&mut *tx, id, &command.name, &command.config, &secret)
+        .await
+        .map_err(|err| match err {
+            store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
+                .unwrap_or_else(|| store::StoreError::Database(db).into()),
+            other => other.into(),
+        })?
+        .ok_or_else(|| ApiError::not_found("channel", id))?;
+    audit(
+        &mut tx,
+        who,
+        "channel.update",
+        id,
+        snapshot(&before),
+        snapshot(&channel),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(channel.id = id, "alert channel updated");
+    Ok(channel)
+}
+
+/// Deletes a channel no rule sends to.
+pub async fn delete_channel(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+    require_channels(who)?;
+    let mut tx = state.pool.begin().await?;
+    match channels::delete(&mut tx, id).await? {
+        Deleted::Yes => {}
+        Deleted::NotFound => return Err(ApiError::not_found("channel", id)),
+        Deleted::InUse(rules) => {
+            return Err(ApiError::Conflict(format!(
+                "the channel is used by the rule(s) {}; change them first",
+                rules.join(", ")
+            )))
+        }
+    }
+    audit(&mut tx, who, "channel.delete", id, None, None).await?;
+    tx.commit().await?;
+    tracing::info!(channel.id = id, "alert channel deleted");
+    Ok(())
+}
+
+/// What a channel test did.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TestResult {
+    /// Whether the message was delivered.
+    pub delivered: bool,
+    /// The notification, as the delivery log shows it (its error, if any).
+    pub notification: Notification,
+}
+
+/// Queues a test message to a channel and waits for a monitor's first attempt.
+pub async fn test_channel(state: &AppState, who: &Principal, id: i64) -> Result<TestResult, ApiError> {
+    require_channels(who)?;
+    let channel = get_channel(state, who, id).await?;
+    let payload = json!({
+        "event": "test",
+        "follow_up": false,
+        "summary": format!("Test message from probactr to channel {}", channel.name),
+        "counts": {"events": 1, "suppressed": 0},
+    });
+    let mut tx = state.pool.begin().await?;
+    let ids = notifications::queue(
+        &mut tx,
+        &[id],
+        &NewNotification {
+            rule_id: None,
+            event: "test",
+            job_id: None,
+            run_id: None,
+            suppressed: 0,
+            payload: &payload,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    let notification_id = ids
+        .first()
+        .copied()
+        .ok_or_else(|| ApiError::not_found("channel", id))?;
+    tracing::info!(
+        channel.id = id,
+        notification.id = notification_id,
+        "alert channel test queued"
+    );
+    let deadline = tokio::time::Instant::now() + TEST_WAIT;
+    loop {
+        let notification = notifications::get(&state.pool, notification_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("notification", notification_id))?;
+        if notification.attempts > 0 || notification.state != NotificationState::Pending {
+            return Ok(TestResult {
+                delivered: notification.state == NotificationState::Sent,
+                notification,
+            });
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::Unavailable(format!(
+                "no monitor attempted the test message within {} s (notification {notification_id} stays queued): is a monitor running?",
+                TEST_WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Every rule.
+pub async fn list_rules(state: &AppState, _who: &Principal) -> Result<Vec<Rule>, ApiError> {
+    Ok(rules::list(&state.pool).await?)
+}
+
+/// One rule.
+pub async fn get_rule(state: &AppState, _who: &Principal, id: i64) -> Result<Rule, ApiError> {
+    rules::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("alert rule", id))
+}
+
+/// Creates a rule (`id` None) or replaces one.
+pub async fn save_rule(
+    state: &AppState,
+    who: &Principal,
+    id: Option<i64>,
+    fields: rules::RuleFields,
+) -> Result<Rule, ApiError> {
+    require_rules(who)?;
+    let mut tx = state.pool.begin().await?;
+    let job_missing = match fields.job_id {
+        Some(job) if store::jobs::get(&mut *tx, job).await?.is_none() => Some(job),
+        _ => None,
+    };
+    let channels_missing = channels::missing(&mut *tx, &fields.channel_ids).await?;
+    alert::missing_references(job_missing, &channels_missing)?;
+    let before = match id {
+        Some(id) => Some(
+            rules::get(&mut *tx, id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("alert rule", id))?,
+        ),
+        None => None,
+    };
+    let saved = match id {
+        None => rules::create(&mut tx, &fields).await.map(Some),
+        Some(id) => rules::replace(&mut tx, id, &fields).await,
+    }
+    .map_err(|err| match err {
+        store::StoreError::Database(db) => name_taken(&db, "alert_rules_name_unique")
+            .unwrap_or_else(|| store::StoreError::Database(db).into()),
+        other => other.into(),
+    })?;
+    let rule = saved.ok_or_else(|| ApiError::not_found("alert rule", id.unwrap_or_default()))?;
+    let action = if before.is_some() {
+        "alert_rule.update"
+    } else {
+        "alert_rule.create"
+    };
+    audit(
+        &mut tx,
+        who,
+        action,
+        rule.id,
+        before.as_ref().and_then(snapshot),
+        snapshot(&rule),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(rule.id = rule.id, action, "alert rule saved");
+    Ok(rule)
+}
+
+/// Deletes a rule.
+pub async fn delete_rule(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+    require_rules(who)?;
+    let mut tx = state.pool.begin().await?;
+    let before = rules::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("alert rule", id))?;
+    rules::delete(&mut *tx, id).await?;
+    audit(&mut tx, who, "alert_rule.delete", id, snapshot(&before), None).await?;
+    tx.commit().await?;
+    tracing::info!(rule.id = id, "alert rule deleted");
+    Ok(())
+}
+
+/// The delivery log, newest first.
+pub async fn notifications(
+    state: &AppState,
+    _who: &Principal,
+    filter: &Filter,
+    page: Page,
+) -> Result<Vec<Notification>, ApiError> {
+    Ok(notifications::list(&state.pool, filter, page).await?)
+}
+
+async fn audit(
+    tx: &mut sqlx::PgConnection,
+    who: &Principal,
+    action: &str,
+    id: i64,
+    before: Option<serde_json::Value>,
+    after: Option<serde_json::Value>,
+) -> Result<(), ApiError> {
+    let object_type = action.split('.').next().unwrap_or("alert");
+    let change = Change {
+        action,
+        object_type,
+        object_id: Some(id),
+        before,
+        after,
+    };
+    store::audit::record(tx, who.actor(), change).await?;
+    Ok(())
+}

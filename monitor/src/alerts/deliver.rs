@@ -1,0 +1,219 @@
+//! Sending one notification to its channel: a signed webhook POST, a Slack-compatible
+//! message, or a mail through `PROBACTR_SMTP_URL`. Errors are texts for the delivery log
+//! and never carry a secret.
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use probactr_common::config::{Config, SmtpSettings, SmtpTls};
+use probactr_common::model::ChannelKind;
+use probactr_common::secrets::Keyring;
+use probactr_common::store::alerts::notifications::Delivery;
+use serde_json::Value;
+use sha2::Sha256;
+
+use super::message;
+
+/// How long one delivery may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What sends notifications: an HTTP client, the SMTP transport, the keys that open
+/// webhook secrets.
+pub struct Sender {
+    http: reqwest::Client,
+    smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,
+    from: String,
+    keys: Keyring,
+}
+
+impl Sender {
+    /// A sender for these settings; an SMTP server that cannot be configured is an error
+    /// naming `PROBACTR_SMTP_URL`.
+    pub fn new(config: &Config, keys: Keyring) -> anyhow::Result<Sender> {
+        let http = reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            // A receiver's redirect could lead a signed payload elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("probactr/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        let smtp = config.smtp.as_ref().map(smtp_transport).transpose()?;
+        Ok(Sender {
+            http,
+            smtp,
+            from: config.smtp_from.clone(),
+            keys,
+        })
+    }
+
+    /// Sends one notification.
+    pub async fn send(&self, delivery: &Delivery) -> Result<(), String> {
+        match delivery.kind {
+            ChannelKind::Webhook => self.webhook(delivery).await,
+            ChannelKind::Slack => self.slack(delivery).await,
+            ChannelKind::Email => self.email(delivery).await,
+        }
+    }
+
+    async fn webhook(&self, delivery: &Delivery) -> Result<(), String> {
+        let url = config_text(&delivery.config, "url")?;
+        let mut body = delivery.payload.clone();
+        body["delivery"] = Value::String(delivery.delivery_id.to_string());
+        let bytes = serde_json::to_vec(&body).map_err(|err| err.to_string())?;
+        let mut request = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("x-probactr-delivery", delivery.delivery_id.to_string())
+            .header("x-probactr-event", delivery.event.as_str());
+        if let Some(sealed) = &delivery.secret {
+            let secret = self
+                .keys
+                .open(sealed)
+                .map_err(|err| format!("cannot open the channel's secret: {err}"))?;
+            request = request.header(
+                "x-probactr-signature",
+                format!("sha256={}", sign(&secret, &bytes)),
+            );
+        }
+        answer(request.body(bytes).send().await).await
+    }
+
+    async fn slack(&self, delivery: &Delivery) -> Result<(), String> {
+        let url = config_text(&delivery.config, "url")?;
+        let body = serde_json::to_vec(&message::slack(&delivery.payload)).map_err(|err| err.to_string())?;
+        let request = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body);
+        answer(request.send().await).await
+    }
+
+    async fn email(&self, delivery: &Delivery) -> Result<(), String> {
+        let Some(smtp) = &self.smtp else {
+            return Err("PROBACTR_SMTP_URL is not set on this monitor: email channels cannot send".into());
+        };
+        let from: Mailbox = self
+            .from
+            .parse()
+            .map_err(|err| format!("PROBACTR_SMTP_FROM: {err}"))?;
+        let mut builder = Message::builder()
+            .from(from)
+            .subject(message::subject(&delivery.payload))
+            .message_id(Some(format!("<{}@probactr>", delivery.delivery_id)));
+        let recipients = delivery
+            .config
+            .get("to")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|to| {
+                let address = to.as_str().unwrap_or_default();
+                address
+                    .parse::<Mailbox>()
+                    .map_err(|err| format!("recipient {address:?}: {err}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if recipients.is_empty() {
+            return Err("the channel has no recipient".into());
+        }
+        for mailbox in recipients {
+            builder = builder.to(mailbox);
+        }
+        let mail = builder
+            .multipart(MultiPart::alternative_plain_html(
+                message::plain_text(&delivery.payload),
+                message::html(&delivery.payload),
+            ))
+            .map_err(|err| format!("cannot build the mail: {err}"))?;
+        smtp.send(mail)
+            .await
+            .map(|_| ())
+            .map_err(|err| format!("SMTP: {err}"))
+    }
+}
+
+fn smtp_transport(settings: &SmtpSettings) -> anyhow::Result<AsyncSmtpTransport<Tokio1Executor>> {
+    let tls = || {
+        TlsParameters::new(settings.host.clone())
+            .map_err(|err| anyhow::anyhow!("PROBACTR_SMTP_URL: cannot set up TLS: {err}"))
+    };
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(settings.host.as_str())
+        .port(settings.port)
+        .timeout(Some(TIMEOUT))
+        .tls(match settings.tls {
+            SmtpTls::None => Tls::None,
+            SmtpTls::StartTls => Tls::Required(tls()?),
+            SmtpTls::Wrapper => Tls::Wrapper(tls()?),
+        });
+    if let Some(user) = &settings.user {
+        builder = builder.credentials(Credentials::new(
+            user.clone(),
+            settings.password.clone().unwrap_or_default(),
+        ));
+    }
+    Ok(builder.build())
+}
+
+fn config_text<'a>(config: &'a Value, field: &str) -> Result<&'a str, String> {
+    config
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("the channel has no {field}"))
+}
+
+async fn answer(result: reqwest::Result<reqwest::Response>) -> Result<(), String> {
+    let response = result.map_err(describe)?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let body = response.text().await.unwrap_or_default();
+    let body: String = body.chars().take(200).collect();
+    Err(format!("HTTP {status}: {body}"))
+}
+
+/// A reqwest error with its causes, without the URL's query (which may hold a token).
+fn describe(err: reqwest::Error) -> String {
+    let err = err.without_url();
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// HMAC-SHA256 of `body` under `secret`, in lowercase hex.
+pub fn sign(secret: &str, body: &[u8]) -> String {
+    // HMAC accepts keys of any length.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+        return String::new();
+    };
+    mac.update(body);
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sign;
+
+    #[test]
+    fn signature_is_the_hmac_sha256_of_the_body() {
+        // RFC 4231 test case 2.
+        assert_eq!(
+            sign("Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! Turning events into notifications: match each outbox event against the enabled rules,
+//! count it in its throttle window, and queue one message per channel when it opens a
+//! window; send the follow-ups of windows that closed with folded events; evaluate the
+//! conditions that are not one state change.
+
+use probactr_common::model::AlertEvent;
+use probactr_common::store::alerts::conditions;
+use probactr_common::store::alerts::notifications::{self, NewNotification};
+use probactr_common::store::alerts::outbox::{self, OutboxEvent};
+use probactr_common::store::alerts::rules::{self, Rule};
+use probactr_common::store::StoreError;
+use serde_json::json;
+use sqlx::{PgConnection, PgPool};
+
+use super::message;
+
+/// Events taken per transaction.
+const BATCH: i64 = 200;
+/// Failures in a row that raise `consecutive_failures` when a rule sets no threshold.
+const DEFAULT_THRESHOLD: i32 = 3;
+/// `run_too_long` when a rule sets no duration.
+const DEFAULT_TOO_LONG_SECS: i32 = 3600;
+/// `no_success_within` when a rule sets no duration.
+const DEFAULT_NO_SUCCESS_SECS: i32 = 86_400;
+
+/// Processes one batch of outbox events; returns how many it took.
+pub async fn process_events(pool: &PgPool, public_url: &str) -> Result<usize, StoreError> {
+    let mut tx = pool.begin().await?;
+    let events = outbox::take(&mut tx, BATCH).await?;
+    if events.is_empty() {
+        tx.commit().await?;
+        return Ok(0);
+    }
+    let rules = rules::enabled(&mut *tx).await?;
+    for event in &events {
+        handle(&mut tx, &rules, event, public_url).await?;
+    }
+    let ids: Vec<i64> = events.iter().map(|event| event.id).collect();
+    outbox::remove(&mut tx, &ids).await?;
+    tx.commit().await?;
+    Ok(events.len())
+}
+
+async fn handle(
+    conn: &mut PgConnection,
+    rules: &[Rule],
+    event: &OutboxEvent,
+    public_url: &str,
+) -> Result<(), StoreError> {
+    for rule in rules.iter().filter(|rule| concerns(rule, event)) {
+        notify(conn, rule, event, public_url).await?;
+    }
+    if event.event == AlertEvent::RunFailed {
+        if let Some(job_id) = event.job_id {
+            for rule in rules
+                .iter()
+                .filter(|rule| rule.watches(AlertEvent::ConsecutiveFailures, Some(job_id)))
+            {
+                raise_failures_in_a_row(conn, rule, event, job_id, public_url).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether an event concerns a rule: the rule it names, or any rule watching it.
+fn concerns(rule: &Rule, event: &OutboxEvent) -> bool {
+    match event.rule_id {
+        Some(id) => id == rule.id && rule.listens_for(event.event),
+        None => rule.watches(event.event, event.job_id),
+    }
+}
+
+async fn raise_failures_in_a_row(
+    conn: &mut PgConnection,
+    rule: &Rule,
+    event: &OutboxEvent,
+    job_id: i64,
+    public_url: &str,
+) -> Result<(), StoreError> {
+    let threshold = rule.threshold.unwrap_or(DEFAULT_THRESHOLD);
+    let failures = conditions::failures_in_a_row(&mut *conn, job_id).await?;
+    if failures < i64::from(threshold) {
+        return Ok(());
+    }
+    if !conditions::raise(
+        conn,
+        rule.id,
+        AlertEvent::ConsecutiveFailures.as_str(),
+        job_id,
+        event.occurred_at,
+    )
+    .await?
+    {
+        return Ok(());
+    }
+    let mut detail = event.detail.clone();
+    detail["failures"] = json!(failures);
+    detail["threshold"] = json!(threshold);
+    let derived = OutboxEvent {
+        event: AlertEvent::ConsecutiveFailures,
+        detail,
+        ..event.clone()
+    };
+    notify(conn, rule, &derived, public_url).await
+}
+
+/// Counts the event in the rule's window and queues its messages if it opens one; a
+/// failure also marks the job failing for the rule's `recovered`.
+async fn notify(
+    conn: &mut PgConnection,
+    rule: &Rule,
+    event: &OutboxEvent,
+    public_url: &str,
+) -> Result<(), StoreError> {
+    let payload = message::for_event(event, rule, public_url);
+    let opened = outbox::open_or_fold(
+        conn,
+        rule.id,
+        event.job_id,
+        event.event,
+        rule.throttle_secs,
+        &payload,
+    )
+    .await?;
+    if opened {
+        let ids = notifications::queue(
+            conn,
+            &rule.channel_ids,
+            &NewNotification {
+                rule_id: Some(rule.id),
+                event: event.event.as_str(),
+                job_id: event.job_id,
+                run_id: event.run_id,
+                suppressed: 0,
+                payload: &payload,
+            },
+        )
+        .await?;
+        tracing::info!(rule.id = rule.id, event = %event.event, job.id = ?event.job_id, run.id = ?event.run_id,
+            notifications = ?ids, "alert raised");
+    } else {
+        tracing::debug!(rule.id = rule.id, event = %event.event, job.id = ?event.job_id, run.id = ?event.run_id,
+            "alert folded into its throttle window");
+    }
+    if event.event.is_failure() && rule.listens_for(AlertEvent::Recovered) {
+        if let Some(job_id) = event.job_id {
+            conditions::raise(conn, rule.id, "failing", job_id, event.occurred_at).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Queues the follow-ups of throttle windows that closed with folded events; returns how
+/// many windows it handled.
+pub async fn send_follow_ups(pool: &PgPool, public_url: &str) -> Result<usize, StoreError> {
+    let mut tx = pool.begin().await?;
+    let windows = outbox::take_closed_windows(&mut tx, BATCH).await?;
+    if windows.is_empty() {
+        tx.commit().await?;
+        return Ok(0);
+    }
+    let rules = rules::list(&mut *tx).await?;
+    for window in &windows {
+        // A disabled rule's window is restarted without a message: it raises nothing.
+        if let Some(rule) = rules
+            .iter()
+            .find(|rule| rule.id == window.rule_id && rule.enabled)
+        {
+            let payload = message::for_follow_up(window, rule, public_url);
+            let ids = notifications::queue(
+                &mut tx,
+                &rule.channel_ids,
+                &NewNotification {
+                    rule_id: Some(rule.id),
+                    event: window.event.as_str(),
+                    job_id: window.job_id,
+                    run_id: payload.pointer("/run/id").and_then(serde_json::Value::as_i64),
+                    suppressed: window.suppressed,
+                    payload: &payload,
+                },
+            )
+            .await?;
+            tracing::info!(rule.id = rule.id, event = %window.event, job.id = ?window.job_id,
+                suppressed = window.suppressed, notifications = ?ids, "alert follow-up raised");
+        }
+        outbox::restart_window(&mut tx, window).await?;
+    }
+    tx.commit().await?;
+    Ok(windows.len())
+}
+
+/// Evaluates the conditions of every enabled rule, then ends what successes and live
+/// executors ended; returns how many occurrences it raised.
+pub async fn evaluate_conditions(pool: &PgPool) -> Result<u64, StoreError> {
+    let mut raised = 0;
+    for rule in rules::enabled(pool).await? {
+        for &event in &rule.events {
+            raised += match event {
+                AlertEvent::RunTooLong => {
+                    let secs = rule.duration_secs.unwrap_or(DEFAULT_TOO_LONG_SECS);
+                    conditions::raise_runs_too_long(pool, rule.id, rule.job_id, secs).await?
+                }
+                AlertEvent::NoSuccessWithin => {
+                    let secs = rule.duration_secs.unwrap_or(DEFAULT_NO_SUCCESS_SECS);
+                    conditions::raise_no_success_within(pool, rule.id, rule.job_id, secs).await?
+                }
+                AlertEvent::NoExecutor => conditions::raise_no_executor(pool, rule.id).await?,
+                _ => 0,
+            };
+        }
+    }
+    raised += conditions::recover(pool).await?;
+    conditions::clear_ended(pool).await?;
+    Ok(raised)
+}

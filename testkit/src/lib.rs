@@ -1,10 +1,12 @@
 //! Test support shared by the crates' tests: a per-test database URL for real processes,
 //! per-test Redis prefixes, real `probactr-executor` and `probactr-monitor` processes,
-//! waits, and a witness HTTP server that records what jobs did independently of
-//! probactr's own tables.
+//! waits, a witness HTTP server that records what jobs did independently of probactr's
+//! own tables, and a webhook receiver and an SMTP sink that record alerts.
 // Test support: a failed expectation is a failed test, and the names say what they are.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+pub mod receiver;
+pub mod smtp;
 pub mod witness;
 
 use std::collections::HashMap;

@@ -30,6 +30,7 @@ mod browser;
 mod openapi;
 
 mod admin;
+mod alerts;
 mod end_to_end;
 mod health_auth;
 mod jobs;
@@ -150,6 +151,8 @@ impl TestApp {
             "triggers" => "SELECT count(*) FROM triggers",
             "runs" => "SELECT count(*) FROM runs",
             "audit_log" => "SELECT count(*) FROM audit_log",
+            "alert_channels" => "SELECT count(*) FROM alert_channels",
+            "alert_rules" => "SELECT count(*) FROM alert_rules",
             other => panic!("no count for {other}"),
         };
         sqlx::query_scalar(sql).fetch_one(self.pool()).await.unwrap()

@@ -1,0 +1,228 @@
+//! `/api/v1/channels`, `/api/v1/alert-rules`, `/api/v1/notifications`: every bad field
+//! named at once and nothing stored, secrets write-only, roles, channels in use kept, and
+//! a channel test delivered by a real monitor to a real receiver.
+
+use probactr_common::secrets::{Keyring, SecretKey};
+use probactr_testkit::receiver::Receiver;
+use probactr_testkit::{fast_env, unique_prefix, TEST_SECRET_KEY};
+
+use super::*;
+
+fn with_key(app: &mut TestApp) {
+    let key = SecretKey::parse(TEST_SECRET_KEY).unwrap();
+    app.state = app.state.clone().with_secret_keys(Some(Keyring::new(key, None)));
+    app.app = probactr_manager::app(app.state.clone());
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn bad_channels_and_rules_name_every_field_and_change_nothing(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let bad = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "", "kind": "pager", "config": {}}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    assert_field(&bad, "name");
+    assert_field(&bad, "kind");
+    let bad = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "x", "kind": "email", "config": {"to": ["not-an-address"], "cc": 1}}),
+        )
+        .await;
+    assert_field(&bad, "config.to");
+    assert_field(&bad, "config.cc");
+    let bad = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "x", "kind": "webhook", "config": {"url": "ftp://x", "secret": ""}}),
+        )
+        .await;
+    assert_field(&bad, "config.url");
+    assert_field(&bad, "config.secret");
+    assert_eq!(app.count("alert_channels").await, 0);
+
+    let bad = app
+        .post(
+            "/api/v1/alert-rules",
+            &admin,
+            json!({"name": "r", "events": ["run_failed", "sky_falling"], "channel_ids": [], "throttle_secs": -1}),
+        )
+        .await;
+    assert_field(&bad, "events");
+    assert_field(&bad, "channel_ids");
+    assert_field(&bad, "throttle_secs");
+    let bad = app
+        .post(
+            "/api/v1/alert-rules",
+            &admin,
+            json!({"name": "r", "events": ["run_too_long"], "channel_ids": [99], "job_id": 98}),
+        )
+        .await;
+    assert_field(&bad, "duration_secs");
+    let bad = app
+        .post(
+            "/api/v1/alert-rules",
+            &admin,
+            json!({"name": "r", "events": ["run_failed"], "channel_ids": [99], "job_id": 98}),
+        )
+        .await;
+    assert_field(&bad, "channel_ids");
+    assert_field(&bad, "job_id");
+    assert_eq!(app.count("alert_rules").await, 0);
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn channel_secrets_are_write_only_and_channels_in_use_stay(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let operator = app.user("otto", Role::Operator).await;
+    let secret = "whsec-7f3a9-never-shown";
+    let made = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "ops hook", "kind": "webhook", "config": {"url": "https://hooks.example.com/p", "secret": secret}}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    assert_eq!(made.body["has_secret"], true);
+    let id = made.body["id"].as_i64().unwrap();
+    let renamed = app
+        .call(
+            Method::PUT,
+            &format!("/api/v1/channels/{id}"),
+            Some(&admin),
+            Some(json!({"name": "ops", "kind": "webhook", "config": {"url": "https://hooks.example.com/q"}})),
+        )
+        .await;
+    assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.text);
+    assert_eq!(renamed.body["has_secret"], true, "absent keeps the secret");
+    let listed = app.get("/api/v1/channels", &admin).await;
+    let audit = app.get("/api/v1/audit", &admin).await;
+    for text in [&made.text, &renamed.text, &listed.text, &audit.text] {
+        assert!(!text.contains(secret), "the secret came out: {text}");
+    }
+    let stored: Vec<u8> = sqlx::query_scalar("SELECT secret_sealed FROM alert_channels")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&stored).contains(secret),
+        "stored sealed"
+    );
+    assert_eq!(
+        app.get("/api/v1/channels", &operator).await.status,
+        StatusCode::FORBIDDEN
+    );
+
+    let rule = app
+        .post(
+            "/api/v1/alert-rules",
+            &operator,
+            json!({"name": "failures", "events": ["run_failed", "recovered"], "channel_ids": [id]}),
+        )
+        .await;
+    assert_eq!(rule.status, StatusCode::CREATED, "{}", rule.text);
+    assert_eq!(rule.body["throttle_secs"], 300);
+    assert_eq!(rule.body["job_id"], Value::Null);
+    let in_use = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/channels/{id}"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(in_use.status, StatusCode::CONFLICT, "{}", in_use.text);
+    assert!(
+        in_use.text.contains("failures"),
+        "names the rule: {}",
+        in_use.text
+    );
+    let viewer = app.user("vera", Role::Viewer).await;
+    assert_eq!(app.get("/api/v1/alert-rules", &viewer).await.body["total"], 1);
+    let refused = app
+        .post(
+            "/api/v1/alert-rules",
+            &viewer,
+            json!({"name": "v", "events": ["run_failed"], "channel_ids": [id]}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let rule_id = rule.body["id"].as_i64().unwrap();
+    let gone = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/alert-rules/{rule_id}"),
+            Some(&operator),
+            None,
+        )
+        .await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT);
+    let deleted = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/channels/{id}"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
+}
+
+/// `POST /api/v1/channels/{id}/test`: a real monitor delivers the test message to a real
+/// receiver and the answer reports it; a channel nobody can reach reports its error.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn a_channel_test_is_delivered_by_a_monitor(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let receiver = Receiver::start().await;
+    let made = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "hook", "kind": "webhook", "config": {"url": receiver.url, "secret": "abc"}}),
+        )
+        .await;
+    let id = made.body["id"].as_i64().unwrap();
+    let env = fast_env(&database_url_of(app.pool()), &unique_prefix("channel-test"));
+    let _monitor = probactr_testkit::monitor("monitor", &env);
+    let tested = app
+        .post(&format!("/api/v1/channels/{id}/test"), &admin, json!({}))
+        .await;
+    assert_eq!(tested.status, StatusCode::OK, "{}", tested.text);
+    assert_eq!(tested.body["delivered"], true, "{}", tested.text);
+    let received = receiver.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].json()["event"], "test");
+    assert!(received[0]
+        .header("x-probactr-signature")
+        .unwrap()
+        .starts_with("sha256="));
+
+    receiver.answer_with(503);
+    let failed = app
+        .post(&format!("/api/v1/channels/{id}/test"), &admin, json!({}))
+        .await;
+    assert_eq!(failed.body["delivered"], false, "{}", failed.text);
+    assert!(
+        failed.body["notification"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("503"),
+        "{}",
+        failed.text
+    );
+    let log = app.get("/api/v1/notifications", &admin).await;
+    assert_eq!(log.body["total"], 2, "{}", log.text);
+}

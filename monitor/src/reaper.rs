@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use probactr_common::lock::Lease;
+use probactr_common::store::alerts::notifications;
 use probactr_common::store::housekeeping;
 use probactr_common::store::runs::{self, EndedRun};
 use probactr_common::store::{processes, StoreError};
@@ -180,6 +181,7 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
         }
     }
     pruned += housekeeping::prune_records(&monitor.pool, retention).await?;
+    pruned += notifications::purge(&monitor.pool, retention.as_secs_f64()).await?;
     if pruned > 0 {
         tracing::info!(pruned, "history past retention deleted");
     }

@@ -282,3 +282,13 @@ pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), Stor
         .await?;
     Ok(())
 }
+
+/// Every job's id and name, by name (pickers).
+pub async fn names(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String)>, StoreError> {
+    Ok(sqlx::query!("SELECT id, name FROM jobs ORDER BY name")
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row.name))
+        .collect())
+}

@@ -8,6 +8,7 @@
 //! [`check_csrf`]; nothing changes state on GET; templates escape everything; the CSP
 //! header allows no script but the site's own file.
 
+mod alerts;
 mod cluster;
 mod forms;
 mod jobs;
@@ -62,6 +63,13 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/executors", get(cluster::executors))
         .route("/audit", get(cluster::audit))
+        .route("/alerts", get(alerts::page))
+        .route("/alerts/channels", post(alerts::create_channel))
+        .route("/alerts/channels/{id}/test", post(alerts::test_channel))
+        .route("/alerts/channels/{id}/delete", post(alerts::delete_channel))
+        .route("/alerts/rules", post(alerts::create_rule))
+        .route("/alerts/rules/{id}/delete", post(alerts::delete_rule))
+        .route("/notifications", get(alerts::notifications))
         .route("/secrets", get(secrets::list).post(secrets::set))
         .route("/secrets/{name}/delete", post(secrets::delete))
         .route("/users", get(users::list).post(users::create))

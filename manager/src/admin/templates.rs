@@ -25,6 +25,11 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),
     ("secrets.html", include_str!("../../templates/secrets.html")),
+    ("alerts.html", include_str!("../../templates/alerts.html")),
+    (
+        "notifications.html",
+        include_str!("../../templates/notifications.html"),
+    ),
     ("run_rows.html", include_str!("../../templates/run_rows.html")),
     ("users.html", include_str!("../../templates/users.html")),
     ("account.html", include_str!("../../templates/account.html")),

@@ -226,3 +226,94 @@ async fn a_channel_test_is_delivered_by_a_monitor(pool: PgPool) {
     let log = app.get("/api/v1/notifications", &admin).await;
     assert_eq!(log.body["total"], 2, "{}", log.text);
 }
+
+/// The admin's alert pages: a channel and a rule made through forms, every bad field of a
+/// form shown at once, a channel secret never sent back, and the delivery log.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn alert_pages_create_channels_and_rules_and_show_the_log(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let token = app.admin().await;
+    let job = app.job(&token, noop("nightly")).await;
+    let b = app.browser("admin").await;
+    let secret = "form-secret-4471";
+    let bad = app
+        .form(
+            "/alerts/channels",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", ""),
+                ("kind", "webhook"),
+                ("url", "ftp://x"),
+                ("secret", secret),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    assert!(bad.text.contains("id=\"error-name\""), "{}", bad.text);
+    assert!(bad.text.contains("id=\"error-url\""), "{}", bad.text);
+    assert!(!bad.text.contains(secret), "the secret came back");
+    let made = app
+        .form(
+            "/alerts/channels",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", "ops"),
+                ("kind", "email"),
+                ("to", "ops@example.com, oncall@example.com"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.text);
+    let channel: i64 = sqlx::query_scalar("SELECT id FROM alert_channels")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let bad_rule = app
+        .form(
+            "/alerts/rules",
+            &b.cookie,
+            &[("csrf", &b.csrf), ("name", "r"), ("throttle_secs", "soon")],
+        )
+        .await;
+    assert_eq!(bad_rule.status, StatusCode::UNPROCESSABLE_ENTITY);
+    for field in ["events", "channel_ids", "throttle_secs"] {
+        assert!(
+            bad_rule.text.contains(&format!("id=\"error-{field}\"")),
+            "{field}: {}",
+            bad_rule.text
+        );
+    }
+    let channel_field = format!("channel.{channel}");
+    let job_id = job["id"].to_string();
+    let rule = app
+        .form(
+            "/alerts/rules",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("name", "nightly failures"),
+                ("event.run_failed", "on"),
+                ("event.recovered", "on"),
+                ("job_id", &job_id),
+                (&channel_field, "on"),
+                ("throttle_secs", "60"),
+            ],
+        )
+        .await;
+    assert_eq!(rule.status, StatusCode::SEE_OTHER, "{}", rule.text);
+    let page = app.page("/alerts", &b.cookie).await;
+    assert!(page.text.contains("nightly failures"), "{}", page.text);
+    assert!(page.text.contains("ops@example.com, oncall@example.com"));
+    let listed = app.get("/api/v1/alert-rules", &token).await;
+    assert_eq!(
+        listed.body["items"][0]["events"],
+        json!(["recovered", "run_failed"])
+    );
+    assert_eq!(listed.body["items"][0]["throttle_secs"], 60);
+    let log = app.page("/notifications", &b.cookie).await;
+    assert_eq!(log.status, StatusCode::OK);
+    assert!(log.text.contains("Nothing delivered yet"));
+}

@@ -1,0 +1,298 @@
+//! `/alerts` and `/notifications`: alert rules (operators), channels (admins) with their
+//! test button, and the delivery log. The forms become the same commands as API bodies
+//! ([`crate::command::alert`]), so they get the same checks and field names.
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use minijinja::context;
+use probactr_common::model::{AlertEvent, ChannelKind, NotificationState};
+use probactr_common::store::alerts::notifications::Filter;
+use probactr_common::store::{self, Page};
+use serde_json::{json, Map, Value};
+
+use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use crate::api::Id;
+use crate::command::alert::{self, ChannelCommand};
+use crate::error::{ApiError, FieldErrors};
+use crate::input::QueryParams;
+use crate::service::alerts;
+use crate::state::AppState;
+
+/// What the page shows besides the lists: a form being corrected, its errors, a notice.
+#[derive(Default)]
+struct Feedback {
+    status: Option<StatusCode>,
+    form: HashMap<String, String>,
+    errors: FieldErrors,
+    notice: Option<String>,
+    problem: Option<String>,
+}
+
+async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> Result<Response, AdminError> {
+    let who = &user.0;
+    let rules = alerts::list_rules(state, who).await?;
+    let channels = if who.role.is_admin() {
+        alerts::list_channels(state, who).await?
+    } else {
+        Vec::new()
+    };
+    let channel_names: HashMap<String, String> = store::alerts::channels::list(&state.pool)
+        .await?
+        .into_iter()
+        .map(|c| (c.id.to_string(), c.name))
+        .collect();
+    let jobs: Vec<Value> = store::jobs::names(&state.pool)
+        .await?
+        .into_iter()
+        .map(|(id, name)| json!({"id": id.to_string(), "name": name}))
+        .collect();
+    let job_names: HashMap<String, String> = jobs
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_str().unwrap_or("").to_owned(),
+                j["name"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let events: Vec<&str> = AlertEvent::ALL.iter().map(|e| e.as_str()).collect();
+    let kinds: Vec<&str> = ChannelKind::ALL.iter().map(|k| k.as_str()).collect();
+    let ctx = context! {
+        rules, channels, channel_names, jobs, job_names, events, kinds,
+        form => feedback.form, errors => feedback.errors, notice => feedback.notice,
+        problem => feedback.problem,
+        ..user.layout("alerts")
+    };
+    render_status(
+        state,
+        feedback.status.unwrap_or(StatusCode::OK),
+        "alerts.html",
+        ctx,
+    )
+}
+
+/// `GET /alerts`.
+pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
+    alerts_page(&state, &user, Feedback::default()).await
+}
+
+/// A failed form: its fields kept (never a secret), its errors shown.
+async fn rejected(
+    state: &AppState,
+    user: &AdminUser,
+    form: &FormData,
+    err: ApiError,
+) -> Result<Response, AdminError> {
+    let mut kept = form.0.clone();
+    kept.remove("secret");
+    kept.remove("csrf");
+    let feedback = match err {
+        ApiError::Invalid(errors) => Feedback {
+            status: Some(StatusCode::UNPROCESSABLE_ENTITY),
+            form: kept,
+            errors: errors
+                .into_iter()
+                .map(|(field, message)| (field.trim_start_matches("config.").to_owned(), message))
+                .collect(),
+            ..Feedback::default()
+        },
+        ApiError::Conflict(message) => Feedback {
+            status: Some(StatusCode::CONFLICT),
+            problem: Some(message),
+            ..Feedback::default()
+        },
+        other => return Err(other.into()),
+    };
+    alerts_page(state, user, feedback).await
+}
+
+/// The channel form as the body the API takes.
+fn channel_body(form: &FormData) -> Value {
+    let mut config = Map::new();
+    match form.get("kind").unwrap_or_default() {
+        "email" => {
+            let to: Vec<&str> = form
+                .get("to")
+                .unwrap_or_default()
+                .split([',', '\n'])
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .collect();
+            config.insert("to".into(), json!(to));
+        }
+        _ => {
+            config.insert("url".into(), json!(form.get("url").unwrap_or_default().trim()));
+            if let Some(secret) = form.get("secret").filter(|s| !s.is_empty()) {
+                config.insert("secret".into(), json!(secret));
+            }
+        }
+    }
+    json!({"name": form.get("name").unwrap_or_default(), "kind": form.get("kind").unwrap_or_default(), "config": config})
+}
+
+/// The rule form as the body the API takes.
+fn rule_body(form: &FormData) -> Value {
+    let picked = |prefix: &str| -> Vec<String> {
+        let mut picked: Vec<String> = form
+            .0
+            .keys()
+            .filter_map(|key| key.strip_prefix(prefix).map(str::to_owned))
+            .collect();
+        picked.sort();
+        picked
+    };
+    let number = |key: &str| -> Value {
+        match form.get(key).map(str::trim).filter(|v| !v.is_empty()) {
+            None => Value::Null,
+            Some(text) => text
+                .parse::<i64>()
+                .map(Value::from)
+                .unwrap_or_else(|_| json!(text)),
+        }
+    };
+    let channel_ids: Vec<Value> = picked("channel.")
+        .iter()
+        .map(|id| id.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(id)))
+        .collect();
+    let mut body = json!({
+        "name": form.get("name").unwrap_or_default(),
+        "events": picked("event."),
+        "job_id": number("job_id"),
+        "channel_ids": channel_ids,
+        "threshold": number("threshold"),
+        "duration_secs": number("duration_secs"),
+        "enabled": true,
+    });
+    if let Value::Number(throttle) = number("throttle_secs") {
+        body["throttle_secs"] = Value::Number(throttle);
+    } else if form.get("throttle_secs").is_some_and(|v| !v.trim().is_empty()) {
+        body["throttle_secs"] = json!(form.get("throttle_secs"));
+    }
+    body
+}
+
+/// `POST /alerts/channels`.
+pub async fn create_channel(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let saved = match ChannelCommand::read(channel_body(&form)) {
+        Ok(command) => alerts::create_channel(&state, &user.0, command).await,
+        Err(err) => Err(err),
+    };
+    match saved {
+        Ok(_) => Ok(Redirect::to("/alerts").into_response()),
+        Err(err) => rejected(&state, &user, &form, err).await,
+    }
+}
+
+/// `POST /alerts/channels/{id}/test`: waits for a monitor's attempt and says how it went.
+pub async fn test_channel(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let feedback = match alerts::test_channel(&state, &user.0, id).await {
+        Ok(result) if result.delivered => Feedback {
+            notice: Some(format!(
+                "Test message delivered through {}.",
+                result.notification.channel_name.unwrap_or_default()
+            )),
+            ..Feedback::default()
+        },
+        Ok(result) => Feedback {
+            problem: Some(format!(
+                "Test message to {} failed: {}",
+                result.notification.channel_name.unwrap_or_default(),
+                result.notification.last_error.unwrap_or_default()
+            )),
+            ..Feedback::default()
+        },
+        Err(ApiError::Unavailable(message)) => Feedback {
+            problem: Some(message),
+            ..Feedback::default()
+        },
+        Err(err) => return Err(err.into()),
+    };
+    alerts_page(&state, &user, feedback).await
+}
+
+/// `POST /alerts/channels/{id}/delete`.
+pub async fn delete_channel(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    match alerts::delete_channel(&state, &user.0, id).await {
+        Ok(()) => Ok(Redirect::to("/alerts").into_response()),
+        Err(err) => rejected(&state, &user, &form, err).await,
+    }
+}
+
+/// `POST /alerts/rules`.
+pub async fn create_rule(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let saved = match alert::read_rule(rule_body(&form)) {
+        Ok(fields) => alerts::save_rule(&state, &user.0, None, fields).await,
+        Err(err) => Err(err),
+    };
+    match saved {
+        Ok(_) => Ok(Redirect::to("/alerts").into_response()),
+        Err(err) => rejected(&state, &user, &form, err).await,
+    }
+}
+
+/// `POST /alerts/rules/{id}/delete`.
+pub async fn delete_rule(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    alerts::delete_rule(&state, &user.0, id).await?;
+    Ok(Redirect::to("/alerts"))
+}
+
+/// `GET /notifications`: the delivery log, for every job or one (`?job_id=`), by state.
+pub async fn notifications(
+    State(state): State<AppState>,
+    user: AdminUser,
+    query: QueryParams,
+) -> Result<Response, AdminError> {
+    let mut errors = FieldErrors::new();
+    let filter = Filter {
+        job_id: query.int("job_id", 1, i64::MAX, &mut errors),
+        state: query.choice::<NotificationState>("state", &mut errors),
+    };
+    let page = query.page(&mut errors);
+    let page = if errors.is_empty() {
+        page
+    } else {
+        Page {
+            limit: 100,
+            offset: 0,
+        }
+    };
+    let items = alerts::notifications(&state, &user.0, &filter, page).await?;
+    let states: Vec<&str> = NotificationState::ALL.iter().map(|s| s.as_str()).collect();
+    let ctx = context! {
+        notifications => items, states, errors,
+        state_filter => filter.state.map(|s| s.as_str()), job_filter => filter.job_id,
+        ..user.layout("alerts")
+    };
+    render_status(&state, StatusCode::OK, "notifications.html", ctx)
+}

@@ -23,6 +23,8 @@ pub mod cidr;
 pub mod cli;
 pub mod config;
 pub mod fence;
+#[cfg(feature = "http-guard")]
+pub mod http_guard;
 pub mod jobspec;
 pub mod lock;
 pub mod model;

@@ -2,6 +2,7 @@
 //! message, or a mail through `PROBACTR_SMTP_URL`. Errors are texts for the delivery log
 //! and never carry a secret.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
@@ -10,9 +11,11 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use probactr_common::config::{Config, SmtpSettings, SmtpTls};
+use probactr_common::http_guard::{check_literal, GuardedResolver, HttpPolicy};
 use probactr_common::model::ChannelKind;
 use probactr_common::secrets::Keyring;
 use probactr_common::store::alerts::notifications::Delivery;
+use reqwest::Url;
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -25,6 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// webhook secrets.
 pub struct Sender {
     http: reqwest::Client,
+    policy: Arc<HttpPolicy>,
     smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,
     from: String,
     keys: Keyring,
@@ -34,8 +38,14 @@ impl Sender {
     /// A sender for these settings; an SMTP server that cannot be configured is an error
     /// naming `PROBACTR_SMTP_URL`.
     pub fn new(config: &Config, keys: Keyring) -> anyhow::Result<Sender> {
+        // Webhooks reach the network from inside it, like HTTP jobs: the same guard.
+        let policy = Arc::new(
+            HttpPolicy::from_lists(&config.http_allow, &config.http_deny).map_err(anyhow::Error::msg)?,
+        );
         let http = reqwest::Client::builder()
             .timeout(TIMEOUT)
+            .no_proxy()
+            .dns_resolver(GuardedResolver::new(policy.clone()))
             // A receiver's redirect could lead a signed payload elsewhere.
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("probactr/", env!("CARGO_PKG_VERSION")))
@@ -43,6 +53,7 @@ impl Sender {
         let smtp = config.smtp.as_ref().map(smtp_transport).transpose()?;
         Ok(Sender {
             http,
+            policy,
             smtp,
             from: config.smtp_from.clone(),
             keys,
@@ -59,7 +70,7 @@ impl Sender {
     }
 
     async fn webhook(&self, delivery: &Delivery) -> Result<(), String> {
-        let url = config_text(&delivery.config, "url")?;
+        let url = self.url_of(&delivery.config)?;
         let mut body = delivery.payload.clone();
         body["delivery"] = Value::String(delivery.delivery_id.to_string());
         let bytes = serde_json::to_vec(&body).map_err(|err| err.to_string())?;
@@ -83,7 +94,7 @@ impl Sender {
     }
 
     async fn slack(&self, delivery: &Delivery) -> Result<(), String> {
-        let url = config_text(&delivery.config, "url")?;
+        let url = self.url_of(&delivery.config)?;
         let body = serde_json::to_vec(&message::slack(&delivery.payload)).map_err(|err| err.to_string())?;
         let request = self
             .http
@@ -159,11 +170,18 @@ fn smtp_transport(settings: &SmtpSettings) -> anyhow::Result<AsyncSmtpTransport<
     Ok(builder.build())
 }
 
-fn config_text<'a>(config: &'a Value, field: &str) -> Result<&'a str, String> {
-    config
-        .get(field)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("the channel has no {field}"))
+impl Sender {
+    /// The channel's URL, refused when it names an address the guard refuses (names are
+    /// checked by the resolver).
+    fn url_of(&self, config: &Value) -> Result<Url, String> {
+        let text = config
+            .get("url")
+            .and_then(Value::as_str)
+            .ok_or("the channel has no url")?;
+        let url = Url::parse(text).map_err(|err| format!("the channel's url: {err}"))?;
+        check_literal(&self.policy, &url).map_err(|refusal| refusal.to_string())?;
+        Ok(url)
+    }
 }
 
 async fn answer(result: reqwest::Result<reqwest::Response>) -> Result<(), String> {

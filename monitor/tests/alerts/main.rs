@@ -446,7 +446,8 @@ async fn monitors_never_double_send_and_a_killed_one_loses_nothing(
 
 /// A receiver that cannot be reached is retried with backoff until
 /// PROBACTR_ALERT_RETRY_FOR, then marked failed with the error; one that answers 500
-/// too.
+/// too; and a webhook aimed at the cloud metadata service is refused by the guard HTTP
+/// jobs have.
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn an_unreachable_receiver_is_retried_then_marked_failed(
     pool_options: PgPoolOptions,
@@ -478,9 +479,19 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
     .await
     .unwrap()
     .id;
+    let metadata = channels::create(
+        &pool,
+        "metadata",
+        ChannelKind::Webhook,
+        &json!({"url": "http://169.254.169.254/latest/meta-data"}),
+        None,
+    )
+    .await
+    .unwrap()
+    .id;
     let job = shell_job(&pool, "failing", "exit 1", |_| {}).await;
     rule(&pool, &[AlertEvent::RunFailed], None, channel, |r| {
-        r.channel_ids.push(refusing_channel)
+        r.channel_ids.extend([refusing_channel, metadata])
     })
     .await;
     let mut env = env(&url, "unreachable");
@@ -490,7 +501,7 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
     runs::queue_now(&pool, job).await.unwrap();
     let log = eventually(Duration::from_secs(30), "both given up on", || async {
         let log = log(&pool).await;
-        (log.len() == 2 && log.iter().all(|n| n.state == NotificationState::Failed)).then_some(log)
+        (log.len() == 3 && log.iter().all(|n| n.state == NotificationState::Failed)).then_some(log)
     })
     .await;
     for notification in &log {
@@ -498,6 +509,7 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
         let error = notification.last_error.as_deref().unwrap();
         match notification.channel_name.as_deref() {
             Some("refusing") => assert!(error.contains("500"), "{error}"),
+            Some("metadata") => assert!(error.contains("refused to connect to 169.254.169.254"), "{error}"),
             _ => assert!(error.contains("connect") || error.contains("refused"), "{error}"),
         }
     }

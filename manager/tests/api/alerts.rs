@@ -223,8 +223,26 @@ async fn a_channel_test_is_delivered_by_a_monitor(pool: PgPool) {
         "{}",
         failed.text
     );
+    let chat = Receiver::start().await;
+    let slack = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "chat", "kind": "slack", "config": {"url": chat.url}}),
+        )
+        .await;
+    let slack_id = slack.body["id"].as_i64().unwrap();
+    let posted = app
+        .post(&format!("/api/v1/channels/{slack_id}/test"), &admin, json!({}))
+        .await;
+    assert_eq!(posted.body["delivered"], true, "{}", posted.text);
+    let text = chat.received()[0].json()["text"].as_str().unwrap().to_owned();
+    assert!(
+        text.contains("Test message from probactr to channel chat"),
+        "{text}"
+    );
     let log = app.get("/api/v1/notifications", &admin).await;
-    assert_eq!(log.body["total"], 2, "{}", log.text);
+    assert_eq!(log.body["total"], 3, "{}", log.text);
 }
 
 /// The admin's alert pages: a channel and a rule made through forms, every bad field of a

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use probactr_common::model::{AlertEvent, ChannelKind, JobKind, NotificationState};
+use probactr_common::model::{AlertEvent, ChannelKind, JobKind, Misfire, NotificationState};
 use probactr_common::secrets::{Keyring, SecretKey};
 use probactr_common::store::alerts::channels;
 use probactr_common::store::alerts::notifications::{self, Filter, Notification};
@@ -283,7 +283,7 @@ async fn run_events_failures_in_a_row_and_recovery(pool_options: PgPoolOptions, 
 
 /// Conditions a monitor evaluates on its loop are raised once per occurrence however
 /// often it looks: a run running too long, a job without success, no executor alive
-/// while triggers are due, and an executor lost.
+/// while triggers are due, an executor lost, and the instants a trigger skipped.
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = connect(pool_options, options).await;
@@ -304,6 +304,7 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
             AlertEvent::ExecutorLost,
             AlertEvent::NoExecutor,
             AlertEvent::RunAbandoned,
+            AlertEvent::FireMissed,
         ],
         None,
         channel,
@@ -316,6 +317,19 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
         .unwrap();
     sqlx::query("UPDATE triggers SET next_fire_at = now() - interval '1 second' WHERE id = $1")
         .bind(trigger.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    // A trigger an hour behind, whose policy skips what it missed.
+    let hourly = jobs::insert(&pool, &NewJob::new("minutely", JobKind::Noop, json!({})))
+        .await
+        .unwrap()
+        .id;
+    let mut every_minute = NewTrigger::interval(60);
+    every_minute.misfire = Misfire::Skip;
+    let behind = triggers::create(&pool, hourly, &every_minute, now).await.unwrap();
+    sqlx::query("UPDATE triggers SET next_fire_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(behind.id)
         .execute(&pool)
         .await
         .unwrap();
@@ -333,8 +347,10 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
         "the run too long and the job without success",
         || async {
             let events = events_of(&receiver.received());
-            (events.contains(&"run_too_long".to_owned()) && events.contains(&"no_success_within".to_owned()))
-                .then_some(())
+            (events.contains(&"run_too_long".to_owned())
+                && events.contains(&"no_success_within".to_owned())
+                && events.contains(&"fire_missed".to_owned()))
+            .then_some(())
         },
     )
     .await;
@@ -357,6 +373,7 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
         "no_success_within",
         "executor_lost",
         "run_abandoned",
+        "fire_missed",
     ] {
         assert_eq!(
             events.iter().filter(|e| *e == event).count(),
@@ -371,6 +388,16 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
         .find(|m| m["event"] == "executor_lost")
         .unwrap();
     assert!(lost["summary"].as_str().unwrap().contains("was lost"), "{lost}");
+    let missed = receiver
+        .received()
+        .iter()
+        .map(Received::json)
+        .find(|m| m["event"] == "fire_missed")
+        .unwrap();
+    assert_eq!(missed["job"]["name"], "minutely");
+    assert!(missed["detail"]["instants"].as_i64().unwrap() >= 1, "{missed}");
+    assert_eq!(missed["detail"]["policy"], "skip");
+    assert!(missed["summary"].as_str().unwrap().contains("missed"), "{missed}");
 }
 
 /// Three monitors share the outbox and the deliveries: every notification reaches the

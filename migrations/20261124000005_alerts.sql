@@ -200,3 +200,15 @@ CREATE TRIGGER executors_alert_lost
     FOR EACH ROW
     WHEN (OLD.state IN ('alive', 'draining') AND NEW.state = 'dead' AND NEW.role = 'executor')
     EXECUTE FUNCTION probactr_alert_executor_lost();
+
+-- The delivery log as people read it: each notification with the names of its rule,
+-- channel and job (those that still exist).
+CREATE VIEW notification_log AS
+SELECT n.id, n.delivery_id, n.rule_id, alert_rules.name AS rule_name, n.channel_id,
+       alert_channels.name AS channel_name, n.event, n.job_id, jobs.name AS job_name, n.run_id,
+       n.suppressed, n.state, n.attempts, n.next_attempt_at, n.last_error, n.created_at,
+       n.sent_at, n.payload
+FROM notifications AS n
+LEFT JOIN alert_rules ON alert_rules.id = n.rule_id
+LEFT JOIN alert_channels ON alert_channels.id = n.channel_id
+LEFT JOIN jobs ON jobs.id = n.job_id;

@@ -62,6 +62,16 @@ macro_rules! text_enum {
             }
         }
 
+        // Lists of them are `text[]` columns (an alert rule's events).
+        impl sqlx::postgres::PgHasArrayType for $name {
+            fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::postgres::PgHasArrayType>::array_type_info()
+            }
+            fn array_compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <&str as sqlx::postgres::PgHasArrayType>::array_compatible(ty)
+            }
+        }
+
         impl<'r> sqlx::Decode<'r, sqlx::Postgres> for $name {
             fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
                 Ok(<&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?.parse::<$name>()?)

@@ -109,6 +109,19 @@ async fn rejected(
     alerts_page(state, user, feedback).await
 }
 
+/// Back to the page after a change, or the page again with what was wrong.
+async fn back_or_rejected(
+    state: &AppState,
+    user: &AdminUser,
+    form: &FormData,
+    outcome: Result<(), ApiError>,
+) -> Result<Response, AdminError> {
+    match outcome {
+        Ok(()) => Ok(Redirect::to("/alerts").into_response()),
+        Err(err) => rejected(state, user, form, err).await,
+    }
+}
+
 /// The channel form as the body the API takes.
 fn channel_body(form: &FormData) -> Value {
     let mut config = Map::new();
@@ -182,13 +195,10 @@ pub async fn create_channel(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let saved = match ChannelCommand::read(channel_body(&form)) {
-        Ok(command) => alerts::create_channel(&state, &user.0, command).await,
+        Ok(command) => alerts::create_channel(&state, &user.0, command).await.map(drop),
         Err(err) => Err(err),
     };
-    match saved {
-        Ok(_) => Ok(Redirect::to("/alerts").into_response()),
-        Err(err) => rejected(&state, &user, &form, err).await,
-    }
+    back_or_rejected(&state, &user, &form, saved).await
 }
 
 /// `POST /alerts/channels/{id}/test`: waits for a monitor's attempt and says how it went.
@@ -232,10 +242,8 @@ pub async fn delete_channel(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    match alerts::delete_channel(&state, &user.0, id).await {
-        Ok(()) => Ok(Redirect::to("/alerts").into_response()),
-        Err(err) => rejected(&state, &user, &form, err).await,
-    }
+    let deleted = alerts::delete_channel(&state, &user.0, id).await;
+    back_or_rejected(&state, &user, &form, deleted).await
 }
 
 /// `POST /alerts/rules`.
@@ -246,13 +254,10 @@ pub async fn create_rule(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let saved = match alert::read_rule(rule_body(&form)) {
-        Ok(fields) => alerts::save_rule(&state, &user.0, None, fields).await,
+        Ok(fields) => alerts::save_rule(&state, &user.0, None, fields).await.map(drop),
         Err(err) => Err(err),
     };
-    match saved {
-        Ok(_) => Ok(Redirect::to("/alerts").into_response()),
-        Err(err) => rejected(&state, &user, &form, err).await,
-    }
+    back_or_rejected(&state, &user, &form, saved).await
 }
 
 /// `POST /alerts/rules/{id}/delete`.
@@ -275,6 +280,7 @@ pub async fn notifications(
 ) -> Result<Response, AdminError> {
     let mut errors = FieldErrors::new();
     let filter = Filter {
+        id: None,
         job_id: query.int("job_id", 1, i64::MAX, &mut errors),
         state: query.choice::<NotificationState>("state", &mut errors),
     };

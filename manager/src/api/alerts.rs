@@ -273,6 +273,7 @@ pub async fn notifications(
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     let filter = Filter {
+        id: None,
         job_id: query.int("job_id", 1, i64::MAX, &mut errors),
         state: query.choice::<NotificationState>("state", &mut errors),
     };

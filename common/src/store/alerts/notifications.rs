@@ -198,6 +198,8 @@ pub async fn record_failure(
 /// What to list of the delivery log.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
+    /// Only this one.
+    pub id: Option<i64>,
     /// Only this job's.
     pub job_id: Option<i64>,
     /// Only in this state.
@@ -212,16 +214,16 @@ pub async fn list(
 ) -> Result<Vec<Notification>, StoreError> {
     Ok(sqlx::query_as!(
         Notification,
-        r#"SELECT n.id, n.delivery_id, n.rule_id, alert_rules.name AS "rule_name?", n.channel_id,
-                  alert_channels.name AS "channel_name?", n.event, n.job_id, jobs.name AS "job_name?", n.run_id,
-                  n.suppressed, n.state AS "state: NotificationState", n.attempts, n.next_attempt_at,
-                  n.last_error, n.created_at, n.sent_at, n.payload
-           FROM notifications AS n
-           LEFT JOIN alert_rules ON alert_rules.id = n.rule_id
-           LEFT JOIN alert_channels ON alert_channels.id = n.channel_id
-           LEFT JOIN jobs ON jobs.id = n.job_id
-           WHERE ($1::bigint IS NULL OR n.job_id = $1) AND ($2::text IS NULL OR n.state = $2)
-           ORDER BY n.id DESC LIMIT $3 OFFSET $4"#,
+        r#"SELECT id AS "id!", delivery_id AS "delivery_id!", rule_id, rule_name, channel_id, channel_name,
+                  event AS "event!", job_id, job_name, run_id, suppressed AS "suppressed!",
+                  state AS "state!: NotificationState", attempts AS "attempts!",
+                  next_attempt_at AS "next_attempt_at!", last_error, created_at AS "created_at!", sent_at,
+                  payload AS "payload!"
+           FROM notification_log
+           WHERE ($1::bigint IS NULL OR id = $1) AND ($2::bigint IS NULL OR job_id = $2)
+             AND ($3::text IS NULL OR state = $3)
+           ORDER BY id DESC LIMIT $4 OFFSET $5"#,
+        filter.id,
         filter.job_id,
         filter.state.map(|s| s.as_str()),
         page.limit,
@@ -233,21 +235,11 @@ pub async fn list(
 
 /// One notification.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Notification>, StoreError> {
-    Ok(sqlx::query_as!(
-        Notification,
-        r#"SELECT n.id, n.delivery_id, n.rule_id, alert_rules.name AS "rule_name?", n.channel_id,
-                  alert_channels.name AS "channel_name?", n.event, n.job_id, jobs.name AS "job_name?", n.run_id,
-                  n.suppressed, n.state AS "state: NotificationState", n.attempts, n.next_attempt_at,
-                  n.last_error, n.created_at, n.sent_at, n.payload
-           FROM notifications AS n
-           LEFT JOIN alert_rules ON alert_rules.id = n.rule_id
-           LEFT JOIN alert_channels ON alert_channels.id = n.channel_id
-           LEFT JOIN jobs ON jobs.id = n.job_id
-           WHERE n.id = $1"#,
-        id
-    )
-    .fetch_optional(db)
-    .await?)
+    let filter = Filter {
+        id: Some(id),
+        ..Filter::default()
+    };
+    Ok(list(db, &filter, Page { limit: 1, offset: 0 }).await?.pop())
 }
 
 /// Deletes delivered and failed notifications queued more than `older_than_secs` ago

@@ -69,50 +69,13 @@ pub struct RuleFields {
     pub enabled: bool,
 }
 
-struct RuleRow {
-    id: i64,
-    name: String,
-    events: Vec<String>,
-    job_id: Option<i64>,
-    channel_ids: Vec<i64>,
-    threshold: Option<i32>,
-    duration_secs: Option<i32>,
-    throttle_secs: i32,
-    enabled: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl From<RuleRow> for Rule {
-    fn from(row: RuleRow) -> Rule {
-        Rule {
-            id: row.id,
-            name: row.name,
-            // The column's CHECK admits only known events.
-            events: row.events.iter().filter_map(|e| e.parse().ok()).collect(),
-            job_id: row.job_id,
-            channel_ids: row.channel_ids,
-            threshold: row.threshold,
-            duration_secs: row.duration_secs,
-            throttle_secs: row.throttle_secs,
-            enabled: row.enabled,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
-    }
-}
-
-fn event_texts(events: &[AlertEvent]) -> Vec<String> {
-    events.iter().map(|e| e.as_str().to_owned()).collect()
-}
-
 /// Creates a rule with its channels.
 pub async fn create(conn: &mut PgConnection, fields: &RuleFields) -> Result<Rule, StoreError> {
     let id = sqlx::query_scalar!(
         "INSERT INTO alert_rules (name, events, job_id, threshold, duration_secs, throttle_secs, enabled)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         fields.name,
-        &event_texts(&fields.events),
+        &fields.events as &[AlertEvent],
         fields.job_id,
         fields.threshold,
         fields.duration_secs,
@@ -137,7 +100,7 @@ pub async fn replace(
          WHERE id = $1",
         id,
         fields.name,
-        &event_texts(&fields.events),
+        &fields.events as &[AlertEvent],
         fields.job_id,
         fields.threshold,
         fields.duration_secs,
@@ -170,31 +133,27 @@ async fn set_channels(conn: &mut PgConnection, rule_id: i64, channel_ids: &[i64]
 
 /// One rule.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Rule>, StoreError> {
-    Ok(sqlx::query_as!(
-        RuleRow,
-        r#"SELECT id, name, events, job_id, threshold, duration_secs, throttle_secs, enabled, created_at, updated_at,
-                  ARRAY(SELECT channel_id FROM alert_rule_channels WHERE rule_id = id ORDER BY channel_id) AS "channel_ids!"
-           FROM alert_rules WHERE id = $1"#,
-        id
-    )
-    .fetch_optional(db)
-    .await?
-    .map(Rule::from))
+    let filter = Some(id);
+    Ok(select(db, filter).await?.pop())
 }
 
 /// Every rule, by name.
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Rule>, StoreError> {
+    select(db, None).await
+}
+
+/// Rules with their channels: one (`id`), or every one.
+async fn select(db: impl PgExecutor<'_>, id: Option<i64>) -> Result<Vec<Rule>, StoreError> {
     Ok(sqlx::query_as!(
-        RuleRow,
-        r#"SELECT id, name, events, job_id, threshold, duration_secs, throttle_secs, enabled, created_at, updated_at,
+        Rule,
+        r#"SELECT id, name, events AS "events: Vec<AlertEvent>", job_id, threshold, duration_secs, throttle_secs,
+                  enabled, created_at, updated_at,
                   ARRAY(SELECT channel_id FROM alert_rule_channels WHERE rule_id = id ORDER BY channel_id) AS "channel_ids!"
-           FROM alert_rules ORDER BY name"#
+           FROM alert_rules WHERE $1::bigint IS NULL OR id = $1 ORDER BY name"#,
+        id
     )
     .fetch_all(db)
-    .await?
-    .into_iter()
-    .map(Rule::from)
-    .collect())
+    .await?)
 }
 
 /// The enabled rules (what monitors match events against).

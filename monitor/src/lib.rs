@@ -8,7 +8,9 @@
 //!   executors dead, abandon their runs, release their locks by token, re-queue retries,
 //!   and do the housekeeping (stuck and stale runs, history retention);
 //! - every few seconds, apart from the passes, vacuums and analyzes the live runs;
-//! - turns alert events into notifications and delivers them ([`alerts`]).
+//! - turns alert events into notifications and delivers them ([`alerts`]);
+//! - records the instants that were due and never fired nor recorded, and feeds
+//!   backfills into the queue ([`reconciler`]).
 //!
 //! A monitor that cannot reach PostgreSQL backs off with jitter and keeps trying.
 //!
@@ -24,6 +26,7 @@
 
 pub mod alerts;
 pub mod reaper;
+pub mod reconciler;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,10 +82,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let heartbeat = tokio::spawn(heartbeat_loop(monitor.clone(), shutdown.clone()));
     let vacuum = tokio::spawn(vacuum_loop(monitor.clone(), shutdown.clone()));
     let alerting = tokio::spawn(alerts::run(monitor.clone(), sender, shutdown.clone()));
+    let reconciling = tokio::spawn(reconciler::run(monitor.pool.clone(), shutdown.clone()));
     reap_loop(&monitor, &shutdown).await;
     let _ = heartbeat.await;
     let _ = vacuum.await;
     let _ = alerting.await;
+    let _ = reconciling.await;
     let id = *monitor.id.lock().await;
     if let Err(err) = processes::set_state(&monitor.pool, id, ProcessState::Stopped).await {
         tracing::warn!(error = %err, "cannot deregister the monitor");

@@ -87,6 +87,12 @@ impl CronSpec {
         self.timezone
     }
 
+    /// Whether the naive local time `local` of the zone matches the expression (an
+    /// instant whose local time does not was pushed there from a DST gap).
+    pub fn matches_local(&self, local: NaiveDateTime) -> bool {
+        self.next_match(SearchStart::AtOrAfter(local)) == Some(local)
+    }
+
     /// The first instant strictly after `t` (see the module doc for the search).
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         earliest(self.pushed_gap_instant_after(t), self.walk_forward_after(t))

@@ -439,3 +439,84 @@ pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError
         .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// The recorded misfires of a trigger that overlap `[from, to)`.
+pub async fn misfires_between(
+    db: impl PgExecutor<'_>,
+    trigger_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<MissedInstants>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT trigger_id, job_id, first_instant, last_instant, instants, policy AS "policy: Misfire", reason
+           FROM misfires WHERE trigger_id = $1 AND last_instant >= $2 AND first_instant < $3
+           ORDER BY first_instant"#,
+        trigger_id,
+        from,
+        to
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| MissedInstants {
+            trigger_id: row.trigger_id,
+            job_id: row.job_id,
+            first: row.first_instant,
+            last: row.last_instant,
+            count: row.instants,
+            policy: row.policy,
+            reason: row.reason,
+        })
+        .collect())
+}
+
+/// A trigger with what the reconciler needs of its job: triggers that are not paused,
+/// of jobs that are not paused, and since when both have been as they are.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    /// The trigger.
+    pub trigger: Trigger,
+    /// The last change of its job (a pause or an edit moves what was due).
+    pub job_updated_at: DateTime<Utc>,
+}
+
+/// Every trigger whose instants are due to fire: not paused, of a job not paused.
+pub async fn watched(db: impl PgExecutor<'_>) -> Result<Vec<Watched>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT triggers.id, triggers.job_id, triggers.kind AS "kind: TriggerKind", cron, timezone, interval_secs, at,
+                  start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, triggers.paused,
+                  next_fire_at, last_fired_at, triggers.version, triggers.created_at, triggers.updated_at,
+                  jobs.updated_at AS job_updated_at
+           FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+           WHERE NOT triggers.paused AND NOT jobs.paused
+           ORDER BY triggers.id"#
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| Watched {
+            trigger: Trigger {
+                id: row.id,
+                job_id: row.job_id,
+                kind: row.kind,
+                cron: row.cron,
+                timezone: row.timezone,
+                interval_secs: row.interval_secs,
+                at: row.at,
+                start_at: row.start_at,
+                end_at: row.end_at,
+                misfire: row.misfire,
+                misfire_threshold_secs: row.misfire_threshold_secs,
+                paused: row.paused,
+                next_fire_at: row.next_fire_at,
+                last_fired_at: row.last_fired_at,
+                version: row.version,
+                created_at: row.created_at,
+                updated_at: row.updated_at,
+            },
+            job_updated_at: row.job_updated_at,
+        })
+        .collect())
+}

@@ -11,6 +11,7 @@ pub mod bodies;
 mod cluster;
 mod health;
 mod jobs;
+mod ledger;
 pub mod openapi;
 mod runs;
 mod secrets;
@@ -60,6 +61,9 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(cluster::status))
         .routes(routes!(cluster::audit))
         .routes(routes!(triggers::preview))
+        .routes(routes!(ledger::ledger))
+        .routes(routes!(ledger::backfill))
+        .routes(routes!(ledger::forecast))
         .routes(routes!(secrets::list, secrets::create))
         .routes(routes!(secrets::update, secrets::delete))
         .routes(routes!(secrets::rotate))

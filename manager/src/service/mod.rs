@@ -7,6 +7,7 @@
 pub mod alerts;
 pub mod cluster;
 pub mod jobs;
+pub mod ledger;
 pub mod runs;
 pub mod secrets;
 pub mod triggers;

@@ -34,6 +34,7 @@ mod alerts;
 mod end_to_end;
 mod health_auth;
 mod jobs;
+mod ledger;
 mod runs_cluster;
 mod startup;
 mod triggers;

@@ -607,3 +607,56 @@ async fn email_is_sent_through_smtp_with_text_and_html(
     let log = log(&pool).await;
     assert_eq!(log[0].state, NotificationState::Sent);
 }
+
+/// The reconciler finds instants that were due, were fired past (the trigger moved on)
+/// and have neither a run nor a misfire: it records each stretch once as missed, which
+/// raises `fire_missed`, and finds nothing the second time.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_reconciler_records_each_gap_once(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, _url) = connect(pool_options, options).await;
+    let receiver = Receiver::start().await;
+    let channel = webhook(&pool, &receiver, None).await;
+    rule(&pool, &[AlertEvent::FireMissed], None, channel, |_| {}).await;
+    let job = jobs::insert(&pool, &NewJob::new("lost", JobKind::Noop, json!({})))
+        .await
+        .unwrap()
+        .id;
+    let now = probactr_common::store::db_now(&pool).await.unwrap();
+    let trigger = triggers::create(&pool, job, &NewTrigger::interval(1), now)
+        .await
+        .unwrap();
+    // Ten instants went by and the trigger moved past them, but nothing was recorded.
+    sqlx::query(
+        "UPDATE triggers SET created_at = now() - interval '10 seconds', updated_at = now() - interval '10 seconds',
+                next_fire_at = created_at + interval '1 second' WHERE id = $1",
+    )
+    .bind(trigger.id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE jobs SET updated_at = now() - interval '1 minute'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let recorded = probactr_monitor::reconciler::reconcile_once(&pool).await.unwrap();
+    assert!((9..=11).contains(&recorded), "recorded {recorded}");
+    assert_eq!(
+        probactr_monitor::reconciler::reconcile_once(&pool).await.unwrap(),
+        0,
+        "once"
+    );
+    let stored = triggers::get(&pool, trigger.id).await.unwrap().unwrap();
+    let ledger = probactr_common::ledger::read(&pool, &stored, false, stored.created_at, now, 100)
+        .await
+        .unwrap();
+    assert!(ledger
+        .entries
+        .iter()
+        .all(|e| e.outcome == probactr_common::ledger::Outcome::Missed
+            && e.reason.as_deref() == Some(probactr_common::ledger::RECORDED_GAP_REASON)));
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM alert_events WHERE event = 'fire_missed'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(events, 1, "one stretch, one event");
+}

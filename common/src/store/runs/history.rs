@@ -138,3 +138,42 @@ pub async fn count_by_state(
         })
         .collect()
 }
+
+/// The first attempt of each of a trigger's instants in `[from, to)`, with the state of
+/// the chain's latest attempt (the fire ledger).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainHead {
+    /// The instant.
+    pub scheduled_at: DateTime<Utc>,
+    /// The first attempt.
+    pub run_id: i64,
+    /// The first attempt's state.
+    pub state: RunState,
+    /// The first attempt's reason (skips, backfills).
+    pub reason: Option<String>,
+    /// The state of the chain's latest attempt.
+    pub latest_state: RunState,
+}
+
+/// The chain heads of a trigger's instants in `[from, to)`, in order.
+pub async fn chain_heads(
+    db: impl PgExecutor<'_>,
+    trigger_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<ChainHead>, StoreError> {
+    Ok(sqlx::query_as!(
+        ChainHead,
+        r#"SELECT head.scheduled_at, head.id AS run_id, head.state AS "state: RunState", head.reason,
+                  coalesce((SELECT later.state FROM runs AS later WHERE later.first_run_id = head.id
+                            ORDER BY later.attempt DESC LIMIT 1), head.state) AS "latest_state!: RunState"
+           FROM runs AS head
+           WHERE head.trigger_id = $1 AND head.attempt = 1 AND head.scheduled_at >= $2 AND head.scheduled_at < $3
+           ORDER BY head.scheduled_at"#,
+        trigger_id,
+        from,
+        to
+    )
+    .fetch_all(db)
+    .await?)
+}

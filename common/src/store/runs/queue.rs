@@ -1,6 +1,7 @@
-//! Births: runs queued by hand (run now). Fired runs are born in the firing transaction
+//! Births: runs queued by hand (run now) and by backfills. Fired runs are born in the firing transaction
 //! ([`crate::store::triggers::insert_fired_runs`]), retries with the attempt they replace.
 
+use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
 use crate::model::{Run, RunState};
@@ -28,4 +29,44 @@ pub async fn queue_many_now(db: impl PgExecutor<'_>, job_id: i64, count: i64) ->
     .execute(db)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// Queues a run of the trigger for each of `instants` that has none yet (a backfill),
+/// each carrying its original instant and `reason`; returns how many were queued. Like
+/// firing, it checks the ended runs too, so an instant never gets a second chain.
+pub async fn queue_instants(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    trigger_id: i64,
+    instants: &[DateTime<Utc>],
+    reason: &str,
+) -> Result<u64, StoreError> {
+    if instants.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query!(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, reason)
+         SELECT $1, $2, instant, $4 FROM unnest($3::timestamptz[]) AS instant
+         WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
+                           WHERE done.trigger_id = $2 AND done.scheduled_at = instant AND done.attempt = 1)
+         ON CONFLICT DO NOTHING",
+        job_id,
+        trigger_id,
+        instants,
+        reason
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// How many live (queued, claimed or running) first attempts carry `reason` (a
+/// backfill's; their retries are not counted).
+pub async fn count_live_with_reason(db: impl PgExecutor<'_>, reason: &str) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM runs_live WHERE reason = $1"#,
+        reason
+    )
+    .fetch_one(db)
+    .await?)
 }

@@ -1,0 +1,260 @@
+//! The fire ledger, backfill and forecast, with a real executor and monitor: an outage
+//! shows exactly its missed instants, a backfill runs exactly those, a second backfill
+//! adds nothing, and the job's own effects show every instant of the span once.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use probactr_testkit::{eventually, fast_env, unique_prefix, SIGTERM};
+
+use super::*;
+
+fn entries(ledger: &Value) -> Vec<Value> {
+    ledger["entries"].as_array().unwrap().clone()
+}
+
+fn instants_with(ledger: &Value, outcome: &str) -> Vec<String> {
+    entries(ledger)
+        .into_iter()
+        .filter(|e| e["outcome"] == outcome)
+        .map(|e| e["instant"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn effects(path: &std::path::Path) -> BTreeMap<DateTime<Utc>, usize> {
+    let mut seen = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        let instant: DateTime<Utc> = DateTime::parse_from_rfc3339(line.trim())
+            .unwrap()
+            .with_timezone(&Utc);
+        *seen.entry(instant).or_default() += 1;
+    }
+    seen
+}
+
+fn parse(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn an_outage_shows_in_the_ledger_and_a_backfill_fills_exactly_its_gaps(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("effects");
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "every-second", "kind": "shell",
+                   "spec": {"program": format!("echo \"$PROBACTR_SCHEDULED_AT\" >> {}", log.display()), "shell": true}}),
+        )
+        .await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 1, "misfire": "skip", "misfire_threshold_secs": 1}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let id = trigger.body["id"].as_i64().unwrap();
+    let started = trigger.body["created_at"].as_str().unwrap().to_owned();
+    let env = fast_env(&database_url_of(app.pool()), &unique_prefix("ledger"));
+    let _monitor = probactr_testkit::monitor("monitor", &env);
+    let mut first = probactr_testkit::executor("executor-1", &env);
+    eventually(Duration::from_secs(15), "three instants ran", || async {
+        (effects(&log).len() >= 3).then_some(())
+    })
+    .await;
+    first.signal(SIGTERM);
+    first.wait_exit(Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let _second = probactr_testkit::executor("executor-2", &env);
+    eventually(
+        Duration::from_secs(15),
+        "instants run again after the outage",
+        || async {
+            let ledger = app
+                .get(&format!("/api/v1/triggers/{id}/ledger?from={started}"), &admin)
+                .await;
+            let missed = instants_with(&ledger.body, "missed");
+            let last_missed = missed.last().map(|m| parse(m))?;
+            let ran_after = instants_with(&ledger.body, "ran")
+                .iter()
+                .filter(|r| parse(r) > last_missed)
+                .count();
+            (ran_after >= 2).then_some(())
+        },
+    )
+    .await;
+
+    let ledger = app
+        .get(&format!("/api/v1/triggers/{id}/ledger?from={started}"), &admin)
+        .await;
+    assert_eq!(ledger.status, StatusCode::OK, "{}", ledger.text);
+    let missed = instants_with(&ledger.body, "missed");
+    assert!(
+        missed.len() >= 3,
+        "the outage's instants are missed: {}",
+        ledger.text
+    );
+    for entry in entries(&ledger.body) {
+        let outcome = entry["outcome"].as_str().unwrap();
+        assert!(["ran", "missed", "pending"].contains(&outcome), "{entry}");
+        assert_eq!(outcome == "ran", entry["run_id"].is_number(), "{entry}");
+    }
+    let (from, to) = (missed[0].clone(), missed[missed.len() - 1].clone());
+    let ran_before: BTreeMap<DateTime<Utc>, usize> = effects(&log);
+    for instant in &missed {
+        assert!(
+            !ran_before.contains_key(&parse(instant)),
+            "a missed instant ran: {instant}"
+        );
+    }
+
+    let dry = app
+        .post(
+            &format!("/api/v1/triggers/{id}/backfill"),
+            &admin,
+            json!({"from": from, "to": to, "dry_run": true}),
+        )
+        .await;
+    assert_eq!(dry.status, StatusCode::OK, "{}", dry.text);
+    assert_eq!(
+        dry.body["instants"].as_array().unwrap().len(),
+        missed.len(),
+        "{}",
+        dry.text
+    );
+    let done = app
+        .post(
+            &format!("/api/v1/triggers/{id}/backfill"),
+            &admin,
+            json!({"from": from, "to": to, "max_concurrency": 2}),
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    assert_eq!(done.body["backfill"]["max_concurrency"], 2);
+    let again = app
+        .post(
+            &format!("/api/v1/triggers/{id}/backfill"),
+            &admin,
+            json!({"from": from, "to": to}),
+        )
+        .await;
+    assert_eq!(
+        again.body["instants"],
+        json!([]),
+        "the second backfill adds nothing: {}",
+        again.text
+    );
+    assert_eq!(again.body["backfill"], Value::Null);
+    eventually(
+        Duration::from_secs(30),
+        "every missed instant backfilled",
+        || async {
+            let seen = effects(&log);
+            missed.iter().all(|m| seen.contains_key(&parse(m))).then_some(())
+        },
+    )
+    .await;
+    let ledger = app
+        .get(&format!("/api/v1/triggers/{id}/ledger?from={started}"), &admin)
+        .await;
+    let backfilled = instants_with(&ledger.body, "backfilled");
+    assert_eq!(backfilled, missed, "{}", ledger.text);
+    // Every instant of the whole span ran exactly once, by the job's own account.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let seen = effects(&log);
+    assert!(
+        seen.values().all(|count| *count == 1),
+        "an instant ran twice: {seen:?}"
+    );
+    let span = app
+        .get(&format!("/api/v1/triggers/{id}/ledger?from={started}"), &admin)
+        .await;
+    for entry in entries(&span.body) {
+        if entry["outcome"] == "pending" {
+            continue;
+        }
+        let instant = parse(entry["instant"].as_str().unwrap());
+        if entry["state"] == "succeeded" {
+            assert_eq!(seen.get(&instant), Some(&1), "{entry}");
+        }
+    }
+    let missed_now = instants_with(&span.body, "missed");
+    assert!(missed_now.is_empty(), "no gap is left: {missed_now:?}");
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn bad_ledger_and_backfill_requests_name_the_field_and_the_forecast_flags_dst(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let viewer = app.user("vera", Role::Viewer).await;
+    let job = app.job(&admin, noop("nightly")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "cron", "cron": "0 30 2 * * *", "timezone": "Europe/Berlin"}),
+        )
+        .await;
+    let id = trigger.body["id"].as_i64().unwrap();
+    let bad = app
+        .get(
+            &format!("/api/v1/triggers/{id}/ledger?from=yesterday&limit=0"),
+            &admin,
+        )
+        .await;
+    assert_field(&bad, "from");
+    assert_field(&bad, "limit");
+    let bad = app
+        .post(
+            &format!("/api/v1/triggers/{id}/backfill"),
+            &admin,
+            json!({"from": "soon", "max_concurrency": 0}),
+        )
+        .await;
+    assert_field(&bad, "from");
+    assert_field(&bad, "to");
+    assert_field(&bad, "max_concurrency");
+    let future = app
+        .post(
+            &format!("/api/v1/triggers/{id}/backfill"),
+            &admin,
+            json!({"from": "2999-01-01T00:00:00Z", "to": "2999-01-02T00:00:00Z"}),
+        )
+        .await;
+    assert_field(&future, "from");
+    let refused = app
+        .post(
+            &format!("/api/v1/triggers/{id}/backfill"),
+            &viewer,
+            json!({"from": "2020-01-01T00:00:00Z", "to": "2020-01-02T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.count("runs").await, 0, "bad requests change nothing");
+
+    let forecast = app
+        .get(
+            &format!(
+                "/api/v1/forecast?from=2027-03-27T00:00:00Z&to=2027-03-30T00:00:00Z&job_id={}",
+                job["id"]
+            ),
+            &viewer,
+        )
+        .await;
+    assert_eq!(forecast.status, StatusCode::OK, "{}", forecast.text);
+    let items = forecast.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3, "{}", forecast.text);
+    assert_eq!(items[0]["dst"], Value::Null);
+    assert_eq!(
+        items[1]["dst"], "skipped",
+        "2027-03-28 02:30 does not exist in Berlin: {}",
+        forecast.text
+    );
+    assert_eq!(items[2]["dst"], Value::Null);
+    assert_eq!(items[1]["job_name"], "nightly");
+}

@@ -12,6 +12,7 @@ mod alerts;
 mod cluster;
 mod forms;
 mod jobs;
+mod ledger;
 mod login;
 mod runs;
 mod secrets;
@@ -55,6 +56,8 @@ pub fn router() -> Router<AppState> {
             "/triggers/{id}/edit",
             get(triggers::edit_form).post(triggers::update),
         )
+        .route("/triggers/{id}/ledger", get(ledger::page))
+        .route("/triggers/{id}/backfill", post(ledger::backfill))
         .route("/triggers/{id}/pause", post(triggers::pause))
         .route("/triggers/{id}/resume", post(triggers::resume))
         .route("/triggers/{id}/delete", post(triggers::delete))

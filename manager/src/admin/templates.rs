@@ -30,6 +30,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         "notifications.html",
         include_str!("../../templates/notifications.html"),
     ),
+    ("ledger.html", include_str!("../../templates/ledger.html")),
     ("run_rows.html", include_str!("../../templates/run_rows.html")),
     ("users.html", include_str!("../../templates/users.html")),
     ("account.html", include_str!("../../templates/account.html")),

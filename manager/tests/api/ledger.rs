@@ -258,3 +258,105 @@ async fn bad_ledger_and_backfill_requests_name_the_field_and_the_forecast_flags_
     assert_eq!(items[2]["dst"], Value::Null);
     assert_eq!(items[1]["job_name"], "nightly");
 }
+
+/// The admin's ledger page: a strip per day with the gaps marked, and the backfill form
+/// that lists the instants before it queues them.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn the_ledger_page_shows_gaps_and_backfills_them(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.admin().await;
+    let job = app.job(&token, noop("minutely")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &token,
+            json!({"kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    let id = trigger.body["id"].as_i64().unwrap();
+    // Six instants went by and the trigger moved past them, with nothing recorded.
+    sqlx::query(
+        "UPDATE triggers SET created_at = now() - interval '5 minutes 30 seconds',
+                next_fire_at = now() + interval '30 seconds' WHERE id = $1",
+    )
+    .bind(id)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let b = app.browser("admin").await;
+    let page = app.page(&format!("/triggers/{id}/ledger"), &b.cookie).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert_eq!(
+        page.text.matches("class=\"cell missed\" title=").count(),
+        6,
+        "{}",
+        page.text
+    );
+    let from = (Utc::now() - chrono::TimeDelta::minutes(10))
+        .format("%Y-%m-%dT%H:%M")
+        .to_string();
+    let to = Utc::now().format("%Y-%m-%dT%H:%M:%S").to_string();
+    let listed = app
+        .form(
+            &format!("/triggers/{id}/backfill"),
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("from", &from),
+                ("to", &to),
+                ("action", "list"),
+            ],
+        )
+        .await;
+    assert!(
+        listed.text.contains("6 instant(s) without a run"),
+        "{}",
+        listed.text
+    );
+    let bad = app
+        .form(
+            &format!("/triggers/{id}/backfill"),
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("from", "yesterday"),
+                ("to", ""),
+                ("max_concurrency", "0"),
+                ("action", "queue"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    for field in ["from", "to", "max_concurrency"] {
+        assert!(
+            bad.text.contains(&format!("id=\"error-{field}\"")),
+            "{field}: {}",
+            bad.text
+        );
+    }
+    let queued = app
+        .form(
+            &format!("/triggers/{id}/backfill"),
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("from", &from),
+                ("to", &to),
+                ("max_concurrency", "2"),
+                ("action", "queue"),
+            ],
+        )
+        .await;
+    assert!(
+        queued
+            .text
+            .contains("Backfill queued: 6 instant(s), at most 2 at a time"),
+        "{}",
+        queued.text
+    );
+    let waiting: i32 = sqlx::query_scalar("SELECT cardinality(instants) FROM backfills")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(waiting, 6);
+}

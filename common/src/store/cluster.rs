@@ -55,6 +55,9 @@ pub struct Status {
     pub recent_failures: Vec<RecentFailure>,
     /// The next instants to fire.
     pub next_fires: Vec<NextFire>,
+    /// Instants recorded as missed in the last 24 hours (misfires, and the gaps the
+    /// reconciler found).
+    pub missed_last_day: i64,
 }
 
 /// The status summary.
@@ -101,7 +104,14 @@ pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError
     )
     .fetch_all(db)
     .await?;
+    let missed_last_day = sqlx::query_scalar!(
+        r#"SELECT coalesce(sum(instants), 0)::bigint AS "missed!" FROM misfires
+           WHERE recorded_at > now() - interval '1 day'"#
+    )
+    .fetch_one(db)
+    .await?;
     Ok(Status {
+        missed_last_day,
         processes,
         runs_last_hour: run_rows.into_iter().map(|row| (row.state, row.count)).collect(),
         runs_per_minute: per_minute,

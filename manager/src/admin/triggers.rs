@@ -27,7 +27,19 @@ struct FormState<'a> {
     errors: FieldErrors,
     conflict: Option<String>,
     preview: Option<Vec<DateTime<Utc>>>,
+    /// The saved trigger's next instants (an edit), shown beside the preview.
+    current: Option<Vec<DateTime<Utc>>>,
 }
+
+/// The next instants of the saved trigger `id`, for comparison with an edit's preview.
+async fn current_instants(state: &AppState, id: Option<i64>) -> Option<Vec<DateTime<Utc>>> {
+    let trigger = triggers::get(state, id?).await.ok()?;
+    let schedule = probactr_common::schedule::TriggerSchedule::from_trigger(&trigger).ok()?;
+    Some(schedule.upcoming(Utc::now(), PREVIEWED))
+}
+
+/// Instants the form's previews list.
+const PREVIEWED: usize = 5;
 
 /// Errors of one cron field (`cron.minute`) shown on the form's single cron input.
 fn fold_cron_errors(mut errors: FieldErrors) -> FieldErrors {
@@ -58,7 +70,7 @@ fn render_form(
     let misfires: Vec<&str> = Misfire::ALL.iter().map(|m| m.as_str()).collect();
     let ctx = context! {
         job => form.job, trigger_id => form.trigger_id, form => form.values, errors,
-        conflict => form.conflict, preview => form.preview, kinds, misfires,
+        conflict => form.conflict, preview => form.preview, current => form.current, kinds, misfires,
         ..user.layout("jobs")
     };
     render_status(state, status, "trigger_form.html", ctx)
@@ -114,6 +126,7 @@ async fn submit(
 ) -> Result<Response, AdminError> {
     check_csrf(user, form)?;
     let previewing = form.get("action") == Some("preview");
+    let current = current_instants(state, trigger_id).await;
     let page = |status, errors, conflict, preview| {
         let view = FormState {
             job,
@@ -122,6 +135,7 @@ async fn submit(
             errors,
             conflict,
             preview,
+            current: current.clone(),
         };
         render_form(state, user, status, view)
     };
@@ -174,6 +188,7 @@ pub async fn new_form(
         errors: FieldErrors::new(),
         conflict: None,
         preview: None,
+        current: None,
     };
     render_form(&state, &user, StatusCode::OK, view)
 }
@@ -206,6 +221,7 @@ pub async fn edit_form(
         errors: FieldErrors::new(),
         conflict: None,
         preview: None,
+        current: current_instants(&state, Some(id)).await,
     };
     render_form(&state, &user, StatusCode::OK, view)
 }

@@ -101,6 +101,7 @@ mod tests {
             runs_per_minute: Vec::new(),
             recent_failures: Vec::new(),
             next_fires: Vec::new(),
+            missed_last_day: 0,
         }
     }
 

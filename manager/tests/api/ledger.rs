@@ -185,6 +185,12 @@ async fn an_outage_shows_in_the_ledger_and_a_backfill_fills_exactly_its_gaps(poo
     }
     let missed_now = instants_with(&span.body, "missed");
     assert!(missed_now.is_empty(), "no gap is left: {missed_now:?}");
+    let status = app.get("/api/v1/status", &admin).await;
+    assert!(
+        status.body["missed_last_day"].as_i64().unwrap() >= missed.len() as i64,
+        "{}",
+        status.text
+    );
 }
 
 #[sqlx::test(migrator = "store::MIGRATOR")]
@@ -359,4 +365,52 @@ async fn the_ledger_page_shows_gaps_and_backfills_them(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(waiting, 6);
+}
+
+/// Editing a trigger shows its next instants now and after the change, side by side.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn editing_a_trigger_previews_its_instants_before_and_after(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.admin().await;
+    let job = app.job(&token, noop("daily")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &token,
+            json!({"kind": "cron", "cron": "0 0 6 * * *", "timezone": "UTC"}),
+        )
+        .await;
+    let id = trigger.body["id"].as_i64().unwrap();
+    let b = app.browser("admin").await;
+    let edit = app.page(&format!("/triggers/{id}/edit"), &b.cookie).await;
+    assert!(edit.text.contains("id=\"current\""), "{}", edit.text);
+    let preview = app
+        .form(
+            &format!("/triggers/{id}/edit"),
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                ("kind", "cron"),
+                ("cron", "0 0 18 * * *"),
+                ("timezone", "UTC"),
+                ("misfire", "fire_once"),
+                ("misfire_threshold_secs", "60"),
+                ("version", "1"),
+                ("action", "preview"),
+            ],
+        )
+        .await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.text);
+    assert!(preview.text.contains("id=\"current\""), "{}", preview.text);
+    assert!(preview.text.contains("after the change"), "{}", preview.text);
+    assert!(
+        preview.text.contains("06:00:00"),
+        "the saved instants: {}",
+        preview.text
+    );
+    assert!(
+        preview.text.contains("18:00:00"),
+        "the edited instants: {}",
+        preview.text
+    );
 }

@@ -26,17 +26,18 @@ COPY common/Cargo.toml common/Cargo.toml
 COPY executor/Cargo.toml executor/Cargo.toml
 COPY monitor/Cargo.toml monitor/Cargo.toml
 COPY manager/Cargo.toml manager/Cargo.toml
+COPY cli/Cargo.toml cli/Cargo.toml
 COPY bench/Cargo.toml bench/Cargo.toml
 COPY testkit/Cargo.toml testkit/Cargo.toml
-ARG PACKAGES="-p probactr-manager -p probactr-executor -p probactr-monitor"
+ARG PACKAGES="-p probactr-manager -p probactr-executor -p probactr-monitor -p probactr-cli"
 RUN set -eux; \
-    for crate in common executor monitor manager bench testkit; do \
+    for crate in common executor monitor manager cli bench testkit; do \
         mkdir -p "$crate/src"; \
         echo '//! placeholder for the dependency layer' > "$crate/src/lib.rs"; \
         echo 'fn main() {}' > "$crate/src/main.rs"; \
     done; \
     cargo build --release --locked $PACKAGES; \
-    rm -rf common/src executor/src monitor/src manager/src bench/src testkit/src
+    rm -rf common/src executor/src monitor/src manager/src cli/src bench/src testkit/src
 
 # Then probactr itself. COPY keeps the files' own modification times, which can be
 # older than the placeholders built above: touch them so cargo rebuilds every crate.
@@ -49,10 +50,11 @@ COPY common common
 COPY executor executor
 COPY monitor monitor
 COPY manager manager
+COPY cli cli
 COPY bench bench
 COPY testkit testkit
 RUN set -eux; \
-    find common executor monitor manager bench testkit -name '*.rs' -exec touch {} +; \
+    find common executor monitor manager cli bench testkit -name '*.rs' -exec touch {} +; \
     cargo build --release --locked $PACKAGES; \
     for bin in probactr-manager probactr-executor probactr-monitor; do \
         "target/release/$bin" --version | grep "^$bin "; \
@@ -79,6 +81,7 @@ RUN set -eux; \
 COPY --from=build /src/target/release/probactr-manager /usr/local/bin/probactr-manager
 COPY --from=build /src/target/release/probactr-executor /usr/local/bin/probactr-executor
 COPY --from=build /src/target/release/probactr-monitor /usr/local/bin/probactr-monitor
+COPY --from=build /src/target/release/probactr /usr/local/bin/probactr
 # The binaries embed the migrations (the manager applies them at start); the files are
 # shipped too, for operators who review or apply them by hand.
 COPY migrations /usr/share/probactr/migrations

@@ -772,6 +772,25 @@ pub fn format_duration(d: Duration) -> String {
 /// `PROBACTR_*` names the scripts read (`scripts/up`, `scripts/test`), not the processes.
 pub const SCRIPT_VARS: &[&str] = &["PROBACTR_STATE", "PROBACTR_PG_BINDIR"];
 
+/// `PROBACTR_*` names executors give the jobs they run (a run's identity), not settings.
+pub const JOB_VARS: &[&str] = &[
+    "PROBACTR_RUN_ID",
+    "PROBACTR_JOB_ID",
+    "PROBACTR_TRIGGER_ID",
+    "PROBACTR_SCHEDULED_AT",
+    "PROBACTR_ATTEMPT",
+    "PROBACTR_FENCE",
+];
+
+/// `PROBACTR_*` names the command-line client (`probactr`) reads.
+pub const CLIENT_VARS: &[&str] = &["PROBACTR_URL", "PROBACTR_TOKEN"];
+
+/// Whether `name` is a `PROBACTR_*` name probactr knows without it being a setting of
+/// its processes (the scripts', the jobs', the client's).
+pub fn is_known_elsewhere(name: &str) -> bool {
+    SCRIPT_VARS.contains(&name) || JOB_VARS.contains(&name) || CLIENT_VARS.contains(&name)
+}
+
 /// A `PROBACTR_*` variable that nothing reads, with the known name it is closest to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownVariable {
@@ -794,7 +813,13 @@ impl std::fmt::Display for UnknownVariable {
 /// The `PROBACTR_*` names among `names` that no probactr process or script reads: a
 /// misspelt setting is otherwise silently replaced by its default.
 pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<UnknownVariable> {
-    let known = || VARS.iter().map(|var| var.name).chain(SCRIPT_VARS.iter().copied());
+    let known = || {
+        VARS.iter()
+            .map(|var| var.name)
+            .chain(SCRIPT_VARS.iter().copied())
+            .chain(JOB_VARS.iter().copied())
+            .chain(CLIENT_VARS.iter().copied())
+    };
     let mut unknown: Vec<UnknownVariable> = names
         .into_iter()
         .filter(|name| name.starts_with("PROBACTR_") && !known().any(|k| k == *name))

@@ -29,8 +29,6 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 /// Variables `docker-compose.yml` interpolates that no probactr process reads.
 const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD"];
-/// `PROBACTR_` variables of the scripts, not of the processes.
-const SCRIPT_ONLY: &[&str] = probactr_common::config::SCRIPT_VARS;
 /// Secrets: required by compose, never given a value in a committed file.
 const SECRETS: &[&str] = &[
     "POSTGRES_PASSWORD",
@@ -928,7 +926,7 @@ fn only_variables_probactr_reads_are_named() {
     ] {
         for name in probactr_names(&read(file)) {
             assert!(
-                known.contains(name.as_str()) || SCRIPT_ONLY.contains(&name.as_str()),
+                known.contains(name.as_str()) || probactr_common::config::is_known_elsewhere(&name),
                 "{file} names {name}, which no probactr process reads (config::VARS)"
             );
         }
@@ -937,7 +935,7 @@ fn only_variables_probactr_reads_are_named() {
     // default comes from there; an undeclared one would have none and break every start).
     for name in probactr_names(&read("common/src/config.rs")) {
         assert!(
-            known.contains(name.as_str()) || SCRIPT_ONLY.contains(&name.as_str()),
+            known.contains(name.as_str()) || probactr_common::config::is_known_elsewhere(&name),
             "common/src/config.rs reads {name} but config::VARS does not declare it"
         );
     }

@@ -1,0 +1,124 @@
+//! The REST API as the client uses it: authenticated JSON requests, and the API's errors
+//! (each bad field named) turned into messages a person reads.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+/// What went wrong talking to the manager.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The manager could not be reached.
+    #[error("cannot reach {url}: {reason}")]
+    Unreachable {
+        /// The manager's address.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The manager answered with an error.
+    #[error("{0}")]
+    Refused(String),
+    /// No credentials.
+    #[error("not logged in: run `probactr login URL`, or set PROBACTR_URL and PROBACTR_TOKEN")]
+    NotLoggedIn,
+}
+
+/// A client of one manager.
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Client {
+    /// A client of the manager at `base` (`http://host:port`), with a bearer token.
+    pub fn new(base: &str, token: Option<String>) -> Result<Client, ClientError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .user_agent(concat!("probactr-cli/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| ClientError::Unreachable {
+                url: base.to_owned(),
+                reason: err.to_string(),
+            })?;
+        Ok(Client {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+        })
+    }
+
+    /// `GET /api/v1{path}`.
+    pub async fn get(&self, path: &str) -> Result<Value, ClientError> {
+        self.call(Method::GET, path, None).await
+    }
+
+    /// `POST /api/v1{path}` with a JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// `DELETE /api/v1{path}`.
+    pub async fn delete(&self, path: &str) -> Result<Value, ClientError> {
+        self.call(Method::DELETE, path, None).await
+    }
+
+    /// One request; the answer's JSON (null for an empty one), or the API's error.
+    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, ClientError> {
+        let url = format!("{}/api/v1{path}", self.base);
+        let mut request = self.http.request(method, &url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        let response = request.send().await.map_err(|err| ClientError::Unreachable {
+            url: self.base.clone(),
+            reason: describe(&err),
+        })?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(body);
+        }
+        if status == StatusCode::UNAUTHORIZED && self.token.is_none() && path != "/auth/token" {
+            return Err(ClientError::NotLoggedIn);
+        }
+        Err(ClientError::Refused(refusal(status, &body, &text)))
+    }
+}
+
+/// The API's error as lines: its message, then each bad field.
+fn refusal(status: StatusCode, body: &Value, text: &str) -> String {
+    let Some(error) = body.get("error") else {
+        return format!("{status}: {}", text.chars().take(300).collect::<String>());
+    };
+    let mut message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("request refused")
+        .to_owned();
+    if let Some(fields) = error.get("fields").and_then(Value::as_object) {
+        for (field, problem) in fields {
+            message.push_str(&format!("\n  {field}: {}", problem.as_str().unwrap_or_default()));
+        }
+    }
+    format!("{} ({status})", message)
+}
+
+fn describe(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

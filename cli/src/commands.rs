@@ -1,0 +1,430 @@
+//! The commands: each turns its arguments into API calls and prints the answer.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use crate::client::{Client, ClientError};
+use crate::credentials;
+use crate::output::{self, Format};
+use crate::Command;
+
+/// How a command ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0.
+    Success,
+    /// 1: what was asked did not succeed (a run that failed, under `--wait`).
+    Failure,
+}
+
+/// `probactr jobs …`.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// List jobs, by name.
+    List {
+        /// Only jobs whose name or description contains this.
+        #[arg(long)]
+        q: Option<String>,
+    },
+    /// Show a job.
+    Get {
+        /// Its name.
+        name: String,
+    },
+    /// Pause a job: its triggers stop firing it.
+    Pause {
+        /// Its name.
+        name: String,
+    },
+    /// Resume a paused job.
+    Resume {
+        /// Its name.
+        name: String,
+    },
+    /// Delete a job, its triggers and its history.
+    Delete {
+        /// Its name.
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Run a job now.
+    Run {
+        /// Its name.
+        name: String,
+        /// A parameter of the run, `KEY=VALUE` (repeatable).
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        /// Follow the run to its end: exit 0 when it succeeds, 1 otherwise.
+        #[arg(long)]
+        wait: bool,
+    },
+}
+
+/// `probactr runs …`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List runs, newest first.
+    List {
+        /// Only this job's runs (by name).
+        #[arg(long)]
+        job: Option<String>,
+        /// Only runs in this state.
+        #[arg(long)]
+        state: Option<String>,
+        /// How many (1–500).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Show a run.
+    Get {
+        /// Its id.
+        id: i64,
+    },
+    /// Print a run's output.
+    Logs {
+        /// Its id.
+        id: i64,
+        /// Wait for the run to end, then print its output.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Cancel a run.
+    Cancel {
+        /// Its id.
+        id: i64,
+    },
+}
+
+/// `probactr triggers …`.
+#[derive(Debug, Subcommand)]
+pub enum TriggersCommand {
+    /// List triggers (of one job, or of every job).
+    List {
+        /// Only this job's triggers (by name).
+        #[arg(long)]
+        job: Option<String>,
+    },
+}
+
+/// `probactr executors …`.
+#[derive(Debug, Subcommand)]
+pub enum ExecutorsCommand {
+    /// List executors.
+    List,
+}
+
+/// Runs a command other than `completions`.
+pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
+    match command {
+        Command::Login {
+            url,
+            user,
+            password_stdin,
+        } => login(&url, user, password_stdin).await,
+        Command::Logout => logout().await,
+        Command::Jobs(jobs) => jobs_command(&connect()?, jobs, format).await,
+        Command::Runs(runs) => runs_command(&connect()?, runs, format).await,
+        Command::Triggers(TriggersCommand::List { job }) => triggers(&connect()?, job, format).await,
+        Command::Executors(ExecutorsCommand::List) => {
+            let page = connect()?.get("/executors").await?;
+            let columns = [
+                ("id", "ID"),
+                ("host", "HOST"),
+                ("pid", "PID"),
+                ("state", "STATE"),
+                ("running", "RUNNING"),
+                ("capacity", "CAPACITY"),
+                ("last_heartbeat_at", "LAST HEARTBEAT"),
+            ];
+            output::list(format, &items(&page), &columns);
+            Ok(Exit::Success)
+        }
+        Command::Status => {
+            output::one(format, &connect()?.get("/status").await?);
+            Ok(Exit::Success)
+        }
+        Command::Completions { .. } => Ok(Exit::Success),
+    }
+}
+
+fn connect() -> Result<Client, ClientError> {
+    let saved = credentials::load();
+    let url = saved.url.ok_or(ClientError::NotLoggedIn)?;
+    Client::new(&url, saved.token)
+}
+
+fn items(page: &Value) -> Vec<Value> {
+    page.get("items")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn login(url: &str, user: Option<String>, password_stdin: bool) -> anyhow::Result<Exit> {
+    let username = match user {
+        Some(user) => user,
+        None => prompt("User: ")?,
+    };
+    let password = if password_stdin || !std::io::stdin().is_terminal() {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line.trim_end_matches(['\n', '\r']).to_owned()
+    } else {
+        rpassword::prompt_password("Password: ")?
+    };
+    let client = Client::new(url, None)?;
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "a terminal".into());
+    let issued = client
+        .post(
+            "/auth/token",
+            &json!({"username": username, "password": password, "name": format!("probactr CLI on {host}")}),
+        )
+        .await
+        .map_err(|err| match err {
+            ClientError::Refused(message) if message.contains("(401") => {
+                anyhow::anyhow!("wrong user name or password for {username} at {url}")
+            }
+            other => other.into(),
+        })?;
+    let token = issued["token"]
+        .as_str()
+        .context("the manager answered without a token")?;
+    let file = credentials::save(url, token)?;
+    eprintln!(
+        "Logged in to {url} as {username}; the token is kept in {}",
+        file.display()
+    );
+    Ok(Exit::Success)
+}
+
+async fn logout() -> anyhow::Result<Exit> {
+    if let Ok(client) = connect() {
+        // The token may be gone already; forgetting it locally is what matters.
+        let _ = client.delete("/auth/token").await;
+    }
+    credentials::forget()?;
+    eprintln!("Logged out");
+    Ok(Exit::Success)
+}
+
+fn prompt(question: &str) -> anyhow::Result<String> {
+    eprint!("{question}");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(line.trim().to_owned())
+}
+
+/// The job named `name` (its id is what the API takes).
+async fn job_named(client: &Client, name: &str) -> anyhow::Result<Value> {
+    let page = client.get(&format!("/jobs?q={}&limit=500", encode(name))).await?;
+    items(&page)
+        .into_iter()
+        .find(|job| job["name"] == name)
+        .with_context(|| format!("no job is named {name:?} (`probactr jobs list` shows them)"))
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+const JOB_COLUMNS: &[(&str, &str)] = &[
+    ("name", "NAME"),
+    ("kind", "KIND"),
+    ("paused", "PAUSED"),
+    ("stats.runs", "RUNS"),
+    ("stats.failures", "FAILURES"),
+    ("stats.last_state", "LAST"),
+    ("stats.last_run_at", "LAST RUN"),
+];
+
+async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> anyhow::Result<Exit> {
+    match command {
+        JobsCommand::List { q } => {
+            let query = q.map(|q| format!("&q={}", encode(&q))).unwrap_or_default();
+            let page = client.get(&format!("/jobs?limit=500{query}")).await?;
+            output::list(format, &items(&page), JOB_COLUMNS);
+        }
+        JobsCommand::Get { name } => output::one(format, &job_named(client, &name).await?),
+        JobsCommand::Pause { name } => {
+            let job = job_named(client, &name).await?;
+            client
+                .post(&format!("/jobs/{}/pause", job["id"]), &json!({}))
+                .await?;
+            eprintln!("Job {name} paused");
+        }
+        JobsCommand::Resume { name } => {
+            let job = job_named(client, &name).await?;
+            client
+                .post(&format!("/jobs/{}/resume", job["id"]), &json!({}))
+                .await?;
+            eprintln!("Job {name} resumed");
+        }
+        JobsCommand::Delete { name, yes } => {
+            let job = job_named(client, &name).await?;
+            if !yes && !confirm(&name)? {
+                bail!("not deleted: type the job's name to confirm, or pass --yes");
+            }
+            client.delete(&format!("/jobs/{}", job["id"])).await?;
+            eprintln!("Job {name} deleted");
+        }
+        JobsCommand::Run { name, params, wait } => {
+            if !params.is_empty() {
+                bail!("--param: this manager does not take run parameters");
+            }
+            let job = job_named(client, &name).await?;
+            let queued = client
+                .post(&format!("/jobs/{}/run", job["id"]), &json!({}))
+                .await?;
+            let run_id = queued["run_id"]
+                .as_i64()
+                .context("the manager answered without a run id")?;
+            eprintln!("Run #{run_id} of {name} queued");
+            if wait {
+                let run = until_ended(client, run_id).await?;
+                output::one(format, &run);
+                return Ok(if run["state"] == "succeeded" {
+                    Exit::Success
+                } else {
+                    Exit::Failure
+                });
+            }
+            output::one(format, &json!({"run_id": run_id}));
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn confirm(name: &str) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    Ok(prompt(&format!(
+        "Delete job {name} with its triggers and history? Type its name: "
+    ))? == name)
+}
+
+/// Polls a run until it reaches a final state (its last attempt's, when it is retried).
+async fn until_ended(client: &Client, run_id: i64) -> anyhow::Result<Value> {
+    let mut current = run_id;
+    loop {
+        let run = client.get(&format!("/runs/{current}")).await?;
+        let state = run["state"].as_str().unwrap_or_default();
+        if !["queued", "claimed", "running"].contains(&state) {
+            if let Some(retry) = retry_of(client, &run).await? {
+                current = retry;
+                continue;
+            }
+            return Ok(run);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The next attempt of an ended run, when its job retries it.
+async fn retry_of(client: &Client, run: &Value) -> anyhow::Result<Option<i64>> {
+    if !["failed", "timed_out", "abandoned"].contains(&run["state"].as_str().unwrap_or_default()) {
+        return Ok(None);
+    }
+    let first = run["first_run_id"]
+        .as_i64()
+        .or_else(|| run["id"].as_i64())
+        .unwrap_or_default();
+    let attempt = run["attempt"].as_i64().unwrap_or(1);
+    let page = client
+        .get(&format!("/runs?job_id={}&limit=50", run["job_id"]))
+        .await?;
+    Ok(items(&page)
+        .iter()
+        .find(|other| {
+            other["first_run_id"].as_i64() == Some(first) && other["attempt"].as_i64() == Some(attempt + 1)
+        })
+        .and_then(|other| other["id"].as_i64()))
+}
+
+const RUN_COLUMNS: &[(&str, &str)] = &[
+    ("id", "ID"),
+    ("job_name", "JOB"),
+    ("state", "STATE"),
+    ("attempt", "ATTEMPT"),
+    ("scheduled_at", "SCHEDULED"),
+    ("finished_at", "FINISHED"),
+    ("error", "ERROR"),
+];
+
+async fn runs_command(client: &Client, command: RunsCommand, format: Format) -> anyhow::Result<Exit> {
+    match command {
+        RunsCommand::List { job, state, limit } => {
+            let mut query = format!("/runs?limit={limit}");
+            if let Some(name) = job {
+                query.push_str(&format!("&job_id={}", job_named(client, &name).await?["id"]));
+            }
+            if let Some(state) = state {
+                query.push_str(&format!("&state={}", encode(&state)));
+            }
+            output::list(format, &items(&client.get(&query).await?), RUN_COLUMNS);
+        }
+        RunsCommand::Get { id } => output::one(format, &client.get(&format!("/runs/{id}")).await?),
+        RunsCommand::Logs { id, follow } => {
+            let run = if follow {
+                until_ended(client, id).await?
+            } else {
+                client.get(&format!("/runs/{id}")).await?
+            };
+            print!("{}", run["output"].as_str().unwrap_or_default());
+            if let Some(error) = run["error"].as_str() {
+                eprintln!(
+                    "run #{} {}: {error}",
+                    run["id"],
+                    run["state"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        RunsCommand::Cancel { id } => {
+            let answer = client.post(&format!("/runs/{id}/cancel"), &json!({})).await?;
+            eprintln!(
+                "Run #{id}: {}",
+                answer["state"].as_str().unwrap_or("cancel requested")
+            );
+        }
+    }
+    Ok(Exit::Success)
+}
+
+async fn triggers(client: &Client, job: Option<String>, format: Format) -> anyhow::Result<Exit> {
+    let jobs = match job {
+        Some(name) => vec![job_named(client, &name).await?],
+        None => items(&client.get("/jobs?limit=500").await?),
+    };
+    let mut all = Vec::new();
+    for job in jobs {
+        let page = client.get(&format!("/jobs/{}/triggers", job["id"])).await?;
+        for mut trigger in items(&page) {
+            trigger["job_name"] = job["name"].clone();
+            all.push(trigger);
+        }
+    }
+    let columns = [
+        ("id", "ID"),
+        ("job_name", "JOB"),
+        ("kind", "KIND"),
+        ("cron", "CRON"),
+        ("interval_secs", "EVERY (S)"),
+        ("timezone", "ZONE"),
+        ("paused", "PAUSED"),
+        ("next_fire_at", "NEXT"),
+    ];
+    output::list(format, &all, &columns);
+    Ok(Exit::Success)
+}

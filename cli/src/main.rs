@@ -1,0 +1,91 @@
+//! `probactr`: the command-line client of probactr's REST API — log in, list and operate
+//! jobs, runs, triggers and executors, and follow a run to its end. It talks only to the
+//! API, with the token `probactr login` saved (or `PROBACTR_URL` and `PROBACTR_TOKEN`).
+
+mod client;
+mod commands;
+mod credentials;
+mod output;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use output::Format;
+
+/// The command-line client of probactr.
+#[derive(Debug, Parser)]
+#[command(
+    name = "probactr",
+    version,
+    about = "Operate a probactr cluster through its REST API"
+)]
+pub struct Cli {
+    /// Output: an aligned table, or JSON or YAML for scripts.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        default_value = "table",
+        global = true
+    )]
+    pub format: Format,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Log in to a manager and keep the token (mode 0600, in the user's config directory).
+    Login {
+        /// The manager's address, e.g. http://127.0.0.1:8080.
+        url: String,
+        /// User name (asked for when absent).
+        #[arg(long)]
+        user: Option<String>,
+        /// Read the password from standard input instead of asking for it.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Revoke the saved token and forget it.
+    Logout,
+    /// Jobs.
+    #[command(subcommand)]
+    Jobs(commands::JobsCommand),
+    /// Runs.
+    #[command(subcommand)]
+    Runs(commands::RunsCommand),
+    /// Triggers.
+    #[command(subcommand)]
+    Triggers(commands::TriggersCommand),
+    /// Executors.
+    #[command(subcommand)]
+    Executors(commands::ExecutorsCommand),
+    /// The cluster at a glance.
+    Status,
+    /// Print shell completions.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "probactr", &mut std::io::stdout());
+            Ok(commands::Exit::Success)
+        }
+        command => commands::run(command, cli.format).await,
+    };
+    match result {
+        Ok(commands::Exit::Success) => {}
+        Ok(commands::Exit::Failure) => std::process::exit(1),
+        Err(err) => {
+            eprintln!("probactr: {err:#}");
+            std::process::exit(1);
+        }
+    }
+}

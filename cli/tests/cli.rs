@@ -1,0 +1,213 @@
+//! The `probactr` client against a real manager and executor: logging in (the token kept
+//! with mode 0600), listing, running a job and following it to its end (the exit code
+//! says how it went), pausing, output formats, and errors that say what was wrong.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use probactr_common::store::MIGRATOR;
+use probactr_testkit::{eventually, fast_env, unique_prefix, workspace_binary};
+use serde_json::Value;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+const PASSWORD: &str = "cli-test-password-1";
+
+struct Cluster {
+    url: String,
+    _manager: probactr_testkit::Process,
+    _executor: probactr_testkit::Process,
+}
+
+async fn cluster(options: &PgConnectOptions) -> Cluster {
+    let database_url = probactr_testkit::database_url(options);
+    let mut env = fast_env(&database_url, &unique_prefix("cli"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    env.insert("PROBACTR_MANAGER_LISTEN".into(), format!("127.0.0.1:{port}"));
+    env.insert("PROBACTR_ADMIN_PASSWORD".into(), PASSWORD.into());
+    let manager = probactr_testkit::spawn(
+        workspace_binary("probactr-manager").to_str().unwrap(),
+        "manager",
+        &env,
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    eventually(Duration::from_secs(30), "the manager is ready", || async {
+        let ready = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok();
+        ready.then_some(())
+    })
+    .await;
+    let executor = probactr_testkit::executor("executor", &env);
+    Cluster {
+        url,
+        _manager: manager,
+        _executor: executor,
+    }
+}
+
+/// Runs `probactr` with `args`, a home of its own and `stdin`.
+fn probactr(home: &Path, extra_env: &[(&str, &str)], args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(workspace_binary("probactr"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .envs(extra_env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_client_logs_in_lists_runs_jobs_and_says_what_went_wrong(
+    _pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let none: &[(&str, &str)] = &[];
+
+    let lost = probactr(home, none, &["jobs", "list"], "");
+    assert_eq!(lost.status.code(), Some(1));
+    assert!(
+        text(&lost.stderr).contains("probactr login"),
+        "{}",
+        text(&lost.stderr)
+    );
+
+    let wrong = probactr(
+        home,
+        none,
+        &["login", &cluster.url, "--user", "admin", "--password-stdin"],
+        "nope\n",
+    );
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        text(&wrong.stderr).to_lowercase().contains("password"),
+        "{}",
+        text(&wrong.stderr)
+    );
+    let login = probactr(
+        home,
+        none,
+        &["login", &cluster.url, "--user", "admin", "--password-stdin"],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    let saved = home.join(".config/probactr/credentials.json");
+    assert_eq!(
+        std::fs::metadata(&saved).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // Jobs made through the API with the saved token.
+    let token: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let api = reqwest::Client::new();
+    for (name, kind, spec) in [
+        ("hello", "noop", serde_json::json!({})),
+        (
+            "broken",
+            "shell",
+            serde_json::json!({"program": "echo doomed; exit 3", "shell": true}),
+        ),
+    ] {
+        let made = api
+            .post(format!("{}/api/v1/jobs", cluster.url))
+            .bearer_auth(token["token"].as_str().unwrap())
+            .header("content-type", "application/json")
+            .body(serde_json::json!({"name": name, "kind": kind, "spec": spec}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    }
+
+    let listed = probactr(home, none, &["jobs", "list"], "");
+    let table = text(&listed.stdout);
+    assert!(table.starts_with("NAME "), "{table}");
+    assert!(table.contains("broken") && table.contains("hello"), "{table}");
+    let json = probactr(home, none, &["jobs", "list", "-o", "json"], "");
+    let jobs: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(jobs.len(), 2);
+
+    let ok = probactr(home, none, &["jobs", "run", "hello", "--wait", "-o", "json"], "");
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let run: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(run["state"], "succeeded");
+    let failed = probactr(home, none, &["jobs", "run", "broken", "--wait"], "");
+    assert_eq!(failed.status.code(), Some(1), "a failed run exits non-zero");
+    let runs = probactr(home, none, &["runs", "list", "--job", "broken", "-o", "json"], "");
+    let runs: Vec<Value> = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs.len(), 1);
+    let id = runs[0]["id"].to_string();
+    let logs = probactr(home, none, &["runs", "logs", &id], "");
+    assert!(text(&logs.stdout).contains("doomed"), "{}", text(&logs.stdout));
+
+    let paused = probactr(home, none, &["jobs", "pause", "hello"], "");
+    assert!(paused.status.success(), "{}", text(&paused.stderr));
+    let got = probactr(home, none, &["jobs", "get", "hello", "-o", "yaml"], "");
+    assert!(
+        text(&got.stdout).contains("paused: true"),
+        "{}",
+        text(&got.stdout)
+    );
+
+    let unknown = probactr(home, none, &["jobs", "get", "nosuch"], "");
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        text(&unknown.stderr).contains("no job is named \"nosuch\""),
+        "{}",
+        text(&unknown.stderr)
+    );
+    let refused = probactr(home, none, &["jobs", "delete", "hello"], "");
+    assert_eq!(refused.status.code(), Some(1), "deleting asks for confirmation");
+    let bad_state = probactr(home, none, &["runs", "list", "--state", "sideways"], "");
+    assert_eq!(bad_state.status.code(), Some(1));
+    assert!(
+        text(&bad_state.stderr).contains("state:"),
+        "names the field: {}",
+        text(&bad_state.stderr)
+    );
+
+    let status = probactr(home, none, &["status", "-o", "yaml"], "");
+    assert!(
+        text(&status.stdout).contains("processes:"),
+        "{}",
+        text(&status.stdout)
+    );
+    let executors = probactr(home, none, &["executors", "list"], "");
+    assert!(
+        text(&executors.stdout).contains("alive"),
+        "{}",
+        text(&executors.stdout)
+    );
+    let completions = probactr(home, none, &["completions", "bash"], "");
+    assert!(text(&completions.stdout).contains("probactr"), "completions");
+
+    // The environment overrides the saved credentials.
+    let elsewhere = probactr(home, &[("PROBACTR_URL", "http://127.0.0.1:9")], &["status"], "");
+    assert_eq!(elsewhere.status.code(), Some(1));
+    assert!(
+        text(&elsewhere.stderr).contains("cannot reach http://127.0.0.1:9"),
+        "{}",
+        text(&elsewhere.stderr)
+    );
+    let out = probactr(home, none, &["logout"], "");
+    assert!(out.status.success());
+    assert!(!saved.exists());
+}

@@ -149,6 +149,30 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
             output::one(format, &connect()?.get("/status").await?);
             Ok(Exit::Success)
         }
+        Command::Export { job } => {
+            let definitions = crate::definitions::export(&connect()?, job.as_deref()).await?;
+            match format {
+                Format::Json => output::one(Format::Json, &definitions),
+                _ => println!("{}", output::yaml(&definitions)),
+            }
+            Ok(Exit::Success)
+        }
+        Command::Apply { file, dry_run, prune } => {
+            if prune {
+                bail!("--prune: this version of apply never deletes jobs; delete them with `probactr jobs delete`");
+            }
+            let sources = crate::definitions::read(&file)?;
+            let report = crate::definitions::apply(&connect()?, &sources, dry_run).await?;
+            for change in &report.changes {
+                println!("{change}");
+            }
+            if report.changes.is_empty() {
+                eprintln!("Nothing to change: the server matches the files");
+            } else if dry_run {
+                eprintln!("Dry run: nothing was changed");
+            }
+            Ok(Exit::Success)
+        }
         Command::Completions { .. } => Ok(Exit::Success),
     }
 }
@@ -230,7 +254,8 @@ async fn job_named(client: &Client, name: &str) -> anyhow::Result<Value> {
         .with_context(|| format!("no job is named {name:?} (`probactr jobs list` shows them)"))
 }
 
-fn encode(text: &str) -> String {
+/// Percent-encodes a query-string value.
+pub fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),

@@ -5,6 +5,7 @@
 mod client;
 mod commands;
 mod credentials;
+mod definitions;
 mod output;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -63,6 +64,24 @@ pub enum Command {
     Executors(commands::ExecutorsCommand),
     /// The cluster at a glance.
     Status,
+    /// Print job definitions (with their triggers) as YAML, to keep in git.
+    Export {
+        /// Only this job.
+        #[arg(long)]
+        job: Option<String>,
+    },
+    /// Make the server match definition files: create what is missing, update what differs.
+    Apply {
+        /// A YAML file, or a directory of them.
+        #[arg(short = 'f', long = "file")]
+        file: std::path::PathBuf,
+        /// Only say what would change.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also delete jobs the files no longer name.
+        #[arg(long)]
+        prune: bool,
+    },
     /// Print shell completions.
     Completions {
         /// The shell.

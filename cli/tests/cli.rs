@@ -211,3 +211,164 @@ async fn the_client_logs_in_lists_runs_jobs_and_says_what_went_wrong(
     assert!(out.status.success());
     assert!(!saved.exists());
 }
+
+fn login(cluster: &Cluster, home: &Path) {
+    let none: &[(&str, &str)] = &[];
+    let login = probactr(
+        home,
+        none,
+        &["login", &cluster.url, "--user", "admin", "--password-stdin"],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(login.status.success(), "{}", text(&login.stderr));
+}
+
+const DEFINITIONS: &str = r#"# Kept in git.
+jobs:
+  - name: nightly-export
+    kind: shell
+    description: exports the day
+    spec:
+      program: /bin/true
+      args: ["--day", "today"]
+    timeout_secs: 600
+    retry: {max_attempts: 3, backoff_secs: 30}
+    triggers:
+      - kind: cron
+        cron: "0 0 2 * * *"
+        timezone: Europe/Berlin
+      - {kind: interval, interval_secs: 3600, misfire: skip}
+  - name: heartbeat
+    kind: noop
+"#;
+
+/// Definitions as code: apply creates, a second apply changes nothing (no new version,
+/// no audit entry), an edit is shown then applied, export then apply on an empty cluster
+/// reproduces the same definitions, and a bad file names file, line and field.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let none: &[(&str, &str)] = &[];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jobs.yaml");
+    std::fs::write(&file, DEFINITIONS).unwrap();
+    let file_arg = file.to_str().unwrap();
+
+    let dry = probactr(home, none, &["apply", "-f", file_arg, "--dry-run"], "");
+    assert!(dry.status.success(), "{}", text(&dry.stderr));
+    assert!(
+        text(&dry.stdout).contains("+ job nightly-export"),
+        "{}",
+        text(&dry.stdout)
+    );
+    let nothing_yet = probactr(home, none, &["jobs", "list", "-o", "json"], "");
+    assert_eq!(
+        serde_json::from_slice::<Vec<Value>>(&nothing_yet.stdout)
+            .unwrap()
+            .len(),
+        0,
+        "a dry run changes nothing"
+    );
+
+    let first = probactr(home, none, &["apply", "-f", file_arg], "");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let created = text(&first.stdout);
+    assert_eq!(created.matches("+ trigger").count(), 2, "{created}");
+    let jobs = |home: &Path| -> Vec<Value> {
+        serde_json::from_slice(&probactr(home, none, &["jobs", "list", "-o", "json"], "").stdout).unwrap()
+    };
+    let versions: Vec<Value> = jobs(home).iter().map(|j| j["version"].clone()).collect();
+    let audit_before = audit_count(&options).await;
+
+    let again = probactr(home, none, &["apply", "-f", dir.path().to_str().unwrap()], "");
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout), "", "the second apply changes nothing");
+    assert!(text(&again.stderr).contains("Nothing to change"));
+    assert_eq!(
+        jobs(home)
+            .iter()
+            .map(|j| j["version"].clone())
+            .collect::<Vec<_>>(),
+        versions
+    );
+    assert_eq!(audit_count(&options).await, audit_before, "no audit entry");
+
+    std::fs::write(
+        &file,
+        DEFINITIONS.replace("timeout_secs: 600", "timeout_secs: 900"),
+    )
+    .unwrap();
+    let edit = probactr(home, none, &["apply", "-f", file_arg, "--dry-run"], "");
+    assert!(
+        text(&edit.stdout).contains("~ job nightly-export: timeout_secs 600 → 900"),
+        "{}",
+        text(&edit.stdout)
+    );
+    assert!(probactr(home, none, &["apply", "-f", file_arg], "")
+        .status
+        .success());
+    let exported = probactr(home, none, &["export"], "");
+    assert!(exported.status.success(), "{}", text(&exported.stderr));
+    let yaml = text(&exported.stdout);
+    assert!(yaml.contains("timeout_secs: 900"), "{yaml}");
+
+    // Export, then apply on an emptied cluster: the same definitions.
+    for name in ["nightly-export", "heartbeat"] {
+        let deleted = probactr(home, none, &["jobs", "delete", name, "--yes"], "");
+        assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    }
+    assert!(jobs(home).is_empty());
+    let exported_file = dir.path().join("exported.yml");
+    std::fs::write(&exported_file, &yaml).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let reproduced = probactr(home, none, &["apply", "-f", exported_file.to_str().unwrap()], "");
+    assert!(reproduced.status.success(), "{}", text(&reproduced.stderr));
+    let exported_again = probactr(home, none, &["export"], "");
+    assert_eq!(
+        text(&exported_again.stdout),
+        yaml,
+        "export then apply reproduces the definitions"
+    );
+    let other_home = home;
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "jobs:\n  - name: broken\n    kind: noop\n    timeout: 5\n  - kind: noop\n",
+    )
+    .unwrap();
+    let refused = probactr(other_home, none, &["apply", "-f", bad.to_str().unwrap()], "");
+    assert_eq!(refused.status.code(), Some(1));
+    let message = text(&refused.stderr);
+    assert!(
+        message.contains("bad.yaml:4: jobs[0].timeout: unknown field"),
+        "{message}"
+    );
+    assert!(
+        message.contains("bad.yaml:5: jobs[1].name: is required"),
+        "{message}"
+    );
+    std::fs::write(
+        &bad,
+        "jobs:\n  - name: negative\n    kind: noop\n    timeout_secs: -5\n",
+    )
+    .unwrap();
+    let rejected = probactr(other_home, none, &["apply", "-f", bad.to_str().unwrap()], "");
+    assert_eq!(rejected.status.code(), Some(1));
+    assert!(
+        text(&rejected.stderr).contains("bad.yaml:4: timeout_secs:"),
+        "{}",
+        text(&rejected.stderr)
+    );
+}
+
+async fn audit_count(options: &PgConnectOptions) -> i64 {
+    let pool = PgPoolOptions::new().connect_with(options.clone()).await.unwrap();
+    sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+}

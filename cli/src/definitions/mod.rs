@@ -1,0 +1,467 @@
+//! Definitions as code: `probactr export` writes jobs with their triggers as YAML, and
+//! `probactr apply` makes the server match such files — it creates what is missing,
+//! updates what differs, says what it does object by object, and changes nothing when
+//! the files and the server already agree.
+//!
+//! ```yaml
+//! jobs:
+//!   - name: nightly-export
+//!     kind: shell
+//!     spec: {program: /opt/export.sh, env: {DB: "{{ secrets.db }}"}}
+//!     timeout_secs: 7200
+//!     retry: {max_attempts: 3, backoff_secs: 60}
+//!     triggers:
+//!       - {kind: cron, cron: "0 0 2 * * *", timezone: Europe/Berlin}
+//! ```
+//!
+//! Secrets stay on the server: a definition names them (`{{ secrets.NAME }}`), never
+//! their values.
+
+pub mod marked;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Map, Value};
+
+use crate::client::{Client, ClientError};
+use marked::Document;
+
+/// The fields of a job a definition carries (besides `triggers`).
+const JOB_FIELDS: &[&str] = &[
+    "name",
+    "kind",
+    "description",
+    "spec",
+    "parallel",
+    "max_concurrency",
+    "overlap",
+    "timeout_secs",
+    "retry",
+    "paused",
+];
+/// The fields of a trigger a definition carries.
+const TRIGGER_FIELDS: &[&str] = &[
+    "kind",
+    "cron",
+    "timezone",
+    "interval_secs",
+    "at",
+    "start_at",
+    "end_at",
+    "misfire",
+    "misfire_threshold_secs",
+    "paused",
+];
+
+/// A trigger's value of `field` when a definition leaves it out (the server's default).
+fn trigger_default(field: &str) -> Value {
+    match field {
+        "timezone" => json!("UTC"),
+        "misfire" => json!("fire_once"),
+        "misfire_threshold_secs" => json!(60),
+        "paused" => json!(false),
+        _ => Value::Null,
+    }
+}
+
+/// The definitions of every job (or one) with its triggers, as a YAML-ready value.
+pub async fn export(client: &Client, job: Option<&str>) -> anyhow::Result<Value> {
+    let page = client.get("/jobs?limit=500").await?;
+    let mut jobs = Vec::new();
+    for existing in page["items"].as_array().cloned().unwrap_or_default() {
+        if job.is_some_and(|name| existing["name"] != name) {
+            continue;
+        }
+        let mut definition = pick(&existing, JOB_FIELDS);
+        let triggers = client.get(&format!("/jobs/{}/triggers", existing["id"])).await?;
+        let triggers: Vec<Value> = triggers["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|t| Value::Object(pick(t, TRIGGER_FIELDS)))
+            .collect();
+        if !triggers.is_empty() {
+            definition.insert("triggers".into(), Value::Array(triggers));
+        }
+        jobs.push(Value::Object(definition));
+    }
+    if let Some(name) = job.filter(|_| jobs.is_empty()) {
+        bail!("no job is named {name:?}");
+    }
+    Ok(json!({ "jobs": jobs }))
+}
+
+/// The listed fields of an object that are set (nulls left out, to keep files short).
+fn pick(object: &Value, fields: &[&str]) -> Map<String, Value> {
+    fields
+        .iter()
+        .filter_map(|field| {
+            let value = object.get(*field)?;
+            (!value.is_null()).then(|| ((*field).to_owned(), value.clone()))
+        })
+        .collect()
+}
+
+/// A definition file read, with where each job came from.
+pub struct Source {
+    path: PathBuf,
+    document: Document,
+}
+
+impl Source {
+    fn at(&self, pointer: &str) -> String {
+        format!("{}:{}", self.path.display(), self.document.line_of(pointer))
+    }
+}
+
+/// One job of the files.
+struct Wanted<'a> {
+    source: &'a Source,
+    pointer: String,
+    definition: Map<String, Value>,
+    triggers: Vec<Value>,
+}
+
+/// Reads `path` (a file, or every `.yaml`/`.yml` file of a directory), checking the shape
+/// of every definition; the errors name file, line and field.
+pub fn read(path: &Path) -> anyhow::Result<Vec<Source>> {
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![path.to_owned()]
+    };
+    let mut sources = Vec::new();
+    let mut problems = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        match marked::parse(&text) {
+            Ok(document) => {
+                let source = Source { path: file, document };
+                problems.extend(shape_problems(&source));
+                sources.push(source);
+            }
+            Err((line, message)) => problems.push(format!("{}:{line}: not YAML: {message}", file.display())),
+        }
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(sources)
+}
+
+fn shape_problems(source: &Source) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut problem = |pointer: &str, field: &str, message: &str| {
+        problems.push(format!("{}: {field}: {message}", source.at(pointer)));
+    };
+    let root = &source.document.value;
+    let Some(object) = root.as_object() else {
+        problem("", "(document)", "must be a mapping with a `jobs` list");
+        return problems;
+    };
+    for key in object.keys().filter(|k| *k != "jobs") {
+        problem(&format!("/{key}"), key, "unknown section (expected `jobs`)");
+    }
+    let Some(jobs) = root.get("jobs").and_then(Value::as_array) else {
+        problem("/jobs", "jobs", "must be a list of jobs");
+        return problems;
+    };
+    for (i, job) in jobs.iter().enumerate() {
+        let at = format!("/jobs/{i}");
+        let Some(fields) = job.as_object() else {
+            problem(&at, &format!("jobs[{i}]"), "must be a mapping");
+            continue;
+        };
+        if !job.get("name").is_some_and(Value::is_string) {
+            problem(&at, &format!("jobs[{i}].name"), "is required (a string)");
+        }
+        for key in fields
+            .keys()
+            .filter(|k| !JOB_FIELDS.contains(&k.as_str()) && *k != "triggers")
+        {
+            problem(
+                &format!("{at}/{key}"),
+                &format!("jobs[{i}].{key}"),
+                "unknown field",
+            );
+        }
+        let triggers = job.get("triggers").cloned().unwrap_or(json!([]));
+        let Some(triggers) = triggers.as_array() else {
+            problem(
+                &format!("{at}/triggers"),
+                &format!("jobs[{i}].triggers"),
+                "must be a list",
+            );
+            continue;
+        };
+        for (t, trigger) in triggers.iter().enumerate() {
+            let here = format!("{at}/triggers/{t}");
+            match trigger.as_object() {
+                None => problem(&here, &format!("jobs[{i}].triggers[{t}]"), "must be a mapping"),
+                Some(fields) => {
+                    for key in fields.keys().filter(|k| !TRIGGER_FIELDS.contains(&k.as_str())) {
+                        problem(
+                            &format!("{here}/{key}"),
+                            &format!("jobs[{i}].triggers[{t}].{key}"),
+                            "unknown field",
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, job) in jobs.iter().enumerate() {
+        if let Some(name) = job.get("name").and_then(Value::as_str) {
+            if !seen.insert(name.to_owned()) {
+                problem(
+                    &format!("/jobs/{i}/name"),
+                    &format!("jobs[{i}].name"),
+                    &format!("{name:?} is defined twice"),
+                );
+            }
+        }
+    }
+    problems
+}
+
+/// What applying the files did (or, for a dry run, would do): one line per change.
+pub struct Report {
+    /// The changes.
+    pub changes: Vec<String>,
+}
+
+/// Makes the server match the files; with `dry_run`, only says what it would change.
+pub async fn apply(client: &Client, sources: &[Source], dry_run: bool) -> anyhow::Result<Report> {
+    let mut changes = Vec::new();
+    for wanted in wanted_jobs(sources) {
+        apply_job(client, &wanted, dry_run, &mut changes).await?;
+    }
+    Ok(Report { changes })
+}
+
+fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
+    let mut wanted = Vec::new();
+    for source in sources {
+        let jobs = source.document.value["jobs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (i, job) in jobs.into_iter().enumerate() {
+            let mut definition = job.as_object().cloned().unwrap_or_default();
+            let triggers = definition
+                .remove("triggers")
+                .and_then(|t| t.as_array().cloned())
+                .unwrap_or_default();
+            wanted.push(Wanted {
+                source,
+                pointer: format!("/jobs/{i}"),
+                definition,
+                triggers,
+            });
+        }
+    }
+    wanted
+}
+
+/// The API's refusal of a definition, with the file and line of each bad field.
+fn located(wanted: &Wanted<'_>, err: ClientError, under: &str) -> anyhow::Error {
+    let ClientError::Refused(message) = err else {
+        return err.into();
+    };
+    let mut lines = message.lines();
+    let mut out = format!(
+        "{}: {}",
+        wanted.source.at(&wanted.pointer),
+        lines.next().unwrap_or("")
+    );
+    for line in lines {
+        let (field, problem) = line.trim().split_once(": ").unwrap_or((line.trim(), ""));
+        let pointer = format!("{}{under}/{}", wanted.pointer, field.replace('.', "/"));
+        out.push_str(&format!("\n{}: {field}: {problem}", wanted.source.at(&pointer)));
+    }
+    anyhow::anyhow!(out)
+}
+
+async fn apply_job(
+    client: &Client,
+    wanted: &Wanted<'_>,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let name = wanted.definition["name"].as_str().unwrap_or_default().to_owned();
+    let page = client
+        .get(&format!("/jobs?limit=500&q={}", crate::commands::encode(&name)))
+        .await?;
+    let existing = page["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|job| job["name"] == name.as_str()).cloned());
+    let job_id = match existing {
+        None => {
+            changes.push(format!("+ job {name}"));
+            if dry_run {
+                for trigger in &wanted.triggers {
+                    changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
+                }
+                return Ok(());
+            }
+            let made = client
+                .post("/jobs", &Value::Object(wanted.definition.clone()))
+                .await
+                .map_err(|err| located(wanted, err, ""))?;
+            made["id"]
+                .as_i64()
+                .context("the manager answered without a job id")?
+        }
+        Some(job) => {
+            let differences = differences(&wanted.definition, &job);
+            if !differences.is_empty() {
+                changes.push(format!("~ job {name}: {}", differences.join(", ")));
+                if !dry_run {
+                    let mut patch = Map::new();
+                    for field in wanted.definition.keys().filter(|f| *f != "name") {
+                        patch.insert(field.clone(), wanted.definition[field].clone());
+                    }
+                    patch.insert("version".into(), job["version"].clone());
+                    client
+                        .call(
+                            reqwest::Method::PATCH,
+                            &format!("/jobs/{}", job["id"]),
+                            Some(&Value::Object(patch)),
+                        )
+                        .await
+                        .map_err(|err| located(wanted, err, ""))?;
+                }
+            }
+            job["id"].as_i64().context("a job without an id")?
+        }
+    };
+    apply_triggers(client, wanted, &name, job_id, dry_run, changes).await
+}
+
+/// The fields the definition sets to something else than the server has.
+fn differences(wanted: &Map<String, Value>, existing: &Value) -> Vec<String> {
+    wanted
+        .iter()
+        .filter(|(field, value)| !same(value, existing.get(field.as_str()).unwrap_or(&Value::Null)))
+        .map(|(field, value)| {
+            format!(
+                "{field} {} → {}",
+                short(existing.get(field.as_str())),
+                short(Some(value))
+            )
+        })
+        .collect()
+}
+
+/// Whether `wanted` says nothing `existing` does not: objects compare on the keys
+/// `wanted` names (the server may fill in defaults), everything else exactly.
+fn same(wanted: &Value, existing: &Value) -> bool {
+    match (wanted, existing) {
+        (Value::Object(w), Value::Object(e)) => {
+            w.iter().all(|(k, v)| same(v, e.get(k).unwrap_or(&Value::Null)))
+        }
+        (Value::Number(w), Value::Number(e)) => w.as_f64() == e.as_f64(),
+        _ => wanted == existing,
+    }
+}
+
+fn short(value: Option<&Value>) -> String {
+    let text = value.map(Value::to_string).unwrap_or_else(|| "-".into());
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(60).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn describe(trigger: &Value) -> String {
+    let object = trigger.as_object().cloned().unwrap_or_default();
+    object
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A trigger as compared: every carried field, the server's default where left out.
+fn canonical(trigger: &Value) -> Vec<(String, Value)> {
+    TRIGGER_FIELDS
+        .iter()
+        .map(|field| {
+            let value = trigger
+                .get(*field)
+                .filter(|v| !v.is_null())
+                .cloned()
+                .unwrap_or_else(|| trigger_default(field));
+            ((*field).to_owned(), normalize_time(value))
+        })
+        .collect()
+}
+
+/// Instants compared as instants, whatever their notation.
+fn normalize_time(value: Value) -> Value {
+    match value
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    {
+        Some(at) => json!(at.with_timezone(&chrono::Utc).timestamp_millis()),
+        None => value,
+    }
+}
+
+async fn apply_triggers(
+    client: &Client,
+    wanted: &Wanted<'_>,
+    name: &str,
+    job_id: i64,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let page = client.get(&format!("/jobs/{job_id}/triggers")).await?;
+    let mut existing: Vec<Value> = page["items"].as_array().cloned().unwrap_or_default();
+    let mut missing = Vec::new();
+    for (t, trigger) in wanted.triggers.iter().enumerate() {
+        let key = canonical(trigger);
+        match existing.iter().position(|e| canonical(e) == key) {
+            Some(found) => {
+                existing.remove(found);
+            }
+            None => missing.push((t, trigger)),
+        }
+    }
+    for (t, trigger) in missing {
+        changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
+        if !dry_run {
+            client
+                .post(&format!("/jobs/{job_id}/triggers"), trigger)
+                .await
+                .map_err(|err| located(wanted, err, &format!("/triggers/{t}")))?;
+        }
+    }
+    for stale in existing {
+        changes.push(format!(
+            "- trigger {} of {name}: {}",
+            stale["id"],
+            describe(&Value::Object(pick(&stale, TRIGGER_FIELDS)))
+        ));
+        if !dry_run {
+            client.delete(&format!("/triggers/{}", stale["id"])).await?;
+        }
+    }
+    Ok(())
+}

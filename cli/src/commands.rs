@@ -158,11 +158,8 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
             Ok(Exit::Success)
         }
         Command::Apply { file, dry_run, prune } => {
-            if prune {
-                bail!("--prune: this version of apply never deletes jobs; delete them with `probactr jobs delete`");
-            }
             let sources = crate::definitions::read(&file)?;
-            let report = crate::definitions::apply(&connect()?, &sources, dry_run).await?;
+            let report = crate::definitions::apply(&connect()?, &sources, dry_run, prune).await?;
             for change in &report.changes {
                 println!("{change}");
             }

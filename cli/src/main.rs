@@ -78,7 +78,8 @@ pub enum Command {
         /// Only say what would change.
         #[arg(long)]
         dry_run: bool,
-        /// Also delete jobs the files no longer name.
+        /// Also delete the jobs apply manages that the files no longer name (never jobs
+        /// made in the admin, unless a file adopted them).
         #[arg(long)]
         prune: bool,
     },

@@ -334,6 +334,73 @@ async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions
     );
     let other_home = home;
 
+    // Prune deletes what apply manages and the files no longer name, never what people
+    // made, unless a file adopted it.
+    let token: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/probactr/credentials.json")).unwrap(),
+    )
+    .unwrap();
+    let made = reqwest::Client::new()
+        .post(format!("{}/api/v1/jobs", cluster.url))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .header("content-type", "application/json")
+        .body(r#"{"name": "made-by-hand", "kind": "noop"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert!(made.status().is_success());
+    let only_nightly = dir.path().join("only-nightly.yml");
+    let nightly_only = DEFINITIONS
+        .replace("timeout_secs: 600", "timeout_secs: 900")
+        .split("  - name: heartbeat")
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&only_nightly, nightly_only).unwrap();
+    std::fs::remove_file(&exported_file).unwrap();
+    let pruned = probactr(
+        home,
+        none,
+        &["apply", "-f", dir.path().to_str().unwrap(), "--prune"],
+        "",
+    );
+    assert!(pruned.status.success(), "{}", text(&pruned.stderr));
+    assert_eq!(
+        text(&pruned.stdout),
+        "- job heartbeat\n",
+        "{}",
+        text(&pruned.stdout)
+    );
+    let names: Vec<String> = jobs(home)
+        .iter()
+        .map(|j| j["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["made-by-hand".to_owned(), "nightly-export".to_owned()]
+    );
+    let adopt = dir.path().join("adopt.yml");
+    std::fs::write(&adopt, "jobs:\n  - name: made-by-hand\n    kind: noop\n").unwrap();
+    let adopted = probactr(home, none, &["apply", "-f", adopt.to_str().unwrap()], "");
+    assert!(
+        text(&adopted.stdout).contains("~ job made-by-hand: adopted"),
+        "{}",
+        text(&adopted.stdout)
+    );
+    std::fs::remove_file(&adopt).unwrap();
+    let pruned_again = probactr(
+        home,
+        none,
+        &["apply", "-f", dir.path().to_str().unwrap(), "--prune"],
+        "",
+    );
+    assert_eq!(
+        text(&pruned_again.stdout),
+        "- job made-by-hand\n",
+        "adopted, then pruned"
+    );
+    std::fs::remove_file(&only_nightly).unwrap();
+
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
         &bad,

@@ -358,6 +358,7 @@ pub struct Job {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub managed_by: Option<String>,
 }
 
 /// A row of `triggers`.

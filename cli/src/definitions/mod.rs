@@ -27,6 +27,10 @@ use serde_json::{json, Map, Value};
 use crate::client::{Client, ClientError};
 use marked::Document;
 
+/// What `apply` marks the jobs it manages with (`managed_by`): `--prune` deletes only
+/// those, and a job created in the admin becomes one when a file names it (adoption).
+pub const MANAGER: &str = "probactr-apply";
+
 /// The fields of a job a definition carries (besides `triggers`).
 const JOB_FIELDS: &[&str] = &[
     "name",
@@ -240,11 +244,34 @@ pub struct Report {
     pub changes: Vec<String>,
 }
 
-/// Makes the server match the files; with `dry_run`, only says what it would change.
-pub async fn apply(client: &Client, sources: &[Source], dry_run: bool) -> anyhow::Result<Report> {
+/// Makes the server match the files; with `dry_run`, only says what it would change;
+/// with `prune`, also deletes the jobs apply manages that the files no longer name.
+pub async fn apply(
+    client: &Client,
+    sources: &[Source],
+    dry_run: bool,
+    prune: bool,
+) -> anyhow::Result<Report> {
     let mut changes = Vec::new();
-    for wanted in wanted_jobs(sources) {
-        apply_job(client, &wanted, dry_run, &mut changes).await?;
+    let wanted = wanted_jobs(sources);
+    for job in &wanted {
+        apply_job(client, job, dry_run, &mut changes).await?;
+    }
+    if prune {
+        let named: Vec<&str> = wanted
+            .iter()
+            .filter_map(|w| w.definition["name"].as_str())
+            .collect();
+        let page = client.get("/jobs?limit=500").await?;
+        for job in page["items"].as_array().cloned().unwrap_or_default() {
+            let name = job["name"].as_str().unwrap_or_default();
+            if job["managed_by"] == MANAGER && !named.contains(&name) {
+                changes.push(format!("- job {name}"));
+                if !dry_run {
+                    client.delete(&format!("/jobs/{}", job["id"])).await?;
+                }
+            }
+        }
     }
     Ok(Report { changes })
 }
@@ -314,8 +341,10 @@ async fn apply_job(
                 }
                 return Ok(());
             }
+            let mut body = wanted.definition.clone();
+            body.insert("managed_by".into(), json!(MANAGER));
             let made = client
-                .post("/jobs", &Value::Object(wanted.definition.clone()))
+                .post("/jobs", &Value::Object(body))
                 .await
                 .map_err(|err| located(wanted, err, ""))?;
             made["id"]
@@ -323,7 +352,13 @@ async fn apply_job(
                 .context("the manager answered without a job id")?
         }
         Some(job) => {
-            let differences = differences(&wanted.definition, &job);
+            let mut differences = differences(&wanted.definition, &job);
+            if job["managed_by"] != MANAGER {
+                differences.push(format!(
+                    "adopted (managed_by {} → {MANAGER})",
+                    short(job.get("managed_by"))
+                ));
+            }
             if !differences.is_empty() {
                 changes.push(format!("~ job {name}: {}", differences.join(", ")));
                 if !dry_run {
@@ -332,6 +367,7 @@ async fn apply_job(
                         patch.insert(field.clone(), wanted.definition[field].clone());
                     }
                     patch.insert("version".into(), job["version"].clone());
+                    patch.insert("managed_by".into(), json!(MANAGER));
                     client
                         .call(
                             reqwest::Method::PATCH,

@@ -33,6 +33,8 @@ pub struct NewJob {
     pub retry_backoff_secs: i32,
     /// Created paused?
     pub paused: bool,
+    /// Who manages its definition (None: people, through the admin or the API).
+    pub managed_by: Option<String>,
 }
 
 impl NewJob {
@@ -50,6 +52,7 @@ impl NewJob {
             retry_max_attempts: 1,
             retry_backoff_secs: 10,
             paused: false,
+            managed_by: None,
         }
     }
 }
@@ -59,9 +62,9 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
     Ok(sqlx::query_as!(
         Job,
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
-                            timeout_secs, retry_max_attempts, retry_backoff_secs, paused)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at"#,
+                            timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -72,7 +75,8 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.timeout_secs,
         job.retry_max_attempts,
         job.retry_backoff_secs,
-        job.paused
+        job.paused,
+        job.managed_by
     )
     .fetch_one(db)
     .await?)
@@ -81,7 +85,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -92,7 +96,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by"#,
         id,
         paused
     )
@@ -103,7 +107,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -226,7 +230,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -244,9 +248,9 @@ pub async fn update(
         r#"UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
                            max_concurrency = $8, overlap = $9, timeout_secs = $10,
                            retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
-                           version = version + 1, updated_at = now()
+                           managed_by = $14, version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by"#,
         id,
         version,
         job.name,
@@ -259,7 +263,8 @@ pub async fn update(
         job.timeout_secs,
         job.retry_max_attempts,
         job.retry_backoff_secs,
-        job.paused
+        job.paused,
+        job.managed_by
     )
     .fetch_optional(db)
     .await?)

@@ -61,6 +61,8 @@ pub struct JobFields {
     pub retry: Option<RetryBody>,
     /// Paused? Default false.
     pub paused: Option<bool>,
+    /// Who manages the definition: `probactr apply` sets it; null for people.
+    pub managed_by: Option<String>,
 }
 
 /// A job's retry policy as sent.

@@ -44,6 +44,8 @@ pub struct JobDraft {
     pub retry_backoff_secs: Given<i64>,
     /// Paused jobs are neither fired nor claimed.
     pub paused: Given<bool>,
+    /// Who manages the definition (`probactr apply`); null: people.
+    pub managed_by: Given<String>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -78,6 +80,7 @@ impl JobDraft {
             overlap: input.choice("overlap"),
             timeout_secs: input.int("timeout_secs", i64::MIN, i64::MAX),
             paused: input.boolean("paused"),
+            managed_by: input.text("managed_by"),
             ..JobDraft::default()
         };
         match input.object("retry") {
@@ -166,6 +169,14 @@ impl JobDraft {
         if let Some(paused) = checks.not_null("paused", self.paused) {
             job.paused = paused;
         }
+        if let Some(managed_by) = self.managed_by {
+            match managed_by.map(|m| m.trim().to_owned()) {
+                Some(m) if m.is_empty() || m.chars().count() > 100 => {
+                    checks.error("managed_by", "must be 1 to 100 characters, or null")
+                }
+                other => job.managed_by = other,
+            }
+        }
         if kind.is_some() {
             match JobSpec::parse(job.kind, &job.spec) {
                 Ok(spec) => job.spec = spec.to_json(),
@@ -212,6 +223,7 @@ fn definition_of(job: &Job) -> NewJob {
         retry_max_attempts: job.retry_max_attempts,
         retry_backoff_secs: job.retry_backoff_secs,
         paused: job.paused,
+        managed_by: job.managed_by.clone(),
     }
 }
 

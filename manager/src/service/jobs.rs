@@ -81,6 +81,8 @@ pub struct JobView {
     pub retry: RetryView,
     /// Paused jobs are neither fired nor claimed.
     pub paused: bool,
+    /// Who manages the definition (`probactr apply`); null: people.
+    pub managed_by: Option<String>,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -109,6 +111,7 @@ impl From<JobRow> for JobView {
                 backoff_secs: job.retry_backoff_secs,
             },
             paused: job.paused,
+            managed_by: job.managed_by,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,

@@ -58,6 +58,8 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         retry_max_attempts: form.whole_if_filled("retry.max_attempts", &mut problems),
         retry_backoff_secs: form.whole_if_filled("retry.backoff_secs", &mut problems),
         paused: Some(Some(form.checked("paused"))),
+        // The form leaves who manages the job as it is.
+        managed_by: None,
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use probactr_common::definitions::Refusal;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -19,7 +20,7 @@ pub enum ClientError {
     },
     /// The manager answered with an error.
     #[error("{0}")]
-    Refused(String),
+    Refused(Refusal),
     /// No credentials.
     #[error("not logged in: run `probactr login URL`, or set PROBACTR_URL and PROBACTR_TOKEN")]
     NotLoggedIn,
@@ -94,22 +95,32 @@ impl Client {
     }
 }
 
-/// The API's error as lines: its message, then each bad field.
-fn refusal(status: StatusCode, body: &Value, text: &str) -> String {
+/// The API's error: its message (with the status), and each bad field.
+fn refusal(status: StatusCode, body: &Value, text: &str) -> Refusal {
     let Some(error) = body.get("error") else {
-        return format!("{status}: {}", text.chars().take(300).collect::<String>());
+        return Refusal {
+            message: format!("{status}: {}", text.chars().take(300).collect::<String>()),
+            fields: Vec::new(),
+        };
     };
-    let mut message = error
+    let message = error
         .get("message")
         .and_then(Value::as_str)
-        .unwrap_or("request refused")
-        .to_owned();
-    if let Some(fields) = error.get("fields").and_then(Value::as_object) {
-        for (field, problem) in fields {
-            message.push_str(&format!("\n  {field}: {}", problem.as_str().unwrap_or_default()));
-        }
+        .unwrap_or("request refused");
+    let fields = error
+        .get("fields")
+        .and_then(Value::as_object)
+        .map(|fields| {
+            fields
+                .iter()
+                .map(|(field, problem)| (field.clone(), problem.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Refusal {
+        message: format!("{message} ({status})"),
+        fields,
     }
-    format!("{} ({status})", message)
 }
 
 fn describe(err: &reqwest::Error) -> String {
@@ -121,4 +132,68 @@ fn describe(err: &reqwest::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The definitions of the cluster behind the API, for `export` and `apply`.
+impl probactr_common::definitions::Registry for Client {
+    async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
+        Ok(items(self.get("/jobs?limit=500").await.map_err(refused)?))
+    }
+
+    async fn triggers(&self, job_id: i64) -> Result<Vec<Value>, Refusal> {
+        Ok(items(
+            self.get(&format!("/jobs/{job_id}/triggers"))
+                .await
+                .map_err(refused)?,
+        ))
+    }
+
+    async fn create_job(&self, body: Value) -> Result<i64, Refusal> {
+        let made = self.post("/jobs", &body).await.map_err(refused)?;
+        made["id"].as_i64().ok_or_else(|| Refusal {
+            message: "the manager answered without a job id".into(),
+            fields: Vec::new(),
+        })
+    }
+
+    async fn update_job(&self, id: i64, body: Value) -> Result<(), Refusal> {
+        self.call(Method::PATCH, &format!("/jobs/{id}"), Some(&body))
+            .await
+            .map_err(refused)?;
+        Ok(())
+    }
+
+    async fn delete_job(&self, id: i64) -> Result<(), Refusal> {
+        self.delete(&format!("/jobs/{id}")).await.map_err(refused)?;
+        Ok(())
+    }
+
+    async fn create_trigger(&self, job_id: i64, body: Value) -> Result<(), Refusal> {
+        self.post(&format!("/jobs/{job_id}/triggers"), &body)
+            .await
+            .map_err(refused)?;
+        Ok(())
+    }
+
+    async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {
+        self.delete(&format!("/triggers/{id}")).await.map_err(refused)?;
+        Ok(())
+    }
+}
+
+fn items(page: Value) -> Vec<Value> {
+    page.get("items")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn refused(err: ClientError) -> Refusal {
+    match err {
+        ClientError::Refused(refusal) => refusal,
+        other => Refusal {
+            message: other.to_string(),
+            fields: Vec::new(),
+        },
+    }
 }

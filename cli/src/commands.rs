@@ -150,7 +150,7 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
             Ok(Exit::Success)
         }
         Command::Export { job } => {
-            let definitions = crate::definitions::export(&connect()?, job.as_deref()).await?;
+            let definitions = probactr_common::definitions::export(&connect()?, job.as_deref()).await?;
             match format {
                 Format::Json => output::one(Format::Json, &definitions),
                 _ => println!("{}", output::yaml(&definitions)),
@@ -158,8 +158,8 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
             Ok(Exit::Success)
         }
         Command::Apply { file, dry_run, prune } => {
-            let sources = crate::definitions::read(&file)?;
-            let report = crate::definitions::apply(&connect()?, &sources, dry_run, prune).await?;
+            let sources = probactr_common::definitions::read(&file)?;
+            let report = probactr_common::definitions::apply(&connect()?, &sources, dry_run, prune).await?;
             for change in &report.changes {
                 println!("{change}");
             }
@@ -208,7 +208,7 @@ async fn login(url: &str, user: Option<String>, password_stdin: bool) -> anyhow:
         )
         .await
         .map_err(|err| match err {
-            ClientError::Refused(message) if message.contains("(401") => {
+            ClientError::Refused(refusal) if refusal.message.contains("(401") => {
                 anyhow::anyhow!("wrong user name or password for {username} at {url}")
             }
             other => other.into(),

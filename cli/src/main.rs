@@ -5,7 +5,6 @@
 mod client;
 mod commands;
 mod credentials;
-mod definitions;
 mod output;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -1,7 +1,6 @@
 //! How answers are printed: an aligned table for people, JSON or YAML for scripts.
 
 use serde_json::Value;
-use yaml_rust2::{Yaml, YamlEmitter};
 
 /// The output format (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -93,29 +92,7 @@ fn cell(value: &Value) -> String {
 
 /// A JSON value as a YAML document.
 pub fn yaml(value: &Value) -> String {
-    let mut out = String::new();
-    let mut emitter = YamlEmitter::new(&mut out);
-    // Emitting into a String cannot fail.
-    let _ = emitter.dump(&to_yaml(value));
-    out.trim_start_matches("---\n").to_owned()
-}
-
-fn to_yaml(value: &Value) -> Yaml {
-    match value {
-        Value::Null => Yaml::Null,
-        Value::Bool(b) => Yaml::Boolean(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Yaml::Integer(i),
-            None => Yaml::Real(n.to_string()),
-        },
-        Value::String(s) => Yaml::String(s.clone()),
-        Value::Array(items) => Yaml::Array(items.iter().map(to_yaml).collect()),
-        Value::Object(map) => Yaml::Hash(
-            map.iter()
-                .map(|(k, v)| (Yaml::String(k.clone()), to_yaml(v)))
-                .collect(),
-        ),
-    }
+    probactr_common::definitions::yaml(value)
 }
 
 #[cfg(test)]

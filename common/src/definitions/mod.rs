@@ -1,7 +1,8 @@
-//! Definitions as code: `probactr export` writes jobs with their triggers as YAML, and
-//! `probactr apply` makes the server match such files — it creates what is missing,
-//! updates what differs, says what it does object by object, and changes nothing when
-//! the files and the server already agree.
+//! Definitions as code: jobs with their triggers written as YAML (`probactr export`, the
+//! admin's download), and applied back (`probactr apply`, the admin's upload): create what
+//! is missing, update what differs, say what changes object by object, and change nothing
+//! when the files and the server already agree. Both the command-line client (through
+//! the REST API) and the manager (through its services) drive it, as a [`Registry`].
 //!
 //! ```yaml
 //! jobs:
@@ -19,13 +20,93 @@
 
 pub mod marked;
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
 use serde_json::{json, Map, Value};
 
-use crate::client::{Client, ClientError};
 use marked::Document;
+use yaml_rust2::{Yaml, YamlEmitter};
+
+/// Where definitions live: the jobs and triggers of one cluster, as the REST API shapes
+/// them (`JobView`, `Trigger`).
+pub trait Registry {
+    /// Every job.
+    fn jobs(&self) -> impl Future<Output = Result<Vec<Value>, Refusal>> + Send;
+    /// A job's triggers.
+    fn triggers(&self, job_id: i64) -> impl Future<Output = Result<Vec<Value>, Refusal>> + Send;
+    /// Creates a job from an API body; returns its id.
+    fn create_job(&self, body: Value) -> impl Future<Output = Result<i64, Refusal>> + Send;
+    /// Edits a job with an API body (`version` included).
+    fn update_job(&self, id: i64, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Deletes a job.
+    fn delete_job(&self, id: i64) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Creates a trigger of a job from an API body.
+    fn create_trigger(&self, job_id: i64, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Deletes a trigger.
+    fn delete_trigger(&self, id: i64) -> impl Future<Output = Result<(), Refusal>> + Send;
+}
+
+/// A registry's refusal: what went wrong and, for bad input, each bad field.
+#[derive(Debug, Clone, Default)]
+pub struct Refusal {
+    /// What went wrong.
+    pub message: String,
+    /// Each bad field (`timeout_secs`, `retry.max_attempts`) and its problem.
+    pub fields: Vec<(String, String)>,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        for (field, problem) in &self.fields {
+            write!(f, "\n  {field}: {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why definitions could not be read or applied; the message names file, line and field.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DefinitionError(pub String);
+
+impl From<Refusal> for DefinitionError {
+    fn from(refusal: Refusal) -> Self {
+        DefinitionError(refusal.to_string())
+    }
+}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, DefinitionError> {
+    Err(DefinitionError(message.into()))
+}
+
+/// A JSON value as a YAML document.
+pub fn yaml(value: &Value) -> String {
+    let mut out = String::new();
+    let mut emitter = YamlEmitter::new(&mut out);
+    // Emitting into a String cannot fail.
+    let _ = emitter.dump(&to_yaml(value));
+    out.trim_start_matches("---\n").to_owned()
+}
+
+fn to_yaml(value: &Value) -> Yaml {
+    match value {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Yaml::Integer(i),
+            None => Yaml::Real(n.to_string()),
+        },
+        Value::String(s) => Yaml::String(s.clone()),
+        Value::Array(items) => Yaml::Array(items.iter().map(to_yaml).collect()),
+        Value::Object(map) => Yaml::Hash(
+            map.iter()
+                .map(|(k, v)| (Yaml::String(k.clone()), to_yaml(v)))
+                .collect(),
+        ),
+    }
+}
 
 /// What `apply` marks the jobs it manages with (`managed_by`): `--prune` deletes only
 /// those, and a job created in the admin becomes one when a file names it (adoption).
@@ -70,19 +151,17 @@ fn trigger_default(field: &str) -> Value {
 }
 
 /// The definitions of every job (or one) with its triggers, as a YAML-ready value.
-pub async fn export(client: &Client, job: Option<&str>) -> anyhow::Result<Value> {
-    let page = client.get("/jobs?limit=500").await?;
+pub async fn export(registry: &impl Registry, job: Option<&str>) -> Result<Value, DefinitionError> {
     let mut jobs = Vec::new();
-    for existing in page["items"].as_array().cloned().unwrap_or_default() {
+    for existing in registry.jobs().await? {
         if job.is_some_and(|name| existing["name"] != name) {
             continue;
         }
         let mut definition = pick(&existing, JOB_FIELDS);
-        let triggers = client.get(&format!("/jobs/{}/triggers", existing["id"])).await?;
-        let triggers: Vec<Value> = triggers["items"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        let id = existing["id"].as_i64().unwrap_or_default();
+        let triggers: Vec<Value> = registry
+            .triggers(id)
+            .await?
             .iter()
             .map(|t| Value::Object(pick(t, TRIGGER_FIELDS)))
             .collect();
@@ -92,7 +171,7 @@ pub async fn export(client: &Client, job: Option<&str>) -> anyhow::Result<Value>
         jobs.push(Value::Object(definition));
     }
     if let Some(name) = job.filter(|_| jobs.is_empty()) {
-        bail!("no job is named {name:?}");
+        return fail(format!("no job is named {name:?}"));
     }
     Ok(json!({ "jobs": jobs }))
 }
@@ -114,6 +193,29 @@ pub struct Source {
     document: Document,
 }
 
+/// Reads definitions given as text (an upload); `name` is what errors call it.
+pub fn read_text(name: &str, text: &str) -> Result<Vec<Source>, DefinitionError> {
+    let (source, problems) = source_of(PathBuf::from(name), text);
+    if !problems.is_empty() {
+        return fail(problems.join("\n"));
+    }
+    Ok(source.into_iter().collect())
+}
+
+fn source_of(path: PathBuf, text: &str) -> (Option<Source>, Vec<String>) {
+    match marked::parse(text) {
+        Ok(document) => {
+            let source = Source { path, document };
+            let problems = shape_problems(&source);
+            (Some(source), problems)
+        }
+        Err((line, message)) => (
+            None,
+            vec![format!("{}:{line}: not YAML: {message}", path.display())],
+        ),
+    }
+}
+
 impl Source {
     fn at(&self, pointer: &str) -> String {
         format!("{}:{}", self.path.display(), self.document.line_of(pointer))
@@ -130,10 +232,11 @@ struct Wanted<'a> {
 
 /// Reads `path` (a file, or every `.yaml`/`.yml` file of a directory), checking the shape
 /// of every definition; the errors name file, line and field.
-pub fn read(path: &Path) -> anyhow::Result<Vec<Source>> {
+pub fn read(path: &Path) -> Result<Vec<Source>, DefinitionError> {
+    let unreadable = |err: std::io::Error| DefinitionError(format!("cannot read {}: {err}", path.display()));
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("cannot read {}", path.display()))?
+            .map_err(unreadable)?
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
             .collect();
@@ -145,19 +248,14 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Source>> {
     let mut sources = Vec::new();
     let mut problems = Vec::new();
     for file in files {
-        let text =
-            std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
-        match marked::parse(&text) {
-            Ok(document) => {
-                let source = Source { path: file, document };
-                problems.extend(shape_problems(&source));
-                sources.push(source);
-            }
-            Err((line, message)) => problems.push(format!("{}:{line}: not YAML: {message}", file.display())),
-        }
+        let text = std::fs::read_to_string(&file)
+            .map_err(|err| DefinitionError(format!("cannot read {}: {err}", file.display())))?;
+        let (source, found) = source_of(file, &text);
+        problems.extend(found);
+        sources.extend(source);
     }
     if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
+        return fail(problems.join("\n"));
     }
     Ok(sources)
 }
@@ -247,28 +345,29 @@ pub struct Report {
 /// Makes the server match the files; with `dry_run`, only says what it would change;
 /// with `prune`, also deletes the jobs apply manages that the files no longer name.
 pub async fn apply(
-    client: &Client,
+    registry: &impl Registry,
     sources: &[Source],
     dry_run: bool,
     prune: bool,
-) -> anyhow::Result<Report> {
+) -> Result<Report, DefinitionError> {
     let mut changes = Vec::new();
     let wanted = wanted_jobs(sources);
     for job in &wanted {
-        apply_job(client, job, dry_run, &mut changes).await?;
+        apply_job(registry, job, dry_run, &mut changes).await?;
     }
     if prune {
         let named: Vec<&str> = wanted
             .iter()
             .filter_map(|w| w.definition["name"].as_str())
             .collect();
-        let page = client.get("/jobs?limit=500").await?;
-        for job in page["items"].as_array().cloned().unwrap_or_default() {
+        for job in registry.jobs().await? {
             let name = job["name"].as_str().unwrap_or_default();
             if job["managed_by"] == MANAGER && !named.contains(&name) {
                 changes.push(format!("- job {name}"));
                 if !dry_run {
-                    client.delete(&format!("/jobs/{}", job["id"])).await?;
+                    registry
+                        .delete_job(job["id"].as_i64().unwrap_or_default())
+                        .await?;
                 }
             }
         }
@@ -300,38 +399,28 @@ fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
     wanted
 }
 
-/// The API's refusal of a definition, with the file and line of each bad field.
-fn located(wanted: &Wanted<'_>, err: ClientError, under: &str) -> anyhow::Error {
-    let ClientError::Refused(message) = err else {
-        return err.into();
-    };
-    let mut lines = message.lines();
-    let mut out = format!(
-        "{}: {}",
-        wanted.source.at(&wanted.pointer),
-        lines.next().unwrap_or("")
-    );
-    for line in lines {
-        let (field, problem) = line.trim().split_once(": ").unwrap_or((line.trim(), ""));
+/// A refusal of a definition, with the file and line of each bad field.
+fn located(wanted: &Wanted<'_>, refusal: Refusal, under: &str) -> DefinitionError {
+    let mut out = format!("{}: {}", wanted.source.at(&wanted.pointer), refusal.message);
+    for (field, problem) in &refusal.fields {
         let pointer = format!("{}{under}/{}", wanted.pointer, field.replace('.', "/"));
         out.push_str(&format!("\n{}: {field}: {problem}", wanted.source.at(&pointer)));
     }
-    anyhow::anyhow!(out)
+    DefinitionError(out)
 }
 
 async fn apply_job(
-    client: &Client,
+    registry: &impl Registry,
     wanted: &Wanted<'_>,
     dry_run: bool,
     changes: &mut Vec<String>,
-) -> anyhow::Result<()> {
+) -> Result<(), DefinitionError> {
     let name = wanted.definition["name"].as_str().unwrap_or_default().to_owned();
-    let page = client
-        .get(&format!("/jobs?limit=500&q={}", crate::commands::encode(&name)))
-        .await?;
-    let existing = page["items"]
-        .as_array()
-        .and_then(|items| items.iter().find(|job| job["name"] == name.as_str()).cloned());
+    let existing = registry
+        .jobs()
+        .await?
+        .into_iter()
+        .find(|job| job["name"] == name.as_str());
     let job_id = match existing {
         None => {
             changes.push(format!("+ job {name}"));
@@ -343,13 +432,10 @@ async fn apply_job(
             }
             let mut body = wanted.definition.clone();
             body.insert("managed_by".into(), json!(MANAGER));
-            let made = client
-                .post("/jobs", &Value::Object(body))
+            registry
+                .create_job(Value::Object(body))
                 .await
-                .map_err(|err| located(wanted, err, ""))?;
-            made["id"]
-                .as_i64()
-                .context("the manager answered without a job id")?
+                .map_err(|err| located(wanted, err, ""))?
         }
         Some(job) => {
             let mut differences = differences(&wanted.definition, &job);
@@ -359,6 +445,7 @@ async fn apply_job(
                     short(job.get("managed_by"))
                 ));
             }
+            let id = job["id"].as_i64().unwrap_or_default();
             if !differences.is_empty() {
                 changes.push(format!("~ job {name}: {}", differences.join(", ")));
                 if !dry_run {
@@ -368,20 +455,16 @@ async fn apply_job(
                     }
                     patch.insert("version".into(), job["version"].clone());
                     patch.insert("managed_by".into(), json!(MANAGER));
-                    client
-                        .call(
-                            reqwest::Method::PATCH,
-                            &format!("/jobs/{}", job["id"]),
-                            Some(&Value::Object(patch)),
-                        )
+                    registry
+                        .update_job(id, Value::Object(patch))
                         .await
                         .map_err(|err| located(wanted, err, ""))?;
                 }
             }
-            job["id"].as_i64().context("a job without an id")?
+            id
         }
     };
-    apply_triggers(client, wanted, &name, job_id, dry_run, changes).await
+    apply_triggers(registry, wanted, &name, job_id, dry_run, changes).await
 }
 
 /// The fields the definition sets to something else than the server has.
@@ -461,15 +544,14 @@ fn normalize_time(value: Value) -> Value {
 }
 
 async fn apply_triggers(
-    client: &Client,
+    registry: &impl Registry,
     wanted: &Wanted<'_>,
     name: &str,
     job_id: i64,
     dry_run: bool,
     changes: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    let page = client.get(&format!("/jobs/{job_id}/triggers")).await?;
-    let mut existing: Vec<Value> = page["items"].as_array().cloned().unwrap_or_default();
+) -> Result<(), DefinitionError> {
+    let mut existing = registry.triggers(job_id).await?;
     let mut missing = Vec::new();
     for (t, trigger) in wanted.triggers.iter().enumerate() {
         let key = canonical(trigger);
@@ -483,8 +565,8 @@ async fn apply_triggers(
     for (t, trigger) in missing {
         changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
         if !dry_run {
-            client
-                .post(&format!("/jobs/{job_id}/triggers"), trigger)
+            registry
+                .create_trigger(job_id, trigger.clone())
                 .await
                 .map_err(|err| located(wanted, err, &format!("/triggers/{t}")))?;
         }
@@ -496,7 +578,9 @@ async fn apply_triggers(
             describe(&Value::Object(pick(&stale, TRIGGER_FIELDS)))
         ));
         if !dry_run {
-            client.delete(&format!("/triggers/{}", stale["id"])).await?;
+            registry
+                .delete_trigger(stale["id"].as_i64().unwrap_or_default())
+                .await?;
         }
     }
     Ok(())

@@ -10,6 +10,7 @@
 
 mod alerts;
 mod cluster;
+mod definitions;
 mod forms;
 mod jobs;
 mod ledger;
@@ -66,6 +67,8 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/executors", get(cluster::executors))
         .route("/audit", get(cluster::audit))
+        .route("/definitions", get(definitions::page).post(definitions::upload))
+        .route("/definitions.yaml", get(definitions::download))
         .route("/alerts", get(alerts::page))
         .route("/alerts/channels", post(alerts::create_channel))
         .route("/alerts/channels/{id}/test", post(alerts::test_channel))

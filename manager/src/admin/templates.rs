@@ -31,6 +31,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/notifications.html"),
     ),
     ("ledger.html", include_str!("../../templates/ledger.html")),
+    (
+        "definitions.html",
+        include_str!("../../templates/definitions.html"),
+    ),
     ("run_rows.html", include_str!("../../templates/run_rows.html")),
     ("users.html", include_str!("../../templates/users.html")),
     ("account.html", include_str!("../../templates/account.html")),

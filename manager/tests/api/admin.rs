@@ -536,3 +536,62 @@ async fn the_job_form_warns_of_credentials_typed_in_the_clear(pool: PgPool) {
         form.text
     );
 }
+
+/// The admin's import and export: download every job as YAML, upload YAML, preview what
+/// it changes, apply it; a bad upload names the line and field and changes nothing.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn definitions_download_preview_and_apply(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let token = app.admin().await;
+    app.job(&token, noop("existing")).await;
+    let b = app.browser("admin").await;
+    let download = app.page("/definitions.yaml", &b.cookie).await;
+    assert_eq!(download.status, StatusCode::OK);
+    assert!(download.text.contains("name: existing"), "{}", download.text);
+    let yaml = "jobs:\n  - name: uploaded\n    kind: noop\n    timeout_secs: 60\n    triggers:\n      - {kind: interval, interval_secs: 600}\n";
+    let preview = app
+        .form(
+            "/definitions",
+            &b.cookie,
+            &[("csrf", &b.csrf), ("yaml", yaml), ("action", "preview")],
+        )
+        .await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.text);
+    assert!(preview.text.contains("+ job uploaded"), "{}", preview.text);
+    assert_eq!(app.count("jobs").await, 1, "a preview changes nothing");
+    let applied = app
+        .form(
+            "/definitions",
+            &b.cookie,
+            &[("csrf", &b.csrf), ("yaml", yaml), ("action", "apply")],
+        )
+        .await;
+    assert!(applied.text.contains("Applied"), "{}", applied.text);
+    assert_eq!(app.count("jobs").await, 2);
+    assert_eq!(app.count("triggers").await, 1);
+    let again = app
+        .form(
+            "/definitions",
+            &b.cookie,
+            &[("csrf", &b.csrf), ("yaml", yaml), ("action", "apply")],
+        )
+        .await;
+    assert!(again.text.contains("Nothing to change"), "{}", again.text);
+    let bad = app
+        .form(
+            "/definitions",
+            &b.cookie,
+            &[
+                ("csrf", &b.csrf),
+                (
+                    "yaml",
+                    "jobs:\n  - name: worse\n    kind: noop\n    timeout_secs: 0\n",
+                ),
+                ("action", "apply"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    assert!(bad.text.contains("upload:4: timeout_secs"), "{}", bad.text);
+    assert_eq!(app.count("jobs").await, 2, "a bad upload changes nothing");
+}

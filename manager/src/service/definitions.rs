@@ -1,0 +1,109 @@
+//! Definitions as code in the manager: the jobs and triggers `who` may see and change, as
+//! a [`Registry`] for [`probactr_common::definitions`] (the admin's YAML download and
+//! upload). Every change goes through the same services, checks and audit as the API.
+
+use probactr_common::definitions::{self, Refusal, Registry, Report};
+use probactr_common::store::jobs::JobFilter;
+use probactr_common::store::Page;
+use serde_json::Value;
+
+use super::{jobs, triggers};
+use crate::auth::Principal;
+use crate::command::{JobDraft, JobPatch, TriggerDraft};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The cluster's definitions as `who` sees and changes them.
+pub struct Definitions<'a> {
+    state: &'a AppState,
+    who: &'a Principal,
+}
+
+impl<'a> Definitions<'a> {
+    /// The registry of `who`.
+    pub fn of(state: &'a AppState, who: &'a Principal) -> Definitions<'a> {
+        Definitions { state, who }
+    }
+
+    /// Every job with its triggers, as YAML.
+    pub async fn export_yaml(&self) -> Result<String, ApiError> {
+        let document = definitions::export(self, None)
+            .await
+            .map_err(|err| ApiError::Conflict(err.to_string()))?;
+        Ok(definitions::yaml(&document))
+    }
+
+    /// Applies uploaded YAML (`dry_run`: only says what would change).
+    pub async fn apply_yaml(&self, text: &str, dry_run: bool, prune: bool) -> Result<Report, String> {
+        self.who
+            .require_operator("apply definitions")
+            .map_err(|err| err.to_string())?;
+        let sources = definitions::read_text("upload", text).map_err(|err| err.to_string())?;
+        definitions::apply(self, &sources, dry_run, prune)
+            .await
+            .map_err(|err| err.to_string())
+    }
+}
+
+fn refusal(err: ApiError) -> Refusal {
+    Refusal {
+        message: err.to_string(),
+        fields: err.fields().into_iter().collect(),
+    }
+}
+
+fn json<T: serde::Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl Registry for Definitions<'_> {
+    async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
+        let page = Page {
+            limit: Page::MAX_LIMIT,
+            offset: 0,
+        };
+        let listed = jobs::list(self.state, self.who, &JobFilter::default(), page)
+            .await
+            .map_err(refusal)?;
+        Ok(listed.items.into_iter().map(json).collect())
+    }
+
+    async fn triggers(&self, job_id: i64) -> Result<Vec<Value>, Refusal> {
+        let listed = triggers::list_for_job(self.state, job_id)
+            .await
+            .map_err(refusal)?;
+        Ok(listed.into_iter().map(json).collect())
+    }
+
+    async fn create_job(&self, body: Value) -> Result<i64, Refusal> {
+        let made = jobs::create(self.state, self.who, JobDraft::from_json(body))
+            .await
+            .map_err(refusal)?;
+        Ok(made.id)
+    }
+
+    async fn update_job(&self, id: i64, body: Value) -> Result<(), Refusal> {
+        jobs::update(self.state, self.who, id, JobPatch::from_json(body))
+            .await
+            .map_err(refusal)?;
+        Ok(())
+    }
+
+    async fn delete_job(&self, id: i64) -> Result<(), Refusal> {
+        jobs::delete(self.state, self.who, id).await.map_err(refusal)
+    }
+
+    async fn create_trigger(&self, job_id: i64, body: Value) -> Result<(), Refusal> {
+        triggers::create(self.state, self.who, job_id, TriggerDraft::from_json(body))
+            .await
+            .map_err(refusal)?;
+        Ok(())
+    }
+
+    async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {
+        triggers::delete(self.state, self.who, id)
+            .await
+            .map_err(refusal)?;
+        Ok(())
+    }
+}

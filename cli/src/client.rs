@@ -179,6 +179,42 @@ impl probactr_common::definitions::Registry for Client {
         self.delete(&format!("/triggers/{id}")).await.map_err(refused)?;
         Ok(())
     }
+
+    async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
+        match self.get("/channels").await {
+            Ok(page) => Ok(Some(items(page))),
+            Err(ClientError::Refused(refusal)) if refusal.message.contains("(403") => Ok(None),
+            Err(err) => Err(refused(err)),
+        }
+    }
+
+    async fn put_channel(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
+        match id {
+            None => self.post("/channels", &body).await,
+            Some(id) => {
+                self.call(Method::PUT, &format!("/channels/{id}"), Some(&body))
+                    .await
+            }
+        }
+        .map_err(refused)?;
+        Ok(())
+    }
+
+    async fn rules(&self) -> Result<Vec<Value>, Refusal> {
+        Ok(items(self.get("/alert-rules").await.map_err(refused)?))
+    }
+
+    async fn put_rule(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
+        match id {
+            None => self.post("/alert-rules", &body).await,
+            Some(id) => {
+                self.call(Method::PUT, &format!("/alert-rules/{id}"), Some(&body))
+                    .await
+            }
+        }
+        .map_err(refused)?;
+        Ok(())
+    }
 }
 
 fn items(page: Value) -> Vec<Value> {

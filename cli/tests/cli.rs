@@ -224,6 +224,16 @@ fn login(cluster: &Cluster, home: &Path) {
 }
 
 const DEFINITIONS: &str = r#"# Kept in git.
+channels:
+  - name: ops-hook
+    kind: webhook
+    config: {url: "https://hooks.example.com/ops"}
+alert_rules:
+  - name: nightly-failures
+    events: [run_failed, recovered]
+    job: nightly-export
+    channels: [ops-hook]
+    throttle_secs: 120
 jobs:
   - name: nightly-export
     kind: shell
@@ -277,6 +287,10 @@ async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions
     assert!(first.status.success(), "{}", text(&first.stderr));
     let created = text(&first.stdout);
     assert_eq!(created.matches("+ trigger").count(), 2, "{created}");
+    assert!(
+        created.contains("+ channel ops-hook") && created.contains("+ alert rule nightly-failures"),
+        "{created}"
+    );
     let jobs = |home: &Path| -> Vec<Value> {
         serde_json::from_slice(&probactr(home, none, &["jobs", "list", "-o", "json"], "").stdout).unwrap()
     };
@@ -314,6 +328,10 @@ async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions
     assert!(exported.status.success(), "{}", text(&exported.stderr));
     let yaml = text(&exported.stdout);
     assert!(yaml.contains("timeout_secs: 900"), "{yaml}");
+    assert!(
+        yaml.contains("job: nightly-export") && yaml.contains("- ops-hook"),
+        "{yaml}"
+    );
 
     // Export, then apply on an emptied cluster: the same definitions.
     for name in ["nightly-export", "heartbeat"] {

@@ -45,7 +45,32 @@ pub trait Registry {
     fn create_trigger(&self, job_id: i64, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
     /// Deletes a trigger.
     fn delete_trigger(&self, id: i64) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Every alert channel (`Channel`), or None when the caller may not manage them.
+    fn channels(&self) -> impl Future<Output = Result<Option<Vec<Value>>, Refusal>> + Send;
+    /// Creates (`id` None) or replaces an alert channel from an API body.
+    fn put_channel(&self, id: Option<i64>, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Every alert rule (`Rule`).
+    fn rules(&self) -> impl Future<Output = Result<Vec<Value>, Refusal>> + Send;
+    /// Creates (`id` None) or replaces an alert rule from an API body.
+    fn put_rule(&self, id: Option<i64>, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
 }
+
+/// The fields of an alert channel a definition carries (its secret never: it is set
+/// once, in the admin or the API, and kept).
+const CHANNEL_FIELDS: &[&str] = &["name", "kind", "config"];
+/// The fields of an alert rule a definition carries; `job` and `channels` by name.
+const RULE_FIELDS: &[&str] = &[
+    "name",
+    "events",
+    "job",
+    "channels",
+    "threshold",
+    "duration_secs",
+    "throttle_secs",
+    "enabled",
+];
+/// The sections of a definition file.
+const SECTIONS: &[&str] = &["jobs", "channels", "alert_rules"];
 
 /// A registry's refusal: what went wrong and, for bad input, each bad field.
 #[derive(Debug, Clone, Default)]
@@ -173,7 +198,73 @@ pub async fn export(registry: &impl Registry, job: Option<&str>) -> Result<Value
     if let Some(name) = job.filter(|_| jobs.is_empty()) {
         return fail(format!("no job is named {name:?}"));
     }
-    Ok(json!({ "jobs": jobs }))
+    let mut document = Map::new();
+    document.insert("jobs".into(), Value::Array(jobs));
+    if job.is_none() {
+        export_alerting(registry, &mut document).await?;
+    }
+    Ok(Value::Object(document))
+}
+
+/// Adds the alert channels (when the caller may see them) and rules, with names for ids.
+async fn export_alerting(
+    registry: &impl Registry,
+    document: &mut Map<String, Value>,
+) -> Result<(), DefinitionError> {
+    let channels = registry.channels().await?.unwrap_or_default();
+    let job_names = names_by_id(&registry.jobs().await?);
+    let channel_names = names_by_id(&channels);
+    let rules: Vec<Value> = registry
+        .rules()
+        .await?
+        .iter()
+        .map(|rule| {
+            let mut definition = pick(
+                rule,
+                &[
+                    "name",
+                    "events",
+                    "threshold",
+                    "duration_secs",
+                    "throttle_secs",
+                    "enabled",
+                ],
+            );
+            if let Some(job) = rule["job_id"].as_i64().and_then(|id| job_names.get(&id)) {
+                definition.insert("job".into(), json!(job));
+            }
+            let channels: Vec<Value> = rule["channel_ids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|id| {
+                    id.as_i64()
+                        .and_then(|id| channel_names.get(&id))
+                        .map(|n| json!(n))
+                })
+                .collect();
+            definition.insert("channels".into(), Value::Array(channels));
+            Value::Object(definition)
+        })
+        .collect();
+    if !channels.is_empty() {
+        let listed = channels
+            .iter()
+            .map(|c| Value::Object(pick(c, CHANNEL_FIELDS)))
+            .collect();
+        document.insert("channels".into(), Value::Array(listed));
+    }
+    if !rules.is_empty() {
+        document.insert("alert_rules".into(), Value::Array(rules));
+    }
+    Ok(())
+}
+
+fn names_by_id(objects: &[Value]) -> std::collections::HashMap<i64, String> {
+    objects
+        .iter()
+        .filter_map(|o| Some((o["id"].as_i64()?, o["name"].as_str()?.to_owned())))
+        .collect()
 }
 
 /// The listed fields of an object that are set (nulls left out, to keep files short).
@@ -270,10 +361,41 @@ fn shape_problems(source: &Source) -> Vec<String> {
         problem("", "(document)", "must be a mapping with a `jobs` list");
         return problems;
     };
-    for key in object.keys().filter(|k| *k != "jobs") {
-        problem(&format!("/{key}"), key, "unknown section (expected `jobs`)");
+    for key in object.keys().filter(|k| !SECTIONS.contains(&k.as_str())) {
+        problem(
+            &format!("/{key}"),
+            key,
+            "unknown section (expected jobs, channels or alert_rules)",
+        );
     }
-    let Some(jobs) = root.get("jobs").and_then(Value::as_array) else {
+    for (section, fields) in [("channels", CHANNEL_FIELDS), ("alert_rules", RULE_FIELDS)] {
+        let Some(listed) = object.get(section) else {
+            continue;
+        };
+        let Some(items) = listed.as_array() else {
+            problem(&format!("/{section}"), section, "must be a list");
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let at = format!("/{section}/{i}");
+            let Some(map) = item.as_object() else {
+                problem(&at, &format!("{section}[{i}]"), "must be a mapping");
+                continue;
+            };
+            if !item.get("name").is_some_and(Value::is_string) {
+                problem(&at, &format!("{section}[{i}].name"), "is required (a string)");
+            }
+            for key in map.keys().filter(|k| !fields.contains(&k.as_str())) {
+                problem(
+                    &format!("{at}/{key}"),
+                    &format!("{section}[{i}].{key}"),
+                    "unknown field",
+                );
+            }
+        }
+    }
+    let empty = json!([]);
+    let Some(jobs) = root.get("jobs").unwrap_or(&empty).as_array() else {
         problem("/jobs", "jobs", "must be a list of jobs");
         return problems;
     };
@@ -351,9 +473,15 @@ pub async fn apply(
     prune: bool,
 ) -> Result<Report, DefinitionError> {
     let mut changes = Vec::new();
+    for source in sources {
+        apply_channels(registry, source, dry_run, &mut changes).await?;
+    }
     let wanted = wanted_jobs(sources);
     for job in &wanted {
         apply_job(registry, job, dry_run, &mut changes).await?;
+    }
+    for source in sources {
+        apply_rules(registry, source, dry_run, &mut changes).await?;
     }
     if prune {
         let named: Vec<&str> = wanted
@@ -373,6 +501,176 @@ pub async fn apply(
         }
     }
     Ok(Report { changes })
+}
+
+/// Creates the channels the file names that do not exist, and replaces those that differ.
+async fn apply_channels(
+    registry: &impl Registry,
+    source: &Source,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let wanted = section(source, "channels");
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let Some(existing) = registry.channels().await? else {
+        return fail(format!(
+            "{}: channels: only admins manage alert channels",
+            source.at("/channels")
+        ));
+    };
+    for (i, channel) in wanted.iter().enumerate() {
+        let found = existing.iter().find(|c| c["name"] == channel["name"]);
+        let unchanged = found.is_some_and(|current| same(channel, current));
+        let Some(id) = put_or_skip("channel", channel, found, unchanged, changes) else {
+            continue;
+        };
+        if !dry_run {
+            registry
+                .put_channel(id, channel.clone())
+                .await
+                .map_err(|err| located_in(source, &format!("/channels/{i}"), err, "/config"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The objects of a section of a file.
+fn section(source: &Source, name: &str) -> Vec<Value> {
+    source.document.value[name]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether an object of the files must be put, and under which id (None: created):
+/// None when the server already has it as written. Records the change.
+fn put_or_skip(
+    what: &str,
+    wanted: &Value,
+    found: Option<&Value>,
+    unchanged: bool,
+    changes: &mut Vec<String>,
+) -> Option<Option<i64>> {
+    let name = wanted["name"].as_str().unwrap_or_default();
+    match found {
+        Some(_) if unchanged => None,
+        Some(current) => {
+            changes.push(format!("~ {what} {name}"));
+            Some(current["id"].as_i64())
+        }
+        None => {
+            changes.push(format!("+ {what} {name}"));
+            Some(None)
+        }
+    }
+}
+
+/// Creates or replaces the alert rules the file names, their job and channels by name.
+async fn apply_rules(
+    registry: &impl Registry,
+    source: &Source,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let wanted = section(source, "alert_rules");
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let jobs = registry.jobs().await?;
+    let channels = registry.channels().await?.unwrap_or_default();
+    let existing = registry.rules().await?;
+    for (i, rule) in wanted.iter().enumerate() {
+        let at = format!("/alert_rules/{i}");
+        let name = rule["name"].as_str().unwrap_or_default();
+        let body = match rule_body(rule, &jobs, &channels) {
+            Ok(body) => body,
+            Err((field, problem)) if !dry_run => {
+                return fail(format!(
+                    "{}: alert_rules[{i}].{field}: {problem}",
+                    source.at(&format!("{at}/{field}"))
+                ))
+            }
+            Err(_) => {
+                changes.push(format!("+ alert rule {name}"));
+                continue;
+            }
+        };
+        let found = existing.iter().find(|r| r["name"] == name);
+        let unchanged = found.is_some_and(|current| same_rule(&body, current));
+        let Some(id) = put_or_skip("alert rule", rule, found, unchanged, changes) else {
+            continue;
+        };
+        if !dry_run {
+            registry
+                .put_rule(id, body)
+                .await
+                .map_err(|err| located_in(source, &at, err, ""))?;
+        }
+    }
+    Ok(())
+}
+
+/// A rule of a file as the API takes it: its job and channels from their names.
+fn rule_body(rule: &Value, jobs: &[Value], channels: &[Value]) -> Result<Value, (String, String)> {
+    let id_of = |objects: &[Value], name: &Value| {
+        objects
+            .iter()
+            .find(|o| o["name"] == *name)
+            .and_then(|o| o["id"].as_i64())
+    };
+    let mut body = pick(
+        rule,
+        &[
+            "name",
+            "events",
+            "threshold",
+            "duration_secs",
+            "throttle_secs",
+            "enabled",
+        ],
+    );
+    if let Some(job) = rule.get("job").filter(|j| !j.is_null()) {
+        let id = id_of(jobs, job).ok_or_else(|| ("job".to_owned(), format!("no job is named {job}")))?;
+        body.insert("job_id".into(), json!(id));
+    }
+    let mut ids = Vec::new();
+    for channel in rule["channels"].as_array().into_iter().flatten() {
+        let id = id_of(channels, channel)
+            .ok_or_else(|| ("channels".to_owned(), format!("no channel is named {channel}")))?;
+        ids.push(id);
+    }
+    body.insert("channel_ids".into(), json!(ids));
+    Ok(Value::Object(body))
+}
+
+/// Whether a rule's body says what the stored rule does (defaults where left out).
+fn same_rule(body: &Value, current: &Value) -> bool {
+    let sorted = |v: &Value| {
+        let mut items: Vec<String> = v.as_array().into_iter().flatten().map(Value::to_string).collect();
+        items.sort();
+        items
+    };
+    let or = |v: &Value, default: Value| if v.is_null() { default } else { v.clone() };
+    sorted(&body["events"]) == sorted(&current["events"])
+        && sorted(&body["channel_ids"]) == sorted(&current["channel_ids"])
+        && body["job_id"] == current["job_id"]
+        && body["threshold"] == current["threshold"]
+        && body["duration_secs"] == current["duration_secs"]
+        && or(&body["throttle_secs"], json!(300)) == current["throttle_secs"]
+        && or(&body["enabled"], json!(true)) == current["enabled"]
+}
+
+/// A refusal of the object at `pointer`, with the file and line of each bad field.
+fn located_in(source: &Source, pointer: &str, refusal: Refusal, fields_under: &str) -> DefinitionError {
+    let mut out = format!("{}: {}", source.at(pointer), refusal.message);
+    for (field, problem) in &refusal.fields {
+        let field = field.trim_start_matches("config.");
+        let at = format!("{pointer}{fields_under}/{}", field.replace('.', "/"));
+        out.push_str(&format!("\n{}: {field}: {problem}", source.at(&at)));
+    }
+    DefinitionError(out)
 }
 
 fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
@@ -399,14 +697,9 @@ fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
     wanted
 }
 
-/// A refusal of a definition, with the file and line of each bad field.
+/// A refusal of a job's definition, with the file and line of each bad field.
 fn located(wanted: &Wanted<'_>, refusal: Refusal, under: &str) -> DefinitionError {
-    let mut out = format!("{}: {}", wanted.source.at(&wanted.pointer), refusal.message);
-    for (field, problem) in &refusal.fields {
-        let pointer = format!("{}{under}/{}", wanted.pointer, field.replace('.', "/"));
-        out.push_str(&format!("\n{}: {field}: {problem}", wanted.source.at(&pointer)));
-    }
-    DefinitionError(out)
+    located_in(wanted.source, &wanted.pointer, refusal, under)
 }
 
 async fn apply_job(

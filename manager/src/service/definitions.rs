@@ -7,8 +7,9 @@ use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::Page;
 use serde_json::Value;
 
-use super::{jobs, triggers};
+use super::{alerts, jobs, triggers};
 use crate::auth::Principal;
+use crate::command::alert::{self, ChannelCommand};
 use crate::command::{JobDraft, JobPatch, TriggerDraft};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -102,6 +103,37 @@ impl Registry for Definitions<'_> {
 
     async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {
         triggers::delete(self.state, self.who, id)
+            .await
+            .map_err(refusal)?;
+        Ok(())
+    }
+
+    async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
+        match alerts::list_channels(self.state, self.who).await {
+            Ok(channels) => Ok(Some(channels.into_iter().map(json).collect())),
+            Err(ApiError::Forbidden(_)) => Ok(None),
+            Err(err) => Err(refusal(err)),
+        }
+    }
+
+    async fn put_channel(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
+        let command = ChannelCommand::read(body).map_err(refusal)?;
+        match id {
+            None => alerts::create_channel(self.state, self.who, command).await,
+            Some(id) => alerts::update_channel(self.state, self.who, id, command).await,
+        }
+        .map_err(refusal)?;
+        Ok(())
+    }
+
+    async fn rules(&self) -> Result<Vec<Value>, Refusal> {
+        let rules = alerts::list_rules(self.state, self.who).await.map_err(refusal)?;
+        Ok(rules.into_iter().map(json).collect())
+    }
+
+    async fn put_rule(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
+        let fields = alert::read_rule(body).map_err(refusal)?;
+        alerts::save_rule(self.state, self.who, id, fields)
             .await
             .map_err(refusal)?;
         Ok(())

@@ -124,6 +124,16 @@ text_enum! {
 }
 
 text_enum! {
+    /// What happens to a run whose executor died (a job's takeover policy).
+    OnExecutorLost {
+        /// Start it again at once on another executor, up to `max_takeovers` times.
+        Rerun => "rerun",
+        /// Leave it to the retry policy.
+        Fail => "fail",
+    }
+}
+
+text_enum! {
     /// How a trigger computes its instants.
     TriggerKind {
         /// A cron expression with seconds, in an IANA time zone.
@@ -359,6 +369,9 @@ pub struct Job {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub managed_by: Option<String>,
+    #[sqlx(try_from = "String")]
+    pub on_executor_lost: OnExecutorLost,
+    pub max_takeovers: i32,
 }
 
 /// A row of `triggers`.

@@ -134,6 +134,67 @@ async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions
     assert_eq!(witness.max_in_flight("long"), 1);
 }
 
+/// A job that allows no retries still does not lose its instant when its executor dies:
+/// the run is taken over at once by another executor (`on_executor_lost: rerun`, the
+/// default), as the next attempt of the same instant, and finishes once.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_killed_executors_run_is_taken_over_without_retries(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let env = fast_env(&url, &unique_prefix("takeover"));
+    let job = NewJob::new(
+        "daily",
+        JobKind::Http,
+        json!({ "method": "GET", "url": witness.url("daily", 3000) }),
+    );
+    assert_eq!(job.retry_max_attempts, 1, "no retries");
+    let job = jobs::insert(&pool, &job).await.unwrap();
+    let first = runs::queue_now(&pool, job.id).await.unwrap();
+    let executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    let _monitor = monitor("monitor", &env);
+    let pid = eventually(Duration::from_secs(10), "the first attempt runs", || async {
+        executor_pid_of_run(&pool, first.id).await
+    })
+    .await;
+    let victim = executors
+        .iter()
+        .position(|e| e.pid() == pid)
+        .expect("one of ours");
+    executors[victim].signal(support::SIGKILL);
+    let (taken_over, reason) = eventually(Duration::from_secs(20), "the takeover succeeded", || async {
+        sqlx::query_as::<_, (i64, String, Option<String>)>(
+            "SELECT id, state, reason FROM runs WHERE first_run_id = $1",
+        )
+        .bind(first.id)
+        .fetch_optional(&pool)
+        .await
+        .unwrap()
+        .filter(|(_, state, _)| state == "succeeded")
+        .map(|(id, _, reason)| (id, reason))
+    })
+    .await;
+    // Its reason ("takeover 1 of 3: …") is replaced by the end's; with one attempt
+    // allowed, a second attempt can only be a takeover.
+    assert_eq!(reason, None, "succeeded");
+    assert_eq!(
+        runs::get(&pool, first.id).await.unwrap().unwrap().state,
+        RunState::Abandoned
+    );
+    let hits = witness.hits_of("daily");
+    assert_eq!(
+        hits.len(),
+        2,
+        "the lost attempt and the takeover reached the target"
+    );
+    assert!(hits
+        .iter()
+        .any(|h| h.header("x-probactr-run-id") == Some(taken_over.to_string().as_str())));
+    assert_eq!(witness.max_in_flight("daily"), 1, "never two at once");
+}
+
 /// Three monitors at once: each dead executor is declared dead by exactly one of them
 /// and each abandoned run is re-queued exactly once. Killing one monitor leaves the
 /// others reaping.

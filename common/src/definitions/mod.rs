@@ -149,6 +149,8 @@ const JOB_FIELDS: &[&str] = &[
     "timeout_secs",
     "retry",
     "paused",
+    "on_executor_lost",
+    "max_takeovers",
 ];
 /// The fields of a trigger a definition carries.
 const TRIGGER_FIELDS: &[&str] = &[

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
-use crate::model::{Job, JobKind, Overlap};
+use crate::model::{Job, JobKind, OnExecutorLost, Overlap};
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,6 +35,10 @@ pub struct NewJob {
     pub paused: bool,
     /// Who manages its definition (None: people, through the admin or the API).
     pub managed_by: Option<String>,
+    /// What happens to a run whose executor died.
+    pub on_executor_lost: OnExecutorLost,
+    /// How many times a run is taken over at most.
+    pub max_takeovers: i32,
 }
 
 impl NewJob {
@@ -53,6 +57,8 @@ impl NewJob {
             retry_backoff_secs: 10,
             paused: false,
             managed_by: None,
+            on_executor_lost: OnExecutorLost::Rerun,
+            max_takeovers: 3,
         }
     }
 }
@@ -62,9 +68,10 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
     Ok(sqlx::query_as!(
         Job,
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
-                            timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by"#,
+                            timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
+                            on_executor_lost, max_takeovers)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -76,7 +83,9 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.retry_max_attempts,
         job.retry_backoff_secs,
         job.paused,
-        job.managed_by
+        job.managed_by,
+        job.on_executor_lost as OnExecutorLost,
+        job.max_takeovers
     )
     .fetch_one(db)
     .await?)
@@ -85,7 +94,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -96,7 +105,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers"#,
         id,
         paused
     )
@@ -107,7 +116,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -230,7 +239,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -248,9 +257,10 @@ pub async fn update(
         r#"UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
                            max_concurrency = $8, overlap = $9, timeout_secs = $10,
                            retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
-                           managed_by = $14, version = version + 1, updated_at = now()
+                           managed_by = $14, on_executor_lost = $15, max_takeovers = $16,
+                           version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers"#,
         id,
         version,
         job.name,
@@ -264,7 +274,9 @@ pub async fn update(
         job.retry_max_attempts,
         job.retry_backoff_secs,
         job.paused,
-        job.managed_by
+        job.managed_by,
+        job.on_executor_lost as OnExecutorLost,
+        job.max_takeovers
     )
     .fetch_optional(db)
     .await?)

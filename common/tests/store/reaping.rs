@@ -11,6 +11,8 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
         j.max_concurrency = Some(10);
         j.retry_max_attempts = 2;
         j.retry_backoff_secs = 5;
+        // Retries, not takeovers (those are tested below).
+        j.on_executor_lost = probactr_common::model::OnExecutorLost::Fail;
     })
     .await;
     let dead_run = claimed_run(&pool, job.id, dead).await;
@@ -325,4 +327,72 @@ async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
     .expect("finish bulk");
     assert_eq!(housekeeping::prune_runs(&pool, week, 3).await.expect("prune"), 3);
     assert_eq!(housekeeping::prune_runs(&pool, week, 3).await.expect("prune"), 2);
+}
+
+/// Starts the one claimable run of the cluster on a fresh executor, declares that
+/// executor dead and reaps it; returns the reaped run and its successor, if any.
+async fn lose_executor_of_next_run(pool: &PgPool) -> (Run, Option<Run>) {
+    let executor = make_executor(pool).await;
+    let claimed = runs::claim_queued(pool, executor, 1).await.expect("claim");
+    assert_eq!(claimed.len(), 1, "one run is claimable");
+    let claimed = claimed[0].clone();
+    runs::start(pool, &start_request(&claimed, executor, false, false))
+        .await
+        .expect("start");
+    assert!(processes::set_state(pool, executor, ProcessState::Dead)
+        .await
+        .expect("dead"));
+    let reaped = runs::abandon_orphans(pool).await.expect("reap");
+    assert_eq!(reaped.len(), 1);
+    let next = match reaped[0].retry_run_id {
+        Some(id) => Some(run(pool, id).await),
+        None => None,
+    };
+    (run(pool, claimed.id).await, next)
+}
+
+/// A run whose executor died is taken over at once, as the next attempt of its instant,
+/// even when the job allows no retries, at most `max_takeovers` times; with
+/// `on_executor_lost: fail` only the retry policy applies.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_run_whose_executor_died_is_taken_over_at_most_max_takeovers_times(pool: PgPool) {
+    let job = make_job(&pool, "long-daily", |j| {
+        j.retry_max_attempts = 1;
+        j.max_takeovers = 2;
+    })
+    .await;
+    runs::queue_now(&pool, job.id).await.expect("queue");
+    let (first, takeover) = lose_executor_of_next_run(&pool).await;
+    assert_eq!(first.state, RunState::Abandoned);
+    let takeover = takeover.expect("taken over");
+    assert_eq!(
+        (takeover.attempt, takeover.first_run_id, takeover.state),
+        (2, Some(first.id), RunState::Queued)
+    );
+    assert!(
+        takeover.available_at <= chrono::Utc::now() + chrono::TimeDelta::seconds(1),
+        "at once"
+    );
+    assert!(
+        takeover.reason.as_deref().unwrap().starts_with("takeover 1 of 2"),
+        "{:?}",
+        takeover.reason
+    );
+    let (_, second) = lose_executor_of_next_run(&pool).await;
+    let second = second.expect("taken over again");
+    assert_eq!(second.attempt, 3);
+    assert!(second.reason.as_deref().unwrap().starts_with("takeover 2 of 2"));
+    let (last, none) = lose_executor_of_next_run(&pool).await;
+    assert_eq!(last.state, RunState::Abandoned);
+    assert!(none.is_none(), "no takeover left and no retry allowed");
+
+    let failing = make_job(&pool, "fail-fast", |j| {
+        j.retry_max_attempts = 1;
+        j.on_executor_lost = probactr_common::model::OnExecutorLost::Fail;
+    })
+    .await;
+    runs::queue_now(&pool, failing.id).await.expect("queue");
+    let (lost, none) = lose_executor_of_next_run(&pool).await;
+    assert_eq!(lost.state, RunState::Abandoned);
+    assert!(none.is_none(), "fail: not rerun");
 }

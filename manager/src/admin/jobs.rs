@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
-use probactr_common::model::{JobKind, Overlap};
+use probactr_common::model::{JobKind, OnExecutorLost, Overlap};
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
 use super::forms::{job_draft, job_form_errors, job_patch, spec_values};
@@ -100,6 +100,8 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
             "retry.backoff_secs".to_owned(),
             job.retry.backoff_secs.to_string(),
         ),
+        ("on_executor_lost".to_owned(), job.on_executor_lost.to_string()),
+        ("max_takeovers".to_owned(), job.max_takeovers.to_string()),
         ("version".to_owned(), job.version.to_string()),
     ]);
     if job.parallel {
@@ -118,6 +120,8 @@ fn default_values() -> HashMap<String, String> {
         ("timeout_secs", "3600"),
         ("retry.max_attempts", "1"),
         ("retry.backoff_secs", "10"),
+        ("on_executor_lost", "rerun"),
+        ("max_takeovers", "3"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -178,6 +182,7 @@ fn render_form(
         .map(|(field, message)| context! { field, message })
         .collect();
     let overlaps: Vec<&str> = Overlap::ALL.iter().map(|o| o.as_str()).collect();
+    let takeover_policies: Vec<&str> = OnExecutorLost::ALL.iter().map(|p| p.as_str()).collect();
     let kind_hint = if user.0.role.is_admin() {
         ""
     } else {
@@ -186,7 +191,7 @@ fn render_form(
     let credentials = plain_credentials(form.values);
     let ctx = context! {
         job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict, credentials,
-        warning => form.warning, kinds => kinds(user), overlaps, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
+        warning => form.warning, kinds => kinds(user), overlaps, takeover_policies, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
     };
     render_status(state, status, "job_form.html", ctx)

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{JobKind, Misfire, Overlap, TriggerKind};
+use probactr_common::model::{JobKind, Misfire, OnExecutorLost, Overlap, TriggerKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -63,6 +63,11 @@ pub struct JobFields {
     pub paused: Option<bool>,
     /// Who manages the definition: `probactr apply` sets it; null for people.
     pub managed_by: Option<String>,
+    /// A run whose executor died: `rerun` it at once on another executor (a takeover,
+    /// even without retries; default) or leave it to the retry policy (`fail`).
+    pub on_executor_lost: Option<OnExecutorLost>,
+    /// Takeovers of one run at most (0–100, default 3).
+    pub max_takeovers: Option<i32>,
 }
 
 /// A job's retry policy as sent.

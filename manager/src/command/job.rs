@@ -1,7 +1,7 @@
 //! Creating a job ([`JobDraft`]) and editing one ([`JobPatch`]).
 
 use probactr_common::jobspec::JobSpec;
-use probactr_common::model::{Job, JobKind, Overlap};
+use probactr_common::model::{Job, JobKind, OnExecutorLost, Overlap};
 use probactr_common::store::jobs::NewJob;
 use serde_json::Value;
 
@@ -15,6 +15,8 @@ pub const MAX_NAME_CHARS: usize = 200;
 pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
 /// The most attempts a retry policy may allow.
 pub const MAX_ATTEMPTS: i64 = 100;
+/// The most takeovers a job may allow.
+pub const MAX_TAKEOVERS: i64 = 100;
 /// The longest retry backoff, in seconds (a week).
 pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 
@@ -46,6 +48,10 @@ pub struct JobDraft {
     pub paused: Given<bool>,
     /// Who manages the definition (`probactr apply`); null: people.
     pub managed_by: Given<String>,
+    /// What happens to a run whose executor died.
+    pub on_executor_lost: Given<OnExecutorLost>,
+    /// How many times a run is taken over at most.
+    pub max_takeovers: Given<i64>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -81,6 +87,8 @@ impl JobDraft {
             timeout_secs: input.int("timeout_secs", i64::MIN, i64::MAX),
             paused: input.boolean("paused"),
             managed_by: input.text("managed_by"),
+            on_executor_lost: input.choice("on_executor_lost"),
+            max_takeovers: input.int("max_takeovers", i64::MIN, i64::MAX),
             ..JobDraft::default()
         };
         match input.object("retry") {
@@ -177,6 +185,13 @@ impl JobDraft {
                 other => job.managed_by = other,
             }
         }
+        if let Some(policy) = checks.not_null("on_executor_lost", self.on_executor_lost) {
+            job.on_executor_lost = policy;
+        }
+        let takeovers = checks.not_null("max_takeovers", self.max_takeovers);
+        if let Some(takeovers) = takeovers.and_then(|t| checks.within("max_takeovers", t, 0, MAX_TAKEOVERS)) {
+            job.max_takeovers = takeovers as i32;
+        }
         if kind.is_some() {
             match JobSpec::parse(job.kind, &job.spec) {
                 Ok(spec) => job.spec = spec.to_json(),
@@ -224,6 +239,8 @@ fn definition_of(job: &Job) -> NewJob {
         retry_backoff_secs: job.retry_backoff_secs,
         paused: job.paused,
         managed_by: job.managed_by.clone(),
+        on_executor_lost: job.on_executor_lost,
+        max_takeovers: job.max_takeovers,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::redact_secrets;
-use probactr_common::model::{Job, JobKind, Overlap};
+use probactr_common::model::{Job, JobKind, OnExecutorLost, Overlap};
 use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
@@ -83,6 +83,10 @@ pub struct JobView {
     pub paused: bool,
     /// Who manages the definition (`probactr apply`); null: people.
     pub managed_by: Option<String>,
+    /// What happens to a run whose executor died: `rerun` (a takeover) or `fail`.
+    pub on_executor_lost: OnExecutorLost,
+    /// How many times a run is taken over at most.
+    pub max_takeovers: i32,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -112,6 +116,8 @@ impl From<JobRow> for JobView {
             },
             paused: job.paused,
             managed_by: job.managed_by,
+            on_executor_lost: job.on_executor_lost,
+            max_takeovers: job.max_takeovers,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,

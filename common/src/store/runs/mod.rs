@@ -22,7 +22,7 @@
 //! | start | claimed | running | [`start()`] |
 //! | finish | running | succeeded, failed, timed_out, cancelled, abandoned | [`finish_many`] |
 //! | cancel | queued, claimed | cancelled | [`request_cancel`] (a running run is flagged; it ends through finish) |
-//! | abandon | running | abandoned | [`abandon_orphans`], [`abandon_stuck`] (monitor) |
+//! | abandon | running | abandoned | [`abandon_orphans`] (with the takeover of the job's policy), [`abandon_stuck`] (monitor) |
 //! | expire | queued | missed | [`expire_stale_queued`] (monitor) |
 //!
 //! [`RunState::may_become`] states the same table as code. The statements that end runs

@@ -24,6 +24,8 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "max_concurrency",
     "retry.max_attempts",
     "retry.backoff_secs",
+    "on_executor_lost",
+    "max_takeovers",
     "paused",
     "spec.program",
     "spec.args",
@@ -60,6 +62,8 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         paused: Some(Some(form.checked("paused"))),
         // The form leaves who manages the job as it is.
         managed_by: None,
+        on_executor_lost: form.choice("on_executor_lost", &mut problems),
+        max_takeovers: form.whole_if_filled("max_takeovers", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -1,4 +1,5 @@
--- Abandons the running runs of dead (or stopped) executors and queues their retries.
+-- Abandons the running runs of dead (or stopped) executors and queues their takeovers or
+-- retries.
 -- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
 -- an ended run (`ended`), which the statements after read like rows of `runs`.
 WITH gone AS (
@@ -13,17 +14,30 @@ ended AS (
      FROM gone
      RETURNING *),
 retry AS (
-     -- The next attempt of every ended run whose state is retryable and whose job allows
-     -- more attempts; the backoff doubles per attempt. ON CONFLICT on the chain's unique
-     -- (first_run_id, attempt) makes a second re-queue of the same attempt a no-op.
+     -- The next attempt of every ended run: a takeover, at once, while the job reruns runs
+     -- whose executor died and has takeovers left (earlier abandoned attempts of the chain
+     -- count; this one is not visible to the statement yet); else a retry, when the job
+     -- allows more attempts, after a backoff doubling per attempt. ON CONFLICT on the
+     -- chain's unique (first_run_id, attempt) makes a second re-queue of the same attempt a
+     -- no-op.
      INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
      SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
             coalesce(ended.first_run_id, ended.id),
-            now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)),
-            'retry of run ' || ended.id || ' (' || ended.state || ')'
+            CASE WHEN plan.takeover THEN now()
+                 ELSE now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)) END,
+            CASE WHEN plan.takeover
+                 THEN 'takeover ' || (prior.takeovers + 1) || ' of ' || jobs.max_takeovers || ': run '
+                      || ended.id || ' lost its executor'
+                 ELSE 'retry of run ' || ended.id || ' (' || ended.state || ')' END
      FROM ended JOIN jobs ON jobs.id = ended.job_id
-     WHERE ended.state IN ('failed', 'timed_out', 'abandoned')
-       AND ended.attempt < jobs.retry_max_attempts
+     CROSS JOIN LATERAL (
+          SELECT count(*) AS takeovers FROM runs AS earlier
+          WHERE (earlier.first_run_id = coalesce(ended.first_run_id, ended.id)
+                 OR earlier.id = coalesce(ended.first_run_id, ended.id))
+            AND earlier.state = 'abandoned') AS prior
+     CROSS JOIN LATERAL (
+          SELECT jobs.on_executor_lost = 'rerun' AND prior.takeovers < jobs.max_takeovers AS takeover) AS plan
+     WHERE plan.takeover OR ended.attempt < jobs.retry_max_attempts
      ON CONFLICT DO NOTHING
      RETURNING id, first_run_id)
 SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,

@@ -6,7 +6,8 @@ use super::*;
 async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
-    let job = make_job(&pool, "j", |_| {}).await;
+    // No takeover: the run B claims later is one queued by this test, not A's run handed over.
+    let job = make_job(&pool, "j", |j| j.on_executor_lost = OnExecutorLost::Fail).await;
     let (run1, fence1) = running_exclusive(&pool, job.id, a).await;
     assert_eq!(fence1, 1);
     let before = run(&pool, run1.id).await;

@@ -95,6 +95,9 @@ pub async fn backfill(
     }
     crate::input::check(errors)?;
     let until = to.min(now) + TimeDelta::nanoseconds(1);
+    // Read what earlier backfills still have to queue before reading the runs: a monitor
+    // feeding one in between then shows its instants as runs, never as neither.
+    let waiting = backfills::waiting_instants(&state.pool, id).await?;
     let span = ledger::read(&state.pool, &trigger, false, from, until, MAX_BACKFILL + 1)
         .await
         .map_err(ledger_error)?;
@@ -104,7 +107,6 @@ pub async fn backfill(
             format!("the span holds more than {MAX_BACKFILL} instants; backfill it in parts"),
         ));
     }
-    let waiting = backfills::waiting_instants(&state.pool, id).await?;
     let instants: Vec<DateTime<Utc>> = span
         .entries
         .iter()

@@ -28,7 +28,7 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Variables `docker-compose.yml` interpolates that no probactr process reads.
-const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD"];
+const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD", "MANAGER_PUBLISH"];
 /// Secrets: required by compose, never given a value in a committed file.
 const SECRETS: &[&str] = &[
     "POSTGRES_PASSWORD",
@@ -706,6 +706,48 @@ fn executors_and_monitors_scale_restart_and_drain() {
     );
 }
 
+#[test]
+fn compose_builds_once_publishes_on_loopback_and_checks_postgres_over_tcp() {
+    let compose = compose();
+    let built: Vec<String> = services(&compose)
+        .into_iter()
+        .filter(|(_, service)| !service["build"].is_badvalue())
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(built, ["manager"], "one service builds the image, once");
+    for name in ["executor", "monitor"] {
+        let service = service(&compose, name);
+        assert_eq!(service["image"].as_str(), service(&compose, "manager")["image"].as_str());
+        assert_eq!(
+            service["pull_policy"].as_str(),
+            Some("never"),
+            "{name} runs the image the manager's build made, never a pulled one"
+        );
+    }
+
+    let ports = strings(&service(&compose, "manager")["ports"]);
+    let [port] = ports.as_slice() else {
+        panic!("the manager publishes one port: {ports:?}")
+    };
+    let published = interpolate(port, &operator_env(), &mut Vec::new()).unwrap();
+    assert_eq!(
+        published, "127.0.0.1:8080:8080",
+        "by default the manager is published on the host's loopback only"
+    );
+    let mut exposed = operator_env();
+    exposed.insert("MANAGER_PUBLISH".to_owned(), "0.0.0.0:8080".to_owned());
+    assert_eq!(
+        interpolate(port, &exposed, &mut Vec::new()).unwrap(),
+        "0.0.0.0:8080:8080"
+    );
+
+    let check = strings(&service(&compose, "postgres")["healthcheck"]["test"]);
+    assert!(
+        check.iter().any(|word| word.starts_with("--host")),
+        "pg_isready must ask over TCP, which the image opens only once initialised: {check:?}"
+    );
+}
+
 // ----------------------------------------------------------------------- Dockerfile
 
 /// The Dockerfile's instructions, continuation lines joined.
@@ -731,27 +773,68 @@ fn dockerfile() -> Vec<String> {
     instructions
 }
 
+/// The Dockerfile's stages: (name, `FROM` image, instructions after the `FROM`).
+fn dockerfile_stages() -> Vec<(String, String, Vec<String>)> {
+    let mut stages: Vec<(String, String, Vec<String>)> = Vec::new();
+    for instruction in dockerfile() {
+        if let Some(from) = instruction.strip_prefix("FROM ") {
+            let words: Vec<&str> = from.split_whitespace().collect();
+            let name = match words.as_slice() {
+                [_, as_, name] if as_.eq_ignore_ascii_case("as") => name.to_string(),
+                _ => String::new(),
+            };
+            stages.push((name, words[0].to_owned(), Vec::new()));
+        } else if let Some((_, _, body)) = stages.last_mut() {
+            body.push(instruction);
+        }
+    }
+    stages
+}
+
+fn stage<'a>(stages: &'a [(String, String, Vec<String>)], name: &str) -> (usize, &'a str, String) {
+    let (position, (_, from, body)) = stages
+        .iter()
+        .enumerate()
+        .find(|(_, (n, _, _))| n == name)
+        .unwrap_or_else(|| panic!("the Dockerfile has no stage {name}"));
+    (position, from.as_str(), body.join("\n"))
+}
+
+fn runs_unprivileged(stage_name: &str, body: &str) {
+    let user = body
+        .lines()
+        .filter_map(|i| i.strip_prefix("USER "))
+        .next_back()
+        .unwrap_or_else(|| panic!("stage {stage_name} sets a USER"));
+    let user = user.split(':').next().unwrap().trim();
+    assert!(
+        user != "root" && user != "0",
+        "stage {stage_name} runs as an unprivileged user, not {user}"
+    );
+}
+
 #[test]
 fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
     let instructions = dockerfile();
-    let froms: Vec<usize> = instructions
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| i.starts_with("FROM "))
-        .map(|(n, _)| n)
-        .collect();
-    assert!(froms.len() >= 2, "the Dockerfile is multi-stage");
-    let runtime_from = *froms.last().unwrap();
-    assert!(
-        instructions[runtime_from].starts_with("FROM debian:${DEBIAN_RELEASE}-slim"),
-        "the runtime is a slim Debian: {}",
-        instructions[runtime_from]
-    );
+    let stages = dockerfile_stages();
+    assert!(stages.len() >= 2, "the Dockerfile is multi-stage");
     assert!(instructions.iter().any(|i| i == "ARG DEBIAN_RELEASE=bookworm"));
-    let (build, runtime) = instructions.split_at(runtime_from);
-    let build = build.join("\n");
-    let runtime = runtime.join("\n");
-
+    let (base_at, base_from, base) = stage(&stages, "base");
+    assert_eq!(
+        base_from, "debian:${DEBIAN_RELEASE}-slim",
+        "the runtime is a slim Debian"
+    );
+    let (runtime_at, runtime_from, runtime) = stage(&stages, "runtime");
+    let (prebuilt_at, prebuilt_from, prebuilt) = stage(&stages, "prebuilt");
+    let (build_at, _, build) = stage(&stages, "build");
+    assert_eq!(runtime_at, stages.len() - 1, "the default target (the last stage) is the runtime");
+    assert_eq!((runtime_from, prebuilt_from), ("base", "base"));
+    // The classic builder builds every stage up to its target: the prebuilt image must
+    // not need the compiler's stage.
+    assert!(
+        base_at < prebuilt_at && prebuilt_at < build_at,
+        "the stages run base, prebuilt, build, runtime"
+    );
     // The dependency layer: every member's manifest, then a build, before any source.
     let members = workspace_members();
     let first_source = instructions
@@ -794,7 +877,8 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
         "release build from the lock file"
     );
 
-    // The runtime: the three binaries, the migrations, an unprivileged user.
+    // The runtime: the binaries (from source, or prebuilt ones), the migrations, an
+    // unprivileged user.
     for binary in service_binaries() {
         assert!(
             runtime.contains(&format!(
@@ -802,22 +886,19 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
             )),
             "the image ships {binary}"
         );
+        let copy = prebuilt
+            .lines()
+            .find(|i| i.starts_with("COPY ") && i.ends_with(" /usr/local/bin/"))
+            .expect("the prebuilt stage copies binaries");
+        assert!(
+            copy.split_whitespace().any(|w| w == format!("prebuilt/{binary}")),
+            "the prebuilt image ships {binary}: {copy}"
+        );
     }
-    assert!(runtime.contains("COPY migrations /usr/share/probactr/migrations"));
-    assert!(
-        runtime.contains("ca-certificates"),
-        "HTTP jobs need CA certificates"
-    );
-    let user = runtime
-        .lines()
-        .filter_map(|i| i.strip_prefix("USER "))
-        .next_back()
-        .expect("the image sets a USER");
-    let user = user.split(':').next().unwrap().trim();
-    assert!(
-        user != "root" && user != "0",
-        "the image runs as an unprivileged user, not {user}"
-    );
+    assert!(base.contains("COPY migrations /usr/share/probactr/migrations"));
+    assert!(base.contains("ca-certificates"), "HTTP jobs need CA certificates");
+    runs_unprivileged("runtime", &runtime);
+    runs_unprivileged("prebuilt", &prebuilt);
     for instruction in instructions.iter().filter(|i| i.starts_with("ENV ")) {
         let name = instruction[4..].split(['=', ' ']).next().unwrap();
         assert!(
@@ -835,6 +916,85 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
             ignored.iter().any(|l| l == path),
             ".dockerignore must exclude {path}"
         );
+    }
+}
+
+// ------------------------------------------------------------------------ Helm chart
+
+const CHART_VALUES: &[&str] = &[
+    "deploy/helm/probactr/values.yaml",
+    "deploy/helm/values-production.yaml",
+];
+
+fn yaml_file(relative: &str) -> Yaml {
+    YamlLoader::load_from_str(&read(relative))
+        .unwrap_or_else(|err| panic!("{relative}: {err}"))
+        .remove(0)
+}
+
+fn keys(node: &Yaml) -> Vec<String> {
+    node.as_hash()
+        .map(|hash| hash.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn helm_values_pass_only_settings_the_code_reads_and_let_executors_drain() {
+    let defaults = yaml_file(CHART_VALUES[0]);
+    for file in CHART_VALUES {
+        let values = yaml_file(file);
+        let mut settings = keys(&values["config"]);
+        for component in ["manager", "executor", "monitor"] {
+            settings.extend(keys(&values[component]["env"]));
+        }
+        for name in &settings {
+            assert!(
+                var_names().contains(name.as_str()),
+                "{file} sets {name}, which no probactr process reads (config::VARS)"
+            );
+        }
+        let pick = |path: &[&str]| {
+            let get = |root: &Yaml| path.iter().fold(root.clone(), |node, key| node[*key].clone());
+            let own = get(&values);
+            if own.is_badvalue() { get(&defaults) } else { own }
+        };
+        let drain = pick(&["config", "PROBACTR_DRAIN_TIMEOUT"]);
+        let drain = parse_duration(drain.as_str().unwrap_or(default_of("PROBACTR_DRAIN_TIMEOUT"))).unwrap();
+        let grace = pick(&["executor", "terminationGracePeriodSeconds"]).as_i64().unwrap();
+        assert!(
+            Duration::from_secs(grace as u64) > drain + AFTER_DRAIN,
+            "{file}: executor.terminationGracePeriodSeconds {grace} must exceed the drain timeout {drain:?} + {AFTER_DRAIN:?}"
+        );
+        assert!(pick(&["monitor", "replicas"]).as_i64() >= Some(2), "{file}: two monitors");
+        assert_eq!(
+            pick(&["executor", "podDisruptionBudget", "enabled"]).as_bool(),
+            Some(true),
+            "{file}: executors have a PodDisruptionBudget"
+        );
+    }
+}
+
+/// `helm lint` and `helm template` of the chart with the default and the production
+/// values, every rendered object validated against the Kubernetes schemas
+/// (`scripts/helm-check`; scripts/test installs its tools).
+#[test]
+fn helm_chart_lints_renders_and_validates_against_the_kubernetes_schemas() {
+    let output = Command::new(repo().join("scripts/helm-check"))
+        .current_dir(repo())
+        .output()
+        .expect("scripts/helm-check runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if output.status.code() == Some(3) {
+        eprintln!("SKIPPED: the chart tools are missing (scripts/helm-check --install): {text}");
+        return;
+    }
+    assert!(output.status.success(), "scripts/helm-check failed:\n{text}");
+    for kind in ["Deployment", "Service", "PodDisruptionBudget", "Ingress", "ServiceMonitor", "ScaledObject"] {
+        assert!(text.contains(kind), "the rendered chart has a {kind}:\n{text}");
     }
 }
 
@@ -923,6 +1083,9 @@ fn only_variables_probactr_reads_are_named() {
         "docker-compose.yml",
         "Dockerfile",
         "scripts/up",
+        "scripts/compose-check",
+        "deploy/helm/probactr/values.yaml",
+        "deploy/helm/values-production.yaml",
     ] {
         for name in probactr_names(&read(file)) {
             assert!(

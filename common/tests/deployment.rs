@@ -5,8 +5,17 @@
 //!   configuration reads ([`VARS`]) with the code's defaults, yields a valid
 //!   [`Config`] for every service, requires its secrets, has healthchecks, and lets
 //!   executors and monitors scale and drain.
+//! - `docker-compose.yml` builds its image once, publishes the manager on loopback only
+//!   by default, and checks PostgreSQL over TCP (the end-to-end run is
+//!   `scripts/compose-check`, which CI runs where containers can).
 //! - The `Dockerfile` builds every workspace member's manifest into its dependency layer,
-//!   ships the three binaries and the migrations, and runs unprivileged.
+//!   ships the three binaries and the migrations, and runs unprivileged, built from
+//!   source or from prebuilt binaries.
+//! - The Helm chart passes only settings the code reads, lets executors drain, and
+//!   lints, renders and validates against the Kubernetes schemas (`scripts/helm-check`).
+//! - Managed services: PostgreSQL over TLS (`sslmode=require` and `verify-full` with a
+//!   CA file) and Redis over TLS (`rediss://` with a CA, a client certificate and an ACL
+//!   user), each against a private instance with self-signed certificates.
 //! - `.env.example` and README's configuration table list exactly [`VARS`], with their
 //!   defaults; no file names a `PROBACTR_` variable nobody reads.
 //! - End to end: `scripts/up` brings up a local cluster on the PostgreSQL and Redis of
@@ -23,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use probactr_common::config::{parse_duration, Config, VARS};
+use probactr_common::lock::{Acquire, Locks};
 use serde_json::Value;
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlLoader};
@@ -1605,4 +1615,256 @@ fn interpolation_follows_compose() {
         probactr_names("`PROBACTR_A_B`, PROBACTR_C=1 PROBACTR_"),
         BTreeSet::from(["PROBACTR_A_B".to_owned(), "PROBACTR_C".to_owned()])
     );
+}
+
+// --------------------------------------------- managed services: TLS to both databases
+
+/// A private certificate authority with a server certificate for `localhost` and
+/// 127.0.0.1, a client certificate, and a second, unrelated authority.
+struct Certificates {
+    dir: tempfile::TempDir,
+}
+
+impl Certificates {
+    fn make() -> Certificates {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+            set -e
+            ca() { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$2" -keyout "$1.key" -out "$1.crt" 2>/dev/null; }
+            leaf() {
+              openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+              printf '%s\n' "$3" > "$1.ext"
+              openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+            }
+            ca ca probactr-test-ca
+            ca other-ca someone-else
+            leaf server localhost "subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth"
+            leaf client probactr "extendedKeyUsage=clientAuth"
+            chmod 600 *.key
+        "#;
+        let status = Command::new("sh")
+            .args(["-c", script])
+            .current_dir(dir.path())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl made the certificates");
+        Certificates { dir }
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.dir.path().join(file).display().to_string()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn is_root() -> bool {
+    output_within(Command::new("id").arg("-u"), Duration::from_secs(10))
+        .stdout
+        .starts_with(b"0\n")
+}
+
+/// A command run as the `postgres` user when we are root (PostgreSQL refuses root).
+fn as_postgres(program: &Path) -> Command {
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn pg_bindir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PROBACTR_PG_BINDIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// A process killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A private PostgreSQL that accepts TLS connections only, with `certs`' server certificate.
+fn tls_postgres(certs: &Certificates, dir: &Path) -> Option<(Server, u16)> {
+    let bindir = pg_bindir()?;
+    let data = dir.join("data");
+    let key = dir.join("server.key");
+    std::fs::copy(certs.path("server.key"), &key).unwrap();
+    if is_root() {
+        let chown = Command::new("chown")
+            .args(["-R", "postgres"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+    }
+    let initdb = output_within(
+        as_postgres(&bindir.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+        Duration::from_secs(120),
+    );
+    assert!(initdb.status.success(), "initdb: {}", String::from_utf8_lossy(&initdb.stderr));
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 reject\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let server = as_postgres(&bindir.join("postgres"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(dir)
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "ssl=on"])
+        .arg("-c")
+        .arg(format!("ssl_cert_file={}", certs.path("server.crt")))
+        .arg("-c")
+        .arg(format!("ssl_key_file={}", key.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("postgres starts");
+    Some((Server(server), port))
+}
+
+/// A private Redis listening on TLS only, asking for client certificates, with an ACL
+/// user `probactr` and the default user off.
+fn tls_redis(certs: &Certificates) -> (Server, u16) {
+    let port = free_port();
+    let server = Command::new("redis-server")
+        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--tls-cert-file", &certs.path("server.crt")])
+        .args(["--tls-key-file", &certs.path("server.key")])
+        .args(["--tls-ca-cert-file", &certs.path("ca.crt")])
+        .args(["--tls-auth-clients", "yes", "--save", "", "--appendonly", "no"])
+        .args(["--user", "default", "off"])
+        .args(["--user", "probactr", "on", ">acl-password", "~*", "&*", "+@all"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    (Server(server), port)
+}
+
+async fn tls_in_use(url: &str) -> Result<bool, String> {
+    let pool = probactr_common::store::pool(url, 1).map_err(|e| e.to_string())?;
+    let ssl: Result<bool, _> = sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+        .fetch_one(&pool)
+        .await;
+    pool.close().await;
+    ssl.map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn postgres_over_tls_with_sslmode_require_and_verify_full() {
+    if !have("openssl") {
+        eprintln!("SKIPPED: openssl is missing");
+        return;
+    }
+    let certs = Certificates::make();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_server, port)) = tls_postgres(&certs, dir.path()) else {
+        eprintln!("SKIPPED: no PostgreSQL binaries (initdb) installed");
+        return;
+    };
+    let base = format!("postgres://postgres@localhost:{port}/postgres");
+    let ca = certs.path("ca.crt");
+    let verified = format!("{base}?sslmode=verify-full&sslrootcert={ca}");
+    let started = Instant::now();
+    while tls_in_use(&verified).await.is_err() && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(tls_in_use(&verified).await, Ok(true), "verify-full with the CA");
+    assert_eq!(
+        tls_in_use(&format!("{base}?sslmode=require")).await,
+        Ok(true),
+        "require: encrypted, the certificate not checked"
+    );
+
+    // The store's own path over TLS: the migrations.
+    let pool = probactr_common::store::pool(&verified, 2).unwrap();
+    probactr_common::store::migrate(&pool).await.unwrap();
+    pool.close().await;
+
+    let other = certs.path("other-ca.crt");
+    let wrong_ca = tls_in_use(&format!("{base}?sslmode=verify-full&sslrootcert={other}")).await;
+    assert!(wrong_ca.is_err(), "a certificate from another CA is refused: {wrong_ca:?}");
+    let by_ip = format!("postgres://postgres@127.0.0.1:{port}/postgres?sslmode=verify-full&sslrootcert={ca}");
+    assert_eq!(tls_in_use(&by_ip).await, Ok(true), "the certificate names 127.0.0.1 too");
+    let plain = tls_in_use(&format!("{base}?sslmode=disable")).await;
+    assert!(plain.is_err(), "this server refuses connections without TLS: {plain:?}");
+}
+
+#[tokio::test]
+async fn redis_over_tls_with_a_client_certificate_and_an_acl_user() {
+    if !have("openssl") || !have("redis-server") {
+        eprintln!("SKIPPED: openssl or redis-server is missing");
+        return;
+    }
+    let certs = Certificates::make();
+    let (_server, port) = tls_redis(&certs);
+    let (ca, cert, key) = (certs.path("ca.crt"), certs.path("client.crt"), certs.path("client.key"));
+    let url = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}&sslcert={cert}&sslkey={key}");
+    let prefix = format!("tls-{}:", std::process::id());
+
+    let started = Instant::now();
+    let locks = loop {
+        match Locks::connect(&url, &prefix).await {
+            Ok(locks) => break locks,
+            Err(err) if started.elapsed() < Duration::from_secs(60) => {
+                let _ = err;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(err) => panic!("rediss:// with the CA and a client certificate: {err}"),
+        }
+    };
+    let lease = match locks.try_mutex(7, Duration::from_secs(5)).await.unwrap() {
+        Acquire::Acquired(lease) => lease,
+        other => panic!("a fresh mutex is free: {other:?}"),
+    };
+    assert!(matches!(locks.try_mutex(7, Duration::from_secs(5)).await.unwrap(), Acquire::Busy { .. }));
+    assert!(locks.release(&lease).await.unwrap());
+
+    let refused = |url: String| async move {
+        tokio::time::timeout(Duration::from_secs(20), Locks::connect(&url, "x:"))
+            .await
+            .map(|r| r.is_err())
+            .unwrap_or(true)
+    };
+    let no_client_cert = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}");
+    assert!(refused(no_client_cert).await, "the server asks for a client certificate");
+    let wrong_password = url.replace("acl-password", "wrong-password");
+    assert!(refused(wrong_password).await, "the ACL user's password is checked");
+    let other = certs.path("other-ca.crt");
+    let wrong_ca = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={other}&sslcert={cert}&sslkey={key}");
+    assert!(refused(wrong_ca).await, "a server certificate from another CA is refused");
+    let plain = format!("redis://probactr:acl-password@localhost:{port}/");
+    assert!(refused(plain).await, "no plain connections to a TLS port");
+
+    let missing = format!("rediss://localhost:{port}/?sslrootcert=/nonexistent/ca.crt");
+    let err = Locks::connect(&missing, "x:").await.unwrap_err().to_string();
+    assert!(err.contains("sslrootcert /nonexistent/ca.crt"), "{err}");
 }

@@ -725,9 +725,14 @@ fn compose_builds_once_publishes_on_loopback_and_checks_postgres_over_tcp() {
         .map(|(name, _)| name)
         .collect();
     assert_eq!(built, ["manager"], "one service builds the image, once");
+    let image = service(&compose, "manager")["image"].as_str();
     for name in ["executor", "monitor"] {
         let service = service(&compose, name);
-        assert_eq!(service["image"].as_str(), service(&compose, "manager")["image"].as_str());
+        assert_eq!(
+            service["image"].as_str(),
+            image,
+            "{name} runs the manager's image"
+        );
         assert_eq!(
             service["pull_policy"].as_str(),
             Some("never"),
@@ -837,7 +842,11 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
     let (runtime_at, runtime_from, runtime) = stage(&stages, "runtime");
     let (prebuilt_at, prebuilt_from, prebuilt) = stage(&stages, "prebuilt");
     let (build_at, _, build) = stage(&stages, "build");
-    assert_eq!(runtime_at, stages.len() - 1, "the default target (the last stage) is the runtime");
+    assert_eq!(
+        runtime_at,
+        stages.len() - 1,
+        "the default target (the last stage) is the runtime"
+    );
     assert_eq!((runtime_from, prebuilt_from), ("base", "base"));
     // The classic builder builds every stage up to its target: the prebuilt image must
     // not need the compiler's stage.
@@ -944,7 +953,11 @@ fn yaml_file(relative: &str) -> Yaml {
 
 fn keys(node: &Yaml) -> Vec<String> {
     node.as_hash()
-        .map(|hash| hash.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect())
+        .map(|hash| {
+            hash.keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -966,16 +979,25 @@ fn helm_values_pass_only_settings_the_code_reads_and_let_executors_drain() {
         let pick = |path: &[&str]| {
             let get = |root: &Yaml| path.iter().fold(root.clone(), |node, key| node[*key].clone());
             let own = get(&values);
-            if own.is_badvalue() { get(&defaults) } else { own }
+            if own.is_badvalue() {
+                get(&defaults)
+            } else {
+                own
+            }
         };
         let drain = pick(&["config", "PROBACTR_DRAIN_TIMEOUT"]);
         let drain = parse_duration(drain.as_str().unwrap_or(default_of("PROBACTR_DRAIN_TIMEOUT"))).unwrap();
-        let grace = pick(&["executor", "terminationGracePeriodSeconds"]).as_i64().unwrap();
+        let grace = pick(&["executor", "terminationGracePeriodSeconds"])
+            .as_i64()
+            .unwrap();
         assert!(
             Duration::from_secs(grace as u64) > drain + AFTER_DRAIN,
             "{file}: executor.terminationGracePeriodSeconds {grace} must exceed the drain timeout {drain:?} + {AFTER_DRAIN:?}"
         );
-        assert!(pick(&["monitor", "replicas"]).as_i64() >= Some(2), "{file}: two monitors");
+        assert!(
+            pick(&["monitor", "replicas"]).as_i64() >= Some(2),
+            "{file}: two monitors"
+        );
         assert_eq!(
             pick(&["executor", "podDisruptionBudget", "enabled"]).as_bool(),
             Some(true),
@@ -1003,7 +1025,14 @@ fn helm_chart_lints_renders_and_validates_against_the_kubernetes_schemas() {
         return;
     }
     assert!(output.status.success(), "scripts/helm-check failed:\n{text}");
-    for kind in ["Deployment", "Service", "PodDisruptionBudget", "Ingress", "ServiceMonitor", "ScaledObject"] {
+    for kind in [
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "Ingress",
+        "ServiceMonitor",
+        "ScaledObject",
+    ] {
         assert!(text.contains(kind), "the rendered chart has a {kind}:\n{text}");
     }
 }
@@ -1720,13 +1749,20 @@ fn tls_postgres(certs: &Certificates, dir: &Path) -> Option<(Server, u16)> {
         assert!(chown.success());
     }
     let initdb = output_within(
-        as_postgres(&bindir.join("initdb"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+        as_postgres(&bindir.join("initdb")).arg("-D").arg(&data).args([
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ]),
         Duration::from_secs(120),
     );
-    assert!(initdb.status.success(), "initdb: {}", String::from_utf8_lossy(&initdb.stderr));
+    assert!(
+        initdb.status.success(),
+        "initdb: {}",
+        String::from_utf8_lossy(&initdb.stderr)
+    );
     std::fs::write(
         data.join("pg_hba.conf"),
         "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 reject\n",
@@ -1738,7 +1774,14 @@ fn tls_postgres(certs: &Certificates, dir: &Path) -> Option<(Server, u16)> {
         .arg(&data)
         .args(["-p", &port.to_string(), "-k"])
         .arg(dir)
-        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "ssl=on"])
+        .args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "ssl=on",
+        ])
         .arg("-c")
         .arg(format!("ssl_cert_file={}", certs.path("server.crt")))
         .arg("-c")
@@ -1755,7 +1798,14 @@ fn tls_postgres(certs: &Certificates, dir: &Path) -> Option<(Server, u16)> {
 fn tls_redis(certs: &Certificates) -> (Server, u16) {
     let port = free_port();
     let server = Command::new("redis-server")
-        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
         .args(["--tls-cert-file", &certs.path("server.crt")])
         .args(["--tls-key-file", &certs.path("server.key")])
         .args(["--tls-ca-cert-file", &certs.path("ca.crt")])
@@ -1811,11 +1861,21 @@ async fn postgres_over_tls_with_sslmode_require_and_verify_full() {
 
     let other = certs.path("other-ca.crt");
     let wrong_ca = tls_in_use(&format!("{base}?sslmode=verify-full&sslrootcert={other}")).await;
-    assert!(wrong_ca.is_err(), "a certificate from another CA is refused: {wrong_ca:?}");
+    assert!(
+        wrong_ca.is_err(),
+        "a certificate from another CA is refused: {wrong_ca:?}"
+    );
     let by_ip = format!("postgres://postgres@127.0.0.1:{port}/postgres?sslmode=verify-full&sslrootcert={ca}");
-    assert_eq!(tls_in_use(&by_ip).await, Ok(true), "the certificate names 127.0.0.1 too");
+    assert_eq!(
+        tls_in_use(&by_ip).await,
+        Ok(true),
+        "the certificate names 127.0.0.1 too"
+    );
     let plain = tls_in_use(&format!("{base}?sslmode=disable")).await;
-    assert!(plain.is_err(), "this server refuses connections without TLS: {plain:?}");
+    assert!(
+        plain.is_err(),
+        "this server refuses connections without TLS: {plain:?}"
+    );
 }
 
 #[tokio::test]
@@ -1826,8 +1886,14 @@ async fn redis_over_tls_with_a_client_certificate_and_an_acl_user() {
     }
     let certs = Certificates::make();
     let (_server, port) = tls_redis(&certs);
-    let (ca, cert, key) = (certs.path("ca.crt"), certs.path("client.crt"), certs.path("client.key"));
-    let url = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}&sslcert={cert}&sslkey={key}");
+    let (ca, cert, key) = (
+        certs.path("ca.crt"),
+        certs.path("client.crt"),
+        certs.path("client.key"),
+    );
+    let url = format!(
+        "rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}&sslcert={cert}&sslkey={key}"
+    );
     let prefix = format!("tls-{}:", std::process::id());
 
     let started = Instant::now();
@@ -1845,7 +1911,10 @@ async fn redis_over_tls_with_a_client_certificate_and_an_acl_user() {
         Acquire::Acquired(lease) => lease,
         other => panic!("a fresh mutex is free: {other:?}"),
     };
-    assert!(matches!(locks.try_mutex(7, Duration::from_secs(5)).await.unwrap(), Acquire::Busy { .. }));
+    assert!(matches!(
+        locks.try_mutex(7, Duration::from_secs(5)).await.unwrap(),
+        Acquire::Busy { .. }
+    ));
     assert!(locks.release(&lease).await.unwrap());
 
     let refused = |url: String| async move {
@@ -1855,12 +1924,23 @@ async fn redis_over_tls_with_a_client_certificate_and_an_acl_user() {
             .unwrap_or(true)
     };
     let no_client_cert = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}");
-    assert!(refused(no_client_cert).await, "the server asks for a client certificate");
+    assert!(
+        refused(no_client_cert).await,
+        "the server asks for a client certificate"
+    );
     let wrong_password = url.replace("acl-password", "wrong-password");
-    assert!(refused(wrong_password).await, "the ACL user's password is checked");
+    assert!(
+        refused(wrong_password).await,
+        "the ACL user's password is checked"
+    );
     let other = certs.path("other-ca.crt");
-    let wrong_ca = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={other}&sslcert={cert}&sslkey={key}");
-    assert!(refused(wrong_ca).await, "a server certificate from another CA is refused");
+    let wrong_ca = format!(
+        "rediss://probactr:acl-password@localhost:{port}/?sslrootcert={other}&sslcert={cert}&sslkey={key}"
+    );
+    assert!(
+        refused(wrong_ca).await,
+        "a server certificate from another CA is refused"
+    );
     let plain = format!("redis://probactr:acl-password@localhost:{port}/");
     assert!(refused(plain).await, "no plain connections to a TLS port");
 

@@ -47,8 +47,11 @@ pub enum TargetError {
     /// A certificate file could not be read.
     #[error("cannot read {param} {path}: {error}")]
     Unreadable {
+        /// The URL parameter that named the file.
         param: &'static str,
+        /// The file.
         path: PathBuf,
+        /// Why it could not be read.
         error: std::io::Error,
     },
     /// The redis crate refused the URL or the certificates.
@@ -184,9 +187,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(target.url, "rediss://h:6380/0?protocol=resp3#insecure");
-        assert_eq!(target.tls.root_cert.as_deref(), Some(Path::new("/etc/tls/ca.crt")));
-        assert_eq!(target.tls.client_cert.as_deref(), Some(Path::new("/etc/tls/c.crt")));
-        assert_eq!(target.tls.client_key.as_deref(), Some(Path::new("/etc/tls/my key.pem")));
+        assert_eq!(
+            target.tls.root_cert.as_deref(),
+            Some(Path::new("/etc/tls/ca.crt"))
+        );
+        assert_eq!(
+            target.tls.client_cert.as_deref(),
+            Some(Path::new("/etc/tls/c.crt"))
+        );
+        assert_eq!(
+            target.tls.client_key.as_deref(),
+            Some(Path::new("/etc/tls/my key.pem"))
+        );
     }
 
     #[test]
@@ -200,6 +212,9 @@ mod tests {
     #[test]
     fn a_missing_certificate_file_is_named() {
         let err = client("rediss://h:6380?sslrootcert=/nonexistent/ca.crt").unwrap_err();
-        assert!(err.to_string().contains("sslrootcert /nonexistent/ca.crt"), "{err}");
+        assert!(
+            err.to_string().contains("sslrootcert /nonexistent/ca.crt"),
+            "{err}"
+        );
     }
 }

@@ -5,8 +5,17 @@
 //!   configuration reads ([`VARS`]) with the code's defaults, yields a valid
 //!   [`Config`] for every service, requires its secrets, has healthchecks, and lets
 //!   executors and monitors scale and drain.
+//! - `docker-compose.yml` builds its image once, publishes the manager on loopback only
+//!   by default, and checks PostgreSQL over TCP (the end-to-end run is
+//!   `scripts/compose-check`, which CI runs where containers can).
 //! - The `Dockerfile` builds every workspace member's manifest into its dependency layer,
-//!   ships the three binaries and the migrations, and runs unprivileged.
+//!   ships the three binaries and the migrations, and runs unprivileged, built from
+//!   source or from prebuilt binaries.
+//! - The Helm chart passes only settings the code reads, lets executors drain, and
+//!   lints, renders and validates against the Kubernetes schemas (`scripts/helm-check`).
+//! - Managed services: PostgreSQL over TLS (`sslmode=require` and `verify-full` with a
+//!   CA file) and Redis over TLS (`rediss://` with a CA, a client certificate and an ACL
+//!   user), each against a private instance with self-signed certificates.
 //! - `.env.example` and README's configuration table list exactly [`VARS`], with their
 //!   defaults; no file names a `PROBACTR_` variable nobody reads.
 //! - End to end: `scripts/up` brings up a local cluster on the PostgreSQL and Redis of
@@ -23,12 +32,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use probactr_common::config::{parse_duration, Config, VARS};
+use probactr_common::lock::{Acquire, Locks};
 use serde_json::Value;
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Variables `docker-compose.yml` interpolates that no probactr process reads.
-const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD"];
+const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD", "MANAGER_PUBLISH"];
 /// Secrets: required by compose, never given a value in a committed file.
 const SECRETS: &[&str] = &[
     "POSTGRES_PASSWORD",
@@ -706,6 +716,53 @@ fn executors_and_monitors_scale_restart_and_drain() {
     );
 }
 
+#[test]
+fn compose_builds_once_publishes_on_loopback_and_checks_postgres_over_tcp() {
+    let compose = compose();
+    let built: Vec<String> = services(&compose)
+        .into_iter()
+        .filter(|(_, service)| !service["build"].is_badvalue())
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(built, ["manager"], "one service builds the image, once");
+    let image = service(&compose, "manager")["image"].as_str();
+    for name in ["executor", "monitor"] {
+        let service = service(&compose, name);
+        assert_eq!(
+            service["image"].as_str(),
+            image,
+            "{name} runs the manager's image"
+        );
+        assert_eq!(
+            service["pull_policy"].as_str(),
+            Some("never"),
+            "{name} runs the image the manager's build made, never a pulled one"
+        );
+    }
+
+    let ports = strings(&service(&compose, "manager")["ports"]);
+    let [port] = ports.as_slice() else {
+        panic!("the manager publishes one port: {ports:?}")
+    };
+    let published = interpolate(port, &operator_env(), &mut Vec::new()).unwrap();
+    assert_eq!(
+        published, "127.0.0.1:8080:8080",
+        "by default the manager is published on the host's loopback only"
+    );
+    let mut exposed = operator_env();
+    exposed.insert("MANAGER_PUBLISH".to_owned(), "0.0.0.0:8080".to_owned());
+    assert_eq!(
+        interpolate(port, &exposed, &mut Vec::new()).unwrap(),
+        "0.0.0.0:8080:8080"
+    );
+
+    let check = strings(&service(&compose, "postgres")["healthcheck"]["test"]);
+    assert!(
+        check.iter().any(|word| word.starts_with("--host")),
+        "pg_isready must ask over TCP, which the image opens only once initialised: {check:?}"
+    );
+}
+
 // ----------------------------------------------------------------------- Dockerfile
 
 /// The Dockerfile's instructions, continuation lines joined.
@@ -731,27 +788,72 @@ fn dockerfile() -> Vec<String> {
     instructions
 }
 
+/// The Dockerfile's stages: (name, `FROM` image, instructions after the `FROM`).
+fn dockerfile_stages() -> Vec<(String, String, Vec<String>)> {
+    let mut stages: Vec<(String, String, Vec<String>)> = Vec::new();
+    for instruction in dockerfile() {
+        if let Some(from) = instruction.strip_prefix("FROM ") {
+            let words: Vec<&str> = from.split_whitespace().collect();
+            let name = match words.as_slice() {
+                [_, as_, name] if as_.eq_ignore_ascii_case("as") => name.to_string(),
+                _ => String::new(),
+            };
+            stages.push((name, words[0].to_owned(), Vec::new()));
+        } else if let Some((_, _, body)) = stages.last_mut() {
+            body.push(instruction);
+        }
+    }
+    stages
+}
+
+fn stage<'a>(stages: &'a [(String, String, Vec<String>)], name: &str) -> (usize, &'a str, String) {
+    let (position, (_, from, body)) = stages
+        .iter()
+        .enumerate()
+        .find(|(_, (n, _, _))| n == name)
+        .unwrap_or_else(|| panic!("the Dockerfile has no stage {name}"));
+    (position, from.as_str(), body.join("\n"))
+}
+
+fn runs_unprivileged(stage_name: &str, body: &str) {
+    let user = body
+        .lines()
+        .filter_map(|i| i.strip_prefix("USER "))
+        .next_back()
+        .unwrap_or_else(|| panic!("stage {stage_name} sets a USER"));
+    let user = user.split(':').next().unwrap().trim();
+    assert!(
+        user != "root" && user != "0",
+        "stage {stage_name} runs as an unprivileged user, not {user}"
+    );
+}
+
 #[test]
 fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
     let instructions = dockerfile();
-    let froms: Vec<usize> = instructions
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| i.starts_with("FROM "))
-        .map(|(n, _)| n)
-        .collect();
-    assert!(froms.len() >= 2, "the Dockerfile is multi-stage");
-    let runtime_from = *froms.last().unwrap();
-    assert!(
-        instructions[runtime_from].starts_with("FROM debian:${DEBIAN_RELEASE}-slim"),
-        "the runtime is a slim Debian: {}",
-        instructions[runtime_from]
-    );
+    let stages = dockerfile_stages();
+    assert!(stages.len() >= 2, "the Dockerfile is multi-stage");
     assert!(instructions.iter().any(|i| i == "ARG DEBIAN_RELEASE=bookworm"));
-    let (build, runtime) = instructions.split_at(runtime_from);
-    let build = build.join("\n");
-    let runtime = runtime.join("\n");
-
+    let (base_at, base_from, base) = stage(&stages, "base");
+    assert_eq!(
+        base_from, "debian:${DEBIAN_RELEASE}-slim",
+        "the runtime is a slim Debian"
+    );
+    let (runtime_at, runtime_from, runtime) = stage(&stages, "runtime");
+    let (prebuilt_at, prebuilt_from, prebuilt) = stage(&stages, "prebuilt");
+    let (build_at, _, build) = stage(&stages, "build");
+    assert_eq!(
+        runtime_at,
+        stages.len() - 1,
+        "the default target (the last stage) is the runtime"
+    );
+    assert_eq!((runtime_from, prebuilt_from), ("base", "base"));
+    // The classic builder builds every stage up to its target: the prebuilt image must
+    // not need the compiler's stage.
+    assert!(
+        base_at < prebuilt_at && prebuilt_at < build_at,
+        "the stages run base, prebuilt, build, runtime"
+    );
     // The dependency layer: every member's manifest, then a build, before any source.
     let members = workspace_members();
     let first_source = instructions
@@ -794,7 +896,8 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
         "release build from the lock file"
     );
 
-    // The runtime: the three binaries, the migrations, an unprivileged user.
+    // The runtime: the binaries (from source, or prebuilt ones), the migrations, an
+    // unprivileged user.
     for binary in service_binaries() {
         assert!(
             runtime.contains(&format!(
@@ -802,22 +905,19 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
             )),
             "the image ships {binary}"
         );
+        let copy = prebuilt
+            .lines()
+            .find(|i| i.starts_with("COPY ") && i.ends_with(" /usr/local/bin/"))
+            .expect("the prebuilt stage copies binaries");
+        assert!(
+            copy.split_whitespace().any(|w| w == format!("prebuilt/{binary}")),
+            "the prebuilt image ships {binary}: {copy}"
+        );
     }
-    assert!(runtime.contains("COPY migrations /usr/share/probactr/migrations"));
-    assert!(
-        runtime.contains("ca-certificates"),
-        "HTTP jobs need CA certificates"
-    );
-    let user = runtime
-        .lines()
-        .filter_map(|i| i.strip_prefix("USER "))
-        .next_back()
-        .expect("the image sets a USER");
-    let user = user.split(':').next().unwrap().trim();
-    assert!(
-        user != "root" && user != "0",
-        "the image runs as an unprivileged user, not {user}"
-    );
+    assert!(base.contains("COPY migrations /usr/share/probactr/migrations"));
+    assert!(base.contains("ca-certificates"), "HTTP jobs need CA certificates");
+    runs_unprivileged("runtime", &runtime);
+    runs_unprivileged("prebuilt", &prebuilt);
     for instruction in instructions.iter().filter(|i| i.starts_with("ENV ")) {
         let name = instruction[4..].split(['=', ' ']).next().unwrap();
         assert!(
@@ -835,6 +935,105 @@ fn dockerfile_caches_dependencies_ships_the_binaries_and_runs_unprivileged() {
             ignored.iter().any(|l| l == path),
             ".dockerignore must exclude {path}"
         );
+    }
+}
+
+// ------------------------------------------------------------------------ Helm chart
+
+const CHART_VALUES: &[&str] = &[
+    "deploy/helm/probactr/values.yaml",
+    "deploy/helm/values-production.yaml",
+];
+
+fn yaml_file(relative: &str) -> Yaml {
+    YamlLoader::load_from_str(&read(relative))
+        .unwrap_or_else(|err| panic!("{relative}: {err}"))
+        .remove(0)
+}
+
+fn keys(node: &Yaml) -> Vec<String> {
+    node.as_hash()
+        .map(|hash| {
+            hash.keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn helm_values_pass_only_settings_the_code_reads_and_let_executors_drain() {
+    let defaults = yaml_file(CHART_VALUES[0]);
+    for file in CHART_VALUES {
+        let values = yaml_file(file);
+        let mut settings = keys(&values["config"]);
+        for component in ["manager", "executor", "monitor"] {
+            settings.extend(keys(&values[component]["env"]));
+        }
+        for name in &settings {
+            assert!(
+                var_names().contains(name.as_str()),
+                "{file} sets {name}, which no probactr process reads (config::VARS)"
+            );
+        }
+        let pick = |path: &[&str]| {
+            let get = |root: &Yaml| path.iter().fold(root.clone(), |node, key| node[*key].clone());
+            let own = get(&values);
+            if own.is_badvalue() {
+                get(&defaults)
+            } else {
+                own
+            }
+        };
+        let drain = pick(&["config", "PROBACTR_DRAIN_TIMEOUT"]);
+        let drain = parse_duration(drain.as_str().unwrap_or(default_of("PROBACTR_DRAIN_TIMEOUT"))).unwrap();
+        let grace = pick(&["executor", "terminationGracePeriodSeconds"])
+            .as_i64()
+            .unwrap();
+        assert!(
+            Duration::from_secs(grace as u64) > drain + AFTER_DRAIN,
+            "{file}: executor.terminationGracePeriodSeconds {grace} must exceed the drain timeout {drain:?} + {AFTER_DRAIN:?}"
+        );
+        assert!(
+            pick(&["monitor", "replicas"]).as_i64() >= Some(2),
+            "{file}: two monitors"
+        );
+        assert_eq!(
+            pick(&["executor", "podDisruptionBudget", "enabled"]).as_bool(),
+            Some(true),
+            "{file}: executors have a PodDisruptionBudget"
+        );
+    }
+}
+
+/// `helm lint` and `helm template` of the chart with the default and the production
+/// values, every rendered object validated against the Kubernetes schemas
+/// (`scripts/helm-check`; scripts/test installs its tools).
+#[test]
+fn helm_chart_lints_renders_and_validates_against_the_kubernetes_schemas() {
+    let output = Command::new(repo().join("scripts/helm-check"))
+        .current_dir(repo())
+        .output()
+        .expect("scripts/helm-check runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if output.status.code() == Some(3) {
+        eprintln!("SKIPPED: the chart tools are missing (scripts/helm-check --install): {text}");
+        return;
+    }
+    assert!(output.status.success(), "scripts/helm-check failed:\n{text}");
+    for kind in [
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "Ingress",
+        "ServiceMonitor",
+        "ScaledObject",
+    ] {
+        assert!(text.contains(kind), "the rendered chart has a {kind}:\n{text}");
     }
 }
 
@@ -923,6 +1122,9 @@ fn only_variables_probactr_reads_are_named() {
         "docker-compose.yml",
         "Dockerfile",
         "scripts/up",
+        "scripts/compose-check",
+        "deploy/helm/probactr/values.yaml",
+        "deploy/helm/values-production.yaml",
     ] {
         for name in probactr_names(&read(file)) {
             assert!(
@@ -1442,4 +1644,307 @@ fn interpolation_follows_compose() {
         probactr_names("`PROBACTR_A_B`, PROBACTR_C=1 PROBACTR_"),
         BTreeSet::from(["PROBACTR_A_B".to_owned(), "PROBACTR_C".to_owned()])
     );
+}
+
+// --------------------------------------------- managed services: TLS to both databases
+
+/// A private certificate authority with a server certificate for `localhost` and
+/// 127.0.0.1, a client certificate, and a second, unrelated authority.
+struct Certificates {
+    dir: tempfile::TempDir,
+}
+
+impl Certificates {
+    fn make() -> Certificates {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+            set -e
+            ca() { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$2" -keyout "$1.key" -out "$1.crt" 2>/dev/null; }
+            leaf() {
+              openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+              printf '%s\n' "$3" > "$1.ext"
+              openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+            }
+            ca ca probactr-test-ca
+            ca other-ca someone-else
+            leaf server localhost "subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth"
+            leaf client probactr "extendedKeyUsage=clientAuth"
+            chmod 600 *.key
+        "#;
+        let status = Command::new("sh")
+            .args(["-c", script])
+            .current_dir(dir.path())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl made the certificates");
+        Certificates { dir }
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.dir.path().join(file).display().to_string()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn is_root() -> bool {
+    output_within(Command::new("id").arg("-u"), Duration::from_secs(10))
+        .stdout
+        .starts_with(b"0\n")
+}
+
+/// A command run as the `postgres` user when we are root (PostgreSQL refuses root).
+fn as_postgres(program: &Path) -> Command {
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn pg_bindir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PROBACTR_PG_BINDIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// A process killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A private PostgreSQL that accepts TLS connections only, with `certs`' server certificate.
+fn tls_postgres(certs: &Certificates, dir: &Path) -> Option<(Server, u16)> {
+    let bindir = pg_bindir()?;
+    let data = dir.join("data");
+    let key = dir.join("server.key");
+    std::fs::copy(certs.path("server.key"), &key).unwrap();
+    if is_root() {
+        let chown = Command::new("chown")
+            .args(["-R", "postgres"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+    }
+    let initdb = output_within(
+        as_postgres(&bindir.join("initdb")).arg("-D").arg(&data).args([
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ]),
+        Duration::from_secs(120),
+    );
+    assert!(
+        initdb.status.success(),
+        "initdb: {}",
+        String::from_utf8_lossy(&initdb.stderr)
+    );
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 reject\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let server = as_postgres(&bindir.join("postgres"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(dir)
+        .args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "ssl=on",
+        ])
+        .arg("-c")
+        .arg(format!("ssl_cert_file={}", certs.path("server.crt")))
+        .arg("-c")
+        .arg(format!("ssl_key_file={}", key.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("postgres starts");
+    Some((Server(server), port))
+}
+
+/// A private Redis listening on TLS only, asking for client certificates, with an ACL
+/// user `probactr` and the default user off.
+fn tls_redis(certs: &Certificates) -> (Server, u16) {
+    let port = free_port();
+    let server = Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .args(["--tls-cert-file", &certs.path("server.crt")])
+        .args(["--tls-key-file", &certs.path("server.key")])
+        .args(["--tls-ca-cert-file", &certs.path("ca.crt")])
+        .args(["--tls-auth-clients", "yes", "--save", "", "--appendonly", "no"])
+        .args(["--user", "default", "off"])
+        .args(["--user", "probactr", "on", ">acl-password", "~*", "&*", "+@all"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    (Server(server), port)
+}
+
+async fn tls_in_use(url: &str) -> Result<bool, String> {
+    let pool = probactr_common::store::pool(url, 1).map_err(|e| e.to_string())?;
+    let ssl: Result<bool, _> = sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+        .fetch_one(&pool)
+        .await;
+    pool.close().await;
+    ssl.map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn postgres_over_tls_with_sslmode_require_and_verify_full() {
+    if !have("openssl") {
+        eprintln!("SKIPPED: openssl is missing");
+        return;
+    }
+    let certs = Certificates::make();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_server, port)) = tls_postgres(&certs, dir.path()) else {
+        eprintln!("SKIPPED: no PostgreSQL binaries (initdb) installed");
+        return;
+    };
+    let base = format!("postgres://postgres@localhost:{port}/postgres");
+    let ca = certs.path("ca.crt");
+    let verified = format!("{base}?sslmode=verify-full&sslrootcert={ca}");
+    let started = Instant::now();
+    while tls_in_use(&verified).await.is_err() && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(tls_in_use(&verified).await, Ok(true), "verify-full with the CA");
+    assert_eq!(
+        tls_in_use(&format!("{base}?sslmode=require")).await,
+        Ok(true),
+        "require: encrypted, the certificate not checked"
+    );
+
+    // The store's own path over TLS: the migrations.
+    let pool = probactr_common::store::pool(&verified, 2).unwrap();
+    probactr_common::store::migrate(&pool).await.unwrap();
+    pool.close().await;
+
+    let other = certs.path("other-ca.crt");
+    let wrong_ca = tls_in_use(&format!("{base}?sslmode=verify-full&sslrootcert={other}")).await;
+    assert!(
+        wrong_ca.is_err(),
+        "a certificate from another CA is refused: {wrong_ca:?}"
+    );
+    let by_ip = format!("postgres://postgres@127.0.0.1:{port}/postgres?sslmode=verify-full&sslrootcert={ca}");
+    assert_eq!(
+        tls_in_use(&by_ip).await,
+        Ok(true),
+        "the certificate names 127.0.0.1 too"
+    );
+    let plain = tls_in_use(&format!("{base}?sslmode=disable")).await;
+    assert!(
+        plain.is_err(),
+        "this server refuses connections without TLS: {plain:?}"
+    );
+}
+
+#[tokio::test]
+async fn redis_over_tls_with_a_client_certificate_and_an_acl_user() {
+    if !have("openssl") || !have("redis-server") {
+        eprintln!("SKIPPED: openssl or redis-server is missing");
+        return;
+    }
+    let certs = Certificates::make();
+    let (_server, port) = tls_redis(&certs);
+    let (ca, cert, key) = (
+        certs.path("ca.crt"),
+        certs.path("client.crt"),
+        certs.path("client.key"),
+    );
+    let url = format!(
+        "rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}&sslcert={cert}&sslkey={key}"
+    );
+    let prefix = format!("tls-{}:", std::process::id());
+
+    let started = Instant::now();
+    let locks = loop {
+        match Locks::connect(&url, &prefix).await {
+            Ok(locks) => break locks,
+            Err(err) if started.elapsed() < Duration::from_secs(60) => {
+                let _ = err;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(err) => panic!("rediss:// with the CA and a client certificate: {err}"),
+        }
+    };
+    let lease = match locks.try_mutex(7, Duration::from_secs(5)).await.unwrap() {
+        Acquire::Acquired(lease) => lease,
+        other => panic!("a fresh mutex is free: {other:?}"),
+    };
+    assert!(matches!(
+        locks.try_mutex(7, Duration::from_secs(5)).await.unwrap(),
+        Acquire::Busy { .. }
+    ));
+    assert!(locks.release(&lease).await.unwrap());
+
+    let refused = |url: String| async move {
+        tokio::time::timeout(Duration::from_secs(20), Locks::connect(&url, "x:"))
+            .await
+            .map(|r| r.is_err())
+            .unwrap_or(true)
+    };
+    let no_client_cert = format!("rediss://probactr:acl-password@localhost:{port}/?sslrootcert={ca}");
+    assert!(
+        refused(no_client_cert).await,
+        "the server asks for a client certificate"
+    );
+    let wrong_password = url.replace("acl-password", "wrong-password");
+    assert!(
+        refused(wrong_password).await,
+        "the ACL user's password is checked"
+    );
+    let other = certs.path("other-ca.crt");
+    let wrong_ca = format!(
+        "rediss://probactr:acl-password@localhost:{port}/?sslrootcert={other}&sslcert={cert}&sslkey={key}"
+    );
+    assert!(
+        refused(wrong_ca).await,
+        "a server certificate from another CA is refused"
+    );
+    let plain = format!("redis://probactr:acl-password@localhost:{port}/");
+    assert!(refused(plain).await, "no plain connections to a TLS port");
+
+    let missing = format!("rediss://localhost:{port}/?sslrootcert=/nonexistent/ca.crt");
+    let err = Locks::connect(&missing, "x:").await.unwrap_err().to_string();
+    assert!(err.contains("sslrootcert /nonexistent/ca.crt"), "{err}");
 }

@@ -69,9 +69,10 @@ impl Locks {
         }
     }
 
-    /// Connects to `redis_url` (reconnecting by itself later) and uses `prefix`.
+    /// Connects to `redis_url` (reconnecting by itself later) and uses `prefix`. The URL
+    /// may be `rediss://` with certificate files ([`target`](super::target)).
     pub async fn connect(redis_url: &str, prefix: &str) -> Result<Self, LockError> {
-        let client = redis::Client::open(redis_url)?;
+        let client = super::target::client(redis_url)?;
         // Bounded timeouts: a stalled Redis must fail a call (so lease renewal can reach
         // its stop point) rather than hang it.
         let config = redis::aio::ConnectionManagerConfig::new()
@@ -90,8 +91,9 @@ impl Locks {
         prefix: &str,
         stop: &tokio_util::sync::CancellationToken,
     ) -> Result<Option<Self>, LockError> {
-        // A URL that does not parse will never connect: fail at once.
-        redis::Client::open(redis_url)?;
+        // A URL that does not parse (or names unreadable certificates) will never
+        // connect: fail at once.
+        super::target::client(redis_url)?;
         let backoff = Backoff::full_jitter(Duration::from_millis(100), Duration::from_secs(5));
         let mut failures = 0u32;
         loop {

@@ -67,6 +67,7 @@ use redis::RedisError;
 
 mod client;
 mod scripts;
+pub mod target;
 
 pub use client::Locks;
 use client::{is_transient, token_prefix};
@@ -239,6 +240,9 @@ pub enum LockError {
     /// Redis failed or could not be reached.
     #[error("redis: {0}")]
     Redis(#[from] RedisError),
+    /// `REDIS_URL` names TLS files that are unusable, or misplaced parameters.
+    #[error("REDIS_URL: {0}")]
+    Target(target::TargetError),
     /// A lease must last at least one millisecond.
     #[error("a lock lease must last at least 1 ms, not {0:?}")]
     InvalidLease(Duration),
@@ -248,6 +252,15 @@ pub enum LockError {
         /// The job.
         job_id: i64,
     },
+}
+
+impl From<target::TargetError> for LockError {
+    fn from(error: target::TargetError) -> Self {
+        match error {
+            target::TargetError::Redis(error) => LockError::Redis(error),
+            other => LockError::Target(other),
+        }
+    }
 }
 
 impl LockError {

@@ -517,6 +517,7 @@ async fn shell_jobs_start_from_a_clean_environment() {
             "SCHEDULED_AT",
             "ATTEMPT",
             "FENCE",
+            "CHECKPOINT_FILE",
         ];
         assert!(
             identity.iter().any(|id| name.ends_with(id)),

@@ -6,7 +6,11 @@ use super::*;
 async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
-    let job = make_job(&pool, "j", |_| {}).await;
+    // B runs a new run of the job, not a takeover of A's (those are tested in reaping).
+    let job = make_job(&pool, "j", |j| {
+        j.on_executor_lost = probactr_common::model::OnExecutorLost::Fail;
+    })
+    .await;
     let (run1, fence1) = running_exclusive(&pool, job.id, a).await;
     assert_eq!(fence1, 1);
     let before = run(&pool, run1.id).await;

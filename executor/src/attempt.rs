@@ -155,7 +155,11 @@ impl Attempt<'_> {
         };
         let job_ended = CancellationToken::new();
         let saving = checkpointer.clone().map(|checkpointer| {
-            checkpoint::keep_saving(checkpointer, self.shared.config.heartbeat_interval, job_ended.clone())
+            checkpoint::keep_saving(
+                checkpointer,
+                self.shared.config.heartbeat_interval,
+                job_ended.clone(),
+            )
         });
         let mut context = self.context(fence);
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());

@@ -56,7 +56,12 @@ impl Checkpointer {
     /// Prepares the checkpoint file of a started attempt, holding the last checkpoint of
     /// its chain when it is not the first attempt. None (logged) when the file cannot be
     /// made: the job then runs without checkpoints.
-    pub async fn prepare(pool: &PgPool, run: &Run, executor_id: Uuid, fence: Option<i64>) -> Option<Checkpointer> {
+    pub async fn prepare(
+        pool: &PgPool,
+        run: &Run,
+        executor_id: Uuid,
+        fence: Option<i64>,
+    ) -> Option<Checkpointer> {
         let restored = match run.first_run_id {
             Some(chain_id) => load(pool, chain_id).await,
             None => Vec::new(),
@@ -97,8 +102,12 @@ impl Checkpointer {
             Ok(data) => data,
             Err(ReadError::Oversized(bytes)) => {
                 if saved.oversized != Some(bytes) {
-                    tracing::warn!(run.id = self.run_id, bytes, limit = MAX_CHECKPOINT_BYTES,
-                        "checkpoint file too large; not saved (the last saved checkpoint stays)");
+                    tracing::warn!(
+                        run.id = self.run_id,
+                        bytes,
+                        limit = MAX_CHECKPOINT_BYTES,
+                        "checkpoint file too large; not saved (the last saved checkpoint stays)"
+                    );
                     saved.oversized = Some(bytes);
                 }
                 return true;
@@ -113,13 +122,21 @@ impl Checkpointer {
         }
         match checkpoints::save(&self.pool, self.run_id, self.executor_id, self.fence, &data).await {
             Ok(Write::Stored) => {
-                tracing::info!(run.id = self.run_id, fence = self.fence, bytes = data.len(), "checkpoint saved");
+                tracing::info!(
+                    run.id = self.run_id,
+                    fence = self.fence,
+                    bytes = data.len(),
+                    "checkpoint saved"
+                );
                 saved.data = data;
                 true
             }
             Ok(Write::Fenced) => {
-                tracing::warn!(run.id = self.run_id, fence = self.fence,
-                    "checkpoint not saved: the run is no longer this attempt's (reaped or fenced off)");
+                tracing::warn!(
+                    run.id = self.run_id,
+                    fence = self.fence,
+                    "checkpoint not saved: the run is no longer this attempt's (reaped or fenced off)"
+                );
                 saved.fenced = true;
                 true
             }
@@ -192,7 +209,10 @@ async fn load(pool: &PgPool, chain_id: i64) -> Vec<u8> {
             }
         }
     }
-    tracing::warn!(chain.id = chain_id, "cannot read the checkpoint; the job starts without it");
+    tracing::warn!(
+        chain.id = chain_id,
+        "cannot read the checkpoint; the job starts without it"
+    );
     Vec::new()
 }
 

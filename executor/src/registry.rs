@@ -182,7 +182,12 @@ impl Registry {
     /// The longest stop grace of the running attempts (how long a stop may take).
     pub fn longest_grace(&self) -> Duration {
         let state = self.lock();
-        state.running.values().map(|(_, _, grace)| *grace).max().unwrap_or_default()
+        state
+            .running
+            .values()
+            .map(|(_, _, grace)| *grace)
+            .max()
+            .unwrap_or_default()
     }
 
     /// Forgets a finished attempt.
@@ -217,7 +222,10 @@ impl Registry {
     /// Stops every attempt; returns how many.
     pub fn stop_all(&self, reason: StopReason) -> usize {
         let state = self.lock();
-        state.running.values().for_each(|(_, handle, _)| handle.stop(reason));
+        state
+            .running
+            .values()
+            .for_each(|(_, handle, _)| handle.stop(reason));
         state.running.len()
     }
 

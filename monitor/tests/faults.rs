@@ -155,6 +155,11 @@ async fn a_killed_executors_run_is_taken_over_without_retries(
     let first = runs::queue_now(&pool, job.id).await.unwrap();
     let executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
     let _monitor = monitor("monitor", &env);
+    // Killed once its request reached the target (running, it may not have been sent yet).
+    eventually(Duration::from_secs(20), "the first attempt's request", || async {
+        (witness.in_flight("daily") == 1).then_some(())
+    })
+    .await;
     let pid = eventually(Duration::from_secs(10), "the first attempt runs", || async {
         executor_pid_of_run(&pool, first.id).await
     })
@@ -220,7 +225,11 @@ done
 echo done >> {log}"#,
         log = log.display()
     );
-    let mut job = NewJob::new("daily", JobKind::Shell, json!({ "program": script, "shell": true }));
+    let mut job = NewJob::new(
+        "daily",
+        JobKind::Shell,
+        json!({ "program": script, "shell": true }),
+    );
     job.timeout_secs = 300;
     let job = jobs::insert(&pool, &job).await.unwrap();
     let first = runs::queue_now(&pool, job.id).await.unwrap();
@@ -232,7 +241,9 @@ echo done >> {log}"#,
         (step >= 4).then_some(step)
     })
     .await;
-    let pid = executor_pid_of_run(&pool, first.id).await.expect("the first attempt runs");
+    let pid = executor_pid_of_run(&pool, first.id)
+        .await
+        .expect("the first attempt runs");
     let victim = executors
         .iter()
         .position(|e| e.pid() == pid)
@@ -263,14 +274,25 @@ echo done >> {log}"#,
         .find_map(|line| line.strip_prefix("attempt 2 from "))
         .unwrap_or_else(|| panic!("no second attempt in {lines:?}"));
     let resumed: u32 = resumed.parse().unwrap();
-    assert!(resumed >= saved, "resumed from {resumed}, {saved} was saved: {lines:?}");
+    assert!(
+        resumed >= saved,
+        "resumed from {resumed}, {saved} was saved: {lines:?}"
+    );
     assert_eq!(
         lines.iter().filter(|line| *line == "step 1").count(),
         1,
         "the takeover did not start over: {lines:?}"
     );
-    assert_eq!(lines.iter().filter(|line| *line == "done").count(), 1, "{lines:?}");
-    assert_eq!(lines.iter().filter(|line| line.starts_with("attempt")).count(), 2, "{lines:?}");
+    assert_eq!(
+        lines.iter().filter(|line| *line == "done").count(),
+        1,
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|line| line.starts_with("attempt")).count(),
+        2,
+        "{lines:?}"
+    );
     let last = checkpoints::load(&pool, first.id).await.unwrap().unwrap();
     assert_eq!((last.data.as_slice(), last.run_id), (&b"20\n"[..], taken_over));
 }

@@ -148,11 +148,18 @@ async fn checkpoints_are_fenced_and_follow_the_takeover(pool: PgPool) {
 
     let save = |run_id, executor, fence, data: &'static [u8]| {
         let pool = pool.clone();
-        async move { checkpoints::save(&pool, run_id, executor, fence, data).await.unwrap() }
+        async move {
+            checkpoints::save(&pool, run_id, executor, fence, data)
+                .await
+                .unwrap()
+        }
     };
     assert_eq!(save(first.id, a, Some(fence1), b"step 3").await, Write::Stored);
     assert_eq!(save(first.id, b, Some(fence1), b"not b's").await, Write::Fenced);
-    assert_eq!(save(first.id, a, Some(fence1 + 1), b"wrong fence").await, Write::Fenced);
+    assert_eq!(
+        save(first.id, a, Some(fence1 + 1), b"wrong fence").await,
+        Write::Fenced
+    );
     assert_eq!(save(first.id, a, Some(fence1), b"step 4").await, Write::Stored);
     let info = checkpoints::info(&pool, first.id).await.unwrap().unwrap();
     assert_eq!((info.bytes, info.run_id), (6, first.id));
@@ -164,14 +171,18 @@ async fn checkpoints_are_fenced_and_follow_the_takeover(pool: PgPool) {
     assert_eq!(save(first.id, a, Some(fence1), b"too late").await, Write::Fenced);
     let claimed = runs::claim_queued(&pool, b, 1).await.unwrap();
     assert_eq!(claimed[0].id, takeover);
-    let Start::Started { fence: Some(fence2) } = runs::start(&pool, &start_request(&claimed[0], b, true, true))
-        .await
-        .unwrap()
+    let Start::Started { fence: Some(fence2) } =
+        runs::start(&pool, &start_request(&claimed[0], b, true, true))
+            .await
+            .unwrap()
     else {
         panic!("the takeover starts")
     };
     let restored = checkpoints::load(&pool, first.id).await.unwrap().unwrap();
-    assert_eq!((restored.data.as_slice(), restored.run_id), (&b"step 4"[..], first.id));
+    assert_eq!(
+        (restored.data.as_slice(), restored.run_id),
+        (&b"step 4"[..], first.id)
+    );
     assert_eq!(save(takeover, b, Some(fence2), b"step 9").await, Write::Stored);
     let last = checkpoints::load(&pool, first.id).await.unwrap().unwrap();
     assert_eq!((last.data.as_slice(), last.run_id), (&b"step 9"[..], takeover));
@@ -180,7 +191,12 @@ async fn checkpoints_are_fenced_and_follow_the_takeover(pool: PgPool) {
     runs::finish(&pool, takeover, b, Some(fence2), &ended(RunState::Succeeded))
         .await
         .unwrap();
-    assert_eq!(checkpoints::prune(&pool, Duration::from_secs(3600)).await.unwrap(), 0);
+    assert_eq!(
+        checkpoints::prune(&pool, Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
     assert!(checkpoints::info(&pool, first.id).await.unwrap().is_some());
     assert_eq!(checkpoints::prune(&pool, Duration::ZERO).await.unwrap(), 1);
 }

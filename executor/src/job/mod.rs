@@ -222,7 +222,9 @@ pub async fn execute_with(
         JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop).await,
         JobSpec::Http(spec) => http.run(spec, ctx, limits, &stop.asked).await,
         JobSpec::Noop => builtin::noop(),
-        JobSpec::Sleep { millis } => builtin::sleep(Duration::from_millis(*millis), limits, &stop.asked).await,
+        JobSpec::Sleep { millis } => {
+            builtin::sleep(Duration::from_millis(*millis), limits, &stop.asked).await
+        }
     }
 }
 

@@ -86,12 +86,7 @@ const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
 const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
 
 /// Runs a shell job.
-pub(super) async fn run(
-    spec: &ShellSpec,
-    ctx: &JobContext,
-    limits: &Limits,
-    stop: &Stop,
-) -> Execution {
+pub(super) async fn run(spec: &ShellSpec, ctx: &JobContext, limits: &Limits, stop: &Stop) -> Execution {
     if let Some(cwd) = &spec.cwd {
         if !Path::new(cwd).is_dir() {
             return Execution::failed(format!(
@@ -182,7 +177,11 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     for (name, value) in ctx.identity() {
         command.env(format!("PROBACTR_{name}"), value);
     }
-    let checkpoint = ctx.checkpoint_file.as_deref().map(Path::as_os_str).unwrap_or_default();
+    let checkpoint = ctx
+        .checkpoint_file
+        .as_deref()
+        .map(Path::as_os_str)
+        .unwrap_or_default();
     command.env("PROBACTR_CHECKPOINT_FILE", checkpoint);
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);

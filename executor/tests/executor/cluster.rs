@@ -555,7 +555,10 @@ async fn cancel_sends_sigterm_and_keeps_the_clean_exit_and_checkpoint(
     let error = ended.error.unwrap_or_default();
     assert!(error.contains("exited with code 0 after SIGTERM"), "{error}");
     let output = ended.output.unwrap_or_default();
-    assert!(output.contains("started") && output.contains("got TERM"), "{output}");
+    assert!(
+        output.contains("started") && output.contains("got TERM"),
+        "{output}"
+    );
     let checkpoint = checkpoints::load(&pool, run.id).await.unwrap().unwrap();
     assert_eq!(checkpoint.data, b"saved-in-trap\n");
     assert_eq!(checkpoint.run_id, run.id);

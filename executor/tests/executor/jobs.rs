@@ -361,11 +361,18 @@ async fn shell_stop_sends_sigterm_and_keeps_the_clean_exit() {
     wait_for_file(&ready, Duration::from_secs(30)).await;
     stop.cancel();
     let done = job.await.unwrap();
-    assert_eq!((done.ending, done.exit_code), (Ending::Stopped, Some(0)), "{done:?}");
+    assert_eq!(
+        (done.ending, done.exit_code),
+        (Ending::Stopped, Some(0)),
+        "{done:?}"
+    );
     let error = done.error.as_deref().unwrap();
     assert!(error.contains("exited with code 0 after SIGTERM"), "{error}");
     let output = done.output.as_deref().unwrap();
-    assert!(output.contains("working") && output.contains("got TERM"), "{output}");
+    assert!(
+        output.contains("working") && output.contains("got TERM"),
+        "{output}"
+    );
     assert_eq!(std::fs::read_to_string(&checkpoint).unwrap(), "step-7\n");
 }
 
@@ -393,7 +400,10 @@ async fn shell_stop_escalates_to_sigkill_after_the_grace() {
     stop.cancel();
     let done = job.await.unwrap();
     assert_eq!((done.ending, done.exit_code), (Ending::Stopped, None), "{done:?}");
-    assert!(done.error.as_deref().unwrap().contains("killed after its"), "{done:?}");
+    assert!(
+        done.error.as_deref().unwrap().contains("killed after its"),
+        "{done:?}"
+    );
     assert!(
         wait_gone(grandchild, Duration::from_secs(10)).await,
         "grandchild {grandchild} survived the stop"

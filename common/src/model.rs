@@ -372,6 +372,7 @@ pub struct Job {
     #[sqlx(try_from = "String")]
     pub on_executor_lost: OnExecutorLost,
     pub max_takeovers: i32,
+    pub stop_grace_secs: i32,
 }
 
 /// A row of `triggers`.

@@ -6,8 +6,10 @@
 //!                                                                    │          queue: back in the queue)
 //!         start: state = running + next fencing token (one UPDATE) ──┤─ PostgreSQL says another attempt
 //!                                                                    │  of this non-parallel job runs ─▶ overlap policy
-//!         execute, renewing the lease every lease/3 ─────────────────┤─ renewal lost ─▶ stop point: kill, abandoned
-//!         record the end, fenced, retried with jitter until stored ──┘
+//!         execute, renewing the lease every lease/3, ────────────────┤─ renewal lost ─▶ stop point: SIGTERM,
+//!           saving a shell job's checkpoint every heartbeat          │                grace, SIGKILL; abandoned
+//!         save the checkpoint once more; record the end, fenced,     │
+//!           retried with jitter until stored ────────────────────────┘
 //!         release the lock by token
 //! ```
 //!
@@ -29,7 +31,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::job::{self, Ending, Execution, JobContext};
+use crate::checkpoint::{self, Checkpointer};
+use crate::job::{self, Ending, Execution, JobContext, Limits};
 use crate::registry::{StopHandle, StopReason};
 use crate::secrets;
 use crate::slot::Slot;
@@ -119,7 +122,10 @@ impl Attempt<'_> {
                 None => return self.release(lease.as_ref()).await,
             }
         };
-        let handle = self.shared.registry.track(self.run.id, self.executor_id);
+        let handle = self
+            .shared
+            .registry
+            .track(self.run.id, self.executor_id, self.stop_grace());
         if !self
             .shared
             .registry
@@ -141,14 +147,34 @@ impl Attempt<'_> {
             JobSpec::Shell(_) => self.shared.processes.clone().acquire_owned().await.ok(),
             _ => None,
         };
-        let execution = job::execute(
-            &spec,
-            &self.context(fence),
-            self.timeout(),
-            handle.token(),
-            &self.shared.http,
-        )
-        .await;
+        let checkpointer = match spec {
+            JobSpec::Shell(_) => Checkpointer::prepare(&self.shared.pool, &self.run, self.executor_id, fence)
+                .await
+                .map(Arc::new),
+            _ => None,
+        };
+        let job_ended = CancellationToken::new();
+        let saving = checkpointer.clone().map(|checkpointer| {
+            checkpoint::keep_saving(
+                checkpointer,
+                self.shared.config.heartbeat_interval,
+                job_ended.clone(),
+            )
+        });
+        let mut context = self.context(fence);
+        context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
+        let limits = Limits {
+            stop_grace: self.stop_grace(),
+            ..Limits::new(self.timeout())
+        };
+        let execution = job::execute_with(&spec, &context, &limits, handle.signal(), &self.shared.http).await;
+        job_ended.cancel();
+        if let Some(saving) = saving {
+            let _ = saving.await;
+        }
+        if let Some(checkpointer) = &checkpointer {
+            checkpointer.save_at_exit().await;
+        }
         if let Some(renewal) = renewal {
             renewal.abort();
         }
@@ -193,7 +219,12 @@ impl Attempt<'_> {
             scheduled_at: self.run.scheduled_at,
             attempt: self.run.attempt,
             fence,
+            checkpoint_file: None,
         }
+    }
+
+    fn stop_grace(&self) -> Duration {
+        Duration::from_secs(u64::try_from(self.job.stop_grace_secs).unwrap_or(0))
     }
 
     fn timeout(&self) -> Duration {

@@ -16,6 +16,7 @@
 //! stop the rest, record them, release locks, deregister.
 
 pub mod attempt;
+pub mod checkpoint;
 pub mod claiming;
 pub mod firing;
 pub mod job;
@@ -149,8 +150,8 @@ async fn export_lock_stats(shared: Arc<Shared>, stop: CancellationToken) {
     }
 }
 
-/// Lets running attempts finish up to the drain timeout, then stops the rest and waits
-/// for them to record their end.
+/// Lets running attempts finish up to the drain timeout, then stops the rest (SIGTERM,
+/// their grace, SIGKILL) and waits for them to record their end.
 async fn drain(shared: &Shared) {
     let tracker = &shared.attempts;
     tracker.close();
@@ -161,9 +162,10 @@ async fn drain(shared: &Shared) {
         .await
         .is_err()
     {
+        let grace = shared.registry.longest_grace();
         let stopped = shared.registry.stop_all(registry::StopReason::Shutdown);
-        tracing::warn!(stopped, "drain timeout reached; stopping running jobs");
-        if tokio::time::timeout(std::time::Duration::from_secs(15), tracker.wait())
+        tracing::warn!(stopped, grace = ?grace, "drain timeout reached; stopping running jobs");
+        if tokio::time::timeout(grace + std::time::Duration::from_secs(15), tracker.wait())
             .await
             .is_err()
         {

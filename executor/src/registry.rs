@@ -7,10 +7,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+use crate::job::Stop;
 
 /// Why an attempt was stopped before it ended on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,25 +38,43 @@ impl StopReason {
             StopReason::Shutdown => "executor shut down before the run finished",
         }
     }
+
+    /// Whether the job is killed at once rather than given its grace: an executor that
+    /// cannot prove it is alive may already have had its runs taken over elsewhere.
+    pub fn is_forced(self) -> bool {
+        self == StopReason::ExecutorLost
+    }
 }
 
 /// How to stop one attempt, and why it was stopped.
 #[derive(Debug, Clone, Default)]
 pub struct StopHandle {
     token: CancellationToken,
+    forced: CancellationToken,
     reason: Arc<OnceLock<StopReason>>,
 }
 
 impl StopHandle {
-    /// Stops the attempt; the first reason given wins.
+    /// Stops the attempt; the first reason given wins, and any forced one kills at once.
     pub fn stop(&self, reason: StopReason) {
         let _ = self.reason.set(reason);
+        if reason.is_forced() {
+            self.forced.cancel();
+        }
         self.token.cancel();
     }
 
-    /// The token the job watches.
+    /// The token cancelled when the attempt is asked to stop.
     pub fn token(&self) -> CancellationToken {
         self.token.clone()
+    }
+
+    /// What the job watches: asked to stop, or forced.
+    pub fn signal(&self) -> Stop {
+        Stop {
+            asked: self.token.clone(),
+            forced: self.forced.clone(),
+        }
     }
 
     /// Why it was stopped, if it was.
@@ -78,7 +99,8 @@ pub struct Registry {
 #[derive(Debug)]
 struct State {
     identity: Identity,
-    running: HashMap<i64, (Uuid, StopHandle)>,
+    /// By run: the identity it started under, its stop handle, its job's stop grace.
+    running: HashMap<i64, (Uuid, StopHandle, Duration)>,
     /// When the last registration or heartbeat PostgreSQL stored was sent, and for which
     /// identity.
     proof: Option<(Uuid, Instant)>,
@@ -147,11 +169,25 @@ impl Registry {
             && matches!(state.proof, Some((id, sent)) if id == executor_id && sent.elapsed() < within)
     }
 
-    /// Registers an attempt of `run_id` started under `executor_id`.
-    pub fn track(&self, run_id: i64, executor_id: Uuid) -> StopHandle {
+    /// Registers an attempt of `run_id` started under `executor_id`, whose job gets
+    /// `stop_grace` between SIGTERM and SIGKILL.
+    pub fn track(&self, run_id: i64, executor_id: Uuid, stop_grace: Duration) -> StopHandle {
         let handle = StopHandle::default();
-        self.lock().running.insert(run_id, (executor_id, handle.clone()));
+        self.lock()
+            .running
+            .insert(run_id, (executor_id, handle.clone(), stop_grace));
         handle
+    }
+
+    /// The longest stop grace of the running attempts (how long a stop may take).
+    pub fn longest_grace(&self) -> Duration {
+        let state = self.lock();
+        state
+            .running
+            .values()
+            .map(|(_, _, grace)| *grace)
+            .max()
+            .unwrap_or_default()
     }
 
     /// Forgets a finished attempt.
@@ -162,7 +198,7 @@ impl Registry {
     /// Stops one attempt; false when it is not running here.
     pub fn stop(&self, run_id: i64, reason: StopReason) -> bool {
         match self.lock().running.get(&run_id) {
-            Some((_, handle)) => {
+            Some((_, handle, _)) => {
                 handle.stop(reason);
                 true
             }
@@ -174,7 +210,7 @@ impl Registry {
     pub fn stop_identity(&self, executor_id: Uuid, reason: StopReason) -> usize {
         let state = self.lock();
         let mut stopped = 0;
-        for (owner, handle) in state.running.values() {
+        for (owner, handle, _) in state.running.values() {
             if *owner == executor_id {
                 handle.stop(reason);
                 stopped += 1;
@@ -186,7 +222,10 @@ impl Registry {
     /// Stops every attempt; returns how many.
     pub fn stop_all(&self, reason: StopReason) -> usize {
         let state = self.lock();
-        state.running.values().for_each(|(_, handle)| handle.stop(reason));
+        state
+            .running
+            .values()
+            .for_each(|(_, handle, _)| handle.stop(reason));
         state.running.len()
     }
 

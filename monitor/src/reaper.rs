@@ -19,7 +19,7 @@ use probactr_common::lock::Lease;
 use probactr_common::store::alerts::notifications;
 use probactr_common::store::housekeeping;
 use probactr_common::store::runs::{self, EndedRun};
-use probactr_common::store::{processes, StoreError};
+use probactr_common::store::{checkpoints, processes, StoreError};
 
 use crate::Monitor;
 
@@ -182,6 +182,7 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     }
     pruned += housekeeping::prune_records(&monitor.pool, retention).await?;
     pruned += notifications::purge(&monitor.pool, retention.as_secs_f64()).await?;
+    pruned += checkpoints::prune(&monitor.pool, retention).await?;
     if pruned > 0 {
         tracing::info!(pruned, "history past retention deleted");
     }

@@ -46,7 +46,7 @@ use infra::workload::{db_now, Effect, JobPlan, Workload};
 use probactr_common::model::{JobKind, Misfire, Overlap, ProcessState, Run, RunState};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
-use probactr_common::store::{processes, runs, MIGRATOR};
+use probactr_common::store::{checkpoints, processes, runs, MIGRATOR};
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
@@ -155,6 +155,11 @@ async fn a_killed_executors_run_is_taken_over_without_retries(
     let first = runs::queue_now(&pool, job.id).await.unwrap();
     let executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
     let _monitor = monitor("monitor", &env);
+    // Killed once its request reached the target (running, it may not have been sent yet).
+    eventually(Duration::from_secs(20), "the first attempt's request", || async {
+        (witness.in_flight("daily") == 1).then_some(())
+    })
+    .await;
     let pid = eventually(Duration::from_secs(10), "the first attempt runs", || async {
         executor_pid_of_run(&pool, first.id).await
     })
@@ -193,6 +198,103 @@ async fn a_killed_executors_run_is_taken_over_without_retries(
         .iter()
         .any(|h| h.header("x-probactr-run-id") == Some(taken_over.to_string().as_str())));
     assert_eq!(witness.max_in_flight("daily"), 1, "never two at once");
+}
+
+/// The long daily job: a shell job that checkpoints its progress loses its executor to
+/// kill -9 halfway, and the attempt that takes over on the other executor starts from
+/// the last saved checkpoint instead of from the beginning, and finishes once.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_killed_executors_job_resumes_from_its_checkpoint(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let env = fast_env(&url, &unique_prefix("checkpoint"));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    // Each step is written whole (a file renamed over the checkpoint), then logged.
+    let script = format!(
+        r#"step=$(cat "$PROBACTR_CHECKPOINT_FILE"); step=${{step:-0}}
+echo "attempt $PROBACTR_ATTEMPT from $step" >> {log}
+while [ "$step" -lt 20 ]; do
+  step=$((step + 1))
+  echo "step $step" >> {log}
+  echo "$step" > "$PROBACTR_CHECKPOINT_FILE.new" && mv "$PROBACTR_CHECKPOINT_FILE.new" "$PROBACTR_CHECKPOINT_FILE"
+  sleep 0.4
+done
+echo done >> {log}"#,
+        log = log.display()
+    );
+    let mut job = NewJob::new(
+        "daily",
+        JobKind::Shell,
+        json!({ "program": script, "shell": true }),
+    );
+    job.timeout_secs = 300;
+    let job = jobs::insert(&pool, &job).await.unwrap();
+    let first = runs::queue_now(&pool, job.id).await.unwrap();
+    let executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+    let _monitor = monitor("monitor", &env);
+    let saved = eventually(Duration::from_secs(30), "a few steps checkpointed", || async {
+        let checkpoint = checkpoints::load(&pool, first.id).await.unwrap()?;
+        let step: u32 = String::from_utf8(checkpoint.data).ok()?.trim().parse().ok()?;
+        (step >= 4).then_some(step)
+    })
+    .await;
+    let pid = executor_pid_of_run(&pool, first.id)
+        .await
+        .expect("the first attempt runs");
+    let victim = executors
+        .iter()
+        .position(|e| e.pid() == pid)
+        .expect("one of ours");
+    executors[victim].signal(support::SIGKILL);
+    let taken_over = eventually(Duration::from_secs(60), "the takeover succeeded", || async {
+        sqlx::query_as::<_, (i64, String)>("SELECT id, state FROM runs WHERE first_run_id = $1")
+            .bind(first.id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+            .filter(|(_, state)| state == "succeeded")
+            .map(|(id, _)| id)
+    })
+    .await;
+    assert_eq!(
+        runs::get(&pool, first.id).await.unwrap().unwrap().state,
+        RunState::Abandoned
+    );
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines[0], "attempt 1 from 0", "{lines:?}");
+    let resumed = lines
+        .iter()
+        .find_map(|line| line.strip_prefix("attempt 2 from "))
+        .unwrap_or_else(|| panic!("no second attempt in {lines:?}"));
+    let resumed: u32 = resumed.parse().unwrap();
+    assert!(
+        resumed >= saved,
+        "resumed from {resumed}, {saved} was saved: {lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|line| *line == "step 1").count(),
+        1,
+        "the takeover did not start over: {lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|line| *line == "done").count(),
+        1,
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|line| line.starts_with("attempt")).count(),
+        2,
+        "{lines:?}"
+    );
+    let last = checkpoints::load(&pool, first.id).await.unwrap().unwrap();
+    assert_eq!((last.data.as_slice(), last.run_id), (&b"20\n"[..], taken_over));
 }
 
 /// Three monitors at once: each dead executor is declared dead by exactly one of them

@@ -151,6 +151,7 @@ const JOB_FIELDS: &[&str] = &[
     "paused",
     "on_executor_lost",
     "max_takeovers",
+    "stop_grace_secs",
 ];
 /// The fields of a trigger a definition carries.
 const TRIGGER_FIELDS: &[&str] = &[

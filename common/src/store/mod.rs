@@ -12,6 +12,7 @@ pub mod alerts;
 pub mod api_tokens;
 pub mod audit;
 pub mod backfills;
+pub mod checkpoints;
 pub mod cluster;
 pub mod housekeeping;
 pub mod jobs;

@@ -6,8 +6,11 @@ use super::*;
 async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
-    // No takeover: the run B claims later is one queued by this test, not A's run handed over.
-    let job = make_job(&pool, "j", |j| j.on_executor_lost = OnExecutorLost::Fail).await;
+    // B runs a new run of the job, not a takeover of A's (those are tested in reaping).
+    let job = make_job(&pool, "j", |j| {
+        j.on_executor_lost = probactr_common::model::OnExecutorLost::Fail;
+    })
+    .await;
     let (run1, fence1) = running_exclusive(&pool, job.id, a).await;
     assert_eq!(fence1, 1);
     let before = run(&pool, run1.id).await;
@@ -129,4 +132,71 @@ async fn wrong_executor_wrong_fence_and_reaped_runs_are_fenced(pool: PgPool) {
         .expect("finish");
     assert_eq!(after_reap.write, Write::Fenced, "a reaped run's end is refused");
     assert_eq!(run(&pool, run1.id).await, abandoned);
+}
+
+/// A checkpoint is saved only by the running attempt under its fence, belongs to the
+/// chain of its instant (the takeover reads and replaces it), and a reaped attempt's
+/// late save changes nothing.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn checkpoints_are_fenced_and_follow_the_takeover(pool: PgPool) {
+    use probactr_common::store::checkpoints;
+    let a = make_executor(&pool).await;
+    let b = make_executor(&pool).await;
+    let job = make_job(&pool, "daily", |_| {}).await;
+    let (first, fence1) = running_exclusive(&pool, job.id, a).await;
+    assert_eq!(checkpoints::load(&pool, first.id).await.unwrap(), None);
+
+    let save = |run_id, executor, fence, data: &'static [u8]| {
+        let pool = pool.clone();
+        async move {
+            checkpoints::save(&pool, run_id, executor, fence, data)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(save(first.id, a, Some(fence1), b"step 3").await, Write::Stored);
+    assert_eq!(save(first.id, b, Some(fence1), b"not b's").await, Write::Fenced);
+    assert_eq!(
+        save(first.id, a, Some(fence1 + 1), b"wrong fence").await,
+        Write::Fenced
+    );
+    assert_eq!(save(first.id, a, Some(fence1), b"step 4").await, Write::Stored);
+    let info = checkpoints::info(&pool, first.id).await.unwrap().unwrap();
+    assert_eq!((info.bytes, info.run_id), (6, first.id));
+
+    // The executor dies: the run is abandoned and taken over by the next attempt.
+    assert!(processes::set_state(&pool, a, ProcessState::Dead).await.unwrap());
+    let reaped = runs::abandon_orphans(&pool).await.unwrap();
+    let takeover = reaped[0].retry_run_id.expect("taken over");
+    assert_eq!(save(first.id, a, Some(fence1), b"too late").await, Write::Fenced);
+    let claimed = runs::claim_queued(&pool, b, 1).await.unwrap();
+    assert_eq!(claimed[0].id, takeover);
+    let Start::Started { fence: Some(fence2) } =
+        runs::start(&pool, &start_request(&claimed[0], b, true, true))
+            .await
+            .unwrap()
+    else {
+        panic!("the takeover starts")
+    };
+    let restored = checkpoints::load(&pool, first.id).await.unwrap().unwrap();
+    assert_eq!(
+        (restored.data.as_slice(), restored.run_id),
+        (&b"step 4"[..], first.id)
+    );
+    assert_eq!(save(takeover, b, Some(fence2), b"step 9").await, Write::Stored);
+    let last = checkpoints::load(&pool, first.id).await.unwrap().unwrap();
+    assert_eq!((last.data.as_slice(), last.run_id), (&b"step 9"[..], takeover));
+
+    // Kept after the chain ends, until retention.
+    runs::finish(&pool, takeover, b, Some(fence2), &ended(RunState::Succeeded))
+        .await
+        .unwrap();
+    assert_eq!(
+        checkpoints::prune(&pool, Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(checkpoints::info(&pool, first.id).await.unwrap().is_some());
+    assert_eq!(checkpoints::prune(&pool, Duration::ZERO).await.unwrap(), 1);
 }

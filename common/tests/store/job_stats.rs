@@ -145,11 +145,11 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
     assert_eq!(stats_counts(&pool, job.id).await, (5, 1, 1, 2, 1));
 
     // Grouped finish over runs of two jobs, with one fenced-off ending in the group.
-    // p hands no run over on a reap, so the claims below take only the runs they queue.
     let p = make_job(&pool, "p", |j| {
         j.parallel = true;
         j.max_concurrency = Some(10);
-        j.on_executor_lost = OnExecutorLost::Fail;
+        // Its reaped run is not taken over: the claims below take the runs they queue.
+        j.on_executor_lost = probactr_common::model::OnExecutorLost::Fail;
     })
     .await;
     let q = make_job(&pool, "q", |j| {

@@ -11,9 +11,17 @@
 //! - [`Ending::Failed`]: anything else the job itself decided (a non-zero exit, a killing
 //!   signal it did not get from us, a rejected status, a refused address, a program that
 //!   cannot start).
-//! - [`Ending::TimedOut`]: the timeout elapsed; the job was killed or the request aborted.
-//! - [`Ending::Stopped`]: the caller's stop token fired (cancellation, the stop point
-//!   after a lost lease, a drain that ran out of time); the job was killed at once.
+//! - [`Ending::TimedOut`]: the timeout elapsed; the job was stopped or the request aborted.
+//! - [`Ending::Stopped`]: the caller asked it to stop ([`Stop`]: cancellation, the stop
+//!   point after a lost lease, a drain that ran out of time).
+//!
+//! # Stopping
+//!
+//! A program that must stop (a timeout or [`Stop::asked`]) gets SIGTERM on its process
+//! group and [`Limits::stop_grace`] to end cleanly (write its checkpoint, flush its
+//! output), then SIGKILL. Its exit code, when it exited within the grace, is kept.
+//! [`Stop::forced`] skips the grace: the executor can no longer prove it is alive, so
+//! another executor may be running the run already. Requests and built-ins end at once.
 //!
 //! # Identity
 //!
@@ -24,7 +32,7 @@
 //! `PROBACTR_FENCE` in its environment; an HTTP job gets the same values as
 //! `X-Probactr-Run-Id`, … request headers. Values that do not apply (no trigger for a
 //! run-now, no fence for an unlocked job) are empty strings, so a job can always read
-//! them.
+//! them. A shell job also gets `PROBACTR_CHECKPOINT_FILE` (see [`crate::checkpoint`]).
 
 mod builtin;
 mod http;
@@ -41,8 +49,29 @@ pub use self::http::{HttpPolicy, HttpRunner, Refusal};
 pub use self::output::{TailBuffer, DEFAULT_OUTPUT_LIMIT};
 pub use self::shell::inherit_environment;
 
-/// How long a timed-out program gets between SIGTERM and SIGKILL, by default.
-pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long a program that must stop gets between SIGTERM and SIGKILL, by default (a
+/// job's `stop_grace_secs` says otherwise).
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How the caller ends a job early.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    /// Asks the job to stop: a program gets SIGTERM, then SIGKILL after its grace.
+    pub asked: CancellationToken,
+    /// Ends the job at once (SIGKILL), during the grace too. Whoever cancels it cancels
+    /// `asked` as well.
+    pub forced: CancellationToken,
+}
+
+impl From<CancellationToken> for Stop {
+    /// A stop that is only ever asked for.
+    fn from(asked: CancellationToken) -> Stop {
+        Stop {
+            asked,
+            forced: CancellationToken::new(),
+        }
+    }
+}
 
 /// Who an attempt is: passed to the job as environment variables or request headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +88,8 @@ pub struct JobContext {
     pub attempt: i32,
     /// The fencing token of the lock it runs under; `None` without a lock.
     pub fence: Option<i64>,
+    /// The file a shell job may write its checkpoint to; `None`: no checkpoints.
+    pub checkpoint_file: Option<std::path::PathBuf>,
 }
 
 impl JobContext {
@@ -87,8 +118,8 @@ pub struct Limits {
     pub timeout: Duration,
     /// How many bytes of output (or response body) to keep: the last ones.
     pub output_bytes: usize,
-    /// How long a timed-out program gets after SIGTERM before SIGKILL.
-    pub kill_grace: Duration,
+    /// How long a program that must stop gets after SIGTERM before SIGKILL.
+    pub stop_grace: Duration,
 }
 
 impl Limits {
@@ -97,7 +128,7 @@ impl Limits {
         Limits {
             timeout,
             output_bytes: DEFAULT_OUTPUT_LIMIT,
-            kill_grace: DEFAULT_KILL_GRACE,
+            stop_grace: DEFAULT_STOP_GRACE,
         }
     }
 }
@@ -109,9 +140,9 @@ pub enum Ending {
     Succeeded,
     /// The job failed (see [`Execution::error`], the exit code or the HTTP status).
     Failed,
-    /// The timeout elapsed and the job was killed or the request aborted.
+    /// The timeout elapsed and the job was stopped or the request aborted.
     TimedOut,
-    /// The stop token fired and the job was killed or the request aborted.
+    /// The caller stopped it, and it was stopped or the request aborted.
     Stopped,
 }
 
@@ -168,28 +199,32 @@ pub async fn execute(
     spec: &JobSpec,
     ctx: &JobContext,
     timeout: Duration,
-    stop: CancellationToken,
+    stop: impl Into<Stop>,
     http: &HttpRunner,
 ) -> Execution {
     execute_with(spec, ctx, &Limits::new(timeout), stop, http).await
 }
 
-/// [`execute`] with explicit bounds (output size, kill grace).
+/// [`execute`] with explicit bounds (output size, stop grace).
 pub async fn execute_with(
     spec: &JobSpec,
     ctx: &JobContext,
     limits: &Limits,
-    stop: CancellationToken,
+    stop: impl Into<Stop>,
     http: &HttpRunner,
 ) -> Execution {
-    if stop.is_cancelled() {
+    let stop = stop.into();
+    if stop.asked.is_cancelled() || stop.forced.is_cancelled() {
         return Execution::ended(Ending::Stopped).with_error("stopped before it started");
     }
+    // Requests and built-ins have nothing to clean up: being asked ends them at once.
     match spec {
         JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop).await,
-        JobSpec::Http(spec) => http.run(spec, ctx, limits, &stop).await,
+        JobSpec::Http(spec) => http.run(spec, ctx, limits, &stop.asked).await,
         JobSpec::Noop => builtin::noop(),
-        JobSpec::Sleep { millis } => builtin::sleep(Duration::from_millis(*millis), limits, &stop).await,
+        JobSpec::Sleep { millis } => {
+            builtin::sleep(Duration::from_millis(*millis), limits, &stop.asked).await
+        }
     }
 }
 
@@ -217,6 +252,7 @@ mod tests {
             scheduled_at: Utc.with_ymd_and_hms(2030, 1, 2, 3, 4, 5).unwrap(),
             attempt: 2,
             fence: Some(41),
+            checkpoint_file: None,
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

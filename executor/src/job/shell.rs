@@ -17,11 +17,14 @@
 //! everything it forks stays in that group unless it deliberately leaves it (`setsid`,
 //! as daemons do). Signals then go to the whole group with `killpg`:
 //!
-//! - timeout: SIGTERM to the group, then SIGKILL after a grace ([`super::Limits::kill_grace`],
-//!   2 s by default) if the leader is still alive;
-//! - stop (cancellation, the stop point after a lost lease, the end of a drain): SIGKILL
-//!   to the group at once, because a stop must take effect well within a second and
-//!   a stop point exists precisely because another attempt may already be running;
+//! - timeout, or a stop asked for (cancellation, the stop point after a lost lease, the
+//!   end of a drain): SIGTERM to the group, then SIGKILL after the job's grace
+//!   ([`super::Limits::stop_grace`], its `stop_grace_secs`, 10 s by default) if the
+//!   leader is still alive. A job that traps SIGTERM can save its checkpoint and exit;
+//!   its exit code is kept. While the leader ends, the grace is over for the group:
+//!   whatever it left behind is killed;
+//! - a forced stop (the executor cannot prove it is alive, so another executor may be
+//!   running the run already): SIGKILL at once, during a grace too;
 //! - the program exited on its own: SIGKILL to whatever is left in its group. A run's
 //!   processes end with the run; work that must outlive a run belongs in a service,
 //!   not in a job. (Between the leader's exit and this kill, the kernel keeps its pid
@@ -73,9 +76,8 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 
-use super::{timed_out_error, Ending, Execution, JobContext, Limits, TailBuffer, STOPPED_ERROR};
+use super::{timed_out_error, Ending, Execution, JobContext, Limits, Stop, TailBuffer, STOPPED_ERROR};
 
 /// How long output is still read after the run ended.
 const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
@@ -84,12 +86,7 @@ const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
 const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
 
 /// Runs a shell job.
-pub(super) async fn run(
-    spec: &ShellSpec,
-    ctx: &JobContext,
-    limits: &Limits,
-    stop: &CancellationToken,
-) -> Execution {
+pub(super) async fn run(spec: &ShellSpec, ctx: &JobContext, limits: &Limits, stop: &Stop) -> Execution {
     if let Some(cwd) = &spec.cwd {
         if !Path::new(cwd).is_dir() {
             return Execution::failed(format!(
@@ -180,6 +177,12 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     for (name, value) in ctx.identity() {
         command.env(format!("PROBACTR_{name}"), value);
     }
+    let checkpoint = ctx
+        .checkpoint_file
+        .as_deref()
+        .map(Path::as_os_str)
+        .unwrap_or_default();
+    command.env("PROBACTR_CHECKPOINT_FILE", checkpoint);
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
@@ -191,29 +194,28 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     command
 }
 
-/// Waits for the program to exit, time out or be stopped, and kills its group in the
-/// latter two cases.
-async fn supervise(
-    child: &mut Child,
-    group: &ProcessGroup,
-    limits: &Limits,
-    stop: &CancellationToken,
-) -> Execution {
-    let execution = tokio::select! {
+/// Waits for the program to exit, time out or be stopped; in the latter two cases
+/// stops its group: SIGTERM, the grace, SIGKILL.
+async fn supervise(child: &mut Child, group: &ProcessGroup, limits: &Limits, stop: &Stop) -> Execution {
+    let mut execution = tokio::select! {
         biased;
-        () = stop.cancelled() => Execution::ended(Ending::Stopped).with_error(STOPPED_ERROR),
+        () = stop.forced.cancelled() => Execution::ended(Ending::Stopped).with_error(STOPPED_ERROR),
+        () = stop.asked.cancelled() => Execution::ended(Ending::Stopped).with_error(STOPPED_ERROR),
         status = child.wait() => return exited(status),
         () = tokio::time::sleep(limits.timeout) => {
             Execution::ended(Ending::TimedOut).with_error(timed_out_error(limits.timeout))
         }
     };
-    if execution.ending == Ending::TimedOut {
+    if !stop.forced.is_cancelled() && !limits.stop_grace.is_zero() {
         group.signal(libc::SIGTERM);
         tokio::select! {
             biased;
-            () = stop.cancelled() => {}
-            _ = child.wait() => {}
-            () = tokio::time::sleep(limits.kill_grace) => {}
+            () = stop.forced.cancelled() => {}
+            status = child.wait() => return ended_after_sigterm(execution, status),
+            () = tokio::time::sleep(limits.stop_grace) => {
+                let error = execution.error.take().unwrap_or_default();
+                execution.error = Some(format!("{error}; killed after its {:?} grace", limits.stop_grace));
+            }
         }
     }
     group.signal(libc::SIGKILL);
@@ -223,6 +225,27 @@ async fn supervise(
             "a killed job process was not reaped in time; tokio reaps it later"
         );
     }
+    execution
+}
+
+/// A stopped or timed-out execution whose program ended within its grace: its exit code
+/// is kept, and the error says how it ended.
+fn ended_after_sigterm(mut execution: Execution, status: io::Result<ExitStatus>) -> Execution {
+    let how = match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => {
+                execution.exit_code = Some(code);
+                format!("exited with code {code} after SIGTERM")
+            }
+            (None, Some(signal)) => format!("ended by signal {signal}{}", signal_name(signal)),
+            (None, None) => format!("ended after SIGTERM: {status}"),
+        },
+        Err(err) => format!("lost track of the process after SIGTERM: {err}"),
+    };
+    execution.error = Some(match execution.error.take() {
+        Some(error) => format!("{error}; {how}"),
+        None => how,
+    });
     execution
 }
 

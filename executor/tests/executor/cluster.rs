@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::model::{JobKind, Misfire, Overlap, RunState};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
-use probactr_common::store::{runs, MIGRATOR};
+use probactr_common::store::{checkpoints, runs, MIGRATOR};
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
@@ -511,6 +511,57 @@ async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions,
         "cancel took {:?}",
         asked.elapsed()
     );
+}
+
+/// A cancelled shell job gets SIGTERM and its grace: a job that traps it writes its last
+/// checkpoint and exits 0, and the run ends `cancelled` with that exit code, its output
+/// and the checkpoint written in the trap kept.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn cancel_sends_sigterm_and_keeps_the_clean_exit_and_checkpoint(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let env = fast_env(&url, &unique_prefix("sigterm"));
+    let script = "trap 'echo got TERM; echo saved-in-trap > \"$PROBACTR_CHECKPOINT_FILE\"; exit 0' TERM; \
+                  echo started; echo step-1 > \"$PROBACTR_CHECKPOINT_FILE\"; while :; do sleep 1; done";
+    let mut job = NewJob::new(
+        "trapper",
+        JobKind::Shell,
+        json!({ "program": script, "shell": true }),
+    );
+    job.stop_grace_secs = 60;
+    let job = jobs::insert(&pool, &job).await.unwrap();
+    let run = runs::queue_now(&pool, job.id).await.unwrap();
+    let _executor = executor("executor", &env);
+    eventually(Duration::from_secs(20), "the first checkpoint saved", || async {
+        checkpoints::load(&pool, run.id)
+            .await
+            .unwrap()
+            .filter(|c| c.data == b"step-1\n")
+    })
+    .await;
+    runs::request_cancel(&pool, run.id, "cancelled by test")
+        .await
+        .unwrap();
+    let ended = eventually(Duration::from_secs(30), "the run cancelled", || async {
+        runs::get(&pool, run.id)
+            .await
+            .unwrap()
+            .filter(|r| r.state == RunState::Cancelled)
+    })
+    .await;
+    assert_eq!(ended.exit_code, Some(0), "{ended:?}");
+    let error = ended.error.unwrap_or_default();
+    assert!(error.contains("exited with code 0 after SIGTERM"), "{error}");
+    let output = ended.output.unwrap_or_default();
+    assert!(
+        output.contains("started") && output.contains("got TERM"),
+        "{output}"
+    );
+    let checkpoint = checkpoints::load(&pool, run.id).await.unwrap().unwrap();
+    assert_eq!(checkpoint.data, b"saved-in-trap\n");
+    assert_eq!(checkpoint.run_id, run.id);
 }
 
 /// `PROBACTR_LOG_FORMAT=json` logs one JSON object per line with the run's ids, and

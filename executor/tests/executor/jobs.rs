@@ -12,7 +12,7 @@ use probactr_common::jobspec::FollowRedirects;
 use probactr_common::jobspec::{HttpSpec, JobSpec, ShellSpec};
 use probactr_executor::job::{
     execute, execute_with, output::truncation_marker, Ending, Execution, HttpPolicy, HttpRunner, JobContext,
-    Limits,
+    Limits, Stop,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -30,6 +30,7 @@ fn ctx() -> JobContext {
         scheduled_at: Utc.with_ymd_and_hms(2030, 1, 2, 3, 4, 5).unwrap(),
         attempt: 2,
         fence: Some(44),
+        checkpoint_file: None,
     }
 }
 
@@ -96,6 +97,14 @@ async fn read_pid(path: &Path, within: Duration) -> u32 {
             }
         }
         assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn wait_for_file(path: &Path, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -297,7 +306,7 @@ async fn shell_timeout_escalates_to_sigkill() {
         pidfile.display()
     ));
     let limits = Limits {
-        kill_grace: Duration::from_millis(300),
+        stop_grace: Duration::from_millis(300),
         ..Limits::new(Duration::from_millis(700))
     };
     let started = Instant::now();
@@ -322,15 +331,95 @@ async fn shell_timeout_escalates_to_sigkill() {
     );
 }
 
+/// A stop that is asked for: SIGTERM to the group; a job that traps it saves its state
+/// and exits cleanly within its grace, and its exit code and output are kept.
 #[tokio::test]
-async fn shell_stop_kills_within_a_second() {
+async fn shell_stop_sends_sigterm_and_keeps_the_clean_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let spec = script(&format!(
+        "trap 'echo got TERM; echo step-7 > \"$PROBACTR_CHECKPOINT_FILE\"; exit 0' TERM; \
+         echo working; touch {}; while :; do sleep 1; done",
+        ready.display()
+    ));
+    let checkpoint = dir.path().join("checkpoint");
+    let context = JobContext {
+        checkpoint_file: Some(checkpoint.clone()),
+        ..ctx()
+    };
+    let stop = CancellationToken::new();
+    let job = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let limits = Limits {
+                stop_grace: Duration::from_secs(60),
+                ..Limits::new(Duration::from_secs(120))
+            };
+            execute_with(&JobSpec::Shell(spec), &context, &limits, stop, &runner()).await
+        }
+    });
+    wait_for_file(&ready, Duration::from_secs(30)).await;
+    stop.cancel();
+    let done = job.await.unwrap();
+    assert_eq!(
+        (done.ending, done.exit_code),
+        (Ending::Stopped, Some(0)),
+        "{done:?}"
+    );
+    let error = done.error.as_deref().unwrap();
+    assert!(error.contains("exited with code 0 after SIGTERM"), "{error}");
+    let output = done.output.as_deref().unwrap();
+    assert!(
+        output.contains("working") && output.contains("got TERM"),
+        "{output}"
+    );
+    assert_eq!(std::fs::read_to_string(&checkpoint).unwrap(), "step-7\n");
+}
+
+/// A job that ignores SIGTERM is killed when its grace ends, and the error says so.
+#[tokio::test]
+async fn shell_stop_escalates_to_sigkill_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let spec = script(&format!(
+        "trap '' TERM; sleep 300 & echo $! > {}; while :; do sleep 1; done",
+        pidfile.display()
+    ));
+    let stop = CancellationToken::new();
+    let job = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let limits = Limits {
+                stop_grace: Duration::from_millis(300),
+                ..Limits::new(Duration::from_secs(120))
+            };
+            execute_with(&JobSpec::Shell(spec), &ctx(), &limits, stop, &runner()).await
+        }
+    });
+    let grandchild = read_pid(&pidfile, Duration::from_secs(5)).await;
+    stop.cancel();
+    let done = job.await.unwrap();
+    assert_eq!((done.ending, done.exit_code), (Ending::Stopped, None), "{done:?}");
+    assert!(
+        done.error.as_deref().unwrap().contains("killed after its"),
+        "{done:?}"
+    );
+    assert!(
+        wait_gone(grandchild, Duration::from_secs(10)).await,
+        "grandchild {grandchild} survived the stop"
+    );
+}
+
+/// A forced stop (the executor cannot prove it is alive) kills at once, grace or not.
+#[tokio::test]
+async fn shell_forced_stop_kills_within_a_second() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let spec = script(&format!(
         "trap '' TERM; sleep 300 & echo $! > {}; sleep 300",
         pidfile.display()
     ));
-    let stop = CancellationToken::new();
+    let stop = Stop::default();
     let job = tokio::spawn({
         let stop = stop.clone();
         async move {
@@ -346,7 +435,8 @@ async fn shell_stop_kills_within_a_second() {
     });
     let grandchild = read_pid(&pidfile, Duration::from_secs(5)).await;
     let stopped_at = Instant::now();
-    stop.cancel();
+    stop.forced.cancel();
+    stop.asked.cancel();
     let done = job.await.unwrap();
     assert_eq!(done.ending, Ending::Stopped, "{done:?}");
     assert!(
@@ -437,6 +527,7 @@ async fn shell_jobs_start_from_a_clean_environment() {
             "SCHEDULED_AT",
             "ATTEMPT",
             "FENCE",
+            "CHECKPOINT_FILE",
         ];
         assert!(
             identity.iter().any(|id| name.ends_with(id)),

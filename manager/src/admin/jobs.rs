@@ -102,6 +102,7 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
         ),
         ("on_executor_lost".to_owned(), job.on_executor_lost.to_string()),
         ("max_takeovers".to_owned(), job.max_takeovers.to_string()),
+        ("stop_grace_secs".to_owned(), job.stop_grace_secs.to_string()),
         ("version".to_owned(), job.version.to_string()),
     ]);
     if job.parallel {
@@ -122,6 +123,7 @@ fn default_values() -> HashMap<String, String> {
         ("retry.backoff_secs", "10"),
         ("on_executor_lost", "rerun"),
         ("max_takeovers", "3"),
+        ("stop_grace_secs", "10"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))

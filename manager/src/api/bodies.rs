@@ -68,6 +68,9 @@ pub struct JobFields {
     pub on_executor_lost: Option<OnExecutorLost>,
     /// Takeovers of one run at most (0–100, default 3).
     pub max_takeovers: Option<i32>,
+    /// When an executor must stop a run (cancel, timeout, lost lock, drain deadline), the
+    /// seconds between SIGTERM to its process group and SIGKILL (0–3600, default 10).
+    pub stop_grace_secs: Option<i32>,
 }
 
 /// A job's retry policy as sent.

@@ -17,6 +17,8 @@ pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
 pub const MAX_ATTEMPTS: i64 = 100;
 /// The most takeovers a job may allow.
 pub const MAX_TAKEOVERS: i64 = 100;
+/// The longest grace between SIGTERM and SIGKILL, in seconds (an hour).
+pub const MAX_STOP_GRACE_SECS: i64 = 3600;
 /// The longest retry backoff, in seconds (a week).
 pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 
@@ -52,6 +54,8 @@ pub struct JobDraft {
     pub on_executor_lost: Given<OnExecutorLost>,
     /// How many times a run is taken over at most.
     pub max_takeovers: Given<i64>,
+    /// Seconds between SIGTERM and SIGKILL when an executor stops a run.
+    pub stop_grace_secs: Given<i64>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -89,6 +93,7 @@ impl JobDraft {
             managed_by: input.text("managed_by"),
             on_executor_lost: input.choice("on_executor_lost"),
             max_takeovers: input.int("max_takeovers", i64::MIN, i64::MAX),
+            stop_grace_secs: input.int("stop_grace_secs", i64::MIN, i64::MAX),
             ..JobDraft::default()
         };
         match input.object("retry") {
@@ -192,6 +197,10 @@ impl JobDraft {
         if let Some(takeovers) = takeovers.and_then(|t| checks.within("max_takeovers", t, 0, MAX_TAKEOVERS)) {
             job.max_takeovers = takeovers as i32;
         }
+        let grace = checks.not_null("stop_grace_secs", self.stop_grace_secs);
+        if let Some(grace) = grace.and_then(|g| checks.within("stop_grace_secs", g, 0, MAX_STOP_GRACE_SECS)) {
+            job.stop_grace_secs = grace as i32;
+        }
         if kind.is_some() {
             match JobSpec::parse(job.kind, &job.spec) {
                 Ok(spec) => job.spec = spec.to_json(),
@@ -241,6 +250,7 @@ fn definition_of(job: &Job) -> NewJob {
         managed_by: job.managed_by.clone(),
         on_executor_lost: job.on_executor_lost,
         max_takeovers: job.max_takeovers,
+        stop_grace_secs: job.stop_grace_secs,
     }
 }
 

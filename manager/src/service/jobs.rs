@@ -87,6 +87,8 @@ pub struct JobView {
     pub on_executor_lost: OnExecutorLost,
     /// How many times a run is taken over at most.
     pub max_takeovers: i32,
+    /// Seconds between SIGTERM and SIGKILL when an executor stops a run.
+    pub stop_grace_secs: i32,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -118,6 +120,7 @@ impl From<JobRow> for JobView {
             managed_by: job.managed_by,
             on_executor_lost: job.on_executor_lost,
             max_takeovers: job.max_takeovers,
+            stop_grace_secs: job.stop_grace_secs,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,

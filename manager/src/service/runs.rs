@@ -3,6 +3,7 @@
 use probactr_common::model::{Run, RunState};
 use probactr_common::store;
 use probactr_common::store::audit::Change;
+use probactr_common::store::checkpoints::CheckpointInfo;
 use probactr_common::store::runs::history::{RunFilter, RunSummary};
 use serde::Serialize;
 use serde_json::json;
@@ -58,6 +59,9 @@ pub struct RunView {
     pub output: Option<String>,
     /// Whether the output lost its beginning.
     pub output_truncated: bool,
+    /// The last checkpoint a shell job of its instant saved (this attempt or an earlier
+    /// one): its size and age; null when none was saved.
+    pub checkpoint: Option<CheckpointInfo>,
 }
 
 impl From<Run> for RunView {
@@ -83,16 +87,22 @@ impl From<Run> for RunView {
             error: run.error,
             output: run.output,
             output_truncated: run.output_truncated,
+            checkpoint: None,
         }
     }
 }
 
-/// One run, output included.
+/// One run, output and checkpoint included.
 pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
-    store::runs::get(&state.pool, id)
+    let run = store::runs::get(&state.pool, id)
         .await?
-        .map(RunView::from)
-        .ok_or_else(|| ApiError::not_found("run", id))
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    let chain_id = run.first_run_id.unwrap_or(run.id);
+    let checkpoint = store::checkpoints::info(&state.pool, chain_id).await?;
+    Ok(RunView {
+        checkpoint,
+        ..RunView::from(run)
+    })
 }
 
 /// A page of runs, newest first.

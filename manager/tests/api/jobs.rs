@@ -96,6 +96,14 @@ async fn job_validation_names_each_field_and_changes_nothing(pool: PgPool) {
             "max_concurrency",
         ),
         (
+            json!({"name": "a", "kind": "shell", "spec": {"program": "true"}, "stop_grace_secs": 3601}),
+            "stop_grace_secs",
+        ),
+        (
+            json!({"name": "a", "kind": "shell", "spec": {"program": "true"}, "stop_grace_secs": -1}),
+            "stop_grace_secs",
+        ),
+        (
             json!({"name": "a", "kind": "noop", "retry": {"max_attempts": 0}}),
             "retry.max_attempts",
         ),
@@ -532,4 +540,66 @@ async fn run_now_on_a_paused_job_says_why_not_and_queues_nothing(pool: PgPool) {
     assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
     assert!(reply.text.contains("nightly is paused"), "{}", reply.text);
     assert_eq!(app.count("runs").await, 0);
+}
+
+/// A job's stop grace defaults to 10 s and can be changed; a run answers with the size
+/// and age of its instant's last checkpoint (null while none was saved), for every
+/// attempt of the chain.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn stop_grace_and_the_checkpoint_of_a_run(pool: PgPool) {
+    use probactr_common::store::{checkpoints, processes, runs};
+    let app = TestApp::new(pool.clone());
+    let admin = app.admin().await;
+    let created = app
+        .job(
+            &admin,
+            json!({"name": "daily", "kind": "shell", "spec": {"program": "true"}}),
+        )
+        .await;
+    assert_eq!(created["stop_grace_secs"], 10);
+    let id = created["id"].as_i64().unwrap();
+    let patched = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": 1, "stop_grace_secs": 120}),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
+    assert_eq!(patched.body["stop_grace_secs"], 120);
+
+    let queued = runs::queue_now(&pool, id).await.unwrap();
+    let read = app.get(&format!("/api/v1/runs/{}", queued.id), &admin).await;
+    assert_eq!(read.body["checkpoint"], Value::Null, "{}", read.text);
+
+    let mut who = processes::Registration::this_process(ProcessRole::Executor, 4);
+    who.id = uuid::Uuid::new_v4();
+    processes::register(&pool, &who).await.unwrap();
+    let claimed = runs::claim_queued(&pool, who.id, 1).await.unwrap();
+    let request = runs::StartRequest {
+        run_id: claimed[0].id,
+        job_id: id,
+        executor_id: who.id,
+        exclusive: true,
+        fenced: true,
+        lock_token: Some("token"),
+    };
+    let runs::Start::Started { fence } = runs::start(&pool, &request).await.unwrap() else {
+        panic!("started")
+    };
+    let saved = checkpoints::save(&pool, queued.id, who.id, fence, b"step 12 of 40")
+        .await
+        .unwrap();
+    assert_eq!(saved, probactr_common::fence::Write::Stored);
+    let read = app.get(&format!("/api/v1/runs/{}", queued.id), &admin).await;
+    let checkpoint = &read.body["checkpoint"];
+    assert_eq!(checkpoint["bytes"], 13, "{}", read.text);
+    assert_eq!(checkpoint["run_id"], queued.id);
+    assert!(checkpoint["age_secs"].as_i64().unwrap() >= 0);
+    assert!(checkpoint["saved_at"].is_string());
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/runs/{}", queued.id), &browser.cookie).await;
+    assert!(page.text.contains("13 bytes, saved"), "{}", page.text);
+    let job_page = app.page(&format!("/jobs/{id}"), &browser.cookie).await;
+    assert!(job_page.text.contains("120 s between SIGTERM and SIGKILL"));
 }

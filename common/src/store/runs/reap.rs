@@ -58,14 +58,14 @@ pub async fn requeue_stale_claims(
     .await?)
 }
 
-/// Asks the executors of runs running longer than their job's timeout plus `grace` to
-/// stop them. Returns the runs flagged now.
+/// Asks the executors of runs running longer than their job's timeout plus its stop grace
+/// (the executor's own SIGTERM to SIGKILL) plus `grace` to stop them. Returns the runs flagged now.
 pub async fn flag_overdue(db: impl PgExecutor<'_>, grace: Duration) -> Result<Vec<i64>, StoreError> {
     Ok(sqlx::query_scalar!(
         "UPDATE runs SET cancel_requested_at = now(), reason = 'overdue: still running past its timeout'
          FROM jobs
          WHERE jobs.id = runs.job_id AND runs.state = 'running' AND runs.cancel_requested_at IS NULL
-           AND runs.started_at < now() - make_interval(secs => jobs.timeout_secs + $1::float8)
+           AND runs.started_at < now() - make_interval(secs => jobs.timeout_secs + jobs.stop_grace_secs + $1::float8)
          RETURNING runs.id",
         grace.as_secs_f64()
     )
@@ -73,8 +73,8 @@ pub async fn flag_overdue(db: impl PgExecutor<'_>, grace: Duration) -> Result<Ve
     .await?)
 }
 
-/// Abandons running runs whose stop was requested more than `grace` ago and that are
-/// still running (their executor is alive but does not stop them).
+/// Abandons running runs whose stop was requested more than `grace` plus their job's stop
+/// grace ago and that are still running (their executor is alive but does not stop them).
 pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<Vec<EndedRun>, StoreError> {
     Ok(sqlx::query_file_as!(
         EndedRun,

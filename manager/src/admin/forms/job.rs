@@ -26,6 +26,7 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "retry.backoff_secs",
     "on_executor_lost",
     "max_takeovers",
+    "stop_grace_secs",
     "paused",
     "spec.program",
     "spec.args",
@@ -64,6 +65,7 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         managed_by: None,
         on_executor_lost: form.choice("on_executor_lost", &mut problems),
         max_takeovers: form.whole_if_filled("max_takeovers", &mut problems),
+        stop_grace_secs: form.whole_if_filled("stop_grace_secs", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

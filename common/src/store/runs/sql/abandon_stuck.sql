@@ -1,10 +1,11 @@
--- Abandons running runs whose stop was requested more than $1 seconds ago, and queues
--- their retries.
+-- Abandons running runs whose stop was requested more than $1 seconds plus their job's
+-- stop grace (SIGTERM to SIGKILL) ago, and queues their retries.
 -- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
 -- an ended run (`ended`), which the statements after read like rows of `runs`.
 WITH gone AS (
-     DELETE FROM runs_live AS runs
-     WHERE state = 'running' AND cancel_requested_at < now() - make_interval(secs => $1)
+     DELETE FROM runs_live AS runs USING jobs
+     WHERE jobs.id = runs.job_id AND runs.state = 'running'
+       AND runs.cancel_requested_at < now() - make_interval(secs => $1::float8 + jobs.stop_grace_secs)
      RETURNING runs.*),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)

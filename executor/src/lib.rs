@@ -18,6 +18,7 @@
 pub mod attempt;
 pub mod claiming;
 pub mod firing;
+pub mod inputs;
 pub mod job;
 pub mod job_cache;
 pub mod liveness;

@@ -59,6 +59,10 @@ pub struct JobContext {
     pub attempt: i32,
     /// The fencing token of the lock it runs under; `None` without a lock.
     pub fence: Option<i64>,
+    /// What the run was given, as (name suffix, value) pairs a shell job gets as
+    /// `PROBACTR_<suffix>`: `PARAMS`, `PARAM_<KEY>`, `PARENT_RUN_ID`, `UPSTREAM`,
+    /// `OUTPUT_FILE`, … (see [`crate::inputs`]).
+    pub inputs: Vec<(String, String)>,
 }
 
 impl JobContext {
@@ -217,6 +221,7 @@ mod tests {
             scheduled_at: Utc.with_ymd_and_hms(2030, 1, 2, 3, 4, 5).unwrap(),
             attempt: 2,
             fence: Some(41),
+            inputs: Vec::new(),
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

@@ -180,6 +180,9 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     for (name, value) in ctx.identity() {
         command.env(format!("PROBACTR_{name}"), value);
     }
+    for (name, value) in &ctx.inputs {
+        command.env(format!("PROBACTR_{name}"), value);
+    }
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }

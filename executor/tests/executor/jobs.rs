@@ -30,6 +30,7 @@ fn ctx() -> JobContext {
         scheduled_at: Utc.with_ymd_and_hms(2030, 1, 2, 3, 4, 5).unwrap(),
         attempt: 2,
         fence: Some(44),
+        inputs: Vec::new(),
     }
 }
 

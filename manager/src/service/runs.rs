@@ -58,6 +58,12 @@ pub struct RunView {
     pub output: Option<String>,
     /// Whether the output lost its beginning.
     pub output_truncated: bool,
+    /// Its parameters: its trigger's defaults merged under its own (`{}` for none).
+    #[schema(value_type = Object)]
+    pub params: serde_json::Value,
+    /// What it wrote to `PROBACTR_OUTPUT_FILE`, when it wrote a JSON object.
+    #[schema(value_type = Option<Object>)]
+    pub step_output: Option<serde_json::Value>,
 }
 
 impl From<Run> for RunView {
@@ -83,16 +89,25 @@ impl From<Run> for RunView {
             error: run.error,
             output: run.output,
             output_truncated: run.output_truncated,
+            params: json!({}),
+            step_output: None,
         }
     }
 }
 
-/// One run, output included.
+/// One run, output, parameters and output file included.
 pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
-    store::runs::get(&state.pool, id)
+    let run = store::runs::get(&state.pool, id)
         .await?
-        .map(RunView::from)
-        .ok_or_else(|| ApiError::not_found("run", id))
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    let chain_id = run.first_run_id.unwrap_or(run.id);
+    let params = store::run_inputs::params_of(&state.pool, chain_id, run.trigger_id).await?;
+    let step_output = store::run_inputs::output_of(&state.pool, id).await?;
+    Ok(RunView {
+        params,
+        step_output,
+        ..RunView::from(run)
+    })
 }
 
 /// A page of runs, newest first.

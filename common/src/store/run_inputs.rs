@@ -130,19 +130,16 @@ pub async fn output_of(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Va
     )
 }
 
-/// Deletes the inputs and outputs of runs queued before the retention cutoff (their runs
-/// are gone with the history); returns how many rows went.
-pub async fn delete_older_than(
-    db: impl PgExecutor<'_>,
-    cutoff: chrono::DateTime<chrono::Utc>,
-) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
-        "WITH inputs AS (DELETE FROM run_inputs WHERE created_at < $1 RETURNING 1),
-              outputs AS (DELETE FROM run_outputs WHERE created_at < $1 RETURNING 1)
-         SELECT (SELECT count(*) FROM inputs) + (SELECT count(*) FROM outputs) AS gone",
-        cutoff
+/// Deletes the inputs and outputs older than `retention_secs` (their runs went with the
+/// history); returns how many rows went.
+pub async fn prune(db: impl PgExecutor<'_>, retention_secs: f64) -> Result<u64, StoreError> {
+    let done = sqlx::query_scalar!(
+        r#"WITH inputs AS (DELETE FROM run_inputs WHERE created_at < now() - make_interval(secs => $1) RETURNING 1),
+                outputs AS (DELETE FROM run_outputs WHERE created_at < now() - make_interval(secs => $1) RETURNING 1)
+           SELECT (SELECT count(*) FROM inputs) + (SELECT count(*) FROM outputs) AS "gone!""#,
+        retention_secs
     )
     .fetch_one(db)
     .await?;
-    Ok(done.gone.unwrap_or(0) as u64)
+    Ok(u64::try_from(done).unwrap_or(0))
 }

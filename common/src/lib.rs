@@ -35,6 +35,7 @@ pub mod secrets;
 pub mod shutdown;
 pub mod store;
 pub mod telemetry;
+pub mod template;
 
 /// The version every process reports (registration rows, `--version`, logs).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -34,9 +34,9 @@ use uuid::Uuid;
 use crate::checkpoint::{self, Checkpointer};
 use crate::job::{self, Ending, Execution, JobContext, Limits};
 use crate::registry::{StopHandle, StopReason};
-use crate::secrets;
 use crate::slot::Slot;
 use crate::Shared;
+use crate::{inputs, secrets};
 
 /// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
 /// wakes the claim loop.
@@ -103,6 +103,11 @@ impl Attempt<'_> {
             Ok(resolved) => (resolved.spec, resolved.values),
             Err(why) => return self.refuse(started_at_claim, &why).await,
         };
+        let prepared = match inputs::prepare(&self.shared.pool, &self.run, spec).await {
+            Ok(prepared) => prepared,
+            Err(why) => return self.refuse(started_at_claim, &why).await,
+        };
+        let (spec, input_env) = (prepared.spec, prepared.env);
         let mut lock_asked_at = tokio::time::Instant::now();
         let (lease, fence) = if started_at_claim {
             (None, None)
@@ -161,7 +166,7 @@ impl Attempt<'_> {
                 job_ended.clone(),
             )
         });
-        let mut context = self.context(fence);
+        let mut context = self.context(fence, input_env);
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
         let limits = Limits {
             stop_grace: self.stop_grace(),
@@ -180,6 +185,9 @@ impl Attempt<'_> {
         }
         drop(process);
         self.slot.release_execution(self.shared);
+        if let Some(path) = &prepared.output_file {
+            inputs::keep_output(&self.shared.pool, self.run.id, path).await;
+        }
         let mut finish = describe_end(&execution, &handle, self.job.timeout_secs);
         if !secret_values.is_empty() {
             // A job may print what it was given: its secrets never reach the history.
@@ -211,7 +219,7 @@ impl Attempt<'_> {
         }
     }
 
-    fn context(&self, fence: Option<i64>) -> JobContext {
+    fn context(&self, fence: Option<i64>, inputs: Vec<(String, String)>) -> JobContext {
         JobContext {
             run_id: self.run.id,
             job_id: self.job.id,
@@ -220,6 +228,7 @@ impl Attempt<'_> {
             attempt: self.run.attempt,
             fence,
             checkpoint_file: None,
+            inputs,
         }
     }
 

@@ -19,6 +19,7 @@ pub mod attempt;
 pub mod checkpoint;
 pub mod claiming;
 pub mod firing;
+pub mod inputs;
 pub mod job;
 pub mod job_cache;
 pub mod liveness;

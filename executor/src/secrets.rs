@@ -81,7 +81,13 @@ fn referenced(spec: &JobSpec) -> Vec<String> {
 }
 
 fn substituted(spec: JobSpec, value_of: &dyn Fn(&str) -> Option<String>) -> JobSpec {
-    let fill = |text: &str| secrets::substitute(text, value_of);
+    map_texts(spec, &|text| secrets::substitute(text, value_of))
+}
+
+/// `spec` with `fill` applied to every text a reference may stand in (shell arguments
+/// and environment values, HTTP URL, header values and body), for secrets and inputs
+/// ([`crate::inputs`]) alike.
+pub fn map_texts(spec: JobSpec, fill: &dyn Fn(&str) -> String) -> JobSpec {
     match spec {
         JobSpec::Shell(mut shell) => {
             shell.args = shell.args.iter().map(|arg| fill(arg)).collect();

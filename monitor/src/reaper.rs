@@ -18,6 +18,7 @@ use std::time::Duration;
 use probactr_common::lock::Lease;
 use probactr_common::store::alerts::notifications;
 use probactr_common::store::housekeeping;
+use probactr_common::store::run_inputs;
 use probactr_common::store::runs::{self, EndedRun};
 use probactr_common::store::{checkpoints, processes, StoreError};
 
@@ -183,6 +184,7 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     pruned += housekeeping::prune_records(&monitor.pool, retention).await?;
     pruned += notifications::purge(&monitor.pool, retention.as_secs_f64()).await?;
     pruned += checkpoints::prune(&monitor.pool, retention).await?;
+    pruned += run_inputs::prune(&monitor.pool, retention.as_secs_f64()).await?;
     if pruned > 0 {
         tracing::info!(pruned, "history past retention deleted");
     }

@@ -31,6 +31,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod infra;
+#[path = "faults/workflows.rs"]
+mod workflows;
 
 use probactr_testkit as support;
 

@@ -18,11 +18,13 @@ pub mod housekeeping;
 pub mod jobs;
 pub mod login_failures;
 pub mod processes;
+pub mod run_inputs;
 pub mod runs;
 pub mod secrets;
 pub mod sessions;
 pub mod triggers;
 pub mod users;
+pub mod workflows;
 
 use std::time::Duration;
 

@@ -90,6 +90,10 @@ pub struct JobContext {
     pub fence: Option<i64>,
     /// The file a shell job may write its checkpoint to; `None`: no checkpoints.
     pub checkpoint_file: Option<std::path::PathBuf>,
+    /// What the run was given, as (name suffix, value) pairs a shell job gets as
+    /// `PROBACTR_<suffix>`: `PARAMS`, `PARAM_<KEY>`, `PARENT_RUN_ID`, `UPSTREAM`,
+    /// `OUTPUT_FILE`, … (see [`crate::inputs`]).
+    pub inputs: Vec<(String, String)>,
 }
 
 impl JobContext {
@@ -253,6 +257,7 @@ mod tests {
             attempt: 2,
             fence: Some(41),
             checkpoint_file: None,
+            inputs: Vec::new(),
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

@@ -183,6 +183,9 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
         .map(Path::as_os_str)
         .unwrap_or_default();
     command.env("PROBACTR_CHECKPOINT_FILE", checkpoint);
+    for (name, value) in &ctx.inputs {
+        command.env(format!("PROBACTR_{name}"), value);
+    }
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }

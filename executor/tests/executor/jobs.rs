@@ -31,6 +31,7 @@ fn ctx() -> JobContext {
         attempt: 2,
         fence: Some(44),
         checkpoint_file: None,
+        inputs: Vec::new(),
     }
 }
 

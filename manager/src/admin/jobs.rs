@@ -330,7 +330,8 @@ pub async fn run_now(
     form: FormData,
 ) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
-    let run_id = jobs::run_now(&state, &user.0, id).await?;
+    let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
+    let run_id = jobs::run_now(&state, &user.0, id, &params).await?;
     Ok(Redirect::to(&format!("/runs/{run_id}")))
 }
 

@@ -287,6 +287,43 @@ pub struct RunQueued {
     pub run_id: i64,
 }
 
+/// `POST /api/v1/jobs/{id}/run` (the body is optional).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunNowBody {
+    /// The run's parameters, a JSON object: the job sees them as `PROBACTR_PARAMS`, each
+    /// top-level key as `PROBACTR_PARAM_<KEY>`, and `{{ params.KEY }}` in its definition.
+    #[schema(value_type = Object)]
+    pub params: Option<serde_json::Value>,
+}
+
+/// `POST /api/v1/workflows`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewWorkflowBody {
+    /// Unique, at most 200 characters.
+    pub name: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// The steps: a DAG (no cycles), each name unique.
+    pub steps: Vec<WorkflowStepBody>,
+}
+
+/// One step of `POST /api/v1/workflows`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkflowStepBody {
+    /// 1 to 100 letters, digits, `_` or `-`; unique within the workflow.
+    pub name: String,
+    /// The job it runs.
+    pub job_id: i64,
+    /// The steps that must be done before it starts.
+    pub depends_on: Option<Vec<String>>,
+    /// `all_success` (the default: every upstream step succeeded), `all_done` (they all
+    /// ended, whatever their end) or `any_failed` (one failed); otherwise it is skipped.
+    pub when: Option<String>,
+    /// Parameters of its runs, over the workflow run's.
+    #[schema(value_type = Option<Object>)]
+    pub params: Option<serde_json::Value>,
+}
+
 /// `POST /api/v1/secrets`.
 #[derive(Debug, ToSchema)]
 pub struct NewSecretBody {

@@ -7,7 +7,7 @@ use probactr_common::model::JobKind;
 use probactr_common::store::jobs::JobFilter;
 use serde_json::Value;
 
-use super::bodies::{JobPatchBody, NewJobBody, RunQueued};
+use super::bodies::{JobPatchBody, NewJobBody, RunNowBody, RunQueued};
 use super::Id;
 use crate::auth::Principal;
 use crate::command::{JobDraft, JobPatch};
@@ -154,9 +154,11 @@ pub async fn resume(
     Ok(Json(jobs::set_paused(&state, &who, id, false).await?))
 }
 
-/// Queue a run of the job now (a paused job's run waits until it is resumed).
+/// Queue a run of the job now, optionally with parameters (`{"params": {...}}`, merged over
+/// the defaults of no trigger: a run-now has none). A paused job cannot be run.
 #[utoipa::path(post, path = "/jobs/{id}/run", operation_id = "run_job_now", tag = "jobs",
     params(("id" = i64, Path, description = "The job")),
+    request_body(content = Option<RunNowBody>, description = "Optional: the run's parameters"),
     responses(
         (status = ACCEPTED, description = "Queued; an executor picks it up", body = RunQueued),
         (status = NOT_FOUND, description = "No such job", body = ErrorBody),
@@ -166,7 +168,9 @@ pub async fn run_now(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
+    body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<RunQueued>), ApiError> {
-    let run_id = jobs::run_now(&state, &who, id).await?;
+    let params = jobs::read_params(&String::from_utf8_lossy(&body), true)?;
+    let run_id = jobs::run_now(&state, &who, id, &params).await?;
     Ok((StatusCode::ACCEPTED, Json(RunQueued { run_id })))
 }

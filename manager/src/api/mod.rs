@@ -17,6 +17,7 @@ mod runs;
 mod secrets;
 mod triggers;
 mod users;
+mod workflows;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -81,6 +82,14 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
             alerts::delete_rule
         ))
         .routes(routes!(alerts::notifications))
+        .routes(routes!(workflows::list, workflows::create))
+        .routes(routes!(workflows::get))
+        .routes(routes!(workflows::pause))
+        .routes(routes!(workflows::resume))
+        .routes(routes!(workflows::run_now))
+        .routes(routes!(workflows::get_run))
+        .routes(routes!(workflows::cancel_run))
+        .routes(routes!(workflows::retry_step))
         .routes(routes!(openapi::document))
         .fallback(not_found);
     OpenApiRouter::with_openapi(openapi::skeleton())

@@ -32,6 +32,7 @@ pub fn skeleton() -> OpenApi {
         ("runs", "Each execution and its outcome"),
         ("cluster", "Executors, monitors, status and the audit log"),
         ("users", "Users and API tokens"),
+        ("workflows", "DAGs of jobs: steps, workflow runs, retries"),
         (
             "secrets",
             "Named values jobs reference as {{ secrets.NAME }}; write-only",

@@ -11,6 +11,7 @@
 pub mod alert;
 pub mod job;
 pub mod trigger;
+pub mod workflow;
 
 pub use job::{JobDraft, JobPatch};
 pub use trigger::{TriggerDraft, TriggerPatch};

@@ -326,8 +326,35 @@ pub async fn set_paused(
     get(state, who, id).await
 }
 
-/// Queues a run of a job now; returns the run's id.
-pub async fn run_now(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
+/// Reads run-now parameters: a JSON object given as `{"params": {...}}` (API) or as the
+/// object's text (the admin's params editor); nothing (or blank) means none.
+pub fn read_params(text: &str, wrapped: bool) -> Result<Value, ApiError> {
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|err| {
+        ApiError::field(
+            if wrapped { "body" } else { "params" },
+            format!("not JSON: {err}"),
+        )
+    })?;
+    let params = if wrapped {
+        match value {
+            Value::Object(mut body) => body.remove("params").unwrap_or_else(|| json!({})),
+            _ => return Err(ApiError::field("body", "must be a JSON object")),
+        }
+    } else {
+        value
+    };
+    if !params.is_object() {
+        return Err(ApiError::field("params", "must be a JSON object"));
+    }
+    Ok(params)
+}
+
+/// Queues a run of a job now with `params` (a JSON object, `{}` for none); returns the
+/// run's id.
+pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
     who.require_operator("run jobs")?;
     let mut tx = state.pool.begin().await?;
     let job = store::jobs::get(&mut *tx, id)
@@ -341,12 +368,20 @@ pub async fn run_now(state: &AppState, who: &Principal, id: i64) -> Result<i64, 
         )));
     }
     let run = store::runs::queue_now(&mut *tx, id).await?;
+    let given = params.as_object().is_some_and(|params| !params.is_empty());
+    if given {
+        store::run_inputs::set_params(&mut *tx, run.id, params).await?;
+    }
     let change = Change {
         action: "job.run",
         object_type: "job",
         object_id: Some(id),
         before: None,
-        after: Some(json!({"run_id": run.id})),
+        after: Some(if given {
+            json!({"run_id": run.id, "params": params})
+        } else {
+            json!({"run_id": run.id})
+        }),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;

@@ -13,6 +13,7 @@ pub mod runs;
 pub mod secrets;
 pub mod triggers;
 pub mod users;
+pub mod workflows;
 
 use serde::Serialize;
 

@@ -62,6 +62,12 @@ pub struct RunView {
     /// The last checkpoint a shell job of its instant saved (this attempt or an earlier
     /// one): its size and age; null when none was saved.
     pub checkpoint: Option<CheckpointInfo>,
+    /// Its parameters: its trigger's defaults merged under its own (`{}` for none).
+    #[schema(value_type = Object)]
+    pub params: serde_json::Value,
+    /// What it wrote to `PROBACTR_OUTPUT_FILE`, when it wrote a JSON object.
+    #[schema(value_type = Option<Object>)]
+    pub step_output: Option<serde_json::Value>,
 }
 
 impl From<Run> for RunView {
@@ -88,19 +94,25 @@ impl From<Run> for RunView {
             output: run.output,
             output_truncated: run.output_truncated,
             checkpoint: None,
+            params: json!({}),
+            step_output: None,
         }
     }
 }
 
-/// One run, output and checkpoint included.
+/// One run, output, checkpoint, parameters and output file included.
 pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
     let run = store::runs::get(&state.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
     let chain_id = run.first_run_id.unwrap_or(run.id);
     let checkpoint = store::checkpoints::info(&state.pool, chain_id).await?;
+    let params = store::run_inputs::params_of(&state.pool, chain_id, run.trigger_id).await?;
+    let step_output = store::run_inputs::output_of(&state.pool, id).await?;
     Ok(RunView {
         checkpoint,
+        params,
+        step_output,
         ..RunView::from(run)
     })
 }

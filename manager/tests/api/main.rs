@@ -39,6 +39,7 @@ mod runs_cluster;
 mod startup;
 mod triggers;
 mod users;
+mod workflows;
 
 /// The app over a test database, and helpers to call it.
 struct TestApp {

@@ -32,3 +32,14 @@ pub async fn cancel_requested(db: impl PgExecutor<'_>, executor_id: Uuid) -> Res
     .fetch_all(db)
     .await?)
 }
+
+/// The live (queued, claimed or running) attempts of the chains whose first attempts are
+/// `chain_ids` (cancelling a workflow run cancels its steps' current attempts).
+pub async fn live_attempts_of(db: impl PgExecutor<'_>, chain_ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        "SELECT id FROM runs_live WHERE id = ANY($1) OR first_run_id = ANY($1)",
+        chain_ids
+    )
+    .fetch_all(db)
+    .await?)
+}

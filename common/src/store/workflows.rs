@@ -1,0 +1,370 @@
+//! `workflows`, `workflow_steps`, `workflow_runs` and `workflow_run_steps`: DAGs of jobs
+//! and their runs. A workflow run copies its workflow's steps and starts the steps that
+//! need nothing; from then on it advances in the transaction of each step's last attempt
+//! ending (the trigger `runs_advance` and `probactr_workflow_advance`, in the migration
+//! `2026112505000001_workflows.sql`), so a crash never loses nor doubles a step. The
+//! functions here start runs, retry a step, cancel and read them, each under the workflow
+//! run's row lock, which every advance takes first.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{PgConnection, PgExecutor};
+
+use super::StoreError;
+
+/// A workflow's definition (without its steps).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Workflow {
+    /// Id.
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// A paused workflow starts no new run (runs under way go on).
+    pub paused: bool,
+    /// Bumped by every change.
+    pub version: i64,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One step of a workflow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Step {
+    /// Unique within the workflow.
+    pub name: String,
+    /// The job it runs.
+    pub job_id: i64,
+    /// The steps that must be done first.
+    pub depends_on: Vec<String>,
+    /// `all_success`, `all_done` or `any_failed`: what of its upstream steps it needs.
+    pub when: String,
+    /// Parameters of its runs, over the workflow run's.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub params: Value,
+}
+
+/// A workflow run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowRun {
+    /// Id.
+    pub id: i64,
+    /// Its workflow.
+    pub workflow_id: i64,
+    /// `running`, `succeeded`, `failed` (a step failed) or `cancelled`.
+    pub state: String,
+    /// The parameters every step gets.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub params: Value,
+    /// When it started.
+    pub created_at: DateTime<Utc>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A step of a workflow run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunStep {
+    /// The step.
+    pub name: String,
+    /// Its job.
+    pub job_id: i64,
+    /// Its upstream steps.
+    pub depends_on: Vec<String>,
+    /// What of them it needs.
+    pub when: String,
+    /// `pending`, `running`, `succeeded`, `failed`, `skipped` or `cancelled`.
+    pub state: String,
+    /// The first attempt of its current run.
+    pub run_id: Option<i64>,
+    /// The first attempts of every run it had (a retried step has several).
+    pub run_ids: Vec<i64>,
+    /// What its run wrote to `PROBACTR_OUTPUT_FILE`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub output: Option<Value>,
+    /// When its current run was queued.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// Creates a workflow and its steps (in the caller's transaction).
+pub async fn create(
+    conn: &mut PgConnection,
+    name: &str,
+    description: &str,
+    steps: &[Step],
+) -> Result<Workflow, StoreError> {
+    let workflow = sqlx::query_as!(
+        Workflow,
+        "INSERT INTO workflows (name, description) VALUES ($1, $2)
+         RETURNING id, name, description, paused, version, created_at, updated_at",
+        name,
+        description
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    insert_steps(conn, workflow.id, steps).await?;
+    Ok(workflow)
+}
+
+async fn insert_steps(conn: &mut PgConnection, workflow_id: i64, steps: &[Step]) -> Result<(), StoreError> {
+    for (position, step) in steps.iter().enumerate() {
+        sqlx::query!(
+            "INSERT INTO workflow_steps (workflow_id, name, position, job_id, depends_on, run_when, params)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            workflow_id,
+            step.name,
+            position as i32,
+            step.job_id,
+            &step.depends_on,
+            step.when,
+            step.params
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// One workflow.
+pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Workflow>, StoreError> {
+    Ok(sqlx::query_as!(
+        Workflow,
+        "SELECT id, name, description, paused, version, created_at, updated_at FROM workflows WHERE id = $1",
+        id
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Every workflow, by name.
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Workflow>, StoreError> {
+    Ok(sqlx::query_as!(
+        Workflow,
+        "SELECT id, name, description, paused, version, created_at, updated_at FROM workflows ORDER BY name"
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// A workflow's steps, in their order.
+pub async fn steps(db: impl PgExecutor<'_>, workflow_id: i64) -> Result<Vec<Step>, StoreError> {
+    Ok(sqlx::query_as!(
+        Step,
+        r#"SELECT name, job_id, depends_on, run_when AS "when", params
+           FROM workflow_steps WHERE workflow_id = $1 ORDER BY position"#,
+        workflow_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Pauses or resumes a workflow; None when it does not exist.
+pub async fn set_paused(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    paused: bool,
+) -> Result<Option<Workflow>, StoreError> {
+    Ok(sqlx::query_as!(
+        Workflow,
+        "UPDATE workflows SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
+         RETURNING id, name, description, paused, version, created_at, updated_at",
+        id,
+        paused
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Starts a run of a workflow with `params`: copies its steps and queues the runs of the
+/// steps that need nothing (in the caller's transaction). Returns the workflow run's id.
+pub async fn start_run(conn: &mut PgConnection, workflow_id: i64, params: &Value) -> Result<i64, StoreError> {
+    let id = sqlx::query_scalar!(
+        "INSERT INTO workflow_runs (workflow_id, params) VALUES ($1, $2) RETURNING id",
+        workflow_id,
+        params
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "INSERT INTO workflow_run_steps (workflow_run_id, name, position, job_id, depends_on, run_when, params)
+         SELECT $1, name, position, job_id, depends_on, run_when, params
+         FROM workflow_steps WHERE workflow_id = $2",
+        id,
+        workflow_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    advance(conn, id).await?;
+    Ok(id)
+}
+
+/// Locks a workflow run (every advance takes this lock first) and advances it.
+async fn advance(conn: &mut PgConnection, id: i64) -> Result<(), StoreError> {
+    sqlx::query!("SELECT id FROM workflow_runs WHERE id = $1 FOR UPDATE", id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    sqlx::query!("SELECT probactr_workflow_advance($1) AS done", id)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// One workflow run.
+pub async fn get_run(db: impl PgExecutor<'_>, id: i64) -> Result<Option<WorkflowRun>, StoreError> {
+    Ok(sqlx::query_as!(
+        WorkflowRun,
+        "SELECT id, workflow_id, state, params, created_at, finished_at FROM workflow_runs WHERE id = $1",
+        id
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// The latest runs of a workflow, newest first.
+pub async fn runs_of(
+    db: impl PgExecutor<'_>,
+    workflow_id: i64,
+    limit: i64,
+) -> Result<Vec<WorkflowRun>, StoreError> {
+    Ok(sqlx::query_as!(
+        WorkflowRun,
+        "SELECT id, workflow_id, state, params, created_at, finished_at FROM workflow_runs
+         WHERE workflow_id = $1 ORDER BY id DESC LIMIT $2",
+        workflow_id,
+        limit
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// A workflow run's steps, in their workflow's order.
+pub async fn run_steps(db: impl PgExecutor<'_>, workflow_run_id: i64) -> Result<Vec<RunStep>, StoreError> {
+    Ok(sqlx::query_as!(
+        RunStep,
+        r#"SELECT name, job_id, depends_on, run_when AS "when", state, run_id, run_ids, output,
+                  started_at, finished_at
+           FROM workflow_run_steps WHERE workflow_run_id = $1 ORDER BY position"#,
+        workflow_run_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// What [`retry_step`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Retry {
+    /// The step's new run was queued; the steps it skipped downstream wait again.
+    Queued {
+        /// The new run.
+        run_id: i64,
+    },
+    /// The step is not failed or cancelled (its state is given).
+    NotRetryable(String),
+    /// No such workflow run or step.
+    Missing,
+}
+
+/// Runs a failed (or cancelled) step again and continues the workflow run from there: the
+/// steps downstream of it that were skipped wait for it again, and a workflow run that
+/// had ended runs again (in the caller's transaction).
+pub async fn retry_step(
+    conn: &mut PgConnection,
+    workflow_run_id: i64,
+    step: &str,
+) -> Result<Retry, StoreError> {
+    let locked = sqlx::query_scalar!(
+        "SELECT id FROM workflow_runs WHERE id = $1 FOR UPDATE",
+        workflow_run_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if locked.is_none() {
+        return Ok(Retry::Missing);
+    }
+    let state = sqlx::query_scalar!(
+        "SELECT state FROM workflow_run_steps WHERE workflow_run_id = $1 AND name = $2",
+        workflow_run_id,
+        step
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    match state.as_deref() {
+        None => return Ok(Retry::Missing),
+        Some("failed" | "cancelled") => {}
+        Some(other) => return Ok(Retry::NotRetryable(other.to_owned())),
+    }
+    sqlx::query!(
+        "WITH RECURSIVE downstream (name) AS (
+             SELECT s.name FROM workflow_run_steps AS s
+             WHERE s.workflow_run_id = $1 AND $2 = ANY (s.depends_on)
+             UNION
+             SELECT s.name FROM workflow_run_steps AS s JOIN downstream AS d ON d.name = ANY (s.depends_on)
+             WHERE s.workflow_run_id = $1)
+         UPDATE workflow_run_steps SET state = 'pending', finished_at = NULL
+         WHERE workflow_run_id = $1 AND state IN ('skipped', 'cancelled')
+           AND name IN (SELECT name FROM downstream)",
+        workflow_run_id,
+        step
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "UPDATE workflow_runs SET state = 'running', finished_at = NULL WHERE id = $1",
+        workflow_run_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    let run_id = sqlx::query_scalar!(
+        r#"SELECT probactr_workflow_start_step($1, $2) AS "run_id!""#,
+        workflow_run_id,
+        step
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(Retry::Queued { run_id })
+}
+
+/// Cancels a running workflow run: it ends `cancelled` and its pending steps with it.
+/// Returns the first attempts of its running steps (the caller cancels their runs), or
+/// None when it is not running.
+pub async fn cancel_run(
+    conn: &mut PgConnection,
+    workflow_run_id: i64,
+) -> Result<Option<Vec<i64>>, StoreError> {
+    let cancelled = sqlx::query_scalar!(
+        "UPDATE workflow_runs SET state = 'cancelled', finished_at = now()
+         WHERE id = $1 AND state = 'running' RETURNING id",
+        workflow_run_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if cancelled.is_none() {
+        return Ok(None);
+    }
+    sqlx::query!(
+        "UPDATE workflow_run_steps SET state = 'cancelled', finished_at = now()
+         WHERE workflow_run_id = $1 AND state = 'pending'",
+        workflow_run_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(Some(
+        sqlx::query_scalar!(
+            r#"SELECT run_id AS "run_id!" FROM workflow_run_steps
+               WHERE workflow_run_id = $1 AND state = 'running' AND run_id IS NOT NULL"#,
+            workflow_run_id
+        )
+        .fetch_all(&mut *conn)
+        .await?,
+    ))
+}

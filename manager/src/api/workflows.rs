@@ -1,0 +1,194 @@
+//! `/api/v1/workflows` and `/api/v1/workflow-runs`: DAGs of jobs, their runs, and the
+//! operations on a run under way (retry a failed step, cancel).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::bodies::{NewWorkflowBody, RunNowBody};
+use super::Id;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::input::ApiJson;
+use crate::service::jobs::read_params;
+use crate::service::workflows::{self, WorkflowRunView, WorkflowView};
+use crate::service::Paged;
+use crate::state::AppState;
+
+/// The answer of starting a workflow run.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct WorkflowRunStarted {
+    /// The new workflow run; follow it at `/api/v1/workflow-runs/{workflow_run_id}`.
+    pub workflow_run_id: i64,
+}
+
+/// The answer of retrying a step.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct StepRetried {
+    /// The step's new run.
+    pub run_id: i64,
+}
+
+/// Every workflow, with its steps and latest runs.
+#[utoipa::path(get, path = "/workflows", operation_id = "list_workflows", tag = "workflows",
+    responses(
+        (status = OK, description = "The workflows, by name", body = Paged<WorkflowView>),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    _who: Principal,
+) -> Result<Json<Paged<WorkflowView>>, ApiError> {
+    let items = workflows::list(&state).await?;
+    let total = items.len() as i64;
+    Ok(Json(Paged { items, total }))
+}
+
+/// Create a workflow: a DAG of steps, each running a job once the steps it depends on are
+/// done and its `when` holds.
+#[utoipa::path(post, path = "/workflows", operation_id = "create_workflow", tag = "workflows",
+    request_body = NewWorkflowBody,
+    responses(
+        (status = CREATED, description = "Created", body = WorkflowView),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named (cycles, unknown steps and jobs)", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn create(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<WorkflowView>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(workflows::create(&state, &who, body).await?),
+    ))
+}
+
+/// One workflow with its steps and latest runs.
+#[utoipa::path(get, path = "/workflows/{id}", operation_id = "get_workflow", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    responses(
+        (status = OK, description = "The workflow", body = WorkflowView),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn get(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<WorkflowView>, ApiError> {
+    Ok(Json(workflows::get(&state, id).await?))
+}
+
+/// Pause a workflow: it starts no new run (runs under way go on).
+#[utoipa::path(post, path = "/workflows/{id}/pause", operation_id = "pause_workflow", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    responses(
+        (status = OK, description = "The paused workflow", body = WorkflowView),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn pause(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<WorkflowView>, ApiError> {
+    Ok(Json(workflows::set_paused(&state, &who, id, true).await?))
+}
+
+/// Resume a paused workflow.
+#[utoipa::path(post, path = "/workflows/{id}/resume", operation_id = "resume_workflow", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    responses(
+        (status = OK, description = "The resumed workflow", body = WorkflowView),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn resume(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<WorkflowView>, ApiError> {
+    Ok(Json(workflows::set_paused(&state, &who, id, false).await?))
+}
+
+/// Start a run of the workflow now, optionally with parameters every step gets (a step's
+/// own `params` over them).
+#[utoipa::path(post, path = "/workflows/{id}/run", operation_id = "run_workflow_now", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    request_body(content = Option<RunNowBody>, description = "Optional: the run's parameters"),
+    responses(
+        (status = ACCEPTED, description = "Started: its first steps are queued", body = WorkflowRunStarted),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = CONFLICT, description = "The workflow is paused", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn run_now(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<WorkflowRunStarted>), ApiError> {
+    let params = read_params(&String::from_utf8_lossy(&body), true)?;
+    let workflow_run_id = workflows::run_now(&state, &who, id, &params).await?;
+    Ok((StatusCode::ACCEPTED, Json(WorkflowRunStarted { workflow_run_id })))
+}
+
+/// One workflow run: its state and each step's state, runs and output.
+#[utoipa::path(get, path = "/workflow-runs/{id}", operation_id = "get_workflow_run", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow run")),
+    responses(
+        (status = OK, description = "The workflow run", body = WorkflowRunView),
+        (status = NOT_FOUND, description = "No such workflow run", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn get_run(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<WorkflowRunView>, ApiError> {
+    Ok(Json(workflows::get_run(&state, id).await?))
+}
+
+/// Cancel a workflow run: its pending steps will not start, its running steps' runs are
+/// cancelled.
+#[utoipa::path(post, path = "/workflow-runs/{id}/cancel", operation_id = "cancel_workflow_run", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow run")),
+    responses(
+        (status = OK, description = "The cancelled workflow run", body = WorkflowRunView),
+        (status = NOT_FOUND, description = "No such workflow run", body = ErrorBody),
+        (status = CONFLICT, description = "It already ended", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<WorkflowRunView>, ApiError> {
+    Ok(Json(workflows::cancel_run(&state, &who, id).await?))
+}
+
+/// Run a failed (or cancelled) step again and continue the workflow run from there: the
+/// steps it made skip wait for it again.
+#[utoipa::path(post, path = "/workflow-runs/{id}/steps/{name}/retry", operation_id = "retry_workflow_step",
+    tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow run"), ("name" = String, Path, description = "The step")),
+    responses(
+        (status = ACCEPTED, description = "The step's new run is queued", body = StepRetried),
+        (status = NOT_FOUND, description = "No such workflow run or step", body = ErrorBody),
+        (status = CONFLICT, description = "The step is not failed or cancelled", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn retry_step(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<StepRetried>), ApiError> {
+    let id = id
+        .parse::<i64>()
+        .map_err(|_| ApiError::not_found("workflow run", &id))?;
+    let run_id = workflows::retry_step(&state, &who, id, &name).await?;
+    Ok((StatusCode::ACCEPTED, Json(StepRetried { run_id })))
+}

@@ -372,6 +372,8 @@ pub struct Job {
     #[sqlx(try_from = "String")]
     pub on_executor_lost: OnExecutorLost,
     pub max_takeovers: i32,
+    pub selector: serde_json::Value,
+    pub priority: i32,
 }
 
 /// A row of `triggers`.
@@ -398,6 +400,7 @@ pub struct Trigger {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub max_concurrency: Option<i32>,
 }
 
 /// A row of `runs`.
@@ -450,6 +453,9 @@ pub struct Process {
     pub last_heartbeat_at: DateTime<Utc>,
     pub declared_dead_at: Option<DateTime<Utc>>,
     pub reaped_by: Option<Uuid>,
+    pub labels: serde_json::Value,
+    pub cordoned: bool,
+    pub drain_requested: bool,
 }
 
 #[cfg(test)]

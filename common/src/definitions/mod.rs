@@ -151,6 +151,8 @@ const JOB_FIELDS: &[&str] = &[
     "paused",
     "on_executor_lost",
     "max_takeovers",
+    "selector",
+    "priority",
 ];
 /// The fields of a trigger a definition carries.
 const TRIGGER_FIELDS: &[&str] = &[
@@ -164,6 +166,7 @@ const TRIGGER_FIELDS: &[&str] = &[
     "misfire",
     "misfire_threshold_secs",
     "paused",
+    "max_concurrency",
 ];
 
 /// A trigger's value of `field` when a definition leaves it out (the server's default).

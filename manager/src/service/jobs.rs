@@ -87,6 +87,11 @@ pub struct JobView {
     pub on_executor_lost: OnExecutorLost,
     /// How many times a run is taken over at most.
     pub max_takeovers: i32,
+    /// Labels an executor must all carry to claim its runs (`{}`: any executor).
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub selector: Value,
+    /// When slots are scarce, higher goes first.
+    pub priority: i32,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -118,6 +123,8 @@ impl From<JobRow> for JobView {
             managed_by: job.managed_by,
             on_executor_lost: job.on_executor_lost,
             max_takeovers: job.max_takeovers,
+            selector: job.selector,
+            priority: job.priority,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,

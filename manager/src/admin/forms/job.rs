@@ -26,6 +26,8 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "retry.backoff_secs",
     "on_executor_lost",
     "max_takeovers",
+    "selector",
+    "priority",
     "paused",
     "spec.program",
     "spec.args",
@@ -64,6 +66,8 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         managed_by: None,
         on_executor_lost: form.choice("on_executor_lost", &mut problems),
         max_takeovers: form.whole_if_filled("max_takeovers", &mut problems),
+        selector: form.labels("selector", &mut problems),
+        priority: form.whole_if_filled("priority", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -164,7 +164,10 @@ async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     let monitor = store::processes::Registration::this_process(ProcessRole::Monitor, 0);
     store::processes::register(app.pool(), &monitor).await.unwrap();
     let listed = app.get("/api/v1/executors", &viewer).await;
-    assert_eq!(listed.body["items"][0]["labels"], json!({"gpu": "1", "zone": "a"}));
+    assert_eq!(
+        listed.body["items"][0]["labels"],
+        json!({"gpu": "1", "zone": "a"})
+    );
     assert_eq!(listed.body["items"][0]["cordoned"], false);
 
     let path = |action: &str| format!("/api/v1/executors/{}/{action}", executor.id);
@@ -181,23 +184,39 @@ async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     assert_eq!(drained.body["cordoned"], true);
     assert_eq!(drained.body["drain_requested"], true);
     assert_eq!(
-        store::processes::heartbeat(app.pool(), executor.id).await.unwrap(),
+        store::processes::heartbeat(app.pool(), executor.id)
+            .await
+            .unwrap(),
         store::processes::Heartbeat::DrainRequested
     );
 
     let unknown = app
-        .post(&format!("/api/v1/executors/{}/cordon", uuid::Uuid::new_v4()), &operator, json!({}))
+        .post(
+            &format!("/api/v1/executors/{}/cordon", uuid::Uuid::new_v4()),
+            &operator,
+            json!({}),
+        )
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text);
-    let not_an_id = app.post("/api/v1/executors/nope/cordon", &operator, json!({})).await;
+    let not_an_id = app
+        .post("/api/v1/executors/nope/cordon", &operator, json!({}))
+        .await;
     assert_eq!(not_an_id.status, StatusCode::NOT_FOUND, "{}", not_an_id.text);
     let a_monitor = app
-        .post(&format!("/api/v1/executors/{}/drain", monitor.id), &operator, json!({}))
+        .post(
+            &format!("/api/v1/executors/{}/drain", monitor.id),
+            &operator,
+            json!({}),
+        )
         .await;
     assert_eq!(a_monitor.status, StatusCode::NOT_FOUND, "{}", a_monitor.text);
-    store::processes::set_state(app.pool(), executor.id, probactr_common::model::ProcessState::Stopped)
-        .await
-        .unwrap();
+    store::processes::set_state(
+        app.pool(),
+        executor.id,
+        probactr_common::model::ProcessState::Stopped,
+    )
+    .await
+    .unwrap();
     let stopped = app.post(&path("uncordon"), &operator, json!({})).await;
     assert_eq!(stopped.status, StatusCode::CONFLICT, "{}", stopped.text);
 

@@ -95,10 +95,14 @@ mod tests {
         let labels = parse_labels(" zone=a, gpu=1 ,").expect("labels");
         assert_eq!(describe(&labels), "gpu=1,zone=a");
         assert!(parse_labels("").expect("none").is_empty());
-        assert!(parse_labels("gpu").unwrap_err().contains("name=value"));
-        assert!(parse_labels("gpu=").unwrap_err().contains("must not be empty"));
-        assert!(parse_labels("g pu=1").unwrap_err().contains("not allowed"));
-        assert!(parse_labels("a=1,a=2").unwrap_err().contains("twice"));
+        assert!(parse_labels("gpu").expect_err("refused").contains("name=value"));
+        assert!(parse_labels("gpu=")
+            .expect_err("refused")
+            .contains("must not be empty"));
+        assert!(parse_labels("g pu=1")
+            .expect_err("refused")
+            .contains("not allowed"));
+        assert!(parse_labels("a=1,a=2").expect_err("refused").contains("twice"));
     }
 
     #[test]

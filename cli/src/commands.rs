@@ -117,6 +117,33 @@ pub enum TriggersCommand {
 pub enum ExecutorsCommand {
     /// List executors.
     List,
+    /// Stop an executor claiming new runs (those running go on).
+    Cordon {
+        /// The executor's id.
+        id: String,
+    },
+    /// Let a cordoned executor claim runs again.
+    Uncordon {
+        /// The executor's id.
+        id: String,
+    },
+    /// Cordon an executor, let its running jobs finish (or hand them over), then have it exit.
+    Drain {
+        /// The executor's id.
+        id: String,
+    },
+}
+
+impl ExecutorsCommand {
+    /// The API's name of a cordon, uncordon or drain, with the executor; None for a list.
+    fn routing(&self) -> Option<(&'static str, &str)> {
+        match self {
+            ExecutorsCommand::List => None,
+            ExecutorsCommand::Cordon { id } => Some(("cordon", id)),
+            ExecutorsCommand::Uncordon { id } => Some(("uncordon", id)),
+            ExecutorsCommand::Drain { id } => Some(("drain", id)),
+        }
+    }
 }
 
 /// Runs a command other than `completions`.
@@ -131,20 +158,7 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
         Command::Jobs(jobs) => jobs_command(&connect()?, jobs, format).await,
         Command::Runs(runs) => runs_command(&connect()?, runs, format).await,
         Command::Triggers(TriggersCommand::List { job }) => triggers(&connect()?, job, format).await,
-        Command::Executors(ExecutorsCommand::List) => {
-            let page = connect()?.get("/executors").await?;
-            let columns = [
-                ("id", "ID"),
-                ("host", "HOST"),
-                ("pid", "PID"),
-                ("state", "STATE"),
-                ("running", "RUNNING"),
-                ("capacity", "CAPACITY"),
-                ("last_heartbeat_at", "LAST HEARTBEAT"),
-            ];
-            output::list(format, &items(&page), &columns);
-            Ok(Exit::Success)
-        }
+        Command::Executors(command) => executors_command(&connect()?, command, format).await,
         Command::Status => {
             output::one(format, &connect()?.get("/status").await?);
             Ok(Exit::Success)
@@ -270,6 +284,42 @@ const JOB_COLUMNS: &[(&str, &str)] = &[
     ("stats.last_state", "LAST"),
     ("stats.last_run_at", "LAST RUN"),
 ];
+
+async fn executors_command(
+    client: &Client,
+    command: ExecutorsCommand,
+    format: Format,
+) -> anyhow::Result<Exit> {
+    let Some((action, id)) = command.routing() else {
+        let page = client.get("/executors").await?;
+        let columns = [
+            ("id", "ID"),
+            ("host", "HOST"),
+            ("pid", "PID"),
+            ("state", "STATE"),
+            ("cordoned", "CORDONED"),
+            ("running", "RUNNING"),
+            ("capacity", "CAPACITY"),
+            ("last_heartbeat_at", "LAST HEARTBEAT"),
+        ];
+        output::list(format, &items(&page), &columns);
+        return Ok(Exit::Success);
+    };
+    let executor = client
+        .post(&format!("/executors/{}/{action}", encode(id)), &json!({}))
+        .await?;
+    if format == Format::Table {
+        let done = match action {
+            "cordon" => "cordoned: it claims no new runs",
+            "uncordon" => "uncordoned: it claims runs again",
+            _ => "asked to drain: it finishes its running jobs, then exits",
+        };
+        eprintln!("Executor {id} {done}");
+    } else {
+        output::one(format, &executor);
+    }
+    Ok(Exit::Success)
+}
 
 async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> anyhow::Result<Exit> {
     match command {

@@ -457,3 +457,71 @@ async fn audit_count(options: &PgConnectOptions) -> i64 {
         .await
         .unwrap()
 }
+
+/// `probactr executors cordon|uncordon|drain ID` over the API: the list shows the cordon,
+/// a drained executor exits, and an unknown id is an error that says so.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn executors_are_cordoned_uncordoned_and_drained(
+    _pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let none: &[(&str, &str)] = &[];
+    let id: String = eventually(Duration::from_secs(30), "the executor is listed", || async {
+        let out = probactr(home, none, &["executors", "list", "-o", "json"], "");
+        let listed: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let alive = listed.as_array()?.iter().find(|e| e["state"] == "alive")?;
+        Some(alive["id"].as_str()?.to_owned())
+    })
+    .await;
+
+    let out = probactr(home, none, &["executors", "cordon", &id], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cordoned"), "{}", text(&out.stderr));
+    let out = probactr(home, none, &["executors", "list", "-o", "json"], "");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(row["cordoned"], true);
+
+    let out = probactr(home, none, &["executors", "uncordon", &id, "-o", "json"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["cordoned"], false);
+
+    let out = probactr(home, none, &["executors", "drain", &id], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    eventually(
+        Duration::from_secs(30),
+        "the drained executor stopped",
+        || async {
+            let out = probactr(home, none, &["executors", "list", "-o", "json"], "");
+            let listed: Value = serde_json::from_slice(&out.stdout).ok()?;
+            let row = listed
+                .as_array()?
+                .iter()
+                .find(|e| e["id"] == id.as_str())?
+                .clone();
+            (row["state"] == "stopped").then_some(())
+        },
+    )
+    .await;
+    let out = probactr(home, none, &["executors", "cordon", &id], "");
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("stopped"), "{}", text(&out.stderr));
+
+    let out = probactr(home, none, &["executors", "cordon", "not-an-executor"], "");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not-an-executor"),
+        "{}",
+        text(&out.stderr)
+    );
+}

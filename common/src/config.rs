@@ -89,6 +89,11 @@ pub const VARS: &[Var] = &[
         help: "of those, shell jobs (each a process) one executor runs at once",
     },
     Var {
+        name: "PROBACTR_EXECUTOR_LABELS",
+        default: "",
+        help: "labels of an executor, name=value,name=value (zone=a,gpu=1): jobs with a selector run only on executors carrying all of its labels",
+    },
+    Var {
         name: "PROBACTR_FIRE_BATCH",
         default: "500",
         help: "due triggers an executor fires per transaction",
@@ -255,6 +260,8 @@ pub struct Config {
     pub executor_capacity: u32,
     /// `PROBACTR_EXECUTOR_PROCESSES`.
     pub executor_processes: u32,
+    /// `PROBACTR_EXECUTOR_LABELS`.
+    pub executor_labels: crate::labels::Labels,
     /// `PROBACTR_FIRE_BATCH`.
     pub fire_batch: u32,
     /// `PROBACTR_FIRE_AHEAD`.
@@ -453,6 +460,7 @@ impl Config {
             lock_retry: env.backoff("PROBACTR_LOCK_RETRY")?,
             executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
             executor_processes: env.number("PROBACTR_EXECUTOR_PROCESSES", 1, 100_000)?,
+            executor_labels: env.labels("PROBACTR_EXECUTOR_LABELS")?,
             fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,
             fire_ahead: env.duration_or_zero("PROBACTR_FIRE_AHEAD", Duration::from_secs(10))?,
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
@@ -675,6 +683,14 @@ impl Env<'_> {
                 ),
             )),
         }
+    }
+
+    fn labels(&self, name: &'static str) -> Result<crate::labels::Labels, ConfigError> {
+        let value = self.raw(name);
+        crate::labels::parse_labels(&value).map_err(|why| ConfigError::Inconsistent {
+            var: name,
+            message: format!("{why}; expected name=value,name=value such as zone=a,gpu=1"),
+        })
     }
 
     fn list(&self, name: &'static str) -> Vec<String> {

@@ -243,6 +243,7 @@ mod tests {
             version: 1,
             created_at: at(0),
             updated_at: at(0),
+            max_concurrency: None,
         }
     }
 

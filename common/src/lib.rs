@@ -27,6 +27,7 @@ pub mod fence;
 #[cfg(feature = "http-guard")]
 pub mod http_guard;
 pub mod jobspec;
+pub mod labels;
 pub mod ledger;
 pub mod lock;
 pub mod model;

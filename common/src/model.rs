@@ -373,6 +373,8 @@ pub struct Job {
     pub on_executor_lost: OnExecutorLost,
     pub max_takeovers: i32,
     pub stop_grace_secs: i32,
+    pub selector: serde_json::Value,
+    pub priority: i32,
 }
 
 /// A row of `triggers`.
@@ -399,6 +401,7 @@ pub struct Trigger {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub max_concurrency: Option<i32>,
 }
 
 /// A row of `runs`.
@@ -451,6 +454,9 @@ pub struct Process {
     pub last_heartbeat_at: DateTime<Utc>,
     pub declared_dead_at: Option<DateTime<Utc>>,
     pub reaped_by: Option<Uuid>,
+    pub labels: serde_json::Value,
+    pub cordoned: bool,
+    pub drain_requested: bool,
 }
 
 #[cfg(test)]

@@ -398,6 +398,7 @@ mod tests {
             version: 1,
             created_at: at(0),
             updated_at: at(0),
+            max_concurrency: None,
         };
         let schedule = TriggerSchedule::from_trigger(&trigger).expect("valid schedule");
         (trigger, schedule)

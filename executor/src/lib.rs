@@ -13,7 +13,9 @@
 //!    longer prove it is alive ([`liveness`]).
 //!
 //! SIGTERM drains: stop claiming, let running attempts finish up to the drain timeout,
-//! stop the rest, record them, release locks, deregister.
+//! stop the rest, record them, release locks, deregister. So does a drain requested
+//! through the API (`POST /api/v1/executors/{id}/drain`), which the next heartbeat
+//! brings; a cordon (the claim checks it) only stops new claims.
 
 pub mod attempt;
 pub mod checkpoint;

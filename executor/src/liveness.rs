@@ -1,4 +1,5 @@
-//! Staying alive in the cluster's eyes: registration, heartbeats, cancellation requests.
+//! Staying alive in the cluster's eyes: registration (with this executor's labels),
+//! heartbeats (which also bring an operator's drain request), cancellation requests.
 //!
 //! An executor that cannot prove it is alive must not act as if it were: when its
 //! heartbeats have failed for two thirds of the heartbeat timeout it stops its running
@@ -75,6 +76,7 @@ pub async fn register_until_done(shared: &Shared, stop: &CancellationToken) {
 fn registration(shared: &Shared, id: Uuid) -> Registration {
     let mut who = Registration::this_process(ProcessRole::Executor, shared.config.executor_capacity as i32);
     who.id = id;
+    who.labels = shared.config.executor_labels.clone();
     who
 }
 
@@ -107,6 +109,17 @@ pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
             Ok(Ok(Heartbeat::Alive)) => {
                 shared.registry.proved_alive(id, sent);
                 stopped_for_silence = false;
+                continue;
+            }
+            Ok(Ok(Heartbeat::DrainRequested)) => {
+                shared.registry.proved_alive(id, sent);
+                stopped_for_silence = false;
+                if !shared.shutdown.is_cancelled() {
+                    tracing::info!(executor.id = %id, "drain requested; finishing running jobs, then exiting");
+                    // The same path as SIGTERM: stop claiming, let running attempts
+                    // finish up to the drain timeout, stop and record the rest, exit.
+                    shared.shutdown.cancel();
+                }
                 continue;
             }
             Ok(Ok(Heartbeat::DeclaredDead)) => {

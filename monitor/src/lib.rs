@@ -133,7 +133,8 @@ async fn heartbeat_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
         }
         let id = *monitor.id.lock().await;
         match processes::heartbeat(&monitor.pool, id).await {
-            Ok(processes::Heartbeat::Alive) => {}
+            // Only executors are asked to drain.
+            Ok(processes::Heartbeat::Alive | processes::Heartbeat::DrainRequested) => {}
             Ok(processes::Heartbeat::DeclaredDead) => {
                 let new = Uuid::new_v4();
                 *monitor.id.lock().await = new;

@@ -152,6 +152,8 @@ const JOB_FIELDS: &[&str] = &[
     "on_executor_lost",
     "max_takeovers",
     "stop_grace_secs",
+    "selector",
+    "priority",
 ];
 /// The fields of a trigger a definition carries.
 const TRIGGER_FIELDS: &[&str] = &[
@@ -165,6 +167,7 @@ const TRIGGER_FIELDS: &[&str] = &[
     "misfire",
     "misfire_threshold_secs",
     "paused",
+    "max_concurrency",
 ];
 
 /// A trigger's value of `field` when a definition leaves it out (the server's default).

@@ -41,6 +41,10 @@ pub struct NewJob {
     pub max_takeovers: i32,
     /// Seconds between SIGTERM and SIGKILL when an executor stops a run.
     pub stop_grace_secs: i32,
+    /// Labels an executor must all carry to claim its runs (`{}`: any executor).
+    pub selector: serde_json::Value,
+    /// When slots are scarce, higher goes first (-100 to 100).
+    pub priority: i32,
 }
 
 impl NewJob {
@@ -62,6 +66,8 @@ impl NewJob {
             on_executor_lost: OnExecutorLost::Rerun,
             max_takeovers: 3,
             stop_grace_secs: 10,
+            selector: serde_json::json!({}),
+            priority: 0,
         }
     }
 }
@@ -72,9 +78,9 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         Job,
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
-                            on_executor_lost, max_takeovers, stop_grace_secs)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, stop_grace_secs"#,
+                            on_executor_lost, max_takeovers, selector, priority, stop_grace_secs)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -89,6 +95,8 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.managed_by,
         job.on_executor_lost as OnExecutorLost,
         job.max_takeovers,
+        job.selector,
+        job.priority,
         job.stop_grace_secs
     )
     .fetch_one(db)
@@ -98,7 +106,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, stop_grace_secs FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -109,7 +117,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, stop_grace_secs"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs"#,
         id,
         paused
     )
@@ -120,7 +128,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, stop_grace_secs FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -243,7 +251,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, stop_grace_secs FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -262,10 +270,10 @@ pub async fn update(
                            max_concurrency = $8, overlap = $9, timeout_secs = $10,
                            retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
                            managed_by = $14, on_executor_lost = $15, max_takeovers = $16,
-                           stop_grace_secs = $17,
+                           selector = $17, priority = $18, stop_grace_secs = $19,
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, stop_grace_secs"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs"#,
         id,
         version,
         job.name,
@@ -282,6 +290,8 @@ pub async fn update(
         job.managed_by,
         job.on_executor_lost as OnExecutorLost,
         job.max_takeovers,
+        job.selector,
+        job.priority,
         job.stop_grace_secs
     )
     .fetch_optional(db)

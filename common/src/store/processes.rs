@@ -1,5 +1,5 @@
-//! Queries over `executors`: registration, heartbeats, and the one conditional UPDATE
-//! by which a monitor declares silent processes dead.
+//! Queries over `executors`: registration, heartbeats, cordon and drain, and the one
+//! conditional UPDATE by which a monitor declares silent processes dead.
 
 use std::time::Duration;
 
@@ -7,6 +7,7 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use super::StoreError;
+use crate::labels::Labels;
 use crate::model::{Process, ProcessRole, ProcessState};
 
 /// Who a process is, as it registers.
@@ -24,6 +25,8 @@ pub struct Registration {
     pub version: String,
     /// Runs it executes at once (0 for a monitor).
     pub capacity: i32,
+    /// Its labels (`PROBACTR_EXECUTOR_LABELS`; none for a monitor).
+    pub labels: Labels,
 }
 
 impl Registration {
@@ -36,6 +39,7 @@ impl Registration {
             pid: std::process::id() as i32,
             version: crate::VERSION.to_owned(),
             capacity,
+            labels: Labels::new(),
         }
     }
 }
@@ -52,13 +56,15 @@ fn host_name() -> String {
 /// Inserts the process's row, alive, heartbeating now.
 pub async fn register(db: impl PgExecutor<'_>, who: &Registration) -> Result<(), StoreError> {
     sqlx::query!(
-        "INSERT INTO executors (id, role, host, pid, version, capacity) VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO executors (id, role, host, pid, version, capacity, labels)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
         who.id,
         who.role as ProcessRole,
         who.host,
         who.pid,
         who.version,
-        who.capacity
+        who.capacity,
+        serde_json::json!(who.labels)
     )
     .execute(db)
     .await?;
@@ -70,23 +76,81 @@ pub async fn register(db: impl PgExecutor<'_>, who: &Registration) -> Result<(),
 pub enum Heartbeat {
     /// Recorded; the process is alive (or draining) in the cluster's eyes.
     Alive,
+    /// Recorded, and someone asked this executor to drain: finish or hand over its runs,
+    /// then exit.
+    DrainRequested,
     /// A monitor declared this process dead: it must stop its runs and re-register.
     DeclaredDead,
 }
 
 /// Records a heartbeat, unless a monitor declared the process dead meanwhile.
 pub async fn heartbeat(db: impl PgExecutor<'_>, id: Uuid) -> Result<Heartbeat, StoreError> {
-    let done = sqlx::query!(
-        "UPDATE executors SET last_heartbeat_at = now() WHERE id = $1 AND state IN ('alive', 'draining')",
+    let drain_requested = sqlx::query_scalar!(
+        "UPDATE executors SET last_heartbeat_at = now() WHERE id = $1 AND state IN ('alive', 'draining')
+         RETURNING drain_requested",
         id
     )
-    .execute(db)
+    .fetch_optional(db)
     .await?;
-    Ok(if done.rows_affected() == 1 {
-        Heartbeat::Alive
-    } else {
-        Heartbeat::DeclaredDead
+    Ok(match drain_requested {
+        Some(false) => Heartbeat::Alive,
+        Some(true) => Heartbeat::DrainRequested,
+        None => Heartbeat::DeclaredDead,
     })
+}
+
+/// What an operator asks of an executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    /// Claim no new runs (those running go on).
+    Cordon,
+    /// Claim runs again.
+    Uncordon,
+    /// Cordon, and finish or hand over the running runs, then exit.
+    Drain,
+}
+
+/// Cordons, uncordons or drains a live executor; returns its row (None when no live
+/// executor has that id: unknown, a monitor, dead or stopped). Uncordoning an executor
+/// that was asked to drain leaves it draining.
+pub async fn route(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    change: Routing,
+) -> Result<Option<Process>, StoreError> {
+    let (cordon, drain) = match change {
+        Routing::Cordon => (true, false),
+        Routing::Uncordon => (false, false),
+        Routing::Drain => (true, true),
+    };
+    Ok(sqlx::query_as!(
+        Process,
+        r#"UPDATE executors SET cordoned = $2 OR drain_requested, drain_requested = drain_requested OR $3
+           WHERE id = $1 AND role = 'executor' AND state IN ('alive', 'draining')
+           RETURNING id, role AS "role: ProcessRole", host, pid, version, capacity, state AS "state: ProcessState",
+                     started_at, last_heartbeat_at, declared_dead_at, reaped_by, labels, cordoned, drain_requested"#,
+        id,
+        cordon,
+        drain
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Selector and labels as the claim compares them: whether a live, uncordoned executor
+/// carries every label of `selector` (an empty selector: any live executor).
+pub async fn any_may_claim(
+    db: impl PgExecutor<'_>,
+    selector: &serde_json::Value,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM executors
+                          WHERE role = 'executor' AND state = 'alive' AND NOT cordoned
+                            AND labels @> $1) AS "any!""#,
+        selector
+    )
+    .fetch_one(db)
+    .await?)
 }
 
 /// Moves a live process to `draining` or `stopped` (never revives a dead one).
@@ -127,7 +191,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Process>, S
     Ok(sqlx::query_as!(
         Process,
         r#"SELECT id, role AS "role: ProcessRole", host, pid, version, capacity, state AS "state: ProcessState",
-                  started_at, last_heartbeat_at, declared_dead_at, reaped_by
+                  started_at, last_heartbeat_at, declared_dead_at, reaped_by, labels, cordoned, drain_requested
            FROM executors WHERE id = $1"#,
         id
     )
@@ -140,7 +204,7 @@ pub async fn list(db: impl PgExecutor<'_>, role: ProcessRole) -> Result<Vec<Proc
     Ok(sqlx::query_as!(
         Process,
         r#"SELECT id, role AS "role: ProcessRole", host, pid, version, capacity, state AS "state: ProcessState",
-                  started_at, last_heartbeat_at, declared_dead_at, reaped_by
+                  started_at, last_heartbeat_at, declared_dead_at, reaped_by, labels, cordoned, drain_requested
            FROM executors WHERE role = $1 ORDER BY started_at DESC"#,
         role as ProcessRole
     )

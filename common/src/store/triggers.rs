@@ -36,6 +36,9 @@ pub struct NewTrigger {
     pub misfire_threshold_secs: i32,
     /// Created paused?
     pub paused: bool,
+    /// Runs of this trigger claimed or running at once (None: no cap of its own).
+    #[serde(default)]
+    pub max_concurrency: Option<i32>,
 }
 
 impl NewTrigger {
@@ -76,6 +79,7 @@ impl NewTrigger {
             misfire: Misfire::FireOnce,
             misfire_threshold_secs: 60,
             paused: false,
+            max_concurrency: None,
         }
     }
 
@@ -118,9 +122,10 @@ pub async fn create(
     let row = sqlx::query_as!(
         Trigger,
         r#"INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
-                                misfire, misfire_threshold_secs, paused, next_fire_at, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at"#,
+                                misfire, misfire_threshold_secs, paused, next_fire_at, created_at,
+                                max_concurrency)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency"#,
         job_id,
 trigger.kind as TriggerKind,
         trigger.cron,
@@ -133,7 +138,8 @@ trigger.kind as TriggerKind,
         trigger.misfire_threshold_secs,
         trigger.paused,
         next_fire_at,
-        now
+        now,
+        trigger.max_concurrency
     )
     .fetch_one(db)
     .await
@@ -144,7 +150,7 @@ trigger.kind as TriggerKind,
 /// One trigger by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at FROM triggers WHERE id = $1"#, id)
+        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -156,7 +162,8 @@ pub struct DueTrigger {
     /// The trigger.
     #[sqlx(flatten)]
     pub trigger: Trigger,
-    /// Its job needs no lock (parallel, unbounded): its runs can start as they are fired.
+    /// Its job needs no lock (parallel, unbounded), and neither a selector nor a trigger
+    /// cap restricts where and how many run: its runs can start as they are fired.
     pub lock_free: bool,
     /// `jobs.version` of its job (the firing executor may have that definition already).
     pub job_version: i64,
@@ -170,7 +177,9 @@ pub struct DueTrigger {
 /// change notification for the transaction (peers need no wake-up for instants this
 /// executor handles) and reads the database's clock.
 pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
-     SELECT triggers.*, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
+     SELECT triggers.*,
+            (jobs.parallel AND jobs.max_concurrency IS NULL AND triggers.max_concurrency IS NULL
+             AND jobs.selector = '{}'::jsonb) AS lock_free,
             jobs.version AS job_version, now() AS db_now
      FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
      WHERE NOT triggers.paused AND triggers.next_fire_at <= now() + make_interval(secs => $2)
@@ -217,7 +226,8 @@ impl FiredRuns {
 }
 
 /// Inserts the first attempts of fired instants; an instant that already has a run is
-/// left alone (invariant 1). Owned runs start on `executor_id` in the same statement.
+/// left alone (invariant 1). Owned runs start on `executor_id` in the same statement
+/// (unless it is cordoned: then they are queued like the others).
 /// A run fired ahead of its instant waits in the queue until it: it is claimable, and
 /// counts as queued (for the misfire threshold), from its instant.
 /// Returns the inserted rows.
@@ -234,12 +244,14 @@ pub async fn insert_fired_runs(
         r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, state, executor_id,
                            claimed_at, started_at, heartbeat_at)
          SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
-                CASE WHEN fired.owned THEN 'running' ELSE 'queued' END,
-                CASE WHEN fired.owned THEN $5::uuid END,
-                CASE WHEN fired.owned THEN now() END,
-                CASE WHEN fired.owned THEN now() END,
-                CASE WHEN fired.owned THEN now() END
+                CASE WHEN fired.owned AND me.may_own THEN 'running' ELSE 'queued' END,
+                CASE WHEN fired.owned AND me.may_own THEN $5::uuid END,
+                CASE WHEN fired.owned AND me.may_own THEN now() END,
+                CASE WHEN fired.owned AND me.may_own THEN now() END,
+                CASE WHEN fired.owned AND me.may_own THEN now() END
          FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
+         -- A cordoned executor starts nothing itself, not even what it fires.
+         CROSS JOIN (SELECT NOT EXISTS (SELECT 1 FROM executors WHERE id = $5 AND cordoned) AS may_own) AS me
          -- An instant whose first attempt already ended is in `runs_done`, which the live
          -- partition's unique index cannot see.
          WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
@@ -373,7 +385,7 @@ pub async fn set_paused(
     Ok(sqlx::query_as!(
         Trigger,
         r#"UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at"#,
+           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency"#,
         id,
         paused
     )
@@ -384,7 +396,7 @@ pub async fn set_paused(
 /// A job's triggers, oldest first.
 pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at FROM triggers WHERE job_id = $1 ORDER BY id"#, job_id)
+        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE job_id = $1 ORDER BY id"#, job_id)
             .fetch_all(db)
             .await?,
     )
@@ -393,7 +405,7 @@ pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Tr
 /// One trigger, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at FROM triggers WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -411,9 +423,10 @@ pub async fn update(
         Trigger,
         r#"UPDATE triggers SET kind = $3, cron = $4, timezone = $5, interval_secs = $6, at = $7,
                                start_at = $8, end_at = $9, misfire = $10, misfire_threshold_secs = $11,
-                               paused = $12, next_fire_at = $13, version = version + 1, updated_at = now()
+                               paused = $12, next_fire_at = $13, max_concurrency = $14,
+                               version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at"#,
+           RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency"#,
         id,
         version,
         trigger.kind as TriggerKind,
@@ -426,7 +439,8 @@ pub async fn update(
         trigger.misfire as Misfire,
         trigger.misfire_threshold_secs,
         trigger.paused,
-        next_fire_at
+        next_fire_at,
+        trigger.max_concurrency
     )
     .fetch_optional(db)
     .await?)
@@ -487,7 +501,7 @@ pub async fn watched(db: impl PgExecutor<'_>) -> Result<Vec<Watched>, StoreError
         r#"SELECT triggers.id, triggers.job_id, triggers.kind AS "kind: TriggerKind", cron, timezone, interval_secs, at,
                   start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, triggers.paused,
                   next_fire_at, last_fired_at, triggers.version, triggers.created_at, triggers.updated_at,
-                  jobs.updated_at AS job_updated_at
+                  triggers.max_concurrency, jobs.updated_at AS job_updated_at
            FROM triggers JOIN jobs ON jobs.id = triggers.job_id
            WHERE NOT triggers.paused AND NOT jobs.paused
            ORDER BY triggers.id"#
@@ -515,6 +529,7 @@ pub async fn watched(db: impl PgExecutor<'_>) -> Result<Vec<Watched>, StoreError
                 version: row.version,
                 created_at: row.created_at,
                 updated_at: row.updated_at,
+                max_concurrency: row.max_concurrency,
             },
             job_updated_at: row.job_updated_at,
         })

@@ -36,6 +36,7 @@ mod lifecycle;
 mod process_rows;
 mod reaping;
 mod retries;
+mod routing;
 mod schema;
 mod trigger_creation;
 
@@ -62,6 +63,7 @@ async fn make_executor(pool: &PgPool) -> Uuid {
         pid: 4242,
         version: "test".to_owned(),
         capacity: 4,
+        labels: Default::default(),
     };
     processes::register(pool, &who).await.expect("register executor");
     who.id

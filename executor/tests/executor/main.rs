@@ -1,7 +1,9 @@
 //! The executor's integration tests, in one test binary: [`cluster`] runs real
 //! `probactr-executor` processes against PostgreSQL and Redis, [`jobs`] the job kinds
-//! against real processes and a loopback HTTP server.
+//! against real processes and a loopback HTTP server, [`routing`] where runs go (labels
+//! and selectors, cordon and drain).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
 mod jobs;
+mod routing;

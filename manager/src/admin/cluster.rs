@@ -1,15 +1,16 @@
 //! The dashboard, the cluster page and the audit log page.
 
-use axum::extract::State;
-use axum::response::Html;
+use axum::extract::{Path, State};
+use axum::response::{Html, Redirect};
 use minijinja::context;
 use probactr_common::model::ProcessRole;
 use probactr_common::store::{self, jobs::JobFilter};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{render, AdminError, AdminUser, Pager};
-use crate::error::FieldErrors;
+use super::forms::FormData;
+use super::{check_csrf, render, AdminError, AdminUser, Pager};
+use crate::error::{ApiError, FieldErrors};
 use crate::input::{check, QueryParams};
 use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
@@ -68,6 +69,22 @@ pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result
         "executors.html",
         context! { executors, monitors, ..user.layout("executors") },
     )
+}
+
+/// `POST /executors/{id}/{action}`: cordon, uncordon or drain an executor, then back to
+/// the cluster page.
+pub async fn route_executor(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Path((id, action)): Path<(String, String)>,
+    form: FormData,
+) -> Result<Redirect, AdminError> {
+    check_csrf(&user, &form)?;
+    let change = service::cluster::routing_named(&action)
+        .ok_or_else(|| ApiError::not_found("executor action", &action))?;
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| ApiError::not_found("executor", &id))?;
+    service::cluster::route_executor(&state, &user.0, id, change).await?;
+    Ok(Redirect::to("/executors"))
 }
 
 /// How long the page still shows a process that stopped or died (retention purges it
@@ -222,6 +239,9 @@ mod tests {
             state: state.into(),
             running: None,
             capacity: None,
+            labels: Default::default(),
+            cordoned: false,
+            drain_requested: false,
         };
         let shown: Vec<String> = recent(vec![
             process("alive", 0),

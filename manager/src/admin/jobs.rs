@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
+use probactr_common::labels;
 use probactr_common::model::{JobKind, OnExecutorLost, Overlap};
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
@@ -65,7 +66,8 @@ pub async fn show(
     let spec_pretty = serde_json::to_string_pretty(&job.spec).unwrap_or_default();
     let can_edit = user.0.role.can_edit_job(job.kind);
     let next = format!("/jobs/{id}");
-    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, ..user.layout("jobs") };
+    let waiting = service::cluster::why_waiting(&state, id).await?;
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, ..user.layout("jobs") };
     render(&state, "job.html", ctx)
 }
 
@@ -103,6 +105,11 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
         ("on_executor_lost".to_owned(), job.on_executor_lost.to_string()),
         ("max_takeovers".to_owned(), job.max_takeovers.to_string()),
         ("stop_grace_secs".to_owned(), job.stop_grace_secs.to_string()),
+        (
+            "selector".to_owned(),
+            labels::describe(&labels::from_json(&job.selector)),
+        ),
+        ("priority".to_owned(), job.priority.to_string()),
         ("version".to_owned(), job.version.to_string()),
     ]);
     if job.parallel {
@@ -124,6 +131,7 @@ fn default_values() -> HashMap<String, String> {
         ("on_executor_lost", "rerun"),
         ("max_takeovers", "3"),
         ("stop_grace_secs", "10"),
+        ("priority", "0"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))

@@ -66,6 +66,7 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/executors", get(cluster::executors))
+        .route("/executors/{id}/{action}", post(cluster::route_executor))
         .route("/audit", get(cluster::audit))
         .route("/definitions", get(definitions::page).post(definitions::upload))
         .route("/definitions.yaml", get(definitions::download))

@@ -57,10 +57,15 @@ pub async fn show(
         .await?
         .unwrap_or_default();
     let terminal = run.state.is_terminal();
+    let waiting = if run.state == RunState::Queued {
+        service::cluster::why_waiting(&state, run.job_id).await?
+    } else {
+        None
+    };
     render(
         &state,
         "run.html",
-        context! { run, job_name, terminal, ..user.layout("runs") },
+        context! { run, job_name, terminal, waiting, ..user.layout("runs") },
     )
 }
 

@@ -95,6 +95,10 @@ fn values_of(trigger: &Trigger) -> HashMap<String, String> {
             trigger.misfire_threshold_secs.to_string(),
         ),
         ("version".to_owned(), trigger.version.to_string()),
+        (
+            "max_concurrency".to_owned(),
+            trigger.max_concurrency.map(|m| m.to_string()).unwrap_or_default(),
+        ),
     ]);
     if trigger.paused {
         values.insert("paused".to_owned(), "on".to_owned());

@@ -71,6 +71,12 @@ pub struct JobFields {
     /// When an executor must stop a run (cancel, timeout, lost lock, drain deadline), the
     /// seconds between SIGTERM to its process group and SIGKILL (0–3600, default 10).
     pub stop_grace_secs: Option<i32>,
+    /// Labels an executor must all carry to claim the job's runs (`{"gpu": "1"}`; `{}`,
+    /// the default: any executor).
+    pub selector: Option<BTreeMap<String, String>>,
+    /// When slots are scarce, higher goes first (-100 to 100, default 0; each point counts
+    /// as a minute of waiting, so lower priorities are not starved).
+    pub priority: Option<i32>,
 }
 
 /// A job's retry policy as sent.
@@ -193,6 +199,9 @@ pub struct TriggerFields {
     pub misfire_threshold_secs: Option<i32>,
     /// Paused?
     pub paused: Option<bool>,
+    /// Runs of this trigger claimed or running at once (null, the default: only the job's
+    /// bound applies).
+    pub max_concurrency: Option<i32>,
 }
 
 /// `POST /api/v1/auth/token`.

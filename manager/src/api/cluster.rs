@@ -1,9 +1,12 @@
-//! `/api/v1/executors`, `/api/v1/monitors`, `/api/v1/status`, `/api/v1/audit`.
+//! `/api/v1/executors` (and their cordon, uncordon and drain), `/api/v1/monitors`,
+//! `/api/v1/status`, `/api/v1/audit`.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::Json;
 use probactr_common::model::ProcessRole;
+use probactr_common::store::processes::Routing;
 use probactr_common::store::{audit::Entry, cluster::Status};
+use uuid::Uuid;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody, FieldErrors};
@@ -29,6 +32,71 @@ pub async fn executors(
     _who: Principal,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
     processes(&state, ProcessRole::Executor).await
+}
+
+/// Stop an executor claiming new runs (those running go on) (operators).
+#[utoipa::path(post, path = "/executors/{id}/cordon", operation_id = "cordon_executor", tag = "cluster",
+    params(("id" = Uuid, Path, description = "The executor")),
+    responses(
+        (status = OK, description = "The cordoned executor", body = ProcessView),
+        (status = NOT_FOUND, description = "No such executor", body = ErrorBody),
+        (status = CONFLICT, description = "The executor is dead or stopped", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn cordon(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<ProcessView>, ApiError> {
+    route(&state, &who, &id, Routing::Cordon).await
+}
+
+/// Let a cordoned executor claim runs again (a draining one goes on draining) (operators).
+#[utoipa::path(post, path = "/executors/{id}/uncordon", operation_id = "uncordon_executor", tag = "cluster",
+    params(("id" = Uuid, Path, description = "The executor")),
+    responses(
+        (status = OK, description = "The executor", body = ProcessView),
+        (status = NOT_FOUND, description = "No such executor", body = ErrorBody),
+        (status = CONFLICT, description = "The executor is dead or stopped", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn uncordon(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<ProcessView>, ApiError> {
+    route(&state, &who, &id, Routing::Uncordon).await
+}
+
+/// Drain an executor: cordon it; at its next heartbeat it lets its running jobs finish
+/// (up to its `PROBACTR_DRAIN_TIMEOUT`, then stops and records the rest, which are taken
+/// over elsewhere per their job's policy) and exits, as on SIGTERM (operators).
+#[utoipa::path(post, path = "/executors/{id}/drain", operation_id = "drain_executor", tag = "cluster",
+    params(("id" = Uuid, Path, description = "The executor")),
+    responses(
+        (status = OK, description = "The executor, asked to drain", body = ProcessView),
+        (status = NOT_FOUND, description = "No such executor", body = ErrorBody),
+        (status = CONFLICT, description = "The executor is dead or stopped", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn drain(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<ProcessView>, ApiError> {
+    route(&state, &who, &id, Routing::Drain).await
+}
+
+async fn route(
+    state: &AppState,
+    who: &Principal,
+    id: &str,
+    change: Routing,
+) -> Result<Json<ProcessView>, ApiError> {
+    let id = Uuid::parse_str(id).map_err(|_| ApiError::not_found("executor", id))?;
+    Ok(Json(
+        service::cluster::route_executor(state, who, id, change).await?,
+    ))
 }
 
 /// Registered monitors.

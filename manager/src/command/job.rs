@@ -1,6 +1,7 @@
 //! Creating a job ([`JobDraft`]) and editing one ([`JobPatch`]).
 
 use probactr_common::jobspec::JobSpec;
+use probactr_common::labels;
 use probactr_common::model::{Job, JobKind, OnExecutorLost, Overlap};
 use probactr_common::store::jobs::NewJob;
 use serde_json::Value;
@@ -19,6 +20,11 @@ pub const MAX_ATTEMPTS: i64 = 100;
 pub const MAX_TAKEOVERS: i64 = 100;
 /// The longest grace between SIGTERM and SIGKILL, in seconds (an hour).
 pub const MAX_STOP_GRACE_SECS: i64 = 3600;
+/// The lowest and highest job priority (each point is a minute of queueing: see the
+/// claim's order in migration `2026112503000001`).
+pub const MIN_PRIORITY: i64 = -100;
+/// See [`MIN_PRIORITY`].
+pub const MAX_PRIORITY: i64 = 100;
 /// The longest retry backoff, in seconds (a week).
 pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 
@@ -56,6 +62,10 @@ pub struct JobDraft {
     pub max_takeovers: Given<i64>,
     /// Seconds between SIGTERM and SIGKILL when an executor stops a run.
     pub stop_grace_secs: Given<i64>,
+    /// Labels an executor must carry to claim its runs, as given (an object of strings).
+    pub selector: Option<Value>,
+    /// When slots are scarce, higher goes first.
+    pub priority: Given<i64>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -94,6 +104,8 @@ impl JobDraft {
             on_executor_lost: input.choice("on_executor_lost"),
             max_takeovers: input.int("max_takeovers", i64::MIN, i64::MAX),
             stop_grace_secs: input.int("stop_grace_secs", i64::MIN, i64::MAX),
+            selector: input.raw("selector"),
+            priority: input.int("priority", i64::MIN, i64::MAX),
             ..JobDraft::default()
         };
         match input.object("retry") {
@@ -201,6 +213,18 @@ impl JobDraft {
         if let Some(grace) = grace.and_then(|g| checks.within("stop_grace_secs", g, 0, MAX_STOP_GRACE_SECS)) {
             job.stop_grace_secs = grace as i32;
         }
+        if let Some(selector) = self.selector {
+            match checked_selector(&selector) {
+                Ok(selector) => job.selector = selector,
+                Err(why) => checks.error("selector", why),
+            }
+        }
+        let priority = checks.not_null("priority", self.priority);
+        if let Some(priority) =
+            priority.and_then(|p| checks.within("priority", p, MIN_PRIORITY, MAX_PRIORITY))
+        {
+            job.priority = priority as i32;
+        }
         if kind.is_some() {
             match JobSpec::parse(job.kind, &job.spec) {
                 Ok(spec) => job.spec = spec.to_json(),
@@ -251,7 +275,32 @@ fn definition_of(job: &Job) -> NewJob {
         on_executor_lost: job.on_executor_lost,
         max_takeovers: job.max_takeovers,
         stop_grace_secs: job.stop_grace_secs,
+        selector: job.selector.clone(),
+        priority: job.priority,
     }
+}
+
+/// A selector as stored: an object of label names to values, each a good label
+/// (`{}`: any executor).
+fn checked_selector(selector: &Value) -> Result<Value, String> {
+    let Some(pairs) = selector.as_object() else {
+        return Err("must be an object of label names to values, such as {\"gpu\": \"1\"}".to_owned());
+    };
+    if pairs.len() > labels::MAX_LABELS {
+        return Err(format!("must have at most {} labels", labels::MAX_LABELS));
+    }
+    for (name, value) in pairs {
+        if let Some(problem) = labels::label_problem(name) {
+            return Err(format!("label name {name:?} {problem}"));
+        }
+        let Some(value) = value.as_str() else {
+            return Err(format!("the value of {name:?} must be a string"));
+        };
+        if let Some(problem) = labels::label_problem(value) {
+            return Err(format!("the value of {name:?} {problem}"));
+        }
+    }
+    Ok(selector.clone())
 }
 
 fn check_name(checks: &mut Checks, name: &str) {

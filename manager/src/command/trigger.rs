@@ -34,6 +34,8 @@ pub struct TriggerDraft {
     pub misfire_threshold_secs: Given<i64>,
     /// Paused triggers do not fire.
     pub paused: Given<bool>,
+    /// Runs of this trigger claimed or running at once (null: no cap of its own).
+    pub max_concurrency: Given<i64>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -118,6 +120,7 @@ impl TriggerDraft {
             misfire: input.choice("misfire"),
             misfire_threshold_secs: input.int("misfire_threshold_secs", i64::MIN, i64::MAX),
             paused: input.boolean("paused"),
+            max_concurrency: input.int("max_concurrency", i64::MIN, i64::MAX),
             problems: FieldErrors::new(),
         }
     }
@@ -185,6 +188,9 @@ impl TriggerDraft {
         {
             trigger.misfire_threshold_secs = threshold as i32;
         }
+        if let Some(max) = checks.within_given("max_concurrency", self.max_concurrency, 1, INT4_MAX) {
+            trigger.max_concurrency = max.map(|m| m as i32);
+        }
         if let Some(paused) = checks.not_null("paused", self.paused) {
             trigger.paused = paused;
         }
@@ -234,5 +240,6 @@ fn definition_of(t: &Trigger) -> NewTrigger {
         misfire: t.misfire,
         misfire_threshold_secs: t.misfire_threshold_secs,
         paused: t.paused,
+        max_concurrency: t.max_concurrency,
     }
 }

@@ -15,12 +15,16 @@ use tokio::sync::Mutex;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use probactr_common::labels::{self, Labels};
 use probactr_common::model::{Process, ProcessRole};
-use probactr_common::store::{self, audit::Entry, cluster::Metrics, cluster::Status, Page};
+use probactr_common::store::processes::Routing;
+use probactr_common::store::{self, audit::Change, audit::Entry, cluster::Metrics, cluster::Status, Page};
 use serde::Serialize;
+use serde_json::json;
 use uuid::Uuid;
 
 use super::Paged;
+use crate::auth::Principal;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -197,6 +201,12 @@ pub struct ProcessView {
     /// Runs it executes at once (executors only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<i32>,
+    /// Its labels (`PROBACTR_EXECUTOR_LABELS`), which job selectors match.
+    pub labels: Labels,
+    /// Claims no new runs (cordoned, or draining).
+    pub cordoned: bool,
+    /// Asked to drain: it finishes or hands over its runs, then exits.
+    pub drain_requested: bool,
 }
 
 /// Every registered process of `role`, newest first, executors with their running counts.
@@ -221,7 +231,79 @@ fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> P
         started_at: process.started_at,
         last_heartbeat_at: process.last_heartbeat_at,
         state: process.state.to_string(),
+        labels: labels::from_json(&process.labels),
+        cordoned: process.cordoned,
+        drain_requested: process.drain_requested,
     }
+}
+
+/// Why the queued runs of a job wait although slots may be free: no live, uncordoned
+/// executor carries its selector's labels ("no live executor matches gpu=1"), or none
+/// is live at all. None when some executor may claim them (or the job is gone).
+pub async fn why_waiting(state: &AppState, job_id: i64) -> Result<Option<String>, ApiError> {
+    let Some(job) = store::jobs::get(&state.pool, job_id).await? else {
+        return Ok(None);
+    };
+    if store::processes::any_may_claim(&state.pool, &job.selector).await? {
+        return Ok(None);
+    }
+    let selector = labels::from_json(&job.selector);
+    Ok(Some(if selector.is_empty() {
+        "no live executor takes new runs".to_owned()
+    } else {
+        format!("no live executor matches {}", labels::describe(&selector))
+    }))
+}
+
+/// What an operator asks of an executor, as the API and the admin name it.
+pub fn routing_named(name: &str) -> Option<Routing> {
+    match name {
+        "cordon" => Some(Routing::Cordon),
+        "uncordon" => Some(Routing::Uncordon),
+        "drain" => Some(Routing::Drain),
+        _ => None,
+    }
+}
+
+/// Cordons (no new claims), uncordons or drains (cordon, finish or hand over the running
+/// runs, exit) a live executor; audited. A cordon takes effect at the next claim; a drain
+/// at the executor's next heartbeat.
+pub async fn route_executor(
+    state: &AppState,
+    who: &Principal,
+    id: Uuid,
+    change: Routing,
+) -> Result<ProcessView, ApiError> {
+    let action = match change {
+        Routing::Cordon => "executor.cordon",
+        Routing::Uncordon => "executor.uncordon",
+        Routing::Drain => "executor.drain",
+    };
+    who.require_operator("cordon, uncordon or drain executors")?;
+    let mut tx = state.pool.begin().await?;
+    let Some(process) = store::processes::route(&mut *tx, id, change).await? else {
+        return Err(match store::processes::get(&mut *tx, id).await? {
+            Some(process) if process.role == ProcessRole::Executor => ApiError::Conflict(format!(
+                "executor {id} is {}: only a live executor can be cordoned, uncordoned or drained",
+                process.state
+            )),
+            _ => ApiError::not_found("executor", id),
+        });
+    };
+    let change = Change {
+        action,
+        object_type: "executor",
+        object_id: None,
+        before: None,
+        after: Some(json!({"executor_id": id, "cordoned": process.cordoned,
+                           "drain_requested": process.drain_requested})),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(executor.id = %id, action, cordoned = process.cordoned,
+        drain_requested = process.drain_requested, "executor routing changed");
+    let running = store::runs::history::active_by_executor(&state.pool).await?;
+    Ok(view(process, ProcessRole::Executor, &running))
 }
 
 /// A page of the audit log, newest first.

@@ -89,6 +89,11 @@ pub struct JobView {
     pub max_takeovers: i32,
     /// Seconds between SIGTERM and SIGKILL when an executor stops a run.
     pub stop_grace_secs: i32,
+    /// Labels an executor must all carry to claim its runs (`{}`: any executor).
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub selector: Value,
+    /// When slots are scarce, higher goes first.
+    pub priority: i32,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -121,6 +126,8 @@ impl From<JobRow> for JobView {
             on_executor_lost: job.on_executor_lost,
             max_takeovers: job.max_takeovers,
             stop_grace_secs: job.stop_grace_secs,
+            selector: job.selector,
+            priority: job.priority,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,

@@ -152,3 +152,77 @@ async fn every_change_is_audited(pool: PgPool) {
     assert_eq!(update["before"]["description"], "");
     assert_eq!(update["after"]["description"], "changed");
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let viewer = app.user("vera", Role::Viewer).await;
+    let operator = app.user("otto", Role::Operator).await;
+    let mut executor = store::processes::Registration::this_process(ProcessRole::Executor, 8);
+    executor.labels = probactr_common::labels::parse_labels("zone=a,gpu=1").unwrap();
+    store::processes::register(app.pool(), &executor).await.unwrap();
+    let monitor = store::processes::Registration::this_process(ProcessRole::Monitor, 0);
+    store::processes::register(app.pool(), &monitor).await.unwrap();
+    let listed = app.get("/api/v1/executors", &viewer).await;
+    assert_eq!(
+        listed.body["items"][0]["labels"],
+        json!({"gpu": "1", "zone": "a"})
+    );
+    assert_eq!(listed.body["items"][0]["cordoned"], false);
+
+    let path = |action: &str| format!("/api/v1/executors/{}/{action}", executor.id);
+    let refused = app.post(&path("cordon"), &viewer, json!({})).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+    let cordoned = app.post(&path("cordon"), &operator, json!({})).await;
+    assert_eq!(cordoned.status, StatusCode::OK, "{}", cordoned.text);
+    assert_eq!(cordoned.body["cordoned"], true);
+    assert_eq!(cordoned.body["drain_requested"], false);
+    let uncordoned = app.post(&path("uncordon"), &operator, json!({})).await;
+    assert_eq!(uncordoned.body["cordoned"], false);
+    let drained = app.post(&path("drain"), &operator, json!({})).await;
+    assert_eq!(drained.status, StatusCode::OK, "{}", drained.text);
+    assert_eq!(drained.body["cordoned"], true);
+    assert_eq!(drained.body["drain_requested"], true);
+    assert_eq!(
+        store::processes::heartbeat(app.pool(), executor.id)
+            .await
+            .unwrap(),
+        store::processes::Heartbeat::DrainRequested
+    );
+
+    let unknown = app
+        .post(
+            &format!("/api/v1/executors/{}/cordon", uuid::Uuid::new_v4()),
+            &operator,
+            json!({}),
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text);
+    let not_an_id = app
+        .post("/api/v1/executors/nope/cordon", &operator, json!({}))
+        .await;
+    assert_eq!(not_an_id.status, StatusCode::NOT_FOUND, "{}", not_an_id.text);
+    let a_monitor = app
+        .post(
+            &format!("/api/v1/executors/{}/drain", monitor.id),
+            &operator,
+            json!({}),
+        )
+        .await;
+    assert_eq!(a_monitor.status, StatusCode::NOT_FOUND, "{}", a_monitor.text);
+    store::processes::set_state(
+        app.pool(),
+        executor.id,
+        probactr_common::model::ProcessState::Stopped,
+    )
+    .await
+    .unwrap();
+    let stopped = app.post(&path("uncordon"), &operator, json!({})).await;
+    assert_eq!(stopped.status, StatusCode::CONFLICT, "{}", stopped.text);
+
+    let audited: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action LIKE 'executor.%'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(audited, 3, "cordon, uncordon and drain are audited");
+}

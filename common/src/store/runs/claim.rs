@@ -10,8 +10,13 @@ use uuid::Uuid;
 use crate::model::{Run, RunState};
 use crate::store::StoreError;
 
-/// The queued-run claim (`$1` executor, `$2` limit). Oldest first, `SKIP LOCKED`, so
-/// concurrent claimers split the queue instead of waiting. Runs of paused jobs, runs
+/// The queued-run claim (`$1` executor, `$2` limit). In claim order (oldest first, moved
+/// earlier by priority: see migration `2026112503000001`), `SKIP LOCKED`, so concurrent
+/// claimers split the queue instead of waiting. A cordoned executor takes nothing; a job
+/// with a selector is taken only by an executor carrying all of its labels (the
+/// executor's labels are read once per statement, the selector only of jobs that have
+/// one); a run of a trigger with a cap stays queued while that many of the trigger's
+/// runs are claimed or running, and one statement takes no more than the cap leaves. Runs of paused jobs, runs
 /// waiting out a retry backoff, and runs of a non-parallel `overlap = queue` job that
 /// already has an active attempt stay queued (claiming them would only make them wait
 /// for the lock). Runs that need no lock — parallel jobs without a concurrency bound —
@@ -20,25 +25,38 @@ use crate::store::StoreError;
 /// its peers). At most `$4` of the runs taken are shell jobs (each a process): the others
 /// it looked at stay queued for executors with processes to spare.
 pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
-         SELECT runs.id, runs.available_at, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
-                jobs.kind = 'shell' AS process
+         SELECT runs.id, runs.claim_order, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
+                jobs.kind = 'shell' AS process, runs.trigger_id,
+                runs.trigger_cap - (SELECT count(*) FROM runs_live AS active
+                                    WHERE active.trigger_id = runs.trigger_id AND runs.trigger_cap IS NOT NULL
+                                      AND active.trigger_cap IS NOT NULL
+                                      AND active.state IN ('claimed', 'running')) AS trigger_room
          FROM runs JOIN jobs ON jobs.id = runs.job_id
          WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
            AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
-           -- A process declared dead gets nothing, even if it has not noticed yet.
-           AND EXISTS (SELECT 1 FROM executors WHERE executors.id = $1 AND executors.state = 'alive')
+           AND (runs.trigger_cap IS NULL OR runs.trigger_cap > (
+                SELECT count(*) FROM runs_live AS active
+                WHERE active.trigger_id = runs.trigger_id AND active.trigger_cap IS NOT NULL
+                  AND active.state IN ('claimed', 'running')))
+           -- A process declared dead, or cordoned, gets nothing, even if it has not noticed yet.
+           AND EXISTS (SELECT 1 FROM executors
+                       WHERE executors.id = $1 AND executors.state = 'alive' AND NOT executors.cordoned)
+           AND (jobs.selector = '{}'::jsonb
+                OR jobs.selector <@ (SELECT labels FROM executors WHERE executors.id = $1))
            AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
                 SELECT 1 FROM runs AS active
                 WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running')))
-         ORDER BY runs.available_at, runs.id
+         ORDER BY runs.claim_order, runs.id
          LIMIT $2
          FOR UPDATE OF runs SKIP LOCKED),
      taken AS (
          SELECT id, lock_free FROM (
-             SELECT id, lock_free, process,
-                    row_number() OVER (PARTITION BY process ORDER BY available_at, id) AS nth
+             SELECT id, lock_free, process, trigger_room,
+                    row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
+                    row_number() OVER (PARTITION BY trigger_id, trigger_room IS NULL
+                                       ORDER BY claim_order, id) AS nth_of_trigger
              FROM picked) AS ranked
-         WHERE NOT process OR nth <= $4),
+         WHERE (NOT process OR nth <= $4) AND (trigger_room IS NULL OR nth_of_trigger <= trigger_room)),
      claimed AS (
          -- The picked rows are locked and queued; the live partition is named so that
          -- only its id index can find them, whatever its statistics say.
@@ -50,7 +68,7 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
          RETURNING runs.*)
      SELECT claimed.*, jobs.version AS job_version
      FROM claimed JOIN jobs ON jobs.id = claimed.job_id
-     ORDER BY claimed.available_at, claimed.id";
+     ORDER BY claimed.claim_order, claimed.id";
 
 /// Claims up to `limit` queued runs for `executor_id` (see [`CLAIM_QUEUED_SQL`]): the
 /// returned runs are `claimed`, or already `running` when they need no lock.

@@ -27,6 +27,8 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "on_executor_lost",
     "max_takeovers",
     "stop_grace_secs",
+    "selector",
+    "priority",
     "paused",
     "spec.program",
     "spec.args",
@@ -66,6 +68,8 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         on_executor_lost: form.choice("on_executor_lost", &mut problems),
         max_takeovers: form.whole_if_filled("max_takeovers", &mut problems),
         stop_grace_secs: form.whole_if_filled("stop_grace_secs", &mut problems),
+        selector: form.labels("selector", &mut problems),
+        priority: form.whole_if_filled("priority", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -95,6 +95,19 @@ impl FormData {
         }
     }
 
+    /// Labels written `name=value,name=value` (a job's selector): absent when the field is
+    /// not in the form, `{}` when empty.
+    pub(super) fn labels(&self, key: &str, problems: &mut FieldErrors) -> Option<serde_json::Value> {
+        let text = self.get(key)?;
+        match probactr_common::labels::parse_labels(text) {
+            Ok(labels) => Some(serde_json::json!(labels)),
+            Err(why) => {
+                problems.insert(key.to_owned(), why);
+                None
+            }
+        }
+    }
+
     /// A text field: absent when not in the form.
     pub(super) fn text(&self, key: &str) -> Given<String> {
         self.get(key).map(|value| Some(value.trim().to_owned()))

@@ -37,6 +37,7 @@ pub fn trigger_draft(form: &FormData) -> TriggerDraft {
             .and_then(|_| form.choice("misfire", &mut problems)),
         misfire_threshold_secs: form.whole_if_filled("misfire_threshold_secs", &mut problems),
         paused: Some(Some(form.checked("paused"))),
+        max_concurrency: form.whole_or_null("max_concurrency", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -1,0 +1,220 @@
+//! Where runs go: cordon and drain, labels and selectors, priorities, trigger caps.
+
+use probactr_common::labels::parse_labels;
+use probactr_common::store::processes::Routing;
+
+use super::*;
+
+/// A registered, alive executor carrying `labels` (`zone=a,gpu=1`).
+async fn labelled_executor(pool: &PgPool, labels: &str) -> Uuid {
+    let mut who = Registration::this_process(ProcessRole::Executor, 4);
+    who.labels = parse_labels(labels).expect("labels");
+    processes::register(pool, &who).await.expect("register executor");
+    who.id
+}
+
+fn ids(runs: &[Run]) -> Vec<i64> {
+    runs.iter().map(|r| r.id).collect()
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_cordoned_executor_claims_nothing_until_uncordoned(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "work", |_| {}).await;
+    let queued = runs::queue_now(&pool, job.id).await.expect("queue");
+
+    let cordoned = processes::route(&pool, ex, Routing::Cordon)
+        .await
+        .expect("cordon")
+        .expect("a live executor");
+    assert!(cordoned.cordoned && !cordoned.drain_requested);
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::Alive,
+        "a cordon is not a drain"
+    );
+
+    processes::route(&pool, ex, Routing::Uncordon)
+        .await
+        .expect("uncordon")
+        .expect("a live executor");
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, ex, 10).await.expect("claim")),
+        vec![queued.id]
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_drain_cordons_and_comes_with_the_next_heartbeat(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "work", |_| {}).await;
+    runs::queue_now(&pool, job.id).await.expect("queue");
+
+    let draining = processes::route(&pool, ex, Routing::Drain)
+        .await
+        .expect("drain")
+        .expect("a live executor");
+    assert!(draining.cordoned && draining.drain_requested);
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::DrainRequested
+    );
+    let still = processes::route(&pool, ex, Routing::Uncordon)
+        .await
+        .expect("uncordon")
+        .expect("a live executor");
+    assert!(
+        still.cordoned && still.drain_requested,
+        "uncordoning a draining executor leaves it draining"
+    );
+
+    // Only live executors are routed.
+    processes::set_state(&pool, ex, ProcessState::Stopped)
+        .await
+        .expect("stop");
+    assert!(processes::route(&pool, ex, Routing::Cordon)
+        .await
+        .expect("cordon")
+        .is_none());
+    assert!(processes::route(&pool, Uuid::new_v4(), Routing::Cordon)
+        .await
+        .expect("cordon")
+        .is_none());
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_selector_is_claimed_only_by_executors_carrying_all_its_labels(pool: PgPool) {
+    let plain = labelled_executor(&pool, "").await;
+    let cpu = labelled_executor(&pool, "zone=a,gpu=0").await;
+    let gpu = labelled_executor(&pool, "zone=b,gpu=1").await;
+    let job = make_job(&pool, "train", |j| {
+        j.selector = serde_json::json!({"gpu": "1", "zone": "b"})
+    })
+    .await;
+    let anywhere = make_job(&pool, "anywhere", |_| {}).await;
+    let run = runs::queue_now(&pool, job.id).await.expect("queue");
+
+    assert!(runs::claim_queued(&pool, plain, 10)
+        .await
+        .expect("claim")
+        .is_empty());
+    assert!(runs::claim_queued(&pool, cpu, 10)
+        .await
+        .expect("claim")
+        .is_empty());
+    assert!(
+        processes::any_may_claim(&pool, &job.selector).await.expect("any"),
+        "the gpu executor may"
+    );
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, gpu, 10).await.expect("claim")),
+        vec![run.id]
+    );
+
+    // A job without a selector goes anywhere.
+    let free = runs::queue_now(&pool, anywhere.id).await.expect("queue");
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, plain, 10).await.expect("claim")),
+        vec![free.id]
+    );
+
+    // Once the only matching executor is cordoned, nothing may claim the job's runs.
+    processes::route(&pool, gpu, Routing::Cordon)
+        .await
+        .expect("cordon");
+    assert!(!processes::any_may_claim(&pool, &job.selector).await.expect("any"));
+    assert!(processes::any_may_claim(&pool, &serde_json::json!({}))
+        .await
+        .expect("any"));
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn higher_priority_goes_first_and_waiting_long_enough_overtakes_it(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let low = make_job(&pool, "low", |_| {}).await;
+    let high = make_job(&pool, "high", |j| j.priority = 10).await;
+    let age = |id: i64, minutes: i32| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query("UPDATE runs SET available_at = now() - make_interval(mins => $2) WHERE id = $1")
+                .bind(id)
+                .bind(minutes)
+                .execute(&pool)
+                .await
+                .expect("age");
+        }
+    };
+    // Queued two minutes before the high-priority run: it still goes second.
+    let older_low = runs::queue_now(&pool, low.id).await.expect("queue");
+    age(older_low.id, 2).await;
+    let fresh_high = runs::queue_now(&pool, high.id).await.expect("queue");
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, ex, 1).await.expect("claim")),
+        vec![fresh_high.id]
+    );
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, ex, 1).await.expect("claim")),
+        vec![older_low.id]
+    );
+
+    // Queued longer than ten minutes (ten points of priority) before it: it goes first.
+    let starving_low = runs::queue_now(&pool, low.id).await.expect("queue");
+    age(starving_low.id, 11).await;
+    let another_high = runs::queue_now(&pool, high.id).await.expect("queue");
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, ex, 1).await.expect("claim")),
+        vec![starving_low.id]
+    );
+    assert_eq!(
+        ids(&runs::claim_queued(&pool, ex, 1).await.expect("claim")),
+        vec![another_high.id]
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_trigger_cap_bounds_its_runs_in_flight(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "fanout", |j| j.parallel = true).await;
+    let capped = NewTrigger {
+        max_concurrency: Some(2),
+        ..NewTrigger::interval(3600)
+    };
+    let trigger = triggers::create(&pool, job.id, &capped, Utc::now())
+        .await
+        .expect("trigger");
+    assert_eq!(trigger.max_concurrency, Some(2));
+    sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at)
+         SELECT $1, $2, now() - make_interval(secs => g) FROM generate_series(1, 5) AS g",
+    )
+    .bind(job.id)
+    .bind(trigger.id)
+    .execute(&pool)
+    .await
+    .expect("queue five instants");
+    let by_hand = runs::queue_now(&pool, job.id).await.expect("queue");
+
+    let first = runs::claim_queued(&pool, ex, 10).await.expect("claim");
+    assert_eq!(
+        first.len(),
+        3,
+        "two of the trigger's and the run by hand: {first:?}"
+    );
+    assert!(ids(&first).contains(&by_hand.id));
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+
+    // One ends: one more may go.
+    let of_trigger: Vec<&Run> = first.iter().filter(|r| r.trigger_id.is_some()).collect();
+    assert_eq!(
+        of_trigger[0].state,
+        RunState::Running,
+        "a lock-free job starts at the claim"
+    );
+    runs::finish(&pool, of_trigger[0].id, ex, None, &ended(RunState::Succeeded))
+        .await
+        .expect("finish");
+    assert_eq!(runs::claim_queued(&pool, ex, 10).await.expect("claim").len(), 1);
+    assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
+}

@@ -141,14 +141,23 @@ impl Attempt<'_> {
             JobSpec::Shell(_) => self.shared.processes.clone().acquire_owned().await.ok(),
             _ => None,
         };
-        let execution = job::execute(
+        let tap = match spec {
+            JobSpec::Shell(_) => Some(self.shared.output.open(self.run.id, secret_values.clone()).await),
+            _ => None,
+        };
+        let execution = job::execute_live(
             &spec,
             &self.context(fence),
-            self.timeout(),
+            &job::Limits::new(self.timeout()),
             handle.token(),
             &self.shared.http,
+            tap.as_ref(),
         )
         .await;
+        if tap.is_some() {
+            // Readers who see the run ended must have seen all of its output.
+            self.shared.output.close(self.run.id).await;
+        }
         if let Some(renewal) = renewal {
             renewal.abort();
         }

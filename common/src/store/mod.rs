@@ -17,6 +17,7 @@ pub mod housekeeping;
 pub mod jobs;
 pub mod login_failures;
 pub mod processes;
+pub mod run_output;
 pub mod runs;
 pub mod secrets;
 pub mod sessions;

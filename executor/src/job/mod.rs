@@ -37,6 +37,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use probactr_common::jobspec::JobSpec;
 use tokio_util::sync::CancellationToken;
 
+use crate::live_output::OutputTap;
+
 pub use self::http::{HttpPolicy, HttpRunner, Refusal};
 pub use self::output::{TailBuffer, DEFAULT_OUTPUT_LIMIT};
 pub use self::shell::inherit_environment;
@@ -126,7 +128,7 @@ pub struct Execution {
     pub http_status: Option<i32>,
     /// Why it did not succeed, for a person.
     pub error: Option<String>,
-    /// The tail of the output (stdout and stderr interleaved, or the response body).
+    /// The tail of the output (stdout and stderr interleaved as read, or the response body).
     pub output: Option<String>,
     /// Whether the output was truncated (it then starts with a marker).
     pub output_truncated: bool,
@@ -182,11 +184,24 @@ pub async fn execute_with(
     stop: CancellationToken,
     http: &HttpRunner,
 ) -> Execution {
+    execute_live(spec, ctx, limits, stop, http, None).await
+}
+
+/// [`execute_with`], sending what a program prints to `tap` as it prints it (the live
+/// output; only shell jobs print as they go).
+pub async fn execute_live(
+    spec: &JobSpec,
+    ctx: &JobContext,
+    limits: &Limits,
+    stop: CancellationToken,
+    http: &HttpRunner,
+    tap: Option<&OutputTap>,
+) -> Execution {
     if stop.is_cancelled() {
         return Execution::ended(Ending::Stopped).with_error("stopped before it started");
     }
     match spec {
-        JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop).await,
+        JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop, tap).await,
         JobSpec::Http(spec) => http.run(spec, ctx, limits, &stop).await,
         JobSpec::Noop => builtin::noop(),
         JobSpec::Sleep { millis } => builtin::sleep(Duration::from_millis(*millis), limits, &stop).await,

@@ -3,7 +3,8 @@
 //! local port, a real executor running in-process, the test's own PostgreSQL database
 //! and Redis. A person's path through the admin: log in, create a shell job through the
 //! form (its kind's fields only shown), add a cron trigger and see its preview (live and with the button), watch a run
-//! appear in the runs list and succeed, open its output, pause the job. Screenshots of
+//! appear in the runs list and succeed, open its output, follow a running run's output
+//! live (stdout and stderr apart, the page showing the end), pause the job. Screenshots of
 //! the pages go to `<target>/browser/` (the dashboard's is the test's artifact).
 //!
 //! Chromium is required: when it is missing the test fails and says how to install it
@@ -417,6 +418,8 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     assert!(injected.is_empty(), "the output's HTML must not be rendered");
     session.screenshot("run").await;
 
+    live_output(&session, &app).await;
+
     // Pause the job from its page.
     session.goto(&job_path).await;
     session.press("main .toolbar", "Pause").await;
@@ -457,6 +460,53 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     assert!(failures.contains("disk-check"), "recent failures: {failures}");
     let dashboard = session.screenshot("dashboard").await;
     println!("dashboard screenshot: {}", dashboard.display());
+}
+
+/// The page of a running run shows its output as the run prints it, stderr apart from
+/// stdout, and how the run ended once it has.
+async fn live_output(session: &Session, app: &TestApp) {
+    let gate_dir = tempfile::tempdir().unwrap();
+    let gate = gate_dir.path().join("gate");
+    let script = format!(
+        "echo started live; while [ ! -e '{}' ]; do sleep 0.05; done; echo went wrong >&2",
+        gate.display()
+    );
+    let spec = json!({"program": script, "shell": true});
+    let job = store::jobs::insert(
+        app.pool(),
+        &store::jobs::NewJob::new("browser-live", probactr_common::model::JobKind::Shell, spec),
+    )
+    .await
+    .unwrap();
+    let run_id = store::runs::queue_now(app.pool(), job.id).await.unwrap().id;
+    session.goto(&format!("/runs/{run_id}")).await;
+    eventually(RUN_WAIT, "the first line on the run's page", || async {
+        let line = session.client.find(Locator::Css("#run-output span.stdout")).await.ok()?;
+        line.text().await.ok()?.contains("started live").then_some(())
+    })
+    .await;
+    let run = store::runs::get(app.pool(), run_id).await.unwrap().unwrap();
+    assert_eq!(run.state, RunState::Running, "the line came while the run was running");
+    let download = session.wait_css("a[href$=\"/output.txt\"]").await;
+    assert_eq!(
+        download.attr("href").await.unwrap().as_deref(),
+        Some(format!("/runs/{run_id}/output.txt").as_str())
+    );
+    session.screenshot("run-live").await;
+
+    std::fs::write(&gate, b"").unwrap();
+    eventually(RUN_WAIT, "the stderr line on the run's page", || async {
+        let line = session.client.find(Locator::Css("#run-output span.stderr")).await.ok()?;
+        line.text().await.ok()?.contains("went wrong").then_some(())
+    })
+    .await;
+    eventually(RUN_WAIT, "the ended run's badge", || async {
+        let badge = session.client.find(Locator::Css("main h1 .badge")).await.ok()?;
+        (badge.text().await.ok()? == "succeeded").then_some(())
+    })
+    .await;
+    let output = session.text("#run-output").await;
+    assert!(output.contains("started live") && output.contains("went wrong"), "{output:?}");
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]

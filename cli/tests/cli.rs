@@ -486,8 +486,11 @@ async fn runs_logs_follow_prints_lines_while_the_run_is_still_running(
         .post(format!("{}/api/v1/jobs", cluster.url))
         .bearer_auth(&token)
         .header("content-type", "application/json")
-        .body(serde_json::json!({"name": "gated", "kind": "shell", "timeout_secs": 120,
-                                  "spec": {"program": script, "shell": true}}).to_string())
+        .body(
+            serde_json::json!({"name": "gated", "kind": "shell", "timeout_secs": 120,
+                                  "spec": {"program": script, "shell": true}})
+            .to_string(),
+        )
         .send()
         .await
         .unwrap();
@@ -544,7 +547,11 @@ async fn runs_logs_follow_prints_lines_while_the_run_is_still_running(
     assert!(output.status.success(), "{}", text(&output.stderr));
     let rest: Vec<String> = lines.try_iter().collect();
     assert_eq!(rest, ["last line"]);
-    assert!(text(&output.stderr).contains("complaint"), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("complaint"),
+        "{}",
+        text(&output.stderr)
+    );
 }
 
 async fn json_of(response: reqwest::Response) -> Value {

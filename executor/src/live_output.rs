@@ -82,9 +82,19 @@ impl Stream {
 }
 
 enum Message {
-    Open { run_id: i64, secrets: Vec<String> },
-    Bytes { run_id: i64, stream: Stream, bytes: Vec<u8> },
-    Close { run_id: i64, stored: oneshot::Sender<()> },
+    Open {
+        run_id: i64,
+        secrets: Vec<String>,
+    },
+    Bytes {
+        run_id: i64,
+        stream: Stream,
+        bytes: Vec<u8>,
+    },
+    Close {
+        run_id: i64,
+        stored: oneshot::Sender<()>,
+    },
 }
 
 /// The handle attempts open and close their runs' output through.
@@ -147,7 +157,10 @@ impl OutputWriter {
             return;
         }
         if tokio::time::timeout(CLOSE_WAIT, answer).await.is_err() {
-            tracing::warn!(run.id = run_id, "the run's output is not stored yet; recording its end anyway");
+            tracing::warn!(
+                run.id = run_id,
+                "the run's output is not stored yet; recording its end anyway"
+            );
         }
     }
 }
@@ -410,7 +423,10 @@ fn is_continuation(byte: u8) -> bool {
 /// whose remaining bytes have not arrived (invalid bytes count as whole).
 fn complete_prefix(bytes: &[u8]) -> usize {
     let len = bytes.len();
-    let Some(start) = (len.saturating_sub(4)..len).rev().find(|&i| !is_continuation(bytes[i])) else {
+    let Some(start) = (len.saturating_sub(4)..len)
+        .rev()
+        .find(|&i| !is_continuation(bytes[i]))
+    else {
         return len;
     };
     let needed = match bytes[start] {
@@ -486,14 +502,34 @@ mod tests {
         run.accept(Stream::Stdout, b"klm");
         let (chunks, cuts) = stored(&run);
         // The written "abc" fell out of the 10-byte tail: it is cut from the table.
-        assert_eq!(cuts, [Cut { run_id: 1, from: 10, to: 13 }]);
-        let texts: Vec<(i64, &str)> = chunks.iter().map(|c| (c.byte_offset, c.content.as_str())).collect();
+        assert_eq!(
+            cuts,
+            [Cut {
+                run_id: 1,
+                from: 10,
+                to: 13
+            }]
+        );
+        let texts: Vec<(i64, &str)> = chunks
+            .iter()
+            .map(|c| (c.byte_offset, c.content.as_str()))
+            .collect();
         assert_eq!(texts, [(13, "defghij"), (20, "klm")]);
         run.written();
         run.accept(Stream::Stdout, b"nopqrstuvwxyz");
         let (chunks, cuts) = stored(&run);
-        assert_eq!(cuts, [Cut { run_id: 1, from: 10, to: 23 }]);
-        let texts: Vec<(i64, &str)> = chunks.iter().map(|c| (c.byte_offset, c.content.as_str())).collect();
+        assert_eq!(
+            cuts,
+            [Cut {
+                run_id: 1,
+                from: 10,
+                to: 23
+            }]
+        );
+        let texts: Vec<(i64, &str)> = chunks
+            .iter()
+            .map(|c| (c.byte_offset, c.content.as_str()))
+            .collect();
         assert_eq!(texts, [(26, "qrstuvwxyz")]);
         assert_eq!(run.next_offset, 36);
     }
@@ -502,6 +538,9 @@ mod tests {
     fn chunks_are_masked() {
         let mut run = RunOutput::new(1024, vec!["hunter2".to_owned()]);
         run.accept(Stream::Stdout, b"the password is hunter2\n");
-        assert_eq!(stored(&run).0[0].content, "the password is ********\n".replace("********", probactr_common::secrets::MASK));
+        assert_eq!(
+            stored(&run).0[0].content,
+            "the password is ********\n".replace("********", probactr_common::secrets::MASK)
+        );
     }
 }

@@ -81,7 +81,12 @@ pub async fn append(db: impl PgExecutor<'_>, chunks: &[NewChunk], cuts: &[Cut]) 
 }
 
 /// Up to `limit` chunks of a run's output that end after `offset`, in order.
-pub async fn read(db: impl PgExecutor<'_>, run_id: i64, offset: i64, limit: i64) -> Result<Vec<Chunk>, StoreError> {
+pub async fn read(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<Chunk>, StoreError> {
     Ok(sqlx::query_as!(
         Chunk,
         "SELECT byte_offset, byte_count, stream, content FROM run_output

@@ -307,7 +307,9 @@ async fn finish_collecting(collectors: [tokio::task::JoinHandle<()>; 2]) {
     let deadline = tokio::time::Instant::now() + DRAIN_AFTER_END;
     for mut collector in collectors {
         if tokio::time::timeout_at(deadline, &mut collector).await.is_err() {
-            tracing::debug!("a process outside the job's group still holds its output open; not waiting for it");
+            tracing::debug!(
+                "a process outside the job's group still holds its output open; not waiting for it"
+            );
             collector.abort();
         }
     }

@@ -59,9 +59,10 @@ pub async fn clear_after_showing(request: Request, next: Next) -> Response {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|kind| kind.starts_with("text/html"));
     if carried && is_page {
-        response
-            .headers_mut()
-            .append(header::SET_COOKIE, session::cookie_header(COOKIE, "", "/", 0, false));
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            session::cookie_header(COOKIE, "", "/", 0, false),
+        );
     }
     response
 }
@@ -98,10 +99,16 @@ mod tests {
     fn messages_survive_the_cookie() {
         let message = "Job «nightly; 50% off» paused";
         let response = redirect(Redirect::to("/jobs"), message);
-        let set = response.headers()[header::SET_COOKIE].to_str().unwrap_or_default().to_owned();
+        let set = response.headers()[header::SET_COOKIE]
+            .to_str()
+            .unwrap_or_default()
+            .to_owned();
         let value = set.split(';').next().unwrap_or_default().to_owned();
         let mut headers = HeaderMap::new();
-        headers.insert(header::COOKIE, format!("other=1; {value}").parse().expect("a header"));
+        headers.insert(
+            header::COOKIE,
+            format!("other=1; {value}").parse().expect("a header"),
+        );
         assert_eq!(read(&headers).as_deref(), Some(message));
     }
 }

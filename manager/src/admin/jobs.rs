@@ -359,7 +359,10 @@ pub async fn delete(
         return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
     }
     jobs::delete(&state, &user.0, id).await?;
-    Ok(flash::redirect(Redirect::to("/jobs"), &format!("Job {} deleted", job.name)))
+    Ok(flash::redirect(
+        Redirect::to("/jobs"),
+        &format!("Job {} deleted", job.name),
+    ))
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use crate::auth::Principal;
 
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
-use crate::service::runs::{OutputChunk, OutputPage, RunView};
 use crate::service::runs::{self, Cancelled};
+use crate::service::runs::{OutputChunk, OutputPage, RunView};
 use crate::service::Paged;
 use crate::state::AppState;
 

@@ -8,7 +8,10 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 
 /// An executor running in this process until the returned token is cancelled.
-fn start_executor(pool: &PgPool, settings: &[(&str, &str)]) -> (CancellationToken, tokio::task::JoinHandle<anyhow::Result<()>>) {
+fn start_executor(
+    pool: &PgPool,
+    settings: &[(&str, &str)],
+) -> (CancellationToken, tokio::task::JoinHandle<anyhow::Result<()>>) {
     let shutdown = CancellationToken::new();
     let executor = tokio::spawn(probactr_executor::run(
         executor_config_with(pool, settings),
@@ -37,7 +40,13 @@ async fn run_now(app: &TestApp, token: &str, job: &Value) -> i64 {
 
 /// Reads the output from `offset` until `until` holds for what was read, or panics after
 /// a generous while.
-async fn read_until(app: &TestApp, token: &str, run_id: i64, offset: i64, until: impl Fn(&Value) -> bool) -> Value {
+async fn read_until(
+    app: &TestApp,
+    token: &str,
+    run_id: i64,
+    offset: i64,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         let page = app
@@ -47,7 +56,11 @@ async fn read_until(app: &TestApp, token: &str, run_id: i64, offset: i64, until:
         if until(&page.body) {
             return page.body;
         }
-        assert!(tokio::time::Instant::now() < deadline, "gave up waiting: {}", page.text);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {}",
+            page.text
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -57,7 +70,12 @@ fn texts(page: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["stream"].as_str().unwrap().to_owned(), c["text"].as_str().unwrap().to_owned()))
+        .map(|c| {
+            (
+                c["stream"].as_str().unwrap().to_owned(),
+                c["text"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -71,7 +89,10 @@ async fn output_is_read_from_offsets_while_the_run_runs(pool: PgPool) {
     let (shutdown, executor) = start_executor(app.pool(), &[]);
     let run_id = run_now(&app, &admin, &job).await;
 
-    let first = read_until(&app, &admin, run_id, 0, |page| !page["chunks"].as_array().unwrap().is_empty()).await;
+    let first = read_until(&app, &admin, run_id, 0, |page| {
+        !page["chunks"].as_array().unwrap().is_empty()
+    })
+    .await;
     assert_eq!(texts(&first), [("stdout".to_owned(), "start\n".to_owned())]);
     assert_eq!(first["ended"], false);
     assert_eq!(first["state"], "running");
@@ -93,7 +114,8 @@ async fn output_is_read_from_offsets_while_the_run_runs(pool: PgPool) {
     assert_eq!(texts(&whole.body).len(), 2);
 
     assert_field(
-        &app.get(&format!("/api/v1/runs/{run_id}/output?offset=-1"), &admin).await,
+        &app.get(&format!("/api/v1/runs/{run_id}/output?offset=-1"), &admin)
+            .await,
         "offset",
     );
     assert_eq!(
@@ -150,10 +172,18 @@ async fn the_output_stream_follows_a_run_to_its_end(pool: PgPool) {
     assert!(opened, "{received}");
     assert!(received.contains(r#""stream":"stderr""#), "{received}");
     assert!(received.contains(r#""text":"done\n""#), "{received}");
-    assert!(received.contains(r#"event: end"#) && received.contains(r#""state":"succeeded""#), "{received}");
-    assert!(received.contains("id: 11"), "the last chunk resumes at the end: {received}");
+    assert!(
+        received.contains(r#"event: end"#) && received.contains(r#""state":"succeeded""#),
+        "{received}"
+    );
+    assert!(
+        received.contains("id: 11"),
+        "the last chunk resumes at the end: {received}"
+    );
     // The stream closes after its end event.
-    let after = tokio::time::timeout(Duration::from_secs(30), body.frame()).await.unwrap();
+    let after = tokio::time::timeout(Duration::from_secs(30), body.frame())
+        .await
+        .unwrap();
     assert!(after.is_none(), "nothing after the end event");
     shutdown.cancel();
     executor.await.unwrap().unwrap();
@@ -179,7 +209,10 @@ async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
     executor.await.unwrap().unwrap();
 
     let text: String = texts(&page).iter().map(|(_, text)| text.as_str()).collect();
-    assert!(text.starts_with("line 0001\nline 0002\n"), "the head is kept: {text}");
+    assert!(
+        text.starts_with("line 0001\nline 0002\n"),
+        "the head is kept: {text}"
+    );
     assert!(text.ends_with("line 2999\nline 3000\n"), "the tail is kept");
     assert!(!text.contains("line 1500\n"), "the middle is cut");
     let cuts: Vec<&Value> = page["chunks"]
@@ -193,11 +226,12 @@ async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
     assert!(cut_text.contains("bytes cut"), "{cut_text}");
     assert_eq!(page["next_offset"], 30_000);
     // What is stored stays within the bound (a chunk of slack: pieces are cut whole).
-    let stored: i64 = sqlx::query_scalar("SELECT coalesce(sum(byte_count), 0)::bigint FROM run_output WHERE run_id = $1")
-        .bind(run_id)
-        .fetch_one(app.pool())
-        .await
-        .unwrap();
+    let stored: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(byte_count), 0)::bigint FROM run_output WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
     assert!(stored <= 4096 + 16 * 1024, "{stored} bytes stored");
     assert!(stored >= 2048, "{stored} bytes stored");
     // The head and tail add up with the cut to the whole.
@@ -211,7 +245,9 @@ async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
     assert_eq!(stored + cut, 30_000);
     // The download has the same text, marker included.
     let browser = app.browser("admin").await;
-    let download = app.page(&format!("/runs/{run_id}/output.txt"), &browser.cookie).await;
+    let download = app
+        .page(&format!("/runs/{run_id}/output.txt"), &browser.cookie)
+        .await;
     assert_eq!(download.status, StatusCode::OK);
     assert_eq!(download.text, text);
 }

@@ -215,18 +215,28 @@ async fn runs_filter_by_job_name_trigger_executor_dates_and_duration(pool: PgPoo
     let by_name = app.get("/api/v1/runs?job=alpha", &admin).await;
     assert_eq!(ids(&by_name), [middling, slow, quick]);
     assert_eq!(by_name.body["total"], 3);
-    assert_eq!(ids(&app.get("/api/v1/runs?job=nobody", &admin).await), Vec::<i64>::new());
     assert_eq!(
-        ids(&app.get(&format!("/api/v1/runs?trigger_id={trigger_id}"), &admin).await),
+        ids(&app.get("/api/v1/runs?job=nobody", &admin).await),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        ids(&app
+            .get(&format!("/api/v1/runs?trigger_id={trigger_id}"), &admin)
+            .await),
         [quick]
     );
     assert_eq!(
-        ids(&app.get(&format!("/api/v1/runs?executor_id={}", executor.id), &admin).await),
+        ids(&app
+            .get(&format!("/api/v1/runs?executor_id={}", executor.id), &admin)
+            .await),
         [slow]
     );
     assert_eq!(
         ids(&app
-            .get("/api/v1/runs?since=2026-01-15T00:00:00Z&until=2026-02-15T00:00:00Z", &admin)
+            .get(
+                "/api/v1/runs?since=2026-01-15T00:00:00Z&until=2026-02-15T00:00:00Z",
+                &admin
+            )
             .await),
         [slow]
     );
@@ -236,7 +246,12 @@ async fn runs_filter_by_job_name_trigger_executor_dates_and_duration(pool: PgPoo
     assert_eq!(ids(&longest_first), [slow, middling, other, quick]);
     assert_eq!(longest_first.body["items"][0]["duration_ms"], 5000);
     assert_eq!(
-        ids(&app.get("/api/v1/runs?job=alpha&sort=duration&min_duration_ms=1000", &admin).await),
+        ids(&app
+            .get(
+                "/api/v1/runs?job=alpha&sort=duration&min_duration_ms=1000",
+                &admin
+            )
+            .await),
         [slow, middling]
     );
 
@@ -256,13 +271,22 @@ async fn runs_filter_by_job_name_trigger_executor_dates_and_duration(pool: PgPoo
     // The admin's list takes the same filters, from its form (times without an offset are UTC).
     let browser = app.browser("admin").await;
     let page = app
-        .page("/runs?job=alpha&sort=duration&since=2026-01-15T00:00", &browser.cookie)
+        .page(
+            "/runs?job=alpha&sort=duration&since=2026-01-15T00:00",
+            &browser.cookie,
+        )
         .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     let slow_at = page.text.find(&format!("/runs/{slow}\"")).expect("the slow run");
-    let middling_at = page.text.find(&format!("/runs/{middling}\"")).expect("the middling run");
+    let middling_at = page
+        .text
+        .find(&format!("/runs/{middling}\""))
+        .expect("the middling run");
     assert!(slow_at < middling_at, "longest first");
-    assert!(!page.text.contains(&format!("/runs/{quick}\"")), "before the range");
+    assert!(
+        !page.text.contains(&format!("/runs/{quick}\"")),
+        "before the range"
+    );
     assert!(!page.text.contains(&format!("/runs/{other}\"")), "another job's");
     assert!(page.text.contains("5.0 s"), "durations shown");
 }

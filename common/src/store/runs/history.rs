@@ -154,7 +154,9 @@ pub async fn list(
                 runs.queued_at, runs.started_at, runs.finished_at, runs.exit_code, runs.http_status,
                 runs.error, coalesce(runs.output, '') <> '' AS has_output, ",
     );
-    query.push(DURATION_MS).push(" AS duration_ms FROM runs JOIN jobs ON jobs.id = runs.job_id");
+    query
+        .push(DURATION_MS)
+        .push(" AS duration_ms FROM runs JOIN jobs ON jobs.id = runs.job_id");
     push_filters(&mut query, filter);
     query.push(match filter.sort {
         RunSort::Newest => " ORDER BY runs.id DESC",
@@ -163,7 +165,8 @@ pub async fn list(
     query.push(" LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
     let items = query.build_query_as::<RunSummary>().fetch_all(db).await?;
-    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM runs JOIN jobs ON jobs.id = runs.job_id");
+    let mut count =
+        QueryBuilder::<Postgres>::new("SELECT count(*) FROM runs JOIN jobs ON jobs.id = runs.job_id");
     push_filters(&mut count, filter);
     let total: i64 = count.build_query_scalar().fetch_one(db).await?;
     Ok((items, total))

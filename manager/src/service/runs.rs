@@ -142,7 +142,8 @@ pub async fn output(state: &AppState, id: i64, offset: i64) -> Result<OutputPage
     let stored = store::run_output::read(&state.pool, id, offset, OUTPUT_PAGE).await?;
     let complete = (stored.len() as i64) < OUTPUT_PAGE;
     let ended = run.state.is_terminal() && complete;
-    if stored.is_empty() && offset == 0 && run.state.is_terminal() {
+    // No chunks: output kept only at the end (HTTP jobs, history from before live output).
+    if stored.is_empty() && offset == 0 {
         if let Some(text) = run.output.filter(|text| !text.is_empty()) {
             return Ok(OutputPage {
                 run_id: id,

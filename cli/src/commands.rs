@@ -86,11 +86,11 @@ pub enum RunsCommand {
         /// Its id.
         id: i64,
     },
-    /// Print a run's output.
+    /// Print a run's output (stdout to standard output, stderr to standard error).
     Logs {
         /// Its id.
         id: i64,
-        /// Wait for the run to end, then print its output.
+        /// Follow the output while the run runs; exit when it ends.
         #[arg(long)]
         follow: bool,
     },
@@ -387,6 +387,47 @@ fn confirm(name: &str) -> anyhow::Result<bool> {
     ))? == name)
 }
 
+/// How often `runs logs --follow` asks for more output while nothing new came.
+const FOLLOW_EVERY: Duration = Duration::from_millis(500);
+
+/// Prints a run's output from the output endpoint, page after page; with `follow`,
+/// keeps reading while the run runs, until it has ended and all its output is printed.
+async fn print_output(client: &Client, run_id: i64, follow: bool) -> anyhow::Result<()> {
+    let mut offset = 0;
+    loop {
+        let page = client
+            .get(&format!("/runs/{run_id}/output?offset={offset}"))
+            .await?;
+        let chunks = page["chunks"].as_array().cloned().unwrap_or_default();
+        print_chunks(&chunks)?;
+        let next = page["next_offset"].as_i64().unwrap_or(offset);
+        let ended = page["ended"].as_bool().unwrap_or(true);
+        if ended || (!follow && chunks.is_empty()) {
+            return Ok(());
+        }
+        if next == offset {
+            tokio::time::sleep(FOLLOW_EVERY).await;
+        }
+        offset = next;
+    }
+}
+
+/// Writes chunks as they come: stderr's to standard error, the rest to standard output.
+fn print_chunks(chunks: &[Value]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
+    for chunk in chunks {
+        let text = chunk["text"].as_str().unwrap_or_default();
+        match chunk["stream"].as_str() {
+            Some("stderr") => stderr.write_all(text.as_bytes())?,
+            _ => stdout.write_all(text.as_bytes())?,
+        }
+    }
+    stdout.flush()?;
+    stderr.flush()?;
+    Ok(())
+}
+
 /// Polls a run until it reaches a final state (its last attempt's, when it is retried).
 async fn until_ended(client: &Client, run_id: i64) -> anyhow::Result<Value> {
     let mut current = run_id;
@@ -449,12 +490,8 @@ async fn runs_command(client: &Client, command: RunsCommand, format: Format) -> 
         }
         RunsCommand::Get { id } => output::one(format, &client.get(&format!("/runs/{id}")).await?),
         RunsCommand::Logs { id, follow } => {
-            let run = if follow {
-                until_ended(client, id).await?
-            } else {
-                client.get(&format!("/runs/{id}")).await?
-            };
-            print!("{}", run["output"].as_str().unwrap_or_default());
+            print_output(client, id, follow).await?;
+            let run = client.get(&format!("/runs/{id}")).await?;
             if let Some(error) = run["error"].as_str() {
                 eprintln!(
                     "run #{} {}: {error}",

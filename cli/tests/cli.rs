@@ -1,6 +1,7 @@
 //! The `probactr` client against a real manager and executor: logging in (the token kept
 //! with mode 0600), listing, running a job and following it to its end (the exit code
-//! says how it went), pausing, output formats, and errors that say what was wrong.
+//! says how it went), following a run's output live, pausing, output formats, and
+//! errors that say what was wrong.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::os::unix::fs::PermissionsExt;
@@ -524,4 +525,104 @@ async fn executors_are_cordoned_uncordoned_and_drained(
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `runs logs --follow` prints lines while the run is still running, and exits once it
+/// has ended and all its output is printed (stderr's lines on standard error).
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn runs_logs_follow_prints_lines_while_the_run_is_still_running(
+    _pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    use std::io::BufRead;
+
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let saved = home.join(".config/probactr/credentials.json");
+    let token: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let token = token["token"].as_str().unwrap().to_owned();
+    let gate_dir = tempfile::tempdir().unwrap();
+    let gate = gate_dir.path().join("gate");
+    let script = format!(
+        "echo first line; while [ ! -e '{}' ]; do sleep 0.05; done; echo last line; echo complaint >&2",
+        gate.display()
+    );
+    let api = reqwest::Client::new();
+    let made = api
+        .post(format!("{}/api/v1/jobs", cluster.url))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({"name": "gated", "kind": "shell", "timeout_secs": 120,
+                                  "spec": {"program": script, "shell": true}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let made: Value = json_of(made).await;
+    let queued = api
+        .post(format!("{}/api/v1/jobs/{}/run", cluster.url, made["id"]))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let queued: Value = json_of(queued).await;
+    let run_id = queued["run_id"].as_i64().unwrap();
+
+    let mut child = Command::new(workspace_binary("probactr"))
+        .args(["runs", "logs", &run_id.to_string(), "--follow"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = tokio::task::spawn_blocking(move || (lines.recv_timeout(Duration::from_secs(60)), lines))
+        .await
+        .unwrap();
+    let (first, lines) = first;
+    assert_eq!(first.unwrap(), "first line");
+    let run = api
+        .get(format!("{}/api/v1/runs/{run_id}", cluster.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let run: Value = json_of(run).await;
+    assert_eq!(run["state"], "running", "the line came while the run was running");
+    assert!(child.try_wait().unwrap().is_none(), "the client still follows");
+
+    std::fs::write(&gate, b"").unwrap();
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    reader.join().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert_eq!(rest, ["last line"]);
+    assert!(
+        text(&output.stderr).contains("complaint"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+async fn json_of(response: reqwest::Response) -> Value {
+    let text = response.text().await.unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
 }

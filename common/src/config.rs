@@ -114,6 +114,11 @@ pub const VARS: &[Var] = &[
         help: "run history older than this is deleted by monitors",
     },
     Var {
+        name: "PROBACTR_OUTPUT_LIMIT",
+        default: "1MiB",
+        help: "how much output a run keeps (bytes, or with KiB/MiB): its first half and its last half, the middle cut",
+    },
+    Var {
         name: "PROBACTR_HTTP_ALLOW",
         default: "",
         help:
@@ -270,6 +275,8 @@ pub struct Config {
     pub drain_timeout: Duration,
     /// `PROBACTR_RETENTION`.
     pub retention: Duration,
+    /// `PROBACTR_OUTPUT_LIMIT`, in bytes.
+    pub output_limit: u64,
     /// `PROBACTR_HTTP_ALLOW`.
     pub http_allow: Vec<String>,
     /// `PROBACTR_HTTP_DENY`.
@@ -465,6 +472,7 @@ impl Config {
             fire_ahead: env.duration_or_zero("PROBACTR_FIRE_AHEAD", Duration::from_secs(10))?,
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
             retention: env.duration("PROBACTR_RETENTION")?,
+            output_limit: env.bytes("PROBACTR_OUTPUT_LIMIT", 1024, 1 << 30)?,
             http_allow: env.list("PROBACTR_HTTP_ALLOW"),
             http_deny: env.list("PROBACTR_HTTP_DENY"),
             job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),
@@ -545,6 +553,20 @@ impl Config {
 }
 
 /// Reads one variable at a time, falling back to its declared default.
+/// `1048576`, `1024KiB`, `1MiB` (or `K`, `M`): the size in bytes.
+fn parse_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1024,
+        "M" | "MiB" => 1024 * 1024,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(scale)
+}
+
 struct Env<'a> {
     lookup: &'a dyn Fn(&str) -> Option<String>,
 }
@@ -653,6 +675,20 @@ impl Env<'_> {
                 name,
                 &value,
                 &format!("a whole number from {min} to {max}"),
+            )),
+        }
+    }
+
+    /// A size in bytes from `min` to `max`: a whole number, or one followed by `KiB` or
+    /// `MiB` (`K` and `M` too).
+    fn bytes(&self, name: &'static str, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let value = self.raw(name);
+        match parse_bytes(&value) {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(Env::invalid(
+                name,
+                &value,
+                &format!("a size like 65536, 512KiB or 1MiB, from {min} to {max} bytes"),
             )),
         }
     }
@@ -916,6 +952,19 @@ mod tests {
         }
         assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
         assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+    }
+
+    #[test]
+    fn sizes_parse_in_bytes_kib_and_mib() {
+        assert_eq!(config_with(&[]).expect("defaults").output_limit, 1024 * 1024);
+        assert_eq!(parse_bytes("65536"), Some(65536));
+        assert_eq!(parse_bytes("512KiB"), Some(512 * 1024));
+        assert_eq!(parse_bytes("2M"), Some(2 * 1024 * 1024));
+        for bad in ["", "KiB", "1.5MiB", "1GiB", "-1"] {
+            assert_eq!(parse_bytes(bad), None, "{bad:?} should not parse");
+        }
+        let err = config_with(&[("PROBACTR_OUTPUT_LIMIT", "10")]).expect_err("below the minimum");
+        assert!(err.to_string().contains("PROBACTR_OUTPUT_LIMIT"), "{err}");
     }
 
     #[test]

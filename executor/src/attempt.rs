@@ -166,19 +166,35 @@ impl Attempt<'_> {
                 job_ended.clone(),
             )
         });
+        let tap = match spec {
+            JobSpec::Shell(_) => Some(self.shared.output.open(self.run.id, secret_values.clone()).await),
+            _ => None,
+        };
         let mut context = self.context(fence, input_env);
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
         let limits = Limits {
             stop_grace: self.stop_grace(),
             ..Limits::new(self.timeout())
         };
-        let execution = job::execute_with(&spec, &context, &limits, handle.signal(), &self.shared.http).await;
+        let execution = job::execute_live(
+            &spec,
+            &context,
+            &limits,
+            handle.signal(),
+            &self.shared.http,
+            tap.as_ref(),
+        )
+        .await;
         job_ended.cancel();
         if let Some(saving) = saving {
             let _ = saving.await;
         }
         if let Some(checkpointer) = &checkpointer {
             checkpointer.save_at_exit().await;
+        }
+        if tap.is_some() {
+            // Readers who see the run ended must have seen all of its output.
+            self.shared.output.close(self.run.id).await;
         }
         if let Some(renewal) = renewal {
             renewal.abort();

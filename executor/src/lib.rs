@@ -8,7 +8,8 @@
 //!    transaction per batch, skipping rows other executors hold ([`firing`]);
 //! 3. claims queued runs up to its capacity ([`claiming`]) and runs each as an attempt
 //!    ([`attempt`]): Redis lock or permit, fencing token, the job itself ([`job`]) with
-//!    lease renewal and a stop point, and a completion write that retries until stored;
+//!    lease renewal and a stop point, its output written as it prints ([`live_output`]),
+//!    and a completion write that retries until stored;
 //! 4. heartbeats, watches for cancellation requests, and stops its runs when it can no
 //!    longer prove it is alive ([`liveness`]).
 //!
@@ -24,6 +25,7 @@ pub mod firing;
 pub mod inputs;
 pub mod job;
 pub mod job_cache;
+pub mod live_output;
 pub mod liveness;
 pub mod recorder;
 pub mod registry;
@@ -59,6 +61,8 @@ pub struct Shared {
     pub job_cache: job_cache::JobCache,
     /// Records attempts' ends in groups.
     pub recorder: recorder::Recorder,
+    /// Writes shell jobs' output while they run.
+    pub output: live_output::OutputWriter,
     /// Who this executor is now, and the runs it is executing.
     pub registry: registry::Registry,
     /// Wake-ups from PostgreSQL notifications.
@@ -129,6 +133,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),
         recorder: recorder::Recorder::start(pool.clone()),
+        output: live_output::OutputWriter::start(pool.clone(), config.output_limit),
         config,
         pool,
         locks,

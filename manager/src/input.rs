@@ -302,11 +302,23 @@ impl QueryParams {
         }
     }
 
-    /// An RFC 3339 instant parameter.
+    /// An RFC 3339 instant parameter; a date and time without offset (what a browser's
+    /// `datetime-local` field sends) or a date alone is taken as UTC.
     pub fn time(&self, key: &str, errors: &mut FieldErrors) -> Option<DateTime<Utc>> {
-        let text = self.text(key)?;
+        let text = self.text(key)?.trim();
+        let naive = || {
+            ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]
+                .iter()
+                .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
+                .or_else(|| {
+                    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                        .ok()
+                        .and_then(|day| day.and_hms_opt(0, 0, 0))
+                })
+        };
         match DateTime::parse_from_rfc3339(text) {
             Ok(at) => Some(at.with_timezone(&Utc)),
+            Err(_) if naive().is_some() => naive().map(|at| at.and_utc()),
             Err(_) => {
                 errors.insert(
                     key.to_owned(),

@@ -4,6 +4,8 @@
 //    does the same without JavaScript) and shows only the fields of the chosen kind.
 // 3. The job form shows only the spec fieldset of the chosen kind (without JavaScript
 //    every kind's fieldset shows, each labelled, and the server reads the chosen one).
+// 4. The page of a running run follows its output live (server-sent events from the
+//    API); without JavaScript it reloads every 5 s.
 (function () {
   "use strict";
 
@@ -129,7 +131,41 @@
     refresh();
   }
 
+  // Appends output chunks to the run page as the run prints them; reloads the page
+  // when the run ends, to show how it ended.
+  function followOutput(pre) {
+    if (pre.getAttribute("data-ended") === "true" || typeof EventSource === "undefined") { return; }
+    var run = pre.getAttribute("data-run");
+    var offset = pre.getAttribute("data-next-offset") || "0";
+    var status = document.getElementById("output-status");
+    var source = new EventSource("/api/v1/runs/" + run + "/output/stream?offset=" + encodeURIComponent(offset));
+    var stickToEnd = true;
+    pre.addEventListener("scroll", function () {
+      stickToEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    });
+    source.addEventListener("chunk", function (event) {
+      var chunk = JSON.parse(event.data);
+      var span = document.createElement("span");
+      span.className = chunk.stream;
+      span.textContent = chunk.text;
+      pre.appendChild(span);
+      pre.setAttribute("data-next-offset", event.lastEventId);
+      if (stickToEnd) { pre.scrollTop = pre.scrollHeight; }
+    });
+    source.addEventListener("end", function () {
+      source.close();
+      pre.setAttribute("data-ended", "true");
+      if (status) { status.textContent = "The run ended."; }
+      setTimeout(function () { window.location.reload(); }, 1000);
+    });
+    source.addEventListener("error", function () {
+      if (status && source.readyState === EventSource.CONNECTING) { status.textContent = "Reconnecting…"; }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    var output = document.getElementById("run-output");
+    if (output) { followOutput(output); }
     localTimes(document);
     var form = document.querySelector("form[data-live-preview]");
     if (form) { kindFields(form); livePreview(form); }

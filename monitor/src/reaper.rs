@@ -8,7 +8,8 @@
 //! 3. Return claims that never started to the queue.
 //! 4. Housekeeping: ask live executors to stop runs past `timeout + grace`, abandon the
 //!    ones still running a grace later, mark missed the queued runs that waited past
-//!    their trigger's misfire threshold, prune history older than `PROBACTR_RETENTION`.
+//!    their trigger's misfire threshold, prune history older than `PROBACTR_RETENTION`
+//!    (runs, then the output chunks of runs gone).
 //!
 //! Steps 2–4 look at every dead executor, not only the ones this pass declared, so a
 //! monitor that died between declaring and reaping leaves nothing behind.
@@ -20,7 +21,7 @@ use probactr_common::store::alerts::notifications;
 use probactr_common::store::housekeeping;
 use probactr_common::store::run_inputs;
 use probactr_common::store::runs::{self, EndedRun};
-use probactr_common::store::{checkpoints, processes, StoreError};
+use probactr_common::store::{checkpoints, processes, run_output, StoreError};
 
 use crate::Monitor;
 
@@ -176,6 +177,13 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     let mut pruned = housekeeping::maintain_history(&monitor.pool, retention).await?;
     loop {
         let deleted = housekeeping::prune_runs(&monitor.pool, retention, PRUNE_BATCH).await?;
+        pruned += deleted;
+        if deleted < PRUNE_BATCH as u64 {
+            break;
+        }
+    }
+    loop {
+        let deleted = run_output::purge(&monitor.pool, retention, PRUNE_BATCH).await?;
         pruned += deleted;
         if deleted < PRUNE_BATCH as u64 {
             break;

@@ -19,6 +19,7 @@ pub mod jobs;
 pub mod login_failures;
 pub mod processes;
 pub mod run_inputs;
+pub mod run_output;
 pub mod runs;
 pub mod secrets;
 pub mod sessions;

@@ -45,6 +45,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use probactr_common::jobspec::JobSpec;
 use tokio_util::sync::CancellationToken;
 
+use crate::live_output::OutputTap;
+
 pub use self::http::{HttpPolicy, HttpRunner, Refusal};
 pub use self::output::{TailBuffer, DEFAULT_OUTPUT_LIMIT};
 pub use self::shell::inherit_environment;
@@ -161,7 +163,7 @@ pub struct Execution {
     pub http_status: Option<i32>,
     /// Why it did not succeed, for a person.
     pub error: Option<String>,
-    /// The tail of the output (stdout and stderr interleaved, or the response body).
+    /// The tail of the output (stdout and stderr interleaved as read, or the response body).
     pub output: Option<String>,
     /// Whether the output was truncated (it then starts with a marker).
     pub output_truncated: bool,
@@ -217,13 +219,26 @@ pub async fn execute_with(
     stop: impl Into<Stop>,
     http: &HttpRunner,
 ) -> Execution {
+    execute_live(spec, ctx, limits, stop, http, None).await
+}
+
+/// [`execute_with`], sending what a program prints to `tap` as it prints it (the live
+/// output; only shell jobs print as they go).
+pub async fn execute_live(
+    spec: &JobSpec,
+    ctx: &JobContext,
+    limits: &Limits,
+    stop: impl Into<Stop>,
+    http: &HttpRunner,
+    tap: Option<&OutputTap>,
+) -> Execution {
     let stop = stop.into();
     if stop.asked.is_cancelled() || stop.forced.is_cancelled() {
         return Execution::ended(Ending::Stopped).with_error("stopped before it started");
     }
     // Requests and built-ins have nothing to clean up: being asked ends them at once.
     match spec {
-        JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop).await,
+        JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop, tap).await,
         JobSpec::Http(spec) => http.run(spec, ctx, limits, &stop.asked).await,
         JobSpec::Noop => builtin::noop(),
         JobSpec::Sleep { millis } => {

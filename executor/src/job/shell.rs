@@ -57,11 +57,13 @@
 //!
 //! # Output
 //!
-//! stdout and stderr are the two ends of *one* pipe, so the tail interleaves them
-//! exactly as a terminal would show them (a program writing to both sees one ordered
-//! stream). Once the run has ended and its group is gone, the pipe is drained for a
-//! little while longer; a process that escaped the group and still holds the pipe open
-//! cannot make the run wait.
+//! stdout and stderr are two pipes, read as the program writes, so that each piece is
+//! known to come from one or the other: the tail interleaves them in the order they were
+//! read, and the live output ([`crate::live_output`], through the attempt's tap) keeps
+//! each piece's stream. (A program that writes to both in quick succession may see its
+//! lines reordered by a few bytes; each stream on its own keeps its order.) Once the run
+//! has ended and its group is gone, the pipes are drained for a little while longer; a
+//! process that escaped the group and still holds a pipe open cannot make the run wait.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -78,6 +80,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::{timed_out_error, Ending, Execution, JobContext, Limits, Stop, TailBuffer, STOPPED_ERROR};
+use crate::live_output::{OutputTap, Stream};
 
 /// How long output is still read after the run ended.
 const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
@@ -86,7 +89,13 @@ const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
 const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
 
 /// Runs a shell job.
-pub(super) async fn run(spec: &ShellSpec, ctx: &JobContext, limits: &Limits, stop: &Stop) -> Execution {
+pub(super) async fn run(
+    spec: &ShellSpec,
+    ctx: &JobContext,
+    limits: &Limits,
+    stop: &Stop,
+    tap: Option<&OutputTap>,
+) -> Execution {
     if let Some(cwd) = &spec.cwd {
         if !Path::new(cwd).is_dir() {
             return Execution::failed(format!(
@@ -95,31 +104,36 @@ pub(super) async fn run(spec: &ShellSpec, ctx: &JobContext, limits: &Limits, sto
             ));
         }
     }
-    let (mut child, reader) = match start(spec, ctx).await {
+    let (mut child, [stdout, stderr]) = match start(spec, ctx).await {
         Ok(started) => started,
         Err(err) => return Execution::failed(format!("cannot start {:?}: {err}", spec.program)),
     };
     let group = ProcessGroup::of(&child);
     let output = Arc::new(Mutex::new(TailBuffer::new(limits.output_bytes)));
-    let collector = tokio::spawn(collect(reader, output.clone()));
+    let collectors = [
+        tokio::spawn(collect(stdout, Stream::Stdout, output.clone(), tap.cloned())),
+        tokio::spawn(collect(stderr, Stream::Stderr, output.clone(), tap.cloned())),
+    ];
     let execution = supervise(&mut child, &group, limits, stop).await;
     group.finish();
-    finish_collecting(collector).await;
+    finish_collecting(collectors).await;
     let buffer = output.lock().unwrap_or_else(PoisonError::into_inner);
     execution.with_output(&buffer)
 }
 
-/// Builds the command, creates the output pipe, and forks from the spawner thread.
-async fn start(spec: &ShellSpec, ctx: &JobContext) -> io::Result<(Child, pipe::Receiver)> {
-    let (writer, reader) = pipe::pipe()?;
-    let stdout = writer.into_blocking_fd()?;
-    let stderr = stdout.try_clone()?;
+/// Builds the command, creates the output pipes (stdout, stderr), and forks from the
+/// spawner thread.
+async fn start(spec: &ShellSpec, ctx: &JobContext) -> io::Result<(Child, [pipe::Receiver; 2])> {
+    let (stdout_writer, stdout) = pipe::pipe()?;
+    let (stderr_writer, stderr) = pipe::pipe()?;
     let mut command = command(spec, ctx);
-    command.stdout(stdout).stderr(stderr);
-    // `command` holds our copies of the pipe's write end: it must be dropped right after
-    // the fork (spawn_on_spawner does), or the pipe would never report end of file.
+    command
+        .stdout(stdout_writer.into_blocking_fd()?)
+        .stderr(stderr_writer.into_blocking_fd()?);
+    // `command` holds our copies of the pipes' write ends: it must be dropped right after
+    // the fork (spawn_on_spawner does), or the pipes would never report end of file.
     let child = spawn_on_spawner(command).await?;
-    Ok((child, reader))
+    Ok((child, [stdout, stderr]))
 }
 
 /// The executor's variables every shell job inherits (besides `LC_*`).
@@ -294,28 +308,41 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// Reads the output pipe into the tail buffer until end of file.
-async fn collect(mut reader: pipe::Receiver, output: Arc<Mutex<TailBuffer>>) {
+/// Reads one output pipe into the tail buffer, and to the live output when tapped,
+/// until end of file.
+async fn collect(
+    mut reader: pipe::Receiver,
+    stream: Stream,
+    output: Arc<Mutex<TailBuffer>>,
+    tap: Option<OutputTap>,
+) {
     let mut chunk = vec![0_u8; 16 * 1024];
     loop {
         match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => output
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(&chunk[..n]),
+            Ok(n) => {
+                output
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(&chunk[..n]);
+                if let Some(tap) = &tap {
+                    tap.write(stream, &chunk[..n]).await;
+                }
+            }
         }
     }
 }
 
-/// Lets the collector read what is left, for a little while.
-async fn finish_collecting(mut collector: tokio::task::JoinHandle<()>) {
-    if tokio::time::timeout(DRAIN_AFTER_END, &mut collector)
-        .await
-        .is_err()
-    {
-        tracing::debug!("a process outside the job's group still holds its output open; not waiting for it");
-        collector.abort();
+/// Lets the collectors read what is left, for a little while.
+async fn finish_collecting(collectors: [tokio::task::JoinHandle<()>; 2]) {
+    let deadline = tokio::time::Instant::now() + DRAIN_AFTER_END;
+    for mut collector in collectors {
+        if tokio::time::timeout_at(deadline, &mut collector).await.is_err() {
+            tracing::debug!(
+                "a process outside the job's group still holds its output open; not waiting for it"
+            );
+            collector.abort();
+        }
     }
 }
 

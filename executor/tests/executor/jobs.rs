@@ -114,16 +114,26 @@ async fn wait_for_file(path: &Path, within: Duration) {
 // Shell
 // ---------------------------------------------------------------------------------------
 
+/// stdout and stderr are two pipes (so that live output can tell them apart): both are
+/// captured, each in its order; how they interleave depends on when each was read.
 #[tokio::test]
-async fn shell_captures_stdout_and_stderr_in_order() {
+async fn shell_captures_stdout_and_stderr_each_in_order() {
     let done = run(
-        script("echo one; echo two >&2; echo three"),
+        script("echo one; echo two >&2; echo three; echo four >&2"),
         Duration::from_secs(10),
     )
     .await;
     assert_eq!(done.ending, Ending::Succeeded, "{done:?}");
     assert_eq!(done.exit_code, Some(0));
-    assert_eq!(done.output.as_deref(), Some("one\ntwo\nthree\n"));
+    let output = done.output.unwrap_or_default();
+    let at = |line: &str| {
+        output
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} in {output:?}"))
+    };
+    assert!(at("one\n") < at("three\n"), "{output:?}");
+    assert!(at("two\n") < at("four\n"), "{output:?}");
+    assert_eq!(output.len(), "one\ntwo\nthree\nfour\n".len(), "{output:?}");
     assert!(!done.output_truncated);
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{Html, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
 use probactr_common::labels;
@@ -14,7 +14,8 @@ use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
 use super::forms::{job_draft, job_form_errors, job_patch, spec_values};
 use super::{
-    check_csrf, encode_component, next_or, render, render_status, AdminError, AdminUser, FormData, Pager,
+    check_csrf, encode_component, flash, next_or, render, render_status, AdminError, AdminUser, FormData,
+    Pager,
 };
 use crate::api::Id;
 use crate::error::{ApiError, FieldErrors};
@@ -263,7 +264,10 @@ pub async fn create(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     match jobs::create(&state, &user.0, job_draft(&form)).await {
-        Ok(job) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
+        Ok(job) => Ok(flash::redirect(
+            Redirect::to(&format!("/jobs/{}", job.id)),
+            &format!("Job {} created", job.name),
+        )),
         Err(err) => form_failure(&state, &user, None, &form, err),
     }
 }
@@ -300,7 +304,10 @@ pub async fn update(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     match jobs::update(&state, &user.0, id, job_patch(&form)).await {
-        Ok(job) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
+        Ok(job) => Ok(flash::redirect(
+            Redirect::to(&format!("/jobs/{}", job.id)),
+            &format!("Job {} saved", job.name),
+        )),
         Err(err @ ApiError::NotFound { .. }) => Err(err.into()),
         Err(err) => form_failure(&state, &user, Some(id), &form, err),
     }
@@ -312,10 +319,11 @@ pub async fn pause(
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    jobs::set_paused(&state, &user.0, id, true).await?;
-    Ok(next_or(&form, &format!("/jobs/{id}")))
+    let job = jobs::set_paused(&state, &user.0, id, true).await?;
+    let message = format!("Job {} paused", job.name);
+    Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
 }
 
 /// `POST /jobs/{id}/resume`.
@@ -324,10 +332,11 @@ pub async fn resume(
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    jobs::set_paused(&state, &user.0, id, false).await?;
-    Ok(next_or(&form, &format!("/jobs/{id}")))
+    let job = jobs::set_paused(&state, &user.0, id, false).await?;
+    let message = format!("Job {} resumed", job.name);
+    Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
 }
 
 /// `POST /jobs/{id}/run`: queues a run and shows it.
@@ -336,23 +345,35 @@ pub async fn run_now(
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
     let run_id = jobs::run_now(&state, &user.0, id, &params).await?;
-    Ok(Redirect::to(&format!("/runs/{run_id}")))
+    Ok(flash::redirect(
+        Redirect::to(&format!("/runs/{run_id}")),
+        &format!("Run #{run_id} queued"),
+    ))
 }
 
-/// `POST /jobs/{id}/delete`.
+/// `POST /jobs/{id}/delete`: only when the form's `confirm` is the job's name, typed
+/// (deleting a job deletes its history).
 pub async fn delete(
     State(state): State<AppState>,
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
+    let job = jobs::get(&state, &user.0, id).await?;
+    if form.get("confirm").map(str::trim) != Some(job.name.as_str()) {
+        let message = format!("Job {} was not deleted: type its name to confirm", job.name);
+        return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
+    }
     jobs::delete(&state, &user.0, id).await?;
-    Ok(Redirect::to("/jobs"))
+    Ok(flash::redirect(
+        Redirect::to("/jobs"),
+        &format!("Job {} deleted", job.name),
+    ))
 }
 
 #[cfg(test)]

@@ -6,11 +6,13 @@
 //! Security: pages need the session cookie ([`AdminUser`], otherwise a redirect to the
 //! login page); every state-changing form carries the session's CSRF token, checked by
 //! [`check_csrf`]; nothing changes state on GET; templates escape everything; the CSP
-//! header allows no script but the site's own file.
+//! header allows no script but the site's own file. Actions say what they did on the
+//! page they lead to ([`flash`]).
 
 mod alerts;
 mod cluster;
 mod definitions;
+pub mod flash;
 mod forms;
 mod jobs;
 mod ledger;
@@ -65,6 +67,7 @@ pub fn router() -> Router<AppState> {
         .route("/runs", get(runs::list))
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/cancel", post(runs::cancel))
+        .route("/runs/{id}/output.txt", get(runs::download_output))
         .route("/executors", get(cluster::executors))
         .route("/executors/{id}/{action}", post(cluster::route_executor))
         .route("/audit", get(cluster::audit))
@@ -87,6 +90,7 @@ pub fn router() -> Router<AppState> {
         .route("/tokens/{id}/revoke", post(users::revoke_token))
         .route("/static/style.css", get(stylesheet))
         .route("/static/app.js", get(script))
+        .layer(axum::middleware::from_fn(flash::clear_after_showing))
 }
 
 async fn stylesheet() -> impl IntoResponse {
@@ -187,9 +191,9 @@ fn error_page(status: StatusCode, message: &str) -> String {
 }
 
 /// The signed-in user of an admin page (session cookie only; bearer tokens are for the
-/// API).
+/// API), with the flash message the request carries.
 #[derive(Debug, Clone)]
-pub struct AdminUser(pub Principal);
+pub struct AdminUser(pub Principal, pub Option<String>);
 
 impl FromRequestParts<AppState> for AdminUser {
     type Rejection = AdminError;
@@ -197,7 +201,10 @@ impl FromRequestParts<AppState> for AdminUser {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let cookie = session::cookie(&parts.headers).ok_or(AdminError::Login)?;
         let principal = session::principal(&state.pool, &cookie).await?;
-        principal.map(AdminUser).ok_or(AdminError::Login)
+        let flash = flash::read(&parts.headers);
+        principal
+            .map(|principal| AdminUser(principal, flash))
+            .ok_or(AdminError::Login)
     }
 }
 
@@ -222,6 +229,7 @@ impl AdminUser {
             },
             csrf => self.csrf(),
             active => active,
+            flash => self.1,
         }
     }
 }

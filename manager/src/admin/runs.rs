@@ -1,19 +1,33 @@
-//! The runs list (filtered, paginated, refreshing) and the run page with its output.
+//! The runs list (filtered, paginated, refreshing) and the run page with its output
+//! (followed live by `static/app.js` from the API's output stream, and downloadable).
 
 use axum::extract::State;
+use axum::http::header;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::model::RunState;
-use probactr_common::store::runs::history::RunFilter;
 
-use super::{check_csrf, encode_component, render, AdminError, AdminUser, FormData, Pager};
+use super::{check_csrf, encode_component, flash, render, AdminError, AdminUser, FormData, Pager};
 use crate::api::Id;
 use crate::error::FieldErrors;
 use crate::input::{check, QueryParams};
 use crate::service;
 use crate::state::AppState;
 
-/// `GET /runs?job_id=&state=&offset=`.
+/// The query parameters of the runs list's filters, kept across its pages.
+const FILTERS: &[&str] = &[
+    "job_id",
+    "job",
+    "state",
+    "trigger_id",
+    "executor_id",
+    "since",
+    "until",
+    "min_duration_ms",
+    "sort",
+];
+
+/// `GET /runs?job=&state=&trigger_id=&executor_id=&since=&until=&min_duration_ms=&sort=&offset=`.
 pub async fn list(
     State(state): State<AppState>,
     user: AdminUser,
@@ -21,26 +35,21 @@ pub async fn list(
 ) -> Result<Html<String>, AdminError> {
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
-    let filter = RunFilter {
-        job_id: query.int("job_id", 1, i64::MAX, &mut errors),
-        state: query.choice::<RunState>("state", &mut errors),
-        since: None,
-        until: None,
-    };
+    let filter = service::runs::filter_from(&query, &mut errors);
     check(errors)?;
     let runs = service::runs::list(&state, &filter, page).await?;
     let pager = Pager::new(page, runs.items.len(), runs.total);
     let mut page_base = String::from("/runs?");
-    if let Some(job_id) = filter.job_id {
-        page_base.push_str(&format!("job_id={job_id}&"));
-    }
-    if let Some(run_state) = filter.state {
-        page_base.push_str(&format!("state={}&", encode_component(run_state.as_str())));
+    let mut given = std::collections::BTreeMap::new();
+    for key in FILTERS {
+        if let Some(value) = query.text(key) {
+            page_base.push_str(&format!("{key}={}&", encode_component(value)));
+            given.insert(*key, value.to_owned());
+        }
     }
     let states: Vec<&str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
     let ctx = context! {
-        runs => runs.items, page => pager, page_base, states,
-        job_id => filter.job_id, state => filter.state.map(|s| s.as_str()),
+        runs => runs.items, page => pager, page_base, states, filters => given,
         ..user.layout("runs")
     };
     render(&state, "runs.html", ctx)
@@ -62,11 +71,30 @@ pub async fn show(
     } else {
         None
     };
+    let output = service::runs::output(&state, id, 0).await?;
     render(
         &state,
         "run.html",
-        context! { run, job_name, terminal, waiting, ..user.layout("runs") },
+        context! { run, job_name, terminal, waiting, output, ..user.layout("runs") },
     )
+}
+
+/// `GET /runs/{id}/output.txt`: the whole output, with its cut markers, as a download.
+pub async fn download_output(
+    State(state): State<AppState>,
+    _user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
+    let text = service::runs::output_text(&state, id).await?;
+    let disposition = format!("attachment; filename=\"run-{id}-output.txt\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        text,
+    )
+        .into_response())
 }
 
 /// `POST /runs/{id}/cancel`.
@@ -77,6 +105,11 @@ pub async fn cancel(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    service::runs::cancel(&state, &user.0, id).await?;
-    Ok(Redirect::to(&format!("/runs/{id}")).into_response())
+    let cancelled = service::runs::cancel(&state, &user.0, id).await?;
+    let message = if cancelled.state == "cancelled" {
+        format!("Run #{id} cancelled")
+    } else {
+        format!("Run #{id}: stop requested")
+    };
+    Ok(flash::redirect(Redirect::to(&format!("/runs/{id}")), &message))
 }

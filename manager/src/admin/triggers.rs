@@ -5,13 +5,13 @@ use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{Redirect, Response};
 use chrono::{DateTime, Utc};
 use minijinja::context;
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
 
 use super::forms::{trigger_draft, trigger_patch};
-use super::{check_csrf, next_or, render_status, AdminError, AdminUser, FormData};
+use super::{check_csrf, flash, next_or, render_status, AdminError, AdminUser, FormData};
 use crate::api::Id;
 use crate::command::trigger::PreviewRequest;
 use crate::error::{ApiError, FieldErrors};
@@ -154,7 +154,10 @@ async fn submit(
     };
     match result {
         Ok(Some(instants)) => page(StatusCode::OK, FieldErrors::new(), None, Some(instants)),
-        Ok(None) => Ok(Redirect::to(&format!("/jobs/{}", job.id)).into_response()),
+        Ok(None) => Ok(flash::redirect(
+            Redirect::to(&format!("/jobs/{}", job.id)),
+            &format!("Trigger of job {} saved", job.name),
+        )),
         Err(ApiError::Invalid(errors)) => page(StatusCode::UNPROCESSABLE_ENTITY, errors, None, None),
         Err(ApiError::Conflict(message)) => {
             page(StatusCode::CONFLICT, FieldErrors::new(), Some(message), None)
@@ -248,10 +251,11 @@ pub async fn pause(
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let trigger = triggers::set_paused(&state, &user.0, id, true).await?;
-    Ok(next_or(&form, &format!("/jobs/{}", trigger.job_id)))
+    let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
+    Ok(flash::redirect(to, &format!("Trigger #{id} paused")))
 }
 
 /// `POST /triggers/{id}/resume`.
@@ -260,10 +264,11 @@ pub async fn resume(
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let trigger = triggers::set_paused(&state, &user.0, id, false).await?;
-    Ok(next_or(&form, &format!("/jobs/{}", trigger.job_id)))
+    let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
+    Ok(flash::redirect(to, &format!("Trigger #{id} resumed")))
 }
 
 /// `POST /triggers/{id}/delete`.
@@ -272,8 +277,9 @@ pub async fn delete(
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-) -> Result<Redirect, AdminError> {
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let job_id = triggers::delete(&state, &user.0, id).await?;
-    Ok(next_or(&form, &format!("/jobs/{job_id}")))
+    let to = next_or(&form, &format!("/jobs/{job_id}"));
+    Ok(flash::redirect(to, &format!("Trigger #{id} deleted")))
 }

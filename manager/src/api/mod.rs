@@ -57,6 +57,8 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
+        .routes(routes!(runs::output))
+        .routes(routes!(runs::stream))
         .routes(routes!(cluster::executors))
         .routes(routes!(cluster::cordon))
         .routes(routes!(cluster::uncordon))

@@ -1,27 +1,41 @@
-//! `/api/v1/runs`: list (newest first, filtered), read, cancel.
+//! `/api/v1/runs`: list (newest first, filtered), read, cancel, and the output: read
+//! from an offset, or followed as server-sent events until the run ends.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
+use futures_util::stream::Stream;
 use probactr_common::model::RunState;
-use probactr_common::store::runs::history::{RunFilter, RunSummary};
+use probactr_common::store::runs::history::RunSummary;
 
 use super::Id;
 use crate::auth::Principal;
 
 use crate::error::{ApiError, ErrorBody, FieldErrors};
 use crate::input::{check, QueryParams};
-use crate::service::runs::RunView;
 use crate::service::runs::{self, Cancelled};
+use crate::service::runs::{OutputChunk, OutputPage, RunView};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// List runs, newest first, filtered and paginated (outputs are only flagged).
+/// List runs, newest first (or longest first), filtered and paginated (outputs are only
+/// flagged).
 #[utoipa::path(get, path = "/runs", operation_id = "list_runs", tag = "runs",
     params(
         ("job_id" = Option<i64>, Query, description = "Only this job's runs"),
+        ("job" = Option<String>, Query, description = "Only the runs of the job of this name"),
         ("state" = Option<RunState>, Query, description = "Only runs in this state"),
+        ("trigger_id" = Option<i64>, Query, description = "Only runs this trigger fired"),
+        ("executor_id" = Option<String>, Query, description = "Only runs this executor owns or owned (its id)"),
         ("since" = Option<String>, Query, description = "Queued at or after this instant (RFC 3339)"),
         ("until" = Option<String>, Query, description = "Queued before this instant (RFC 3339)"),
+        ("min_duration_ms" = Option<i64>, Query, description = "Only runs that ran at least this many milliseconds"),
+        ("sort" = Option<String>, Query, description = "`newest` (the default) or `duration` (longest first)"),
         ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
         ("offset" = Option<i64>, Query, description = "Items to skip"),
     ),
@@ -37,12 +51,7 @@ pub async fn list(
 ) -> Result<Json<Paged<RunSummary>>, ApiError> {
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
-    let filter = RunFilter {
-        job_id: query.int("job_id", 1, i64::MAX, &mut errors),
-        state: query.choice::<RunState>("state", &mut errors),
-        since: query.time("since", &mut errors),
-        until: query.time("until", &mut errors),
-    };
+    let filter = runs::filter_from(&query, &mut errors);
     check(errors)?;
     Ok(Json(runs::list(&state, &filter, page).await?))
 }
@@ -78,4 +87,139 @@ pub async fn cancel(
     Id(id): Id,
 ) -> Result<Json<Cancelled>, ApiError> {
     Ok(Json(runs::cancel(&state, &who, id).await?))
+}
+
+/// Read a run's output from an offset: what exists so far, the offset to ask for next,
+/// and whether the run has ended (then nothing follows).
+#[utoipa::path(get, path = "/runs/{id}/output", operation_id = "get_run_output", tag = "runs",
+    params(
+        ("id" = i64, Path, description = "The run"),
+        ("offset" = Option<i64>, Query, description = "Byte offset to read from: 0 (the default), or a `next_offset`"),
+    ),
+    responses(
+        (status = OK, description = "The output from the offset", body = OutputPage),
+        (status = NOT_FOUND, description = "No such run", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "A bad offset, named", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn output(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+    query: QueryParams,
+) -> Result<Json<OutputPage>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let offset = query.int("offset", 0, i64::MAX, &mut errors).unwrap_or(0);
+    check(errors)?;
+    Ok(Json(runs::output(&state, id, offset).await?))
+}
+
+/// How often a followed run's output is read again while nothing new came.
+const FOLLOW_EVERY: Duration = Duration::from_millis(500);
+
+/// Follow a run's output as server-sent events: a `chunk` event per chunk (its data an
+/// output chunk, its id the offset to resume from), then one `end` event (`{"state",
+/// "next_offset"}`) when the run has ended and all its output was sent.
+#[utoipa::path(get, path = "/runs/{id}/output/stream", operation_id = "stream_run_output", tag = "runs",
+    params(
+        ("id" = i64, Path, description = "The run"),
+        ("offset" = Option<i64>, Query, description = "Byte offset to start from (default 0, or the `Last-Event-ID` of a reconnecting client)"),
+    ),
+    responses(
+        (status = OK, description = "`text/event-stream`: `chunk` events (data: an output chunk) then an `end` event", content_type = "text/event-stream", body = OutputChunk),
+        (status = NOT_FOUND, description = "No such run", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "A bad offset, named", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn stream(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<i64>().ok())
+        .filter(|offset| *offset >= 0);
+    let offset = query.int("offset", 0, i64::MAX, &mut errors);
+    check(errors)?;
+    let first = runs::output(&state, id, resumed.or(offset).unwrap_or(0)).await?;
+    let mut follow = Follow {
+        state,
+        run_id: id,
+        offset: 0,
+        events: VecDeque::new(),
+        finished: false,
+    };
+    follow.take(first);
+    let events = futures_util::stream::unfold(follow, |mut follow| async move {
+        follow.next().await.map(|event| (Ok(event), follow))
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// A stream following one run's output.
+struct Follow {
+    state: AppState,
+    run_id: i64,
+    offset: i64,
+    events: VecDeque<Event>,
+    finished: bool,
+}
+
+impl Follow {
+    /// The next event, reading the output again while there is none; None after `end`.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.events.pop_front() {
+                return Some(event);
+            }
+            if self.finished {
+                return None;
+            }
+            tokio::time::sleep(FOLLOW_EVERY).await;
+            match runs::output(&self.state, self.run_id, self.offset).await {
+                Ok(page) => self.take(page),
+                Err(err) => {
+                    tracing::warn!(run.id = self.run_id, error = %err, "cannot read a followed run's output");
+                    self.events
+                        .push_back(Event::default().event("error").data(err.to_string()));
+                    self.finished = true;
+                }
+            }
+        }
+    }
+
+    /// Queues the events of a page read.
+    fn take(&mut self, page: OutputPage) {
+        // A chunk's id is where a reconnecting client resumes: where the next one starts.
+        let resume_points: Vec<i64> = page
+            .chunks
+            .iter()
+            .skip(1)
+            .map(|chunk| chunk.offset)
+            .chain([page.next_offset])
+            .collect();
+        for (chunk, resume_at) in page.chunks.iter().zip(resume_points) {
+            self.events.push_back(chunk_event(chunk, resume_at));
+        }
+        self.offset = page.next_offset;
+        if page.ended {
+            let end = serde_json::json!({"state": page.state, "next_offset": page.next_offset});
+            self.events
+                .push_back(Event::default().event("end").data(end.to_string()));
+            self.finished = true;
+        }
+    }
+}
+
+fn chunk_event(chunk: &OutputChunk, resume_at: i64) -> Event {
+    let data = serde_json::json!({"offset": chunk.offset, "stream": chunk.stream, "text": chunk.text});
+    Event::default()
+        .event("chunk")
+        .id(resume_at.to_string())
+        .data(data.to_string())
 }

@@ -1,17 +1,17 @@
-//! Runs: list, read, cancel.
+//! Runs: list, read, read the output from an offset, cancel.
 
 use probactr_common::model::{Run, RunState};
 use probactr_common::store;
 use probactr_common::store::audit::Change;
 use probactr_common::store::checkpoints::CheckpointInfo;
-use probactr_common::store::runs::history::{RunFilter, RunSummary};
+use probactr_common::store::runs::history::{RunFilter, RunSort, RunSummary};
 use serde::Serialize;
 use serde_json::json;
 
 use super::Paged;
 use crate::auth::Principal;
-use crate::error::ApiError;
-use crate::input::Page;
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{Page, QueryParams};
 use crate::state::AppState;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -115,6 +115,134 @@ pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
         step_output,
         ..RunView::from(run)
     })
+}
+
+/// A piece of a run's output as readers get it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct OutputChunk {
+    /// Where it starts in the run's output, in bytes.
+    pub offset: i64,
+    /// `stdout` or `stderr`; `cut` for the marker of output cut by the bound
+    /// (`PROBACTR_OUTPUT_LIMIT`); `output` for a run whose output was only kept at its end
+    /// (HTTP jobs, runs recorded before live output).
+    pub stream: String,
+    /// The text.
+    pub text: String,
+}
+
+/// A run's output from an offset: what exists so far.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct OutputPage {
+    /// The run.
+    pub run_id: i64,
+    /// The run's state when the output was read.
+    pub state: RunState,
+    /// The chunks from the offset on, in order, with a `cut` marker where output was cut.
+    pub chunks: Vec<OutputChunk>,
+    /// The offset to ask for next.
+    pub next_offset: i64,
+    /// Whether the run has ended and this is the end of its output: nothing will follow.
+    pub ended: bool,
+}
+
+/// The most chunks one read returns (the next read continues from `next_offset`).
+pub const OUTPUT_PAGE: i64 = 1000;
+
+/// The marker of `bytes` of output cut by the bound.
+pub fn cut_marker(bytes: i64) -> String {
+    format!("[… {bytes} bytes cut …]\n")
+}
+
+/// A run's output from `offset` (a byte offset; offsets from `next_offset` fall between
+/// chunks, one inside a chunk gets that chunk whole).
+pub async fn output(state: &AppState, id: i64, offset: i64) -> Result<OutputPage, ApiError> {
+    // The state first: a run seen ended has stored all its output, so nothing stored
+    // after this read can be missed by a reader who stops at `ended`.
+    let run = store::runs::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    let stored = store::run_output::read(&state.pool, id, offset, OUTPUT_PAGE).await?;
+    let complete = (stored.len() as i64) < OUTPUT_PAGE;
+    let ended = run.state.is_terminal() && complete;
+    // No chunks: output kept only at the end (HTTP jobs, history from before live output).
+    if stored.is_empty() && offset == 0 {
+        if let Some(text) = run.output.filter(|text| !text.is_empty()) {
+            return Ok(OutputPage {
+                run_id: id,
+                state: run.state,
+                next_offset: text.len() as i64,
+                chunks: vec![OutputChunk {
+                    offset: 0,
+                    stream: "output".to_owned(),
+                    text,
+                }],
+                ended,
+            });
+        }
+    }
+    let mut chunks = Vec::with_capacity(stored.len());
+    let mut next_offset = offset;
+    for chunk in stored {
+        if chunk.byte_offset > next_offset {
+            chunks.push(OutputChunk {
+                offset: next_offset,
+                stream: "cut".to_owned(),
+                text: cut_marker(chunk.byte_offset - next_offset),
+            });
+        }
+        next_offset = next_offset.max(chunk.byte_offset + i64::from(chunk.byte_count));
+        chunks.push(OutputChunk {
+            offset: chunk.byte_offset,
+            stream: chunk.stream,
+            text: chunk.content,
+        });
+    }
+    Ok(OutputPage {
+        run_id: id,
+        state: run.state,
+        chunks,
+        next_offset,
+        ended,
+    })
+}
+
+/// A run's whole output as text, with the cut markers (for a download).
+pub async fn output_text(state: &AppState, id: i64) -> Result<String, ApiError> {
+    let mut text = String::new();
+    let mut offset = 0;
+    loop {
+        let page = output(state, id, offset).await?;
+        for chunk in &page.chunks {
+            text.push_str(&chunk.text);
+        }
+        if page.chunks.is_empty() || page.next_offset <= offset || (page.chunks.len() as i64) < OUTPUT_PAGE {
+            return Ok(text);
+        }
+        offset = page.next_offset;
+    }
+}
+
+/// The run list's filters from a query string (the API's and the admin's), every bad
+/// one named in `errors`: `job_id`, `job` (a name), `state`, `trigger_id`, `executor_id`,
+/// `since`, `until`, `min_duration_ms`, `sort` (`newest` or `duration`).
+pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
+    let filter = RunFilter {
+        job_id: query.int("job_id", 1, i64::MAX, errors),
+        job_name: query.text("job").map(|name| name.trim().to_owned()),
+        state: query.choice::<RunState>("state", errors),
+        trigger_id: query.int("trigger_id", 1, i64::MAX, errors),
+        executor_id: query.choice::<Uuid>("executor_id", errors),
+        since: query.time("since", errors),
+        until: query.time("until", errors),
+        min_duration_ms: query.int("min_duration_ms", 0, i64::MAX, errors),
+        sort: query.choice::<RunSort>("sort", errors).unwrap_or_default(),
+    };
+    if let (Some(since), Some(until)) = (filter.since, filter.until) {
+        if until <= since {
+            errors.insert("until".to_owned(), "must be after since".to_owned());
+        }
+    }
+    filter
 }
 
 /// A page of runs, newest first.

@@ -35,6 +35,7 @@ mod end_to_end;
 mod health_auth;
 mod jobs;
 mod ledger;
+mod output;
 mod runs_cluster;
 mod startup;
 mod triggers;
@@ -278,14 +279,20 @@ impl TestApp {
 /// The configuration of an in-process executor over the test's database, with Redis
 /// keys under a prefix of its own.
 fn executor_config(pool: &PgPool) -> Config {
+    executor_config_with(pool, &[])
+}
+
+/// [`executor_config`] with some settings of the test's own.
+fn executor_config_with(pool: &PgPool, settings: &[(&str, &str)]) -> Config {
     let prefix = format!("probactr-manager-test-{}:", uuid::Uuid::new_v4());
-    Config::from_map(&HashMap::from([
+    let mut map = HashMap::from([
         ("DATABASE_URL".to_owned(), database_url_of(pool)),
         ("REDIS_URL".to_owned(), redis_url()),
         ("PROBACTR_REDIS_PREFIX".to_owned(), prefix),
         ("PROBACTR_DB_POOL_SIZE".to_owned(), "4".to_owned()),
-    ]))
-    .unwrap()
+    ]);
+    map.extend(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Config::from_map(&map).unwrap()
 }
 
 /// The URL of the test's own database (the server of `DATABASE_URL`, the pool's database).

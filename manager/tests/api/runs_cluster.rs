@@ -226,3 +226,141 @@ async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
         .unwrap();
     assert_eq!(audited, 3, "cordon, uncordon and drain are audited");
 }
+
+/// An ended run of `job_id`, queued at `queued_at`, that ran `took_ms`.
+async fn ended_run(
+    app: &TestApp,
+    job_id: i64,
+    trigger_id: Option<i64>,
+    executor_id: Option<uuid::Uuid>,
+    queued_at: &str,
+    took_ms: i64,
+) -> i64 {
+    let run = store::runs::queue_now(app.pool(), job_id).await.unwrap();
+    sqlx::query(
+        "UPDATE runs SET state = 'succeeded', trigger_id = $2, executor_id = $3,
+                         queued_at = $4::timestamptz, started_at = $4::timestamptz,
+                         finished_at = $4::timestamptz + make_interval(secs => $5::float8 / 1000)
+         WHERE id = $1",
+    )
+    .bind(run.id)
+    .bind(trigger_id)
+    .bind(executor_id)
+    .bind(queued_at)
+    .bind(took_ms as f64)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    run.id
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn runs_filter_by_job_name_trigger_executor_dates_and_duration(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let alpha = app.job(&admin, noop("alpha")).await["id"].as_i64().unwrap();
+    let beta = app.job(&admin, noop("beta")).await["id"].as_i64().unwrap();
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{alpha}/triggers"),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600, "paused": true}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let trigger_id = trigger.body["id"].as_i64().unwrap();
+    let executor = store::processes::Registration::this_process(ProcessRole::Executor, 8);
+    store::processes::register(app.pool(), &executor).await.unwrap();
+
+    let quick = ended_run(&app, alpha, Some(trigger_id), None, "2026-01-01T00:00:00Z", 100).await;
+    let slow = ended_run(&app, alpha, None, Some(executor.id), "2026-02-01T00:00:00Z", 5000).await;
+    let middling = ended_run(&app, alpha, None, None, "2026-03-01T00:00:00Z", 2000).await;
+    let other = ended_run(&app, beta, None, None, "2026-03-02T00:00:00Z", 300).await;
+    let ids = |reply: &Reply| -> Vec<i64> {
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+        reply.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| run["id"].as_i64().unwrap())
+            .collect()
+    };
+
+    let by_name = app.get("/api/v1/runs?job=alpha", &admin).await;
+    assert_eq!(ids(&by_name), [middling, slow, quick]);
+    assert_eq!(by_name.body["total"], 3);
+    assert_eq!(
+        ids(&app.get("/api/v1/runs?job=nobody", &admin).await),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        ids(&app
+            .get(&format!("/api/v1/runs?trigger_id={trigger_id}"), &admin)
+            .await),
+        [quick]
+    );
+    assert_eq!(
+        ids(&app
+            .get(&format!("/api/v1/runs?executor_id={}", executor.id), &admin)
+            .await),
+        [slow]
+    );
+    assert_eq!(
+        ids(&app
+            .get(
+                "/api/v1/runs?since=2026-01-15T00:00:00Z&until=2026-02-15T00:00:00Z",
+                &admin
+            )
+            .await),
+        [slow]
+    );
+    let long = app.get("/api/v1/runs?min_duration_ms=1500", &admin).await;
+    assert_eq!(ids(&long), [middling, slow]);
+    let longest_first = app.get("/api/v1/runs?sort=duration", &admin).await;
+    assert_eq!(ids(&longest_first), [slow, middling, other, quick]);
+    assert_eq!(longest_first.body["items"][0]["duration_ms"], 5000);
+    assert_eq!(
+        ids(&app
+            .get(
+                "/api/v1/runs?job=alpha&sort=duration&min_duration_ms=1000",
+                &admin
+            )
+            .await),
+        [slow, middling]
+    );
+
+    // Every bad filter is named at once.
+    let bad = app
+        .get(
+            "/api/v1/runs?executor_id=nope&min_duration_ms=-1&sort=fast&since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z",
+            &admin,
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    let fields = field_errors(&bad);
+    for field in ["executor_id", "min_duration_ms", "sort", "until"] {
+        assert!(fields.contains_key(field), "{field} named: {fields:?}");
+    }
+
+    // The admin's list takes the same filters, from its form (times without an offset are UTC).
+    let browser = app.browser("admin").await;
+    let page = app
+        .page(
+            "/runs?job=alpha&sort=duration&since=2026-01-15T00:00",
+            &browser.cookie,
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let slow_at = page.text.find(&format!("/runs/{slow}\"")).expect("the slow run");
+    let middling_at = page
+        .text
+        .find(&format!("/runs/{middling}\""))
+        .expect("the middling run");
+    assert!(slow_at < middling_at, "longest first");
+    assert!(
+        !page.text.contains(&format!("/runs/{quick}\"")),
+        "before the range"
+    );
+    assert!(!page.text.contains(&format!("/runs/{other}\"")), "another job's");
+    assert!(page.text.contains("5.0 s"), "durations shown");
+}

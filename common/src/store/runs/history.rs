@@ -52,6 +52,8 @@ pub struct RunSummary {
     pub error: Option<String>,
     /// Whether output was stored.
     pub has_output: bool,
+    /// How long it ran (from start to end), once it ended.
+    pub duration_ms: Option<i64>,
 }
 
 /// Filters of the run list.
@@ -59,18 +61,75 @@ pub struct RunSummary {
 pub struct RunFilter {
     /// Only runs of this job.
     pub job_id: Option<i64>,
+    /// Only runs of the job of this name.
+    pub job_name: Option<String>,
     /// Only runs in this state.
     pub state: Option<RunState>,
+    /// Only runs fired by this trigger.
+    pub trigger_id: Option<i64>,
+    /// Only runs this executor owns or owned.
+    pub executor_id: Option<Uuid>,
     /// Only runs queued at or after this.
     pub since: Option<DateTime<Utc>>,
     /// Only runs queued before this.
     pub until: Option<DateTime<Utc>>,
+    /// Only runs that ran at least this long (so only runs that started and ended).
+    pub min_duration_ms: Option<i64>,
+    /// In which order.
+    pub sort: RunSort,
 }
+
+/// The order of the run list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunSort {
+    /// Newest first.
+    #[default]
+    Newest,
+    /// Longest first (runs that did not run last), then newest.
+    Duration,
+}
+
+impl RunSort {
+    /// Its name in a query string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunSort::Newest => "newest",
+            RunSort::Duration => "duration",
+        }
+    }
+}
+
+impl std::str::FromStr for RunSort {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "newest" => Ok(RunSort::Newest),
+            "duration" => Ok(RunSort::Duration),
+            _ => Err("expected newest or duration".to_owned()),
+        }
+    }
+}
+
+/// A run's duration in milliseconds, in SQL.
+const DURATION_MS: &str = "(extract(epoch FROM runs.finished_at - runs.started_at) * 1000)::bigint";
 
 fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &RunFilter) {
     query.push(" WHERE TRUE");
     if let Some(job_id) = filter.job_id {
         query.push(" AND runs.job_id = ").push_bind(job_id);
+    }
+    if let Some(name) = &filter.job_name {
+        query.push(" AND jobs.name = ").push_bind(name.clone());
+    }
+    if let Some(trigger_id) = filter.trigger_id {
+        query.push(" AND runs.trigger_id = ").push_bind(trigger_id);
+    }
+    if let Some(executor_id) = filter.executor_id {
+        query.push(" AND runs.executor_id = ").push_bind(executor_id);
+    }
+    if let Some(min) = filter.min_duration_ms {
+        query.push(" AND ").push(DURATION_MS).push(" >= ").push_bind(min);
     }
     if let Some(state) = filter.state {
         query.push(" AND runs.state = ").push_bind(state.as_str());
@@ -93,14 +152,21 @@ pub async fn list(
         "SELECT runs.id, runs.job_id, jobs.name AS job_name, runs.trigger_id, runs.scheduled_at,
                 runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id, runs.fence,
                 runs.queued_at, runs.started_at, runs.finished_at, runs.exit_code, runs.http_status,
-                runs.error, coalesce(runs.output, '') <> '' AS has_output
-         FROM runs JOIN jobs ON jobs.id = runs.job_id",
+                runs.error, coalesce(runs.output, '') <> '' AS has_output, ",
     );
+    query
+        .push(DURATION_MS)
+        .push(" AS duration_ms FROM runs JOIN jobs ON jobs.id = runs.job_id");
     push_filters(&mut query, filter);
-    query.push(" ORDER BY runs.id DESC LIMIT ").push_bind(page.limit);
+    query.push(match filter.sort {
+        RunSort::Newest => " ORDER BY runs.id DESC",
+        RunSort::Duration => " ORDER BY duration_ms DESC NULLS LAST, runs.id DESC",
+    });
+    query.push(" LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
     let items = query.build_query_as::<RunSummary>().fetch_all(db).await?;
-    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM runs");
+    let mut count =
+        QueryBuilder::<Postgres>::new("SELECT count(*) FROM runs JOIN jobs ON jobs.id = runs.job_id");
     push_filters(&mut count, filter);
     let total: i64 = count.build_query_scalar().fetch_one(db).await?;
     Ok((items, total))

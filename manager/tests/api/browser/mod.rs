@@ -3,7 +3,10 @@
 //! local port, a real executor running in-process, the test's own PostgreSQL database
 //! and Redis. A person's path through the admin: log in, create a shell job through the
 //! form (its kind's fields only shown), add a cron trigger and see its preview (live and with the button), watch a run
-//! appear in the runs list and succeed, open its output, pause the job. Screenshots of
+//! appear in the runs list and succeed, open its output, follow a running run's output
+//! live (stdout and stderr apart, the page showing the end), pause the job, delete one
+//! (typing its name). Every bad field of a form is named at once; actions say what they
+//! did (flash messages). Screenshots of
 //! the pages go to `<target>/browser/` (the dashboard's is the test's artifact).
 //!
 //! Chromium is required: when it is missing the test fails and says how to install it
@@ -316,6 +319,15 @@ async fn scenario(session: Session, app: TestApp, password: String) {
         let displayed = fieldset.is_displayed().await.unwrap();
         assert_eq!(displayed, shown, "the {kind} fieldset after choosing shell");
     }
+    // A form with several bad fields names all of them at once.
+    session.wait_css("#f-name").await.clear().await.unwrap();
+    session.type_into("#f-timeout_secs", "0").await;
+    session.press("main form", "Save").await;
+    for field in ["name", "timeout_secs", "spec\\.program"] {
+        session.wait_css(&format!("#error-{field}")).await;
+    }
+    session.screenshot("job-form-errors").await;
+    session.type_into("#f-name", "browser-greeting").await;
     session.type_into("#f-spec\\.program", "/bin/sh").await;
     let script = format!("echo '{GREETING}'; echo '{MARKUP}'");
     session
@@ -333,6 +345,7 @@ async fn scenario(session: Session, app: TestApp, password: String) {
         .await;
     let job_id: i64 = job_path["/jobs/".len()..].parse().unwrap();
     assert!(session.text("main h1").await.contains("browser-greeting"));
+    assert_eq!(session.text(".flash").await, "Job browser-greeting created");
     let spec: Value = sqlx::query_scalar("SELECT spec FROM jobs WHERE id = $1")
         .bind(job_id)
         .fetch_one(app.pool())
@@ -417,6 +430,8 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     assert!(injected.is_empty(), "the output's HTML must not be rendered");
     session.screenshot("run").await;
 
+    live_output(&session, &app).await;
+
     // Pause the job from its page.
     session.goto(&job_path).await;
     session.press("main .toolbar", "Pause").await;
@@ -438,7 +453,17 @@ async fn scenario(session: Session, app: TestApp, password: String) {
         .await
         .unwrap();
     assert!(paused, "the job is paused in the database");
+    assert_eq!(session.text(".flash").await, "Job browser-greeting paused");
     session.screenshot("job").await;
+    // Said once: the next page does not repeat it.
+    session.client.refresh().await.unwrap();
+    session.wait_css("main h1 .badge").await;
+    assert!(
+        session.client.find(Locator::Css(".flash")).await.is_err(),
+        "the flash shows once"
+    );
+
+    delete_with_confirmation(&session, &app).await;
 
     // The other pages, kept as artifacts with the dashboard.
     for (page, name) in [
@@ -457,6 +482,109 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     assert!(failures.contains("disk-check"), "recent failures: {failures}");
     let dashboard = session.screenshot("dashboard").await;
     println!("dashboard screenshot: {}", dashboard.display());
+}
+
+/// Deleting a job asks for its name: a wrong one deletes nothing and says so, the right
+/// one deletes it and says so.
+async fn delete_with_confirmation(session: &Session, app: &TestApp) {
+    let job = store::jobs::insert(
+        app.pool(),
+        &store::jobs::NewJob::new(
+            "doomed-by-browser",
+            probactr_common::model::JobKind::Noop,
+            json!({}),
+        ),
+    )
+    .await
+    .unwrap();
+    session.goto(&format!("/jobs/{}", job.id)).await;
+    session.click("details.delete-job summary").await;
+    session.type_into("#confirm-delete", "doomed").await;
+    session
+        .press("form.confirm-delete", "Delete job and its history")
+        .await;
+    eventually(PAGE_WAIT, "the refusal", || async {
+        let flash = session.client.find(Locator::Css(".flash")).await.ok()?;
+        flash.text().await.ok()?.contains("was not deleted").then_some(())
+    })
+    .await;
+    assert!(
+        store::jobs::get(app.pool(), job.id).await.unwrap().is_some(),
+        "still there"
+    );
+    session.click("details.delete-job summary").await;
+    session.type_into("#confirm-delete", "doomed-by-browser").await;
+    session
+        .press("form.confirm-delete", "Delete job and its history")
+        .await;
+    session.wait_path("the jobs list", |path| path == "/jobs").await;
+    assert_eq!(session.text(".flash").await, "Job doomed-by-browser deleted");
+    assert!(
+        store::jobs::get(app.pool(), job.id).await.unwrap().is_none(),
+        "deleted"
+    );
+}
+
+/// The page of a running run shows its output as the run prints it, stderr apart from
+/// stdout, and how the run ended once it has.
+async fn live_output(session: &Session, app: &TestApp) {
+    let gate_dir = tempfile::tempdir().unwrap();
+    let gate = gate_dir.path().join("gate");
+    let script = format!(
+        "echo started live; while [ ! -e '{}' ]; do sleep 0.05; done; echo went wrong >&2",
+        gate.display()
+    );
+    let spec = json!({"program": script, "shell": true});
+    let job = store::jobs::insert(
+        app.pool(),
+        &store::jobs::NewJob::new("browser-live", probactr_common::model::JobKind::Shell, spec),
+    )
+    .await
+    .unwrap();
+    let run_id = store::runs::queue_now(app.pool(), job.id).await.unwrap().id;
+    session.goto(&format!("/runs/{run_id}")).await;
+    eventually(RUN_WAIT, "the first line on the run's page", || async {
+        let line = session
+            .client
+            .find(Locator::Css("#run-output span.stdout"))
+            .await
+            .ok()?;
+        line.text().await.ok()?.contains("started live").then_some(())
+    })
+    .await;
+    let run = store::runs::get(app.pool(), run_id).await.unwrap().unwrap();
+    assert_eq!(
+        run.state,
+        RunState::Running,
+        "the line came while the run was running"
+    );
+    let download = session.wait_css("a[href$=\"/output.txt\"]").await;
+    assert_eq!(
+        download.attr("href").await.unwrap().as_deref(),
+        Some(format!("/runs/{run_id}/output.txt").as_str())
+    );
+    session.screenshot("run-live").await;
+
+    std::fs::write(&gate, b"").unwrap();
+    eventually(RUN_WAIT, "the stderr line on the run's page", || async {
+        let line = session
+            .client
+            .find(Locator::Css("#run-output span.stderr"))
+            .await
+            .ok()?;
+        line.text().await.ok()?.contains("went wrong").then_some(())
+    })
+    .await;
+    eventually(RUN_WAIT, "the ended run's badge", || async {
+        let badge = session.client.find(Locator::Css("main h1 .badge")).await.ok()?;
+        (badge.text().await.ok()? == "succeeded").then_some(())
+    })
+    .await;
+    let output = session.text("#run-output").await;
+    assert!(
+        output.contains("started live") && output.contains("went wrong"),
+        "{output:?}"
+    );
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]

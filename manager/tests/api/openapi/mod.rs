@@ -122,6 +122,8 @@ async fn the_document_is_complete_and_every_operation_is_served(pool: PgPool) {
         ("GET", "/api/v1/runs"),
         ("GET", "/api/v1/runs/{id}"),
         ("POST", "/api/v1/runs/{id}/cancel"),
+        ("GET", "/api/v1/runs/{id}/output"),
+        ("GET", "/api/v1/runs/{id}/output/stream"),
         ("GET", "/api/v1/executors"),
         ("GET", "/api/v1/monitors"),
         ("GET", "/api/v1/status"),
@@ -280,6 +282,10 @@ async fn answers_carry_the_fields_their_schemas_document(pool: PgPool) {
         (
             format!("/api/v1/runs/{}", run.body["run_id"]),
             schema_of("/api/v1/runs/{id}", "get", "200"),
+        ),
+        (
+            format!("/api/v1/runs/{}/output", run.body["run_id"]),
+            schema_of("/api/v1/runs/{id}/output", "get", "200"),
         ),
         (
             "/api/v1/status".to_owned(),

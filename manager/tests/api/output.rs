@@ -1,0 +1,253 @@
+//! Live output: reading from offsets, following as server-sent events, the bound.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+/// An executor running in this process until the returned token is cancelled.
+fn start_executor(
+    pool: &PgPool,
+    settings: &[(&str, &str)],
+) -> (CancellationToken, tokio::task::JoinHandle<anyhow::Result<()>>) {
+    let shutdown = CancellationToken::new();
+    let executor = tokio::spawn(probactr_executor::run(
+        executor_config_with(pool, settings),
+        shutdown.clone(),
+    ));
+    (shutdown, executor)
+}
+
+/// A shell job that prints `start`, waits for `gate` to exist, then prints `done` on
+/// stderr.
+fn gated_job(name: &str, gate: &Path) -> Value {
+    let script = format!(
+        "echo start; while [ ! -e '{}' ]; do sleep 0.05; done; echo done >&2",
+        gate.display()
+    );
+    json!({"name": name, "kind": "shell", "spec": {"program": script, "shell": true}, "timeout_secs": 120})
+}
+
+async fn run_now(app: &TestApp, token: &str, job: &Value) -> i64 {
+    let queued = app
+        .post(&format!("/api/v1/jobs/{}/run", job["id"]), token, json!({}))
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
+    queued.body["run_id"].as_i64().unwrap()
+}
+
+/// Reads the output from `offset` until `until` holds for what was read, or panics after
+/// a generous while.
+async fn read_until(
+    app: &TestApp,
+    token: &str,
+    run_id: i64,
+    offset: i64,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let page = app
+            .get(&format!("/api/v1/runs/{run_id}/output?offset={offset}"), token)
+            .await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        if until(&page.body) {
+            return page.body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {}",
+            page.text
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn texts(page: &Value) -> Vec<(String, String)> {
+    page["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["stream"].as_str().unwrap().to_owned(),
+                c["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn output_is_read_from_offsets_while_the_run_runs(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let job = app.job(&admin, gated_job("gated", &gate)).await;
+    let (shutdown, executor) = start_executor(app.pool(), &[]);
+    let run_id = run_now(&app, &admin, &job).await;
+
+    let first = read_until(&app, &admin, run_id, 0, |page| {
+        !page["chunks"].as_array().unwrap().is_empty()
+    })
+    .await;
+    assert_eq!(texts(&first), [("stdout".to_owned(), "start\n".to_owned())]);
+    assert_eq!(first["ended"], false);
+    assert_eq!(first["state"], "running");
+    let next = first["next_offset"].as_i64().unwrap();
+    assert_eq!(next, 6);
+    // Nothing new yet: the same offset comes back.
+    let nothing = app
+        .get(&format!("/api/v1/runs/{run_id}/output?offset={next}"), &admin)
+        .await;
+    assert_eq!(texts(&nothing.body), Vec::<(String, String)>::new());
+    assert_eq!(nothing.body["next_offset"], next);
+
+    std::fs::write(&gate, b"").unwrap();
+    let last = read_until(&app, &admin, run_id, next, |page| page["ended"] == true).await;
+    assert_eq!(texts(&last), [("stderr".to_owned(), "done\n".to_owned())]);
+    assert_eq!(last["state"], "succeeded");
+    assert_eq!(last["next_offset"], 11);
+    let whole = app.get(&format!("/api/v1/runs/{run_id}/output"), &admin).await;
+    assert_eq!(texts(&whole.body).len(), 2);
+
+    assert_field(
+        &app.get(&format!("/api/v1/runs/{run_id}/output?offset=-1"), &admin)
+            .await,
+        "offset",
+    );
+    assert_eq!(
+        app.get("/api/v1/runs/424242/output", &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
+    shutdown.cancel();
+    executor.await.unwrap().unwrap();
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn the_output_stream_follows_a_run_to_its_end(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let job = app.job(&admin, gated_job("streamed", &gate)).await;
+    let (shutdown, executor) = start_executor(app.pool(), &[]);
+    let run_id = run_now(&app, &admin, &job).await;
+
+    let request = Request::builder()
+        .uri(format!("/api/v1/runs/{run_id}/output/stream"))
+        .header(header::AUTHORIZATION, format!("Bearer {admin}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = app.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let mut body = response.into_body();
+    let mut received = String::new();
+    let mut opened = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !received.contains("event: end") {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("the stream ends")
+            .expect("the stream ends with its end event")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            received.push_str(&String::from_utf8_lossy(&data));
+        }
+        if !opened && received.contains(r#""text":"start\n""#) {
+            // The run is still running: only now may it end.
+            let run = store::runs::get(app.pool(), run_id).await.unwrap().unwrap();
+            assert_eq!(run.state, RunState::Running);
+            assert!(!received.contains("done"));
+            std::fs::write(&gate, b"").unwrap();
+            opened = true;
+        }
+    }
+    assert!(opened, "{received}");
+    assert!(received.contains(r#""stream":"stderr""#), "{received}");
+    assert!(received.contains(r#""text":"done\n""#), "{received}");
+    assert!(
+        received.contains(r#"event: end"#) && received.contains(r#""state":"succeeded""#),
+        "{received}"
+    );
+    assert!(
+        received.contains("id: 11"),
+        "the last chunk resumes at the end: {received}"
+    );
+    // The stream closes after its end event.
+    let after = tokio::time::timeout(Duration::from_secs(30), body.frame())
+        .await
+        .unwrap();
+    assert!(after.is_none(), "nothing after the end event");
+    shutdown.cancel();
+    executor.await.unwrap().unwrap();
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    // 3000 lines of 10 bytes ("line 0001\n"), far beyond a 4 KiB bound.
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "chatty", "kind": "shell", "timeout_secs": 120, "spec": {
+                "program": "i=1; while [ $i -le 3000 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done",
+                "shell": true}}),
+        )
+        .await;
+    let (shutdown, executor) = start_executor(app.pool(), &[("PROBACTR_OUTPUT_LIMIT", "4KiB")]);
+    let run_id = run_now(&app, &admin, &job).await;
+    let page = read_until(&app, &admin, run_id, 0, |page| page["ended"] == true).await;
+    shutdown.cancel();
+    executor.await.unwrap().unwrap();
+
+    let text: String = texts(&page).iter().map(|(_, text)| text.as_str()).collect();
+    assert!(
+        text.starts_with("line 0001\nline 0002\n"),
+        "the head is kept: {text}"
+    );
+    assert!(text.ends_with("line 2999\nline 3000\n"), "the tail is kept");
+    assert!(!text.contains("line 1500\n"), "the middle is cut");
+    let cuts: Vec<&Value> = page["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["stream"] == "cut")
+        .collect();
+    assert_eq!(cuts.len(), 1, "one marker where the middle was cut");
+    let cut_text = cuts[0]["text"].as_str().unwrap();
+    assert!(cut_text.contains("bytes cut"), "{cut_text}");
+    assert_eq!(page["next_offset"], 30_000);
+    // What is stored stays within the bound (a chunk of slack: pieces are cut whole).
+    let stored: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(byte_count), 0)::bigint FROM run_output WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert!(stored <= 4096 + 16 * 1024, "{stored} bytes stored");
+    assert!(stored >= 2048, "{stored} bytes stored");
+    // The head and tail add up with the cut to the whole.
+    let cut: i64 = cut_text
+        .trim_start_matches("[… ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(stored + cut, 30_000);
+    // The download has the same text, marker included.
+    let browser = app.browser("admin").await;
+    let download = app
+        .page(&format!("/runs/{run_id}/output.txt"), &browser.cookie)
+        .await;
+    assert_eq!(download.status, StatusCode::OK);
+    assert_eq!(download.text, text);
+}

@@ -824,7 +824,8 @@ pub fn format_duration(d: Duration) -> String {
 /// `PROBACTR_*` names the scripts read (`scripts/up`, `scripts/test`), not the processes.
 pub const SCRIPT_VARS: &[&str] = &["PROBACTR_STATE", "PROBACTR_PG_BINDIR"];
 
-/// `PROBACTR_*` names executors give the jobs they run (a run's identity), not settings.
+/// `PROBACTR_*` names executors give the jobs they run (a run's identity, its checkpoint
+/// file, its inputs and output file), not settings.
 pub const JOB_VARS: &[&str] = &[
     "PROBACTR_RUN_ID",
     "PROBACTR_JOB_ID",
@@ -832,6 +833,15 @@ pub const JOB_VARS: &[&str] = &[
     "PROBACTR_SCHEDULED_AT",
     "PROBACTR_ATTEMPT",
     "PROBACTR_FENCE",
+    "PROBACTR_CHECKPOINT_FILE",
+    "PROBACTR_PARAMS",
+    // `PROBACTR_PARAM_<KEY>`, one per top-level parameter.
+    "PROBACTR_PARAM",
+    "PROBACTR_PARENT_RUN_ID",
+    "PROBACTR_WORKFLOW_RUN_ID",
+    "PROBACTR_STEP",
+    "PROBACTR_UPSTREAM",
+    "PROBACTR_OUTPUT_FILE",
 ];
 
 /// `PROBACTR_*` names the command-line client (`probactr`) reads.

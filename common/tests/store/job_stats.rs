@@ -752,3 +752,70 @@ async fn a_run_fired_ahead_waits_for_its_instant(pool: PgPool) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(runs::claim_queued(&pool, ex, 10).await.expect("claim").len(), 1);
 }
+
+/// The migrations of labels, priorities, checkpoints, live output and workflows upgrade a
+/// database holding jobs, triggers and runs in place: the queued run keeps its place in the
+/// claim (its claim order derived from its `available_at` at priority 0), jobs take the
+/// new defaults, and the run is still claimed.
+#[sqlx::test(migrations = false)]
+async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: PgPool) {
+    const BEFORE_ROUTING: i64 = 20261124000010;
+    let migrator = &probactr_common::store::MIGRATOR;
+    migrator
+        .run_to(BEFORE_ROUTING, &pool)
+        .await
+        .expect("migrate to the former schema");
+    let job: i64 = sqlx::query_scalar("INSERT INTO jobs (name, kind) VALUES ('old', 'noop') RETURNING id")
+        .fetch_one(&pool)
+        .await
+        .expect("job");
+    let trigger: i64 = sqlx::query_scalar(
+        "INSERT INTO triggers (job_id, kind, interval_secs) VALUES ($1, 'interval', 60) RETURNING id",
+    )
+    .bind(job)
+    .fetch_one(&pool)
+    .await
+    .expect("trigger");
+    sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, finished_at)
+         VALUES ($1, $2, now() - interval '2 minutes', 'succeeded', now())",
+    )
+    .bind(job)
+    .bind(trigger)
+    .execute(&pool)
+    .await
+    .expect("an ended run");
+    let queued: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, now() - interval '1 minute') RETURNING id",
+    )
+    .bind(job)
+    .bind(trigger)
+    .fetch_one(&pool)
+    .await
+    .expect("a queued run");
+
+    migrator.run(&pool).await.expect("migrate to the current schema");
+
+    let (priority, in_order): (i32, bool) =
+        sqlx::query_as("SELECT priority, claim_order = available_at FROM runs_live WHERE id = $1")
+            .bind(queued)
+            .fetch_one(&pool)
+            .await
+            .expect("the queued run is live");
+    assert_eq!((priority, in_order), (0, true));
+    let (grace, selector, job_priority): (i32, serde_json::Value, i32) =
+        sqlx::query_as("SELECT stop_grace_secs, selector, priority FROM jobs WHERE id = $1")
+            .bind(job)
+            .fetch_one(&pool)
+            .await
+            .expect("the job");
+    assert_eq!((grace, selector, job_priority), (10, serde_json::json!({}), 0));
+    let ended: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'")
+        .fetch_one(&pool)
+        .await
+        .expect("history");
+    assert_eq!(ended, 1, "the history is kept");
+    let executor = make_executor(&pool).await;
+    let claimed = runs::claim_queued(&pool, executor, 4).await.expect("claim");
+    assert_eq!(claimed.iter().map(|run| run.id).collect::<Vec<_>>(), [queued]);
+}

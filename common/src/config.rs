@@ -842,6 +842,9 @@ pub const JOB_VARS: &[&str] = &[
     "PROBACTR_STEP",
     "PROBACTR_UPSTREAM",
     "PROBACTR_OUTPUT_FILE",
+    "PROBACTR_SHARD_INDEX",
+    "PROBACTR_SHARD_TOTAL",
+    "PROBACTR_REPLICA_INDEX",
 ];
 
 /// `PROBACTR_*` names the command-line client (`probactr`) reads.

@@ -134,6 +134,29 @@ text_enum! {
 }
 
 text_enum! {
+    /// Where the runs of one instant of a job go.
+    Route {
+        /// One run, on any executor that may take it.
+        Any => "any",
+        /// One run per live executor that may take it, each pinned to it.
+        Broadcast => "broadcast",
+        /// `shards` runs, each with its index, spread over the live executors.
+        Shard => "shard",
+    }
+}
+
+text_enum! {
+    /// Whether a job runs when triggered or is kept running.
+    JobMode {
+        /// Runs are made by triggers and run-now, and end.
+        Batch => "batch",
+        /// `replicas` long-lived instances, on distinct executors where possible, restarted
+        /// with backoff when they end or their executor dies.
+        Service => "service",
+    }
+}
+
+text_enum! {
     /// How a trigger computes its instants.
     TriggerKind {
         /// A cron expression with seconds, in an IANA time zone.
@@ -375,6 +398,10 @@ pub struct Job {
     pub stop_grace_secs: i32,
     pub selector: serde_json::Value,
     pub priority: i32,
+    pub route: Route,
+    pub shards: i32,
+    pub mode: JobMode,
+    pub replicas: i32,
 }
 
 /// A row of `triggers`.
@@ -434,6 +461,14 @@ pub struct Run {
     pub error: Option<String>,
     pub output: Option<String>,
     pub output_truncated: bool,
+    /// A fanned-out run's index among the runs of its instant (`route` broadcast or shard).
+    pub shard: Option<i32>,
+    /// How many runs its instant fanned out to.
+    pub shard_total: Option<i32>,
+    /// The executor this run should run on (a broadcast's only; a shard's while it lives).
+    pub pinned_to: Option<Uuid>,
+    /// A service instance's slot (0 to the job's replicas - 1).
+    pub replica: Option<i32>,
 }
 
 /// A row of `executors` (executors and monitors both register there).

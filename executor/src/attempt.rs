@@ -253,6 +253,10 @@ impl Attempt<'_> {
     }
 
     fn timeout(&self) -> Duration {
+        if self.run.replica.is_some() {
+            // A service's instance runs until it is stopped.
+            return SERVICE_TIMEOUT;
+        }
         Duration::from_secs(u64::try_from(self.job.timeout_secs).unwrap_or(1).max(1))
     }
 
@@ -571,6 +575,9 @@ async fn keep_lease(
 }
 
 /// Turns how the job ended into what is recorded.
+/// A service instance's timeout: none in practice (a hundred years).
+const SERVICE_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 fn describe_end(execution: &Execution, handle: &StopHandle, timeout_secs: i32) -> Finish {
     let (state, reason) = match execution.ending {
         Ending::Succeeded => (RunState::Succeeded, None),

@@ -167,7 +167,11 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
             if *instant > now {
                 ahead_of_time.push(*instant);
             }
-            fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
+            if due.fan_out {
+                fired.push_fanned_out(due.trigger.job_id, due.trigger.id, *instant);
+            } else {
+                fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
+            }
             slots.extend(slot);
         }
     }

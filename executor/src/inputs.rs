@@ -48,6 +48,7 @@ pub async fn prepare(pool: &PgPool, run: &Run, spec: JobSpec) -> Result<Prepared
         ))
     });
     let mut env = variables(&inputs);
+    env.extend(placement(run));
     if let Some(path) = &output_file {
         env.push(("OUTPUT_FILE".to_owned(), path.display().to_string()));
     }
@@ -85,6 +86,20 @@ fn variables(inputs: &Inputs) -> Vec<(String, String)> {
         env.push(("WORKFLOW_RUN_ID".to_owned(), workflow_run.to_string()));
         env.push(("STEP".to_owned(), step.clone()));
         env.push(("UPSTREAM".to_owned(), inputs.upstream.to_string()));
+    }
+    env
+}
+
+/// Where a run stands among its instant's runs or its service's instances:
+/// `SHARD_INDEX` and `SHARD_TOTAL` (broadcast, shard), `REPLICA_INDEX` (service).
+fn placement(run: &Run) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if let (Some(shard), Some(total)) = (run.shard, run.shard_total) {
+        env.push(("SHARD_INDEX".to_owned(), shard.to_string()));
+        env.push(("SHARD_TOTAL".to_owned(), total.to_string()));
+    }
+    if let Some(replica) = run.replica {
+        env.push(("REPLICA_INDEX".to_owned(), replica.to_string()));
     }
     env
 }

@@ -21,7 +21,7 @@ use probactr_common::store::alerts::notifications;
 use probactr_common::store::housekeeping;
 use probactr_common::store::run_inputs;
 use probactr_common::store::runs::{self, EndedRun};
-use probactr_common::store::{checkpoints, processes, run_output, StoreError};
+use probactr_common::store::{checkpoints, processes, run_output, services, StoreError};
 
 use crate::Monitor;
 
@@ -112,9 +112,44 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     }
     report.expired = expired.len();
 
+    reroute(monitor).await?;
+    keep_services(monitor).await?;
+
     report.pruned = prune(monitor).await?;
     count(&report);
     Ok(report)
+}
+
+/// Runs pinned to executors that left: broadcasts skipped, shards freed for any executor.
+async fn reroute(monitor: &Monitor) -> Result<(), StoreError> {
+    let rerouted = runs::reroute_stranded(&monitor.pool).await?;
+    for run_id in &rerouted.skipped {
+        tracing::info!(
+            run.id = run_id,
+            "broadcast run skipped: its executor left before it started"
+        );
+    }
+    for run_id in &rerouted.unpinned {
+        tracing::info!(
+            run.id = run_id,
+            "shard unpinned: its executor left or was cordoned"
+        );
+    }
+    Ok(())
+}
+
+/// Services: starts the instances that are missing, stops the surplus.
+async fn keep_services(monitor: &Monitor) -> Result<(), StoreError> {
+    for started in services::start_missing(&monitor.pool).await? {
+        tracing::info!(run.id = started.run_id, job.id = started.job_id, replica = started.replica,
+            available_at = %started.available_at, "service instance queued");
+    }
+    for surplus in services::surplus(&monitor.pool).await? {
+        let state = runs::request_cancel(&monitor.pool, surplus.run_id, &surplus.reason).await?;
+        tracing::info!(run.id = surplus.run_id, job.id = surplus.job_id, reason = %surplus.reason,
+            state = ?state, "service instance stopped");
+    }
+    Ok(())
 }
 
 fn count(report: &ReapReport) {

@@ -31,6 +31,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod infra;
+#[path = "faults/routing.rs"]
+mod routing;
 #[path = "faults/workflows.rs"]
 mod workflows;
 

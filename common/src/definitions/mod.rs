@@ -154,6 +154,10 @@ const JOB_FIELDS: &[&str] = &[
     "stop_grace_secs",
     "selector",
     "priority",
+    "route",
+    "shards",
+    "mode",
+    "replicas",
 ];
 /// The fields of a trigger a definition carries.
 const TRIGGER_FIELDS: &[&str] = &[

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
-use crate::model::{Job, JobKind, OnExecutorLost, Overlap};
+use crate::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,6 +45,14 @@ pub struct NewJob {
     pub selector: serde_json::Value,
     /// When slots are scarce, higher goes first (-100 to 100).
     pub priority: i32,
+    /// Where the runs of one instant go.
+    pub route: Route,
+    /// Runs per instant of a `shard` route (1 to 1000).
+    pub shards: i32,
+    /// Run when triggered, or kept running.
+    pub mode: JobMode,
+    /// Instances of a service kept running (1 to 100).
+    pub replicas: i32,
 }
 
 impl NewJob {
@@ -68,6 +76,10 @@ impl NewJob {
             stop_grace_secs: 10,
             selector: serde_json::json!({}),
             priority: 0,
+            route: Route::Any,
+            shards: 1,
+            mode: JobMode::Batch,
+            replicas: 1,
         }
     }
 }
@@ -78,9 +90,11 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         Job,
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
-                            on_executor_lost, max_takeovers, selector, priority, stop_grace_secs)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs"#,
+                            on_executor_lost, max_takeovers, selector, priority, stop_grace_secs,
+                            route, shards, mode, replicas)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                   $18, $19, $20, $21)
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -97,7 +111,11 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.max_takeovers,
         job.selector,
         job.priority,
-        job.stop_grace_secs
+        job.stop_grace_secs,
+        job.route as Route,
+        job.shards,
+        job.mode as JobMode,
+        job.replicas
     )
     .fetch_one(db)
     .await?)
@@ -106,7 +124,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -117,7 +135,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas"#,
         id,
         paused
     )
@@ -128,7 +146,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -251,7 +269,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -271,9 +289,10 @@ pub async fn update(
                            retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
                            managed_by = $14, on_executor_lost = $15, max_takeovers = $16,
                            selector = $17, priority = $18, stop_grace_secs = $19,
+                           route = $20, shards = $21, mode = $22, replicas = $23,
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs"#,
+           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas"#,
         id,
         version,
         job.name,
@@ -292,7 +311,11 @@ pub async fn update(
         job.max_takeovers,
         job.selector,
         job.priority,
-        job.stop_grace_secs
+        job.stop_grace_secs,
+        job.route as Route,
+        job.shards,
+        job.mode as JobMode,
+        job.replicas
     )
     .fetch_optional(db)
     .await?)

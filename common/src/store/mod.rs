@@ -22,6 +22,7 @@ pub mod run_inputs;
 pub mod run_output;
 pub mod runs;
 pub mod secrets;
+pub mod services;
 pub mod sessions;
 pub mod triggers;
 pub mod users;

@@ -165,6 +165,8 @@ pub struct DueTrigger {
     /// Its job needs no lock (parallel, unbounded), and neither a selector nor a trigger
     /// cap restricts where and how many run: its runs can start as they are fired.
     pub lock_free: bool,
+    /// Its job's route fans an instant out to several runs (broadcast, shard).
+    pub fan_out: bool,
     /// `jobs.version` of its job (the firing executor may have that definition already).
     pub job_version: i64,
     /// The database's clock, which decides what is due.
@@ -179,7 +181,8 @@ pub struct DueTrigger {
 pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
      SELECT triggers.*,
             (jobs.parallel AND jobs.max_concurrency IS NULL AND triggers.max_concurrency IS NULL
-             AND jobs.selector = '{}'::jsonb) AS lock_free,
+             AND jobs.selector = '{}'::jsonb AND jobs.route = 'any' AND jobs.mode = 'batch') AS lock_free,
+            jobs.route <> 'any' AS fan_out,
             jobs.version AS job_version, now() AS db_now
      FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
      WHERE NOT triggers.paused AND triggers.next_fire_at <= now() + make_interval(secs => $2)
@@ -213,6 +216,20 @@ pub struct FiredRuns {
     /// Whether the firing executor starts the run itself (it has a free slot and the job
     /// needs no lock): such a run is inserted `running` on that executor.
     pub owned: Vec<bool>,
+    /// Instants of jobs whose route fans out (broadcast, shard): each becomes the runs
+    /// `probactr_run_targets` lists, all queued.
+    pub fanned_out: FannedOut,
+}
+
+/// Instants whose job's route makes several runs of each.
+#[derive(Debug, Clone, Default)]
+pub struct FannedOut {
+    /// Each instant's job.
+    pub job_ids: Vec<i64>,
+    /// Each instant's trigger.
+    pub trigger_ids: Vec<i64>,
+    /// The instants.
+    pub instants: Vec<DateTime<Utc>>,
 }
 
 impl FiredRuns {
@@ -223,6 +240,13 @@ impl FiredRuns {
         self.instants.push(instant);
         self.owned.push(owned);
     }
+
+    /// Adds an instant of a job whose route fans out.
+    pub fn push_fanned_out(&mut self, job_id: i64, trigger_id: i64, instant: DateTime<Utc>) {
+        self.fanned_out.job_ids.push(job_id);
+        self.fanned_out.trigger_ids.push(trigger_id);
+        self.fanned_out.instants.push(instant);
+    }
 }
 
 /// Inserts the first attempts of fired instants; an instant that already has a run is
@@ -232,6 +256,16 @@ impl FiredRuns {
 /// counts as queued (for the misfire threshold), from its instant.
 /// Returns the inserted rows.
 pub async fn insert_fired_runs(
+    conn: &mut PgConnection,
+    runs: &FiredRuns,
+    executor_id: Uuid,
+) -> Result<Vec<Run>, StoreError> {
+    let mut inserted = insert_single_runs(&mut *conn, runs, executor_id).await?;
+    inserted.extend(insert_fanned_out_runs(&mut *conn, &runs.fanned_out).await?);
+    Ok(inserted)
+}
+
+async fn insert_single_runs(
     conn: &mut PgConnection,
     runs: &FiredRuns,
     executor_id: Uuid,
@@ -258,12 +292,39 @@ pub async fn insert_fired_runs(
                            WHERE done.trigger_id = fired.trigger_id AND done.scheduled_at = fired.at
                              AND done.attempt = 1)
          ON CONFLICT DO NOTHING
-         RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated"#,
+         RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
         &runs.job_ids,
         &runs.trigger_ids,
         &runs.instants,
         &runs.owned,
         executor_id
+    )
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Inserts the runs of instants whose job fans out (see migration
+/// `2026112601000001_routes_and_services.sql`): one per live executor, or one per shard,
+/// all queued; an instant that has a first attempt ended is left alone, like any other.
+async fn insert_fanned_out_runs(conn: &mut PgConnection, fanned: &FannedOut) -> Result<Vec<Run>, StoreError> {
+    if fanned.trigger_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_as!(
+        Run,
+        r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, shard, shard_total, pinned_to)
+         SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
+                target.shard, target.shard_total, target.pinned_to
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[]) AS fired (job_id, trigger_id, at)
+         CROSS JOIN LATERAL probactr_run_targets(fired.job_id) AS target
+         WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
+                           WHERE done.trigger_id = fired.trigger_id AND done.scheduled_at = fired.at
+                             AND done.attempt = 1)
+         ON CONFLICT DO NOTHING
+         RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
+        &fanned.job_ids,
+        &fanned.trigger_ids,
+        &fanned.instants
     )
     .fetch_all(conn)
     .await?)

@@ -9,7 +9,7 @@ use axum::response::{Html, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
 use probactr_common::labels;
-use probactr_common::model::{JobKind, OnExecutorLost, Overlap};
+use probactr_common::model::{JobKind, JobMode, OnExecutorLost, Overlap, Route};
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 
 use super::forms::{job_draft, job_form_errors, job_patch, spec_values};
@@ -68,7 +68,12 @@ pub async fn show(
     let can_edit = user.0.role.can_edit_job(job.kind);
     let next = format!("/jobs/{id}");
     let waiting = service::cluster::why_waiting(&state, id).await?;
-    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, ..user.layout("jobs") };
+    let replicas = if job.mode == JobMode::Service {
+        jobs::replicas(&state, id).await?
+    } else {
+        Vec::new()
+    };
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, ..user.layout("jobs") };
     render(&state, "job.html", ctx)
 }
 
@@ -194,6 +199,8 @@ fn render_form(
         .collect();
     let overlaps: Vec<&str> = Overlap::ALL.iter().map(|o| o.as_str()).collect();
     let takeover_policies: Vec<&str> = OnExecutorLost::ALL.iter().map(|p| p.as_str()).collect();
+    let routes: Vec<&str> = Route::ALL.iter().map(|r| r.as_str()).collect();
+    let modes: Vec<&str> = JobMode::ALL.iter().map(|m| m.as_str()).collect();
     let kind_hint = if user.0.role.is_admin() {
         ""
     } else {
@@ -202,7 +209,7 @@ fn render_form(
     let credentials = plain_credentials(form.values);
     let ctx = context! {
         job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict, credentials,
-        warning => form.warning, kinds => kinds(user), overlaps, takeover_policies, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
+        warning => form.warning, kinds => kinds(user), overlaps, takeover_policies, routes, modes, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
     };
     render_status(state, status, "job_form.html", ctx)

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{JobKind, Misfire, OnExecutorLost, Overlap, TriggerKind};
+use probactr_common::model::{JobKind, JobMode, Misfire, OnExecutorLost, Overlap, Route, TriggerKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -77,6 +77,19 @@ pub struct JobFields {
     /// When slots are scarce, higher goes first (-100 to 100, default 0; each point counts
     /// as a minute of waiting, so lower priorities are not starved).
     pub priority: Option<i32>,
+    /// Where the runs of one instant go: `any` (default: one run), `broadcast` (one run
+    /// per live executor that may take it, each pinned to it) or `shard` (`shards` runs,
+    /// spread over the live executors). Each fanned-out run sees `PROBACTR_SHARD_INDEX` and
+    /// `PROBACTR_SHARD_TOTAL`.
+    pub route: Option<Route>,
+    /// Runs per instant of a `shard` route (1–1000, default 1).
+    pub shards: Option<i32>,
+    /// `batch` (default: runs when triggered or run now) or `service`: `replicas`
+    /// instances kept running on distinct executors where possible, restarted with backoff
+    /// when they end or their executor dies (`PROBACTR_REPLICA_INDEX` tells each its slot).
+    pub mode: Option<JobMode>,
+    /// Instances of a service (1–100, default 1).
+    pub replicas: Option<i32>,
 }
 
 /// A job's retry policy as sent.

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use probactr_common::model::JobKind;
 use probactr_common::store::jobs::JobFilter;
+use probactr_common::store::services::ReplicaHolder;
 use serde_json::Value;
 
 use super::bodies::{JobPatchBody, NewJobBody, RunNowBody, RunQueued};
@@ -81,6 +82,22 @@ pub async fn get(
     Id(id): Id,
 ) -> Result<Json<JobView>, ApiError> {
     Ok(Json(jobs::get(&state, &who, id).await?))
+}
+
+/// A service's instances: which executor holds each replica slot, and the run it is.
+#[utoipa::path(get, path = "/jobs/{id}/replicas", operation_id = "list_job_replicas", tag = "jobs",
+    params(("id" = i64, Path, description = "The job")),
+    responses(
+        (status = OK, description = "The live instances by slot (empty for a batch job)", body = Vec<ReplicaHolder>),
+        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn replicas(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<Vec<ReplicaHolder>>, ApiError> {
+    Ok(Json(jobs::replicas(&state, id).await?))
 }
 
 /// Edit a job: send the fields to change and the `version` you read.

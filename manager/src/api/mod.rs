@@ -49,6 +49,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(jobs::get, jobs::update, jobs::delete))
         .routes(routes!(jobs::pause))
         .routes(routes!(jobs::resume))
+        .routes(routes!(jobs::replicas))
         .routes(routes!(jobs::run_now))
         .routes(routes!(triggers::list, triggers::create))
         .routes(routes!(triggers::get, triggers::update, triggers::delete))

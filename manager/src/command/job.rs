@@ -2,7 +2,7 @@
 
 use probactr_common::jobspec::JobSpec;
 use probactr_common::labels;
-use probactr_common::model::{Job, JobKind, OnExecutorLost, Overlap};
+use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
 use probactr_common::store::jobs::NewJob;
 use serde_json::Value;
 
@@ -25,6 +25,10 @@ pub const MAX_STOP_GRACE_SECS: i64 = 3600;
 pub const MIN_PRIORITY: i64 = -100;
 /// See [`MIN_PRIORITY`].
 pub const MAX_PRIORITY: i64 = 100;
+/// The most runs one instant of a `shard` route makes.
+pub const MAX_SHARDS: i64 = 1000;
+/// The most instances a service keeps running.
+pub const MAX_REPLICAS: i64 = 100;
 /// The longest retry backoff, in seconds (a week).
 pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 
@@ -66,6 +70,14 @@ pub struct JobDraft {
     pub selector: Option<Value>,
     /// When slots are scarce, higher goes first.
     pub priority: Given<i64>,
+    /// Where the runs of one instant go.
+    pub route: Given<Route>,
+    /// Runs per instant of a `shard` route.
+    pub shards: Given<i64>,
+    /// Run when triggered, or kept running.
+    pub mode: Given<JobMode>,
+    /// Instances of a service.
+    pub replicas: Given<i64>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -106,6 +118,10 @@ impl JobDraft {
             stop_grace_secs: input.int("stop_grace_secs", i64::MIN, i64::MAX),
             selector: input.raw("selector"),
             priority: input.int("priority", i64::MIN, i64::MAX),
+            route: input.choice("route"),
+            shards: input.int("shards", i64::MIN, i64::MAX),
+            mode: input.choice("mode"),
+            replicas: input.int("replicas", i64::MIN, i64::MAX),
             ..JobDraft::default()
         };
         match input.object("retry") {
@@ -225,6 +241,13 @@ impl JobDraft {
         {
             job.priority = priority as i32;
         }
+        let placement = Placement {
+            route: self.route,
+            shards: self.shards,
+            mode: self.mode,
+            replicas: self.replicas,
+        };
+        placement.apply(&mut job, checks);
         if kind.is_some() {
             match JobSpec::parse(job.kind, &job.spec) {
                 Ok(spec) => job.spec = spec.to_json(),
@@ -232,6 +255,52 @@ impl JobDraft {
             }
         }
         (!checks.failed()).then_some(job)
+    }
+}
+
+/// Where a job's runs go and whether it is a service, as given.
+struct Placement {
+    route: Given<Route>,
+    shards: Given<i64>,
+    mode: Given<JobMode>,
+    replicas: Given<i64>,
+}
+
+impl Placement {
+    /// Route and mode: a service's instances are long-lived runs of their own, so it
+    /// takes neither a fan-out route nor a concurrency bound (its replicas are its bound).
+    fn apply(self, job: &mut NewJob, checks: &mut Checks) {
+        if let Some(route) = checks.not_null("route", self.route) {
+            job.route = route;
+        }
+        let shards = checks.not_null("shards", self.shards);
+        if let Some(shards) = shards.and_then(|s| checks.within("shards", s, 1, MAX_SHARDS)) {
+            job.shards = shards as i32;
+        }
+        if let Some(mode) = checks.not_null("mode", self.mode) {
+            job.mode = mode;
+        }
+        let replicas = checks.not_null("replicas", self.replicas);
+        if let Some(replicas) = replicas.and_then(|r| checks.within("replicas", r, 1, MAX_REPLICAS)) {
+            job.replicas = replicas as i32;
+        }
+        if job.mode == JobMode::Service {
+            if job.route != Route::Any {
+                checks.error(
+                    "route",
+                    "a service runs its replicas where it can; its route must be \"any\"",
+                );
+            }
+            if job.max_concurrency.is_some() {
+                checks.error(
+                    "max_concurrency",
+                    "a service is bounded by its replicas; leave this empty",
+                );
+            }
+            // Its instances run side by side without a lock: the live runs hold at most
+            // one per replica slot.
+            job.parallel = true;
+        }
     }
 }
 
@@ -277,6 +346,10 @@ fn definition_of(job: &Job) -> NewJob {
         stop_grace_secs: job.stop_grace_secs,
         selector: job.selector.clone(),
         priority: job.priority,
+        route: job.route,
+        shards: job.shards,
+        mode: job.mode,
+        replicas: job.replicas,
     }
 }
 

@@ -4,7 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::redact_secrets;
-use probactr_common::model::{Job, JobKind, OnExecutorLost, Overlap};
+use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use probactr_common::store::services::ReplicaHolder;
 use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
@@ -94,6 +95,14 @@ pub struct JobView {
     pub selector: Value,
     /// When slots are scarce, higher goes first.
     pub priority: i32,
+    /// Where the runs of one instant go: `any`, `broadcast` or `shard`.
+    pub route: Route,
+    /// Runs per instant of a `shard` route.
+    pub shards: i32,
+    /// `batch`, or `service` (kept running).
+    pub mode: JobMode,
+    /// Instances of a service.
+    pub replicas: i32,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -128,6 +137,10 @@ impl From<JobRow> for JobView {
             stop_grace_secs: job.stop_grace_secs,
             selector: job.selector,
             priority: job.priority,
+            route: job.route,
+            shards: job.shards,
+            mode: job.mode,
+            replicas: job.replicas,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,
@@ -258,6 +271,18 @@ pub async fn update(
     if version != before.version {
         return Err(stale("job", id, version, before.version));
     }
+    if job.mode == JobMode::Service && before.mode != JobMode::Service {
+        let triggers = store::triggers::list_for_job(&mut *tx, id).await?;
+        if !triggers.is_empty() {
+            return Err(ApiError::field(
+                "mode",
+                format!(
+                    "a service takes no triggers: delete the job's {} trigger(s) first",
+                    triggers.len()
+                ),
+            ));
+        }
+    }
     let after = store::jobs::update(&mut *tx, id, version, &job)
         .await
         .map_err(name_taken)?
@@ -360,7 +385,7 @@ pub fn read_params(text: &str, wrapped: bool) -> Result<Value, ApiError> {
 }
 
 /// Queues a run of a job now with `params` (a JSON object, `{}` for none); returns the
-/// run's id.
+/// run's id (the first of the instant's runs when the job's route fans out).
 pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
     who.require_operator("run jobs")?;
     let mut tx = state.pool.begin().await?;
@@ -374,10 +399,21 @@ pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value)
             job.name
         )));
     }
-    let run = store::runs::queue_now(&mut *tx, id).await?;
+    if job.mode == JobMode::Service {
+        return Err(ApiError::Conflict(format!(
+            "job {} is a service: its replicas run continuously (pause, resume or change replicas instead)",
+            job.name
+        )));
+    }
+    let runs = store::runs::queue_now_fanned_out(&mut *tx, id).await?;
+    let Some(run) = runs.first().cloned() else {
+        return Err(ApiError::not_found("job", id));
+    };
     let given = params.as_object().is_some_and(|params| !params.is_empty());
     if given {
-        store::run_inputs::set_params(&mut *tx, run.id, params).await?;
+        for run in &runs {
+            store::run_inputs::set_params(&mut *tx, run.id, params).await?;
+        }
     }
     let change = Change {
         action: "job.run",
@@ -394,4 +430,12 @@ pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value)
     tx.commit().await?;
     tracing::info!(job.id = id, run.id = run.id, "run queued by hand");
     Ok(run.id)
+}
+
+/// Which executor holds each live instance of a service (empty for a batch job).
+pub async fn replicas(state: &AppState, id: i64) -> Result<Vec<ReplicaHolder>, ApiError> {
+    store::jobs::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job", id))?;
+    Ok(store::services::holders(&state.pool, id).await?)
 }

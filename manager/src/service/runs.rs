@@ -68,6 +68,14 @@ pub struct RunView {
     /// What it wrote to `PROBACTR_OUTPUT_FILE`, when it wrote a JSON object.
     #[schema(value_type = Option<Object>)]
     pub step_output: Option<serde_json::Value>,
+    /// Its index among the runs of its instant (route broadcast or shard).
+    pub shard: Option<i32>,
+    /// How many runs its instant made.
+    pub shard_total: Option<i32>,
+    /// The executor it is pinned to (a broadcast's; a shard's while that executor lives).
+    pub pinned_to: Option<uuid::Uuid>,
+    /// A service instance's slot.
+    pub replica: Option<i32>,
 }
 
 impl From<Run> for RunView {
@@ -96,6 +104,10 @@ impl From<Run> for RunView {
             checkpoint: None,
             params: json!({}),
             step_output: None,
+            shard: run.shard,
+            shard_total: run.shard_total,
+            pinned_to: run.pinned_to,
+            replica: run.replica,
         }
     }
 }

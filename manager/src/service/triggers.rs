@@ -3,7 +3,7 @@
 //! Every write wakes the executors through the database's NOTIFY trigger.
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::Trigger;
+use probactr_common::model::{JobMode, Trigger};
 use probactr_common::store::audit::Change;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
@@ -47,9 +47,18 @@ pub async fn create(
     who.require_operator("create triggers")?;
     let trigger = draft.definition(None, Utc::now())?.trigger;
     let mut tx = state.pool.begin().await?;
-    store::jobs::get(&mut *tx, job_id)
+    let job = store::jobs::get(&mut *tx, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
+    if job.mode == JobMode::Service {
+        return Err(ApiError::field(
+            "job_id",
+            format!(
+                "job {} is a service: it runs continuously and takes no triggers",
+                job.name
+            ),
+        ));
+    }
     // The first instant is computed from PostgreSQL's clock, like every firing decision.
     let db_now = store::db_now(&mut *tx).await?;
     let created = store::triggers::create(&mut *tx, job_id, &trigger, db_now)

@@ -603,3 +603,119 @@ async fn stop_grace_and_the_checkpoint_of_a_run(pool: PgPool) {
     let job_page = app.page(&format!("/jobs/{id}"), &browser.cookie).await;
     assert!(job_page.text.contains("120 s between SIGTERM and SIGKILL"));
 }
+
+/// Routes and services through the API: bad combinations name their field and store
+/// nothing; run-now of a sharded job queues one run per shard; a service takes neither
+/// run-now nor triggers, and a job with triggers cannot become one.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn routes_and_services_are_validated_and_fan_out(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let bad = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "web", "kind": "noop", "mode": "service", "route": "broadcast",
+                   "replicas": 0, "shards": 5000, "max_concurrency": 2}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    let fields = field_errors(&bad);
+    for field in ["replicas", "shards"] {
+        assert!(fields.contains_key(field), "{field} missing from {fields:?}");
+    }
+    let bad = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "web", "kind": "noop", "mode": "service", "route": "shard", "max_concurrency": 2}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    let fields = field_errors(&bad);
+    for field in ["route", "max_concurrency"] {
+        assert!(fields.contains_key(field), "{field} missing from {fields:?}");
+    }
+    let bad = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "web", "kind": "noop", "route": "everywhere"}),
+        )
+        .await;
+    assert_field(&bad, "route");
+    assert_eq!(app.count("jobs").await, 0);
+
+    let split = app
+        .job(
+            &admin,
+            json!({"name": "split", "kind": "noop", "route": "shard", "shards": 3}),
+        )
+        .await;
+    assert_eq!(
+        (split["route"].as_str(), split["shards"].as_i64()),
+        (Some("shard"), Some(3))
+    );
+    let queued = app
+        .post(&format!("/api/v1/jobs/{}/run", split["id"]), &admin, json!({}))
+        .await;
+    assert!(queued.status.is_success(), "{}", queued.text);
+    let shards: Vec<(i32, i32)> =
+        sqlx::query_as("SELECT shard, shard_total FROM runs WHERE job_id = $1 ORDER BY shard")
+            .bind(split["id"].as_i64().unwrap())
+            .fetch_all(&app.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(shards, vec![(0, 3), (1, 3), (2, 3)]);
+
+    let web = app
+        .job(
+            &admin,
+            json!({"name": "web", "kind": "noop", "mode": "service", "replicas": 2}),
+        )
+        .await;
+    assert_eq!(
+        (web["mode"].as_str(), web["replicas"].as_i64()),
+        (Some("service"), Some(2))
+    );
+    assert_eq!(web["parallel"], true, "a service's instances run side by side");
+    let run = app
+        .post(&format!("/api/v1/jobs/{}/run", web["id"]), &admin, json!({}))
+        .await;
+    assert_eq!(run.status, StatusCode::CONFLICT, "{}", run.text);
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", web["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    assert_field(&trigger, "job_id");
+    let replicas = app
+        .get(&format!("/api/v1/jobs/{}/replicas", web["id"]), &admin)
+        .await;
+    assert_eq!(replicas.status, StatusCode::OK, "{}", replicas.text);
+    assert_eq!(
+        replicas.body,
+        json!([]),
+        "no monitor runs here: nothing started yet"
+    );
+
+    let nightly = app.job(&admin, json!({"name": "nightly", "kind": "noop"})).await;
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", nightly["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    assert!(created.status.is_success(), "{}", created.text);
+    let to_service = app
+        .patch(
+            &format!("/api/v1/jobs/{}", nightly["id"]),
+            &admin,
+            json!({"version": nightly["version"], "mode": "service"}),
+        )
+        .await;
+    assert_field(&to_service, "mode");
+}

@@ -23,10 +23,14 @@ use crate::store::StoreError;
 /// are started in the same statement: claim and start cost one round trip together.
 /// `$3` false takes only those (an executor that cannot reach Redis leaves the others to
 /// its peers). At most `$4` of the runs taken are shell jobs (each a process): the others
-/// it looked at stay queued for executors with processes to spare.
+/// it looked at stay queued for executors with processes to spare. A run pinned to an
+/// executor (a broadcast's, a shard's) is taken only there; a service's instance goes to
+/// an executor that holds none of the job's others while one can take it, one per
+/// statement.
 pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
          SELECT runs.id, runs.claim_order, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
-                jobs.kind = 'shell' AS process, runs.trigger_id,
+                jobs.kind = 'shell' AS process, runs.trigger_id, runs.job_id,
+                runs.replica IS NOT NULL AS service,
                 runs.trigger_cap - (SELECT count(*) FROM runs_live AS active
                                     WHERE active.trigger_id = runs.trigger_id AND runs.trigger_cap IS NOT NULL
                                       AND active.trigger_cap IS NOT NULL
@@ -43,6 +47,15 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
                        WHERE executors.id = $1 AND executors.state = 'alive' AND NOT executors.cordoned)
            AND (jobs.selector = '{}'::jsonb
                 OR jobs.selector <@ (SELECT labels FROM executors WHERE executors.id = $1))
+           -- A broadcast's run only where it is pinned; a shard's there until the reaper
+           -- unpins it (its executor gone or cordoned).
+           AND (runs.pinned_to IS NULL OR runs.pinned_to = $1)
+           -- A service's instances go to distinct executors while others can take them:
+           -- an executor holding one takes another only after it waited 10 s.
+           AND (runs.replica IS NULL OR runs.available_at < now() - interval '10 seconds'
+                OR NOT EXISTS (SELECT 1 FROM runs_live AS mine
+                               WHERE mine.executor_id = $1 AND mine.job_id = runs.job_id
+                                 AND mine.replica IS NOT NULL AND mine.state IN ('claimed', 'running')))
            AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
                 SELECT 1 FROM runs AS active
                 WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running')))
@@ -51,12 +64,14 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
          FOR UPDATE OF runs SKIP LOCKED),
      taken AS (
          SELECT id, lock_free FROM (
-             SELECT id, lock_free, process, trigger_room,
+             SELECT id, lock_free, process, trigger_room, service,
                     row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
+                    row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
                     row_number() OVER (PARTITION BY trigger_id, trigger_room IS NULL
                                        ORDER BY claim_order, id) AS nth_of_trigger
              FROM picked) AS ranked
-         WHERE (NOT process OR nth <= $4) AND (trigger_room IS NULL OR nth_of_trigger <= trigger_room)),
+         WHERE (NOT process OR nth <= $4) AND (trigger_room IS NULL OR nth_of_trigger <= trigger_room)
+           AND (NOT service OR nth_of_job = 1)),
      claimed AS (
          -- The picked rows are locked and queued; the live partition is named so that
          -- only its id index can find them, whatever its statistics say.

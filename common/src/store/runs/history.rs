@@ -54,6 +54,12 @@ pub struct RunSummary {
     pub has_output: bool,
     /// How long it ran (from start to end), once it ended.
     pub duration_ms: Option<i64>,
+    /// Its index among the runs of its instant (broadcast, shard).
+    pub shard: Option<i32>,
+    /// How many runs its instant made.
+    pub shard_total: Option<i32>,
+    /// A service instance's slot.
+    pub replica: Option<i32>,
 }
 
 /// Filters of the run list.
@@ -152,7 +158,8 @@ pub async fn list(
         "SELECT runs.id, runs.job_id, jobs.name AS job_name, runs.trigger_id, runs.scheduled_at,
                 runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id, runs.fence,
                 runs.queued_at, runs.started_at, runs.finished_at, runs.exit_code, runs.http_status,
-                runs.error, coalesce(runs.output, '') <> '' AS has_output, ",
+                runs.error, coalesce(runs.output, '') <> '' AS has_output,
+                runs.shard, runs.shard_total, runs.replica, ",
     );
     query
         .push(DURATION_MS)

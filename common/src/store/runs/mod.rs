@@ -59,7 +59,7 @@ use crate::model::{Run, RunState};
 /// One run by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Run>, StoreError> {
     Ok(
-        sqlx::query_as!(Run, r#"SELECT id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated FROM runs WHERE id = $1"#, id)
+        sqlx::query_as!(Run, r#"SELECT id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica FROM runs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )

@@ -7,15 +7,28 @@ use sqlx::PgExecutor;
 use crate::model::{Run, RunState};
 use crate::store::StoreError;
 
-/// Queues a run of `job_id` now, outside any trigger ("run now").
+/// Queues a run of `job_id` now, outside any trigger ("run now"). For a job whose route
+/// fans out, the first of the instant's runs (see [`queue_now_fanned_out`]).
 pub async fn queue_now(db: impl PgExecutor<'_>, job_id: i64) -> Result<Run, StoreError> {
+    let runs = queue_now_fanned_out(db, job_id).await?;
+    runs.into_iter()
+        .next()
+        .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
+}
+
+/// Queues the runs of one instant of `job_id` now, outside any trigger: one run, or as
+/// many as its route fans out to (`probactr_run_targets`), in shard order.
+pub async fn queue_now_fanned_out(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Run>, StoreError> {
     Ok(sqlx::query_as!(
         Run,
-        r#"INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now())
-           RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated"#,
+        r#"INSERT INTO runs (job_id, scheduled_at, shard, shard_total, pinned_to)
+           SELECT $1, now(), target.shard, target.shard_total, target.pinned_to
+           FROM probactr_run_targets($1) AS target
+           ORDER BY target.shard
+           RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
         job_id
     )
-    .fetch_one(db)
+    .fetch_all(db)
     .await?)
 }
 

@@ -66,6 +66,8 @@ pub async fn flag_overdue(db: impl PgExecutor<'_>, grace: Duration) -> Result<Ve
          FROM jobs
          WHERE jobs.id = runs.job_id AND runs.state = 'running' AND runs.cancel_requested_at IS NULL
            AND runs.started_at < now() - make_interval(secs => jobs.timeout_secs + jobs.stop_grace_secs + $1::float8)
+           -- A service's instances run until stopped.
+           AND runs.replica IS NULL
          RETURNING runs.id",
         grace.as_secs_f64()
     )
@@ -95,4 +97,35 @@ pub async fn expire_stale_queued(db: impl PgExecutor<'_>) -> Result<Vec<i64>, St
             .fetch_all(db)
             .await?,
     )
+}
+
+/// Runs pinned to executors that left, put right: the queued runs of broadcasts are
+/// skipped (see `sql/skip_stranded_broadcasts.sql`); queued shards are unpinned, free for
+/// any executor, when their executor is gone, draining or cordoned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rerouted {
+    /// Broadcast runs ended `skipped`.
+    pub skipped: Vec<i64>,
+    /// Shards unpinned.
+    pub unpinned: Vec<i64>,
+}
+
+/// Puts right the queued runs pinned to executors that left (see [`Rerouted`]).
+pub async fn reroute_stranded(db: &sqlx::PgPool) -> Result<Rerouted, StoreError> {
+    let skipped = sqlx::query_file_scalar!("src/store/runs/sql/skip_stranded_broadcasts.sql")
+        .fetch_all(db)
+        .await?;
+    let unpinned = sqlx::query_scalar!(
+        "UPDATE runs_live AS runs SET pinned_to = NULL
+         FROM jobs
+         WHERE runs.pinned_to IS NOT NULL AND runs.state = 'queued'
+           AND jobs.id = runs.job_id AND jobs.route <> 'broadcast'
+           AND NOT EXISTS (SELECT 1 FROM executors
+                           WHERE executors.id = runs.pinned_to AND executors.state = 'alive'
+                             AND NOT executors.cordoned AND NOT executors.drain_requested)
+         RETURNING runs.id"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(Rerouted { skipped, unpinned })
 }

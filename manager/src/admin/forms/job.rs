@@ -29,6 +29,10 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "stop_grace_secs",
     "selector",
     "priority",
+    "route",
+    "shards",
+    "mode",
+    "replicas",
     "paused",
     "spec.program",
     "spec.args",
@@ -70,6 +74,10 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         stop_grace_secs: form.whole_if_filled("stop_grace_secs", &mut problems),
         selector: form.labels("selector", &mut problems),
         priority: form.whole_if_filled("priority", &mut problems),
+        route: form.choice("route", &mut problems),
+        shards: form.whole_if_filled("shards", &mut problems),
+        mode: form.choice("mode", &mut problems),
+        replicas: form.whole_if_filled("replicas", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -8,9 +8,9 @@ WITH gone AS (
        AND runs.state = 'running'
      RETURNING runs.*),
 ended AS (
-     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE
-     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'abandoned', 'executor lost', gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'abandoned', 'executor lost', gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
      FROM gone
      RETURNING *),
 retry AS (
@@ -20,7 +20,8 @@ retry AS (
      -- allows more attempts, after a backoff doubling per attempt. ON CONFLICT on the
      -- chain's unique (first_run_id, attempt) makes a second re-queue of the same attempt a
      -- no-op.
-     INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
+     INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason,
+                       shard, shard_total, pinned_to)
      SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
             coalesce(ended.first_run_id, ended.id),
             CASE WHEN plan.takeover THEN now()
@@ -28,7 +29,8 @@ retry AS (
             CASE WHEN plan.takeover
                  THEN 'takeover ' || (prior.takeovers + 1) || ' of ' || jobs.max_takeovers || ': run '
                       || ended.id || ' lost its executor'
-                 ELSE 'retry of run ' || ended.id || ' (' || ended.state || ')' END
+                 ELSE 'retry of run ' || ended.id || ' (' || ended.state || ')' END,
+            ended.shard, ended.shard_total, ended.pinned_to
      FROM ended JOIN jobs ON jobs.id = ended.job_id
      CROSS JOIN LATERAL (
           SELECT count(*) AS takeovers FROM runs AS earlier
@@ -37,7 +39,8 @@ retry AS (
             AND earlier.state = 'abandoned') AS prior
      CROSS JOIN LATERAL (
           SELECT jobs.on_executor_lost = 'rerun' AND prior.takeovers < jobs.max_takeovers AS takeover) AS plan
-     WHERE plan.takeover OR ended.attempt < jobs.retry_max_attempts
+     -- A service's instance is restarted by the monitors' service pass (store::services).
+     WHERE (plan.takeover OR ended.attempt < jobs.retry_max_attempts) AND ended.replica IS NULL
      ON CONFLICT DO NOTHING
      RETURNING id, first_run_id)
 SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,

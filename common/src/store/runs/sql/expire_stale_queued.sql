@@ -8,9 +8,9 @@ WITH gone AS (
        AND runs.queued_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
      RETURNING runs.*),
 ended AS (
-     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE
-     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'missed', 'waited in the queue longer than the trigger''s misfire threshold', gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'missed', 'waited in the queue longer than the trigger''s misfire threshold', gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
      FROM gone
      RETURNING *)
 SELECT id FROM ended

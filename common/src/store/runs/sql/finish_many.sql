@@ -19,23 +19,27 @@ gone AS (
                input.error AS new_error, input.output AS new_output,
                input.output_truncated AS new_output_truncated),
 ended AS (
-     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated)
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE
-     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, gone.new_state, gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.new_exit_code, gone.new_http_status, gone.new_error, gone.new_output, gone.new_output_truncated
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, gone.new_state, gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.new_exit_code, gone.new_http_status, gone.new_error, gone.new_output, gone.new_output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
      FROM gone
      RETURNING *),
 retry AS (
      -- The next attempt of every ended run whose state is retryable and whose job allows
      -- more attempts; the backoff doubles per attempt. ON CONFLICT on the chain's unique
      -- (first_run_id, attempt) makes a second re-queue of the same attempt a no-op.
-     INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason)
+     INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason,
+                       shard, shard_total, pinned_to)
      SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
             coalesce(ended.first_run_id, ended.id),
             now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)),
-            'retry of run ' || ended.id || ' (' || ended.state || ')'
+            'retry of run ' || ended.id || ' (' || ended.state || ')',
+            ended.shard, ended.shard_total, ended.pinned_to
      FROM ended JOIN jobs ON jobs.id = ended.job_id
      WHERE ended.state IN ('failed', 'timed_out', 'abandoned')
        AND ended.attempt < jobs.retry_max_attempts
+       -- A service's instance is restarted by the monitors' service pass (store::services).
+       AND ended.replica IS NULL
      ON CONFLICT DO NOTHING
      RETURNING id, first_run_id)
 SELECT ended.id, retry.id AS retry_run_id FROM ended

@@ -455,7 +455,14 @@ impl Config {
             database_url: env.url("DATABASE_URL", &["postgres://", "postgresql://"])?,
             redis_url: env.url(
                 "REDIS_URL",
-                &["redis://", "rediss://", "unix://", "redis+unix://"],
+                &[
+                    "redis://",
+                    "rediss://",
+                    "unix://",
+                    "redis+unix://",
+                    "redis+sentinel://",
+                    "rediss+sentinel://",
+                ],
             )?,
             redis_prefix: env.text("PROBACTR_REDIS_PREFIX"),
             db_pool_size: env.number("PROBACTR_DB_POOL_SIZE", 1, 1000)?,

@@ -2,6 +2,7 @@
 //! manager takes no locks) and the compiled templates of the web admin.
 
 use probactr_common::cidr::Cidr;
+use probactr_common::lock::target::RedisTarget;
 use probactr_common::secrets::Keyring;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +18,8 @@ use crate::service::cluster::{StatusCache, STATUS_MAX_AGE};
 pub struct AppState {
     /// The source of truth.
     pub pool: PgPool,
-    /// Redis, checked by `/readyz`.
-    pub redis: redis::Client,
+    /// Redis (one server, or the master sentinels name), checked by `/readyz`.
+    pub redis: Arc<RedisTarget>,
     /// The web admin's templates (HTML auto-escaping on).
     pub templates: Arc<minijinja::Environment<'static>>,
     /// Password hashing cost.
@@ -41,7 +42,7 @@ impl AppState {
     pub fn new(pool: PgPool, redis_url: &str) -> anyhow::Result<AppState> {
         Ok(AppState {
             pool,
-            redis: redis::Client::open(redis_url)?,
+            redis: Arc::new(RedisTarget::parse(redis_url)?),
             templates: Arc::new(templates::environment()?),
             hasher: Hasher::default(),
             cookie_secure: false,

@@ -30,6 +30,8 @@
 //! The long randomized run (`chaos`) is ignored here; `scripts/chaos SECONDS` runs it.
 #![allow(clippy::unwrap_used)]
 
+#[path = "faults/failover.rs"]
+mod failover;
 mod infra;
 #[path = "faults/routing.rs"]
 mod routing;

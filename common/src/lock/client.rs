@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
-use redis::{RedisError, RetryMethod};
+use redis::{FromRedisValue, RedisError, RetryMethod, ScriptInvocation};
 use tokio::time::Instant;
 
+use super::link::Link;
 use super::scripts::Scripts;
 use super::*;
 use crate::backoff::{retry_until, Backoff, Retry, RetryError};
@@ -23,7 +24,7 @@ enum Miss {
 /// connection and the counters.
 #[derive(Clone)]
 pub struct Locks {
-    conn: ConnectionManager,
+    link: Arc<Link>,
     prefix: Arc<str>,
     scripts: Arc<Scripts>,
     counters: Arc<Counters>,
@@ -60,8 +61,12 @@ impl fmt::Debug for Locks {
 impl Locks {
     /// Locks over an existing connection, under `prefix` (e.g. [`DEFAULT_PREFIX`]).
     pub fn new(conn: ConnectionManager, prefix: impl Into<String>) -> Self {
+        Locks::over(Link::over(conn), prefix)
+    }
+
+    fn over(link: Link, prefix: impl Into<String>) -> Self {
         Locks {
-            conn,
+            link: Arc::new(link),
             prefix: Arc::from(prefix.into()),
             scripts: Arc::new(Scripts::new()),
             counters: Arc::new(Counters::default()),
@@ -70,18 +75,12 @@ impl Locks {
     }
 
     /// Connects to `redis_url` (reconnecting by itself later) and uses `prefix`. The URL
-    /// may be `rediss://` with certificate files ([`target`](super::target)).
+    /// may be `rediss://` with certificate files, or name sentinels
+    /// ([`target`](super::target)); with sentinels the master is found again after a
+    /// failover.
     pub async fn connect(redis_url: &str, prefix: &str) -> Result<Self, LockError> {
-        let client = super::target::client(redis_url)?;
-        // Bounded timeouts: a stalled Redis must fail a call (so lease renewal can reach
-        // its stop point) rather than hang it.
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_with_config(client, config).await?;
-        Ok(Locks::new(conn, prefix))
+        let server = super::target::server(redis_url)?;
+        Ok(Locks::over(Link::open(server).await?, prefix))
     }
 
     /// Connects, retrying with full jitter while Redis is unreachable; None when `stop`
@@ -93,7 +92,7 @@ impl Locks {
     ) -> Result<Option<Self>, LockError> {
         // A URL that does not parse (or names unreadable certificates) will never
         // connect: fail at once.
-        super::target::client(redis_url)?;
+        super::target::server(redis_url)?;
         let backoff = Backoff::full_jitter(Duration::from_millis(100), Duration::from_secs(5));
         let mut failures = 0u32;
         loop {
@@ -147,14 +146,27 @@ impl Locks {
             let locks = self.clone();
             tokio::spawn(async move {
                 let pong = redis::cmd("PING")
-                    .query_async::<String>(&mut locks.conn.clone())
+                    .query_async::<String>(&mut locks.link.connection())
                     .await;
+                if let Err(error) = &pong {
+                    locks.link.failed(error).await;
+                }
                 if locks.noted(pong).is_ok() {
                     tracing::info!("Redis answers again");
                 }
             });
         }
         false
+    }
+
+    /// Runs a script over the current connection; a failure lets the link look for a
+    /// moved master before the caller retries.
+    async fn invoke<T: FromRedisValue>(&self, invocation: &ScriptInvocation<'_>) -> Result<T, RedisError> {
+        let result = invocation.invoke_async(&mut self.link.connection()).await;
+        if let Err(error) = &result {
+            self.link.failed(error).await;
+        }
+        self.noted(result)
     }
 
     /// Notes whether Redis answered: a reply, even an error reply, means it did.
@@ -258,14 +270,9 @@ impl Locks {
             LockKind::Mutex => &self.scripts.mutex_renew,
             LockKind::Permit => &self.scripts.permit_renew,
         };
-        let renewed: i64 = self.noted(
-            script
-                .key(&lease.key)
-                .arg(&lease.token)
-                .arg(ttl_ms)
-                .invoke_async(&mut self.conn.clone())
-                .await,
-        )?;
+        let renewed: i64 = self
+            .invoke(script.key(&lease.key).arg(&lease.token).arg(ttl_ms))
+            .await?;
         let renewal = if renewed == 1 {
             Renewal::Renewed
         } else {
@@ -286,13 +293,7 @@ impl Locks {
             LockKind::Mutex => &self.scripts.mutex_release,
             LockKind::Permit => &self.scripts.permit_release,
         };
-        let removed: i64 = self.noted(
-            script
-                .key(&lease.key)
-                .arg(&lease.token)
-                .invoke_async(&mut self.conn.clone())
-                .await,
-        )?;
+        let removed: i64 = self.invoke(script.key(&lease.key).arg(&lease.token)).await?;
         let held = removed == 1;
         if held {
             bump(&self.counters.releases);
@@ -315,33 +316,19 @@ impl Locks {
         bump(&self.counters.attempts);
         // `check_request` ran before any attempt, so the lease is at least 1 ms.
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let mut conn = self.conn.clone();
         let (kind, key, taken): (LockKind, String, i64) = match want {
             Want::Mutex { job_id } => {
                 let key = mutex_key(&self.prefix, job_id);
-                let taken = self.noted(
-                    self.scripts
-                        .mutex_acquire
-                        .key(&key)
-                        .arg(token)
-                        .arg(ttl_ms)
-                        .invoke_async(&mut conn)
-                        .await,
-                )?;
+                let script = &self.scripts.mutex_acquire;
+                let taken = self.invoke(script.key(&key).arg(token).arg(ttl_ms)).await?;
                 (LockKind::Mutex, key, taken)
             }
             Want::Permit { job_id, max } => {
                 let key = permit_key(&self.prefix, job_id);
-                let taken = self.noted(
-                    self.scripts
-                        .permit_acquire
-                        .key(&key)
-                        .arg(token)
-                        .arg(max)
-                        .arg(ttl_ms)
-                        .invoke_async(&mut conn)
-                        .await,
-                )?;
+                let script = &self.scripts.permit_acquire;
+                let taken = self
+                    .invoke(script.key(&key).arg(token).arg(max).arg(ttl_ms))
+                    .await?;
                 (LockKind::Permit, key, taken)
             }
         };

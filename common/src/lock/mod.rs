@@ -66,6 +66,7 @@ use std::time::Duration;
 use redis::RedisError;
 
 mod client;
+mod link;
 mod scripts;
 pub mod target;
 

@@ -36,11 +36,7 @@ async fn postgres(state: &AppState) -> Result<(), String> {
 }
 
 async fn redis(state: &AppState) -> Result<(), String> {
-    let ping = async {
-        let mut connection = state.redis.get_multiplexed_async_connection().await?;
-        redis::cmd("PING").query_async::<String>(&mut connection).await
-    };
-    match tokio::time::timeout(CHECK_TIMEOUT, ping).await {
+    match tokio::time::timeout(CHECK_TIMEOUT, state.redis.ping()).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(err)) => Err(err.to_string()),
         Err(_) => Err("timed out".into()),

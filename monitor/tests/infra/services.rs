@@ -259,6 +259,51 @@ impl PrivatePostgres {
         assert!(status.success(), "pg_ctl stop failed");
     }
 
+    /// A streaming replica of this server made with `pg_basebackup -R` (standby settings
+    /// written), on a free port of its own; not started.
+    pub async fn base_backup(&self) -> PrivatePostgres {
+        let dir = TempDir::new("pg-replica");
+        give_to_postgres(dir.path());
+        let mut command = pg_command(&self.bindir.join("pg_basebackup"));
+        command
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-R", "-X", "stream", "--no-sync", "-c", "fast"]);
+        let output = tokio::process::Command::from(command)
+            .output()
+            .await
+            .expect("pg_basebackup runs");
+        assert!(
+            output.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        PrivatePostgres {
+            dir,
+            bindir: self.bindir.clone(),
+            port: free_port(),
+        }
+    }
+
+    /// Promotes this standby to a primary and waits until it accepts writes.
+    pub async fn promote(&self) {
+        let mut command = self.pg_ctl();
+        command.args(["-w", "-t", "30", "promote"]).stdout(Stdio::null());
+        let status = tokio::process::Command::from(command)
+            .status()
+            .await
+            .expect("pg_ctl runs");
+        assert!(status.success(), "pg_ctl promote failed");
+    }
+
+    /// One value from database `postgres`; None while the server does not answer.
+    pub async fn scalar(&self, query: &'static str) -> Option<i64> {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&self.url("postgres")).await.ok()?;
+        sqlx::query_scalar(query).fetch_one(&mut conn).await.ok()
+    }
+
     /// Creates a database and applies probactr's migrations to it; returns its URL.
     pub async fn create_database(&self, name: &str) -> String {
         use sqlx::Connection;

@@ -31,6 +31,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod infra;
+#[path = "faults/startup.rs"]
+mod startup;
 #[path = "faults/workflows.rs"]
 mod workflows;
 

@@ -48,6 +48,11 @@ pub const VARS: &[Var] = &[
         help: "maximum PostgreSQL connections per process",
     },
     Var {
+        name: "PROBACTR_CONNECT_TIMEOUT",
+        default: "60s",
+        help: "at start-up, how long a process retries PostgreSQL and Redis (executors, monitors; the manager PostgreSQL) before it exits naming the one that does not answer",
+    },
+    Var {
         name: "PROBACTR_HEARTBEAT_INTERVAL",
         default: "5s",
         help: "how often executors and monitors heartbeat",
@@ -249,6 +254,8 @@ pub struct Config {
     pub redis_prefix: String,
     /// `PROBACTR_DB_POOL_SIZE`.
     pub db_pool_size: u32,
+    /// `PROBACTR_CONNECT_TIMEOUT`.
+    pub connect_timeout: Duration,
     /// `PROBACTR_HEARTBEAT_INTERVAL`.
     pub heartbeat_interval: Duration,
     /// `PROBACTR_HEARTBEAT_TIMEOUT`.
@@ -466,6 +473,7 @@ impl Config {
             )?,
             redis_prefix: env.text("PROBACTR_REDIS_PREFIX"),
             db_pool_size: env.number("PROBACTR_DB_POOL_SIZE", 1, 1000)?,
+            connect_timeout: env.duration("PROBACTR_CONNECT_TIMEOUT")?,
             heartbeat_interval: env.duration("PROBACTR_HEARTBEAT_INTERVAL")?,
             heartbeat_timeout: env.duration("PROBACTR_HEARTBEAT_TIMEOUT")?,
             reap_interval: env.duration("PROBACTR_REAP_INTERVAL")?,

@@ -44,6 +44,10 @@ pub struct Entry {
     pub reason: Option<String>,
 }
 
+/// The reason recorded for the instants that passed while a trigger or its job was
+/// paused (skipped when it was resumed).
+pub const PAUSED_REASON: &str = "paused";
+
 /// The reason of an instant found due, unfired and unrecorded.
 pub const GAP_REASON: &str = "gap: due, but neither fired nor recorded as missed";
 /// The reason the reconciler records a gap with (so it is found once).
@@ -86,7 +90,12 @@ fn entry(instant: DateTime<Utc>, records: &Records<'_>) -> Entry {
         .iter()
         .find(|m| m.first <= instant && instant <= m.last)
     {
-        return bare(Outcome::Missed, Some(misfire.reason.clone()));
+        let outcome = if misfire.reason == PAUSED_REASON {
+            Outcome::Skipped
+        } else {
+            Outcome::Missed
+        };
+        return bare(outcome, Some(misfire.reason.clone()));
     }
     if instant >= records.now {
         return bare(Outcome::Pending, None);
@@ -95,7 +104,7 @@ fn entry(instant: DateTime<Utc>, records: &Records<'_>) -> Entry {
     match records.trigger.next_fire_at {
         Some(next) if instant >= next => {
             if records.paused {
-                bare(Outcome::Skipped, Some("paused".into()))
+                bare(Outcome::Skipped, Some(PAUSED_REASON.into()))
             } else if instant > records.now - threshold {
                 bare(Outcome::Pending, None)
             } else {

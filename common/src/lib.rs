@@ -8,6 +8,7 @@
 //! - [`config`]: every setting, read from environment variables, with errors that name
 //!   the variable.
 //! - [`model`]: the rows and enums of the data model (jobs, triggers, runs, executors).
+//! - [`reach`]: start-up's bounded wait for PostgreSQL and Redis.
 //! - [`store`]: the connection pool, the migrator and the named queries over the model.
 //! - [`schedule`]: cron (with seconds and a time zone), interval and one-shot instants.
 //! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
@@ -31,6 +32,7 @@ pub mod labels;
 pub mod ledger;
 pub mod lock;
 pub mod model;
+pub mod reach;
 pub mod schedule;
 pub mod secrets;
 pub mod shutdown;

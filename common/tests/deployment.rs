@@ -1506,6 +1506,12 @@ fn local_cluster_runs_the_demo_and_readme_jobs_and_stops_cleanly_on_sigint() {
         output.contains(&format!("login:  admin / {}", cluster.password())),
         "it prints the login"
     );
+    assert!(
+        output.contains("[up] building probactr")
+            && output.contains("Finished")
+            && output.contains("[up] built"),
+        "it shows cargo's progress rather than building in silence"
+    );
 
     // A second invocation on the same state directory says so and changes nothing.
     let second = output_within(

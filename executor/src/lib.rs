@@ -38,7 +38,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use probactr_common::config::Config;
 use probactr_common::lock::Locks;
-use probactr_common::store;
+use probactr_common::{reach, store};
 use sqlx::PgPool;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -107,9 +107,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
-/// Opens PostgreSQL (lazily) and Redis (retrying while it is down); None when shutdown
-/// came first.
+/// Waits for PostgreSQL and Redis to answer (within `PROBACTR_CONNECT_TIMEOUT`), then
+/// opens both; None when shutdown came first.
 async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Option<Shared>> {
+    if !reach::postgres(&config.database_url, config.connect_timeout, shutdown).await?
+        || !reach::redis(&config.redis_url, config.connect_timeout, shutdown).await?
+    {
+        return Ok(None);
+    }
     let pool = store::pool(&config.database_url, config.db_pool_size)
         .context("while opening the PostgreSQL pool")?;
     let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, shutdown)

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use probactr_common::config::Config;
-use probactr_common::store;
+use probactr_common::{reach, store};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{password, Role};
@@ -69,6 +69,10 @@ pub async fn bootstrap_admin(
 /// no user exists and the first admin's password is missing or too short.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let secret_keys = config.secret_keys_or_exit("probactr-manager");
+    // Redis serves only the readiness probe: the manager starts without it.
+    if !reach::postgres(&config.database_url, config.connect_timeout, &shutdown).await? {
+        return Ok(());
+    }
     let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the pool")?;
     store::migrate(&pool).await.context("while applying migrations")?;
     let state = AppState::new(pool, &config.redis_url)

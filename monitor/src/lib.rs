@@ -36,6 +36,7 @@ use probactr_common::backoff::Backoff;
 use probactr_common::config::Config;
 use probactr_common::lock::Locks;
 use probactr_common::model::{ProcessRole, ProcessState};
+use probactr_common::reach;
 use probactr_common::store::{self, housekeeping, processes};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -63,6 +64,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .clone()
         .context("PROBACTR_SECRET_KEY is not set: monitors open the secrets of alert channels")?;
     let sender = Arc::new(alerts::deliver::Sender::new(&config, keys)?);
+    if !reach::postgres(&config.database_url, config.connect_timeout, &shutdown).await?
+        || !reach::redis(&config.redis_url, config.connect_timeout, &shutdown).await?
+    {
+        return Ok(());
+    }
     // Reaping, vacuuming, heartbeats, alert processing and senders each hold a connection.
     let pool = store::pool(&config.database_url, config.db_pool_size.min(8))
         .context("while opening the PostgreSQL pool")?;

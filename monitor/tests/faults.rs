@@ -35,6 +35,8 @@ mod failover;
 mod infra;
 #[path = "faults/routing.rs"]
 mod routing;
+#[path = "faults/startup.rs"]
+mod startup;
 #[path = "faults/workflows.rs"]
 mod workflows;
 

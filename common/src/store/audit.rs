@@ -1,5 +1,7 @@
 //! `audit_log`: one row per change made through the manager (who, when, what, the object
-//! before and after).
+//! before and after), and one per login. Each row keeps the object's name as it was then
+//! (a job, user or channel by its name; a trigger or run by its job's name), so it reads
+//! the same after the object is renamed or deleted.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -41,6 +43,8 @@ pub struct Entry {
     pub object_type: String,
     /// Its id.
     pub object_id: Option<i64>,
+    /// Its name when the change was made (a trigger's or run's: its job's).
+    pub object_name: Option<String>,
     /// Before.
     pub before: Option<Value>,
     /// After.
@@ -56,11 +60,21 @@ pub struct Actor<'a> {
     pub name: &'a str,
 }
 
-/// Writes one audit row; call it in the transaction of the change.
+/// Writes one audit row; call it in the transaction of the change. The object's name is
+/// taken from the values written (`name`, `username`), else from the object itself.
 pub async fn record(db: impl PgExecutor<'_>, who: Actor<'_>, change: Change<'_>) -> Result<(), StoreError> {
     sqlx::query!(
-        "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after, object_name)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE(
+             $7::jsonb ->> 'name', $6::jsonb ->> 'name', $7::jsonb ->> 'username', $6::jsonb ->> 'username',
+             CASE $4::text
+                 WHEN 'job' THEN (SELECT name FROM jobs WHERE id = $5::bigint)
+                 WHEN 'user' THEN (SELECT username FROM users WHERE id = $5::bigint)
+                 WHEN 'trigger' THEN (SELECT jobs.name FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+                                       WHERE triggers.id = $5)
+                 WHEN 'run' THEN (SELECT jobs.name FROM runs JOIN jobs ON jobs.id = runs.job_id
+                                   WHERE runs.id = $5)
+             END))",
         who.id,
         who.name,
         change.action,
@@ -80,20 +94,40 @@ pub async fn record(db: impl PgExecutor<'_>, who: Actor<'_>, change: Change<'_>)
     Ok(())
 }
 
-/// A page of the log, newest first, optionally of one object.
+/// Which entries to list; every criterion given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// The actor's name.
+    pub user: Option<String>,
+    /// `job`, `trigger`, `run`, `user`…
+    pub object_type: Option<String>,
+    /// The object's name, or its id.
+    pub object: Option<String>,
+    /// The action (`job.update`), or every action of a kind (`job`).
+    pub action: Option<String>,
+}
+
+/// A page of the log, newest first, of the entries `filter` selects; and their count.
 pub async fn list(
     db: impl PgExecutor<'_> + Copy,
-    object: Option<(&str, i64)>,
+    filter: &Filter,
     page: Page,
 ) -> Result<(Vec<Entry>, i64), StoreError> {
-    let (object_type, object_id) = object.map_or((None, None), |(t, id)| (Some(t), Some(id)));
+    let object_id = filter.object.as_deref().and_then(|o| o.parse::<i64>().ok());
     let items = sqlx::query_as!(
         Entry,
-        "SELECT id, at, actor_id, actor, action, object_type, object_id, before, after FROM audit_log
-         WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))
-         ORDER BY id DESC LIMIT $3 OFFSET $4",
-        object_type,
+        "SELECT id, at, actor_id, actor, action, object_type, object_id, object_name, before, after
+         FROM audit_log
+         WHERE ($1::text IS NULL OR actor = $1)
+           AND ($2::text IS NULL OR object_type = $2)
+           AND ($3::text IS NULL OR object_name = $3 OR object_id = $4)
+           AND ($5::text IS NULL OR action = $5 OR action LIKE $5 || '.%')
+         ORDER BY id DESC LIMIT $6 OFFSET $7",
+        filter.user,
+        filter.object_type,
+        filter.object,
         object_id,
+        filter.action,
         page.limit,
         page.offset
     )
@@ -101,11 +135,26 @@ pub async fn list(
     .await?;
     let total = sqlx::query_scalar!(
         r#"SELECT count(*) AS "count!" FROM audit_log
-           WHERE ($1::text IS NULL OR (object_type = $1 AND object_id = $2))"#,
-        object_type,
-        object_id
+           WHERE ($1::text IS NULL OR actor = $1)
+             AND ($2::text IS NULL OR object_type = $2)
+             AND ($3::text IS NULL OR object_name = $3 OR object_id = $4)
+             AND ($5::text IS NULL OR action = $5 OR action LIKE $5 || '.%')"#,
+        filter.user,
+        filter.object_type,
+        filter.object,
+        object_id,
+        filter.action
     )
     .fetch_one(db)
     .await?;
     Ok((items, total))
+}
+
+/// The names of the users who appear in the log, for the filter's choices.
+pub async fn actors(db: impl PgExecutor<'_>) -> Result<Vec<String>, StoreError> {
+    Ok(
+        sqlx::query_scalar!(r#"SELECT DISTINCT actor AS "actor!" FROM audit_log ORDER BY 1"#)
+            .fetch_all(db)
+            .await?,
+    )
 }

@@ -106,7 +106,8 @@ pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError
     .await?;
     let missed_last_day = sqlx::query_scalar!(
         r#"SELECT coalesce(sum(instants), 0)::bigint AS "missed!" FROM misfires
-           WHERE recorded_at > now() - interval '1 day'"#
+           WHERE recorded_at > now() - interval '1 day' AND reason <> $1"#,
+        crate::ledger::PAUSED_REASON
     )
     .fetch_one(db)
     .await?;

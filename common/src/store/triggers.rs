@@ -422,6 +422,25 @@ pub async fn advance(
     Ok(())
 }
 
+/// Sets each trigger's `next_fire_at` without firing anything (a resume skipping the
+/// instants that passed while paused).
+pub async fn move_next_fire_at(
+    conn: &mut PgConnection,
+    trigger_ids: &[i64],
+    next_fire_at: &[Option<DateTime<Utc>>],
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "UPDATE triggers SET next_fire_at = moved.next
+         FROM UNNEST($1::bigint[], $2::timestamptz[]) AS moved (id, next)
+         WHERE triggers.id = moved.id",
+        trigger_ids,
+        next_fire_at as &[Option<DateTime<Utc>>]
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Seconds from the database's clock until the earliest due instant of any unpaused
 /// trigger of an unpaused job (negative when overdue), or None when nothing is scheduled.
 pub async fn seconds_until_earliest_due(db: impl PgExecutor<'_>) -> Result<Option<f64>, StoreError> {

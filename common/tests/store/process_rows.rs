@@ -116,3 +116,43 @@ async fn declaring_dead_is_conditional_under_a_staged_race(pool: PgPool) {
         Heartbeat::DeclaredDead
     );
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn retention_purges_stopped_and_dead_processes_and_keeps_the_rest(pool: PgPool) {
+    let (stopped_long_ago, dead_long_ago, stopped_lately, silent_but_alive) = (
+        make_executor(&pool).await,
+        make_executor(&pool).await,
+        make_executor(&pool).await,
+        make_executor(&pool).await,
+    );
+    for (id, state) in [
+        (stopped_long_ago, ProcessState::Stopped),
+        (dead_long_ago, ProcessState::Dead),
+        (stopped_lately, ProcessState::Stopped),
+    ] {
+        assert!(processes::set_state(&pool, id, state).await.expect("set state"));
+    }
+    for id in [stopped_long_ago, dead_long_ago, silent_but_alive] {
+        sqlx::query("UPDATE executors SET last_heartbeat_at = now() - interval '2 days' WHERE id = $1")
+            .bind(id)
+            .execute(&pool)
+            .await
+            .expect("age the row");
+    }
+    let pruned = housekeeping::prune_records(&pool, Duration::from_secs(86_400))
+        .await
+        .expect("prune");
+    assert_eq!(pruned, 2, "the stopped and the dead process past the retention");
+    for (id, kept) in [
+        (stopped_long_ago, false),
+        (dead_long_ago, false),
+        (stopped_lately, true),
+        (silent_but_alive, true),
+    ] {
+        assert_eq!(
+            processes::get(&pool, id).await.expect("get").is_some(),
+            kept,
+            "{id}: kept {kept}"
+        );
+    }
+}

@@ -100,7 +100,25 @@ fn recent(processes: Vec<ProcessView>) -> Vec<ProcessView> {
         .collect()
 }
 
-/// `GET /audit` (admin).
+/// The audit page's filters, kept in its pager's links.
+const AUDIT_FILTERS: &[&str] = &["user", "object_type", "object", "action"];
+
+/// Kinds of object the audit page offers to filter by.
+const AUDITED_OBJECTS: &[&str] = &[
+    "job",
+    "trigger",
+    "run",
+    "workflow",
+    "workflow_run",
+    "user",
+    "token",
+    "secret",
+    "channel",
+    "alert_rule",
+    "executor",
+];
+
+/// `GET /audit?user=&object_type=&object=&action=&offset=` (admin).
 pub async fn audit(
     State(state): State<AppState>,
     user: AdminUser,
@@ -109,14 +127,27 @@ pub async fn audit(
     user.0.require(user.0.role.is_admin(), "read the audit log")?;
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
+    let filter = service::cluster::audit_filter(&query, &mut errors);
     check(errors)?;
-    let Paged { items, total } = service::cluster::audit_log(&state, page).await?;
+    let Paged { items, total } = service::cluster::audit_log(&state, &filter, page).await?;
+    let actors = service::cluster::audit_actors(&state).await?;
     let pager = Pager::new(page, items.len(), total);
     let entries: Vec<AuditRow> = items.into_iter().map(AuditRow::from).collect();
+    let mut page_base = String::from("/audit?");
+    let mut filters = std::collections::BTreeMap::new();
+    for key in AUDIT_FILTERS {
+        if let Some(value) = query.text(key) {
+            page_base.push_str(&format!("{key}={}&", super::encode_component(value)));
+            filters.insert(*key, value.trim().to_owned());
+        }
+    }
     render(
         &state,
         "audit.html",
-        context! { entries, total, page => pager, page_base => "/audit?", ..user.layout("audit") },
+        context! {
+            entries, total, page => pager, page_base, filters, actors, objects => AUDITED_OBJECTS,
+            ..user.layout("audit")
+        },
     )
 }
 
@@ -204,6 +235,7 @@ mod tests {
             action: "job.update".into(),
             object_type: "job".into(),
             object_id: Some(1),
+            object_name: Some("a".into()),
             before,
             after,
         };

@@ -89,6 +89,7 @@ pub async fn submit(
         session::end(&state.pool, &old).await?;
     }
     let cookie = session::start(&state.pool, user.id).await?;
+    crate::service::users::record_admin_login(&state, &user).await?;
     let clear_login = session::cookie_header(LOGIN_COOKIE, "", "/login", 0, state.cookie_secure);
     let headers = AppendHeaders([
         (

@@ -128,11 +128,16 @@ pub async fn status(State(state): State<AppState>, _who: Principal) -> Result<Js
 /// The audit log, newest first: who changed what, when, before and after (admins).
 #[utoipa::path(get, path = "/audit", operation_id = "list_audit", tag = "cluster",
     params(
+        ("user" = Option<String>, Query, description = "Only what this user did (their name)"),
+        ("object_type" = Option<String>, Query, description = "Only entries on this kind of object: job, trigger, run, user, token, secret, workflow…"),
+        ("object" = Option<String>, Query, description = "Only entries on the object of this name (a trigger's or run's: its job's) or id"),
+        ("action" = Option<String>, Query, description = "Only this action (`job.update`), or every action of a kind (`job`)"),
         ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
         ("offset" = Option<i64>, Query, description = "Items to skip"),
     ),
     responses(
         (status = OK, description = "A page of the audit log", body = Paged<Entry>),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad parameter, named", body = ErrorBody),
         (status = FORBIDDEN, description = "Not an admin", body = ErrorBody),
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
@@ -144,6 +149,7 @@ pub async fn audit(
     who.require(who.role.is_admin(), "read the audit log")?;
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
+    let filter = service::cluster::audit_filter(&query, &mut errors);
     check(errors)?;
-    Ok(Json(service::cluster::audit_log(&state, page).await?))
+    Ok(Json(service::cluster::audit_log(&state, &filter, page).await?))
 }

@@ -17,15 +17,17 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use probactr_common::labels::{self, Labels};
 use probactr_common::model::{Process, ProcessRole};
+use probactr_common::store::audit::{self, Change, Entry};
 use probactr_common::store::processes::Routing;
-use probactr_common::store::{self, audit::Change, audit::Entry, cluster::Metrics, cluster::Status, Page};
+use probactr_common::store::{self, cluster::Metrics, cluster::Status, Page};
 use serde::Serialize;
 use serde_json::json;
 use uuid::Uuid;
 
 use super::Paged;
 use crate::auth::Principal;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldErrors};
+use crate::input::QueryParams;
 use crate::state::AppState;
 
 /// How old a served summary may be.
@@ -306,10 +308,44 @@ pub async fn route_executor(
     Ok(view(process, ProcessRole::Executor, &running))
 }
 
-/// A page of the audit log, newest first.
-pub async fn audit_log(state: &AppState, page: Page) -> Result<Paged<Entry>, ApiError> {
-    let (items, total) = store::audit::list(&state.pool, None, page).await?;
+/// A page of the audit log, newest first, of the entries `filter` selects.
+pub async fn audit_log(
+    state: &AppState,
+    filter: &audit::Filter,
+    page: Page,
+) -> Result<Paged<Entry>, ApiError> {
+    let (items, total) = store::audit::list(&state.pool, filter, page).await?;
     Ok(Paged { items, total })
+}
+
+/// The longest text an audit filter accepts.
+const MAX_AUDIT_FILTER_CHARS: usize = 200;
+
+/// The audit log's filters from a query (`user`, `object_type`, `object`, `action`); a bad
+/// one is named in `errors`.
+pub fn audit_filter(query: &QueryParams, errors: &mut FieldErrors) -> audit::Filter {
+    let mut text = |key: &str| {
+        let value = query.text(key)?.trim();
+        if value.chars().count() > MAX_AUDIT_FILTER_CHARS {
+            errors.insert(
+                key.to_owned(),
+                format!("must be at most {MAX_AUDIT_FILTER_CHARS} characters"),
+            );
+            return None;
+        }
+        Some(value.to_owned())
+    };
+    audit::Filter {
+        user: text("user"),
+        object_type: text("object_type"),
+        object: text("object"),
+        action: text("action"),
+    }
+}
+
+/// The names of the users the audit log mentions (the admin's filter choices).
+pub async fn audit_actors(state: &AppState) -> Result<Vec<String>, ApiError> {
+    Ok(store::audit::actors(&state.pool).await?)
 }
 
 /// The numbers `/metrics` exports.

@@ -344,6 +344,14 @@ pub async fn set_paused(
     let after = store::jobs::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
+    if before.paused && !paused {
+        let resumed: Vec<_> = store::triggers::list_for_job(&mut *tx, id)
+            .await?
+            .into_iter()
+            .filter(|trigger| !trigger.paused)
+            .collect();
+        super::resume::skip_paused_instants(&mut tx, &resumed).await?;
+    }
     store::jobs::notify_schedule_changed(&mut *tx).await?;
     let change = Change {
         action: if paused { "job.pause" } else { "job.resume" },

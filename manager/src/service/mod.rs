@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod definitions;
 pub mod jobs;
 pub mod ledger;
+pub mod resume;
 pub mod runs;
 pub mod secrets;
 pub mod triggers;

@@ -162,9 +162,15 @@ pub async fn set_paused(
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let after = store::triggers::set_paused(&mut *tx, id, paused)
+    let mut after = store::triggers::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    if before.paused && !paused {
+        super::resume::skip_paused_instants(&mut tx, std::slice::from_ref(&after)).await?;
+        after = store::triggers::get(&mut *tx, id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    }
     let change = Change {
         action: if paused { "trigger.pause" } else { "trigger.resume" },
         object_type: "trigger",

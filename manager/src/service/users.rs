@@ -232,20 +232,53 @@ pub async fn create_token(
         token_hash: "",
     };
     let (id, token) = auth::issue_token(&mut *tx, new).await?;
-    let change = Change {
-        action: "token.create",
-        object_type: "token",
-        object_id: Some(id),
-        before: None,
-        after: Some(
-            json!({"name": name, "user_id": who.user_id, "origin": request.origin,
-                           "expires_in_days": request.expires_in_days}),
-        ),
+    // A login's token is the login's own entry, not a token of its own.
+    let change = if request.origin == TokenOrigin::Login {
+        login_change(
+            who.user_id,
+            &who.username,
+            json!({"via": "api", "token_id": id, "expires_in_days": request.expires_in_days}),
+        )
+    } else {
+        Change {
+            action: "token.create",
+            object_type: "token",
+            object_id: Some(id),
+            before: None,
+            after: Some(
+                json!({"name": name, "user_id": who.user_id, "origin": request.origin,
+                               "expires_in_days": request.expires_in_days}),
+            ),
+        }
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(token.id = id, user.id = who.user_id, origin = %request.origin, "API token created");
     Ok((id, token))
+}
+
+/// Records a login to the web admin: one audit entry per login (an API login's is written
+/// with its token, by [`create_token`]).
+pub async fn record_admin_login(state: &AppState, user: &User) -> Result<(), ApiError> {
+    let change = login_change(user.id, &user.username, json!({"via": "admin"}));
+    let who = store::audit::Actor {
+        id: user.id,
+        name: &user.username,
+    };
+    store::audit::record(&state.pool, who, change).await?;
+    Ok(())
+}
+
+/// The audit entry of a user logging in; `details` say how.
+fn login_change(user_id: i64, username: &str, mut details: Value) -> Change<'static> {
+    details["username"] = json!(username);
+    Change {
+        action: "user.login",
+        object_type: "user",
+        object_id: Some(user_id),
+        before: None,
+        after: Some(details),
+    }
 }
 
 /// Revokes a token: one's own, or anyone's for an admin.

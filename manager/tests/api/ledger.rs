@@ -414,3 +414,114 @@ async fn editing_a_trigger_previews_its_instants_before_and_after(pool: PgPool) 
         preview.text
     );
 }
+
+/// The database's clock.
+async fn db_now(pool: &PgPool) -> DateTime<Utc> {
+    sqlx::query_scalar("SELECT now()").fetch_one(pool).await.unwrap()
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn resuming_a_paused_job_fires_nothing_for_the_paused_instants_which_the_ledger_shows_skipped(
+    pool: PgPool,
+) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("every-second")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 1}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let id = trigger.body["id"].as_i64().unwrap();
+    let env = fast_env(&database_url_of(app.pool()), &unique_prefix("resume"));
+    let _executor = probactr_testkit::executor("executor", &env);
+    let ran = format!("/api/v1/runs?job_id={}&state=succeeded", job["id"]);
+    eventually(Duration::from_secs(15), "two instants ran", || async {
+        (app.get(&ran, &admin).await.body["total"].as_i64() >= Some(2)).then_some(())
+    })
+    .await;
+
+    let pause = app
+        .post(&format!("/api/v1/jobs/{}/pause", job["id"]), &admin, json!({}))
+        .await;
+    assert_eq!(pause.status, StatusCode::OK, "{}", pause.text);
+    let paused_at = db_now(app.pool()).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let resumed_at = db_now(app.pool()).await;
+    let resume = app
+        .post(&format!("/api/v1/jobs/{}/resume", job["id"]), &admin, json!({}))
+        .await;
+    assert_eq!(resume.status, StatusCode::OK, "{}", resume.text);
+    eventually(
+        Duration::from_secs(15),
+        "instants run again after the resume",
+        || async {
+            let after: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'succeeded' AND scheduled_at > $2",
+            )
+            .bind(job["id"].as_i64().unwrap())
+            .bind(resumed_at)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+            (after >= 2).then_some(())
+        },
+    )
+    .await;
+
+    // Instants fired ahead before the pause may run; none of the paused ones do.
+    let window = (paused_at + chrono::TimeDelta::seconds(1), resumed_at);
+    let in_window: Vec<(DateTime<Utc>, String)> = sqlx::query_as(
+        "SELECT scheduled_at, state FROM runs WHERE job_id = $1 AND scheduled_at >= $2 AND scheduled_at < $3",
+    )
+    .bind(job["id"].as_i64().unwrap())
+    .bind(window.0)
+    .bind(window.1)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert!(in_window.is_empty(), "no run for a paused instant: {in_window:?}");
+    let skipped: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'skipped'")
+            .bind(job["id"].as_i64().unwrap())
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(skipped, 0, "no burst of skipped runs");
+
+    let ledger = app
+        .get(
+            &format!(
+                "/api/v1/triggers/{id}/ledger?from={}&to={}",
+                window
+                    .0
+                    .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+                    .replace('+', "%2B"),
+                window
+                    .1
+                    .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+                    .replace('+', "%2B"),
+            ),
+            &admin,
+        )
+        .await;
+    assert_eq!(ledger.status, StatusCode::OK, "{}", ledger.text);
+    let paused: Vec<Value> = entries(&ledger.body);
+    assert!(
+        paused.len() >= 3,
+        "the paused seconds are listed: {}",
+        ledger.text
+    );
+    for entry in &paused {
+        assert_eq!(entry["outcome"], "skipped", "{entry}");
+        assert_eq!(entry["reason"], "paused", "{entry}");
+    }
+    let status = app.get("/api/v1/status", &admin).await;
+    assert_eq!(
+        status.body["missed_last_day"], 0,
+        "paused instants are not missed ones"
+    );
+}

@@ -154,6 +154,122 @@ async fn every_change_is_audited(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn the_audit_log_names_objects_filters_and_records_one_entry_per_login(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let operator = app.user("otto", Role::Operator).await;
+    let job = app.job(&admin, noop("nightly")).await;
+    let other = app.job(&admin, noop("hourly")).await;
+    app.post(&format!("/api/v1/jobs/{}/pause", job["id"]), &operator, json!({}))
+        .await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", other["id"]),
+            &operator,
+            json!({"kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+
+    // Logging in through the API is one entry, not a token's creation as well; so is a
+    // login to the web admin.
+    let login = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/token",
+            None,
+            Some(json!({"username": "otto", "password": password_of("otto")})),
+        )
+        .await;
+    assert_eq!(login.status, StatusCode::CREATED, "{}", login.text);
+    app.browser("otto").await;
+    let logins = app.get("/api/v1/audit?user=otto&action=user.login", &admin).await;
+    assert_eq!(logins.status, StatusCode::OK, "{}", logins.text);
+    assert_eq!(logins.body["total"], 2, "{}", logins.text);
+    let via: Vec<&str> = logins.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["after"]["via"].as_str().unwrap())
+        .collect();
+    assert_eq!(via, ["admin", "api"]);
+    assert_eq!(logins.body["items"][0]["object_name"], "otto");
+    let tokens = app.get("/api/v1/audit?action=token", &admin).await;
+    assert_eq!(
+        tokens.body["total"], 0,
+        "a login writes no token entry: {}",
+        tokens.text
+    );
+
+    // By user: only what otto did.
+    let by_otto = app.get("/api/v1/audit?user=otto", &admin).await;
+    let actions: Vec<&str> = by_otto.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["user.login", "user.login", "trigger.create", "job.pause"]
+    );
+    // By object, named: the trigger's entry names its job.
+    let hourly = app.get("/api/v1/audit?object=hourly", &admin).await;
+    let entries: Vec<(&str, &str)> = hourly.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["object_type"].as_str().unwrap(),
+                e["object_name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(entries, [("trigger", "hourly"), ("job", "hourly")]);
+    let typed = app
+        .get("/api/v1/audit?object_type=job&object=nightly", &admin)
+        .await;
+    assert_eq!(typed.body["total"], 2, "created and paused: {}", typed.text);
+    let by_id = app
+        .get(
+            &format!("/api/v1/audit?object_type=job&object={}", job["id"]),
+            &admin,
+        )
+        .await;
+    assert_eq!(by_id.body["total"], 2, "{}", by_id.text);
+    // By action: one, or a whole kind.
+    let paused = app.get("/api/v1/audit?action=job.pause", &admin).await;
+    assert_eq!(paused.body["total"], 1);
+    assert_eq!(paused.body["items"][0]["object_name"], "nightly");
+    let job_actions = app.get("/api/v1/audit?action=job", &admin).await;
+    assert_eq!(job_actions.body["total"], 3, "{}", job_actions.text);
+    // Filters combine, and a bad one is named.
+    let none = app.get("/api/v1/audit?user=admin&action=job.pause", &admin).await;
+    assert_eq!(none.body["total"], 0);
+    let long = "x".repeat(201);
+    let bad = app
+        .get(&format!("/api/v1/audit?user={long}&action={long}"), &admin)
+        .await;
+    assert_field(&bad, "user");
+    assert_field(&bad, "action");
+    // The admin page shows names and offers the same filters.
+    let browser = app.browser("admin").await;
+    let page = app
+        .page("/audit?object_type=job&object=nightly", &browser.cookie)
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(page.text.contains(">job nightly</a>"), "{}", page.text);
+    assert!(!page.text.contains("hourly</a>"), "filtered: {}", page.text);
+    assert!(
+        page.text.contains(r#"<option value="otto""#),
+        "users to filter by"
+    );
+    let triggers = app.page("/audit?object_type=trigger", &browser.cookie).await;
+    assert!(triggers.text.contains(" of hourly"), "{}", triggers.text);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     let app = TestApp::new(pool);
     let viewer = app.user("vera", Role::Viewer).await;

@@ -402,6 +402,8 @@ pub struct Job {
     pub shards: i32,
     pub mode: JobMode,
     pub replicas: i32,
+    /// When the job was deleted with its history kept (None: a job in use).
+    pub deleted_at: Option<DateTime<Utc>>,
 }
 
 /// A row of `triggers`.

@@ -286,6 +286,18 @@ impl QueryParams {
         }
     }
 
+    /// A `true`/`false` parameter (absent: false).
+    pub fn flag(&self, key: &str, errors: &mut FieldErrors) -> bool {
+        match self.text(key).map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                errors.insert(key.to_owned(), "must be true or false".into());
+                false
+            }
+        }
+    }
+
     /// A parameter naming one of `T`'s values.
     pub fn choice<T>(&self, key: &str, errors: &mut FieldErrors) -> Option<T>
     where

@@ -526,6 +526,14 @@ pub async fn update(
     .await?)
 }
 
+/// Deletes a job's triggers (their runs stay, with `trigger_id` NULL).
+pub async fn delete_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<u64, StoreError> {
+    let done = sqlx::query!("DELETE FROM triggers WHERE job_id = $1", job_id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}
+
 /// Deletes a trigger (its runs stay, with `trigger_id` NULL).
 pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
     let done = sqlx::query!("DELETE FROM triggers WHERE id = $1", id)

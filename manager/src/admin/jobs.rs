@@ -362,8 +362,8 @@ pub async fn run_now(
     ))
 }
 
-/// `POST /jobs/{id}/delete`: only when the form's `confirm` is the job's name, typed
-/// (deleting a job deletes its history).
+/// `POST /jobs/{id}/delete`: only when the form's `confirm` is the job's name, typed.
+/// The history stays readable unless `erase_history` is checked.
 pub async fn delete(
     State(state): State<AppState>,
     user: AdminUser,
@@ -376,11 +376,14 @@ pub async fn delete(
         let message = format!("Job {} was not deleted: type its name to confirm", job.name);
         return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
     }
-    jobs::delete(&state, &user.0, id).await?;
-    Ok(flash::redirect(
-        Redirect::to("/jobs"),
-        &format!("Job {} deleted", job.name),
-    ))
+    let erase_history = form.checked("erase_history");
+    jobs::delete(&state, &user.0, id, erase_history).await?;
+    let message = if erase_history {
+        format!("Job {} deleted with its history", job.name)
+    } else {
+        format!("Job {} deleted; its history is kept", job.name)
+    };
+    Ok(flash::redirect(Redirect::to("/jobs"), &message))
 }
 
 #[cfg(test)]

@@ -122,9 +122,12 @@ pub async fn update(
     ))
 }
 
-/// Delete a job with its triggers and run history (the audit log keeps the record).
+/// Delete a job. Its triggers go and its live runs are cancelled; its run history stays
+/// readable, under "NAME (deleted #ID)", unless `erase_history=true` (then the runs go
+/// too; a job deleted earlier can be erased this way). The audit log keeps the record.
 #[utoipa::path(delete, path = "/jobs/{id}", operation_id = "delete_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
+    params(("id" = i64, Path, description = "The job"),
+           ("erase_history" = Option<bool>, Query, description = "Also delete the job's runs (default false)")),
     responses(
         (status = NO_CONTENT, description = "Deleted"),
         (status = NOT_FOUND, description = "No such job", body = ErrorBody),
@@ -134,8 +137,12 @@ pub async fn delete(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
+    query: QueryParams,
 ) -> Result<StatusCode, ApiError> {
-    jobs::delete(&state, &who, id).await?;
+    let mut errors = FieldErrors::new();
+    let erase_history = query.flag("erase_history", &mut errors);
+    check(errors)?;
+    jobs::delete(&state, &who, id, erase_history).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -103,6 +103,8 @@ pub struct JobView {
     pub mode: JobMode,
     /// Instances of a service.
     pub replicas: i32,
+    /// When the job was deleted with its history kept (null for a job in use).
+    pub deleted_at: Option<DateTime<Utc>>,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -141,6 +143,7 @@ impl From<JobRow> for JobView {
             shards: job.shards,
             mode: job.mode,
             replicas: job.replicas,
+            deleted_at: job.deleted_at,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,
@@ -268,6 +271,7 @@ pub async fn update(
     }
     let (version, job) = patch.definition(&before)?;
     who.require_job_kind(job.kind)?;
+    refuse_deleted(&before)?;
     if version != before.version {
         return Err(stale("job", id, version, before.version));
     }
@@ -307,26 +311,53 @@ pub fn stale(what: &str, id: i64, sent: i64, current: i64) -> ApiError {
     ))
 }
 
-/// Deletes a job, its triggers and its history.
-pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+/// Deletes a job. With `erase_history` its runs go with it; without, the job is retired
+/// (see `store::jobs::retire`): its triggers are removed, its live runs cancelled, and
+/// its history stays readable under "NAME (deleted #ID)". A retired job can still be
+/// erased.
+pub async fn delete(state: &AppState, who: &Principal, id: i64, erase_history: bool) -> Result<(), ApiError> {
     who.require_operator("delete jobs")?;
     let mut tx = state.pool.begin().await?;
     let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
-    store::jobs::delete(&mut *tx, id).await?;
+    if erase_history {
+        store::jobs::delete(&mut *tx, id).await?;
+    } else if before.deleted_at.is_some() {
+        return Err(ApiError::Conflict(format!(
+            "{} is already deleted; erase its history to remove it for good",
+            before.name
+        )));
+    } else {
+        store::triggers::delete_for_job(&mut *tx, id).await?;
+        for run_id in store::runs::live_of_job(&mut *tx, id).await? {
+            store::runs::request_cancel(&mut *tx, run_id, "its job was deleted").await?;
+        }
+        store::jobs::retire(&mut *tx, id).await?;
+    }
     let change = Change {
         action: "job.delete",
         object_type: "job",
         object_id: Some(id),
         before: audited(&before),
-        after: None,
+        after: (!erase_history).then(|| json!({"history": "kept"})),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
-    tracing::info!(job.id = id, "job deleted");
+    tracing::info!(job.id = id, erase_history, "job deleted");
     Ok(())
+}
+
+/// Refuses changes to a deleted job (its history is only there to be read).
+fn refuse_deleted(job: &Job) -> Result<(), ApiError> {
+    match job.deleted_at {
+        Some(_) => Err(ApiError::Conflict(format!(
+            "{} was deleted; its history is kept to be read, not changed",
+            job.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Pauses (true) or resumes (false) a job.
@@ -341,6 +372,7 @@ pub async fn set_paused(
     let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
+    refuse_deleted(&before)?;
     let after = store::jobs::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;

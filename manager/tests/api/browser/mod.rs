@@ -485,7 +485,8 @@ async fn scenario(session: Session, app: TestApp, password: String) {
 }
 
 /// Deleting a job asks for its name: a wrong one deletes nothing and says so, the right
-/// one deletes it and says so.
+/// one deletes it and says so, keeping its history readable; erasing the history of
+/// the deleted job removes it for good.
 async fn delete_with_confirmation(session: &Session, app: &TestApp) {
     let job = store::jobs::insert(
         app.pool(),
@@ -501,7 +502,7 @@ async fn delete_with_confirmation(session: &Session, app: &TestApp) {
     session.click("details.delete-job summary").await;
     session.type_into("#confirm-delete", "doomed").await;
     session
-        .press("form.confirm-delete", "Delete job and its history")
+        .press("form.confirm-delete", "Delete job")
         .await;
     eventually(PAGE_WAIT, "the refusal", || async {
         let flash = session.client.find(Locator::Css(".flash")).await.ok()?;
@@ -515,13 +516,26 @@ async fn delete_with_confirmation(session: &Session, app: &TestApp) {
     session.click("details.delete-job summary").await;
     session.type_into("#confirm-delete", "doomed-by-browser").await;
     session
-        .press("form.confirm-delete", "Delete job and its history")
+        .press("form.confirm-delete", "Delete job")
         .await;
     session.wait_path("the jobs list", |path| path == "/jobs").await;
-    assert_eq!(session.text(".flash").await, "Job doomed-by-browser deleted");
+    assert_eq!(
+        session.text(".flash").await,
+        "Job doomed-by-browser deleted; its history is kept"
+    );
+    let kept = store::jobs::get(app.pool(), job.id).await.unwrap().expect("kept");
+    assert!(kept.deleted_at.is_some(), "retired");
+    assert_eq!(kept.name, format!("doomed-by-browser (deleted #{})", job.id));
+    session.goto(&format!("/jobs/{}", job.id)).await;
+    session.click("details.delete-job summary").await;
+    session.type_into("#confirm-delete", &kept.name).await;
+    session
+        .press("form.confirm-delete", "Erase its history")
+        .await;
+    session.wait_path("the jobs list", |path| path == "/jobs").await;
     assert!(
         store::jobs::get(app.pool(), job.id).await.unwrap().is_none(),
-        "deleted"
+        "erased"
     );
 }
 

@@ -68,7 +68,8 @@ pub async fn show(
     let can_edit = user.0.role.can_edit_job(job.kind);
     let next = format!("/jobs/{id}");
     let waiting = service::cluster::why_waiting(&state, id).await?;
-    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, ..user.layout("jobs") };
+    let children = jobs::children_named(&state, &job).await?;
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, children, ..user.layout("jobs") };
     render(&state, "job.html", ctx)
 }
 
@@ -111,6 +112,9 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
             labels::describe(&labels::from_json(&job.selector)),
         ),
         ("priority".to_owned(), job.priority.to_string()),
+        ("on_success".to_owned(), ids_text(&job.on_success)),
+        ("on_failure".to_owned(), ids_text(&job.on_failure)),
+        ("on_finish".to_owned(), ids_text(&job.on_finish)),
         ("version".to_owned(), job.version.to_string()),
     ]);
     if job.parallel {
@@ -120,6 +124,11 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
         values.insert("paused".to_owned(), "on".to_owned());
     }
     (values, warning)
+}
+
+/// Job ids as the form's lists show them.
+fn ids_text(ids: &[i64]) -> String {
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn default_values() -> HashMap<String, String> {
@@ -369,7 +378,13 @@ pub async fn delete(
         let message = format!("Job {} was not deleted: type its name to confirm", job.name);
         return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
     }
-    jobs::delete(&state, &user.0, id).await?;
+    match jobs::delete(&state, &user.0, id).await {
+        // Still a step of a workflow: say which, on the job's page.
+        Err(ApiError::Conflict(message)) => {
+            return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message))
+        }
+        other => other?,
+    }
     Ok(flash::redirect(
         Redirect::to("/jobs"),
         &format!("Job {} deleted", job.name),

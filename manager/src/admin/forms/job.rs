@@ -9,6 +9,7 @@ use probactr_common::model::JobKind;
 use serde_json::{json, Map, Value};
 
 use super::FormData;
+use crate::command::job::ChildDraft;
 use crate::command::{JobDraft, JobPatch};
 use crate::error::FieldErrors;
 
@@ -29,6 +30,9 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "stop_grace_secs",
     "selector",
     "priority",
+    "on_success",
+    "on_failure",
+    "on_finish",
     "paused",
     "spec.program",
     "spec.args",
@@ -70,6 +74,11 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         stop_grace_secs: form.whole_if_filled("stop_grace_secs", &mut problems),
         selector: form.labels("selector", &mut problems),
         priority: form.whole_if_filled("priority", &mut problems),
+        children: ChildDraft {
+            on_success: form.jobs("on_success"),
+            on_failure: form.jobs("on_failure"),
+            on_finish: form.jobs("on_finish"),
+        },
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

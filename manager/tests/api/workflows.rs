@@ -410,3 +410,70 @@ async fn workflow_triggers_are_created_listed_and_deleted(pool: PgPool) {
         .await;
     assert_eq!(again.status, StatusCode::NOT_FOUND);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn the_workflow_page_draws_the_dag_with_step_states_and_runs_with_params(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let a = app.job(&admin, noop("a")).await["id"].as_i64().unwrap();
+    let b = app.job(&admin, noop("b")).await["id"].as_i64().unwrap();
+    let created = app
+        .post(
+            "/api/v1/workflows",
+            &admin,
+            json!({"name": "pair", "steps": [
+                {"name": "first", "job_id": a},
+                {"name": "second", "job_id": b, "depends_on": ["first"]}]}),
+        )
+        .await;
+    let id = created.body["id"].as_i64().unwrap();
+    let browser = app.browser("admin").await;
+    let started = app
+        .form(
+            &format!("/workflows/{id}/run"),
+            &browser.cookie,
+            &[("csrf", browser.csrf.as_str()), ("params", r#"{"day": "mon"}"#)],
+        )
+        .await;
+    assert_eq!(started.status, StatusCode::SEE_OTHER, "{}", started.text);
+    let listed = app.page("/workflows", &browser.cookie).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    assert!(
+        listed.text.contains(&format!("href=\"/workflows/{id}\"")),
+        "{}",
+        listed.text
+    );
+    assert!(listed.text.contains("running"), "its last run: {}", listed.text);
+
+    let page = app.page(&format!("/workflows/{id}"), &browser.cookie).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let first_run: i64 = sqlx::query_scalar("SELECT run_id FROM workflow_run_steps WHERE name = 'first'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert!(page.text.contains("<svg class=\"dag\""), "{}", page.text);
+    assert!(
+        page.text.contains(&format!(
+            "<a href=\"/runs/{first_run}\"><g class=\"step state-running\" data-step=\"first\""
+        )),
+        "the running step links to its run: {}",
+        page.text
+    );
+    assert!(page.text.contains("data-step=\"second\" data-state=\"pending\""));
+    assert!(page.text.contains("marker-end"), "an arrow first → second");
+    let run = app.page(&format!("/runs/{first_run}"), &browser.cookie).await;
+    assert!(
+        run.text.contains("&quot;day&quot;") || run.text.contains("\"day\""),
+        "the run page shows its params: {}",
+        run.text
+    );
+    let refused = app
+        .form(
+            &format!("/workflows/{id}/run"),
+            &browser.cookie,
+            &[("csrf", browser.csrf.as_str()), ("params", "[1]")],
+        )
+        .await;
+    assert_ne!(refused.status, StatusCode::SEE_OTHER, "bad params start nothing");
+    assert_eq!(app.count("workflow_runs").await, 1);
+}

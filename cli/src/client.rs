@@ -215,6 +215,47 @@ impl probactr_common::definitions::Registry for Client {
         .map_err(refused)?;
         Ok(())
     }
+
+    async fn workflows(&self) -> Result<Vec<Value>, Refusal> {
+        Ok(items(self.get("/workflows").await.map_err(refused)?))
+    }
+
+    async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
+        let saved = match id {
+            None => self.post("/workflows", &body).await,
+            Some(id) => {
+                self.call(Method::PUT, &format!("/workflows/{id}"), Some(&body))
+                    .await
+            }
+        }
+        .map_err(refused)?;
+        saved["id"].as_i64().ok_or_else(|| Refusal {
+            message: "the manager answered without a workflow id".into(),
+            fields: Vec::new(),
+        })
+    }
+
+    async fn workflow_triggers(&self, workflow_id: i64) -> Result<Vec<Value>, Refusal> {
+        Ok(items(
+            self.get(&format!("/workflows/{workflow_id}/triggers"))
+                .await
+                .map_err(refused)?,
+        ))
+    }
+
+    async fn create_workflow_trigger(&self, workflow_id: i64, body: Value) -> Result<(), Refusal> {
+        self.post(&format!("/workflows/{workflow_id}/triggers"), &body)
+            .await
+            .map_err(refused)?;
+        Ok(())
+    }
+
+    async fn delete_workflow_trigger(&self, workflow_id: i64, id: i64) -> Result<(), Refusal> {
+        self.delete(&format!("/workflows/{workflow_id}/triggers/{id}"))
+            .await
+            .map_err(refused)?;
+        Ok(())
+    }
 }
 
 fn items(page: Value) -> Vec<Value> {

@@ -626,3 +626,131 @@ async fn json_of(response: reqwest::Response) -> Value {
     let text = response.text().await.unwrap();
     serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
 }
+
+const WORKFLOW_DEFINITIONS: &str = r#"jobs:
+  - name: extract
+    kind: noop
+    on_success: [load]
+    on_failure: [page-someone]
+    triggers:
+      - {kind: interval, interval_secs: 3600, params: {region: eu}}
+  - name: load
+    kind: noop
+  - name: page-someone
+    kind: noop
+workflows:
+  - name: nightly-etl
+    description: extract then load
+    steps:
+      - {name: first, job: extract}
+      - name: second
+        job: load
+        depends_on: [first]
+        when: all_done
+        params: {mode: full}
+    triggers:
+      - {kind: cron, cron: "0 0 3 * * *", params: {region: us}}
+"#;
+
+/// Child jobs, trigger parameters and workflows with their triggers go through files:
+/// applied twice they change nothing, and export → delete all → apply reproduces them.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn workflows_child_jobs_and_trigger_params_round_trip(
+    _pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let none: &[(&str, &str)] = &[];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("etl.yaml");
+    std::fs::write(&file, WORKFLOW_DEFINITIONS).unwrap();
+    let file_arg = file.to_str().unwrap();
+
+    let first = probactr(home, none, &["apply", "-f", file_arg], "");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let created = text(&first.stdout);
+    assert!(created.contains("+ workflow nightly-etl"), "{created}");
+    assert!(created.contains("+ trigger of workflow nightly-etl"), "{created}");
+    let audit_before = audit_count(&options).await;
+    let again = probactr(home, none, &["apply", "-f", file_arg], "");
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout), "", "the second apply changes nothing");
+    assert_eq!(audit_count(&options).await, audit_before, "no audit entry");
+
+    let edited = WORKFLOW_DEFINITIONS.replace("mode: full", "mode: delta");
+    std::fs::write(&file, edited).unwrap();
+    let dry = probactr(home, none, &["apply", "-f", file_arg, "--dry-run"], "");
+    let shown = text(&dry.stdout);
+    assert!(shown.starts_with("~ workflow nightly-etl: steps"), "{shown}");
+    assert_eq!(shown.lines().count(), 1, "only that change: {shown}");
+    assert!(probactr(home, none, &["apply", "-f", file_arg], "")
+        .status
+        .success());
+
+    let exported = probactr(home, none, &["export"], "");
+    assert!(exported.status.success(), "{}", text(&exported.stderr));
+    let yaml = text(&exported.stdout);
+    for expected in [
+        "on_success:\n      - load",
+        "mode: delta",
+        "region: us",
+        "region: eu",
+        "job: extract",
+    ] {
+        assert!(yaml.contains(expected), "{expected:?} in {yaml}");
+    }
+
+    let token: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/probactr/credentials.json")).unwrap(),
+    )
+    .unwrap();
+    let api = reqwest::Client::new();
+    let workflows = json_of(
+        api.get(format!("{}/api/v1/workflows", cluster.url))
+            .bearer_auth(token["token"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = workflows["items"][0]["id"].as_i64().unwrap();
+    let deleted = api
+        .delete(format!("{}/api/v1/workflows/{id}", cluster.url))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 204);
+    for name in ["extract", "load", "page-someone"] {
+        let deleted = probactr(home, none, &["jobs", "delete", name, "--yes"], "");
+        assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    }
+    let exported_file = dir.path().join("exported.yml");
+    std::fs::write(&exported_file, &yaml).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let reproduced = probactr(home, none, &["apply", "-f", exported_file.to_str().unwrap()], "");
+    assert!(reproduced.status.success(), "{}", text(&reproduced.stderr));
+    let exported_again = probactr(home, none, &["export"], "");
+    assert_eq!(
+        text(&exported_again.stdout),
+        yaml,
+        "export then apply reproduces them"
+    );
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "workflows:\n  - name: w\n    steps:\n      - {name: a, job: nowhere}\n",
+    )
+    .unwrap();
+    let refused = probactr(home, none, &["apply", "-f", bad.to_str().unwrap()], "");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("bad.yaml:4: workflows[0].steps[0].job: no job is named"),
+        "{}",
+        text(&refused.stderr)
+    );
+}

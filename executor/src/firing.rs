@@ -31,7 +31,7 @@ use probactr_common::backoff::Backoff;
 use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::triggers::{self, FiredRuns, MissedInstants};
-use probactr_common::store::StoreError;
+use probactr_common::store::{workflows, StoreError};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -54,7 +54,13 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
     };
     let mut failures = 0u32;
     while !stop.is_cancelled() {
-        let pause = match fire_due(&shared).await {
+        let fired = match fire_due(&shared).await {
+            Ok(jobs) => crate::workflow_firing::fire_due(&shared)
+                .await
+                .map(|workflows| jobs + workflows),
+            Err(err) => Err(err),
+        };
+        let pause = match fired {
             Ok(fired) => {
                 failures = 0;
                 // Due triggers we could not take are being fired by a peer: look again
@@ -92,11 +98,17 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
 /// window would fire instants spread over the second one or two at a time).
 async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
     let early = shared.config.fire_ahead.as_secs_f64() / 2.0;
-    Ok(match triggers::seconds_until_earliest_due(&shared.pool).await? {
+    let jobs = match triggers::seconds_until_earliest_due(&shared.pool).await? {
         Some(secs) if secs > early => Duration::from_secs_f64(secs - early).min(MAX_SLEEP),
         Some(_) => Duration::ZERO,
         None => MAX_SLEEP,
-    })
+    };
+    // Workflow triggers fire when due, not ahead.
+    let workflows = match workflows::seconds_until_earliest_trigger(&shared.pool).await? {
+        Some(secs) => Duration::from_secs_f64(secs.max(0.0)),
+        None => MAX_SLEEP,
+    };
+    Ok(jobs.min(workflows))
 }
 
 /// How long to wait when due triggers are locked by a peer's firing transaction.

@@ -32,6 +32,7 @@ pub mod registry;
 pub mod secrets;
 pub mod slot;
 pub mod wakeup;
+pub mod workflow_firing;
 
 use std::sync::Arc;
 

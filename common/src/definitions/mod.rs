@@ -19,6 +19,7 @@
 //! their values.
 
 pub mod marked;
+mod workflows;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,26 @@ pub trait Registry {
     fn rules(&self) -> impl Future<Output = Result<Vec<Value>, Refusal>> + Send;
     /// Creates (`id` None) or replaces an alert rule from an API body.
     fn put_rule(&self, id: Option<i64>, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Every workflow (`WorkflowView`: its steps name jobs by id).
+    fn workflows(&self) -> impl Future<Output = Result<Vec<Value>, Refusal>> + Send;
+    /// Creates (`id` None) or replaces a workflow from an API body; returns its id.
+    fn put_workflow(&self, id: Option<i64>, body: Value)
+        -> impl Future<Output = Result<i64, Refusal>> + Send;
+    /// A workflow's triggers (`WorkflowTrigger`).
+    fn workflow_triggers(&self, workflow_id: i64)
+        -> impl Future<Output = Result<Vec<Value>, Refusal>> + Send;
+    /// Creates a trigger of a workflow from an API body.
+    fn create_workflow_trigger(
+        &self,
+        workflow_id: i64,
+        body: Value,
+    ) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Deletes a trigger of a workflow.
+    fn delete_workflow_trigger(
+        &self,
+        workflow_id: i64,
+        id: i64,
+    ) -> impl Future<Output = Result<(), Refusal>> + Send;
 }
 
 /// The fields of an alert channel a definition carries (its secret never: it is set
@@ -70,7 +91,9 @@ const RULE_FIELDS: &[&str] = &[
     "enabled",
 ];
 /// The sections of a definition file.
-const SECTIONS: &[&str] = &["jobs", "channels", "alert_rules"];
+const SECTIONS: &[&str] = &["jobs", "channels", "alert_rules", "workflows"];
+/// A job's child lists, carried by job name (ids differ from cluster to cluster).
+const CHILD_FIELDS: &[&str] = &["on_success", "on_failure", "on_finish"];
 
 /// A registry's refusal: what went wrong and, for bad input, each bad field.
 #[derive(Debug, Clone, Default)]
@@ -172,6 +195,7 @@ const TRIGGER_FIELDS: &[&str] = &[
     "misfire_threshold_secs",
     "paused",
     "max_concurrency",
+    "params",
 ];
 
 /// A trigger's value of `field` when a definition leaves it out (the server's default).
@@ -181,6 +205,7 @@ fn trigger_default(field: &str) -> Value {
         "misfire" => json!("fire_once"),
         "misfire_threshold_secs" => json!(60),
         "paused" => json!(false),
+        "params" => json!({}),
         _ => Value::Null,
     }
 }
@@ -188,17 +213,24 @@ fn trigger_default(field: &str) -> Value {
 /// The definitions of every job (or one) with its triggers, as a YAML-ready value.
 pub async fn export(registry: &impl Registry, job: Option<&str>) -> Result<Value, DefinitionError> {
     let mut jobs = Vec::new();
-    for existing in registry.jobs().await? {
+    let all_jobs = registry.jobs().await?;
+    let job_names = names_by_id(&all_jobs);
+    for existing in &all_jobs {
         if job.is_some_and(|name| existing["name"] != name) {
             continue;
         }
-        let mut definition = pick(&existing, JOB_FIELDS);
+        let mut definition = pick(existing, JOB_FIELDS);
+        for (field, names) in child_names(existing, &job_names) {
+            if !names.is_empty() {
+                definition.insert(field.into(), json!(names));
+            }
+        }
         let id = existing["id"].as_i64().unwrap_or_default();
         let triggers: Vec<Value> = registry
             .triggers(id)
             .await?
             .iter()
-            .map(|t| Value::Object(pick(t, TRIGGER_FIELDS)))
+            .map(trigger_definition)
             .collect();
         if !triggers.is_empty() {
             definition.insert("triggers".into(), Value::Array(triggers));
@@ -212,8 +244,42 @@ pub async fn export(registry: &impl Registry, job: Option<&str>) -> Result<Value
     document.insert("jobs".into(), Value::Array(jobs));
     if job.is_none() {
         export_alerting(registry, &mut document).await?;
+        let workflows = workflows::export(registry, &job_names).await?;
+        if !workflows.is_empty() {
+            document.insert("workflows".into(), Value::Array(workflows));
+        }
     }
     Ok(Value::Object(document))
+}
+
+/// A trigger's definition: its carried fields, empty parameters left out.
+fn trigger_definition(trigger: &Value) -> Value {
+    let mut definition = pick(trigger, TRIGGER_FIELDS);
+    if definition
+        .get("params")
+        .is_some_and(|p| p.as_object().is_some_and(Map::is_empty))
+    {
+        definition.remove("params");
+    }
+    Value::Object(definition)
+}
+
+/// A job's child lists by job name (children since deleted left out).
+fn child_names(
+    job: &Value,
+    names: &std::collections::HashMap<i64, String>,
+) -> Vec<(&'static str, Vec<String>)> {
+    CHILD_FIELDS
+        .iter()
+        .map(|field| {
+            let listed = job[*field].as_array().cloned().unwrap_or_default();
+            let named = listed
+                .iter()
+                .filter_map(|id| id.as_i64().and_then(|id| names.get(&id)).cloned())
+                .collect();
+            (*field, named)
+        })
+        .collect()
 }
 
 /// Adds the alert channels (when the caller may see them) and rules, with names for ids.
@@ -329,6 +395,8 @@ struct Wanted<'a> {
     pointer: String,
     definition: Map<String, Value>,
     triggers: Vec<Value>,
+    /// Its child lists by job name (a list left out: none).
+    children: Map<String, Value>,
 }
 
 /// Reads `path` (a file, or every `.yaml`/`.yml` file of a directory), checking the shape
@@ -375,9 +443,10 @@ fn shape_problems(source: &Source) -> Vec<String> {
         problem(
             &format!("/{key}"),
             key,
-            "unknown section (expected jobs, channels or alert_rules)",
+            "unknown section (expected jobs, workflows, channels or alert_rules)",
         );
     }
+    workflows::shape_problems(source, &mut problem);
     for (section, fields) in [("channels", CHANNEL_FIELDS), ("alert_rules", RULE_FIELDS)] {
         let Some(listed) = object.get(section) else {
             continue;
@@ -418,10 +487,9 @@ fn shape_problems(source: &Source) -> Vec<String> {
         if !job.get("name").is_some_and(Value::is_string) {
             problem(&at, &format!("jobs[{i}].name"), "is required (a string)");
         }
-        for key in fields
-            .keys()
-            .filter(|k| !JOB_FIELDS.contains(&k.as_str()) && *k != "triggers")
-        {
+        for key in fields.keys().filter(|k| {
+            !JOB_FIELDS.contains(&k.as_str()) && !CHILD_FIELDS.contains(&k.as_str()) && *k != "triggers"
+        }) {
             problem(
                 &format!("{at}/{key}"),
                 &format!("jobs[{i}].{key}"),
@@ -490,7 +558,12 @@ pub async fn apply(
     for job in &wanted {
         apply_job(registry, job, dry_run, &mut changes).await?;
     }
+    // Once every job exists, a child list may name any of them.
+    for job in &wanted {
+        apply_children(registry, job, dry_run, &mut changes).await?;
+    }
     for source in sources {
+        workflows::apply(registry, source, dry_run, &mut changes).await?;
         apply_rules(registry, source, dry_run, &mut changes).await?;
     }
     if prune {
@@ -696,11 +769,21 @@ fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
                 .remove("triggers")
                 .and_then(|t| t.as_array().cloned())
                 .unwrap_or_default();
+            let children = CHILD_FIELDS
+                .iter()
+                .map(|field| {
+                    (
+                        (*field).to_owned(),
+                        definition.remove(*field).unwrap_or_else(|| json!([])),
+                    )
+                })
+                .collect();
             wanted.push(Wanted {
                 source,
                 pointer: format!("/jobs/{i}"),
                 definition,
                 triggers,
+                children,
             });
         }
     }
@@ -768,6 +851,43 @@ async fn apply_job(
         }
     };
     apply_triggers(registry, wanted, &name, job_id, dry_run, changes).await
+}
+
+/// Sets a job's child lists (by name) where they differ from the files'.
+async fn apply_children(
+    registry: &impl Registry,
+    wanted: &Wanted<'_>,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let jobs = registry.jobs().await?;
+    let names = names_by_id(&jobs);
+    let name = wanted.definition["name"].as_str().unwrap_or_default();
+    let existing = jobs.iter().find(|job| job["name"] == name);
+    let current: Map<String, Value> = match existing {
+        Some(job) => child_names(job, &names)
+            .into_iter()
+            .map(|(field, names)| (field.to_owned(), json!(names)))
+            .collect(),
+        None => CHILD_FIELDS
+            .iter()
+            .map(|f| ((*f).to_owned(), json!([])))
+            .collect(),
+    };
+    let differ = differences(&wanted.children, &Value::Object(current));
+    if differ.is_empty() {
+        return Ok(());
+    }
+    changes.push(format!("~ job {name}: {}", differ.join(", ")));
+    let Some(job) = existing.filter(|_| !dry_run) else {
+        return Ok(());
+    };
+    let mut patch = wanted.children.clone();
+    patch.insert("version".into(), job["version"].clone());
+    registry
+        .update_job(job["id"].as_i64().unwrap_or_default(), Value::Object(patch))
+        .await
+        .map_err(|err| located(wanted, err, ""))
 }
 
 /// The fields the definition sets to something else than the server has.
@@ -846,17 +966,11 @@ fn normalize_time(value: Value) -> Value {
     }
 }
 
-async fn apply_triggers(
-    registry: &impl Registry,
-    wanted: &Wanted<'_>,
-    name: &str,
-    job_id: i64,
-    dry_run: bool,
-    changes: &mut Vec<String>,
-) -> Result<(), DefinitionError> {
-    let mut existing = registry.triggers(job_id).await?;
+/// The wanted triggers the server lacks (with their index), and the server's triggers
+/// no wanted one matches.
+fn unmatched_triggers(wanted: &[Value], mut existing: Vec<Value>) -> (Vec<(usize, &Value)>, Vec<Value>) {
     let mut missing = Vec::new();
-    for (t, trigger) in wanted.triggers.iter().enumerate() {
+    for (t, trigger) in wanted.iter().enumerate() {
         let key = canonical(trigger);
         match existing.iter().position(|e| canonical(e) == key) {
             Some(found) => {
@@ -865,6 +979,18 @@ async fn apply_triggers(
             None => missing.push((t, trigger)),
         }
     }
+    (missing, existing)
+}
+
+async fn apply_triggers(
+    registry: &impl Registry,
+    wanted: &Wanted<'_>,
+    name: &str,
+    job_id: i64,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let (missing, existing) = unmatched_triggers(&wanted.triggers, registry.triggers(job_id).await?);
     for (t, trigger) in missing {
         changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
         if !dry_run {
@@ -878,7 +1004,7 @@ async fn apply_triggers(
         changes.push(format!(
             "- trigger {} of {name}: {}",
             stale["id"],
-            describe(&Value::Object(pick(&stale, TRIGGER_FIELDS)))
+            describe(&trigger_definition(&stale))
         ));
         if !dry_run {
             registry

@@ -183,6 +183,12 @@ pub struct JobRow {
     pub last_failure_at: Option<DateTime<Utc>>,
     /// The earliest next instant of its unpaused triggers (None while the job is paused).
     pub next_fire_at: Option<DateTime<Utc>>,
+    /// Its child jobs (see [`JobChildren`]).
+    pub on_success: Vec<i64>,
+    /// See [`JobChildren`].
+    pub on_failure: Vec<i64>,
+    /// See [`JobChildren`].
+    pub on_finish: Vec<i64>,
 }
 
 /// Filters of the job list.
@@ -366,4 +372,103 @@ pub async fn names(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String)>, StoreE
         .into_iter()
         .map(|row| (row.id, row.name))
         .collect())
+}
+
+/// A job's child jobs: the jobs queued when one of its runs ends (the trigger
+/// `runs_advance` in the workflows migration queues them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JobChildren {
+    /// Queued when a run succeeds.
+    pub on_success: Vec<i64>,
+    /// Queued when a run fails, times out or is abandoned.
+    pub on_failure: Vec<i64>,
+    /// Queued whenever a run ends, cancelled included.
+    pub on_finish: Vec<i64>,
+}
+
+impl JobChildren {
+    /// Whether no child is listed.
+    pub fn is_empty(&self) -> bool {
+        self.on_success.is_empty() && self.on_failure.is_empty() && self.on_finish.is_empty()
+    }
+
+    /// Every listed job id, once each.
+    pub fn all(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self
+            .on_success
+            .iter()
+            .chain(&self.on_failure)
+            .chain(&self.on_finish)
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+/// A job's child jobs (None when the job does not exist).
+pub async fn children(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobChildren>, StoreError> {
+    Ok(sqlx::query_as!(
+        JobChildren,
+        "SELECT on_success, on_failure, on_finish FROM jobs WHERE id = $1",
+        id
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Replaces a job's child jobs; true when the lists changed.
+pub async fn set_children(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    children: &JobChildren,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query!(
+        "UPDATE jobs SET on_success = $2, on_failure = $3, on_finish = $4
+         WHERE id = $1 AND (on_success, on_failure, on_finish) IS DISTINCT FROM ($2, $3, $4)",
+        id,
+        &children.on_success,
+        &children.on_failure,
+        &children.on_finish
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Whether `target` is reached from any of `starts` by following child lists (a job
+/// listing one of `starts` as its child would close a loop of runs that never ends).
+pub async fn children_reach(
+    db: impl PgExecutor<'_>,
+    starts: &[i64],
+    target: i64,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar!(
+        r#"WITH RECURSIVE reached (id) AS (
+               SELECT unnest($1::bigint[])
+               UNION
+               SELECT child FROM jobs JOIN reached ON jobs.id = reached.id
+               CROSS JOIN LATERAL unnest(jobs.on_success || jobs.on_failure || jobs.on_finish) AS child
+           )
+           SELECT EXISTS (SELECT 1 FROM reached WHERE id = $2) AS "reached!""#,
+        starts,
+        target
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// Takes a deleted job out of every other job's child lists.
+pub async fn forget_child(db: impl PgExecutor<'_>, id: i64) -> Result<(), StoreError> {
+    sqlx::query!(
+        "UPDATE jobs SET on_success = array_remove(on_success, $1), on_failure = array_remove(on_failure, $1),
+                         on_finish = array_remove(on_finish, $1)
+         WHERE $1 = ANY (on_success || on_failure || on_finish)",
+        id
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }

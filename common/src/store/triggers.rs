@@ -623,3 +623,31 @@ pub async fn watched(db: impl PgExecutor<'_>) -> Result<Vec<Watched>, StoreError
         })
         .collect())
 }
+
+/// The default parameters of the given triggers' runs (`probactr_run_params` lays a run's
+/// own over them), by trigger id.
+pub async fn params_of(
+    db: impl PgExecutor<'_>,
+    ids: &[i64],
+) -> Result<Vec<(i64, serde_json::Value)>, StoreError> {
+    Ok(
+        sqlx::query!("SELECT id, params FROM triggers WHERE id = ANY($1)", ids)
+            .fetch_all(db)
+            .await?
+            .into_iter()
+            .map(|row| (row.id, row.params))
+            .collect(),
+    )
+}
+
+/// Replaces a trigger's default parameters (a JSON object).
+pub async fn set_params(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    params: &serde_json::Value,
+) -> Result<(), StoreError> {
+    sqlx::query!("UPDATE triggers SET params = $2 WHERE id = $1", id, params)
+        .execute(db)
+        .await?;
+    Ok(())
+}

@@ -8,6 +8,9 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+
+use crate::model::{Misfire, Trigger, TriggerKind};
+use crate::store::triggers::NewTrigger;
 use serde_json::Value;
 use sqlx::{PgConnection, PgExecutor};
 
@@ -195,6 +198,12 @@ pub async fn start_run(conn: &mut PgConnection, workflow_id: i64, params: &Value
     )
     .fetch_one(&mut *conn)
     .await?;
+    begin_steps(conn, id, workflow_id).await?;
+    Ok(id)
+}
+
+/// Copies a new workflow run's steps and starts those that need nothing.
+async fn begin_steps(conn: &mut PgConnection, id: i64, workflow_id: i64) -> Result<(), StoreError> {
     sqlx::query!(
         "INSERT INTO workflow_run_steps (workflow_run_id, name, position, job_id, depends_on, run_when, params)
          SELECT $1, name, position, job_id, depends_on, run_when, params
@@ -204,8 +213,7 @@ pub async fn start_run(conn: &mut PgConnection, workflow_id: i64, params: &Value
     )
     .execute(&mut *conn)
     .await?;
-    advance(conn, id).await?;
-    Ok(id)
+    advance(conn, id).await
 }
 
 /// Locks a workflow run (every advance takes this lock first) and advances it.
@@ -367,4 +375,267 @@ pub async fn cancel_run(
         .fetch_all(&mut *conn)
         .await?,
     ))
+}
+
+/// The names of the workflows with a step running job `job_id` (such a job cannot be
+/// deleted: `workflow_steps.job_id` restricts it).
+pub async fn names_using_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<String>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        "SELECT DISTINCT workflows.name FROM workflows
+         JOIN workflow_steps ON workflow_steps.workflow_id = workflows.id
+         WHERE workflow_steps.job_id = $1 ORDER BY workflows.name",
+        job_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// A trigger of a workflow: a schedule whose every instant starts a workflow run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowTrigger {
+    /// Id.
+    pub id: i64,
+    /// Its workflow.
+    pub workflow_id: i64,
+    /// cron, interval or once.
+    pub kind: TriggerKind,
+    /// The cron expression (cron triggers).
+    pub cron: Option<String>,
+    /// The IANA zone cron times are read in.
+    pub timezone: String,
+    /// Seconds between instants (interval triggers).
+    pub interval_secs: Option<i64>,
+    /// The instant of a once trigger.
+    pub at: Option<DateTime<Utc>>,
+    /// No instant before this.
+    pub start_at: Option<DateTime<Utc>>,
+    /// No instant after this.
+    pub end_at: Option<DateTime<Utc>>,
+    /// What to do with instants missed while nothing could fire them.
+    pub misfire: Misfire,
+    /// How late an instant may start before it counts as missed.
+    pub misfire_threshold_secs: i32,
+    /// Paused triggers do not fire.
+    pub paused: bool,
+    /// Parameters of the workflow runs it starts.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub params: Value,
+    /// Its next instant (None: none left).
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// When it last fired.
+    pub last_fired_at: Option<DateTime<Utc>>,
+    /// Bumped by every change.
+    pub version: i64,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl WorkflowTrigger {
+    /// Its schedule in the shape of a job's trigger, for the schedule and the firing
+    /// plan, which read only the schedule's fields (`job_id` is the workflow's id).
+    pub fn schedule_view(&self) -> Trigger {
+        Trigger {
+            id: self.id,
+            job_id: self.workflow_id,
+            kind: self.kind,
+            cron: self.cron.clone(),
+            timezone: self.timezone.clone(),
+            interval_secs: self.interval_secs,
+            at: self.at,
+            start_at: self.start_at,
+            end_at: self.end_at,
+            misfire: self.misfire,
+            misfire_threshold_secs: self.misfire_threshold_secs,
+            paused: self.paused,
+            next_fire_at: self.next_fire_at,
+            last_fired_at: self.last_fired_at,
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            max_concurrency: None,
+        }
+    }
+}
+
+/// Creates a trigger of a workflow with its first instant.
+pub async fn create_trigger(
+    db: impl PgExecutor<'_>,
+    workflow_id: i64,
+    trigger: &NewTrigger,
+    params: &Value,
+    next_fire_at: Option<DateTime<Utc>>,
+) -> Result<WorkflowTrigger, StoreError> {
+    Ok(sqlx::query_as!(
+        WorkflowTrigger,
+        r#"INSERT INTO workflow_triggers (workflow_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
+                                         misfire, misfire_threshold_secs, paused, params, next_fire_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+           RETURNING id, workflow_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at,
+                     misfire AS "misfire: Misfire", misfire_threshold_secs, paused, params, next_fire_at,
+                     last_fired_at, version, created_at, updated_at"#,
+        workflow_id,
+        trigger.kind as TriggerKind,
+        trigger.cron,
+        trigger.timezone,
+        trigger.interval_secs,
+        trigger.at,
+        trigger.start_at,
+        trigger.end_at,
+        trigger.misfire as Misfire,
+        trigger.misfire_threshold_secs,
+        trigger.paused,
+        params,
+        next_fire_at
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// A workflow's triggers, oldest first.
+pub async fn triggers_of(
+    db: impl PgExecutor<'_>,
+    workflow_id: i64,
+) -> Result<Vec<WorkflowTrigger>, StoreError> {
+    Ok(sqlx::query_as!(
+        WorkflowTrigger,
+        r#"SELECT id, workflow_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at,
+                  misfire AS "misfire: Misfire", misfire_threshold_secs, paused, params, next_fire_at,
+                  last_fired_at, version, created_at, updated_at
+           FROM workflow_triggers WHERE workflow_id = $1 ORDER BY id"#,
+        workflow_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Deletes a trigger of a workflow (its runs stay); false when there was none.
+pub async fn delete_trigger(db: impl PgExecutor<'_>, workflow_id: i64, id: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query!(
+        "DELETE FROM workflow_triggers WHERE id = $1 AND workflow_id = $2",
+        id,
+        workflow_id
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Locks up to `batch` due triggers of workflows (those a peer holds are passed over),
+/// quietly: moving them on wakes no peer.
+pub async fn claim_due_triggers(
+    conn: &mut PgConnection,
+    batch: i64,
+) -> Result<Vec<WorkflowTrigger>, StoreError> {
+    sqlx::query!("SELECT set_config('probactr.quiet', 'on', true) AS quiet")
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(sqlx::query_as!(
+        WorkflowTrigger,
+        r#"SELECT id, workflow_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at,
+                  misfire AS "misfire: Misfire", misfire_threshold_secs, paused, params, next_fire_at,
+                  last_fired_at, version, created_at, updated_at
+           FROM workflow_triggers
+           WHERE NOT paused AND next_fire_at <= now()
+           ORDER BY next_fire_at
+           LIMIT $1
+           FOR UPDATE SKIP LOCKED"#,
+        batch
+    )
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+/// Starts the workflow run of a trigger's instant, unless its workflow is paused or the
+/// instant already has its run; returns the run started.
+pub async fn start_scheduled_run(
+    conn: &mut PgConnection,
+    trigger: &WorkflowTrigger,
+    instant: DateTime<Utc>,
+) -> Result<Option<i64>, StoreError> {
+    let id = sqlx::query_scalar!(
+        "INSERT INTO workflow_runs (workflow_id, params, trigger_id, scheduled_at)
+         SELECT id, $2, $3, $4 FROM workflows WHERE id = $1 AND NOT paused
+         ON CONFLICT ON CONSTRAINT workflow_runs_instant_once DO NOTHING
+         RETURNING id",
+        trigger.workflow_id,
+        trigger.params,
+        trigger.id,
+        instant
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(id) = id {
+        begin_steps(conn, id, trigger.workflow_id).await?;
+    }
+    Ok(id)
+}
+
+/// Moves a workflow trigger's next instant on (None: it has none left).
+pub async fn advance_trigger(
+    conn: &mut PgConnection,
+    id: i64,
+    next_fire_at: Option<DateTime<Utc>>,
+    fired_at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "UPDATE workflow_triggers SET next_fire_at = $2, last_fired_at = $3 WHERE id = $1",
+        id,
+        next_fire_at,
+        fired_at
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Seconds from the database's clock until the earliest instant of an unpaused workflow
+/// trigger (negative when overdue), or None when none is scheduled.
+pub async fn seconds_until_earliest_trigger(db: impl PgExecutor<'_>) -> Result<Option<f64>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        "SELECT EXTRACT(EPOCH FROM (min(next_fire_at) - clock_timestamp()))::float8
+         FROM workflow_triggers WHERE NOT paused AND next_fire_at IS NOT NULL"
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// Replaces a workflow's name, description and steps (runs under way keep the steps they
+/// copied); None when it does not exist.
+pub async fn replace(
+    conn: &mut PgConnection,
+    id: i64,
+    name: &str,
+    description: &str,
+    steps: &[Step],
+) -> Result<Option<Workflow>, StoreError> {
+    let Some(workflow) = sqlx::query_as!(
+        Workflow,
+        "UPDATE workflows SET name = $2, description = $3, version = version + 1, updated_at = now()
+         WHERE id = $1
+         RETURNING id, name, description, paused, version, created_at, updated_at",
+        id,
+        name,
+        description
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(None);
+    };
+    sqlx::query!("DELETE FROM workflow_steps WHERE workflow_id = $1", id)
+        .execute(&mut *conn)
+        .await?;
+    insert_steps(conn, id, steps).await?;
+    Ok(Some(workflow))
+}
+
+/// Deletes a workflow with its triggers and runs; false when there was none.
+pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query!("DELETE FROM workflows WHERE id = $1", id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }

@@ -73,7 +73,8 @@ pub async fn show(
     } else {
         Vec::new()
     };
-    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, ..user.layout("jobs") };
+    let children = jobs::children_named(&state, &job).await?;
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children, ..user.layout("jobs") };
     render(&state, "job.html", ctx)
 }
 
@@ -116,6 +117,9 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
             labels::describe(&labels::from_json(&job.selector)),
         ),
         ("priority".to_owned(), job.priority.to_string()),
+        ("on_success".to_owned(), ids_text(&job.on_success)),
+        ("on_failure".to_owned(), ids_text(&job.on_failure)),
+        ("on_finish".to_owned(), ids_text(&job.on_finish)),
         ("version".to_owned(), job.version.to_string()),
     ]);
     if job.parallel {
@@ -125,6 +129,11 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
         values.insert("paused".to_owned(), "on".to_owned());
     }
     (values, warning)
+}
+
+/// Job ids as the form's lists show them.
+fn ids_text(ids: &[i64]) -> String {
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn default_values() -> HashMap<String, String> {
@@ -376,14 +385,13 @@ pub async fn delete(
         let message = format!("Job {} was not deleted: type its name to confirm", job.name);
         return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
     }
-    let erase_history = form.checked("erase_history");
-    jobs::delete(&state, &user.0, id, erase_history).await?;
-    let message = if erase_history {
-        format!("Job {} deleted with its history", job.name)
+    let replicas = if job.mode == JobMode::Service {
+        jobs::replicas(&state, id).await?
     } else {
-        format!("Job {} deleted; its history is kept", job.name)
+        Vec::new()
     };
-    Ok(flash::redirect(Redirect::to("/jobs"), &message))
+    let children = jobs::children_named(&state, &job).await?;
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children, ..user.layout("jobs") };
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod secrets;
 pub mod templates;
 mod triggers;
 mod users;
+mod workflows;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -64,6 +65,9 @@ pub fn router() -> Router<AppState> {
         .route("/triggers/{id}/pause", post(triggers::pause))
         .route("/triggers/{id}/resume", post(triggers::resume))
         .route("/triggers/{id}/delete", post(triggers::delete))
+        .route("/workflows", get(workflows::list))
+        .route("/workflows/{id}", get(workflows::show))
+        .route("/workflows/{id}/run", post(workflows::run_now))
         .route("/runs", get(runs::list))
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/cancel", post(runs::cancel))

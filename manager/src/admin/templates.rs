@@ -21,6 +21,8 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/trigger_form.html"),
     ),
     ("runs.html", include_str!("../../templates/runs.html")),
+    ("workflows.html", include_str!("../../templates/workflows.html")),
+    ("workflow.html", include_str!("../../templates/workflow.html")),
     ("run.html", include_str!("../../templates/run.html")),
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),

@@ -106,6 +106,14 @@ fn values_of(trigger: &Trigger) -> HashMap<String, String> {
     values
 }
 
+/// A trigger's parameters as the form's textarea shows them (empty: none).
+fn params_text(params: &serde_json::Value) -> String {
+    match params.as_object() {
+        Some(object) if !object.is_empty() => serde_json::to_string_pretty(params).unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
 fn default_values() -> HashMap<String, String> {
     [
         ("kind", "cron"),
@@ -218,9 +226,10 @@ pub async fn edit_form(
     Id(id): Id,
 ) -> Result<Response, AdminError> {
     user.0.require_operator("edit triggers")?;
-    let trigger = triggers::get(&state, id).await?;
-    let job = jobs::get(&state, &user.0, trigger.job_id).await?;
-    let values = values_of(&trigger);
+    let trigger = triggers::view(&state, triggers::get(&state, id).await?).await?;
+    let job = jobs::get(&state, &user.0, trigger.trigger.job_id).await?;
+    let mut values = values_of(&trigger.trigger);
+    values.insert("params".to_owned(), params_text(&trigger.params));
     let view = FormState {
         job: &job,
         trigger_id: Some(id),

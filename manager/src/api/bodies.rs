@@ -90,6 +90,25 @@ pub struct JobFields {
     pub mode: Option<JobMode>,
     /// Instances of a service (1–100, default 1).
     pub replicas: Option<i32>,
+    /// Child jobs queued when a run succeeds, by id or name; each child run gets the
+    /// parent run's parameters and `PROBACTR_PARENT_RUN_ID`. A list that would loop back
+    /// to the job is refused.
+    pub on_success: Option<Vec<JobRef>>,
+    /// Child jobs queued when a run fails, times out or is abandoned.
+    pub on_failure: Option<Vec<JobRef>>,
+    /// Child jobs queued whenever a run ends, cancelled included.
+    pub on_finish: Option<Vec<JobRef>>,
+}
+
+/// A job named by its id or its name.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // a schema only
+pub enum JobRef {
+    /// Its id.
+    Id(i64),
+    /// Its name.
+    Name(String),
 }
 
 /// A job's retry policy as sent.
@@ -215,6 +234,9 @@ pub struct TriggerFields {
     /// Runs of this trigger claimed or running at once (null, the default: only the job's
     /// bound applies).
     pub max_concurrency: Option<i32>,
+    /// Parameters of its runs (an object): defaults that a run's own parameters override.
+    #[schema(value_type = Option<Object>)]
+    pub params: Option<serde_json::Value>,
 }
 
 /// `POST /api/v1/auth/token`.

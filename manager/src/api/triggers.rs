@@ -3,7 +3,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use probactr_common::model::Trigger;
 use serde_json::Value;
 
 use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
@@ -13,7 +12,7 @@ use crate::command::trigger::PreviewRequest;
 use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
-use crate::service::triggers::{self, Preview};
+use crate::service::triggers::{self, Preview, TriggerView};
 use crate::service::Paged;
 use crate::state::AppState;
 
@@ -21,15 +20,15 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/jobs/{id}/triggers", operation_id = "list_triggers", tag = "triggers",
     params(("id" = i64, Path, description = "The job")),
     responses(
-        (status = OK, description = "Every trigger of the job", body = Paged<Trigger>),
+        (status = OK, description = "Every trigger of the job", body = Paged<TriggerView>),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn list(
     State(state): State<AppState>,
     _who: Principal,
     Id(job_id): Id,
-) -> Result<Json<Paged<Trigger>>, ApiError> {
-    let items = triggers::list_for_job(&state, job_id).await?;
+) -> Result<Json<Paged<TriggerView>>, ApiError> {
+    let items = triggers::with_params(&state, triggers::list_for_job(&state, job_id).await?).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -39,7 +38,7 @@ pub async fn list(
     params(("id" = i64, Path, description = "The job")),
     request_body = NewTriggerBody,
     responses(
-        (status = CREATED, description = "The trigger, with its first instant", body = Trigger),
+        (status = CREATED, description = "The trigger, with its first instant", body = TriggerView),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named (`cron.minute`, `timezone`…); nothing was created", body = ErrorBody),
         (status = NOT_FOUND, description = "No such job", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
@@ -49,10 +48,16 @@ pub async fn create(
     who: Principal,
     Id(job_id): Id,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Trigger>), ApiError> {
+) -> Result<(StatusCode, Json<TriggerView>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(triggers::create(&state, &who, job_id, TriggerDraft::from_json(body)).await?),
+        Json(
+            triggers::view(
+                &state,
+                triggers::create(&state, &who, job_id, TriggerDraft::from_json(body)).await?,
+            )
+            .await?,
+        ),
     ))
 }
 
@@ -60,7 +65,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/triggers/{id}", operation_id = "get_trigger", tag = "triggers",
     params(("id" = i64, Path, description = "The trigger")),
     responses(
-        (status = OK, description = "The trigger", body = Trigger),
+        (status = OK, description = "The trigger", body = TriggerView),
         (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
@@ -68,8 +73,10 @@ pub async fn get(
     State(state): State<AppState>,
     _who: Principal,
     Id(id): Id,
-) -> Result<Json<Trigger>, ApiError> {
-    Ok(Json(triggers::get(&state, id).await?))
+) -> Result<Json<TriggerView>, ApiError> {
+    Ok(Json(
+        triggers::view(&state, triggers::get(&state, id).await?).await?,
+    ))
 }
 
 /// Edit a trigger: send the fields to change and the `version` you read.
@@ -77,7 +84,7 @@ pub async fn get(
     params(("id" = i64, Path, description = "The trigger")),
     request_body = TriggerPatchBody,
     responses(
-        (status = OK, description = "The trigger as changed, its next instant recomputed", body = Trigger),
+        (status = OK, description = "The trigger as changed, its next instant recomputed", body = TriggerView),
         (status = CONFLICT, description = "`version` is stale", body = ErrorBody),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
         (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
@@ -88,9 +95,13 @@ pub async fn update(
     who: Principal,
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<Trigger>, ApiError> {
+) -> Result<Json<TriggerView>, ApiError> {
     Ok(Json(
-        triggers::update(&state, &who, id, TriggerPatch::from_json(body)).await?,
+        triggers::view(
+            &state,
+            triggers::update(&state, &who, id, TriggerPatch::from_json(body)).await?,
+        )
+        .await?,
     ))
 }
 
@@ -115,7 +126,7 @@ pub async fn delete(
 #[utoipa::path(post, path = "/triggers/{id}/pause", operation_id = "pause_trigger", tag = "triggers",
     params(("id" = i64, Path, description = "The trigger")),
     responses(
-        (status = OK, description = "The paused trigger", body = Trigger),
+        (status = OK, description = "The paused trigger", body = TriggerView),
         (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
@@ -123,15 +134,17 @@ pub async fn pause(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<Trigger>, ApiError> {
-    Ok(Json(triggers::set_paused(&state, &who, id, true).await?))
+) -> Result<Json<TriggerView>, ApiError> {
+    Ok(Json(
+        triggers::view(&state, triggers::set_paused(&state, &who, id, true).await?).await?,
+    ))
 }
 
 /// Resume a trigger (instants missed while paused follow its misfire policy).
 #[utoipa::path(post, path = "/triggers/{id}/resume", operation_id = "resume_trigger", tag = "triggers",
     params(("id" = i64, Path, description = "The trigger")),
     responses(
-        (status = OK, description = "The resumed trigger", body = Trigger),
+        (status = OK, description = "The resumed trigger", body = TriggerView),
         (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
@@ -139,8 +152,10 @@ pub async fn resume(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<Trigger>, ApiError> {
-    Ok(Json(triggers::set_paused(&state, &who, id, false).await?))
+) -> Result<Json<TriggerView>, ApiError> {
+    Ok(Json(
+        triggers::view(&state, triggers::set_paused(&state, &who, id, false).await?).await?,
+    ))
 }
 
 /// The next instants of a trigger definition, without saving anything.

@@ -7,9 +7,12 @@ use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::bodies::{NewWorkflowBody, RunNowBody};
+use probactr_common::store::workflows::WorkflowTrigger;
+
+use super::bodies::{NewTriggerBody, NewWorkflowBody, RunNowBody};
 use super::Id;
 use crate::auth::Principal;
+use crate::command::TriggerDraft;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
 use crate::service::jobs::read_params;
@@ -80,6 +83,43 @@ pub async fn get(
     Id(id): Id,
 ) -> Result<Json<WorkflowView>, ApiError> {
     Ok(Json(workflows::get(&state, id).await?))
+}
+
+/// Replace a workflow's definition (the body of a create): name, description and steps.
+/// Runs under way keep the steps they started with.
+#[utoipa::path(put, path = "/workflows/{id}", operation_id = "replace_workflow", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    request_body = NewWorkflowBody,
+    responses(
+        (status = OK, description = "The workflow as replaced", body = WorkflowView),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn replace(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<WorkflowView>, ApiError> {
+    Ok(Json(workflows::replace(&state, &who, id, body).await?))
+}
+
+/// Delete a workflow with its triggers and workflow runs.
+#[utoipa::path(delete, path = "/workflows/{id}", operation_id = "delete_workflow", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<StatusCode, ApiError> {
+    workflows::delete(&state, &who, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Pause a workflow: it starts no new run (runs under way go on).
@@ -191,4 +231,65 @@ pub async fn retry_step(
         .map_err(|_| ApiError::not_found("workflow run", &id))?;
     let run_id = workflows::retry_step(&state, &who, id, &name).await?;
     Ok((StatusCode::ACCEPTED, Json(StepRetried { run_id })))
+}
+
+/// The triggers of a workflow.
+#[utoipa::path(get, path = "/workflows/{id}/triggers", operation_id = "list_workflow_triggers", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    responses(
+        (status = OK, description = "Its triggers, oldest first", body = Paged<WorkflowTrigger>),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn list_triggers(
+    State(state): State<AppState>,
+    _who: Principal,
+    Id(id): Id,
+) -> Result<Json<Paged<WorkflowTrigger>>, ApiError> {
+    let items = workflows::triggers(&state, id).await?;
+    let total = items.len() as i64;
+    Ok(Json(Paged { items, total }))
+}
+
+/// Schedule a workflow: each instant of the trigger (cron, interval or once, with the
+/// misfire policy of job triggers) starts one workflow run with the trigger's `params`.
+#[utoipa::path(post, path = "/workflows/{id}/triggers", operation_id = "create_workflow_trigger", tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow")),
+    request_body = NewTriggerBody,
+    responses(
+        (status = CREATED, description = "The trigger, with its first instant", body = WorkflowTrigger),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was created", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn create_trigger(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<WorkflowTrigger>), ApiError> {
+    let created = workflows::create_trigger(&state, &who, id, TriggerDraft::from_json(body)).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// Delete a trigger of a workflow (the workflow runs it started stay).
+#[utoipa::path(delete, path = "/workflows/{id}/triggers/{trigger_id}", operation_id = "delete_workflow_trigger",
+    tag = "workflows",
+    params(("id" = i64, Path, description = "The workflow"), ("trigger_id" = i64, Path, description = "The trigger")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such trigger of this workflow", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn delete_trigger(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((id, trigger_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let parse = |text: &str| {
+        text.parse::<i64>()
+            .map_err(|_| ApiError::not_found("workflow trigger", text))
+    };
+    workflows::delete_trigger(&state, &who, parse(&id)?, parse(&trigger_id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -3,8 +3,9 @@
 use probactr_common::jobspec::JobSpec;
 use probactr_common::labels;
 use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
-use probactr_common::store::jobs::NewJob;
+use probactr_common::store::jobs::{JobChildren, NewJob};
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{lenient_input, Checks, INT4_MAX};
 use crate::error::{ApiError, FieldErrors};
@@ -78,6 +79,8 @@ pub struct JobDraft {
     pub mode: Given<JobMode>,
     /// Instances of a service.
     pub replicas: Given<i64>,
+    /// Child jobs, as given (lists of job ids or names).
+    pub children: ChildDraft,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -122,6 +125,11 @@ impl JobDraft {
             shards: input.int("shards", i64::MIN, i64::MAX),
             mode: input.choice("mode"),
             replicas: input.int("replicas", i64::MIN, i64::MAX),
+            children: ChildDraft {
+                on_success: input.raw("on_success"),
+                on_failure: input.raw("on_failure"),
+                on_finish: input.raw("on_finish"),
+            },
             ..JobDraft::default()
         };
         match input.object("retry") {
@@ -383,5 +391,135 @@ fn check_name(checks: &mut Checks, name: &str) {
         checks.error("name", format!("must be at most {MAX_NAME_CHARS} characters"));
     } else if name.chars().any(char::is_control) {
         checks.error("name", "must not contain control characters");
+    }
+}
+
+/// The child-job lists as given: each absent (unchanged), or a list of job ids or names.
+#[derive(Debug, Clone, Default)]
+pub struct ChildDraft {
+    /// Queued when a run succeeds.
+    pub on_success: Option<Value>,
+    /// Queued when a run fails, times out or is abandoned.
+    pub on_failure: Option<Value>,
+    /// Queued whenever a run ends.
+    pub on_finish: Option<Value>,
+}
+
+/// The jobs child lists may name, looked up before validation.
+#[derive(Debug, Clone, Default)]
+pub struct KnownJobs {
+    /// Every job's id by its name.
+    pub by_name: BTreeMap<String, i64>,
+    /// The named jobs whose own children lead back to the job being edited.
+    pub leading_back: BTreeSet<i64>,
+}
+
+impl KnownJobs {
+    fn resolve(&self, reference: &Value) -> Result<i64, String> {
+        match reference {
+            Value::Number(number) => number
+                .as_i64()
+                .filter(|id| self.by_name.values().any(|known| known == id))
+                .ok_or_else(|| format!("job {number} does not exist")),
+            Value::String(name) => self
+                .by_name
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("job {name:?} does not exist")),
+            _ => Err("must list job ids or names".to_owned()),
+        }
+    }
+}
+
+impl ChildDraft {
+    /// The lists that were given, by field name.
+    fn given(&self) -> [(&'static str, Option<&Value>); 3] {
+        [
+            ("on_success", self.on_success.as_ref()),
+            ("on_failure", self.on_failure.as_ref()),
+            ("on_finish", self.on_finish.as_ref()),
+        ]
+    }
+
+    /// Whether any list was given.
+    pub fn any_given(&self) -> bool {
+        self.given().iter().any(|(_, list)| list.is_some())
+    }
+
+    /// The job ids the lists name (by id or by name), to look up which lead back.
+    pub fn named_ids(&self, known: &KnownJobs) -> Vec<i64> {
+        self.given()
+            .iter()
+            .filter_map(|(_, list)| list.and_then(|list| list.as_array()))
+            .flatten()
+            .filter_map(|reference| known.resolve(reference).ok())
+            .collect()
+    }
+
+    /// The lists laid over `base`: every name resolved to an id; unknown jobs, the job
+    /// itself (`own_id`) and jobs whose children lead back to it are field errors, since
+    /// a loop of child jobs would queue runs for ever.
+    pub fn checked(
+        &self,
+        base: &JobChildren,
+        own_id: Option<i64>,
+        known: &KnownJobs,
+    ) -> Result<JobChildren, FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let mut children = base.clone();
+        for (field, list) in self.given() {
+            let Some(list) = list else { continue };
+            let ids = match list {
+                Value::Null => Ok(Vec::new()),
+                Value::Array(references) => references
+                    .iter()
+                    .map(|reference| {
+                        let id = known.resolve(reference)?;
+                        if Some(id) == own_id || known.leading_back.contains(&id) {
+                            return Err(format!("job {id} would queue this job again: a loop never ends"));
+                        }
+                        Ok(id)
+                    })
+                    .collect::<Result<Vec<i64>, String>>(),
+                _ => Err("must be a list of job ids or names".to_owned()),
+            };
+            match ids {
+                Ok(mut ids) => {
+                    let mut seen = BTreeSet::new();
+                    ids.retain(|id| seen.insert(*id));
+                    match field {
+                        "on_success" => children.on_success = ids,
+                        "on_failure" => children.on_failure = ids,
+                        _ => children.on_finish = ids,
+                    }
+                }
+                Err(message) => {
+                    errors.insert(field.to_owned(), message);
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(children)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// A definition's verdict joined with its child lists': every bad field of both at once.
+pub fn with_children<T>(
+    definition: Result<T, ApiError>,
+    children: Result<JobChildren, FieldErrors>,
+) -> Result<(T, JobChildren), ApiError> {
+    match (definition, children) {
+        (Ok(definition), Ok(children)) => Ok((definition, children)),
+        (Err(ApiError::Invalid(mut errors)), Err(more)) => {
+            for (field, message) in more {
+                errors.entry(field).or_insert(message);
+            }
+            Err(ApiError::Invalid(errors))
+        }
+        (Err(err), _) => Err(err),
+        (Ok(_), Err(errors)) => Err(ApiError::Invalid(errors)),
     }
 }

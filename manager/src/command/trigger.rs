@@ -36,6 +36,8 @@ pub struct TriggerDraft {
     pub paused: Given<bool>,
     /// Runs of this trigger claimed or running at once (null: no cap of its own).
     pub max_concurrency: Given<i64>,
+    /// Parameters of its runs, under those given to a run (an object; null: none).
+    pub params: Option<Value>,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -96,6 +98,8 @@ pub struct Definition {
     pub trigger: NewTrigger,
     /// Its instants.
     pub schedule: TriggerSchedule,
+    /// Its runs' default parameters, when given (None: unchanged).
+    pub params: Option<Value>,
 }
 
 impl TriggerDraft {
@@ -121,6 +125,7 @@ impl TriggerDraft {
             misfire_threshold_secs: input.int("misfire_threshold_secs", i64::MIN, i64::MAX),
             paused: input.boolean("paused"),
             max_concurrency: input.int("max_concurrency", i64::MIN, i64::MAX),
+            params: input.raw("params"),
             problems: FieldErrors::new(),
         }
     }
@@ -194,6 +199,14 @@ impl TriggerDraft {
         if let Some(paused) = checks.not_null("paused", self.paused) {
             trigger.paused = paused;
         }
+        let params = match self.params {
+            Some(Value::Null) => Some(Value::Object(Default::default())),
+            Some(params) if !params.is_object() => {
+                checks.error("params", "must be a JSON object, such as {\"region\": \"eu\"}");
+                None
+            }
+            given => given,
+        };
         if kind.is_none() || checks.failed() {
             return None;
         }
@@ -201,7 +214,11 @@ impl TriggerDraft {
             .schedule(anchor)
             .map_err(|err| checks.error(&err.field, err.message))
             .ok()?;
-        Some(Definition { trigger, schedule })
+        Some(Definition {
+            trigger,
+            schedule,
+            params,
+        })
     }
 }
 

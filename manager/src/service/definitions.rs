@@ -7,7 +7,7 @@ use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::Page;
 use serde_json::Value;
 
-use super::{alerts, jobs, triggers};
+use super::{alerts, jobs, triggers, workflows};
 use crate::auth::Principal;
 use crate::command::alert::{self, ChannelCommand};
 use crate::command::{JobDraft, JobPatch, TriggerDraft};
@@ -73,6 +73,7 @@ impl Registry for Definitions<'_> {
         let listed = triggers::list_for_job(self.state, job_id)
             .await
             .map_err(refusal)?;
+        let listed = triggers::with_params(self.state, listed).await.map_err(refusal)?;
         Ok(listed.into_iter().map(json).collect())
     }
 
@@ -137,5 +138,39 @@ impl Registry for Definitions<'_> {
             .await
             .map_err(refusal)?;
         Ok(())
+    }
+
+    async fn workflows(&self) -> Result<Vec<Value>, Refusal> {
+        let listed = workflows::list(self.state).await.map_err(refusal)?;
+        Ok(listed.into_iter().map(json).collect())
+    }
+
+    async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
+        let saved = match id {
+            None => workflows::create(self.state, self.who, body).await,
+            Some(id) => workflows::replace(self.state, self.who, id, body).await,
+        }
+        .map_err(refusal)?;
+        Ok(saved.workflow.id)
+    }
+
+    async fn workflow_triggers(&self, workflow_id: i64) -> Result<Vec<Value>, Refusal> {
+        let listed = workflows::triggers(self.state, workflow_id)
+            .await
+            .map_err(refusal)?;
+        Ok(listed.into_iter().map(json).collect())
+    }
+
+    async fn create_workflow_trigger(&self, workflow_id: i64, body: Value) -> Result<(), Refusal> {
+        workflows::create_trigger(self.state, self.who, workflow_id, TriggerDraft::from_json(body))
+            .await
+            .map_err(refusal)?;
+        Ok(())
+    }
+
+    async fn delete_workflow_trigger(&self, workflow_id: i64, id: i64) -> Result<(), Refusal> {
+        workflows::delete_trigger(self.state, self.who, workflow_id, id)
+            .await
+            .map_err(refusal)
     }
 }

@@ -7,12 +7,13 @@ use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
 use probactr_common::store::services::ReplicaHolder;
 use probactr_common::store::{self, StoreError};
-use probactr_common::store::{audit::Change, jobs::JobFilter, jobs::JobRow};
+use probactr_common::store::{audit::Change, jobs::JobChildren, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{snapshot, Paged};
 use crate::auth::Principal;
+use crate::command::job::{with_children, ChildDraft, KnownJobs};
 use crate::command::{JobDraft, JobPatch};
 use crate::error::ApiError;
 use crate::input::Page;
@@ -105,6 +106,13 @@ pub struct JobView {
     pub replicas: i32,
     /// When the job was deleted with its history kept (null for a job in use).
     pub deleted_at: Option<DateTime<Utc>>,
+    /// Jobs queued when a run succeeds (their runs get this run's params and
+    /// `PROBACTR_PARENT_RUN_ID`).
+    pub on_success: Vec<i64>,
+    /// Jobs queued when a run fails, times out or is abandoned.
+    pub on_failure: Vec<i64>,
+    /// Jobs queued whenever a run ends, cancelled included.
+    pub on_finish: Vec<i64>,
     /// Optimistic-locking version; send it back with a `PATCH`.
     pub version: i64,
     /// Created.
@@ -144,6 +152,9 @@ impl From<JobRow> for JobView {
             mode: job.mode,
             replicas: job.replicas,
             deleted_at: job.deleted_at,
+            on_success: row.on_success,
+            on_failure: row.on_failure,
+            on_finish: row.on_finish,
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,
@@ -237,9 +248,12 @@ pub async fn create(state: &AppState, who: &Principal, draft: JobDraft) -> Resul
     if let Some(kind) = draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let job = draft.definition(None)?;
+    let known = known_jobs(state, &draft.children, None).await?;
+    let children = draft.children.checked(&JobChildren::default(), None, &known);
+    let (job, children) = with_children(draft.definition(None), children)?;
     let mut tx = state.pool.begin().await?;
     let created = store::jobs::insert(&mut *tx, &job).await.map_err(name_taken)?;
+    store::jobs::set_children(&mut *tx, created.id, &children).await?;
     let change = Change {
         action: "job.create",
         object_type: "job",
@@ -269,7 +283,10 @@ pub async fn update(
     if let Some(kind) = patch.draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let (version, job) = patch.definition(&before)?;
+    let children_before = store::jobs::children(&mut *tx, id).await?.unwrap_or_default();
+    let known = known_jobs(state, &patch.draft.children, Some(id)).await?;
+    let children = patch.draft.children.checked(&children_before, Some(id), &known);
+    let ((version, job), children) = with_children(patch.definition(&before), children)?;
     who.require_job_kind(job.kind)?;
     refuse_deleted(&before)?;
     if version != before.version {
@@ -291,6 +308,7 @@ pub async fn update(
         .await
         .map_err(name_taken)?
         .ok_or_else(|| stale("job", id, version, before.version))?;
+    store::jobs::set_children(&mut *tx, id, &children).await?;
     let change = Change {
         action: "job.update",
         object_type: "job",
@@ -302,6 +320,84 @@ pub async fn update(
     tx.commit().await?;
     tracing::info!(job.id = id, version = after.version, "job updated");
     get(state, who, id).await
+}
+
+/// The jobs the child lists of a draft may name; for an edit of job `own_id`, which of
+/// the named ones lead back to it.
+async fn known_jobs(
+    state: &AppState,
+    children: &ChildDraft,
+    own_id: Option<i64>,
+) -> Result<KnownJobs, ApiError> {
+    let mut known = KnownJobs::default();
+    if !children.any_given() {
+        return Ok(known);
+    }
+    known.by_name = store::jobs::names(&state.pool)
+        .await?
+        .into_iter()
+        .map(|(id, name)| (name, id))
+        .collect();
+    if let Some(own_id) = own_id {
+        for id in children.named_ids(&known) {
+            if store::jobs::children_reach(&state.pool, &[id], own_id).await? {
+                known.leading_back.insert(id);
+            }
+        }
+    }
+    Ok(known)
+}
+
+/// One of a job's child lists, named, for its page.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedChildren {
+    /// What the list is.
+    pub label: &'static str,
+    /// Its jobs: id and name.
+    pub jobs: Vec<NamedJob>,
+}
+
+/// A job's id and name.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedJob {
+    /// Id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+}
+
+/// A job's non-empty child lists with the children's names.
+pub async fn children_named(state: &AppState, job: &JobView) -> Result<Vec<NamedChildren>, ApiError> {
+    let lists = [
+        ("Then, on success", &job.on_success),
+        ("Then, on failure", &job.on_failure),
+        ("Then, whatever the end", &job.on_finish),
+    ];
+    let ids: Vec<i64> = lists.iter().flat_map(|(_, ids)| ids.iter().copied()).collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: std::collections::HashMap<i64, String> = store::jobs::get_many(&state.pool, &ids)
+        .await?
+        .into_iter()
+        .map(|child| (child.id, child.name))
+        .collect();
+    Ok(lists
+        .into_iter()
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(label, ids)| NamedChildren {
+            label,
+            jobs: ids
+                .iter()
+                .filter_map(|id| {
+                    names.get(id).map(|name| NamedJob {
+                        id: *id,
+                        name: name.clone(),
+                    })
+                })
+                .collect(),
+        })
+        .collect())
 }
 
 /// The 409 of a stale `version`.
@@ -322,7 +418,16 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64, erase_history: b
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
+    let workflows = store::workflows::names_using_job(&mut *tx, id).await?;
+    if !workflows.is_empty() {
+        return Err(ApiError::Conflict(format!(
+            "job {} is a step of the workflows {}: take it out of them first",
+            before.name,
+            workflows.join(", ")
+        )));
+    }
     if erase_history {
+        store::jobs::forget_child(&mut *tx, id).await?;
         store::jobs::delete(&mut *tx, id).await?;
     } else if before.deleted_at.is_some() {
         return Err(ApiError::Conflict(format!(
@@ -330,6 +435,7 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64, erase_history: b
             before.name
         )));
     } else {
+        store::jobs::forget_child(&mut *tx, id).await?;
         store::triggers::delete_for_job(&mut *tx, id).await?;
         for run_id in store::runs::live_of_job(&mut *tx, id).await? {
             store::runs::request_cancel(&mut *tx, run_id, "its job was deleted").await?;

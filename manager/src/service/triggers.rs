@@ -7,7 +7,8 @@ use probactr_common::model::{JobMode, Trigger};
 use probactr_common::store::audit::Change;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
 
 use super::jobs::stale;
 use super::snapshot;
@@ -21,6 +22,41 @@ use crate::state::AppState;
 pub const DEFAULT_PREVIEW: i64 = 5;
 /// The most instants one preview lists.
 pub const MAX_PREVIEW: i64 = 100;
+
+/// A trigger as the API shows it: its row and its runs' default parameters.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TriggerView {
+    /// The trigger.
+    #[serde(flatten)]
+    pub trigger: Trigger,
+    /// Parameters of its runs, under those given to a run.
+    #[schema(value_type = Object)]
+    pub params: Value,
+}
+
+/// `triggers` with their parameters.
+pub async fn with_params(state: &AppState, triggers: Vec<Trigger>) -> Result<Vec<TriggerView>, ApiError> {
+    let ids: Vec<i64> = triggers.iter().map(|trigger| trigger.id).collect();
+    let params: HashMap<i64, Value> = store::triggers::params_of(&state.pool, &ids)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(triggers
+        .into_iter()
+        .map(|trigger| TriggerView {
+            params: params.get(&trigger.id).cloned().unwrap_or_else(|| json!({})),
+            trigger,
+        })
+        .collect())
+}
+
+/// One trigger with its parameters.
+pub async fn view(state: &AppState, trigger: Trigger) -> Result<TriggerView, ApiError> {
+    let mut views = with_params(state, vec![trigger]).await?;
+    views
+        .pop()
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a trigger vanished")))
+}
 
 /// One trigger.
 pub async fn get(state: &AppState, id: i64) -> Result<Trigger, ApiError> {
@@ -45,7 +81,7 @@ pub async fn create(
     draft: TriggerDraft,
 ) -> Result<Trigger, ApiError> {
     who.require_operator("create triggers")?;
-    let trigger = draft.definition(None, Utc::now())?.trigger;
+    let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
     let mut tx = state.pool.begin().await?;
     let job = store::jobs::get(&mut *tx, job_id)
         .await?
@@ -67,6 +103,9 @@ pub async fn create(
             CreateTriggerError::Invalid(err) => ApiError::field(err.field, err.message),
             CreateTriggerError::Store(err) => err.into(),
         })?;
+    if let Some(params) = &params {
+        store::triggers::set_params(&mut *tx, created.id, params).await?;
+    }
     let change = Change {
         action: "trigger.create",
         object_type: "trigger",
@@ -99,6 +138,7 @@ pub async fn update(
         Definition {
             trigger,
             schedule: next,
+            params,
         },
     ) = patch.definition(&before)?;
     if version != before.version {
@@ -112,6 +152,9 @@ pub async fn update(
     let after = store::triggers::update(&mut *tx, id, version, &trigger, next_fire_at)
         .await?
         .ok_or_else(|| stale("trigger", id, version, before.version))?;
+    if let Some(params) = &params {
+        store::triggers::set_params(&mut *tx, id, params).await?;
+    }
     let change = Change {
         action: "trigger.update",
         object_type: "trigger",

@@ -4,14 +4,17 @@
 
 use std::collections::BTreeSet;
 
+use chrono::Utc;
 use probactr_common::store;
 use probactr_common::store::audit::Change;
-use probactr_common::store::workflows::{Retry, RunStep, Step, Workflow, WorkflowRun};
+use probactr_common::store::workflows::{Retry, RunStep, Step, Workflow, WorkflowRun, WorkflowTrigger};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::auth::Principal;
-use crate::command::workflow::WorkflowDraft;
+use crate::command::trigger::Definition;
+use crate::command::workflow::{ValidWorkflow, WorkflowDraft};
+use crate::command::TriggerDraft;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -45,22 +48,11 @@ pub struct WorkflowRunView {
 /// Creates a workflow; every bad field (unknown steps and jobs, cycles) is named.
 pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<WorkflowView, ApiError> {
     who.require_operator("create workflows")?;
-    let draft = WorkflowDraft::from_json(body);
-    let existing: BTreeSet<i64> = store::jobs::get_many(&state.pool, &draft.job_ids())
-        .await?
-        .into_iter()
-        .map(|job| job.id)
-        .collect();
-    let valid = draft.validate(&existing)?;
+    let valid = validated(state, body).await?;
     let mut tx = state.pool.begin().await?;
     let workflow = store::workflows::create(&mut tx, &valid.name, &valid.description, &valid.steps)
         .await
-        .map_err(|err| match &err {
-            store::StoreError::Database(db) if store::is_unique_violation(db, "workflows_name_unique") => {
-                ApiError::field("name", format!("a workflow named {} exists", valid.name))
-            }
-            _ => err.into(),
-        })?;
+        .map_err(|err| name_taken(err, &valid.name))?;
     let change = Change {
         action: "workflow.create",
         object_type: "workflow",
@@ -76,6 +68,75 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Wo
         "workflow created"
     );
     get(state, workflow.id).await
+}
+
+/// A workflow body checked against the jobs its steps name.
+async fn validated(state: &AppState, body: Value) -> Result<ValidWorkflow, ApiError> {
+    let draft = WorkflowDraft::from_json(body);
+    let existing: BTreeSet<i64> = store::jobs::get_many(&state.pool, &draft.job_ids())
+        .await?
+        .into_iter()
+        .map(|job| job.id)
+        .collect();
+    draft.validate(&existing)
+}
+
+fn name_taken(err: store::StoreError, name: &str) -> ApiError {
+    match &err {
+        store::StoreError::Database(db) if store::is_unique_violation(db, "workflows_name_unique") => {
+            ApiError::field("name", format!("a workflow named {name} exists"))
+        }
+        _ => err.into(),
+    }
+}
+
+/// Replaces a workflow's definition (a create's body); runs under way keep their steps.
+pub async fn replace(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    body: Value,
+) -> Result<WorkflowView, ApiError> {
+    who.require_operator("edit workflows")?;
+    let valid = validated(state, body).await?;
+    let mut tx = state.pool.begin().await?;
+    let before = store::workflows::steps(&mut *tx, id).await?;
+    let workflow = store::workflows::replace(&mut tx, id, &valid.name, &valid.description, &valid.steps)
+        .await
+        .map_err(|err| name_taken(err, &valid.name))?
+        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+    let change = Change {
+        action: "workflow.update",
+        object_type: "workflow",
+        object_id: Some(id),
+        before: Some(json!({"steps": before})),
+        after: Some(json!({"name": workflow.name, "steps": valid.steps})),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(workflow.id = id, version = workflow.version, "workflow replaced");
+    get(state, id).await
+}
+
+/// Deletes a workflow with its triggers and runs (the runs of its steps' jobs stay).
+pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+    who.require_operator("delete workflows")?;
+    let mut tx = state.pool.begin().await?;
+    let before = store::workflows::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+    store::workflows::delete(&mut *tx, id).await?;
+    let change = Change {
+        action: "workflow.delete",
+        object_type: "workflow",
+        object_id: Some(id),
+        before: Some(json!({"name": before.name})),
+        after: None,
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(workflow.id = id, "workflow deleted");
+    Ok(())
 }
 
 /// One workflow with its steps and latest runs.
@@ -243,4 +304,89 @@ pub async fn cancel_run(state: &AppState, who: &Principal, id: i64) -> Result<Wo
     tx.commit().await?;
     tracing::info!(workflow_run.id = id, "workflow run cancelled");
     get_run(state, id).await
+}
+
+/// Creates a trigger of a workflow: `draft` is a job trigger's body (its `params` become
+/// those of the workflow runs it starts; `max_concurrency` does not apply).
+pub async fn create_trigger(
+    state: &AppState,
+    who: &Principal,
+    workflow_id: i64,
+    draft: TriggerDraft,
+) -> Result<WorkflowTrigger, ApiError> {
+    who.require_operator("create workflow triggers")?;
+    let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
+    if trigger.max_concurrency.is_some() {
+        return Err(ApiError::field(
+            "max_concurrency",
+            "applies to job triggers only: bound the jobs of the steps instead",
+        ));
+    }
+    let mut tx = state.pool.begin().await?;
+    store::workflows::get(&mut *tx, workflow_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
+    // The first instant comes from PostgreSQL's clock, like every firing decision.
+    let now = store::db_now(&mut *tx).await?;
+    let schedule = trigger
+        .schedule(now)
+        .map_err(|err| ApiError::field(err.field, err.message))?;
+    let params = params.unwrap_or_else(|| json!({}));
+    let created = store::workflows::create_trigger(
+        &mut *tx,
+        workflow_id,
+        &trigger,
+        &params,
+        schedule.first_at_or_after(now),
+    )
+    .await?;
+    let change = Change {
+        action: "workflow.trigger.create",
+        object_type: "workflow_trigger",
+        object_id: Some(created.id),
+        before: None,
+        after: serde_json::to_value(&created).ok(),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(workflow.id = workflow_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at,
+        "workflow trigger created");
+    Ok(created)
+}
+
+/// A workflow's triggers (404 when the workflow does not exist).
+pub async fn triggers(state: &AppState, workflow_id: i64) -> Result<Vec<WorkflowTrigger>, ApiError> {
+    store::workflows::get(&state.pool, workflow_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
+    Ok(store::workflows::triggers_of(&state.pool, workflow_id).await?)
+}
+
+/// Deletes a trigger of a workflow (the runs it started stay).
+pub async fn delete_trigger(
+    state: &AppState,
+    who: &Principal,
+    workflow_id: i64,
+    id: i64,
+) -> Result<(), ApiError> {
+    who.require_operator("delete workflow triggers")?;
+    let mut tx = state.pool.begin().await?;
+    if !store::workflows::delete_trigger(&mut *tx, workflow_id, id).await? {
+        return Err(ApiError::not_found("workflow trigger", id));
+    }
+    let change = Change {
+        action: "workflow.trigger.delete",
+        object_type: "workflow_trigger",
+        object_id: Some(id),
+        before: Some(json!({"workflow_id": workflow_id})),
+        after: None,
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(
+        workflow.id = workflow_id,
+        trigger.id = id,
+        "workflow trigger deleted"
+    );
+    Ok(())
 }

@@ -156,6 +156,8 @@ impl TestApp {
             "audit_log" => "SELECT count(*) FROM audit_log",
             "alert_channels" => "SELECT count(*) FROM alert_channels",
             "alert_rules" => "SELECT count(*) FROM alert_rules",
+            "workflow_runs" => "SELECT count(*) FROM workflow_runs",
+            "workflow_triggers" => "SELECT count(*) FROM workflow_triggers",
             other => panic!("no count for {other}"),
         };
         sqlx::query_scalar(sql).fetch_one(self.pool()).await.unwrap()

@@ -167,3 +167,313 @@ async fn workflows_are_checked_run_cancelled_retried_and_paused(pool: PgPool) {
     assert_eq!(listed.body["total"], 1);
     assert_eq!(listed.body["items"][0]["last_runs"][0]["id"], run_id);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn child_job_lists_are_resolved_checked_and_shown(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let load = app.job(&admin, noop("load")).await["id"].as_i64().unwrap();
+    let alert = app.job(&admin, noop("alert")).await["id"].as_i64().unwrap();
+
+    let mut body = noop("extract");
+    body["on_success"] = json!(["load", 424242]);
+    body["on_failure"] = json!("alert");
+    body["timeout_secs"] = json!(0);
+    let bad = app.post("/api/v1/jobs", &admin, body).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    let fields = field_errors(&bad);
+    for field in ["on_success", "on_failure", "timeout_secs"] {
+        assert!(fields.contains_key(field), "{field} named at once: {fields:?}");
+    }
+    assert!(fields["on_success"].contains("424242"), "{fields:?}");
+    assert_eq!(app.count("jobs").await, 2, "nothing created");
+
+    let mut body = noop("extract");
+    body["on_success"] = json!(["load"]);
+    body["on_failure"] = json!([alert]);
+    body["on_finish"] = json!([alert, "alert"]);
+    let created = app.post("/api/v1/jobs", &admin, body).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(created.body["on_success"], json!([load]), "names become ids");
+    assert_eq!(created.body["on_failure"], json!([alert]));
+    assert_eq!(created.body["on_finish"], json!([alert]), "once each");
+    let extract = created.body["id"].as_i64().unwrap();
+
+    // load → extract would close a loop: extract → load → extract.
+    let looped = app
+        .patch(
+            &format!("/api/v1/jobs/{load}"),
+            &admin,
+            json!({"version": 1, "on_finish": ["extract"]}),
+        )
+        .await;
+    assert_field(&looped, "on_finish");
+    let own = app
+        .patch(
+            &format!("/api/v1/jobs/{extract}"),
+            &admin,
+            json!({"version": created.body["version"], "on_success": [extract]}),
+        )
+        .await;
+    assert_field(&own, "on_success");
+    let cleared = app
+        .patch(
+            &format!("/api/v1/jobs/{extract}"),
+            &admin,
+            json!({"version": created.body["version"], "on_failure": []}),
+        )
+        .await;
+    assert_eq!(cleared.status, StatusCode::OK, "{}", cleared.text);
+    assert_eq!(cleared.body["on_failure"], json!([]));
+    assert_eq!(
+        cleared.body["on_success"],
+        json!([load]),
+        "unchanged when not given"
+    );
+
+    // Deleting a child takes it out of its parents' lists.
+    let deleted = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/jobs/{alert}"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
+    let parent = app.get(&format!("/api/v1/jobs/{extract}"), &admin).await;
+    assert_eq!(parent.body["on_finish"], json!([]));
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn trigger_params_are_defaults_under_a_runs_own(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("nightly")).await["id"].as_i64().unwrap();
+    let uri = format!("/api/v1/jobs/{job}/triggers");
+    let bad = app
+        .post(
+            &uri,
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600, "params": [1]}),
+        )
+        .await;
+    assert_field(&bad, "params");
+    assert_eq!(app.count("triggers").await, 0);
+    let created = app
+        .post(
+            &uri,
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600, "params": {"region": "eu", "day": "auto"}}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(created.body["params"], json!({"region": "eu", "day": "auto"}));
+    let id = created.body["id"].as_i64().unwrap();
+    let patched = app
+        .patch(
+            &format!("/api/v1/triggers/{id}"),
+            &admin,
+            json!({"version": created.body["version"], "params": {"region": "us", "day": "auto"}}),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
+    let got = app.get(&format!("/api/v1/triggers/{id}"), &admin).await;
+    assert_eq!(got.body["params"], json!({"region": "us", "day": "auto"}));
+    let listed = app.get(&uri, &admin).await;
+    assert_eq!(listed.body["items"][0]["params"]["region"], "us");
+    let untouched = app
+        .patch(
+            &format!("/api/v1/triggers/{id}"),
+            &admin,
+            json!({"version": patched.body["version"], "paused": true}),
+        )
+        .await;
+    assert_eq!(untouched.body["params"]["region"], "us", "kept when not given");
+
+    // A fired run of the trigger sees the defaults under its own parameters.
+    let run_id: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, now()) RETURNING id",
+    )
+    .bind(job)
+    .bind(id)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    store::run_inputs::set_params(app.pool(), run_id, &json!({"day": "2030-01-01"}))
+        .await
+        .unwrap();
+    let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+    assert_eq!(run.body["params"], json!({"region": "us", "day": "2030-01-01"}));
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_job_in_a_workflow_is_not_deleted_and_the_workflows_are_named(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("step-job")).await["id"].as_i64().unwrap();
+    for name in ["daily", "weekly"] {
+        let created = app
+            .post(
+                "/api/v1/workflows",
+                &admin,
+                json!({"name": name, "steps": [{"name": "only", "job_id": job}]}),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    }
+    let refused = app
+        .call(Method::DELETE, &format!("/api/v1/jobs/{job}"), Some(&admin), None)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("daily, weekly"), "{message}");
+    assert_eq!(app.count("jobs").await, 1);
+
+    let b = app.browser("admin").await;
+    let flashed = app
+        .form(
+            &format!("/jobs/{job}/delete"),
+            &b.cookie,
+            &[("csrf", b.csrf.as_str()), ("confirm", "step-job")],
+        )
+        .await;
+    assert_eq!(flashed.status, StatusCode::SEE_OTHER, "{}", flashed.text);
+    assert_eq!(app.count("jobs").await, 1);
+    let flash = set_cookie(&flashed, "probactr_flash").expect("a flash");
+    let shown = app
+        .page(&format!("/jobs/{job}"), &format!("{}; {flash}", b.cookie))
+        .await;
+    assert!(shown.text.contains("daily, weekly"), "the flash names them");
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn workflow_triggers_are_created_listed_and_deleted(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("step")).await["id"].as_i64().unwrap();
+    let workflow = app
+        .post(
+            "/api/v1/workflows",
+            &admin,
+            json!({"name": "nightly", "steps": [{"name": "only", "job_id": job}]}),
+        )
+        .await;
+    let id = workflow.body["id"].as_i64().unwrap();
+    let uri = format!("/api/v1/workflows/{id}/triggers");
+    let bad = app
+        .post(
+            &uri,
+            &admin,
+            json!({"kind": "cron", "cron": "0 3 * * *", "params": "x"}),
+        )
+        .await;
+    assert_field(&bad, "params");
+    let bad = app
+        .post(&uri, &admin, json!({"kind": "cron", "cron": "61 * * * *"}))
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    let fields = field_errors(&bad);
+    assert!(fields.keys().any(|field| field.starts_with("cron")), "{fields:?}");
+    assert_eq!(app.count("workflow_triggers").await, 0);
+    let created = app
+        .post(
+            &uri,
+            &admin,
+            json!({"kind": "cron", "cron": "0 3 * * *", "timezone": "Europe/Paris", "params": {"region": "eu"}}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(created.body["params"], json!({"region": "eu"}));
+    assert!(created.body["next_fire_at"].is_string(), "{}", created.text);
+    let trigger = created.body["id"].as_i64().unwrap();
+    let listed = app.get(&uri, &admin).await;
+    assert_eq!(listed.body["total"], 1);
+    assert_eq!(listed.body["items"][0]["id"], trigger);
+    assert_eq!(
+        app.post(
+            "/api/v1/workflows/424242/triggers",
+            &admin,
+            json!({"kind": "interval", "interval_secs": 60})
+        )
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+    let deleted = app
+        .call(Method::DELETE, &format!("{uri}/{trigger}"), Some(&admin), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
+    assert_eq!(app.get(&uri, &admin).await.body["total"], 0);
+    let again = app
+        .call(Method::DELETE, &format!("{uri}/{trigger}"), Some(&admin), None)
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn the_workflow_page_draws_the_dag_with_step_states_and_runs_with_params(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let a = app.job(&admin, noop("a")).await["id"].as_i64().unwrap();
+    let b = app.job(&admin, noop("b")).await["id"].as_i64().unwrap();
+    let created = app
+        .post(
+            "/api/v1/workflows",
+            &admin,
+            json!({"name": "pair", "steps": [
+                {"name": "first", "job_id": a},
+                {"name": "second", "job_id": b, "depends_on": ["first"]}]}),
+        )
+        .await;
+    let id = created.body["id"].as_i64().unwrap();
+    let browser = app.browser("admin").await;
+    let started = app
+        .form(
+            &format!("/workflows/{id}/run"),
+            &browser.cookie,
+            &[("csrf", browser.csrf.as_str()), ("params", r#"{"day": "mon"}"#)],
+        )
+        .await;
+    assert_eq!(started.status, StatusCode::SEE_OTHER, "{}", started.text);
+    let listed = app.page("/workflows", &browser.cookie).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    assert!(
+        listed.text.contains(&format!("href=\"/workflows/{id}\"")),
+        "{}",
+        listed.text
+    );
+    assert!(listed.text.contains("running"), "its last run: {}", listed.text);
+
+    let page = app.page(&format!("/workflows/{id}"), &browser.cookie).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let first_run: i64 = sqlx::query_scalar("SELECT run_id FROM workflow_run_steps WHERE name = 'first'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert!(page.text.contains("<svg class=\"dag\""), "{}", page.text);
+    assert!(
+        page.text.contains(&format!(
+            "<a href=\"/runs/{first_run}\"><g class=\"step state-running\" data-step=\"first\""
+        )),
+        "the running step links to its run: {}",
+        page.text
+    );
+    assert!(page.text.contains("data-step=\"second\" data-state=\"pending\""));
+    assert!(page.text.contains("marker-end"), "an arrow first → second");
+    let run = app.page(&format!("/runs/{first_run}"), &browser.cookie).await;
+    assert!(
+        run.text.contains("&quot;day&quot;") || run.text.contains("\"day\""),
+        "the run page shows its params: {}",
+        run.text
+    );
+    let refused = app
+        .form(
+            &format!("/workflows/{id}/run"),
+            &browser.cookie,
+            &[("csrf", browser.csrf.as_str()), ("params", "[1]")],
+        )
+        .await;
+    assert_ne!(refused.status, StatusCode::SEE_OTHER, "bad params start nothing");
+    assert_eq!(app.count("workflow_runs").await, 1);
+}

@@ -218,3 +218,158 @@ async fn an_executor_killed_mid_step_leaves_the_next_step_run_once(
     );
     assert_eq!(steps["D"].run_ids.len(), 1);
 }
+
+/// The runs of a job, oldest first.
+async fn runs_of(pool: &PgPool, job_id: i64) -> Vec<Run> {
+    sqlx::query_as("SELECT * FROM runs WHERE job_id = $1 ORDER BY id")
+        .bind(job_id)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn child_jobs_run_once_after_their_parent_with_its_params(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let env = fast_env(&url, &unique_prefix("child-jobs"));
+    let shell = |name: &str, script: &str| {
+        NewJob::new(
+            name,
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", script]}),
+        )
+    };
+    let report = r#"echo "parent=$PROBACTR_PARENT_RUN_ID region=$PROBACTR_PARAM_REGION""#;
+    let on_success = jobs::insert(&pool, &shell("after-success", report))
+        .await
+        .unwrap();
+    let on_failure = jobs::insert(&pool, &shell("after-failure", report))
+        .await
+        .unwrap();
+    let parent = jobs::insert(&pool, &shell("parent", r#"test "$PROBACTR_PARAM_OUTCOME" = ok"#))
+        .await
+        .unwrap();
+    let children = jobs::JobChildren {
+        on_success: vec![on_success.id],
+        on_failure: vec![on_failure.id],
+        on_finish: vec![],
+    };
+    assert!(jobs::set_children(&pool, parent.id, &children).await.unwrap());
+    let _executor = executor("executor", &env);
+
+    let mut parents = Vec::new();
+    for outcome in ["ok", "broken"] {
+        let run = runs::queue_now(&pool, parent.id).await.unwrap();
+        probactr_common::store::run_inputs::set_params(
+            &pool,
+            run.id,
+            &json!({"outcome": outcome, "region": "eu"}),
+        )
+        .await
+        .unwrap();
+        parents.push(run.id);
+        let child = if outcome == "ok" { &on_success } else { &on_failure };
+        eventually(Duration::from_secs(30), "the child ran", || async {
+            runs_of(&pool, child.id)
+                .await
+                .iter()
+                .any(|run| run.state.is_terminal())
+                .then_some(())
+        })
+        .await;
+    }
+    // Time for a doubled child to show up.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    assert_eq!(get_run(&pool, parents[0]).await.state, RunState::Succeeded);
+    assert_eq!(get_run(&pool, parents[1]).await.state, RunState::Failed);
+    for (child, parent_run) in [(&on_success, parents[0]), (&on_failure, parents[1])] {
+        let runs = runs_of(&pool, child.id).await;
+        assert_eq!(runs.len(), 1, "{} ran once: {runs:?}", child.name);
+        assert_eq!(runs[0].state, RunState::Succeeded);
+        let printed = runs[0].output.clone().unwrap_or_default();
+        assert!(
+            printed.contains(&format!("parent={parent_run} region=eu")),
+            "the child sees its parent run and the parent's params: {printed}"
+        );
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_workflow_trigger_starts_one_workflow_run_per_instant(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let env = fast_env(&url, &unique_prefix("workflow-trigger"));
+    let job = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "report",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", r#"echo "region=$PROBACTR_PARAM_REGION""#]}),
+        ),
+    )
+    .await
+    .unwrap();
+    let step = Step {
+        name: "report".to_owned(),
+        job_id: job.id,
+        depends_on: vec![],
+        when: "all_success".to_owned(),
+        params: json!({}),
+    };
+    let mut tx = pool.begin().await.unwrap();
+    let workflow = workflows::create(&mut tx, "every-two-seconds", "", &[step])
+        .await
+        .unwrap();
+    // Created in this transaction, the trigger's instants count from its now().
+    let now = probactr_common::store::db_now(&mut *tx).await.unwrap();
+    let every_two = NewTrigger::interval(2);
+    let first = every_two
+        .schedule(now)
+        .unwrap()
+        .first_at_or_after(now + TimeDelta::seconds(1));
+    let trigger =
+        workflows::create_trigger(&mut *tx, workflow.id, &every_two, &json!({"region": "eu"}), first)
+            .await
+            .unwrap();
+    tx.commit().await.unwrap();
+    // Two executors fire at once: each instant still starts one workflow run.
+    let _executors: Vec<_> = (0..2).map(|i| executor(&format!("executor-{i}"), &env)).collect();
+
+    let instants = || async {
+        sqlx::query_scalar::<_, DateTime<Utc>>(
+            "SELECT scheduled_at FROM workflow_runs WHERE trigger_id = $1 ORDER BY scheduled_at",
+        )
+        .bind(trigger.id)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+    eventually(Duration::from_secs(30), "four instants fired", || async {
+        (instants().await.len() >= 4).then_some(())
+    })
+    .await;
+    let fired = instants().await;
+    for pair in fired.windows(2) {
+        assert_eq!(
+            pair[1] - pair[0],
+            TimeDelta::seconds(2),
+            "one run per instant, none lost: {fired:?}"
+        );
+    }
+    let runs = workflows::runs_of(&pool, workflow.id, 100).await.unwrap();
+    assert_eq!(runs.len(), fired.len(), "no run started by hand");
+    let first = runs.last().unwrap();
+    let (state, steps) = workflow_ended(&pool, first.id, Duration::from_secs(30)).await;
+    assert_eq!(state, "succeeded", "{steps:?}");
+    let run = last_attempt(&pool, &steps["report"]).await;
+    assert!(
+        run.output.as_deref().unwrap_or_default().contains("region=eu"),
+        "the trigger's params reach the step: {run:?}"
+    );
+}

@@ -9,6 +9,7 @@ use probactr_common::model::JobKind;
 use serde_json::{json, Map, Value};
 
 use super::FormData;
+use crate::command::job::ChildDraft;
 use crate::command::{JobDraft, JobPatch};
 use crate::error::FieldErrors;
 
@@ -33,6 +34,9 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "shards",
     "mode",
     "replicas",
+    "on_success",
+    "on_failure",
+    "on_finish",
     "paused",
     "spec.program",
     "spec.args",
@@ -78,6 +82,11 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         shards: form.whole_if_filled("shards", &mut problems),
         mode: form.choice("mode", &mut problems),
         replicas: form.whole_if_filled("replicas", &mut problems),
+        children: ChildDraft {
+            on_success: form.jobs("on_success"),
+            on_failure: form.jobs("on_failure"),
+            on_finish: form.jobs("on_finish"),
+        },
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

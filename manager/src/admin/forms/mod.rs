@@ -108,6 +108,36 @@ impl FormData {
         }
     }
 
+    /// A list of jobs, comma-separated, each an id or a name (absent when not in the
+    /// form; empty: none).
+    pub(super) fn jobs(&self, key: &str) -> Option<serde_json::Value> {
+        let text = self.get(key)?;
+        let references = text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(|item| match item.parse::<i64>() {
+                Ok(id) => serde_json::json!(id),
+                Err(_) => serde_json::json!(item),
+            });
+        Some(serde_json::Value::Array(references.collect()))
+    }
+
+    /// A JSON object typed in a textarea (absent when not in the form; empty: `{}`).
+    pub(super) fn json_object(&self, key: &str, problems: &mut FieldErrors) -> Option<serde_json::Value> {
+        let text = self.get(key)?.trim();
+        if text.is_empty() {
+            return Some(serde_json::json!({}));
+        }
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) => Some(value),
+            Err(err) => {
+                problems.insert(key.to_owned(), format!("not JSON: {err}"));
+                None
+            }
+        }
+    }
+
     /// A text field: absent when not in the form.
     pub(super) fn text(&self, key: &str) -> Given<String> {
         self.get(key).map(|value| Some(value.trim().to_owned()))

@@ -38,6 +38,7 @@ pub fn trigger_draft(form: &FormData) -> TriggerDraft {
         misfire_threshold_secs: form.whole_if_filled("misfire_threshold_secs", &mut problems),
         paused: Some(Some(form.checked("paused"))),
         max_concurrency: form.whole_or_null("max_concurrency", &mut problems),
+        params: form.json_object("params", &mut problems),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -1,0 +1,81 @@
+//! Firing the triggers of workflows: each due instant starts one workflow run.
+//!
+//! One pass is one transaction: lock the due workflow triggers (`SKIP LOCKED`, so
+//! executors firing at once split them), plan each with the job triggers' rules
+//! ([`firing::plan_trigger`]: timely instants start, late ones follow the misfire policy),
+//! start a workflow run per instant to start (at most one per trigger and instant: the
+//! constraint `workflow_runs_instant_once`), move `next_fire_at` on, commit. A crash
+//! before the commit starts nothing and moves nothing; a peer then fires the same
+//! instants. Instants fire when due, not ahead: a workflow run starts its first steps
+//! at once. Instants not started are logged and counted, not recorded as `misfires`
+//! rows (those belong to a job).
+
+use std::sync::Arc;
+
+use probactr_common::schedule::TriggerSchedule;
+use probactr_common::store::workflows::{self, WorkflowTrigger};
+use probactr_common::store::{self, StoreError};
+
+use crate::firing::{plan_trigger, TriggerPlan};
+use crate::Shared;
+
+/// Fires the due workflow triggers, batch after batch; returns how many fired.
+pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
+    let batch = i64::from(shared.config.fire_batch);
+    let mut fired = 0;
+    loop {
+        let count = fire_batch(shared, batch).await?;
+        fired += count;
+        if count < batch as usize {
+            return Ok(fired);
+        }
+    }
+}
+
+async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<usize, StoreError> {
+    let mut tx = shared.pool.begin().await?;
+    let due = workflows::claim_due_triggers(&mut tx, batch).await?;
+    if due.is_empty() {
+        tx.commit().await?;
+        return Ok(0);
+    }
+    let now = store::db_now(&mut *tx).await?;
+    let mut started = 0u64;
+    for trigger in &due {
+        let plan = plan(trigger, now);
+        for instant in &plan.fire {
+            if let Some(run) = workflows::start_scheduled_run(&mut tx, trigger, *instant).await? {
+                tracing::info!(workflow.id = trigger.workflow_id, trigger.id = trigger.id,
+                    workflow_run.id = run, %instant, "workflow run started by its trigger");
+                started += 1;
+            }
+        }
+        if let Some(missed) = &plan.missed {
+            metrics::counter!("probactr_missed_instants_total").increment(missed.count as u64);
+            tracing::info!(workflow.id = trigger.workflow_id, trigger.id = trigger.id,
+                count = missed.count, reason = %missed.reason, "workflow instants missed");
+        }
+        workflows::advance_trigger(&mut tx, trigger.id, plan.next, now).await?;
+    }
+    tx.commit().await?;
+    if started > 0 {
+        shared.wakeups.runs.notify_one();
+    }
+    Ok(due.len())
+}
+
+fn plan(trigger: &WorkflowTrigger, now: chrono::DateTime<chrono::Utc>) -> TriggerPlan {
+    let view = trigger.schedule_view();
+    match TriggerSchedule::from_trigger(&view) {
+        Ok(schedule) => plan_trigger(&view, &schedule, now),
+        Err(err) => {
+            tracing::error!(trigger.id = trigger.id, error = %err,
+                "stored workflow trigger has an invalid schedule; it stops firing");
+            TriggerPlan {
+                fire: Vec::new(),
+                missed: None,
+                next: None,
+            }
+        }
+    }
+}

@@ -385,13 +385,20 @@ pub async fn delete(
         let message = format!("Job {} was not deleted: type its name to confirm", job.name);
         return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
     }
-    let replicas = if job.mode == JobMode::Service {
-        jobs::replicas(&state, id).await?
+    let erase_history = form.checked("erase_history");
+    match jobs::delete(&state, &user.0, id, erase_history).await {
+        // Still a step of a workflow, or already deleted: say so on the job's page.
+        Err(ApiError::Conflict(message)) => {
+            return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message))
+        }
+        other => other?,
+    }
+    let message = if erase_history {
+        format!("Job {} deleted with its history", job.name)
     } else {
-        Vec::new()
+        format!("Job {} deleted; its history is kept", job.name)
     };
-    let children = jobs::children_named(&state, &job).await?;
-    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children, ..user.layout("jobs") };
+    Ok(flash::redirect(Redirect::to("/jobs"), &message))
 }
 
 #[cfg(test)]

@@ -92,7 +92,9 @@ impl Registry for Definitions<'_> {
     }
 
     async fn delete_job(&self, id: i64) -> Result<(), Refusal> {
-        jobs::delete(self.state, self.who, id, false).await.map_err(refusal)
+        jobs::delete(self.state, self.who, id, false)
+            .await
+            .map_err(refusal)
     }
 
     async fn create_trigger(&self, job_id: i64, body: Value) -> Result<(), Refusal> {

@@ -46,7 +46,9 @@ pub async fn live_attempts_of(db: impl PgExecutor<'_>, chain_ids: &[i64]) -> Res
 
 /// The live (queued, claimed or running) runs of a job.
 pub async fn live_of_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<i64>, StoreError> {
-    Ok(sqlx::query_scalar!("SELECT id FROM runs_live WHERE job_id = $1", job_id)
-        .fetch_all(db)
-        .await?)
+    Ok(
+        sqlx::query_scalar!("SELECT id FROM runs_live WHERE job_id = $1", job_id)
+            .fetch_all(db)
+            .await?,
+    )
 }

@@ -501,9 +501,7 @@ async fn delete_with_confirmation(session: &Session, app: &TestApp) {
     session.goto(&format!("/jobs/{}", job.id)).await;
     session.click("details.delete-job summary").await;
     session.type_into("#confirm-delete", "doomed").await;
-    session
-        .press("form.confirm-delete", "Delete job")
-        .await;
+    session.press("form.confirm-delete", "Delete job").await;
     eventually(PAGE_WAIT, "the refusal", || async {
         let flash = session.client.find(Locator::Css(".flash")).await.ok()?;
         flash.text().await.ok()?.contains("was not deleted").then_some(())
@@ -515,9 +513,7 @@ async fn delete_with_confirmation(session: &Session, app: &TestApp) {
     );
     session.click("details.delete-job summary").await;
     session.type_into("#confirm-delete", "doomed-by-browser").await;
-    session
-        .press("form.confirm-delete", "Delete job")
-        .await;
+    session.press("form.confirm-delete", "Delete job").await;
     session.wait_path("the jobs list", |path| path == "/jobs").await;
     assert_eq!(
         session.text(".flash").await,
@@ -529,9 +525,7 @@ async fn delete_with_confirmation(session: &Session, app: &TestApp) {
     session.goto(&format!("/jobs/{}", job.id)).await;
     session.click("details.delete-job summary").await;
     session.type_into("#confirm-delete", &kept.name).await;
-    session
-        .press("form.confirm-delete", "Erase its history")
-        .await;
+    session.press("form.confirm-delete", "Erase its history").await;
     session.wait_path("the jobs list", |path| path == "/jobs").await;
     assert!(
         store::jobs::get(app.pool(), job.id).await.unwrap().is_none(),

@@ -45,10 +45,13 @@ pub enum JobsCommand {
         /// Its name.
         name: String,
     },
-    /// Delete a job, its triggers and its history.
+    /// Delete a job and its triggers; its run history stays readable unless erased.
     Delete {
         /// Its name.
         name: String,
+        /// Also erase its run history.
+        #[arg(long)]
+        erase_history: bool,
         /// Do not ask for confirmation.
         #[arg(long)]
         yes: bool,
@@ -343,21 +346,32 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
                 .await?;
             eprintln!("Job {name} resumed");
         }
-        JobsCommand::Delete { name, yes } => {
+        JobsCommand::Delete {
+            name,
+            erase_history,
+            yes,
+        } => {
             let job = job_named(client, &name).await?;
-            if !yes && !confirm(&name)? {
+            if !yes && !confirm(&name, erase_history)? {
                 bail!("not deleted: type the job's name to confirm, or pass --yes");
             }
-            client.delete(&format!("/jobs/{}", job["id"])).await?;
-            eprintln!("Job {name} deleted");
+            let path = if erase_history {
+                format!("/jobs/{}?erase_history=true", job["id"])
+            } else {
+                format!("/jobs/{}", job["id"])
+            };
+            client.delete(&path).await?;
+            if erase_history {
+                eprintln!("Job {name} deleted with its history");
+            } else {
+                eprintln!("Job {name} deleted; its history is kept");
+            }
         }
         JobsCommand::Run { name, params, wait } => {
-            if !params.is_empty() {
-                bail!("--param: this manager does not take run parameters");
-            }
+            let params = run_params(&params)?;
             let job = job_named(client, &name).await?;
             let queued = client
-                .post(&format!("/jobs/{}/run", job["id"]), &json!({}))
+                .post(&format!("/jobs/{}/run", job["id"]), &json!({"params": params}))
                 .await?;
             let run_id = queued["run_id"]
                 .as_i64()
@@ -378,13 +392,31 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
     Ok(Exit::Success)
 }
 
-fn confirm(name: &str) -> anyhow::Result<bool> {
+fn confirm(name: &str, erase_history: bool) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
         return Ok(false);
     }
-    Ok(prompt(&format!(
-        "Delete job {name} with its triggers and history? Type its name: "
-    ))? == name)
+    let what = if erase_history {
+        "with its triggers and history"
+    } else {
+        "and its triggers (its history is kept)"
+    };
+    Ok(prompt(&format!("Delete job {name} {what}? Type its name: "))? == name)
+}
+
+/// `--param KEY=VALUE` options as the run's parameters (a JSON object of strings).
+fn run_params(given: &[String]) -> anyhow::Result<serde_json::Map<String, Value>> {
+    let mut params = serde_json::Map::new();
+    for pair in given {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("--param {pair:?}: expected KEY=VALUE");
+        };
+        if key.trim().is_empty() {
+            bail!("--param {pair:?}: the key is empty");
+        }
+        params.insert(key.trim().to_owned(), Value::String(value.to_owned()));
+    }
+    Ok(params)
 }
 
 /// How often `runs logs --follow` asks for more output while nothing new came.

@@ -159,6 +159,35 @@ async fn the_client_logs_in_lists_runs_jobs_and_says_what_went_wrong(
     let logs = probactr(home, none, &["runs", "logs", &id], "");
     assert!(text(&logs.stdout).contains("doomed"), "{}", text(&logs.stdout));
 
+    // Parameters reach the run; a malformed one is refused before anything is queued.
+    let greet = api
+        .post(format!("{}/api/v1/jobs", cluster.url))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({"name": "greet", "kind": "shell",
+                               "spec": {"program": "echo \"hi $PROBACTR_PARAM_WHO\"", "shell": true}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(greet.status().is_success(), "{}", greet.text().await.unwrap());
+    let bad_param = probactr(home, none, &["jobs", "run", "greet", "--param", "who"], "");
+    assert_eq!(bad_param.status.code(), Some(1));
+    assert!(text(&bad_param.stderr).contains("KEY=VALUE"), "{}", text(&bad_param.stderr));
+    let greeted = probactr(
+        home,
+        none,
+        &["jobs", "run", "greet", "--param", "who=world", "--wait", "-o", "json"],
+        "",
+    );
+    assert_eq!(greeted.status.code(), Some(0), "{}", text(&greeted.stderr));
+    let run: Value = serde_json::from_slice(&greeted.stdout).unwrap();
+    assert_eq!(run["params"]["who"], "world");
+    let logs = probactr(home, none, &["runs", "logs", &run["id"].to_string()], "");
+    assert!(text(&logs.stdout).contains("hi world"), "{}", text(&logs.stdout));
+
     let paused = probactr(home, none, &["jobs", "pause", "hello"], "");
     assert!(paused.status.success(), "{}", text(&paused.stderr));
     let got = probactr(home, none, &["jobs", "get", "hello", "-o", "yaml"], "");

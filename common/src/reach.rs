@@ -68,18 +68,15 @@ pub async fn postgres(url: &str, within: Duration, stop: &CancellationToken) -> 
     .await
 }
 
-/// Waits until Redis at `url` answers a `PING`. `Ok(false)` when `stop` came first.
+/// Waits until Redis at `url` answers a `PING` (for a `redis+sentinel://` URL: the
+/// master the sentinels name). `Ok(false)` when `stop` came first.
 pub async fn redis(url: &str, within: Duration, stop: &CancellationToken) -> Result<bool, ReachError> {
-    let client = crate::lock::target::client(url).map_err(|err| ReachError::Unusable {
+    let target = crate::lock::target::RedisTarget::parse(url).map_err(|err| ReachError::Unusable {
         service: "Redis",
         address: redact_url(url),
         error: err.to_string(),
     })?;
-    until_answered("Redis", url, within, stop, || async {
-        let mut connection = client.get_multiplexed_async_connection().await?;
-        redis::cmd("PING").query_async::<String>(&mut connection).await
-    })
-    .await
+    until_answered("Redis", url, within, stop, || target.ping()).await
 }
 
 /// Runs `attempt` until it succeeds, logging each failure, for at most `within`.

@@ -51,10 +51,41 @@ async fn job_lifecycle(pool: PgPool) {
         .await;
     assert_eq!(resumed.body["paused"], false);
 
+    // Deleting keeps the history: the queued run is cancelled and stays readable, the
+    // job is retired under a name that frees its own, and takes no more changes.
+    let queued = app
+        .post(&format!("/api/v1/jobs/{id}/run"), &admin, json!({}))
+        .await;
+    let run_id = queued.body["run_id"].as_i64().unwrap();
+    let bad = app
+        .call(Method::DELETE, &format!("/api/v1/jobs/{id}?erase_history=perhaps"), Some(&admin), None)
+        .await;
+    assert_field(&bad, "erase_history");
     let deleted = app
         .call(Method::DELETE, &format!("/api/v1/jobs/{id}"), Some(&admin), None)
         .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let retired = app.get(&format!("/api/v1/jobs/{id}"), &admin).await;
+    assert_eq!(retired.status, StatusCode::OK);
+    assert_eq!(retired.body["name"], format!("backup (deleted #{id})"));
+    assert!(retired.body["deleted_at"].is_string(), "{}", retired.text);
+    let listed = app.get("/api/v1/jobs", &admin).await;
+    assert_eq!(listed.body["total"], 0, "a deleted job is not listed");
+    let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+    assert_eq!(run.body["state"], "cancelled", "{}", run.text);
+    let refused = app
+        .patch(&format!("/api/v1/jobs/{id}"), &admin, json!({"version": retired.body["version"], "description": "x"}))
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    let again = app.job(&admin, json!({"name": "backup", "kind": "noop"})).await;
+    assert_ne!(again["id"].as_i64(), Some(id), "the name is free again");
+
+    let erased = app
+        .call(Method::DELETE, &format!("/api/v1/jobs/{id}?erase_history=true"), Some(&admin), None)
+        .await;
+    assert_eq!(erased.status, StatusCode::NO_CONTENT);
+    let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+    assert_eq!(run.status, StatusCode::NOT_FOUND, "erased with its job");
     let gone = app.get(&format!("/api/v1/jobs/{id}"), &admin).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
     assert_eq!(gone.body["error"]["code"], "not_found");

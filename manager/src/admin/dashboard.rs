@@ -76,6 +76,8 @@ struct Chart {
     ticks: Vec<Tick>,
     /// What the left end of the x axis is ("60 min ago").
     since: &'static str,
+    /// How wide a bar is ("15-minute").
+    bar_width: &'static str,
     /// Runs in the range by outcome, for the legend.
     totals: Totals,
 }
@@ -183,6 +185,11 @@ impl Chart {
                 Range::Hour => "60 min ago",
                 Range::Day => "24 h ago",
                 Range::Week => "7 days ago",
+            },
+            bar_width: match range {
+                Range::Hour => "1-minute",
+                Range::Day => "15-minute",
+                Range::Week => "2-hour",
             },
             totals,
         }

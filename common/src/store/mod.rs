@@ -14,6 +14,7 @@ pub mod audit;
 pub mod backfills;
 pub mod checkpoints;
 pub mod cluster;
+pub mod dashboard;
 pub mod housekeeping;
 pub mod jobs;
 pub mod login_failures;

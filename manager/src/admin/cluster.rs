@@ -1,10 +1,10 @@
-//! The dashboard, the cluster page and the audit log page.
+//! The cluster page and the audit log page.
 
 use axum::extract::{Path, State};
 use axum::response::{Html, Redirect};
 use minijinja::context;
 use probactr_common::model::ProcessRole;
-use probactr_common::store::{self, jobs::JobFilter};
+use probactr_common::store;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -15,50 +15,6 @@ use crate::input::{check, QueryParams};
 use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
 use crate::state::AppState;
-
-/// One bar of the runs-per-minute chart: the count, and its height in tenths of the peak.
-#[derive(Debug, Clone, Serialize)]
-struct Bar {
-    count: i64,
-    level: i64,
-}
-
-fn bars(per_minute: &[i64]) -> (Vec<Bar>, i64) {
-    let peak = per_minute.iter().copied().max().unwrap_or(0);
-    let bars = per_minute
-        .iter()
-        .map(|&count| Bar {
-            count,
-            level: if peak == 0 {
-                0
-            } else {
-                (count * 10 + peak - 1) / peak
-            },
-        })
-        .collect();
-    (bars, peak)
-}
-
-/// `GET /`.
-pub async fn dashboard(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let shared = service::cluster::status(&state).await?;
-    let status: &store::cluster::Status = &shared;
-    let jobs_total = service::jobs::count(&state, &JobFilter::default()).await?;
-    let runs_last_hour: i64 = status.runs_last_hour.values().sum();
-    let failures_last_hour: i64 = ["failed", "timed_out", "abandoned"]
-        .iter()
-        .filter_map(|s| status.runs_last_hour.get(*s))
-        .sum();
-    let (spark, peak) = bars(&status.runs_per_minute);
-    let executors = status.processes.get(ProcessRole::Executor.as_str());
-    let executors_alive = executors.and_then(|e| e.get("alive")).copied().unwrap_or(0);
-    let executors_dead = executors.and_then(|e| e.get("dead")).copied().unwrap_or(0);
-    let ctx = context! {
-        status, jobs_total, runs_last_hour, failures_last_hour, spark, peak, executors_alive, executors_dead,
-        ..user.layout("dashboard")
-    };
-    render(&state, "dashboard.html", ctx)
-}
 
 /// `GET /executors`: executors and monitors.
 pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
@@ -286,13 +242,5 @@ mod tests {
         .map(|p| p.state)
         .collect();
         assert_eq!(shown, ["alive", "draining", "stopped"]);
-    }
-
-    #[test]
-    fn bars_scale_to_the_peak() {
-        let (bars, peak) = bars(&[0, 5, 10, 1]);
-        assert_eq!(peak, 10);
-        assert_eq!(bars.iter().map(|b| b.level).collect::<Vec<_>>(), [0, 5, 10, 1]);
-        assert!(super::bars(&[0, 0]).0.iter().all(|b| b.level == 0));
     }
 }

@@ -11,6 +11,7 @@
 
 mod alerts;
 mod cluster;
+mod dashboard;
 mod definitions;
 pub mod flash;
 mod forms;
@@ -41,7 +42,7 @@ pub use forms::FormData;
 /// Routes of the web admin.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/", get(cluster::dashboard))
+        .route("/", get(dashboard::dashboard))
         .route("/login", get(login::page).post(login::submit))
         .route("/logout", post(login::logout))
         .route("/jobs", get(jobs::list))

@@ -9,6 +9,7 @@ mod alerts;
 mod auth;
 pub mod bodies;
 mod cluster;
+mod dashboard;
 mod health;
 mod jobs;
 mod ledger;
@@ -66,6 +67,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(cluster::drain))
         .routes(routes!(cluster::monitors))
         .routes(routes!(cluster::status))
+        .routes(routes!(dashboard::dashboard))
         .routes(routes!(cluster::audit))
         .routes(routes!(triggers::preview))
         .routes(routes!(ledger::ledger))

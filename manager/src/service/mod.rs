@@ -6,6 +6,7 @@
 
 pub mod alerts;
 pub mod cluster;
+pub mod dashboard;
 pub mod definitions;
 pub mod jobs;
 pub mod ledger;

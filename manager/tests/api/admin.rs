@@ -460,6 +460,39 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
         StatusCode::NOT_FOUND
     );
 
+    // The dashboard charts runs per minute by outcome (the cancelled run is one that did
+    // not run) with links to each range; a bad range shows the last hour and says why.
+    for range in ["1h", "24h", "7d"] {
+        let dashboard = app.page(&format!("/?range={range}"), &b.cookie).await;
+        assert_eq!(dashboard.status, StatusCode::OK, "{}", dashboard.text);
+        let text = &dashboard.text;
+        assert!(text.contains("<svg class=\"chart\" id=\"runs-chart\""), "{text}");
+        assert!(text.contains(">runs per minute</text>"), "{text}");
+        assert!(text.contains("<rect class=\"not-run\""), "{range}: {text}");
+        for link in ["/?range=1h", "/?range=24h", "/?range=7d"] {
+            assert!(text.contains(&format!("href=\"{link}\"")), "{link}: {text}");
+        }
+        assert!(
+            text.contains(&format!("href=\"/?range={range}\" class=\"active\"")),
+            "{text}"
+        );
+        assert!(text.contains("id=\"slowest-jobs\"") && text.contains("id=\"failing-jobs\""));
+        assert!(!text.contains("id=\"range-notice\""));
+    }
+    let bad_range = app.page("/?range=%3Cb%3E", &b.cookie).await;
+    assert_eq!(bad_range.status, StatusCode::OK, "{}", bad_range.text);
+    assert!(
+        bad_range.text.contains("id=\"range-notice\""),
+        "{}",
+        bad_range.text
+    );
+    assert!(
+        bad_range.text.contains("Unknown range &quot;&lt;b&gt;&quot;"),
+        "{}",
+        bad_range.text
+    );
+    assert!(bad_range.text.contains("href=\"/?range=1h\" class=\"active\""));
+
     // Edit through the form with a stale version: the page says so.
     let edit = app.page(&format!("/jobs/{job_id}/edit"), &b.cookie).await;
     assert!(edit.text.contains("name=\"version\""));

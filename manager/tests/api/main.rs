@@ -31,6 +31,7 @@ mod openapi;
 
 mod admin;
 mod alerts;
+mod dashboard;
 mod end_to_end;
 mod health_auth;
 mod jobs;

@@ -1,0 +1,19 @@
+//! The dashboard's history over a range (`1h`, `24h`, `7d`): ended runs per bucket by
+//! outcome, the slowest and the most failing jobs. Shared by `GET /api/v1/dashboard` and
+//! the admin's dashboard.
+
+use probactr_common::store::{self, dashboard::Dashboard, dashboard::Range};
+
+use crate::error::{ApiError, FieldErrors};
+use crate::input::QueryParams;
+use crate::state::AppState;
+
+/// The `range` of a query (`1h` when absent); a bad one is named in `errors`.
+pub fn range(query: &QueryParams, errors: &mut FieldErrors) -> Range {
+    query.choice("range", errors).unwrap_or_default()
+}
+
+/// The history over `range`.
+pub async fn dashboard(state: &AppState, range: Range) -> Result<Dashboard, ApiError> {
+    Ok(store::dashboard::dashboard(&state.pool, range).await?)
+}

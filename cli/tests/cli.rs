@@ -175,11 +175,24 @@ async fn the_client_logs_in_lists_runs_jobs_and_says_what_went_wrong(
     assert!(greet.status().is_success(), "{}", greet.text().await.unwrap());
     let bad_param = probactr(home, none, &["jobs", "run", "greet", "--param", "who"], "");
     assert_eq!(bad_param.status.code(), Some(1));
-    assert!(text(&bad_param.stderr).contains("KEY=VALUE"), "{}", text(&bad_param.stderr));
+    assert!(
+        text(&bad_param.stderr).contains("KEY=VALUE"),
+        "{}",
+        text(&bad_param.stderr)
+    );
     let greeted = probactr(
         home,
         none,
-        &["jobs", "run", "greet", "--param", "who=world", "--wait", "-o", "json"],
+        &[
+            "jobs",
+            "run",
+            "greet",
+            "--param",
+            "who=world",
+            "--wait",
+            "-o",
+            "json",
+        ],
         "",
     );
     assert_eq!(greeted.status.code(), Some(0), "{}", text(&greeted.stderr));

@@ -58,7 +58,12 @@ async fn job_lifecycle(pool: PgPool) {
         .await;
     let run_id = queued.body["run_id"].as_i64().unwrap();
     let bad = app
-        .call(Method::DELETE, &format!("/api/v1/jobs/{id}?erase_history=perhaps"), Some(&admin), None)
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/jobs/{id}?erase_history=perhaps"),
+            Some(&admin),
+            None,
+        )
         .await;
     assert_field(&bad, "erase_history");
     let deleted = app
@@ -74,14 +79,23 @@ async fn job_lifecycle(pool: PgPool) {
     let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
     assert_eq!(run.body["state"], "cancelled", "{}", run.text);
     let refused = app
-        .patch(&format!("/api/v1/jobs/{id}"), &admin, json!({"version": retired.body["version"], "description": "x"}))
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": retired.body["version"], "description": "x"}),
+        )
         .await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
     let again = app.job(&admin, json!({"name": "backup", "kind": "noop"})).await;
     assert_ne!(again["id"].as_i64(), Some(id), "the name is free again");
 
     let erased = app
-        .call(Method::DELETE, &format!("/api/v1/jobs/{id}?erase_history=true"), Some(&admin), None)
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/jobs/{id}?erase_history=true"),
+            Some(&admin),
+            None,
+        )
         .await;
     assert_eq!(erased.status, StatusCode::NO_CONTENT);
     let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;

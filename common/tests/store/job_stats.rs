@@ -756,7 +756,8 @@ async fn a_run_fired_ahead_waits_for_its_instant(pool: PgPool) {
 /// The migrations of labels, priorities, checkpoints, live output and workflows upgrade a
 /// database holding jobs, triggers and runs in place: the queued run keeps its place in the
 /// claim (its claim order derived from its `available_at` at priority 0), jobs take the
-/// new defaults, and the run is still claimed.
+/// new defaults (route `any`, mode `batch`, not deleted), invariant 1 still holds for the
+/// ended instant, and the run is still claimed.
 #[sqlx::test(migrations = false)]
 async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: PgPool) {
     const BEFORE_ROUTING: i64 = 20261124000010;
@@ -810,6 +811,21 @@ async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: 
             .await
             .expect("the job");
     assert_eq!((grace, selector, job_priority), (10, serde_json::json!({}), 0));
+    let placement: (String, i32, String, i32, Option<chrono::DateTime<chrono::Utc>>) =
+        sqlx::query_as("SELECT route, shards, mode, replicas, deleted_at FROM jobs WHERE id = $1")
+            .bind(job)
+            .fetch_one(&pool)
+            .await
+            .expect("the job's route and mode");
+    assert_eq!(placement, ("any".into(), 1, "batch".into(), 1, None));
+    // Invariant 1's rebuilt index still refuses a second first attempt of an ended instant.
+    let again = sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, finished_at)
+         SELECT job_id, trigger_id, scheduled_at, 'succeeded', now() FROM runs WHERE state = 'succeeded'",
+    )
+    .execute(&pool)
+    .await;
+    assert!(again.is_err(), "an ended instant has one first attempt");
     let ended: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state = 'succeeded'")
         .fetch_one(&pool)
         .await

@@ -10,6 +10,11 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+mod files;
+
+pub use files::FILE_SETTINGS;
+
+use crate::account::AccountName;
 use crate::backoff::Backoff;
 use crate::cidr::Cidr;
 use crate::secrets::{Keyring, SecretKey};
@@ -140,6 +145,21 @@ pub const VARS: &[Var] = &[
         help: "comma-separated names (or `PREFIX_*`) of the executor's variables shell jobs inherit beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR and USER",
     },
     Var {
+        name: "PROBACTR_JOB_USER",
+        default: "",
+        help: "the account shell jobs run as, NAME or UID:GID (the executor's own when empty); the executor needs root's SETUID, SETGID, KILL, CHOWN, DAC_OVERRIDE and FOWNER capabilities for it and refuses to start without them",
+    },
+    Var {
+        name: "PROBACTR_JOB_USERS_ALLOWED",
+        default: "",
+        help: "comma-separated accounts (NAME or UID:GID) a job may name as its own `run_as`",
+    },
+    Var {
+        name: "PROBACTR_WORK_DIR",
+        default: "",
+        help: "where an executor makes each shell run's fresh working directory, removed after the run (the system's temporary directory when empty)",
+    },
+    Var {
         name: "PROBACTR_SECRET_KEY",
         default: "",
         help: "32 random bytes in base64 sealing job and channel secrets (manager, executors and monitors; `openssl rand -base64 32`)",
@@ -150,6 +170,26 @@ pub const VARS: &[Var] = &[
         help: "the key before PROBACTR_SECRET_KEY, during a rotation: its secrets still open",
     },
     Var {
+        name: "PROBACTR_SECRET_KEY_FILE",
+        default: "",
+        help: "a file holding PROBACTR_SECRET_KEY, instead of the variable (Docker and Kubernetes secrets)",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY_PREVIOUS_FILE",
+        default: "",
+        help: "a file holding PROBACTR_SECRET_KEY_PREVIOUS, instead of the variable",
+    },
+    Var {
+        name: "DATABASE_URL_FILE",
+        default: "",
+        help: "a file holding DATABASE_URL, instead of the variable",
+    },
+    Var {
+        name: "REDIS_URL_FILE",
+        default: "",
+        help: "a file holding REDIS_URL, instead of the variable",
+    },
+    Var {
         name: "PROBACTR_TRUSTED_PROXIES",
         default: "",
         help: "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For names the client (the manager's login rate limit)",
@@ -158,6 +198,11 @@ pub const VARS: &[Var] = &[
         name: "PROBACTR_SMTP_URL",
         default: "",
         help: "SMTP server monitors send alert mail through: smtp://user:pass@host:port, smtps://… (TLS), ?tls=starttls (off when empty)",
+    },
+    Var {
+        name: "PROBACTR_SMTP_URL_FILE",
+        default: "",
+        help: "a file holding PROBACTR_SMTP_URL, instead of the variable",
     },
     Var {
         name: "PROBACTR_SMTP_FROM",
@@ -198,6 +243,11 @@ pub const VARS: &[Var] = &[
         name: "PROBACTR_ADMIN_PASSWORD",
         default: "",
         help: "password of the first admin (at least 12 characters; required when no user exists)",
+    },
+    Var {
+        name: "PROBACTR_ADMIN_PASSWORD_FILE",
+        default: "",
+        help: "a file holding PROBACTR_ADMIN_PASSWORD, instead of the variable",
     },
     Var {
         name: "PROBACTR_LOG_FORMAT",
@@ -290,6 +340,12 @@ pub struct Config {
     pub http_deny: Vec<String>,
     /// `PROBACTR_JOB_ENV_PASSTHROUGH`.
     pub job_env_passthrough: Vec<String>,
+    /// `PROBACTR_JOB_USER`: None runs jobs as the executor's own account.
+    pub job_user: Option<AccountName>,
+    /// `PROBACTR_JOB_USERS_ALLOWED`.
+    pub job_users_allowed: Vec<AccountName>,
+    /// `PROBACTR_WORK_DIR` (None: the system's temporary directory).
+    pub work_dir: Option<std::path::PathBuf>,
     /// `PROBACTR_TRUSTED_PROXIES`.
     pub trusted_proxies: Vec<Cidr>,
     /// `PROBACTR_SECRET_KEY` (and `PROBACTR_SECRET_KEY_PREVIOUS`); None when unset.
@@ -457,6 +513,8 @@ impl Config {
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let from_files = files::read_file_settings(&lookup)?;
+        let lookup = |name: &str| from_files.get(name).cloned().or_else(|| lookup(name));
         let env = Env { lookup: &lookup };
         let config = Config {
             database_url: env.url("DATABASE_URL", &["postgres://", "postgresql://"])?,
@@ -491,6 +549,11 @@ impl Config {
             http_allow: env.list("PROBACTR_HTTP_ALLOW"),
             http_deny: env.list("PROBACTR_HTTP_DENY"),
             job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),
+            job_user: env.optional_account("PROBACTR_JOB_USER")?,
+            job_users_allowed: env.accounts("PROBACTR_JOB_USERS_ALLOWED")?,
+            work_dir: Some(env.text("PROBACTR_WORK_DIR"))
+                .filter(|dir| !dir.trim().is_empty())
+                .map(std::path::PathBuf::from),
             trusted_proxies: env.cidrs("PROBACTR_TRUSTED_PROXIES")?,
             secret_keys: env.keyring()?,
             smtp: env.smtp("PROBACTR_SMTP_URL")?,
@@ -750,6 +813,32 @@ impl Env<'_> {
             .map(str::trim)
             .filter(|item| !item.is_empty())
             .map(str::to_owned)
+            .collect()
+    }
+
+    fn optional_account(&self, name: &'static str) -> Result<Option<AccountName>, ConfigError> {
+        let value = self.raw(name);
+        if value.trim().is_empty() {
+            return Ok(None);
+        }
+        AccountName::parse(&value)
+            .map(Some)
+            .map_err(|expected| Env::invalid(name, &value, &expected))
+    }
+
+    fn accounts(&self, name: &'static str) -> Result<Vec<AccountName>, ConfigError> {
+        let value = self.raw(name);
+        self.list(name)
+            .iter()
+            .map(|entry| {
+                AccountName::parse(entry).map_err(|expected| {
+                    Env::invalid(
+                        name,
+                        &value,
+                        &format!("a comma-separated list of accounts, each {expected}"),
+                    )
+                })
+            })
             .collect()
     }
 

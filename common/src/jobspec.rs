@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::account::AccountName;
 use crate::model::JobKind;
 
 /// The longest a `sleep` job may sleep: one day.
@@ -89,6 +90,48 @@ pub struct ShellSpec {
     pub cwd: Option<String>,
     /// When true, run `sh -c program sh args…` (so `args` are `$1`, `$2`, …), for pipelines.
     pub shell: bool,
+    /// The account to run as, one of the executor's `PROBACTR_JOB_USERS_ALLOWED`; absent:
+    /// the executor's `PROBACTR_JOB_USER`, or its own account.
+    pub run_as: Option<AccountName>,
+    /// Resource limits of the job's processes.
+    pub limits: ProcessLimits,
+}
+
+/// Resource limits of a shell job's processes (`spec.limits`), applied as rlimits to the
+/// program and inherited by what it starts; absent ones are the executor's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProcessLimits {
+    /// Address space of each process, in MiB (`RLIMIT_AS`): allocations past it fail.
+    pub memory_mib: Option<u64>,
+    /// CPU time of each process, in seconds (`RLIMIT_CPU`): SIGXCPU, then SIGKILL.
+    pub cpu_secs: Option<u64>,
+    /// Open files of each process (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+    /// Processes of the job's account (`RLIMIT_NPROC`; not enforced for root).
+    pub processes: Option<u64>,
+}
+
+impl ProcessLimits {
+    /// The fields, their names and their largest accepted values.
+    pub const FIELDS: [(&'static str, u64); 4] = [
+        ("memory_mib", 1 << 24),
+        ("cpu_secs", 1 << 31),
+        ("open_files", 1 << 20),
+        ("processes", 1 << 22),
+    ];
+
+    /// (field name, value) of the limits that are set.
+    pub fn set(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("memory_mib", self.memory_mib),
+            ("cpu_secs", self.cpu_secs),
+            ("open_files", self.open_files),
+            ("processes", self.processes),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|value| (name, value)))
+        .collect()
+    }
 }
 
 /// An `http` job: one request whose status decides the outcome.
@@ -208,6 +251,17 @@ impl JobSpec {
                     o.insert("cwd".into(), Value::from(cwd.clone()));
                 }
                 o.insert("shell".into(), Value::from(s.shell));
+                if let Some(account) = &s.run_as {
+                    o.insert("run_as".into(), Value::from(account.to_string()));
+                }
+                let limits = s.limits.set();
+                if !limits.is_empty() {
+                    let limits: Map<String, Value> = limits
+                        .into_iter()
+                        .map(|(name, value)| (name.to_owned(), Value::from(value)))
+                        .collect();
+                    o.insert("limits".into(), Value::Object(limits));
+                }
                 Value::Object(o)
             }
             JobSpec::Http(h) => {
@@ -289,7 +343,10 @@ fn no_nul(field: &str, text: &str) -> Result<(), SpecError> {
 // ---------------------------------------------------------------------------------------
 
 fn parse_shell(spec: &Value) -> Result<ShellSpec, SpecError> {
-    let obj = object(spec, &["program", "args", "env", "cwd", "shell"])?;
+    let obj = object(
+        spec,
+        &["program", "args", "env", "cwd", "shell", "run_as", "limits"],
+    )?;
     let program: String = required(obj, "program", "a string")?;
     if program.trim().is_empty() {
         return Err(SpecError::new("spec.program", "must not be empty"));
@@ -311,12 +368,58 @@ fn parse_shell(spec: &Value) -> Result<ShellSpec, SpecError> {
         no_nul("spec.cwd", cwd)?;
     }
     let shell: bool = field(obj, "shell", "true or false")?.unwrap_or(false);
+    let run_as = field::<String>(obj, "run_as", "a string")?
+        .map(|text| {
+            AccountName::parse(&text)
+                .map_err(|expected| SpecError::new("spec.run_as", format!("must be {expected}")))
+        })
+        .transpose()?;
     Ok(ShellSpec {
         program,
         args,
         env,
         cwd,
         shell,
+        run_as,
+        limits: parse_limits(obj.get("limits"))?,
+    })
+}
+
+fn parse_limits(value: Option<&Value>) -> Result<ProcessLimits, SpecError> {
+    let Some(value) = value.filter(|value| !value.is_null()) else {
+        return Ok(ProcessLimits::default());
+    };
+    let names: Vec<&str> = ProcessLimits::FIELDS.iter().map(|(name, _)| *name).collect();
+    let obj = value.as_object().ok_or_else(|| {
+        SpecError::new(
+            "spec.limits",
+            format!("must be an object of {}", names.join(", ")),
+        )
+    })?;
+    if let Some(unknown) = obj.keys().find(|key| !names.contains(&key.as_str())) {
+        return Err(SpecError::new(
+            format!("spec.limits.{unknown}"),
+            format!("unknown limit; expected one of: {}", names.join(", ")),
+        ));
+    }
+    let limit = |name: &str, max: u64| -> Result<Option<u64>, SpecError> {
+        match obj.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => match value.as_u64() {
+                Some(n) if (1..=max).contains(&n) => Ok(Some(n)),
+                _ => Err(SpecError::new(
+                    format!("spec.limits.{name}"),
+                    format!("must be a whole number from 1 to {max}"),
+                )),
+            },
+        }
+    };
+    let [memory, cpu, files, processes] = ProcessLimits::FIELDS;
+    Ok(ProcessLimits {
+        memory_mib: limit(memory.0, memory.1)?,
+        cpu_secs: limit(cpu.0, cpu.1)?,
+        open_files: limit(files.0, files.1)?,
+        processes: limit(processes.0, processes.1)?,
     })
 }
 
@@ -513,6 +616,30 @@ mod tests {
         assert_eq!(parsed.to_json(), spec);
         assert_eq!(JobSpec::parse(JobKind::Shell, &parsed.to_json()).unwrap(), parsed);
         assert_eq!(parsed.kind(), JobKind::Shell);
+    }
+
+    #[test]
+    fn shell_run_as_and_limits_round_trip_and_name_bad_fields() {
+        let spec = json!({"program": "x", "args": [], "env": {}, "shell": false, "run_as": "1000:1000",
+                          "limits": {"memory_mib": 256, "cpu_secs": 60}});
+        let parsed = JobSpec::parse(JobKind::Shell, &spec).unwrap();
+        assert_eq!(parsed.to_json(), spec);
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "run_as": "a b"})).field,
+            "spec.run_as"
+        );
+        assert_eq!(
+            err(
+                JobKind::Shell,
+                json!({"program": "x", "limits": {"memory_mib": 0}})
+            )
+            .field,
+            "spec.limits.memory_mib"
+        );
+        assert_eq!(
+            err(JobKind::Shell, json!({"program": "x", "limits": {"threads": 2}})).field,
+            "spec.limits.threads"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! - [`shutdown`]: a cancellation token cancelled on SIGTERM or Ctrl-C.
 //! - [`cli`]: `--help` / `--version` handling shared by the three binaries.
 
+pub mod account;
 pub mod backoff;
 pub mod cidr;
 pub mod cli;

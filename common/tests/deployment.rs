@@ -38,10 +38,11 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Variables `docker-compose.yml` interpolates that no probactr process reads.
-const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD", "MANAGER_PUBLISH"];
+const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD", "REDIS_PASSWORD", "MANAGER_PUBLISH"];
 /// Secrets: required by compose, never given a value in a committed file.
 const SECRETS: &[&str] = &[
     "POSTGRES_PASSWORD",
+    "REDIS_PASSWORD",
     "PROBACTR_ADMIN_PASSWORD",
     "PROBACTR_SECRET_KEY",
 ];
@@ -273,6 +274,7 @@ fn references(text: &str) -> Vec<Reference> {
 fn operator_env() -> HashMap<String, String> {
     HashMap::from([
         ("POSTGRES_PASSWORD".to_owned(), "0123456789abcdef0123".to_owned()),
+        ("REDIS_PASSWORD".to_owned(), "fedcba9876543210fedc".to_owned()),
         (
             "PROBACTR_ADMIN_PASSWORD".to_owned(),
             "a long enough admin password".to_owned(),
@@ -587,6 +589,8 @@ fn compose_requires_its_secrets_and_commits_none() {
         ("manager", "PROBACTR_SECRET_KEY"),
         ("executor", "PROBACTR_SECRET_KEY"),
         ("postgres", "POSTGRES_PASSWORD"),
+        ("redis", "REDIS_PASSWORD"),
+        ("executor", "REDIS_PASSWORD"),
     ] {
         let mut env = operator_env();
         env.remove(secret);
@@ -1032,9 +1036,40 @@ fn helm_chart_lints_renders_and_validates_against_the_kubernetes_schemas() {
         "Ingress",
         "ServiceMonitor",
         "ScaledObject",
+        "NetworkPolicy",
     ] {
         assert!(text.contains(kind), "the rendered chart has a {kind}:\n{text}");
     }
+}
+
+/// The chart's pods are hardened by default: a read-only root filesystem, no service
+/// account token, no capabilities, and secrets only as files (never `secretRef` into the
+/// environment, where job code could read them).
+#[test]
+fn helm_pods_are_hardened_and_read_secrets_from_files() {
+    let values = yaml_file(CHART_VALUES[0]);
+    assert_eq!(
+        values["securityContext"]["readOnlyRootFilesystem"].as_bool(),
+        Some(true)
+    );
+    assert_eq!(values["podSecurityContext"]["runAsNonRoot"].as_bool(), Some(true));
+    assert_eq!(values["networkPolicy"]["enabled"].as_bool(), Some(true));
+    for component in ["manager", "executor", "monitor"] {
+        let template = read(&format!("deploy/helm/probactr/templates/{component}.yaml"));
+        assert!(
+            template.contains("automountServiceAccountToken: false"),
+            "{component}: the service account token is mounted"
+        );
+    }
+    let helpers = read("deploy/helm/probactr/templates/_helpers.tpl");
+    assert!(
+        !helpers.contains("secretRef"),
+        "secrets reach the environment through secretRef"
+    );
+    assert!(
+        helpers.contains("_FILE"),
+        "secrets are not passed as *_FILE settings"
+    );
 }
 
 // ------------------------------------------------------------- .env.example, README

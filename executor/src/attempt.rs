@@ -35,6 +35,7 @@ use crate::checkpoint::{self, Checkpointer};
 use crate::job::{self, Ending, Execution, JobContext, Limits};
 use crate::registry::{StopHandle, StopReason};
 use crate::slot::Slot;
+use crate::workdir::RunDir;
 use crate::Shared;
 use crate::{inputs, secrets};
 
@@ -108,6 +109,13 @@ impl Attempt<'_> {
             Err(why) => return self.refuse(started_at_claim, &why).await,
         };
         let (spec, input_env) = (prepared.spec, prepared.env);
+        let account = match &spec {
+            JobSpec::Shell(shell) => match job::account::for_job(shell.run_as.as_ref()) {
+                Ok(account) => account,
+                Err(why) => return self.refuse(started_at_claim, &why.to_string()).await,
+            },
+            _ => None,
+        };
         let mut lock_asked_at = tokio::time::Instant::now();
         let (lease, fence) = if started_at_claim {
             (None, None)
@@ -153,9 +161,15 @@ impl Attempt<'_> {
             _ => None,
         };
         let checkpointer = match spec {
-            JobSpec::Shell(_) => Checkpointer::prepare(&self.shared.pool, &self.run, self.executor_id, fence)
-                .await
-                .map(Arc::new),
+            JobSpec::Shell(_) => Checkpointer::prepare(
+                &self.shared.pool,
+                &self.run,
+                self.executor_id,
+                fence,
+                account.as_ref(),
+            )
+            .await
+            .map(Arc::new),
             _ => None,
         };
         let job_ended = CancellationToken::new();
@@ -170,8 +184,21 @@ impl Attempt<'_> {
             JobSpec::Shell(_) => Some(self.shared.output.open(self.run.id, secret_values.clone()).await),
             _ => None,
         };
+        let work_dir = match spec {
+            JobSpec::Shell(_) => match RunDir::create("run", self.run.id, self.run.attempt, account.as_ref())
+            {
+                Ok(dir) => Some(dir),
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot make the run's working directory");
+                    None
+                }
+            },
+            _ => None,
+        };
         let mut context = self.context(fence, input_env);
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
+        context.work_dir = work_dir.as_ref().map(|dir| dir.path().to_path_buf());
+        context.account = account;
         let limits = Limits {
             stop_grace: self.stop_grace(),
             ..Limits::new(self.timeout())
@@ -186,6 +213,10 @@ impl Attempt<'_> {
         )
         .await;
         job_ended.cancel();
+        if let Some(dir) = work_dir {
+            // Whatever the job left there may be large: removed off the runtime's threads.
+            tokio::task::spawn_blocking(move || drop(dir));
+        }
         if let Some(saving) = saving {
             let _ = saving.await;
         }
@@ -245,6 +276,8 @@ impl Attempt<'_> {
             fence,
             checkpoint_file: None,
             inputs,
+            account: None,
+            work_dir: None,
         }
     }
 

@@ -11,10 +11,10 @@
 //! next to it and rename it over it, so a save never sees half of one.
 //!
 //! At most [`MAX_CHECKPOINT_BYTES`]: a bigger file is not saved (and logged), the last
-//! saved checkpoint stays. The directory is removed when the attempt ends.
+//! saved checkpoint stays. The file lives in a directory of the attempt's own, owned by
+//! the account the job runs as ([`crate::workdir`]), removed when the attempt ends.
 
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +28,9 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
+
+use crate::job::account::Account;
+use crate::workdir::RunDir;
 
 /// How many times the save after the job's end is tried before giving up on it.
 const FINAL_SAVE_TRIES: u32 = 5;
@@ -61,12 +64,13 @@ impl Checkpointer {
         run: &Run,
         executor_id: Uuid,
         fence: Option<i64>,
+        account: Option<&Account>,
     ) -> Option<Checkpointer> {
         let restored = match run.first_run_id {
             Some(chain_id) => load(pool, chain_id).await,
             None => Vec::new(),
         };
-        match CheckpointFile::create(run.id, &restored) {
+        match CheckpointFile::create(run, account, &restored) {
             Ok(file) => Some(Checkpointer {
                 file,
                 pool: pool.clone(),
@@ -218,7 +222,8 @@ async fn load(pool: &PgPool, chain_id: i64) -> Vec<u8> {
 
 /// A private directory holding one attempt's checkpoint file; removed when dropped.
 struct CheckpointFile {
-    dir: PathBuf,
+    /// Removed (with the file) when the attempt's checkpointer is dropped.
+    _dir: RunDir,
     path: PathBuf,
 }
 
@@ -230,19 +235,16 @@ enum ReadError {
 }
 
 impl CheckpointFile {
-    /// Makes `$TMPDIR/probactr-<pid>/run-<id>/checkpoint` (directories mode 0700) holding
-    /// `contents`.
-    fn create(run_id: i64, contents: &[u8]) -> io::Result<CheckpointFile> {
-        let dir = std::env::temp_dir()
-            .join(format!("probactr-{}", std::process::id()))
-            .join(format!("run-{run_id}"));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)?;
-        let path = dir.join("checkpoint");
+    /// Makes the attempt's checkpoint directory ([`crate::workdir`]) holding the file
+    /// `checkpoint` with `contents`, both owned by the account the job runs as.
+    fn create(run: &Run, account: Option<&Account>, contents: &[u8]) -> io::Result<CheckpointFile> {
+        let dir = RunDir::create("checkpoint", run.id, run.attempt, account)?;
+        let path = dir.path().join("checkpoint");
         std::fs::write(&path, contents)?;
-        Ok(CheckpointFile { dir, path })
+        if let Some(account) = account {
+            std::os::unix::fs::chown(&path, Some(account.uid), Some(account.gid))?;
+        }
+        Ok(CheckpointFile { _dir: dir, path })
     }
 
     /// What the job wrote; empty when it removed the file.
@@ -261,16 +263,6 @@ impl CheckpointFile {
             Ok(data) => Ok(data),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(err) => Err(ReadError::Io(err)),
-        }
-    }
-}
-
-impl Drop for CheckpointFile {
-    fn drop(&mut self) {
-        if let Err(err) = std::fs::remove_dir_all(&self.dir) {
-            if err.kind() != io::ErrorKind::NotFound {
-                tracing::debug!(dir = %self.dir.display(), error = %err, "cannot remove the checkpoint directory");
-            }
         }
     }
 }

@@ -13,6 +13,11 @@
 //! 4. heartbeats, watches for cancellation requests, and stops its runs when it can no
 //!    longer prove it is alive ([`liveness`]).
 //!
+//! Jobs cannot reach the executor's keys: it scrubs its secret settings from its
+//! environment and makes itself non-dumpable before it starts ([`hardening`]), may run
+//! jobs under another account ([`job::account`]), and gives each shell attempt a fresh
+//! private directory ([`workdir`]).
+//!
 //! SIGTERM drains: stop claiming, let running attempts finish up to the drain timeout,
 //! stop the rest, record them, release locks, deregister. So does a drain requested
 //! through the API (`POST /api/v1/executors/{id}/drain`), which the next heartbeat
@@ -22,6 +27,7 @@ pub mod attempt;
 pub mod checkpoint;
 pub mod claiming;
 pub mod firing;
+pub mod hardening;
 pub mod inputs;
 pub mod job;
 pub mod job_cache;
@@ -32,6 +38,7 @@ pub mod registry;
 pub mod secrets;
 pub mod slot;
 pub mod wakeup;
+pub mod workdir;
 pub mod workflow_firing;
 
 use std::sync::Arc;

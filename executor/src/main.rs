@@ -2,19 +2,36 @@
 
 use probactr_common::{cli, config::Config, telemetry};
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     cli::handle_args(
         "probactr-executor",
         "fires due triggers and runs jobs under locks",
     );
     let config = Config::from_env_or_exit("probactr-executor");
     check_http_ranges(&config);
-    probactr_executor::job::inherit_environment(&config.job_env_passthrough);
     config.secret_keys_or_exit("probactr-executor");
-    telemetry::init(&config);
-    tracing::info!(config = %config.summary(), "probactr-executor starting");
-    probactr_executor::run(config, probactr_common::shutdown::on_signal()).await
+    // Still one thread: the environment may be changed safely. Nothing a job can read
+    // of this process holds a secret from here on.
+    if let Err(err) = probactr_executor::hardening::protect_process() {
+        eprintln!("probactr-executor: cannot make this process non-dumpable: {err}");
+        std::process::exit(2);
+    }
+    probactr_executor::job::inherit_environment(&config.job_env_passthrough);
+    if let Err((var, err)) = probactr_executor::job::account::configure(&config) {
+        eprintln!("probactr-executor: configuration error: {var}: {err}");
+        std::process::exit(2);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            telemetry::init(&config);
+            tracing::info!(config = %config.summary(), "probactr-executor starting");
+            if let Err(err) = probactr_executor::workdir::init(config.work_dir.as_deref()) {
+                anyhow::bail!("cannot make the working directory of shell runs: {err} (PROBACTR_WORK_DIR)");
+            }
+            probactr_executor::run(config, probactr_common::shutdown::on_signal()).await
+        })
 }
 
 /// The CIDR lists are parsed by the HTTP job runner; a bad entry is a configuration

@@ -124,6 +124,8 @@ mod tests {
             env: BTreeMap::from([("DB".into(), "{{ secrets.db }}".into())]),
             cwd: None,
             shell: false,
+            run_as: None,
+            limits: Default::default(),
         });
         assert_eq!(
             referenced(&spec),

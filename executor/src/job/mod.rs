@@ -34,6 +34,7 @@
 //! run-now, no fence for an unlocked job) are empty strings, so a job can always read
 //! them. A shell job also gets `PROBACTR_CHECKPOINT_FILE` (see [`crate::checkpoint`]).
 
+pub mod account;
 mod builtin;
 mod http;
 pub mod output;
@@ -96,6 +97,11 @@ pub struct JobContext {
     /// `PROBACTR_<suffix>`: `PARAMS`, `PARAM_<KEY>`, `PARENT_RUN_ID`, `UPSTREAM`,
     /// `OUTPUT_FILE`, … (see [`crate::inputs`]).
     pub inputs: Vec<(String, String)>,
+    /// The account a shell job runs as; None: the executor's own.
+    pub account: Option<account::Account>,
+    /// The attempt's own directory ([`crate::workdir`]): a shell job's working directory
+    /// unless its spec names one.
+    pub work_dir: Option<std::path::PathBuf>,
 }
 
 impl JobContext {
@@ -273,6 +279,8 @@ mod tests {
             fence: Some(41),
             checkpoint_file: None,
             inputs: Vec::new(),
+            account: None,
+            work_dir: None,
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

@@ -55,6 +55,16 @@
 //! gone, so it gets SIGPIPE). Containing those needs a cgroup per run, which is the
 //! container runtime's business.
 //!
+//! # Account, directory and limits
+//!
+//! The child becomes the run's account ([`super::account`]) between fork and exec:
+//! supplementary groups, group, user, in that order, and only then asks for its death
+//! signal (changing credentials clears it). Its working directory is the attempt's own
+//! ([`crate::workdir`]) unless the spec names `cwd`; `HOME` and `USER` name the account
+//! it runs as. The spec's `limits` become rlimits set in the child before it drops its
+//! privileges; a run killed for its CPU time says so, and a failed run under limits
+//! names them, since a reached limit shows only as an allocation, open or fork failing.
+//!
 //! # Output
 //!
 //! stdout and stderr are two pipes, read as the program writes, so that each piece is
@@ -72,13 +82,14 @@ use std::process::ExitStatus;
 use std::sync::{mpsc, Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use probactr_common::jobspec::ShellSpec;
+use probactr_common::jobspec::{ProcessLimits, ShellSpec};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
+use super::account::{self, Account};
 use super::{timed_out_error, Ending, Execution, JobContext, Limits, Stop, TailBuffer, STOPPED_ERROR};
 use crate::live_output::{OutputTap, Stream};
 
@@ -115,6 +126,7 @@ pub(super) async fn run(
         tokio::spawn(collect(stderr, Stream::Stderr, output.clone(), tap.cloned())),
     ];
     let execution = supervise(&mut child, &group, limits, stop).await;
+    let execution = name_limits(execution, &spec.limits);
     group.finish();
     finish_collecting(collectors).await;
     let buffer = output.lock().unwrap_or_else(PoisonError::into_inner);
@@ -200,15 +212,53 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     for (name, value) in &ctx.inputs {
         command.env(format!("PROBACTR_{name}"), value);
     }
-    if let Some(cwd) = &spec.cwd {
+    if let Some(account) = &ctx.account {
+        command.env("USER", account.name.to_string());
+        if let Some(home) = account.home.as_ref().or(ctx.work_dir.as_ref()) {
+            command.env("HOME", home);
+        }
+    }
+    if let Some(cwd) = spec.cwd.as_deref().map(Path::new).or(ctx.work_dir.as_deref()) {
         command.current_dir(cwd);
     }
     command
         .stdin(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
-    die_with_parent(&mut command);
+    prepare_child(&mut command, ctx.account.as_ref(), &spec.limits);
     command
+}
+
+/// A failed execution under limits says which were in force: one that was reached shows
+/// only as a failing allocation, open or fork, or as SIGXCPU for CPU time.
+fn name_limits(mut execution: Execution, limits: &ProcessLimits) -> Execution {
+    if execution.ending != Ending::Failed {
+        return execution;
+    }
+    let error = execution.error.take().unwrap_or_default();
+    let cpu_exceeded =
+        error.contains("(SIGXCPU)") || (error.contains("(SIGKILL)") && limits.cpu_secs.is_some());
+    execution.error = Some(match limits.cpu_secs {
+        Some(secs) if cpu_exceeded => {
+            format!("exceeded its CPU time limit (limits.cpu_secs = {secs}): {error}")
+        }
+        _ => {
+            let set = limits.set();
+            if set.is_empty() {
+                error
+            } else {
+                let list: Vec<String> = set
+                    .iter()
+                    .map(|(name, value)| format!("limits.{name} = {value}"))
+                    .collect();
+                format!(
+                    "{error} (it ran under {}; a limit reached makes allocations, opens or forks fail)",
+                    list.join(", ")
+                )
+            }
+        }
+    });
+    execution
 }
 
 /// Waits for the program to exit, time out or be stopped; in the latter two cases
@@ -304,6 +354,7 @@ fn signal_name(signal: i32) -> &'static str {
         libc::SIGSEGV => " (SIGSEGV)",
         libc::SIGPIPE => " (SIGPIPE)",
         libc::SIGTERM => " (SIGTERM)",
+        libc::SIGXCPU => " (SIGXCPU)",
         _ => "",
     }
 }
@@ -398,11 +449,35 @@ fn signal_group(pgid: u32, signal: i32) -> bool {
     unsafe { libc::killpg(pgid, signal) == 0 }
 }
 
-/// Arranges for the child to get SIGKILL when its parent (the spawner thread) dies.
+/// What the child does between fork and exec: its rlimits, then its account (groups,
+/// group, user), then its death signal (see the module docs for why in that order).
 #[allow(unsafe_code)]
-fn die_with_parent(command: &mut Command) {
+fn prepare_child(command: &mut Command, account: Option<&Account>, limits: &ProcessLimits) {
     let parent = std::process::id();
+    let rlimits = rlimits(limits);
+    // Everything the child uses is made here, before the fork: it must not allocate.
+    let credentials = account
+        .filter(|account| !account::is_own(account))
+        .map(|account| (account.uid, account.gid, account.groups.clone()));
     let in_child = move || -> io::Result<()> {
+        for (resource, limit) in &rlimits {
+            // SAFETY: setrlimit reads the struct we own; an async-signal-safe system call.
+            if unsafe { libc::setrlimit(*resource, limit) } == -1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if let Some((uid, gid, groups)) = &credentials {
+            // SAFETY: system calls on integers and on a slice we own, all
+            // async-signal-safe; the length passed is the slice's.
+            let failed = unsafe {
+                libc::setgroups(groups.len(), groups.as_ptr()) == -1
+                    || libc::setgid(*gid) == -1
+                    || libc::setuid(*uid) == -1
+            };
+            if failed {
+                return Err(io::Error::last_os_error());
+            }
+        }
         #[cfg(target_os = "linux")]
         {
             // SAFETY: prctl and getppid are async-signal-safe system calls on integers.
@@ -426,13 +501,47 @@ fn die_with_parent(command: &mut Command) {
     };
     // SAFETY: the closure runs in the child between fork and exec, where only
     // async-signal-safe operations are allowed (another thread may have held the
-    // allocator's lock at the fork). It makes two system calls and compares integers:
-    // no allocation (`from_raw_os_error` and `last_os_error` do not allocate), no locks,
-    // no state shared with other threads.
+    // allocator's lock at the fork). It makes system calls on integers and on memory
+    // allocated before the fork, and compares integers: no allocation
+    // (`from_raw_os_error` and `last_os_error` do not allocate), no locks, no state
+    // shared with other threads.
     unsafe {
         command.pre_exec(in_child);
     }
 }
+
+/// The rlimits of `limits` (soft and hard the same, but CPU time: SIGXCPU at the limit,
+/// SIGKILL a second later for a program that ignores it).
+fn rlimits(limits: &ProcessLimits) -> Vec<(RlimitResource, libc::rlimit)> {
+    let both = |value: u64| libc::rlimit {
+        rlim_cur: value as libc::rlim_t,
+        rlim_max: value as libc::rlim_t,
+    };
+    let mut set = Vec::new();
+    if let Some(mib) = limits.memory_mib {
+        set.push((libc::RLIMIT_AS, both(mib.saturating_mul(1024 * 1024))));
+    }
+    if let Some(secs) = limits.cpu_secs {
+        let limit = libc::rlimit {
+            rlim_cur: secs as libc::rlim_t,
+            rlim_max: secs.saturating_add(1) as libc::rlim_t,
+        };
+        set.push((libc::RLIMIT_CPU, limit));
+    }
+    if let Some(files) = limits.open_files {
+        set.push((libc::RLIMIT_NOFILE, both(files)));
+    }
+    if let Some(processes) = limits.processes {
+        set.push((libc::RLIMIT_NPROC, both(processes)));
+    }
+    set
+}
+
+/// The type of an rlimit's resource number, which differs between C libraries.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+type RlimitResource = libc::c_int;
 
 // ---------------------------------------------------------------------------------------
 // The spawner thread

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
 use probactr_common::jobspec::FollowRedirects;
-use probactr_common::jobspec::{HttpSpec, JobSpec, ShellSpec};
+use probactr_common::jobspec::{HttpSpec, JobSpec, ProcessLimits, ShellSpec};
 use probactr_executor::job::{
     execute, execute_with, output::truncation_marker, Ending, Execution, HttpPolicy, HttpRunner, JobContext,
     Limits, Stop,
@@ -32,6 +32,8 @@ fn ctx() -> JobContext {
         fence: Some(44),
         checkpoint_file: None,
         inputs: Vec::new(),
+        account: None,
+        work_dir: None,
     }
 }
 
@@ -46,6 +48,8 @@ fn program(program: &str, args: &[&str]) -> ShellSpec {
         env: BTreeMap::new(),
         cwd: None,
         shell: false,
+        run_as: None,
+        limits: Default::default(),
     }
 }
 
@@ -113,6 +117,22 @@ async fn wait_for_file(path: &Path, within: Duration) {
 // ---------------------------------------------------------------------------------------
 // Shell
 // ---------------------------------------------------------------------------------------
+
+/// A program past its CPU time limit is killed, and the run's error names the limit.
+#[tokio::test]
+async fn a_job_past_its_cpu_limit_fails_naming_it() {
+    let spec = ShellSpec {
+        limits: ProcessLimits {
+            cpu_secs: Some(1),
+            ..ProcessLimits::default()
+        },
+        ..script("while :; do :; done")
+    };
+    let done = run(spec, Duration::from_secs(30)).await;
+    assert_eq!(done.ending, Ending::Failed, "{done:?}");
+    let error = done.error.unwrap_or_default();
+    assert!(error.contains("limits.cpu_secs = 1"), "{error}");
+}
 
 /// stdout and stderr are two pipes (so that live output can tell them apart): both are
 /// captured, each in its order; how they interleave depends on when each was read.

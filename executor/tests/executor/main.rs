@@ -1,9 +1,11 @@
 //! The executor's integration tests, in one test binary: [`cluster`] runs real
 //! `probactr-executor` processes against PostgreSQL and Redis, [`jobs`] the job kinds
-//! against real processes and a loopback HTTP server, [`routing`] where runs go (labels
+//! against real processes and a loopback HTTP server, [`keys`] that job code cannot
+//! reach the executor's keys, [`routing`] where runs go (labels
 //! and selectors, cordon and drain).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
 mod jobs;
+mod keys;
 mod routing;

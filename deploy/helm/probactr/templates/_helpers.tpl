@@ -42,27 +42,39 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 {{- end -}}
 
-{{/* Environment of every probactr container: the Secret, the ConfigMap, the component's own. */}}
+{{/* Environment of a probactr container: include with (list $ own-settings "component").
+The secrets arrive as files (NAME_FILE, the Secret mounted read-only), never as values in
+the environment, where a job or a crash report could read them: secrets.files for every
+component, plus the component's own secretFiles. */}}
 {{- define "probactr.env" -}}
 {{- $root := index . 0 -}}
 {{- $own := index . 1 -}}
+{{- $component := index . 2 -}}
 envFrom:
-  - secretRef:
-      name: {{ include "probactr.secretName" $root }}
   - configMapRef:
       name: {{ include "probactr.fullname" $root }}-config
-{{- with $own }}
 env:
-  {{- range $name, $value := . }}
+  {{- range $name := concat $root.Values.secrets.files ((index $root.Values $component).secretFiles | default list) }}
+  - name: {{ $name }}_FILE
+    value: /run/secrets/probactr/{{ $name }}
+  {{- end }}
+  {{- range $name, $value := $own }}
   - name: {{ $name }}
     value: {{ $value | toString | quote }}
   {{- end }}
-{{- end }}
 {{- end -}}
 
-{{- define "probactr.tlsVolume" -}}
-{{- if .Values.tls.secretName }}
+{{/* Volumes of every probactr pod: its secrets, a writable /tmp (the root filesystem is
+read-only), and the TLS certificates when given. */}}
+{{- define "probactr.volumes" -}}
 volumes:
+  - name: secrets
+    secret:
+      secretName: {{ include "probactr.secretName" . }}
+      defaultMode: 0440
+  - name: tmp
+    emptyDir: {}
+{{- if .Values.tls.secretName }}
   - name: tls
     secret:
       secretName: {{ .Values.tls.secretName }}
@@ -70,9 +82,14 @@ volumes:
 {{- end }}
 {{- end -}}
 
-{{- define "probactr.tlsMount" -}}
-{{- if .Values.tls.secretName }}
+{{- define "probactr.volumeMounts" -}}
 volumeMounts:
+  - name: secrets
+    mountPath: /run/secrets/probactr
+    readOnly: true
+  - name: tmp
+    mountPath: /tmp
+{{- if .Values.tls.secretName }}
   - name: tls
     mountPath: /etc/probactr/tls
     readOnly: true

@@ -9,7 +9,8 @@
 //!   does not exist, 409 when a `PATCH` carried a stale `version`, 412 when its
 //!   `If-Match` was stale, 429 for a login that hit the rate limit;
 //! - a transaction PostgreSQL aborted for concurrency (serialization failure, deadlock)
-//!   or a pool with no free connection is 503 `busy` with `Retry-After`: the request
+//!   is 503 `busy` with `Retry-After` (a pool with no free connection: 503
+//!   `unavailable`): the request
 //!   changed nothing and may be sent again. The response carries [`Busy`] so that
 //!   [`crate::retry`] runs the request again first; clients see it only when every
 //!   attempt was aborted. Never a 500;
@@ -95,8 +96,7 @@ pub enum ApiError {
     /// Nothing could do it now (no monitor to deliver a test message).
     #[error("{0}")]
     Unavailable(String),
-    /// The database aborted the work for concurrency or had no free connection: nothing
-    /// changed, try again.
+    /// The database aborted the work for concurrency: nothing changed, try again.
     #[error("the database is busy with concurrent changes; nothing was changed, try again")]
     Busy,
     /// A dependency failed or a bug: logged, answered generically.
@@ -178,9 +178,13 @@ impl From<StoreError> for ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
-        if err.is_transient() || matches!(err, sqlx::Error::PoolTimedOut) {
-            tracing::debug!(error = %err, "database busy");
+        if err.is_transient() {
+            tracing::debug!(error = %err, "transaction aborted for concurrency");
             ApiError::Busy
+        } else if matches!(err, sqlx::Error::PoolTimedOut) {
+            // Not run again here (that would add load to a saturated pool): the client
+            // is told to come back.
+            ApiError::Unavailable("no database connection is free; try again".to_owned())
         } else {
             ApiError::Internal(err.into())
         }

@@ -105,7 +105,7 @@ impl<'a> Definitions<'a> {
 }
 
 /// Problems as `FILE:LINE: field: problem` lines (or `FILE:LINE: problem`), keyed by
-/// `FILE:LINE field`.
+/// `FILE:LINE: field` (so that `key: problem` reads as the line did).
 fn located_problems(text: &str) -> FieldErrors {
     let mut problems = FieldErrors::new();
     for line in text.lines().map(str::trim).filter(|line| !line.is_empty()) {
@@ -115,7 +115,7 @@ fn located_problems(text: &str) -> FieldErrors {
         };
         match rest.split_once(": ") {
             Some((field, problem)) if !field.contains(' ') => {
-                problems.insert(format!("{at} {field}"), problem.to_owned());
+                problems.insert(format!("{at}: {field}"), problem.to_owned());
             }
             _ => {
                 problems.insert(at.to_owned(), rest.to_owned());

@@ -45,7 +45,7 @@ async fn one_invalid_object_changes_nothing(pool: PgPool) {
     assert!(
         fields
             .keys()
-            .any(|at| at.starts_with("request:11 ") && at.contains("timeout_secs")),
+            .any(|at| at.starts_with("request:11: ") && at.contains("timeout_secs")),
         "the bad job named by file, line and field: {fields:?}"
     );
     assert_eq!(app.count("jobs").await, 1);

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use probactr_common::backoff::Backoff;
 use probactr_common::definitions::Refusal;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -24,6 +25,44 @@ pub enum ClientError {
     /// No credentials.
     #[error("not logged in: run `probactr login URL`, or set PROBACTR_URL and PROBACTR_TOKEN")]
     NotLoggedIn,
+    /// The manager could not do it now and said to try again (`Retry-After`).
+    #[error("{0}")]
+    Busy(Refusal),
+}
+
+impl ClientError {
+    /// The error as callers see it once retrying is over: busy is a refusal like others.
+    fn settled(self) -> ClientError {
+        match self {
+            ClientError::Busy(refusal) => ClientError::Refused(refusal),
+            other => other,
+        }
+    }
+}
+
+/// Attempts of [`Client::post_once`] in all.
+const ONCE_ATTEMPTS: u32 = 6;
+
+/// Whether an answer says "try again": 503, or 409 with `Retry-After`.
+fn response_retry_after(status: StatusCode, retry_after: bool) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE || (status == StatusCode::CONFLICT && retry_after)
+}
+
+/// A key no other call makes: the time, the process and the standard library's random
+/// hasher seed (no dependency needed for 128 unpredictable-enough bits).
+fn idempotency_key() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    format!(
+        "probactr-cli-{nanos:x}-{:x}-{:016x}",
+        std::process::id(),
+        hasher.finish()
+    )
 }
 
 /// A client of one manager.
@@ -61,6 +100,32 @@ impl Client {
         self.call(Method::POST, path, Some(body)).await
     }
 
+    /// `POST /api/v1{path}` that must act once even when sent again: it carries an
+    /// `Idempotency-Key` made for this call, and is sent again with the same key when the
+    /// connection broke, the manager was busy (503) or the first attempt is still running
+    /// (409 with `Retry-After`). The manager answers a repeat with the first answer (the
+    /// same run id), so a retry never acts twice.
+    pub async fn post_once(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        let key = idempotency_key();
+        let backoff = Backoff::full_jitter(Duration::from_millis(200), Duration::from_secs(5));
+        let mut attempt = 0;
+        loop {
+            let outcome = self.send(Method::POST, path, Some(body), Some(&key)).await;
+            let again = matches!(
+                &outcome,
+                Err(ClientError::Unreachable { .. } | ClientError::Busy(_))
+            );
+            if !again || attempt + 1 >= ONCE_ATTEMPTS {
+                return outcome.map_err(ClientError::settled);
+            }
+            if let Err(err) = &outcome {
+                eprintln!("{err}; sending again with the same Idempotency-Key");
+            }
+            tokio::time::sleep(backoff.delay(attempt)).await;
+            attempt += 1;
+        }
+    }
+
     /// `DELETE /api/v1{path}`.
     pub async fn delete(&self, path: &str) -> Result<Value, ClientError> {
         self.call(Method::DELETE, path, None).await
@@ -68,10 +133,25 @@ impl Client {
 
     /// One request; the answer's JSON (null for an empty one), or the API's error.
     pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, ClientError> {
+        self.send(method, path, body, None)
+            .await
+            .map_err(ClientError::settled)
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value, ClientError> {
         let url = format!("{}/api/v1{path}", self.base);
         let mut request = self.http.request(method, &url);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
+        }
+        if let Some(key) = idempotency_key {
+            request = request.header("idempotency-key", key);
         }
         if let Some(body) = body {
             request = request
@@ -83,6 +163,7 @@ impl Client {
             reason: describe(&err),
         })?;
         let status = response.status();
+        let retry_after = response.headers().contains_key("retry-after");
         let text = response.text().await.unwrap_or_default();
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if status.is_success() {
@@ -90,6 +171,12 @@ impl Client {
         }
         if status == StatusCode::UNAUTHORIZED && self.token.is_none() && path != "/auth/token" {
             return Err(ClientError::NotLoggedIn);
+        }
+        // Busy (503) and "the same request is still running" (409 with Retry-After) say
+        // that sending it again may succeed.
+        let retry_after = response_retry_after(status, retry_after);
+        if retry_after {
+            return Err(ClientError::Busy(refusal(status, &body, &text)));
         }
         Err(ClientError::Refused(refusal(status, &body, &text)))
     }

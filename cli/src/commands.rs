@@ -175,12 +175,24 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
             Ok(Exit::Success)
         }
         Command::Apply { file, dry_run, prune } => {
-            let sources = probactr_common::definitions::read(&file)?;
-            let report = probactr_common::definitions::apply(&connect()?, &sources, dry_run, prune).await?;
-            for change in &report.changes {
+            // The server checks every object of every file before it changes anything,
+            // and applies them all or none (`POST /api/v1/definitions/apply`).
+            let files = definition_files(&file)?;
+            let path = format!("/definitions/apply?dry_run={dry_run}&prune={prune}");
+            let report = connect()?.post(&path, &json!({"files": files})).await?;
+            let changes: Vec<String> = report["changes"]
+                .as_array()
+                .map(|changes| {
+                    changes
+                        .iter()
+                        .filter_map(|change| change.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for change in &changes {
                 println!("{change}");
             }
-            if report.changes.is_empty() {
+            if changes.is_empty() {
                 eprintln!("Nothing to change: the server matches the files");
             } else if dry_run {
                 eprintln!("Dry run: nothing was changed");
@@ -189,6 +201,29 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
         }
         Command::Completions { .. } => Ok(Exit::Success),
     }
+}
+
+/// The definition files of `path` (a file, or every `.yaml`/`.yml` file of a directory)
+/// by name, with their text.
+fn definition_files(path: &std::path::Path) -> anyhow::Result<serde_json::Map<String, Value>> {
+    let paths: Vec<std::path::PathBuf> = if path.is_dir() {
+        let mut found: Vec<_> = std::fs::read_dir(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        found.sort();
+        found
+    } else {
+        vec![path.to_owned()]
+    };
+    let mut files = serde_json::Map::new();
+    for file in paths {
+        let text =
+            std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        files.insert(file.display().to_string(), Value::String(text));
+    }
+    Ok(files)
 }
 
 fn connect() -> Result<Client, ClientError> {
@@ -371,7 +406,7 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
             let params = run_params(&params)?;
             let job = job_named(client, &name).await?;
             let queued = client
-                .post(&format!("/jobs/{}/run", job["id"]), &json!({"params": params}))
+                .post_once(&format!("/jobs/{}/run", job["id"]), &json!({"params": params}))
                 .await?;
             let run_id = queued["run_id"]
                 .as_i64()

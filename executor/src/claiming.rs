@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Job, Overlap, Run};
+use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs;
 
 use uuid::Uuid;
@@ -93,7 +94,10 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
         // reach Redis (or to this one once Redis answers again).
         with_locked: shared.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
-    let claimed = runs::claim_within(&shared.pool, executor_id, &limits).await?;
+    let claimed = retry_transient("claim queued runs", || {
+        runs::claim_within(&shared.pool, executor_id, &limits)
+    })
+    .await?;
     if claimed.is_empty() {
         return Ok(0);
     }

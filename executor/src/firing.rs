@@ -30,6 +30,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
 use probactr_common::schedule::TriggerSchedule;
+use probactr_common::store::retry::retry_transient;
 use probactr_common::store::triggers::{self, FiredRuns, MissedInstants};
 use probactr_common::store::{workflows, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -119,7 +120,9 @@ pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
     let batch = i64::from(shared.config.fire_batch);
     let mut fired = 0;
     loop {
-        let report = fire_batch(shared, batch).await?;
+        // A batch aborted by a deadlock or a serialization failure was rolled back whole
+        // (its slots freed with it): fire it again.
+        let report = retry_transient("fire due triggers", || fire_batch(shared, batch)).await?;
         fired += report.triggers;
         if report.triggers > 0 {
             tracing::debug!(

@@ -6,8 +6,14 @@
 //!
 //! - input errors are 422 and name every bad field; nothing was changed;
 //! - 401 without credentials, 403 when the caller's role may not do it, 404 for an id that
-//!   does not exist, 409 when a `PATCH` carried a stale `version`, 429 for a login that
-//!   hit the rate limit;
+//!   does not exist, 409 when a `PATCH` carried a stale `version`, 412 when its
+//!   `If-Match` was stale, 429 for a login that hit the rate limit;
+//! - a transaction PostgreSQL aborted for concurrency (serialization failure, deadlock)
+//!   is 503 `busy` with `Retry-After` (a pool with no free connection: 503
+//!   `unavailable`): the request
+//!   changed nothing and may be sent again. The response carries [`Busy`] so that
+//!   [`crate::retry`] runs the request again first; clients see it only when every
+//!   attempt was aborted. Never a 500;
 //! - database and unexpected errors are logged with their cause chain and answered with a
 //!   generic 500 that leaks nothing.
 
@@ -16,6 +22,7 @@ use std::collections::BTreeMap;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use probactr_common::store::retry::{caused_by_transient, Transient};
 use probactr_common::store::StoreError;
 
 /// Messages per field name (`name`, `spec.program`, `cron.minute`, `retry.max_attempts`…).
@@ -32,7 +39,8 @@ pub struct ErrorBody {
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// Stable machine-readable code: `invalid_input`, `bad_request`, `unauthorized`,
-    /// `forbidden`, `not_found`, `conflict`, `too_many_requests`, `internal`.
+    /// `forbidden`, `not_found`, `conflict`, `precondition_failed`, `too_many_requests`,
+    /// `unavailable`, `busy`, `internal`.
     #[schema(value_type = String)]
     pub code: &'static str,
     /// A sentence saying what happened.
@@ -70,9 +78,15 @@ pub enum ApiError {
         /// The id asked for.
         id: String,
     },
-    /// The object changed since the caller read it.
+    /// The request conflicts with the object's state.
     #[error("{0}")]
     Conflict(String),
+    /// The object changed since the caller read it (a stale `version` in the body: 409).
+    #[error("{0}")]
+    Stale(String),
+    /// The object changed since the caller read it (a stale `If-Match`: 412).
+    #[error("{0}")]
+    PreconditionFailed(String),
     /// Too many failed logins for this user from this address.
     #[error("too many failed logins; try again in {retry_after_secs} s")]
     TooManyAttempts {
@@ -82,6 +96,9 @@ pub enum ApiError {
     /// Nothing could do it now (no monitor to deliver a test message).
     #[error("{0}")]
     Unavailable(String),
+    /// The database aborted the work for concurrency: nothing changed, try again.
+    #[error("the database is busy with concurrent changes; nothing was changed, try again")]
+    Busy,
     /// A dependency failed or a bug: logged, answered generically.
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
@@ -109,9 +126,10 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::Stale(_) => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -124,9 +142,11 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound { .. } => "not_found",
-            ApiError::Conflict(_) => "conflict",
+            ApiError::Conflict(_) | ApiError::Stale(_) => "conflict",
+            ApiError::PreconditionFailed(_) => "precondition_failed",
             ApiError::TooManyAttempts { .. } => "too_many_requests",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::Busy => "busy",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -149,28 +169,69 @@ impl ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
-        ApiError::Internal(err.into())
+        match err {
+            StoreError::Database(err) => err.into(),
+            other => ApiError::Internal(other.into()),
+        }
     }
 }
 
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
-        ApiError::Internal(err.into())
+        if err.is_transient() {
+            tracing::debug!(error = %err, "transaction aborted for concurrency");
+            ApiError::Busy
+        } else if matches!(err, sqlx::Error::PoolTimedOut) {
+            // Not run again here (that would add load to a saturated pool): the client
+            // is told to come back.
+            ApiError::Unavailable("no database connection is free; try again".to_owned())
+        } else {
+            ApiError::Internal(err.into())
+        }
     }
+}
+
+impl ApiError {
+    /// This error with an aborted transaction found in an internal error's cause chain
+    /// (errors that went through `anyhow`) made [`ApiError::Busy`].
+    pub fn normalized(self) -> ApiError {
+        match self {
+            ApiError::Internal(err) if err.chain().any(caused_by_transient) => ApiError::Busy,
+            other => other,
+        }
+    }
+}
+
+/// Marks a response as the answer to work the database aborted for concurrency
+/// ([`ApiError::Busy`]): [`crate::retry`] runs such requests again.
+#[derive(Debug, Clone, Copy)]
+pub struct Busy;
+
+/// Seconds a client should wait before sending a request answered busy again.
+pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
+
+/// Adds what every busy answer carries: `Retry-After` and the [`Busy`] mark.
+pub fn mark_busy(response: &mut Response) {
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(BUSY_RETRY_AFTER_SECS));
+    response.extensions_mut().insert(Busy);
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        self.log();
+        let this = self.normalized();
+        this.log();
         let body = ErrorBody {
             error: ErrorDetail {
-                code: self.code(),
-                message: self.to_string(),
-                fields: self.fields(),
+                code: this.code(),
+                message: this.to_string(),
+                fields: this.fields(),
             },
         };
-        let mut response = (self.status_code(), Json(body)).into_response();
-        match &self {
+        let mut response = (this.status_code(), Json(body)).into_response();
+        match &this {
+            ApiError::Busy => mark_busy(&mut response),
             ApiError::Unauthorized => {
                 response
                     .headers_mut()

@@ -1,4 +1,5 @@
-//! The middleware stack, from tower-http: request tracing, a request timeout (so a
+//! The middleware stack: the retry of requests the database aborted for concurrency
+//! ([`crate::retry`]), then from tower-http: request tracing, a request timeout (so a
 //! draining manager cannot hang), compression, a request body limit, and the security
 //! headers of every response (a strict Content-Security-Policy: only this site's own
 //! script file and stylesheet; no inline script or style, no foreign origin), and
@@ -47,6 +48,9 @@ pub fn apply(router: Router) -> Router {
     ];
     // Pages and API answers carry what their caller may see (jobs, runs, tokens): no
     // cache keeps them. The static files set their own caching, which is kept.
+    // Innermost: a request the database aborted for concurrency runs again before any
+    // other layer sees its answer.
+    let router = router.layer(axum::middleware::from_fn(crate::retry::retry_aborted));
     let mut router = router.layer(SetResponseHeaderLayer::if_not_present(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-store"),

@@ -11,6 +11,7 @@
 //!   with `tower::ServiceExt::oneshot`.
 //! - [`state`]: what every handler shares (pool, Redis client, templates).
 //! - [`error`]: [`error::ApiError`], the one error type of handlers, and its JSON form.
+//! - [`idempotency`]: `Idempotency-Key` on `POST`s: the same request acts once.
 //! - [`input`]: field-by-field reading of JSON input, so every bad field is named.
 //! - [`auth`]: passwords, sessions, API tokens, roles, the [`auth::Principal`] extractor.
 //! - [`service`]: the operations (create a job, pause a trigger, cancel a run…), with
@@ -20,14 +21,17 @@
 //! - [`api`]: the REST API under `/api/v1`, plus `/healthz`, `/readyz`, `/metrics`.
 //! - [`admin`]: the server-rendered web admin.
 //! - [`layers`]: tower-http middleware and security headers.
+//! - [`retry`]: runs a request again when the database aborted it for concurrency.
 
 pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod command;
 pub mod error;
+pub mod idempotency;
 pub mod input;
 pub mod layers;
+pub mod retry;
 pub mod service;
 pub mod startup;
 pub mod state;
@@ -37,8 +41,12 @@ pub use state::AppState;
 
 /// The whole site: REST API, health endpoints and web admin, with the middleware stack.
 pub fn app(state: AppState) -> axum::Router {
+    let api = api::router().layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        idempotency::honour,
+    ));
     let router = axum::Router::new()
-        .merge(api::router())
+        .merge(api)
         .merge(admin::router())
         .with_state(state);
     layers::apply(router)

@@ -19,6 +19,8 @@ use std::time::Duration;
 use probactr_common::lock::Lease;
 use probactr_common::store::alerts::notifications;
 use probactr_common::store::housekeeping;
+use probactr_common::store::idempotency;
+use probactr_common::store::retry::retry_transient;
 use probactr_common::store::run_inputs;
 use probactr_common::store::runs::{self, EndedRun};
 use probactr_common::store::{checkpoints, processes, run_output, services, StoreError};
@@ -73,7 +75,10 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     let mut report = ReapReport::default();
 
     let dead = if declare {
-        processes::declare_dead(&monitor.pool, monitor_id, config.heartbeat_timeout).await?
+        retry_transient("declare dead executors", || {
+            processes::declare_dead(&monitor.pool, monitor_id, config.heartbeat_timeout)
+        })
+        .await?
     } else {
         Vec::new()
     };
@@ -82,17 +87,20 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     }
     report.declared_dead = dead.len();
 
-    let orphans = runs::abandon_orphans(&monitor.pool).await?;
+    let orphans = retry_transient("abandon orphans", || runs::abandon_orphans(&monitor.pool)).await?;
     settle(monitor, &orphans, "executor lost", &mut report).await;
 
-    let returned = runs::requeue_stale_claims(&monitor.pool, stale_claim(config)).await?;
+    let returned = retry_transient("requeue stale claims", || {
+        runs::requeue_stale_claims(&monitor.pool, stale_claim(config))
+    })
+    .await?;
     for run_id in &returned {
         tracing::info!(run.id = run_id, "claim that never started returned to the queue");
     }
     report.claims_returned = returned.len();
 
     let grace = config.heartbeat_timeout + config.reap_interval;
-    let overdue = runs::flag_overdue(&monitor.pool, grace).await?;
+    let overdue = retry_transient("flag overdue runs", || runs::flag_overdue(&monitor.pool, grace)).await?;
     for run_id in &overdue {
         tracing::warn!(
             run.id = run_id,
@@ -100,10 +108,13 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
         );
     }
     report.overdue_flagged = overdue.len();
-    let stuck = runs::abandon_stuck(&monitor.pool, grace).await?;
+    let stuck = retry_transient("abandon stuck runs", || runs::abandon_stuck(&monitor.pool, grace)).await?;
     settle(monitor, &stuck, "stuck past its timeout", &mut report).await;
 
-    let expired = runs::expire_stale_queued(&monitor.pool).await?;
+    let expired = retry_transient("expire stale queued runs", || {
+        runs::expire_stale_queued(&monitor.pool)
+    })
+    .await?;
     for run_id in &expired {
         tracing::info!(
             run.id = run_id,
@@ -122,7 +133,7 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
 
 /// Runs pinned to executors that left: broadcasts skipped, shards freed for any executor.
 async fn reroute(monitor: &Monitor) -> Result<(), StoreError> {
-    let rerouted = runs::reroute_stranded(&monitor.pool).await?;
+    let rerouted = retry_transient("reroute stranded runs", || runs::reroute_stranded(&monitor.pool)).await?;
     for run_id in &rerouted.skipped {
         tracing::info!(
             run.id = run_id,
@@ -209,9 +220,15 @@ async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut R
 
 async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     let retention = monitor.config.retention;
-    let mut pruned = housekeeping::maintain_history(&monitor.pool, retention).await?;
+    let mut pruned = retry_transient("maintain run partitions", || {
+        housekeeping::maintain_history(&monitor.pool, retention)
+    })
+    .await?;
     loop {
-        let deleted = housekeeping::prune_runs(&monitor.pool, retention, PRUNE_BATCH).await?;
+        let deleted = retry_transient("prune runs", || {
+            housekeeping::prune_runs(&monitor.pool, retention, PRUNE_BATCH)
+        })
+        .await?;
         pruned += deleted;
         if deleted < PRUNE_BATCH as u64 {
             break;
@@ -219,6 +236,14 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     }
     loop {
         let deleted = run_output::purge(&monitor.pool, retention, PRUNE_BATCH).await?;
+        pruned += deleted;
+        if deleted < PRUNE_BATCH as u64 {
+            break;
+        }
+    }
+    // Idempotency keys are kept 24 hours whatever the retention (a promise to clients).
+    loop {
+        let deleted = idempotency::purge(&monitor.pool, PRUNE_BATCH).await?;
         pruned += deleted;
         if deleted < PRUNE_BATCH as u64 {
             break;

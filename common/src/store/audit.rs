@@ -150,6 +150,23 @@ pub async fn list(
     Ok((items, total))
 }
 
+/// Who last changed an object and when (the newest entry about it), to tell someone whose
+/// edit lost a race whose change won.
+pub async fn last_change(
+    db: impl PgExecutor<'_>,
+    object_type: &str,
+    object_id: i64,
+) -> Result<Option<(String, DateTime<Utc>)>, StoreError> {
+    let row = sqlx::query!(
+        "SELECT actor, at FROM audit_log WHERE object_type = $1 AND object_id = $2 ORDER BY id DESC LIMIT 1",
+        object_type,
+        object_id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|row| (row.actor, row.at)))
+}
+
 /// The names of the users who appear in the log, for the filter's choices.
 pub async fn actors(db: impl PgExecutor<'_>) -> Result<Vec<String>, StoreError> {
     Ok(

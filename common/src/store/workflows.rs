@@ -603,10 +603,12 @@ pub async fn seconds_until_earliest_trigger(db: impl PgExecutor<'_>) -> Result<O
 }
 
 /// Replaces a workflow's name, description and steps (runs under way keep the steps they
-/// copied); None when it does not exist.
+/// copied), when it is at `expected_version` if one is given; None when it does not exist
+/// or is at another version.
 pub async fn replace(
     conn: &mut PgConnection,
     id: i64,
+    expected_version: Option<i64>,
     name: &str,
     description: &str,
     steps: &[Step],
@@ -614,11 +616,12 @@ pub async fn replace(
     let Some(workflow) = sqlx::query_as!(
         Workflow,
         "UPDATE workflows SET name = $2, description = $3, version = version + 1, updated_at = now()
-         WHERE id = $1
+         WHERE id = $1 AND ($4::BIGINT IS NULL OR version = $4)
          RETURNING id, name, description, paused, version, created_at, updated_at",
         id,
         name,
-        description
+        description,
+        expected_version
     )
     .fetch_optional(&mut *conn)
     .await?

@@ -237,7 +237,7 @@ fn form_failure(
     let (errors, conflict) = match err {
         ApiError::Invalid(errors) => (errors, None),
         ApiError::Forbidden(message) => (FieldErrors::from([("kind".to_owned(), message)]), None),
-        ApiError::Conflict(message) => (FieldErrors::new(), Some(message)),
+        ApiError::Conflict(message) | ApiError::Stale(message) => (FieldErrors::new(), Some(message)),
         other => return Err(other.into()),
     };
     render_form(

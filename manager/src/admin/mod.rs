@@ -158,13 +158,18 @@ impl IntoResponse for AdminError {
                 Redirect::to("/login").into_response()
             }
             AdminError::Api(err) => {
+                let err = err.normalized();
                 err.log();
                 let status = err.status_code();
                 let message = match &err {
                     ApiError::Internal(_) => "Something went wrong on our side; it was logged.".to_owned(),
                     other => other.to_string(),
                 };
-                (status, Html(error_page(status, &message))).into_response()
+                let mut response = (status, Html(error_page(status, &message))).into_response();
+                if matches!(err, ApiError::Busy) {
+                    crate::error::mark_busy(&mut response);
+                }
+                response
             }
         }
     }

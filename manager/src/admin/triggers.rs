@@ -167,7 +167,7 @@ async fn submit(
             &format!("Trigger of job {} saved", job.name),
         )),
         Err(ApiError::Invalid(errors)) => page(StatusCode::UNPROCESSABLE_ENTITY, errors, None, None),
-        Err(ApiError::Conflict(message)) => {
+        Err(ApiError::Conflict(message) | ApiError::Stale(message)) => {
             page(StatusCode::CONFLICT, FieldErrors::new(), Some(message), None)
         }
         Err(err) => Err(err.into()),

@@ -9,6 +9,7 @@ use probactr_common::store::services::ReplicaHolder;
 use serde_json::Value;
 
 use super::bodies::{JobPatchBody, NewJobBody, RunNowBody, RunQueued};
+use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
 use crate::command::{JobDraft, JobPatch};
@@ -61,10 +62,10 @@ pub async fn create(
     State(state): State<AppState>,
     who: Principal,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<JobView>), ApiError> {
+) -> Result<(StatusCode, Tagged<JobView>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(jobs::create(&state, &who, JobDraft::from_json(body)).await?),
+        Tagged(jobs::create(&state, &who, JobDraft::from_json(body)).await?),
     ))
 }
 
@@ -80,8 +81,8 @@ pub async fn get(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(jobs::get(&state, &who, id).await?))
+) -> Result<Tagged<JobView>, ApiError> {
+    Ok(Tagged(jobs::get(&state, &who, id).await?))
 }
 
 /// A service's instances: which executor holds each replica slot, and the run it is.
@@ -100,13 +101,15 @@ pub async fn replicas(
     Ok(Json(jobs::replicas(&state, id).await?))
 }
 
-/// Edit a job: send the fields to change and the `version` you read.
+/// Edit a job: send the fields to change and the version you read, as `If-Match: "VERSION"`
+/// (412 when stale) or as `version` in the body (409 when stale).
 #[utoipa::path(patch, path = "/jobs/{id}", operation_id = "update_job", tag = "jobs",
     params(("id" = i64, Path, description = "The job")),
     request_body = JobPatchBody,
     responses(
         (status = OK, description = "The job as changed", body = JobView),
         (status = CONFLICT, description = "`version` is stale: the job changed since it was read", body = ErrorBody),
+        (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the job changed since it was read", body = ErrorBody),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
         (status = NOT_FOUND, description = "No such job", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
@@ -115,10 +118,12 @@ pub async fn update(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
+    if_match: IfMatch,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(
-        jobs::update(&state, &who, id, JobPatch::from_json(body)).await?,
+) -> Result<Tagged<JobView>, ApiError> {
+    let patch = JobPatch::from_json(if_match.into_patch(body));
+    Ok(Tagged(
+        if_match.judge(jobs::update(&state, &who, id, patch).await)?,
     ))
 }
 
@@ -158,8 +163,8 @@ pub async fn pause(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(jobs::set_paused(&state, &who, id, true).await?))
+) -> Result<Tagged<JobView>, ApiError> {
+    Ok(Tagged(jobs::set_paused(&state, &who, id, true).await?))
 }
 
 /// Resume a paused job.
@@ -174,8 +179,8 @@ pub async fn resume(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(jobs::set_paused(&state, &who, id, false).await?))
+) -> Result<Tagged<JobView>, ApiError> {
+    Ok(Tagged(jobs::set_paused(&state, &who, id, false).await?))
 }
 
 /// Queue a run of the job now, optionally with parameters (`{"params": {...}}`, merged over

@@ -10,10 +10,12 @@ mod auth;
 pub mod bodies;
 mod cluster;
 mod dashboard;
+mod definitions;
 mod health;
 mod jobs;
 mod ledger;
 pub mod openapi;
+pub mod precondition;
 mod runs;
 mod secrets;
 mod triggers;
@@ -70,6 +72,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(dashboard::dashboard))
         .routes(routes!(cluster::audit))
         .routes(routes!(triggers::preview))
+        .routes(routes!(definitions::apply))
         .routes(routes!(ledger::ledger))
         .routes(routes!(ledger::backfill))
         .routes(routes!(ledger::forecast))

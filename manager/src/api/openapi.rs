@@ -55,7 +55,13 @@ pub fn skeleton() -> OpenApi {
                 .description(Some(
                     "Jobs, triggers and runs of a probactr cluster. Errors are \
                      `{\"error\": {\"code\", \"message\", \"fields\"}}`; invalid input is a 422 naming \
-                     every bad field, and changes nothing.",
+                     every bad field, and changes nothing. Every `POST` honours an `Idempotency-Key` \
+                     header: the same key and request within 24 h answer the first answer again \
+                     (`Idempotent-Replayed: true`), the same key with another request is a 422. Jobs, \
+                     triggers and workflows answer with `ETag: \"VERSION\"`; `PATCH` and `PUT` honour \
+                     `If-Match` (412 when stale). Concurrency never answers 500: work the database \
+                     aborted (deadlock, serialization failure) is retried, then answered 503 `busy` \
+                     with `Retry-After`.",
                 ))
                 .build(),
         )

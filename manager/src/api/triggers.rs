@@ -6,6 +6,7 @@ use axum::Json;
 use serde_json::Value;
 
 use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
+use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
 use crate::command::trigger::PreviewRequest;
@@ -48,10 +49,10 @@ pub async fn create(
     who: Principal,
     Id(job_id): Id,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<TriggerView>), ApiError> {
+) -> Result<(StatusCode, Tagged<TriggerView>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(
+        Tagged(
             triggers::view(
                 &state,
                 triggers::create(&state, &who, job_id, TriggerDraft::from_json(body)).await?,
@@ -73,19 +74,21 @@ pub async fn get(
     State(state): State<AppState>,
     _who: Principal,
     Id(id): Id,
-) -> Result<Json<TriggerView>, ApiError> {
-    Ok(Json(
+) -> Result<Tagged<TriggerView>, ApiError> {
+    Ok(Tagged(
         triggers::view(&state, triggers::get(&state, id).await?).await?,
     ))
 }
 
-/// Edit a trigger: send the fields to change and the `version` you read.
+/// Edit a trigger: send the fields to change and the version you read, as
+/// `If-Match: "VERSION"` (412 when stale) or as `version` in the body (409 when stale).
 #[utoipa::path(patch, path = "/triggers/{id}", operation_id = "update_trigger", tag = "triggers",
     params(("id" = i64, Path, description = "The trigger")),
     request_body = TriggerPatchBody,
     responses(
         (status = OK, description = "The trigger as changed, its next instant recomputed", body = TriggerView),
         (status = CONFLICT, description = "`version` is stale", body = ErrorBody),
+        (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the trigger changed since it was read", body = ErrorBody),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
         (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
@@ -94,15 +97,12 @@ pub async fn update(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
+    if_match: IfMatch,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<TriggerView>, ApiError> {
-    Ok(Json(
-        triggers::view(
-            &state,
-            triggers::update(&state, &who, id, TriggerPatch::from_json(body)).await?,
-        )
-        .await?,
-    ))
+) -> Result<Tagged<TriggerView>, ApiError> {
+    let patch = TriggerPatch::from_json(if_match.into_patch(body));
+    let trigger = if_match.judge(triggers::update(&state, &who, id, patch).await)?;
+    Ok(Tagged(triggers::view(&state, trigger).await?))
 }
 
 /// Delete a trigger (its runs stay in the history).
@@ -134,8 +134,8 @@ pub async fn pause(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<TriggerView>, ApiError> {
-    Ok(Json(
+) -> Result<Tagged<TriggerView>, ApiError> {
+    Ok(Tagged(
         triggers::view(&state, triggers::set_paused(&state, &who, id, true).await?).await?,
     ))
 }
@@ -152,8 +152,8 @@ pub async fn resume(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<TriggerView>, ApiError> {
-    Ok(Json(
+) -> Result<Tagged<TriggerView>, ApiError> {
+    Ok(Tagged(
         triggers::view(&state, triggers::set_paused(&state, &who, id, false).await?).await?,
     ))
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use probactr_common::store::workflows::WorkflowTrigger;
 
 use super::bodies::{NewTriggerBody, NewWorkflowBody, RunNowBody};
+use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
 use crate::command::TriggerDraft;
@@ -62,10 +63,10 @@ pub async fn create(
     State(state): State<AppState>,
     who: Principal,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<WorkflowView>), ApiError> {
+) -> Result<(StatusCode, Tagged<WorkflowView>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(workflows::create(&state, &who, body).await?),
+        Tagged(workflows::create(&state, &who, body).await?),
     ))
 }
 
@@ -81,17 +82,19 @@ pub async fn get(
     State(state): State<AppState>,
     _who: Principal,
     Id(id): Id,
-) -> Result<Json<WorkflowView>, ApiError> {
-    Ok(Json(workflows::get(&state, id).await?))
+) -> Result<Tagged<WorkflowView>, ApiError> {
+    Ok(Tagged(workflows::get(&state, id).await?))
 }
 
 /// Replace a workflow's definition (the body of a create): name, description and steps.
-/// Runs under way keep the steps they started with.
+/// Runs under way keep the steps they started with. With `If-Match: "VERSION"`, only that
+/// version is replaced (412 when stale).
 #[utoipa::path(put, path = "/workflows/{id}", operation_id = "replace_workflow", tag = "workflows",
     params(("id" = i64, Path, description = "The workflow")),
     request_body = NewWorkflowBody,
     responses(
         (status = OK, description = "The workflow as replaced", body = WorkflowView),
+        (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the workflow changed since it was read", body = ErrorBody),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
         (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
@@ -100,9 +103,12 @@ pub async fn replace(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
+    IfMatch(expected): IfMatch,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<WorkflowView>, ApiError> {
-    Ok(Json(workflows::replace(&state, &who, id, body).await?))
+) -> Result<Tagged<WorkflowView>, ApiError> {
+    Ok(Tagged(
+        workflows::replace(&state, &who, id, body, expected).await?,
+    ))
 }
 
 /// Delete a workflow with its triggers and workflow runs.
@@ -134,8 +140,8 @@ pub async fn pause(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<WorkflowView>, ApiError> {
-    Ok(Json(workflows::set_paused(&state, &who, id, true).await?))
+) -> Result<Tagged<WorkflowView>, ApiError> {
+    Ok(Tagged(workflows::set_paused(&state, &who, id, true).await?))
 }
 
 /// Resume a paused workflow.
@@ -150,8 +156,8 @@ pub async fn resume(
     State(state): State<AppState>,
     who: Principal,
     Id(id): Id,
-) -> Result<Json<WorkflowView>, ApiError> {
-    Ok(Json(workflows::set_paused(&state, &who, id, false).await?))
+) -> Result<Tagged<WorkflowView>, ApiError> {
+    Ok(Tagged(workflows::set_paused(&state, &who, id, false).await?))
 }
 
 /// Start a run of the workflow now, optionally with parameters every step gets (a step's

@@ -131,7 +131,7 @@ pub async fn issue_token(
 }
 
 /// The bearer token of a request, if it has one.
-fn bearer(parts: &Parts) -> Option<&str> {
+pub fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())

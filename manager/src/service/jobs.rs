@@ -290,7 +290,7 @@ pub async fn update(
     who.require_job_kind(job.kind)?;
     refuse_deleted(&before)?;
     if version != before.version {
-        return Err(stale("job", id, version, before.version));
+        return Err(stale_by(&mut tx, "job", id, version, before.version).await);
     }
     if job.mode == JobMode::Service && before.mode != JobMode::Service {
         let triggers = store::triggers::list_for_job(&mut *tx, id).await?;
@@ -400,9 +400,22 @@ pub async fn children_named(state: &AppState, job: &JobView) -> Result<Vec<Named
         .collect())
 }
 
+/// [`stale`], saying who made the change that won and when (from the audit log), so that
+/// an admin form can tell its user whose change they would have overwritten.
+pub async fn stale_by(db: &mut sqlx::PgConnection, what: &str, id: i64, sent: i64, current: i64) -> ApiError {
+    match store::audit::last_change(db, what, id).await {
+        Ok(Some((actor, at))) => ApiError::Stale(format!(
+            "{what} {id} was changed by {actor} at {} (now version {current}; you edited version {sent}): \
+             your change was not saved; reload to see theirs and edit again",
+            at.format("%Y-%m-%d %H:%M:%S UTC")
+        )),
+        _ => stale(what, id, sent, current),
+    }
+}
+
 /// The 409 of a stale `version`.
 pub fn stale(what: &str, id: i64, sent: i64, current: i64) -> ApiError {
-    ApiError::Conflict(format!(
+    ApiError::Stale(format!(
         "{what} {id} changed since it was read (version {sent} sent, {current} current); reload and retry"
     ))
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
-use super::jobs::stale;
+use super::jobs::{stale, stale_by};
 use super::snapshot;
 use crate::auth::Principal;
 use crate::command::trigger::{Definition, PreviewRequest};
@@ -142,7 +142,7 @@ pub async fn update(
         },
     ) = patch.definition(&before)?;
     if version != before.version {
-        return Err(stale("trigger", id, version, before.version));
+        return Err(stale_by(&mut tx, "trigger", id, version, before.version).await);
     }
     let next_fire_at = if schedule_changed {
         next.first_at_or_after(now)

@@ -96,15 +96,33 @@ pub async fn replace(
     who: &Principal,
     id: i64,
     body: Value,
+    expected_version: Option<i64>,
 ) -> Result<WorkflowView, ApiError> {
     who.require_operator("edit workflows")?;
     let valid = validated(state, body).await?;
     let mut tx = state.pool.begin().await?;
     let before = store::workflows::steps(&mut *tx, id).await?;
-    let workflow = store::workflows::replace(&mut tx, id, &valid.name, &valid.description, &valid.steps)
-        .await
-        .map_err(|err| name_taken(err, &valid.name))?
-        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+    let replaced = store::workflows::replace(
+        &mut tx,
+        id,
+        expected_version,
+        &valid.name,
+        &valid.description,
+        &valid.steps,
+    )
+    .await
+    .map_err(|err| name_taken(err, &valid.name))?;
+    let Some(workflow) = replaced else {
+        return Err(
+            match (expected_version, store::workflows::get(&mut *tx, id).await?) {
+                (Some(sent), Some(current)) => ApiError::PreconditionFailed(format!(
+                "workflow {id} changed since it was read (version {sent} sent, {} current); reload and retry",
+                current.version
+            )),
+                _ => ApiError::not_found("workflow", id),
+            },
+        );
+    };
     let change = Change {
         action: "workflow.update",
         object_type: "workflow",

@@ -31,6 +31,8 @@ mod openapi;
 
 mod admin;
 mod alerts;
+mod apply;
+mod concurrency;
 mod dashboard;
 mod end_to_end;
 mod health_auth;

@@ -25,6 +25,7 @@ use probactr_common::fence::Write;
 use probactr_common::jobspec::JobSpec;
 use probactr_common::lock::{Acquire, Lease, Renewal, Want};
 use probactr_common::model::{Job, Overlap, Run, RunState};
+use probactr_common::masking::Masker;
 use probactr_common::secrets::mask;
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
 use tokio_util::sync::CancellationToken;
@@ -170,7 +171,7 @@ impl Attempt<'_> {
             JobSpec::Shell(_) => Some(self.shared.output.open(self.run.id, secret_values.clone()).await),
             _ => None,
         };
-        let mut context = self.context(fence, input_env);
+        let mut context = self.context(fence, input_env, &secret_values);
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
         let limits = Limits {
             stop_grace: self.stop_grace(),
@@ -202,7 +203,7 @@ impl Attempt<'_> {
         drop(process);
         self.slot.release_execution(self.shared);
         if let Some(path) = &prepared.output_file {
-            inputs::keep_output(&self.shared.pool, self.run.id, path).await;
+            inputs::keep_output(&self.shared.pool, self.run.id, path, &context.masker).await;
         }
         let mut finish = describe_end(&execution, &handle, self.job.timeout_secs);
         if !secret_values.is_empty() {
@@ -235,7 +236,7 @@ impl Attempt<'_> {
         }
     }
 
-    fn context(&self, fence: Option<i64>, inputs: Vec<(String, String)>) -> JobContext {
+    fn context(&self, fence: Option<i64>, inputs: Vec<(String, String)>, secrets: &[String]) -> JobContext {
         JobContext {
             run_id: self.run.id,
             job_id: self.job.id,
@@ -245,6 +246,7 @@ impl Attempt<'_> {
             fence,
             checkpoint_file: None,
             inputs,
+            masker: Masker::new(secrets),
         }
     }
 

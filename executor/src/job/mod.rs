@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use probactr_common::jobspec::JobSpec;
+use probactr_common::masking::Masker;
 use tokio_util::sync::CancellationToken;
 
 use crate::live_output::OutputTap;
@@ -96,6 +97,9 @@ pub struct JobContext {
     /// `PROBACTR_<suffix>`: `PARAMS`, `PARAM_<KEY>`, `PARENT_RUN_ID`, `UPSTREAM`,
     /// `OUTPUT_FILE`, … (see [`crate::inputs`]).
     pub inputs: Vec<(String, String)>,
+    /// The run's secret values, masked in its output as it is read: before the output
+    /// is cut into stored chunks or a tail, so no cut splits a value out of sight.
+    pub masker: Masker,
 }
 
 impl JobContext {
@@ -273,6 +277,7 @@ mod tests {
             fence: Some(41),
             checkpoint_file: None,
             inputs: Vec::new(),
+            masker: Masker::default(),
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

@@ -32,6 +32,7 @@ fn ctx() -> JobContext {
         fence: Some(44),
         checkpoint_file: None,
         inputs: Vec::new(),
+        masker: Default::default(),
     }
 }
 

@@ -192,10 +192,11 @@ mod tests {
         assert_eq!(masker.mask("url ?p=hunter2%2Fs3cret&x"), "url ?p=***&x");
         let basic = STANDARD.encode("admin:hunter2/s3cret");
         let masked = masker.mask(&format!("Authorization: Basic {basic}"));
-        assert!(masked.contains(MASK) && !masked.contains(&basic[8..20]), "{masked}");
-        assert!(masker
-            .mask(&STANDARD.encode("hunter2/s3cret"))
-            .starts_with(MASK));
+        assert!(
+            masked.contains(MASK) && !masked.contains(&basic[8..20]),
+            "{masked}"
+        );
+        assert!(masker.mask(&STANDARD.encode("hunter2/s3cret")).starts_with(MASK));
         assert_eq!(format!("{masker:?}").contains("hunter"), false);
     }
 

@@ -33,7 +33,11 @@ use serde_json::Value;
 
 /// What percent-encoding leaves alone: RFC 3986's unreserved characters, which mean
 /// the same everywhere in a URL.
-const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Stands for a reference in the skeleton of a text (never written by people in URLs or
 /// JSON, and one byte long).
@@ -43,7 +47,9 @@ const HOLE: char = '\u{1}';
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
     /// A reference in the URL's scheme, userinfo, host or port.
-    #[error("{{{{ {reference} }}}} cannot be filled in the URL's {part}: only in its path, query or fragment")]
+    #[error(
+        "{{{{ {reference} }}}} cannot be filled in the URL's {part}: only in its path, query or fragment"
+    )]
     Misplaced {
         /// The reference, `params.u`.
         reference: String,
@@ -94,7 +100,10 @@ fn pieces(text: &str) -> Vec<Piece<'_>> {
         if start > 0 {
             pieces.push(Piece::Literal(&rest[..start]));
         }
-        pieces.push(Piece::Reference(&rest[start..start + 4 + end], after[..end].trim()));
+        pieces.push(Piece::Reference(
+            &rest[start..start + 4 + end],
+            after[..end].trim(),
+        ));
         rest = &after[end + 2..];
     }
     if !rest.is_empty() {
@@ -459,7 +468,11 @@ mod tests {
             "https://api.example.com/items/..%2F..%2Fadmin%3Fx%3D?k=v"
         );
         assert_eq!(
-            fill_url("https://h/q?a={{ params.id }}&b={{params.n}}#{{params.u}}", &value_of).unwrap(),
+            fill_url(
+                "https://h/q?a={{ params.id }}&b={{params.n}}#{{params.u}}",
+                &value_of
+            )
+            .unwrap(),
             "https://h/q?a=..%2F..%2Fadmin%3Fx%3D&b=3#evil.example%2F%3F"
         );
         assert!(matches!(
@@ -488,7 +501,10 @@ mod tests {
             assert_eq!(fill_url(url, &value_of), Err(expected.clone()), "{url}");
             assert_eq!(misplaced_in_url(url), Some(expected), "{url}");
         }
-        assert_eq!(misplaced_in_url("https://u:{{ secrets.pw }}@h/{{params.id}}?q={{params.n}}"), None);
+        assert_eq!(
+            misplaced_in_url("https://u:{{ secrets.pw }}@h/{{params.id}}?q={{params.n}}"),
+            None
+        );
         assert!(misplaced_in_url("https://{{ secrets.host }}/").is_some());
     }
 
@@ -509,7 +525,10 @@ mod tests {
             "a=..%2F..%2Fadmin%3Fx%3D&b=1"
         );
         assert_eq!(BodyFormat::of(None, "{{ params.x }}"), BodyFormat::Text);
-        assert_eq!(BodyFormat::of(Some("application/vnd.x+json; charset=utf-8"), "x"), BodyFormat::Json);
+        assert_eq!(
+            BodyFormat::of(Some("application/vnd.x+json; charset=utf-8"), "x"),
+            BodyFormat::Json
+        );
         assert_eq!(
             BodyFormat::of(Some("Application/X-WWW-Form-Urlencoded"), "{"),
             BodyFormat::Form

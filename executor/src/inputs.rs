@@ -85,11 +85,13 @@ fn fill(spec: JobSpec, value_of: &dyn Fn(&str) -> Option<Value>) -> Result<JobSp
                 .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
                 .map(|(_, value)| value.clone());
             for (name, value) in http.headers.iter_mut() {
-                *value = template::fill_header(value, value_of).map_err(named(format!("spec.headers.{name}")))?;
+                *value =
+                    template::fill_header(value, value_of).map_err(named(format!("spec.headers.{name}")))?;
             }
             if let Some(body) = &http.body {
                 let format = template::BodyFormat::of(content_type.as_deref(), body);
-                http.body = Some(template::fill_body(body, format, value_of).map_err(named("spec.body".to_owned()))?);
+                http.body =
+                    Some(template::fill_body(body, format, value_of).map_err(named("spec.body".to_owned()))?);
             }
             Ok(JobSpec::Http(http))
         }

@@ -63,10 +63,7 @@ pub fn parse(text: &str) -> Result<Document, (usize, String)> {
             Event::SequenceStart(..) | Event::MappingStart(..) => {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Err((
-                        mark.line(),
-                        format!("nested deeper than {MAX_DEPTH} levels"),
-                    ));
+                    return Err((mark.line(), format!("nested deeper than {MAX_DEPTH} levels")));
                 }
             }
             Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),

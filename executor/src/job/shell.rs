@@ -113,8 +113,20 @@ pub(super) async fn run(
     let output = Arc::new(Mutex::new(TailBuffer::new(limits.output_bytes)));
     let masked = || MaskStream::new(ctx.masker.clone());
     let collectors = [
-        tokio::spawn(collect(stdout, Stream::Stdout, masked(), output.clone(), tap.cloned())),
-        tokio::spawn(collect(stderr, Stream::Stderr, masked(), output.clone(), tap.cloned())),
+        tokio::spawn(collect(
+            stdout,
+            Stream::Stdout,
+            masked(),
+            output.clone(),
+            tap.cloned(),
+        )),
+        tokio::spawn(collect(
+            stderr,
+            Stream::Stderr,
+            masked(),
+            output.clone(),
+            tap.cloned(),
+        )),
     ];
     let execution = supervise(&mut child, &group, limits, stop).await;
     group.finish();
@@ -337,10 +349,7 @@ async fn keep(stream: Stream, bytes: &[u8], output: &Mutex<TailBuffer>, tap: Opt
     if bytes.is_empty() {
         return;
     }
-    output
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(bytes);
+    output.lock().unwrap_or_else(PoisonError::into_inner).push(bytes);
     if let Some(tap) = tap {
         tap.write(stream, bytes).await;
     }

@@ -785,12 +785,21 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     let printed = eventually(Duration::from_secs(20), "the printer ran", || ended(printed.id)).await;
     assert_eq!(printed.state, RunState::Succeeded, "{printed:?}");
     let chunks = run_output::read(&pool, printed.id, 0, 1000).await.unwrap();
-    assert!(chunks.len() >= 2, "the pause splits the output into chunks: {chunks:?}");
+    assert!(
+        chunks.len() >= 2,
+        "the pause splits the output into chunks: {chunks:?}"
+    );
     let live: String = chunks.iter().map(|chunk| chunk.content.as_str()).collect();
-    assert!(!live.contains(&secret[..10]) && !live.contains(&secret[10..]), "{live}");
+    assert!(
+        !live.contains(&secret[..10]) && !live.contains(&secret[10..]),
+        "{live}"
+    );
     assert_eq!(live.matches(MASK).count(), 2, "{live}");
     let stored = printed.output.unwrap_or_default();
-    assert!(!stored.contains(&secret[..10]) && !stored.contains(&secret[10..]), "{stored}");
+    assert!(
+        !stored.contains(&secret[..10]) && !stored.contains(&secret[10..]),
+        "{stored}"
+    );
     assert!(stored.ends_with(&format!("{MASK}\n{MASK}\n")), "{stored:?}");
 
     let stepped = eventually(Duration::from_secs(20), "the step ran", || ended(stepped.id)).await;

@@ -7,7 +7,7 @@
 //! - input errors are 422 and name every bad field; nothing was changed;
 //! - 401 without credentials, 403 when the caller's role may not do it, 404 for an id that
 //!   does not exist, 409 when a `PATCH` carried a stale `version`, 429 for a login that
-//!   hit the rate limit;
+//!   hit the rate limit or a caller past the open live output streams allowed;
 //! - database and unexpected errors are logged with their cause chain and answered with a
 //!   generic 500 that leaks nothing.
 
@@ -79,6 +79,9 @@ pub enum ApiError {
         /// Seconds until the oldest counted failure leaves the window.
         retry_after_secs: u64,
     },
+    /// The caller holds as many of something as allowed (open live output streams).
+    #[error("{0}")]
+    TooMany(String),
     /// Nothing could do it now (no monitor to deliver a test message).
     #[error("{0}")]
     Unavailable(String),
@@ -110,7 +113,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyAttempts { .. } | ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -125,7 +128,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound { .. } => "not_found",
             ApiError::Conflict(_) => "conflict",
-            ApiError::TooManyAttempts { .. } => "too_many_requests",
+            ApiError::TooManyAttempts { .. } | ApiError::TooMany(_) => "too_many_requests",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }

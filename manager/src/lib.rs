@@ -20,6 +20,7 @@
 //! - [`api`]: the REST API under `/api/v1`, plus `/healthz`, `/readyz`, `/metrics`.
 //! - [`admin`]: the server-rendered web admin.
 //! - [`layers`]: tower-http middleware and security headers.
+//! - [`streams`]: the bounds on live output streams (per user, in time).
 
 pub mod admin;
 pub mod api;
@@ -31,6 +32,7 @@ pub mod layers;
 pub mod service;
 pub mod startup;
 pub mod state;
+pub mod streams;
 
 pub use startup::run;
 pub use state::AppState;

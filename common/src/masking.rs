@@ -197,7 +197,7 @@ mod tests {
             "{masked}"
         );
         assert!(masker.mask(&STANDARD.encode("hunter2/s3cret")).starts_with(MASK));
-        assert_eq!(format!("{masker:?}").contains("hunter"), false);
+        assert!(!format!("{masker:?}").contains("hunter"));
     }
 
     #[test]

@@ -235,6 +235,16 @@ pub const VARS: &[Var] = &[
         help: "mark the manager's session cookie Secure (set true when it is served over HTTPS)",
     },
     Var {
+        name: "PROBACTR_SSE_PER_USER",
+        default: "10",
+        help: "live output streams one user may have open at once on a manager; more are answered 429",
+    },
+    Var {
+        name: "PROBACTR_SSE_MAX_SECS",
+        default: "3600",
+        help: "seconds after which the manager ends a live output stream (the client reconnects to go on)",
+    },
+    Var {
         name: "PROBACTR_ADMIN_USER",
         default: "admin",
         help: "name of the first admin, created when no user exists",
@@ -364,6 +374,10 @@ pub struct Config {
     pub manager_listen: SocketAddr,
     /// `PROBACTR_COOKIE_SECURE`.
     pub cookie_secure: bool,
+    /// `PROBACTR_SSE_PER_USER`.
+    pub sse_per_user: u32,
+    /// `PROBACTR_SSE_MAX_SECS`.
+    pub sse_max: Duration,
     /// `PROBACTR_ADMIN_USER`.
     pub admin_user: String,
     /// `PROBACTR_ADMIN_PASSWORD` (None when unset or empty).
@@ -566,6 +580,8 @@ impl Config {
             metrics_listen: env.optional_addr("PROBACTR_METRICS_LISTEN")?,
             manager_listen: env.addr("PROBACTR_MANAGER_LISTEN")?,
             cookie_secure: env.flag("PROBACTR_COOKIE_SECURE")?,
+            sse_per_user: env.number("PROBACTR_SSE_PER_USER", 1, 10_000)?,
+            sse_max: Duration::from_secs(env.number("PROBACTR_SSE_MAX_SECS", 1, 7 * 24 * 3600)?.into()),
             admin_user: env.text("PROBACTR_ADMIN_USER"),
             admin_password: Some(env.text("PROBACTR_ADMIN_PASSWORD")).filter(|p| !p.is_empty()),
             log_format: env.log_format("PROBACTR_LOG_FORMAT")?,

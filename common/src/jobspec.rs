@@ -504,8 +504,16 @@ fn parse_http(spec: &Value) -> Result<HttpSpec, SpecError> {
 /// It catches what people actually get wrong (no scheme, another scheme, no host, spaces,
 /// a bad port); the executor parses the URL fully before sending and fails the run with
 /// the parser's message if something subtler is wrong.
+///
+/// References (`{{ params.id }}`) may stand in the path, query and fragment only: a value
+/// filled in the scheme or authority could send the request, with the job's headers,
+/// to another host ([`crate::template`]).
 fn check_url(text: &str) -> Result<(), SpecError> {
     let bad = |message: &str| Err(SpecError::new("spec.url", message));
+    if let Some(misplaced) = crate::template::misplaced_in_url(text) {
+        return bad(&misplaced.to_string());
+    }
+    let text = &crate::template::with_references_as(text, "x");
     let lower = text.to_ascii_lowercase();
     let rest = if lower.starts_with("http://") {
         &text[7..]
@@ -806,6 +814,26 @@ mod tests {
             err(JobKind::Http, json!({"url": "http://h/", "expect_status": [-1]})).field,
             "spec.expect_status"
         );
+    }
+
+    #[test]
+    fn url_references_only_in_path_query_and_fragment() {
+        for ok in [
+            "https://api.example.com/items/{{ params.id }}?k={{params.k}}#{{ steps.a.output.b }}",
+            "https://user:{{ secrets.password }}@api.example.com/",
+        ] {
+            assert!(JobSpec::parse(JobKind::Http, &json!({"url": ok})).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://{{params.u}}@api.example.com/",
+            "https://{{ params.host }}/x",
+            "https://h:{{params.port}}/",
+            "{{ params.base }}/x",
+        ] {
+            let e = err(JobKind::Http, json!({"url": bad}));
+            assert_eq!(e.field, "spec.url", "{bad}");
+            assert!(e.message.contains("only in its path, query or fragment"), "{e}");
+        }
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
 //! - [`lock`]: the Redis mutex and permit set (efficiency: contention stays cheap).
 //! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
+//! - [`template`]: `{{ params.KEY }}` / `{{ steps.NAME.output.KEY }}`, encoded for where
+//!   they land; [`masking`]: secret values (and their encoded forms) out of what runs leave.
 //! - [`fence`]: PostgreSQL fencing tokens (correctness: a stale holder cannot write).
 //! - [`telemetry`]: one `init()` for structured logs.
 //! - [`shutdown`]: a cancellation token cancelled on SIGTERM or Ctrl-C.
@@ -32,6 +34,7 @@ pub mod jobspec;
 pub mod labels;
 pub mod ledger;
 pub mod lock;
+pub mod masking;
 pub mod model;
 pub mod reach;
 pub mod schedule;

@@ -182,14 +182,11 @@ pub fn substitute(text: &str, value_of: &dyn Fn(&str) -> Option<String>) -> Stri
     out
 }
 
-/// `text` with every occurrence of the `values` replaced by [`MASK`] (longest first, so
-/// a value containing another is masked whole).
+/// `text` with every occurrence of the `values` (and of their encoded forms, see
+/// [`crate::masking`]) replaced by [`MASK`] (longest first, so a value containing
+/// another is masked whole).
 pub fn mask(text: &str, values: &[String]) -> String {
-    let mut values: Vec<&String> = values.iter().filter(|value| !value.is_empty()).collect();
-    values.sort_by_key(|value| std::cmp::Reverse(value.len()));
-    values
-        .into_iter()
-        .fold(text.to_owned(), |text, value| text.replace(value.as_str(), MASK))
+    crate::masking::Masker::new(values).mask(text)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use probactr_common::backoff::Backoff;
 use probactr_common::fence::Write;
 use probactr_common::jobspec::JobSpec;
 use probactr_common::lock::{Acquire, Lease, Renewal, Want};
+use probactr_common::masking::Masker;
 use probactr_common::model::{Job, Overlap, Run, RunState};
 use probactr_common::secrets::mask;
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
@@ -195,7 +196,7 @@ impl Attempt<'_> {
             },
             _ => None,
         };
-        let mut context = self.context(fence, input_env);
+        let mut context = self.context(fence, input_env, &secret_values);
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
         context.work_dir = work_dir.as_ref().map(|dir| dir.path().to_path_buf());
         context.account = account;
@@ -233,7 +234,7 @@ impl Attempt<'_> {
         drop(process);
         self.slot.release_execution(self.shared);
         if let Some(path) = &prepared.output_file {
-            inputs::keep_output(&self.shared.pool, self.run.id, path).await;
+            inputs::keep_output(&self.shared.pool, self.run.id, path, &context.masker).await;
         }
         let mut finish = describe_end(&execution, &handle, self.job.timeout_secs);
         if !secret_values.is_empty() {
@@ -266,7 +267,7 @@ impl Attempt<'_> {
         }
     }
 
-    fn context(&self, fence: Option<i64>, inputs: Vec<(String, String)>) -> JobContext {
+    fn context(&self, fence: Option<i64>, inputs: Vec<(String, String)>, secrets: &[String]) -> JobContext {
         JobContext {
             run_id: self.run.id,
             job_id: self.job.id,
@@ -278,6 +279,7 @@ impl Attempt<'_> {
             inputs,
             account: None,
             work_dir: None,
+            masker: Masker::new(secrets),
         }
     }
 

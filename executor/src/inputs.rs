@@ -1,12 +1,14 @@
 //! What a run is given and what it hands on: its parameters, the run that queued it, its
 //! workflow step's upstream outputs (as `PROBACTR_*` variables and `{{ params.KEY }}` /
-//! `{{ steps.NAME.output.KEY }}` references, filled beside the secrets just before the
-//! run), and the JSON object a shell job writes to `PROBACTR_OUTPUT_FILE`, stored before
+//! `{{ steps.NAME.output.KEY }}` references, filled after the secrets just before the
+//! run, each value encoded for where it lands: see [`probactr_common::template`]), and the
+//! JSON object a shell job writes to `PROBACTR_OUTPUT_FILE`, stored before
 //! its end is recorded so that the workflow advancing with that end reads it.
 
 use std::path::{Path, PathBuf};
 
 use probactr_common::jobspec::JobSpec;
+use probactr_common::masking::Masker;
 use probactr_common::model::Run;
 use probactr_common::store::run_inputs::{self, Inputs};
 use probactr_common::template;
@@ -54,10 +56,47 @@ pub async fn prepare(pool: &PgPool, run: &Run, spec: JobSpec) -> Result<Prepared
     }
     let value_of = |reference: &str| template::input_value(reference, &inputs.params, &inputs.upstream);
     Ok(Prepared {
-        spec: crate::secrets::map_texts(spec, &|text| template::fill(text, &value_of)),
+        spec: fill(spec, &value_of)?,
         env,
         output_file,
     })
+}
+
+/// `spec` with its `{{ params.KEY }}` / `{{ steps.NAME.output.KEY }}` references filled,
+/// each value encoded for where it lands ([`template`]); the error names the field whose
+/// value could not be filled there.
+fn fill(spec: JobSpec, value_of: &dyn Fn(&str) -> Option<Value>) -> Result<JobSpec, String> {
+    let named = |field: String| move |err: template::TemplateError| format!("{field}: {err}");
+    match spec {
+        JobSpec::Shell(mut shell) => {
+            for (i, arg) in shell.args.iter_mut().enumerate() {
+                *arg = template::fill_argument(arg, value_of).map_err(named(format!("spec.args[{i}]")))?;
+            }
+            for (name, value) in shell.env.iter_mut() {
+                *value = template::fill_text(value, value_of).map_err(named(format!("spec.env.{name}")))?;
+            }
+            Ok(JobSpec::Shell(shell))
+        }
+        JobSpec::Http(mut http) => {
+            http.url = template::fill_url(&http.url, value_of).map_err(named("spec.url".to_owned()))?;
+            let content_type = http
+                .headers
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+                .map(|(_, value)| value.clone());
+            for (name, value) in http.headers.iter_mut() {
+                *value =
+                    template::fill_header(value, value_of).map_err(named(format!("spec.headers.{name}")))?;
+            }
+            if let Some(body) = &http.body {
+                let format = template::BodyFormat::of(content_type.as_deref(), body);
+                http.body =
+                    Some(template::fill_body(body, format, value_of).map_err(named("spec.body".to_owned()))?);
+            }
+            Ok(JobSpec::Http(http))
+        }
+        other => Ok(other),
+    }
 }
 
 async fn read_inputs(
@@ -117,12 +156,13 @@ fn variable_name(key: &str) -> String {
 }
 
 /// Stores what the attempt wrote to its output file, if it wrote a JSON object of at most
-/// [`OUTPUT_LIMIT`] bytes, and removes the file.
-pub async fn keep_output(pool: &PgPool, run_id: i64, path: &Path) {
+/// [`OUTPUT_LIMIT`] bytes, with the run's secrets masked in it (its texts are shown, and
+/// handed to the next steps), and removes the file.
+pub async fn keep_output(pool: &PgPool, run_id: i64, path: &Path, masker: &Masker) {
     let output = read_output(path).await;
     let _ = tokio::fs::remove_file(path).await;
     let output = match output {
-        Ok(Some(output)) => output,
+        Ok(Some(output)) => masked(output, masker),
         Ok(None) => return,
         Err(why) => {
             tracing::warn!(run.id = run_id, "output file ignored: {why}");
@@ -137,6 +177,23 @@ pub async fn keep_output(pool: &PgPool, run_id: i64, path: &Path) {
                 tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
             }
         }
+    }
+}
+
+/// `value` with the secrets masked in every string and key.
+fn masked(value: Value, masker: &Masker) -> Value {
+    if masker.is_empty() {
+        return value;
+    }
+    match value {
+        Value::String(text) => Value::String(masker.mask(&text)),
+        Value::Array(items) => Value::Array(items.into_iter().map(|item| masked(item, masker)).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, value)| (masker.mask(&key), masked(value, masker)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -175,5 +232,15 @@ mod tests {
         assert!(env.contains(&("PARAM_MAX_ROWS".to_owned(), "5".to_owned())));
         assert!(env.contains(&("PARENT_RUN_ID".to_owned(), "9".to_owned())));
         assert!(!env.iter().any(|(name, _)| name == "UPSTREAM"));
+    }
+
+    #[test]
+    fn step_outputs_are_masked_keys_included() {
+        let masker = Masker::new(&["hunter2"]);
+        let output = json!({"token": "x-hunter2", "hunter2": [1, "hunter2"], "n": 5});
+        assert_eq!(
+            masked(output, &masker),
+            json!({"token": "x-***", "***": [1, "***"], "n": 5})
+        );
     }
 }

@@ -26,15 +26,16 @@
 //!
 //! # Secrets
 //!
-//! Each chunk is masked with the run's secret values like the stored tail. A piece ends
-//! on a character boundary, and the collectors read what the program wrote at once, so a
-//! secret printed in one write stays in one chunk; a program that prints a secret in two
-//! writes far apart could have it split between two chunks, unmasked.
+//! The collectors mask the run's secret values (and their encoded forms) as they read,
+//! holding back the end of a read that could start a value until the next read
+//! ([`probactr_common::masking::MaskStream`]): what reaches the tap is masked before it is
+//! cut into chunks, or into a head and a tail, so no cut can split a value out of sight.
+//! Each chunk is masked once more here, which costs little and guards a tap fed another way.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use probactr_common::secrets::mask;
+use probactr_common::masking::Masker;
 use probactr_common::store::run_output::{self, Cut, NewChunk};
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
@@ -254,7 +255,7 @@ struct Piece {
 /// One run's output as the writer keeps it.
 #[derive(Debug)]
 struct RunOutput {
-    secrets: Vec<String>,
+    secrets: Masker,
     /// Bytes placed so far: the offset of the next piece.
     next_offset: u64,
     /// What the head may still take; 0 once it is closed.
@@ -276,7 +277,7 @@ impl RunOutput {
     fn new(limit: u64, secrets: Vec<String>) -> Self {
         let head = limit / 2;
         RunOutput {
-            secrets,
+            secrets: Masker::new(&secrets),
             next_offset: 0,
             head_left: head,
             head_end: None,
@@ -401,7 +402,7 @@ impl RunOutput {
         if self.secrets.is_empty() {
             text
         } else {
-            mask(&text, &self.secrets)
+            self.secrets.mask(&text)
         }
     }
 }

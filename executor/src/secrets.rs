@@ -84,10 +84,11 @@ fn substituted(spec: JobSpec, value_of: &dyn Fn(&str) -> Option<String>) -> JobS
     map_texts(spec, &|text| secrets::substitute(text, value_of))
 }
 
-/// `spec` with `fill` applied to every text a reference may stand in (shell arguments
-/// and environment values, HTTP URL, header values and body), for secrets and inputs
-/// ([`crate::inputs`]) alike.
-pub fn map_texts(spec: JobSpec, fill: &dyn Fn(&str) -> String) -> JobSpec {
+/// `spec` with `fill` applied to every text a secret may stand in (shell arguments and
+/// environment values, HTTP URL, header values and body). Secrets are filled as they
+/// are, like the definition admins wrote; run inputs, which others give, are encoded for
+/// their place by [`crate::inputs`].
+fn map_texts(spec: JobSpec, fill: &dyn Fn(&str) -> String) -> JobSpec {
     match spec {
         JobSpec::Shell(mut shell) => {
             shell.args = shell.args.iter().map(|arg| fill(arg)).collect();

@@ -7,7 +7,8 @@
 //! - input errors are 422 and name every bad field; nothing was changed;
 //! - 401 without credentials, 403 when the caller's role may not do it, 404 for an id that
 //!   does not exist, 409 when a `PATCH` carried a stale `version`, 412 when its
-//!   `If-Match` was stale, 429 for a login that hit the rate limit;
+//!   `If-Match` was stale, 429 for a login that hit the rate limit or a caller past the
+//!   open live output streams allowed;
 //! - a transaction PostgreSQL aborted for concurrency (serialization failure, deadlock)
 //!   is 503 `busy` with `Retry-After` (a pool with no free connection: 503
 //!   `unavailable`): the request
@@ -93,6 +94,9 @@ pub enum ApiError {
         /// Seconds until the oldest counted failure leaves the window.
         retry_after_secs: u64,
     },
+    /// The caller holds as many of something as allowed (open live output streams).
+    #[error("{0}")]
+    TooMany(String),
     /// Nothing could do it now (no monitor to deliver a test message).
     #[error("{0}")]
     Unavailable(String),
@@ -128,7 +132,7 @@ impl ApiError {
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) | ApiError::Stale(_) => StatusCode::CONFLICT,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-            ApiError::TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyAttempts { .. } | ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -144,7 +148,7 @@ impl ApiError {
             ApiError::NotFound { .. } => "not_found",
             ApiError::Conflict(_) | ApiError::Stale(_) => "conflict",
             ApiError::PreconditionFailed(_) => "precondition_failed",
-            ApiError::TooManyAttempts { .. } => "too_many_requests",
+            ApiError::TooManyAttempts { .. } | ApiError::TooMany(_) => "too_many_requests",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Busy => "busy",
             ApiError::Internal(_) => "internal",

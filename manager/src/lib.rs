@@ -22,6 +22,7 @@
 //! - [`admin`]: the server-rendered web admin.
 //! - [`layers`]: tower-http middleware and security headers.
 //! - [`retry`]: runs a request again when the database aborted it for concurrency.
+//! - [`streams`]: the bounds on live output streams (per user, in time).
 
 pub mod admin;
 pub mod api;
@@ -35,6 +36,7 @@ pub mod retry;
 pub mod service;
 pub mod startup;
 pub mod state;
+pub mod streams;
 
 pub use startup::run;
 pub use state::AppState;

@@ -79,6 +79,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)
         .with_trusted_proxies(&config.trusted_proxies)
+        .with_stream_limits(config.sse_per_user, config.sse_max)
         .with_secret_keys(Some(secret_keys));
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");

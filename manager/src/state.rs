@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use crate::admin::templates;
 use crate::auth::password::Hasher;
 use crate::service::cluster::{StatusCache, STATUS_MAX_AGE};
+use crate::streams::Streams;
 
 /// Shared state of the site; cheap to clone.
 #[derive(Clone)]
@@ -35,6 +36,8 @@ pub struct AppState {
     pub trusted_proxies: Arc<[Cidr]>,
     /// The keys sealing job secrets (`PROBACTR_SECRET_KEY`); None when unset.
     pub secret_keys: Option<Arc<Keyring>>,
+    /// The open live output streams, bounded per user and in time.
+    pub streams: Arc<Streams>,
 }
 
 impl AppState {
@@ -50,6 +53,7 @@ impl AppState {
             status_max_age: STATUS_MAX_AGE,
             trusted_proxies: Arc::from([]),
             secret_keys: None,
+            streams: Arc::default(),
         })
     }
 
@@ -62,6 +66,13 @@ impl AppState {
     /// The same state trusting `X-Forwarded-For` from these proxies.
     pub fn with_trusted_proxies(mut self, proxies: &[Cidr]) -> AppState {
         self.trusted_proxies = Arc::from(proxies);
+        self
+    }
+
+    /// The same state bounding live output streams: `per_user` open at once per user,
+    /// each ending after `max_age` (`PROBACTR_SSE_PER_USER`, `PROBACTR_SSE_MAX_SECS`).
+    pub fn with_stream_limits(mut self, per_user: u32, max_age: Duration) -> AppState {
+        self.streams = Arc::new(Streams::new(per_user, max_age));
         self
     }
 

@@ -32,13 +32,50 @@ impl Document {
     }
 }
 
-/// Reads one YAML document; the error says at which line and column it stopped making sense.
+/// How deeply collections may nest. Definitions need a handful of levels; the bound is
+/// what keeps a hostile document from exhausting the stack (the parser's own loader, and
+/// any walk of the value, recurse once per level).
+pub const MAX_DEPTH: usize = 64;
+
+/// The largest document read, in bytes.
+pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// Reads one YAML document; the error says at which line it stopped making sense. A
+/// document larger than [`MAX_BYTES`] is refused before it is parsed, and one nested
+/// deeper than [`MAX_DEPTH`] as soon as the parser reaches the level too many.
 pub fn parse(text: &str) -> Result<Document, (usize, String)> {
+    if text.len() > MAX_BYTES {
+        return Err((
+            1,
+            format!("{} bytes, more than the {MAX_BYTES} allowed", text.len()),
+        ));
+    }
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
-    parser
-        .load(&mut builder, false)
-        .map_err(|err| (err.marker().line(), err.info().to_owned()))?;
+    // Events are pulled one by one rather than through `Parser::load`, which recurses
+    // once per level of nesting before anything could count the levels.
+    let mut depth = 0usize;
+    loop {
+        let (event, mark) = parser
+            .next_token()
+            .map_err(|err| (err.marker().line(), err.info().to_owned()))?;
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err((mark.line(), format!("nested deeper than {MAX_DEPTH} levels")));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        // One document is read; what follows its end is ignored, as before.
+        let last = matches!(event, Event::DocumentEnd | Event::StreamEnd);
+        builder.on_event(event, mark);
+        if last {
+            break;
+        }
+    }
     if let Some(problem) = builder.problem {
         return Err(problem);
     }
@@ -197,6 +234,26 @@ fn flatten(node: Node, pointer: &str, lines: &mut HashMap<String, usize>) -> Val
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_or_large_documents_are_refused_naming_the_line() {
+        // Block sequences nested on one line: the parser's own loader recursed through
+        // them (flow collections stop at 255 levels in the scanner).
+        let deep = format!("jobs:\n  {}x\n", "- ".repeat(3000));
+        let (line, message) = parse(&deep).unwrap_err();
+        assert_eq!(line, 2);
+        assert!(message.contains("deeper than 64"), "{message}");
+        let nested = (0..100).fold(String::from("x: 1"), |inner, _| format!("a:\n{}", indent(&inner)));
+        assert!(parse(&nested).unwrap_err().1.contains("deeper than 64"));
+        let fine = format!("a: {}1{}", "[".repeat(60), "]".repeat(60));
+        assert!(parse(&fine).is_ok());
+        let large = format!("a: \"{}\"", "x".repeat(MAX_BYTES));
+        assert!(parse(&large).unwrap_err().1.contains("more than"));
+    }
+
+    fn indent(text: &str) -> String {
+        text.lines().map(|line| format!("  {line}\n")).collect()
+    }
 
     #[test]
     fn values_keep_their_lines() {

@@ -44,6 +44,7 @@ use std::sync::Arc;
 use probactr_common::http_guard::{check_literal, GuardedResolver};
 pub use probactr_common::http_guard::{HttpPolicy, Refusal};
 use probactr_common::jobspec::{FollowRedirects, HttpSpec};
+use probactr_common::masking::MaskStream;
 use reqwest::redirect;
 use reqwest::{Method, Url};
 use tokio_util::sync::CancellationToken;
@@ -272,13 +273,17 @@ async fn exchange(
         }
     };
     progress.status = Some(response.status().as_u16());
+    // A server may echo what it was sent (a token in a header or the URL): the body is
+    // masked as it arrives, before the tail keeps its end.
+    let mut masked = MaskStream::new(follow.ctx.masker.clone());
     while let Some(chunk) = response
         .chunk()
         .await
         .map_err(|err| format!("while reading the body: {}", describe(&err)))?
     {
-        progress.body.push(&chunk);
+        progress.body.push(&masked.push(&chunk));
     }
+    progress.body.push(&masked.finish());
     Ok(())
 }
 

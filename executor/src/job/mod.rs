@@ -44,6 +44,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use probactr_common::jobspec::JobSpec;
+use probactr_common::masking::Masker;
 use tokio_util::sync::CancellationToken;
 
 use crate::live_output::OutputTap;
@@ -102,6 +103,9 @@ pub struct JobContext {
     /// The attempt's own directory ([`crate::workdir`]): a shell job's working directory
     /// unless its spec names one.
     pub work_dir: Option<std::path::PathBuf>,
+    /// The run's secret values, masked in its output as it is read: before the output
+    /// is cut into stored chunks or a tail, so no cut splits a value out of sight.
+    pub masker: Masker,
 }
 
 impl JobContext {
@@ -281,6 +285,7 @@ mod tests {
             inputs: Vec::new(),
             account: None,
             work_dir: None,
+            masker: Masker::default(),
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

@@ -83,6 +83,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use probactr_common::jobspec::{ProcessLimits, ShellSpec};
+use probactr_common::masking::MaskStream;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
@@ -121,9 +122,22 @@ pub(super) async fn run(
     };
     let group = ProcessGroup::of(&child);
     let output = Arc::new(Mutex::new(TailBuffer::new(limits.output_bytes)));
+    let masked = || MaskStream::new(ctx.masker.clone());
     let collectors = [
-        tokio::spawn(collect(stdout, Stream::Stdout, output.clone(), tap.cloned())),
-        tokio::spawn(collect(stderr, Stream::Stderr, output.clone(), tap.cloned())),
+        tokio::spawn(collect(
+            stdout,
+            Stream::Stdout,
+            masked(),
+            output.clone(),
+            tap.cloned(),
+        )),
+        tokio::spawn(collect(
+            stderr,
+            Stream::Stderr,
+            masked(),
+            output.clone(),
+            tap.cloned(),
+        )),
     ];
     let execution = supervise(&mut child, &group, limits, stop).await;
     let execution = name_limits(execution, &spec.limits);
@@ -360,27 +374,35 @@ fn signal_name(signal: i32) -> &'static str {
 }
 
 /// Reads one output pipe into the tail buffer, and to the live output when tapped,
-/// until end of file.
+/// until end of file, masking the run's secrets first: a value the program wrote in two
+/// pieces, or that two reads split, is masked whole before anything cuts the output.
 async fn collect(
     mut reader: pipe::Receiver,
     stream: Stream,
+    mut masked: MaskStream,
     output: Arc<Mutex<TailBuffer>>,
     tap: Option<OutputTap>,
 ) {
     let mut chunk = vec![0_u8; 16 * 1024];
     loop {
-        match reader.read(&mut chunk).await {
+        let shown = match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                output
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(&chunk[..n]);
-                if let Some(tap) = &tap {
-                    tap.write(stream, &chunk[..n]).await;
-                }
-            }
-        }
+            Ok(n) => masked.push(&chunk[..n]),
+        };
+        keep(stream, &shown, &output, tap.as_ref()).await;
+    }
+    let rest = masked.finish();
+    keep(stream, &rest, &output, tap.as_ref()).await;
+}
+
+/// Hands masked output to the tail buffer and the live output.
+async fn keep(stream: Stream, bytes: &[u8], output: &Mutex<TailBuffer>, tap: Option<&OutputTap>) {
+    if bytes.is_empty() {
+        return;
+    }
+    output.lock().unwrap_or_else(PoisonError::into_inner).push(bytes);
+    if let Some(tap) = tap {
+        tap.write(stream, bytes).await;
     }
 }
 

@@ -707,3 +707,103 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
         other => eprintln!("pg_dump unavailable ({pg_dump}): {other:?}; the dump check is skipped"),
     }
 }
+
+/// Values others give cannot change what a job does, and secrets do not leak through the
+/// gaps of output: a URL parameter `../../x?y=` reaches a witness server as one encoded
+/// path segment; a secret printed in two writes across the 4,096-byte boundary is masked
+/// in the live output's chunks, its base64 form in the stored output, and a step output
+/// holding it is masked before it is stored.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    use probactr_common::secrets::{Keyring, SecretKey, MASK};
+    use probactr_common::store::{run_inputs, run_output};
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let keys = Keyring::new(SecretKey::parse(support::TEST_SECRET_KEY).unwrap(), None);
+    let secret = "Zq7pW3xK9vB2nM5tR8yL4cH6";
+    probactr_common::store::secrets::put(&pool, "token", &keys.seal(secret), "test")
+        .await
+        .unwrap();
+    let witness = Witness::start().await;
+    let caller = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "caller",
+            JobKind::Http,
+            json!({"url": format!("{}/hit/{{{{ params.id }}}}?hold_ms=0", witness.base_url)}),
+        ),
+    )
+    .await
+    .unwrap();
+    // 4,086 bytes, the secret's first 10 bytes (ending at byte 4,096), a pause longer
+    // than the live output's flush, the rest; then the secret in base64.
+    let printer = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "printer",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", r#"printf '%4086s' x; printf %s "$S" | head -c 10; sleep 1; printf '%s\n' "$S" | tail -c +11; printf %s "$S" | base64"#],
+                   "env": {"S": "{{ secrets.token }}"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let step = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "step",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", r#"printf '{"token": "%s", "n": 1}' "$S" > "$PROBACTR_OUTPUT_FILE""#],
+                   "env": {"S": "{{ secrets.token }}"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let called = runs::queue_now(&pool, caller.id).await.unwrap();
+    run_inputs::set_params(&pool, called.id, &json!({"id": "../../x?y="}))
+        .await
+        .unwrap();
+    let printed = runs::queue_now(&pool, printer.id).await.unwrap();
+    let stepped = runs::queue_now(&pool, step.id).await.unwrap();
+    let env = fast_env(&url, &unique_prefix("inputs-masking"));
+    let _executor = executor("executor", &env);
+    let ended = |id: i64| {
+        let pool = pool.clone();
+        async move {
+            let run = runs::get(&pool, id).await.unwrap().unwrap();
+            run.state.is_terminal().then_some(run)
+        }
+    };
+
+    let called = eventually(Duration::from_secs(20), "the caller ran", || ended(called.id)).await;
+    assert_eq!(called.state, RunState::Succeeded, "{called:?}");
+    let keys: Vec<String> = witness.hits().into_iter().map(|hit| hit.key).collect();
+    assert_eq!(keys, ["..%2F..%2Fx%3Fy%3D"], "one encoded path segment");
+
+    let printed = eventually(Duration::from_secs(20), "the printer ran", || ended(printed.id)).await;
+    assert_eq!(printed.state, RunState::Succeeded, "{printed:?}");
+    let chunks = run_output::read(&pool, printed.id, 0, 1000).await.unwrap();
+    assert!(
+        chunks.len() >= 2,
+        "the pause splits the output into chunks: {chunks:?}"
+    );
+    let live: String = chunks.iter().map(|chunk| chunk.content.as_str()).collect();
+    assert!(
+        !live.contains(&secret[..10]) && !live.contains(&secret[10..]),
+        "{live}"
+    );
+    assert_eq!(live.matches(MASK).count(), 2, "{live}");
+    let stored = printed.output.unwrap_or_default();
+    assert!(
+        !stored.contains(&secret[..10]) && !stored.contains(&secret[10..]),
+        "{stored}"
+    );
+    assert!(stored.ends_with(&format!("{MASK}\n{MASK}\n")), "{stored:?}");
+
+    let stepped = eventually(Duration::from_secs(20), "the step ran", || ended(stepped.id)).await;
+    assert_eq!(stepped.state, RunState::Succeeded, "{stepped:?}");
+    let output = run_inputs::output_of(&pool, stepped.id).await.unwrap();
+    assert_eq!(output, Some(json!({"token": MASK, "n": 1})));
+}

@@ -34,6 +34,7 @@ fn ctx() -> JobContext {
         inputs: Vec::new(),
         account: None,
         work_dir: None,
+        masker: Default::default(),
     }
 }
 

@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -22,6 +24,7 @@ use crate::service::runs::{self, Cancelled};
 use crate::service::runs::{OutputChunk, OutputPage, RunView};
 use crate::service::Paged;
 use crate::state::AppState;
+use crate::streams::{StreamPermit, RECHECK_EVERY};
 
 /// List runs, newest first (or longest first), filtered and paginated (outputs are only
 /// flagged).
@@ -129,15 +132,27 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(500);
         (status = OK, description = "`text/event-stream`: `chunk` events (data: an output chunk) then an `end` event", content_type = "text/event-stream", body = OutputChunk),
         (status = NOT_FOUND, description = "No such run", body = ErrorBody),
         (status = UNPROCESSABLE_ENTITY, description = "A bad offset, named", body = ErrorBody),
+        (status = TOO_MANY_REQUESTS, description = "The caller holds `PROBACTR_SSE_PER_USER` streams already", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn stream(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
     headers: HeaderMap,
     query: QueryParams,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let Some(permit) = state.streams.open(who.user_id) else {
+        tracing::info!(
+            user.id = who.user_id,
+            run.id = id,
+            "live output stream refused: too many open"
+        );
+        return Err(ApiError::TooMany(format!(
+            "at most {} live output streams may be open at once per user (PROBACTR_SSE_PER_USER)",
+            state.streams.per_user()
+        )));
+    };
     let mut errors = FieldErrors::new();
     let resumed = headers
         .get("last-event-id")
@@ -147,12 +162,20 @@ pub async fn stream(
     let offset = query.int("offset", 0, i64::MAX, &mut errors);
     check(errors)?;
     let first = runs::output(&state, id, resumed.or(offset).unwrap_or(0)).await?;
+    let now = Instant::now();
     let mut follow = Follow {
+        ends_at: now + state.streams.max_age(),
         state,
         run_id: id,
         offset: 0,
         events: VecDeque::new(),
         finished: false,
+        holder: Holder {
+            principal: who,
+            headers,
+            checked_at: now,
+        },
+        _permit: permit,
     };
     follow.take(first);
     let events = futures_util::stream::unfold(follow, |mut follow| async move {
@@ -168,10 +191,25 @@ struct Follow {
     offset: i64,
     events: VecDeque<Event>,
     finished: bool,
+    /// After this the stream ends (`PROBACTR_SSE_MAX_SECS`); the client reconnects from
+    /// its last event's id.
+    ends_at: Instant,
+    /// Who opened the stream, asked again every [`RECHECK_EVERY`].
+    holder: Holder,
+    /// The stream's place in its user's count, given back when the stream is dropped.
+    _permit: StreamPermit,
+}
+
+/// The caller of a stream, with what it authenticated with.
+struct Holder {
+    principal: Principal,
+    headers: HeaderMap,
+    checked_at: Instant,
 }
 
 impl Follow {
-    /// The next event, reading the output again while there is none; None after `end`.
+    /// The next event, reading the output again while there is none; None after `end`,
+    /// once the stream is too old, or once its session or token no longer holds.
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(event) = self.events.pop_front() {
@@ -181,6 +219,22 @@ impl Follow {
                 return None;
             }
             tokio::time::sleep(FOLLOW_EVERY).await;
+            if Instant::now() >= self.ends_at {
+                tracing::debug!(
+                    run.id = self.run_id,
+                    "live output stream ended: PROBACTR_SSE_MAX_SECS"
+                );
+                return None;
+            }
+            if !self.still_held().await {
+                tracing::info!(
+                    run.id = self.run_id,
+                    user.id = self.holder.principal.user_id,
+                    "live output stream ended: its session or token ended"
+                );
+                self.finished = true;
+                return Some(Event::default().event("error").data("the session or token ended"));
+            }
             match runs::output(&self.state, self.run_id, self.offset).await {
                 Ok(page) => self.take(page),
                 Err(err) => {
@@ -189,6 +243,23 @@ impl Follow {
                         .push_back(Event::default().event("error").data(err.to_string()));
                     self.finished = true;
                 }
+            }
+        }
+    }
+
+    /// Whether the stream's session or token still holds, asked every [`RECHECK_EVERY`]
+    /// (an unanswered question keeps the stream: PostgreSQL being away is no logout).
+    async fn still_held(&mut self) -> bool {
+        let holder = &mut self.holder;
+        if holder.checked_at.elapsed() < RECHECK_EVERY {
+            return true;
+        }
+        holder.checked_at = Instant::now();
+        match crate::auth::still_valid(&self.state.pool, &holder.principal, &holder.headers).await {
+            Ok(valid) => valid,
+            Err(err) => {
+                tracing::warn!(run.id = self.run_id, error = %err, "cannot check a stream's session or token");
+                true
             }
         }
     }

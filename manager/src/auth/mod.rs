@@ -21,7 +21,7 @@ pub mod session;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{header, Method};
+use axum::http::{header, HeaderMap, Method};
 use probactr_common::model::JobKind;
 use probactr_common::store::api_tokens::NewToken;
 use probactr_common::store::{self, audit::Actor, StoreError};
@@ -132,9 +132,32 @@ pub async fn issue_token(
 
 /// The bearer token of a request, if it has one.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_in(&parts.headers)
+}
+
+fn bearer_in(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Whether the session or token `principal` came with (in the request's `headers`)
+/// still opens the API, for the same user. Responses that last (live output streams) ask
+/// again while they are open, so that a logout, a revoked or expired token or a
+/// disabled user ends them.
+pub async fn still_valid(
+    db: impl PgExecutor<'_>,
+    principal: &Principal,
+    headers: &HeaderMap,
+) -> Result<bool, StoreError> {
+    let again = match &principal.via {
+        Via::Session { cookie, .. } => session::principal(db, cookie).await?,
+        Via::Token(_) => match bearer_in(headers) {
+            Some(token) => principal_for_token(db, token).await?,
+            None => None,
+        },
+    };
+    Ok(again.is_some_and(|again| again.user_id == principal.user_id))
 }
 
 /// Methods that never change state.

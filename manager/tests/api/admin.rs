@@ -628,3 +628,53 @@ async fn definitions_download_preview_and_apply(pool: PgPool) {
     assert!(bad.text.contains("upload:4: timeout_secs"), "{}", bad.text);
     assert_eq!(app.count("jobs").await, 2, "a bad upload changes nothing");
 }
+
+/// A YAML document nested 3,000 levels deep (which overflowed the parser's stack and
+/// killed the manager) is refused with 422 naming its line, and the manager answers on.
+/// The app runs on a thread with the stack of a server's worker thread (2 MiB, tokio's
+/// default), where the overflow happened.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_deeply_nested_upload_is_refused_and_the_manager_answers_on(pool: PgPool) {
+    let options = (*pool.connect_options()).clone();
+    let served = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let pool = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(4)
+                    .connect_with(options)
+                    .await
+                    .unwrap();
+                let app = TestApp::new(pool);
+                let token = app.admin().await;
+                let b = app.browser("admin").await;
+                // Block sequences 3,000 deep on one line (flow ones stop at 255 levels
+                // in the scanner).
+                let deep = format!("jobs:\n  - name: deep\n    spec:\n      {}x\n", "- ".repeat(3000));
+                let reply = app
+                    .form(
+                        "/definitions",
+                        &b.cookie,
+                        &[("csrf", &b.csrf), ("yaml", &deep), ("action", "preview")],
+                    )
+                    .await;
+                assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reply.text);
+                assert!(
+                    reply
+                        .text
+                        .contains("upload:4: not YAML: nested deeper than 64 levels"),
+                    "{}",
+                    reply.text
+                );
+                assert_eq!(app.get("/api/v1/jobs", &token).await.status, StatusCode::OK);
+                assert_eq!(app.count("jobs").await, 0);
+            })
+        })
+        .unwrap()
+        .join();
+    assert!(served.is_ok(), "the manager's thread failed");
+}

@@ -251,3 +251,74 @@ async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
     assert_eq!(download.status, StatusCode::OK);
     assert_eq!(download.text, text);
 }
+
+/// Live output streams are bounded: one user holds at most `PROBACTR_SSE_PER_USER` (10
+/// by default) open at once, an 11th gets 429 while the rest of the API keeps answering
+/// (another user's stream included), a place comes back when a stream ends, and a stream
+/// ends once the token it was opened with is revoked.
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn an_eleventh_stream_of_one_user_gets_429(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let other = app.user("other", Role::Viewer).await;
+    let job = app.job(&admin, noop("watched")).await;
+    // A queued run: nothing runs it, so its stream stays open.
+    let run = store::runs::queue_now(app.pool(), job["id"].as_i64().unwrap())
+        .await
+        .unwrap();
+    let open = |token: &str| {
+        let request = Request::builder()
+            .uri(format!("/api/v1/runs/{}/output/stream", run.id))
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        app.app.clone().oneshot(request)
+    };
+    let mut streams = Vec::new();
+    for _ in 0..10 {
+        let response = open(&admin).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        streams.push(response);
+    }
+    let refused = open(&admin).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let body = refused.into_body().collect().await.unwrap().to_bytes();
+    assert!(
+        String::from_utf8_lossy(&body).contains("PROBACTR_SSE_PER_USER"),
+        "{body:?}"
+    );
+    assert_eq!(app.get("/api/v1/jobs", &admin).await.status, StatusCode::OK);
+    let others = open(&other).await.unwrap();
+    assert_eq!(
+        others.status(),
+        StatusCode::OK,
+        "another user has places of their own"
+    );
+
+    drop(streams.pop());
+    let again = open(&admin).await.unwrap();
+    assert_eq!(
+        again.status(),
+        StatusCode::OK,
+        "an ended stream gives its place back"
+    );
+
+    // The other user's token is revoked: their stream ends, with an error event.
+    let revoked = app
+        .call(Method::DELETE, "/api/v1/auth/token", Some(&other), None)
+        .await;
+    assert!(revoked.status.is_success(), "{}", revoked.text);
+    let mut body = others.into_body();
+    let mut received = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("the stream ends once its token is revoked");
+        let Some(frame) = frame else { break };
+        if let Ok(data) = frame.unwrap().into_data() {
+            received.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    assert!(received.contains("event: error"), "{received}");
+}

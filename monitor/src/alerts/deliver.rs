@@ -1,6 +1,7 @@
 //! Sending one notification to its channel: a signed webhook POST, a Slack-compatible
 //! message, or a mail through `PROBACTR_SMTP_URL`. Errors are texts for the delivery log
-//! and never carry a secret.
+//! and never carry a secret: the channel's secret and URL are masked in them, whatever
+//! the receiver answered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use probactr_common::config::{Config, SmtpSettings, SmtpTls};
 use probactr_common::http_guard::{check_literal, GuardedResolver, HttpPolicy};
+use probactr_common::masking::Masker;
 use probactr_common::model::ChannelKind;
 use probactr_common::secrets::Keyring;
 use probactr_common::store::alerts::notifications::Delivery;
@@ -62,11 +64,38 @@ impl Sender {
 
     /// Sends one notification.
     pub async fn send(&self, delivery: &Delivery) -> Result<(), String> {
-        match delivery.kind {
+        let sent = match delivery.kind {
             ChannelKind::Webhook => self.webhook(delivery).await,
             ChannelKind::Slack => self.slack(delivery).await,
             ChannelKind::Email => self.email(delivery).await,
+        };
+        // A receiver's error page may echo what it was sent, and the error is stored in
+        // the delivery log for operators to read.
+        sent.map_err(|error| self.sensitive(delivery).mask(&error))
+    }
+
+    /// What of a delivery must never reach the delivery log: the channel's secret, and
+    /// its URL (a Slack URL is itself a credential) with its password, query and long
+    /// path segments (tokens).
+    fn sensitive(&self, delivery: &Delivery) -> Masker {
+        let mut values = Vec::new();
+        if let Some(secret) = delivery
+            .secret
+            .as_ref()
+            .and_then(|sealed| self.keys.open(sealed).ok())
+        {
+            values.push(secret);
         }
+        if let Some(url) = delivery.config.get("url").and_then(Value::as_str) {
+            values.push(url.to_owned());
+            if let Ok(parsed) = Url::parse(url) {
+                values.extend(parsed.password().map(str::to_owned));
+                values.extend(parsed.query().map(str::to_owned));
+                let segments = parsed.path_segments().into_iter().flatten();
+                values.extend(segments.filter(|segment| segment.len() >= 16).map(str::to_owned));
+            }
+        }
+        Masker::new(&values)
     }
 
     async fn webhook(&self, delivery: &Delivery) -> Result<(), String> {

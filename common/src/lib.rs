@@ -14,6 +14,8 @@
 //! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
 //! - [`lock`]: the Redis mutex and permit set (efficiency: contention stays cheap).
 //! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
+//! - [`secrets`]: sealing values (bound to what they seal), `{{ secrets.NAME }}`, masking;
+//!   [`masked_url`]: how a sealed URL (a channel's, a credential) is shown.
 //! - [`fence`]: PostgreSQL fencing tokens (correctness: a stale holder cannot write).
 //! - [`telemetry`]: one `init()` for structured logs.
 //! - [`shutdown`]: a cancellation token cancelled on SIGTERM or Ctrl-C.
@@ -31,6 +33,7 @@ pub mod jobspec;
 pub mod labels;
 pub mod ledger;
 pub mod lock;
+pub mod masked_url;
 pub mod model;
 pub mod reach;
 pub mod schedule;

@@ -20,6 +20,8 @@
 //! - [`api`]: the REST API under `/api/v1`, plus `/healthz`, `/readyz`, `/metrics`.
 //! - [`admin`]: the server-rendered web admin.
 //! - [`layers`]: tower-http middleware and security headers.
+//! - [`sealing`]: sealed values bound to their owners (re-sealed at start), channel URLs
+//!   masked.
 
 pub mod admin;
 pub mod api;
@@ -28,6 +30,7 @@ pub mod command;
 pub mod error;
 pub mod input;
 pub mod layers;
+pub mod sealing;
 pub mod service;
 pub mod startup;
 pub mod state;

@@ -364,7 +364,8 @@ impl SmtpSettings {
     /// errors and links, and the login would cross the network in the clear, so plain
     /// text is never a default, only a choice (`tls=none`).
     pub fn parse(text: &str) -> Result<SmtpSettings, String> {
-        let expected = "smtps://[user:password@]host[:port], smtp://[user:password@]host[:port]?tls=starttls, \
+        let expected =
+            "smtps://[user:password@]host[:port], smtp://[user:password@]host[:port]?tls=starttls, \
              or smtp://host[:port]?tls=none for a plain relay";
         let url = url::Url::parse(text).map_err(|err| format!("{expected} ({err})"))?;
         // `smtp://` starts undecided: the query must choose.
@@ -1125,7 +1126,10 @@ mod tests {
         for plain in ["smtp://u:hunter2@mail.example.com:587", "smtp://mail.example.com"] {
             let err = config_with(&[("PROBACTR_SMTP_URL", plain)]).expect_err("plain text by default");
             let text = err.to_string();
-            assert!(text.contains("PROBACTR_SMTP_URL") && text.contains("tls=none"), "{text}");
+            assert!(
+                text.contains("PROBACTR_SMTP_URL") && text.contains("tls=none"),
+                "{text}"
+            );
             assert!(!text.contains("hunter2"), "{text}");
         }
         let config = config_with(&[("PROBACTR_SMTP_URL", "smtp://relay.internal?tls=none")]).expect("chosen");

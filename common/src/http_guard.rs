@@ -159,9 +159,10 @@ fn forbidden_by_default(ip: IpAddr) -> Option<(&'static str, &'static str)> {
         IpAddr::V4(v4) if v4 == ALIBABA_METADATA => {
             Some(("100.100.100.200", "the Alibaba Cloud metadata service"))
         }
-        IpAddr::V4(v4) if v4 == AZURE_WIRESERVER => {
-            Some(("168.63.129.16", "the Azure WireServer (VM agent and extension settings)"))
-        }
+        IpAddr::V4(v4) if v4 == AZURE_WIRESERVER => Some((
+            "168.63.129.16",
+            "the Azure WireServer (VM agent and extension settings)",
+        )),
         IpAddr::V6(v6) if v6 == AWS_V6_METADATA => Some(("fd00:ec2::254", "the AWS metadata service")),
         IpAddr::V6(v6) if v6 == GCP_V6_METADATA => {
             Some(("fd20:ce::254", "the Google Cloud metadata service"))
@@ -335,9 +336,15 @@ mod tests {
         assert!(p.check(ip("100.100.100.201")).is_ok());
         assert!(p.check(ip("168.63.129.17")).is_ok());
         assert!(p.check(ip("fd20:ce::253")).is_ok());
-        for url in ["http://168.63.129.16/machine?comp=goalstate", "http://[fd20:ce::254]/computeMetadata/v1/"] {
+        for url in [
+            "http://168.63.129.16/machine?comp=goalstate",
+            "http://[fd20:ce::254]/computeMetadata/v1/",
+        ] {
             let refusal = check_literal(&p, &Url::parse(url).unwrap()).unwrap_err();
-            assert!(refusal.reason.contains("Google") || refusal.reason.contains("Azure"), "{refusal}");
+            assert!(
+                refusal.reason.contains("Google") || refusal.reason.contains("Azure"),
+                "{refusal}"
+            );
         }
     }
 

@@ -58,7 +58,10 @@ mod tests {
         assert_eq!(masked(url), shown, "the same URL, the same form");
         assert_ne!(masked(&url.replace("Hj", "Hk")), shown, "a new token, a new form");
         let with_login = masked("http://user:pass@10.0.0.5:8080/hook?token=abc");
-        assert!(with_login.starts_with("http://10.0.0.5:8080/*** (#"), "{with_login}");
+        assert!(
+            with_login.starts_with("http://10.0.0.5:8080/*** (#"),
+            "{with_login}"
+        );
         assert!(!is_masked("https://hooks.example.com/ops") && !is_masked("https://x/*** (#zz)"));
     }
 }

@@ -8,8 +8,8 @@
 //! and safe with several managers starting at once: the rows are locked while they are
 //! re-sealed, and a value set meanwhile is already bound and left alone.
 
-use probactr_common::model::ChannelKind;
 use probactr_common::masked_url;
+use probactr_common::model::ChannelKind;
 use probactr_common::secrets::{Keyring, Owner, Sealed};
 use probactr_common::store::{self, StoreError};
 use serde_json::Value;
@@ -46,8 +46,7 @@ pub async fn bind_unbound(pool: &PgPool, keys: &Keyring) -> Result<Bound, StoreE
         let owner = Owner::Secret(name.clone());
         match keys.open(&owner, &sealed) {
             Ok(value) => {
-                store::secrets::reseal(&mut *tx, &name, &keys.seal(&owner, &value))
-                    .await?;
+                store::secrets::reseal(&mut *tx, &name, &keys.seal(&owner, &value)).await?;
                 bound.secrets += 1;
             }
             Err(err) => {
@@ -78,8 +77,8 @@ pub async fn bind_unbound(pool: &PgPool, keys: &Keyring) -> Result<Bound, StoreE
             continue;
         };
         let mut config = channel.config.clone();
-        let in_the_clear = channel.url.is_none()
-            && matches!(channel.kind, ChannelKind::Webhook | ChannelKind::Slack);
+        let in_the_clear =
+            channel.url.is_none() && matches!(channel.kind, ChannelKind::Webhook | ChannelKind::Slack);
         if in_the_clear {
             if let Some(clear) = channel.config.get("url").and_then(Value::as_str) {
                 url = Some(keys.seal(&Owner::ChannelUrl(id), clear));
@@ -89,8 +88,7 @@ pub async fn bind_unbound(pool: &PgPool, keys: &Keyring) -> Result<Bound, StoreE
         if secret.is_none() && url.is_none() {
             continue;
         }
-        store::alerts::channels::reseal(&mut *tx, id, &config, secret.as_ref(), url.as_ref())
-            .await?;
+        store::alerts::channels::reseal(&mut *tx, id, &config, secret.as_ref(), url.as_ref()).await?;
         bound.channels += 1;
     }
     tx.commit().await?;

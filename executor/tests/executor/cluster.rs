@@ -714,10 +714,7 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
             .contains("secret nope, which does not exist"),
         "{refused:?}"
     );
-    let swapped = eventually(Duration::from_secs(15), "the greeter ended", || {
-        ended(swapped.id)
-    })
-    .await;
+    let swapped = eventually(Duration::from_secs(15), "the greeter ended", || ended(swapped.id)).await;
     assert_eq!(swapped.state, RunState::Failed, "{swapped:?}");
     let why = swapped
         .reason

@@ -34,7 +34,9 @@ fn require_rules(who: &Principal) -> Result<(), ApiError> {
 
 fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
     state.secret_keys.as_deref().ok_or_else(|| {
-        ApiError::Conflict("the manager has no PROBACTR_SECRET_KEY to seal the channel's secret and URL".into())
+        ApiError::Conflict(
+            "the manager has no PROBACTR_SECRET_KEY to seal the channel's secret and URL".into(),
+        )
     })
 }
 
@@ -112,9 +114,7 @@ pub async fn create_channel(
         secret: secret.as_ref(),
         url: url.as_ref(),
     };
-    let channel = channels::create(&mut *tx, &new)
-    .await
-    .map_err(|err| match err {
+    let channel = channels::create(&mut *tx, &new).await.map_err(|err| match err {
         store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
             .unwrap_or_else(|| store::StoreError::Database(db).into()),
         other => other.into(),

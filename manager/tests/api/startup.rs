@@ -53,19 +53,19 @@ async fn values_sealed_before_binding_are_bound_at_start(pool: PgPool) {
     let cipher = Aes256Gcm::new_from_slice(&[1u8; 32]).unwrap();
     let legacy = |value: &str, nonce: u8| {
         let nonce = [nonce; 12];
-        let sealed = cipher
-            .encrypt(&Nonce::from(nonce), value.as_bytes())
-            .unwrap();
+        let sealed = cipher.encrypt(&Nonce::from(nonce), value.as_bytes()).unwrap();
         (nonce.to_vec(), sealed)
     };
     let (nonce, sealed) = legacy("old-password", 1);
-    sqlx::query("INSERT INTO secrets (name, key_id, nonce, ciphertext, updated_by) VALUES ('db', $1, $2, $3, 'then')")
-        .bind(key.id())
-        .bind(nonce)
-        .bind(sealed)
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO secrets (name, key_id, nonce, ciphertext, updated_by) VALUES ('db', $1, $2, $3, 'then')",
+    )
+    .bind(key.id())
+    .bind(nonce)
+    .bind(sealed)
+    .execute(&pool)
+    .await
+    .unwrap();
     let url = "https://hooks.slack.com/services/T1/B2/legacy-token-77";
     let (nonce, sealed) = legacy("sign-me", 2);
     let channel: i64 = sqlx::query_scalar(
@@ -101,7 +101,10 @@ async fn values_sealed_before_binding_are_bound_at_start(pool: PgPool) {
         .await
         .unwrap();
     let parts = &parts[0];
-    assert!(parts.config["url"].as_str().unwrap().starts_with("https://hooks.slack.com/***"));
+    assert!(parts.config["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://hooks.slack.com/***"));
     let opened_url = keys.open(&Owner::ChannelUrl(channel), parts.url.as_ref().unwrap());
     assert_eq!(opened_url.as_deref(), Ok(url));
     let opened_secret = keys.open(&Owner::ChannelSecret(channel), parts.secret.as_ref().unwrap());

@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use probactr_common::model::{AlertEvent, ChannelKind, JobKind, Misfire, NotificationState};
 use probactr_common::masked_url;
+use probactr_common::model::{AlertEvent, ChannelKind, JobKind, Misfire, NotificationState};
 use probactr_common::secrets::{Keyring, Owner, SecretKey};
 use probactr_common::store::alerts::channels;
 use probactr_common::store::alerts::notifications::{self, Filter, Notification};

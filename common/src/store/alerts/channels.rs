@@ -75,11 +75,11 @@ pub struct NewChannel<'a> {
 
 /// Takes the id of a channel about to be created (its sealed values are bound to it).
 pub async fn reserve_id(db: impl PgExecutor<'_>) -> Result<i64, StoreError> {
-    Ok(sqlx::query_scalar!(
-        r#"SELECT nextval(pg_get_serial_sequence('alert_channels', 'id')) AS "id!""#
+    Ok(
+        sqlx::query_scalar!(r#"SELECT nextval(pg_get_serial_sequence('alert_channels', 'id')) AS "id!""#)
+            .fetch_one(db)
+            .await?,
     )
-    .fetch_one(db)
-    .await?)
 }
 
 /// Creates a channel under its reserved id.
@@ -235,7 +235,12 @@ pub struct SealedParts {
 
 /// A sealed value from its nullable columns (None unless all are set, as a CHECK keeps
 /// them).
-pub(crate) fn sealed_of(key_id: Option<String>, nonce: Option<Vec<u8>>, ciphertext: Option<Vec<u8>>, bound: bool) -> Option<Sealed> {
+pub(crate) fn sealed_of(
+    key_id: Option<String>,
+    nonce: Option<Vec<u8>>,
+    ciphertext: Option<Vec<u8>>,
+    bound: bool,
+) -> Option<Sealed> {
     match (key_id, nonce, ciphertext) {
         (Some(key_id), Some(nonce), Some(ciphertext)) => Some(Sealed {
             key_id,
@@ -266,7 +271,12 @@ pub async fn sealed_under_other_keys(
             id: row.id,
             kind: row.kind,
             config: row.config,
-            secret: sealed_of(row.secret_key_id, row.secret_nonce, row.secret_sealed, row.secret_bound),
+            secret: sealed_of(
+                row.secret_key_id,
+                row.secret_nonce,
+                row.secret_sealed,
+                row.secret_bound,
+            ),
             url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
         })
         .collect())
@@ -292,7 +302,12 @@ pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<SealedParts>, 
             id: row.id,
             kind: row.kind,
             config: row.config,
-            secret: sealed_of(row.secret_key_id, row.secret_nonce, row.secret_sealed, row.secret_bound),
+            secret: sealed_of(
+                row.secret_key_id,
+                row.secret_nonce,
+                row.secret_sealed,
+                row.secret_bound,
+            ),
             url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
         })
         .collect())

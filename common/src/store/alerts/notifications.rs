@@ -152,7 +152,12 @@ pub async fn take_due(conn: &mut PgConnection) -> Result<Option<Delivery>, Store
         channel_name: row.channel_name,
         kind: row.kind,
         config: row.config,
-        secret: sealed_of(row.secret_key_id, row.secret_nonce, row.secret_sealed, row.secret_bound),
+        secret: sealed_of(
+            row.secret_key_id,
+            row.secret_nonce,
+            row.secret_sealed,
+            row.secret_bound,
+        ),
         url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
     }))
 }

@@ -373,11 +373,7 @@ async fn channel_urls_are_sealed_masked_and_never_exported(pool: PgPool) {
     let b = app.browser("admin").await;
     let page = app.page("/alerts", &b.cookie).await;
     // Masked (the page escapes `/` as `&#x2f;`).
-    assert!(
-        page.text.contains("hooks.slack.com&#x2f;*** (#"),
-        "{}",
-        page.text
-    );
+    assert!(page.text.contains("hooks.slack.com&#x2f;*** (#"), "{}", page.text);
     let export = app.page("/definitions.yaml", &b.cookie).await;
     assert!(export.text.contains("chat room"), "{}", export.text);
     assert!(!export.text.contains("hooks.slack.com"), "{}", export.text);

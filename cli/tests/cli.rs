@@ -375,6 +375,10 @@ async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions
         yaml.contains("job: nightly-export") && yaml.contains("- ops-hook"),
         "{yaml}"
     );
+    assert!(
+        !yaml.contains("hooks.example.com"),
+        "a channel's URL is a credential, never exported: {yaml}"
+    );
 
     // Export, then apply on an emptied cluster: the same definitions.
     for name in ["nightly-export", "heartbeat"] {

@@ -197,7 +197,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROBACTR_SMTP_URL",
         default: "",
-        help: "SMTP server monitors send alert mail through: smtp://user:pass@host:port, smtps://… (TLS), ?tls=starttls (off when empty)",
+        help: "SMTP server monitors send alert mail through: smtps://user:pass@host:port (TLS), smtp://…?tls=starttls, or smtp://…?tls=none for a plain relay (off when empty)",
     },
     Var {
         name: "PROBACTR_SMTP_URL_FILE",
@@ -391,7 +391,8 @@ pub struct Config {
 /// How the SMTP connection is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SmtpTls {
-    /// Plain text (`smtp://` without `?tls=`): only for a relay on the local network.
+    /// Plain text, only when the URL says so (`smtp://…?tls=none`): a relay on a network
+    /// the operator trusts.
     None,
     /// Plain text upgraded with STARTTLS, which must succeed (`?tls=starttls`).
     StartTls,
@@ -427,15 +428,20 @@ impl std::fmt::Debug for SmtpSettings {
 }
 
 impl SmtpSettings {
-    /// Parses `smtp[s]://[user[:password]@]host[:port][?tls=starttls|none]`; the error says
-    /// what was expected.
+    /// Parses `smtps://[user[:password]@]host[:port]` or
+    /// `smtp://[user[:password]@]host[:port]?tls=starttls|none`; the error says what was
+    /// expected. An `smtp://` URL must say how it is secured: mail carries job names,
+    /// errors and links, and the login would cross the network in the clear, so plain
+    /// text is never a default, only a choice (`tls=none`).
     pub fn parse(text: &str) -> Result<SmtpSettings, String> {
         let expected =
-            "smtp://[user:password@]host[:port][?tls=starttls] or smtps://[user:password@]host[:port]";
+            "smtps://[user:password@]host[:port], smtp://[user:password@]host[:port]?tls=starttls, \
+             or smtp://host[:port]?tls=none for a plain relay";
         let url = url::Url::parse(text).map_err(|err| format!("{expected} ({err})"))?;
+        // `smtp://` starts undecided: the query must choose.
         let mut tls = match url.scheme() {
-            "smtp" => SmtpTls::None,
-            "smtps" => SmtpTls::Wrapper,
+            "smtp" => None,
+            "smtps" => Some(SmtpTls::Wrapper),
             _ => return Err(expected.to_owned()),
         };
         let host = url
@@ -447,11 +453,14 @@ impl SmtpSettings {
             .to_owned();
         for (key, value) in url.query_pairs() {
             tls = match (key.as_ref(), value.as_ref(), tls) {
-                ("tls", "starttls" | "required", SmtpTls::None) => SmtpTls::StartTls,
-                ("tls", "none", SmtpTls::None) => SmtpTls::None,
-                _ => return Err(format!("{expected} (unknown option {key}={value})")),
+                ("tls", "starttls" | "required", None) => Some(SmtpTls::StartTls),
+                ("tls", "none", None) => Some(SmtpTls::None),
+                _ => return Err(format!("{expected} (unknown or repeated option {key}={value})")),
             };
         }
+        let tls = tls.ok_or_else(|| {
+            format!("{expected} (smtp:// without tls=: mail would go unencrypted; add ?tls=starttls, or ?tls=none to mean it)")
+        })?;
         let decode = |text: &str| {
             percent_encoding::percent_decode_str(text)
                 .decode_utf8_lossy()
@@ -1178,7 +1187,7 @@ mod tests {
 
     #[test]
     fn smtp_urls() {
-        let plain = SmtpSettings::parse("smtp://127.0.0.1:2525").expect("valid");
+        let plain = SmtpSettings::parse("smtp://127.0.0.1:2525?tls=none").expect("valid");
         assert_eq!(
             (plain.host.as_str(), plain.port, plain.tls),
             ("127.0.0.1", 2525, SmtpTls::None)
@@ -1200,6 +1209,7 @@ mod tests {
             "smtp://",
             "smtp://mail?tls=maybe",
             "smtps://mail?tls=starttls",
+            "smtp://mail?tls=none&tls=starttls",
         ] {
             assert!(SmtpSettings::parse(bad).is_err(), "{bad} accepted");
         }
@@ -1214,6 +1224,24 @@ mod tests {
         assert!(!text.contains("hunter2"), "{text}");
         let err = config_with(&[("PROBACTR_SMTP_FROM", "nobody")]).expect_err("invalid");
         assert!(err.to_string().contains("PROBACTR_SMTP_FROM"));
+    }
+
+    #[test]
+    fn smtp_without_tls_must_say_so() {
+        for plain in ["smtp://u:hunter2@mail.example.com:587", "smtp://mail.example.com"] {
+            let err = config_with(&[("PROBACTR_SMTP_URL", plain)]).expect_err("plain text by default");
+            let text = err.to_string();
+            assert!(
+                text.contains("PROBACTR_SMTP_URL") && text.contains("tls=none"),
+                "{text}"
+            );
+            assert!(!text.contains("hunter2"), "{text}");
+        }
+        let config = config_with(&[("PROBACTR_SMTP_URL", "smtp://relay.internal?tls=none")]).expect("chosen");
+        assert_eq!(config.smtp.map(|smtp| smtp.tls), Some(SmtpTls::None));
+        let config = config_with(&[("PROBACTR_SMTP_URL", "smtp://mail.example.com:587?tls=starttls")])
+            .expect("STARTTLS");
+        assert_eq!(config.smtp.map(|smtp| smtp.tls), Some(SmtpTls::StartTls));
     }
 
     #[test]

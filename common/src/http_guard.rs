@@ -147,7 +147,11 @@ fn nat64_embedded(v6: Ipv6Addr) -> Option<Ipv4Addr> {
 /// The default-refused range containing `ip`, with what it is.
 fn forbidden_by_default(ip: IpAddr) -> Option<(&'static str, &'static str)> {
     const AWS_V6_METADATA: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
+    const GCP_V6_METADATA: Ipv6Addr = Ipv6Addr::new(0xfd20, 0x00ce, 0, 0, 0, 0, 0, 0x0254);
     const ALIBABA_METADATA: Ipv4Addr = Ipv4Addr::new(100, 100, 100, 200);
+    // Azure's WireServer: it hands VM extensions their settings (secrets included) and
+    // answers anything inside the VM, so it is as sensitive as a metadata service.
+    const AZURE_WIRESERVER: Ipv4Addr = Ipv4Addr::new(168, 63, 129, 16);
     match ip {
         IpAddr::V4(v4) if v4.is_link_local() => {
             Some(("169.254.0.0/16", "link-local, home of cloud metadata services"))
@@ -155,7 +159,14 @@ fn forbidden_by_default(ip: IpAddr) -> Option<(&'static str, &'static str)> {
         IpAddr::V4(v4) if v4 == ALIBABA_METADATA => {
             Some(("100.100.100.200", "the Alibaba Cloud metadata service"))
         }
+        IpAddr::V4(v4) if v4 == AZURE_WIRESERVER => Some((
+            "168.63.129.16",
+            "the Azure WireServer (VM agent and extension settings)",
+        )),
         IpAddr::V6(v6) if v6 == AWS_V6_METADATA => Some(("fd00:ec2::254", "the AWS metadata service")),
+        IpAddr::V6(v6) if v6 == GCP_V6_METADATA => {
+            Some(("fd20:ce::254", "the Google Cloud metadata service"))
+        }
         IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80 => Some(("fe80::/10", "IPv6 link-local")),
         _ => None,
     }
@@ -315,10 +326,26 @@ mod tests {
             "::ffff:a9fe:a9fe",
             "fd00:ec2::254",
             "64:ff9b::a9fe:a9fe",
+            "fd20:ce::254",
+            "168.63.129.16",
+            "::ffff:168.63.129.16",
+            "64:ff9b::a83f:8110",
         ] {
             assert!(p.check(ip(addr)).is_err(), "{addr} was let through");
         }
         assert!(p.check(ip("100.100.100.201")).is_ok());
+        assert!(p.check(ip("168.63.129.17")).is_ok());
+        assert!(p.check(ip("fd20:ce::253")).is_ok());
+        for url in [
+            "http://168.63.129.16/machine?comp=goalstate",
+            "http://[fd20:ce::254]/computeMetadata/v1/",
+        ] {
+            let refusal = check_literal(&p, &Url::parse(url).unwrap()).unwrap_err();
+            assert!(
+                refusal.reason.contains("Google") || refusal.reason.contains("Azure"),
+                "{refusal}"
+            );
+        }
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
 //! - [`template`]: `{{ params.KEY }}` / `{{ steps.NAME.output.KEY }}`, encoded for where
 //!   they land; [`masking`]: secret values (and their encoded forms) out of what runs leave.
+//! - [`secrets`]: sealing values (bound to what they seal), `{{ secrets.NAME }}`, masking;
+//!   [`masked_url`]: how a sealed URL (a channel's, a credential) is shown.
 //! - [`fence`]: PostgreSQL fencing tokens (correctness: a stale holder cannot write).
 //! - [`telemetry`]: one `init()` for structured logs.
 //! - [`shutdown`]: a cancellation token cancelled on SIGTERM or Ctrl-C.
@@ -35,6 +37,7 @@ pub mod labels;
 pub mod ledger;
 pub mod lock;
 pub mod masking;
+pub mod masked_url;
 pub mod model;
 pub mod reach;
 pub mod schedule;

@@ -7,8 +7,17 @@
 //! `PROBACTR_SECRET_KEY_PREVIOUS`, old values still open, and re-sealing them all moves
 //! them to the new key. The database never holds a value in the clear, and nothing but an
 //! executor about to run a job ever opens one.
+//!
+//! Each value is also bound to what it seals (its [`Owner`]: a secret's name, a channel's
+//! id and field), given to AES-GCM as associated data: whoever can write to the database
+//! but holds no key cannot move a blob onto another row (say, a secret a job sends
+//! somewhere the attacker reads, or a webhook URL), because it opens only as what it was
+//! sealed for. Values sealed before binding existed (`bound` false) still open, without
+//! that check, until the manager re-seals them bound at its start.
 
-use aes_gcm::aead::{Aead, KeyInit};
+use std::fmt;
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use sha2::{Digest, Sha256};
@@ -23,11 +32,52 @@ pub enum SecretError {
     #[error("must be 32 random bytes in base64 (for example `openssl rand -base64 32`)")]
     BadKey,
     /// No key of the keyring sealed this value.
-    #[error("sealed under key {0}, which is neither PROBACTR_SECRET_KEY nor PROBACTR_SECRET_KEY_PREVIOUS")]
-    UnknownKey(String),
-    /// The value does not open: tampered with, or not a value of ours.
-    #[error("does not decrypt (altered, or sealed under another key)")]
-    Corrupt,
+    #[error("{owner} is sealed under key {key_id}, which is neither PROBACTR_SECRET_KEY nor PROBACTR_SECRET_KEY_PREVIOUS")]
+    UnknownKey {
+        /// What was being opened.
+        owner: Owner,
+        /// The key id the value records.
+        key_id: String,
+    },
+    /// The value does not open: tampered with, copied from another sealed value, or not a
+    /// value of ours.
+    #[error("{0} does not open: its sealed value was altered or copied from another sealed value")]
+    Corrupt(Owner),
+}
+
+/// What a sealed value belongs to; part of what is authenticated, so a value opens only
+/// as the owner it was sealed for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// The job secret of this name.
+    Secret(String),
+    /// The signing secret of the alert channel of this id.
+    ChannelSecret(i64),
+    /// The URL of the alert channel of this id (webhook and Slack URLs are credentials).
+    ChannelUrl(i64),
+}
+
+impl Owner {
+    /// The associated data: the owner's kind and identity, versioned, unambiguous (names
+    /// are letters, digits, `_`, `-` and `.`).
+    fn associated_data(&self) -> Vec<u8> {
+        match self {
+            Owner::Secret(name) => format!("probactr/v1/secret/{name}"),
+            Owner::ChannelSecret(id) => format!("probactr/v1/channel/{id}/secret"),
+            Owner::ChannelUrl(id) => format!("probactr/v1/channel/{id}/url"),
+        }
+        .into_bytes()
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Owner::Secret(name) => write!(f, "secret {name}"),
+            Owner::ChannelSecret(id) => write!(f, "the signing secret of alert channel {id}"),
+            Owner::ChannelUrl(id) => write!(f, "the URL of alert channel {id}"),
+        }
+    }
 }
 
 /// A value as the database keeps it.
@@ -39,6 +89,9 @@ pub struct Sealed {
     pub nonce: Vec<u8>,
     /// The ciphertext with its authentication tag.
     pub ciphertext: Vec<u8>,
+    /// Whether it is bound to its [`Owner`] (false: sealed by a release before binding,
+    /// waiting to be re-sealed).
+    pub bound: bool,
 }
 
 /// One AES-256 key and its id.
@@ -96,39 +149,55 @@ impl Keyring {
         self.current.id()
     }
 
-    /// Seals `value` under the current key.
-    pub fn seal(&self, value: &str) -> Sealed {
+    /// Seals `value` under the current key, bound to `owner`.
+    pub fn seal(&self, owner: &Owner, value: &str) -> Sealed {
         let nonce: [u8; 12] = rand::random();
+        let aad = owner.associated_data();
+        let payload = Payload {
+            msg: value.as_bytes(),
+            aad: &aad,
+        };
         let ciphertext = self
             .current
             .cipher
-            .encrypt(&Nonce::from(nonce), value.as_bytes())
+            .encrypt(&Nonce::from(nonce), payload)
             // AES-GCM fails only for inputs beyond 64 GiB.
             .unwrap_or_default();
         Sealed {
             key_id: self.current.id.clone(),
             nonce: nonce.to_vec(),
             ciphertext,
+            bound: true,
         }
     }
 
-    /// Opens a sealed value with the key that sealed it.
-    pub fn open(&self, sealed: &Sealed) -> Result<String, SecretError> {
+    /// Opens a value sealed for `owner` with the key that sealed it; the error names the
+    /// owner. A value sealed before binding opens without the owner check.
+    pub fn open(&self, owner: &Owner, sealed: &Sealed) -> Result<String, SecretError> {
         let key = [Some(&self.current), self.previous.as_ref()]
             .into_iter()
             .flatten()
             .find(|key| key.id == sealed.key_id)
-            .ok_or_else(|| SecretError::UnknownKey(sealed.key_id.clone()))?;
-        let nonce: [u8; 12] = sealed
-            .nonce
-            .as_slice()
-            .try_into()
-            .map_err(|_| SecretError::Corrupt)?;
+            .ok_or_else(|| SecretError::UnknownKey {
+                owner: owner.clone(),
+                key_id: sealed.key_id.clone(),
+            })?;
+        let corrupt = || SecretError::Corrupt(owner.clone());
+        let nonce: [u8; 12] = sealed.nonce.as_slice().try_into().map_err(|_| corrupt())?;
+        let aad = if sealed.bound {
+            owner.associated_data()
+        } else {
+            Vec::new()
+        };
+        let payload = Payload {
+            msg: sealed.ciphertext.as_slice(),
+            aad: &aad,
+        };
         let plain = key
             .cipher
-            .decrypt(&Nonce::from(nonce), sealed.ciphertext.as_slice())
-            .map_err(|_| SecretError::Corrupt)?;
-        String::from_utf8(plain).map_err(|_| SecretError::Corrupt)
+            .decrypt(&Nonce::from(nonce), payload)
+            .map_err(|_| corrupt())?;
+        String::from_utf8(plain).map_err(|_| corrupt())
     }
 }
 
@@ -200,24 +269,75 @@ mod tests {
     #[test]
     fn sealed_values_open_with_their_key_only() {
         let ring = Keyring::new(key(1), None);
-        let sealed = ring.seal("s3cret");
+        let owner = Owner::Secret("token".into());
+        let sealed = ring.seal(&owner, "s3cret");
         assert!(!String::from_utf8_lossy(&sealed.ciphertext).contains("s3cret"));
-        assert_eq!(ring.open(&sealed).as_deref(), Ok("s3cret"));
-        assert_ne!(ring.seal("s3cret").nonce, sealed.nonce, "a fresh nonce per value");
+        assert_eq!(ring.open(&owner, &sealed).as_deref(), Ok("s3cret"));
+        assert_ne!(
+            ring.seal(&owner, "s3cret").nonce,
+            sealed.nonce,
+            "a fresh nonce per value"
+        );
 
         let rotated = Keyring::new(key(2), Some(key(1)));
         assert_eq!(
-            rotated.open(&sealed).as_deref(),
+            rotated.open(&owner, &sealed).as_deref(),
             Ok("s3cret"),
             "the previous key still opens"
         );
-        assert_eq!(rotated.seal("x").key_id, key(2).id());
+        assert_eq!(rotated.seal(&owner, "x").key_id, key(2).id());
         let elsewhere = Keyring::new(key(3), None);
-        assert!(matches!(elsewhere.open(&sealed), Err(SecretError::UnknownKey(_))));
+        assert!(matches!(
+            elsewhere.open(&owner, &sealed),
+            Err(SecretError::UnknownKey { .. })
+        ));
         let mut tampered = sealed.clone();
         tampered.ciphertext[0] ^= 1;
-        assert_eq!(ring.open(&tampered), Err(SecretError::Corrupt));
+        assert_eq!(ring.open(&owner, &tampered), Err(SecretError::Corrupt(owner)));
         assert_eq!(SecretKey::parse("c2hvcnQ=").err(), Some(SecretError::BadKey));
+    }
+
+    #[test]
+    fn a_value_opens_only_as_what_it_was_sealed_for() {
+        let ring = Keyring::new(key(1), None);
+        let sealed = ring.seal(&Owner::Secret("db".into()), "s3cret");
+        for other in [
+            Owner::Secret("api".into()),
+            Owner::ChannelSecret(1),
+            Owner::ChannelUrl(1),
+        ] {
+            let err = ring.open(&other, &sealed).expect_err("copied onto another owner");
+            assert_eq!(err, SecretError::Corrupt(other.clone()));
+            assert!(err.to_string().starts_with(&other.to_string()), "{err}");
+        }
+        let url = ring.seal(&Owner::ChannelUrl(7), "https://hooks.example.com/T/B/x");
+        assert!(ring.open(&Owner::ChannelUrl(8), &url).is_err());
+        assert!(ring.open(&Owner::ChannelSecret(7), &url).is_err());
+        assert!(ring.open(&Owner::ChannelUrl(7), &url).is_ok());
+
+        // As a release before binding sealed: no associated data, recorded unbound.
+        let nonce = [7u8; 12];
+        let legacy = Sealed {
+            key_id: key(1).id().to_owned(),
+            nonce: nonce.to_vec(),
+            ciphertext: key(1)
+                .cipher
+                .encrypt(&Nonce::from(nonce), b"old".as_slice())
+                .expect("seal"),
+            bound: false,
+        };
+        assert_eq!(
+            ring.open(&Owner::Secret("db".into()), &legacy).as_deref(),
+            Ok("old")
+        );
+        let claimed = Sealed {
+            bound: true,
+            ..legacy
+        };
+        assert!(
+            ring.open(&Owner::Secret("db".into()), &claimed).is_err(),
+            "an unbound value marked bound does not open"
+        );
     }
 
     #[test]

@@ -38,9 +38,11 @@ pub async fn resolve(pool: &PgPool, keys: Option<&Keyring>, spec: JobSpec) -> Re
         .map_err(|err| format!("cannot read the job's secrets: {err}"))?;
     let mut values = HashMap::new();
     for (name, sealed) in sealed {
+        // Opened as the secret the job names: a value copied from another row does not
+        // open, and the error names the secret.
         let value = keys
-            .open(&sealed)
-            .map_err(|err| format!("secret {name} cannot be opened: {err}"))?;
+            .open(&secrets::Owner::Secret(name.clone()), &sealed)
+            .map_err(|err| err.to_string())?;
         values.insert(name, value);
     }
     if let Some(missing) = names.iter().find(|name| !values.contains_key(*name)) {

@@ -23,6 +23,8 @@
 //! - [`layers`]: tower-http middleware and security headers.
 //! - [`retry`]: runs a request again when the database aborted it for concurrency.
 //! - [`streams`]: the bounds on live output streams (per user, in time).
+//! - [`sealing`]: sealed values bound to their owners (re-sealed at start), channel URLs
+//!   masked.
 
 pub mod admin;
 pub mod api;
@@ -33,6 +35,7 @@ pub mod idempotency;
 pub mod input;
 pub mod layers;
 pub mod retry;
+pub mod sealing;
 pub mod service;
 pub mod startup;
 pub mod state;

@@ -1,5 +1,5 @@
-//! Starting the manager: pool, migrations, the first admin, the listener, and a graceful
-//! shutdown when the token is cancelled.
+//! Starting the manager: pool, migrations, sealed values brought to the current format,
+//! the first admin, the listener, and a graceful shutdown when the token is cancelled.
 
 use std::net::SocketAddr;
 
@@ -75,6 +75,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
     let pool = store::pool(&config.database_url, config.db_pool_size).context("while opening the pool")?;
     store::migrate(&pool).await.context("while applying migrations")?;
+    // Values sealed by earlier releases are bound to their owners now (SQL cannot: it has
+    // no key); idempotent, so every start may try.
+    crate::sealing::bind_unbound(&pool, &secret_keys)
+        .await
+        .context("while re-sealing sealed values bound to their owners")?;
     let state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)

@@ -34,9 +34,10 @@ impl SmtpSink {
         SmtpSink { port, mails }
     }
 
-    /// `smtp://127.0.0.1:PORT`, for PROBACTR_SMTP_URL.
+    /// `smtp://127.0.0.1:PORT?tls=none` for PROBACTR_SMTP_URL: the sink speaks plain text, which
+    /// monitors accept only when the URL says so.
     pub fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}", self.port)
+        format!("smtp://127.0.0.1:{}?tls=none", self.port)
     }
 
     pub fn mails(&self) -> Vec<Mail> {

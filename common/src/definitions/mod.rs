@@ -76,8 +76,9 @@ pub trait Registry {
     ) -> impl Future<Output = Result<(), Refusal>> + Send;
 }
 
-/// The fields of an alert channel a definition carries (its secret never: it is set
-/// once, in the admin or the API, and kept).
+/// The fields of an alert channel a definition carries (its secret and its URL never:
+/// a webhook or Slack URL is itself a credential; both are set in the admin or the API,
+/// and kept when a file leaves them out).
 const CHANNEL_FIELDS: &[&str] = &["name", "kind", "config"];
 /// The fields of an alert rule a definition carries; `job` and `channels` by name.
 const RULE_FIELDS: &[&str] = &[
@@ -326,7 +327,14 @@ async fn export_alerting(
     if !channels.is_empty() {
         let listed = channels
             .iter()
-            .map(|c| Value::Object(pick(c, CHANNEL_FIELDS)))
+            .map(|c| {
+                let mut definition = pick(c, CHANNEL_FIELDS);
+                // Even masked: a file that carries no URL keeps the channel's.
+                if let Some(Value::Object(config)) = definition.get_mut("config") {
+                    config.remove("url");
+                }
+                Value::Object(definition)
+            })
             .collect();
         document.insert("channels".into(), Value::Array(listed));
     }
@@ -605,7 +613,7 @@ async fn apply_channels(
     };
     for (i, channel) in wanted.iter().enumerate() {
         let found = existing.iter().find(|c| c["name"] == channel["name"]);
-        let unchanged = found.is_some_and(|current| same(channel, current));
+        let unchanged = found.is_some_and(|current| same(&as_shown(channel), current));
         let Some(id) = put_or_skip("channel", channel, found, unchanged, changes) else {
             continue;
         };
@@ -617,6 +625,18 @@ async fn apply_channels(
         }
     }
     Ok(())
+}
+
+/// A channel of a file as the server shows it: its URL, sealed there, masked (the masked
+/// form's fingerprint tells whether the file names the same URL).
+fn as_shown(channel: &Value) -> Value {
+    let mut shown = channel.clone();
+    if let Some(url) = shown.pointer_mut("/config/url") {
+        if let Some(text) = url.as_str().filter(|text| !crate::masked_url::is_masked(text)) {
+            *url = Value::String(crate::masked_url::masked(text));
+        }
+    }
+    shown
 }
 
 /// The objects of a section of a file.

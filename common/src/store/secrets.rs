@@ -1,5 +1,5 @@
-//! `secrets`: sealed values by name (see [`crate::secrets`]); this module never sees a
-//! value in the clear.
+//! `secrets`: sealed values by name (see [`crate::secrets`]), each bound to its name;
+//! this module never sees a value in the clear.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -32,14 +32,15 @@ pub async fn put(
     actor: &str,
 ) -> Result<bool, StoreError> {
     Ok(sqlx::query_scalar!(
-        r#"INSERT INTO secrets (name, key_id, nonce, ciphertext, updated_by) VALUES ($1, $2, $3, $4, $5)
+        r#"INSERT INTO secrets (name, key_id, nonce, ciphertext, bound, updated_by) VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT (name) DO UPDATE
-               SET key_id = $2, nonce = $3, ciphertext = $4, updated_by = $5, updated_at = now()
+               SET key_id = $2, nonce = $3, ciphertext = $4, bound = $5, updated_by = $6, updated_at = now()
            RETURNING (xmax = 0) AS "created!""#,
         name,
         sealed.key_id,
         sealed.nonce,
         sealed.ciphertext,
+        sealed.bound,
         actor
     )
     .fetch_one(db)
@@ -77,7 +78,7 @@ pub async fn delete(db: impl PgExecutor<'_>, name: &str) -> Result<bool, StoreEr
 /// The sealed values of the named secrets that exist.
 pub async fn sealed(db: impl PgExecutor<'_>, names: &[String]) -> Result<Vec<(String, Sealed)>, StoreError> {
     let rows = sqlx::query!(
-        "SELECT name, key_id, nonce, ciphertext FROM secrets WHERE name = ANY($1)",
+        "SELECT name, key_id, nonce, ciphertext, bound FROM secrets WHERE name = ANY($1)",
         names
     )
     .fetch_all(db)
@@ -89,6 +90,29 @@ pub async fn sealed(db: impl PgExecutor<'_>, names: &[String]) -> Result<Vec<(St
                 key_id: row.key_id,
                 nonce: row.nonce,
                 ciphertext: row.ciphertext,
+                bound: row.bound,
+            };
+            (row.name, sealed)
+        })
+        .collect())
+}
+
+/// The secrets sealed before values were bound to their names, locked until the
+/// transaction ends (to re-seal them; a value set meanwhile is bound and not listed).
+pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<(String, Sealed)>, StoreError> {
+    let rows = sqlx::query!(
+        "SELECT name, key_id, nonce, ciphertext FROM secrets WHERE NOT bound ORDER BY name FOR UPDATE"
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let sealed = Sealed {
+                key_id: row.key_id,
+                nonce: row.nonce,
+                ciphertext: row.ciphertext,
+                bound: false,
             };
             (row.name, sealed)
         })
@@ -108,14 +132,16 @@ pub async fn sealed_under_other_keys(
     .await?)
 }
 
-/// Replaces a secret's sealed value without touching who set it (a key rotation).
+/// Replaces a secret's sealed value without touching who set it (a key rotation, or
+/// binding a value sealed before binding).
 pub async fn reseal(db: impl PgExecutor<'_>, name: &str, sealed: &Sealed) -> Result<bool, StoreError> {
     let done = sqlx::query!(
-        "UPDATE secrets SET key_id = $2, nonce = $3, ciphertext = $4 WHERE name = $1",
+        "UPDATE secrets SET key_id = $2, nonce = $3, ciphertext = $4, bound = $5 WHERE name = $1",
         name,
         sealed.key_id,
         sealed.nonce,
-        sealed.ciphertext
+        sealed.ciphertext,
+        sealed.bound
     )
     .execute(db)
     .await?;

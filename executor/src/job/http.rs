@@ -4,10 +4,11 @@
 //!
 //! Whoever may edit an HTTP job may make the executor send requests from *inside* the
 //! network. The classic abuse is the cloud metadata service (`169.254.169.254`, on
-//! AWS also `fd00:ec2::254`, on Alibaba Cloud `100.100.100.200`), which hands out the
-//! machine's credentials to anyone who can reach it from the machine. So by default the
-//! executor refuses link-local addresses (`169.254.0.0/16`, `fe80::/10`) and those
-//! metadata addresses, unless
+//! AWS also `fd00:ec2::254`, on Google Cloud `fd20:ce::254`, on Alibaba Cloud
+//! `100.100.100.200`; Azure's WireServer `168.63.129.16` hands out extension settings
+//! alike), which hands out the machine's credentials to anyone who can reach it from
+//! the machine. So by default the executor refuses link-local addresses
+//! (`169.254.0.0/16`, `fe80::/10`) and those metadata addresses, unless
 //! `PROBACTR_HTTP_ALLOW` lists a range that contains the address; and it refuses
 //! anything in `PROBACTR_HTTP_DENY` (for example your private ranges), allow list or
 //! not. Loopback is allowed by default (a job calling a sidecar is normal).

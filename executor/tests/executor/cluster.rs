@@ -629,18 +629,31 @@ async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOp
 }
 
 /// A job's secret reaches the job, never the history: its output shows `***`, a job
-/// referencing a missing secret fails saying which, and a dump of the database holds the
+/// referencing a missing secret fails saying which, a secret whose sealed value was
+/// copied from another secret (by someone who can write to the database but has no key)
+/// does not open and the run fails naming it, and a dump of the database holds the
 /// value nowhere.
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, options: PgConnectOptions) {
-    use probactr_common::secrets::{Keyring, SecretKey};
+    use probactr_common::secrets::{Keyring, Owner, SecretKey};
     let (pool, url) = pool_and_url(pool_options, options).await;
     let key_text = support::TEST_SECRET_KEY;
     let keys = Keyring::new(SecretKey::parse(key_text).unwrap(), None);
     let value = "pa55-word-8c1e";
-    probactr_common::store::secrets::put(&pool, "db_password", &keys.seal(value), "test")
-        .await
-        .unwrap();
+    for (name, value) in [("db_password", value), ("greeting", "hello")] {
+        let sealed = keys.seal(&Owner::Secret(name.into()), value);
+        probactr_common::store::secrets::put(&pool, name, &sealed, "test")
+            .await
+            .unwrap();
+    }
+    // The password's blob onto the harmless secret a job prints.
+    sqlx::query(
+        "UPDATE secrets SET key_id = src.key_id, nonce = src.nonce, ciphertext = src.ciphertext
+         FROM secrets AS src WHERE secrets.name = 'greeting' AND src.name = 'db_password'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     let env = fast_env(&url, &unique_prefix("secrets"));
     let printer = jobs::insert(
         &pool,
@@ -663,8 +676,19 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
     )
     .await
     .unwrap();
+    let greeter = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "greeter",
+            JobKind::Shell,
+            json!({"program": "echo", "args": ["{{ secrets.greeting }}"]}),
+        ),
+    )
+    .await
+    .unwrap();
     let printed = runs::queue_now(&pool, printer.id).await.unwrap();
     let refused = runs::queue_now(&pool, missing.id).await.unwrap();
+    let swapped = runs::queue_now(&pool, greeter.id).await.unwrap();
     let _executor = executor("executor", &env);
     let ended = |id: i64| {
         let pool = pool.clone();
@@ -690,6 +714,15 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
             .contains("secret nope, which does not exist"),
         "{refused:?}"
     );
+    let swapped = eventually(Duration::from_secs(15), "the greeter ended", || ended(swapped.id)).await;
+    assert_eq!(swapped.state, RunState::Failed, "{swapped:?}");
+    let why = swapped
+        .reason
+        .as_deref()
+        .or(swapped.error.as_deref())
+        .unwrap_or_default();
+    assert!(why.contains("secret greeting does not open"), "{swapped:?}");
+    assert!(!swapped.output.unwrap_or_default().contains(value));
 
     let pg_dump = std::env::var("PROBACTR_PG_BINDIR")
         .map(|dir| format!("{dir}/pg_dump"))

@@ -79,7 +79,8 @@ pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Resp
     alerts_page(&state, &user, Feedback::default()).await
 }
 
-/// A failed form: its fields kept (never a secret), its errors shown.
+/// A failed form: its fields kept (never a secret, nor a channel URL: it is one), its
+/// errors shown.
 async fn rejected(
     state: &AppState,
     user: &AdminUser,
@@ -88,6 +89,7 @@ async fn rejected(
 ) -> Result<Response, AdminError> {
     let mut kept = form.0.clone();
     kept.remove("secret");
+    kept.remove("url");
     kept.remove("csrf");
     let feedback = match err {
         ApiError::Invalid(errors) => Feedback {

@@ -29,7 +29,9 @@ pub struct ChannelBody {
     /// `webhook`, `email` or `slack`.
     kind: ChannelKind,
     /// `webhook`: `{url, secret?}` (the secret is write-only: absent keeps it, null removes
-    /// it); `email`: `{to: [addresses]}`; `slack`: `{url}`.
+    /// it); `email`: `{to: [addresses]}`; `slack`: `{url}`. The URL is a credential: it is
+    /// stored sealed and answered masked (`https://host/***`); on a replacement, absent or
+    /// its masked form keeps it.
     #[schema(value_type = Object)]
     config: Value,
 }

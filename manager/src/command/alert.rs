@@ -1,6 +1,7 @@
 //! Alert channels and rules as commands: read from an API body or an admin form, checked
 //! here, every bad field named at once.
 
+use probactr_common::masked_url;
 use probactr_common::model::{AlertEvent, ChannelKind};
 use probactr_common::store::alerts::rules::RuleFields;
 use serde_json::{json, Map, Value};
@@ -10,6 +11,8 @@ use crate::input::Input;
 
 /// The longest webhook secret accepted.
 const MAX_SECRET_BYTES: usize = 1024;
+/// The longest channel URL accepted.
+const MAX_URL_BYTES: usize = 2048;
 /// The most recipients of one email channel.
 const MAX_RECIPIENTS: usize = 50;
 /// The longest duration a rule may name (a year).
@@ -33,10 +36,13 @@ pub struct ChannelCommand {
     pub name: String,
     /// Kind.
     pub kind: ChannelKind,
-    /// Public configuration (the secret taken out).
+    /// Public configuration (the secret and the URL taken out).
     pub config: Value,
     /// The webhook secret.
     pub secret: SecretInput,
+    /// The URL of a webhook or Slack channel, to be sealed; None: not given, or given in
+    /// its masked form (kept on a replacement, required on a creation).
+    pub url: Option<String>,
 }
 
 impl ChannelCommand {
@@ -53,13 +59,14 @@ impl ChannelCommand {
         let config = input.required("config", config);
         let mut command = None;
         if let (Some(kind), Some(mut config)) = (kind, config) {
-            let (public, secret) = read_config(&mut config, kind);
+            let (public, secret, url) = read_config(&mut config, kind);
             input.absorb(config);
             command = name.map(|name| ChannelCommand {
                 name,
                 kind,
                 config: public,
                 secret,
+                url,
             });
         }
         input.finish()?;
@@ -67,18 +74,26 @@ impl ChannelCommand {
     }
 }
 
-fn read_config(config: &mut Input, kind: ChannelKind) -> (Value, SecretInput) {
+fn read_config(config: &mut Input, kind: ChannelKind) -> (Value, SecretInput, Option<String>) {
     let mut public = Map::new();
     let mut secret = SecretInput::Keep;
+    let mut sealed_url = None;
     match kind {
         ChannelKind::Webhook | ChannelKind::Slack => {
-            let url = config.text("url");
-            if let Some(url) = config.required("url", url) {
-                if url.starts_with("http://") || url.starts_with("https://") {
-                    public.insert("url".into(), json!(url));
-                } else {
-                    config.error("url", "must be an http:// or https:// URL");
+            match config.text("url") {
+                // Absent, or masked as answered: the URL stays as it is.
+                None => {}
+                Some(Some(url)) if masked_url::is_masked(&url) => {}
+                Some(Some(url))
+                    if (url.starts_with("http://") || url.starts_with("https://"))
+                        && url.len() <= MAX_URL_BYTES =>
+                {
+                    sealed_url = Some(url);
                 }
+                Some(_) => config.error(
+                    "url",
+                    format!("must be an http:// or https:// URL of at most {MAX_URL_BYTES} bytes"),
+                ),
             }
             if kind == ChannelKind::Webhook {
                 secret = match config.text("secret") {
@@ -103,7 +118,7 @@ fn read_config(config: &mut Input, kind: ChannelKind) -> (Value, SecretInput) {
             }
         }
     }
-    (Value::Object(public), secret)
+    (Value::Object(public), secret, sealed_url)
 }
 
 fn recipients(value: &Value) -> Result<Vec<String>, String> {

@@ -1,11 +1,13 @@
 //! Alerts: channels (admins), rules (operators), the delivery log (everyone signed in),
-//! and channel tests. Channel secrets go from the request into their sealed form and are
-//! never returned, logged or audited.
+//! and channel tests. Channel secrets and URLs go from the request into their sealed form
+//! (bound to the channel's id) and are never returned, logged or audited: a URL only in
+//! its masked form.
 
 use std::time::Duration;
 
-use probactr_common::model::NotificationState;
-use probactr_common::store::alerts::channels::{self, Channel, Deleted, SecretChange};
+use probactr_common::model::{ChannelKind, NotificationState};
+use probactr_common::secrets::{Keyring, Owner, Sealed};
+use probactr_common::store::alerts::channels::{self, Channel, Deleted, NewChannel, SecretChange};
 use probactr_common::store::alerts::notifications::{self, Filter, NewNotification, Notification};
 use probactr_common::store::alerts::rules::{self, Rule};
 use probactr_common::store::{self, audit::Change, is_unique_violation, Page};
@@ -16,6 +18,7 @@ use super::snapshot;
 use crate::auth::Principal;
 use crate::command::alert::{self, ChannelCommand, SecretInput};
 use crate::error::ApiError;
+use crate::sealing;
 use crate::state::AppState;
 
 /// How long a channel test waits for a monitor to make its first attempt.
@@ -29,17 +32,36 @@ fn require_rules(who: &Principal) -> Result<(), ApiError> {
     who.require(who.role.can_operate(), "manage alert rules")
 }
 
-fn sealed(state: &AppState, secret: &SecretInput) -> Result<SecretChange, ApiError> {
+fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
+    state.secret_keys.as_deref().ok_or_else(|| {
+        ApiError::Conflict(
+            "the manager has no PROBACTR_SECRET_KEY to seal the channel's secret and URL".into(),
+        )
+    })
+}
+
+/// The channel's secret as it is to be stored, sealed for channel `id`.
+fn sealed_secret(state: &AppState, id: i64, secret: &SecretInput) -> Result<SecretChange, ApiError> {
     Ok(match secret {
         SecretInput::Keep => SecretChange::Keep,
         SecretInput::Clear => SecretChange::Clear,
-        SecretInput::Set(value) => {
-            let keys = state.secret_keys.as_deref().ok_or_else(|| {
-                ApiError::Conflict("the manager has no PROBACTR_SECRET_KEY to seal the secret".into())
-            })?;
-            SecretChange::Set(keys.seal(value))
-        }
+        SecretInput::Set(value) => SecretChange::Set(keys(state)?.seal(&Owner::ChannelSecret(id), value)),
     })
+}
+
+/// The channel's URL sealed for channel `id`, and the configuration showing it masked.
+fn sealed_url(
+    state: &AppState,
+    id: i64,
+    config: &serde_json::Value,
+    url: &str,
+) -> Result<(Sealed, serde_json::Value), ApiError> {
+    let sealed = keys(state)?.seal(&Owner::ChannelUrl(id), url);
+    Ok((sealed, sealing::with_masked_url(config, url)))
+}
+
+fn has_url(kind: ChannelKind) -> bool {
+    matches!(kind, ChannelKind::Webhook | ChannelKind::Slack)
 }
 
 fn name_taken(err: &sqlx::Error, constraint: &str) -> Option<ApiError> {
@@ -67,20 +89,32 @@ pub async fn create_channel(
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
     require_channels(who)?;
-    let secret = match sealed(state, &command.secret)? {
+    if has_url(command.kind) && command.url.is_none() {
+        return Err(ApiError::field("config.url", "is required"));
+    }
+    let mut tx = state.pool.begin().await?;
+    // The id first: the channel's sealed values are bound to it.
+    let id = channels::reserve_id(&mut *tx).await?;
+    let secret = match sealed_secret(state, id, &command.secret)? {
         SecretChange::Set(sealed) => Some(sealed),
         _ => None,
     };
-    let mut tx = state.pool.begin().await?;
-    let channel = channels::create(
-        &mut *tx,
-        &command.name,
-        command.kind,
-        &command.config,
-        secret.as_ref(),
-    )
-    .await
-    .map_err(|err| match err {
+    let (url, config) = match &command.url {
+        Some(url) if has_url(command.kind) => {
+            let (sealed, config) = sealed_url(state, id, &command.config, url)?;
+            (Some(sealed), config)
+        }
+        _ => (None, command.config.clone()),
+    };
+    let new = NewChannel {
+        id,
+        name: &command.name,
+        kind: command.kind,
+        config: &config,
+        secret: secret.as_ref(),
+        url: url.as_ref(),
+    };
+    let channel = channels::create(&mut *tx, &new).await.map_err(|err| match err {
         store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
             .unwrap_or_else(|| store::StoreError::Database(db).into()),
         other => other.into(),
@@ -114,9 +148,23 @@ pub async fn update_channel(
             format!("cannot change from {} (create a new channel)", before.kind),
         ));
     }
-    let secret = sealed(state, &command.secret)?;
+    let secret = sealed_secret(state, id, &command.secret)?;
+    let (url, config) = match &command.url {
+        Some(url) if has_url(command.kind) => {
+            let (sealed, config) = sealed_url(state, id, &command.config, url)?;
+            (Some(sealed), config)
+        }
+        // Kept: so is its masked form.
+        _ => {
+            let mut config = command.config.clone();
+            if let (Some(masked), serde_json::Value::Object(map)) = (before.config.get("url"), &mut config) {
+                map.insert("url".into(), masked.clone());
+            }
+            (None, config)
+        }
+    };
     let mut tx = state.pool.begin().await?;
-    let channel = channels::update(&mut *tx, id, &command.name, &command.config, &secret)
+    let channel = channels::update(&mut *tx, id, &command.name, &config, &secret, url.as_ref())
         .await
         .map_err(|err| match err {
             store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")

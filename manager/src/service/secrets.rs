@@ -2,7 +2,7 @@
 //! (admins). A value goes from the request straight into its sealed form: it is never
 //! returned, logged or audited, only its name is.
 
-use probactr_common::secrets::{self, Keyring};
+use probactr_common::secrets::{self, Keyring, Owner};
 use probactr_common::store::{self, audit::Change, secrets::SecretInfo};
 use serde::Serialize;
 use serde_json::json;
@@ -56,7 +56,7 @@ pub async fn set(
         Some(_) => {}
     }
     check(errors)?;
-    let sealed = keys(state)?.seal(value.unwrap_or_default());
+    let sealed = keys(state)?.seal(&Owner::Secret(name.to_owned()), value.unwrap_or_default());
     let mut tx = state.pool.begin().await?;
     if must_exist && !store::secrets::exists(&mut *tx, name).await? {
         return Err(ApiError::not_found("secret", name));
@@ -112,18 +112,31 @@ pub async fn rotate(state: &AppState, who: &Principal) -> Result<Rotated, ApiErr
     let mut tx = state.pool.begin().await?;
     let names = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
     for (name, sealed) in store::secrets::sealed(&mut *tx, &names).await? {
+        let owner = Owner::Secret(name.clone());
         let value = keys
-            .open(&sealed)
-            .map_err(|err| ApiError::Conflict(format!("secret {name} cannot be re-sealed: {err}")))?;
-        store::secrets::reseal(&mut *tx, &name, &keys.seal(&value)).await?;
+            .open(&owner, &sealed)
+            .map_err(|err| ApiError::Conflict(format!("cannot re-seal: {err}")))?;
+        store::secrets::reseal(&mut *tx, &name, &keys.seal(&owner, &value)).await?;
     }
-    // Alert channels' webhook secrets are sealed under the same keys.
-    for (id, sealed) in store::alerts::channels::secrets_under_other_keys(&mut *tx, keys.current_id()).await?
-    {
-        let value = keys.open(&sealed).map_err(|err| {
-            ApiError::Conflict(format!("the secret of channel {id} cannot be re-sealed: {err}"))
-        })?;
-        store::alerts::channels::reseal_secret(&mut *tx, id, &keys.seal(&value)).await?;
+    // Alert channels' webhook secrets and URLs are sealed under the same keys.
+    for channel in store::alerts::channels::sealed_under_other_keys(&mut *tx, keys.current_id()).await? {
+        let reseal = |owner: Owner, sealed: Option<&secrets::Sealed>| match sealed {
+            None => Ok(None),
+            Some(sealed) => keys
+                .open(&owner, sealed)
+                .map(|value| Some(keys.seal(&owner, &value)))
+                .map_err(|err| ApiError::Conflict(format!("cannot re-seal: {err}"))),
+        };
+        let secret = reseal(Owner::ChannelSecret(channel.id), channel.secret.as_ref())?;
+        let url = reseal(Owner::ChannelUrl(channel.id), channel.url.as_ref())?;
+        store::alerts::channels::reseal(
+            &mut *tx,
+            channel.id,
+            &channel.config,
+            secret.as_ref(),
+            url.as_ref(),
+        )
+        .await?;
     }
     let change = Change {
         action: "secret.rotate",

@@ -335,3 +335,92 @@ async fn alert_pages_create_channels_and_rules_and_show_the_log(pool: PgPool) {
     assert_eq!(log.status, StatusCode::OK);
     assert!(log.text.contains("Nothing delivered yet"));
 }
+
+/// A Slack (or webhook) URL is a credential: stored sealed and bound to its channel
+/// (nowhere in the clear in the database), answered masked (scheme and host), kept when
+/// its masked form is sent back, and absent from the admin page, the definitions export
+/// and the audit log.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn channel_urls_are_sealed_masked_and_never_exported(pool: PgPool) {
+    use probactr_common::secrets::{Owner, Sealed};
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let token = "Xk2s9QwErTy7UiOp3aSdFgHj";
+    let url = format!("https://hooks.slack.com/services/T0A1B2C3/B0D4E5F6/{token}");
+    let made = app
+        .post(
+            "/api/v1/channels",
+            &admin,
+            json!({"name": "chat", "kind": "slack", "config": {"url": url}}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let id = made.body["id"].as_i64().unwrap();
+    let shown = made.body["config"]["url"].as_str().unwrap().to_owned();
+    assert!(shown.starts_with("https://hooks.slack.com/***"), "{shown}");
+    let kept = app
+        .call(
+            Method::PUT,
+            &format!("/api/v1/channels/{id}"),
+            Some(&admin),
+            Some(json!({"name": "chat room", "kind": "slack", "config": {"url": shown}})),
+        )
+        .await;
+    assert_eq!(kept.status, StatusCode::OK, "{}", kept.text);
+    assert_eq!(kept.body["config"]["url"], shown, "the masked form keeps the URL");
+
+    let b = app.browser("admin").await;
+    let page = app.page("/alerts", &b.cookie).await;
+    // Masked (the page escapes `/` as `&#x2f;`).
+    assert!(page.text.contains("hooks.slack.com&#x2f;*** (#"), "{}", page.text);
+    let export = app.page("/definitions.yaml", &b.cookie).await;
+    assert!(export.text.contains("chat room"), "{}", export.text);
+    assert!(!export.text.contains("hooks.slack.com"), "{}", export.text);
+    let listed = app.get("/api/v1/channels", &admin).await;
+    let audit = app.get("/api/v1/audit", &admin).await;
+    assert!(audit.text.contains("channel.update"), "{}", audit.text);
+    let mut texts = vec![
+        made.text,
+        kept.text,
+        page.text,
+        export.text,
+        listed.text,
+        audit.text,
+    ];
+    let rows: Vec<String> = sqlx::query_scalar(
+        "SELECT row_to_json(c)::text FROM alert_channels AS c
+         UNION ALL SELECT row_to_json(a)::text FROM audit_log AS a",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    texts.extend(rows);
+    for text in &texts {
+        assert!(
+            !text.contains(token) && !text.contains("T0A1B2C3"),
+            "the URL came out: {text}"
+        );
+    }
+
+    let (key_id, nonce, ciphertext, bound): (String, Vec<u8>, Vec<u8>, bool) =
+        sqlx::query_as("SELECT url_key_id, url_nonce, url_sealed, url_bound FROM alert_channels")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    let sealed = Sealed {
+        key_id,
+        nonce,
+        ciphertext,
+        bound,
+    };
+    let keys = app.state.secret_keys.clone().unwrap();
+    assert_eq!(
+        keys.open(&Owner::ChannelUrl(id), &sealed).as_deref(),
+        Ok(url.as_str())
+    );
+    assert!(
+        keys.open(&Owner::ChannelUrl(id + 1), &sealed).is_err(),
+        "bound to its channel"
+    );
+}

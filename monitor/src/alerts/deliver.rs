@@ -15,7 +15,7 @@ use probactr_common::config::{Config, SmtpSettings, SmtpTls};
 use probactr_common::http_guard::{check_literal, GuardedResolver, HttpPolicy};
 use probactr_common::masking::Masker;
 use probactr_common::model::ChannelKind;
-use probactr_common::secrets::Keyring;
+use probactr_common::secrets::{Keyring, Owner};
 use probactr_common::store::alerts::notifications::Delivery;
 use reqwest::Url;
 use serde_json::Value;
@@ -99,7 +99,7 @@ impl Sender {
     }
 
     async fn webhook(&self, delivery: &Delivery) -> Result<(), String> {
-        let url = self.url_of(&delivery.config)?;
+        let url = self.url_of(delivery)?;
         let mut body = delivery.payload.clone();
         body["delivery"] = Value::String(delivery.delivery_id.to_string());
         let bytes = serde_json::to_vec(&body).map_err(|err| err.to_string())?;
@@ -112,8 +112,8 @@ impl Sender {
         if let Some(sealed) = &delivery.secret {
             let secret = self
                 .keys
-                .open(sealed)
-                .map_err(|err| format!("cannot open the channel's secret: {err}"))?;
+                .open(&Owner::ChannelSecret(delivery.channel_id), sealed)
+                .map_err(|err| err.to_string())?;
             request = request.header(
                 "x-probactr-signature",
                 format!("sha256={}", sign(&secret, &bytes)),
@@ -123,7 +123,7 @@ impl Sender {
     }
 
     async fn slack(&self, delivery: &Delivery) -> Result<(), String> {
-        let url = self.url_of(&delivery.config)?;
+        let url = self.url_of(delivery)?;
         let body = serde_json::to_vec(&message::slack(&delivery.payload)).map_err(|err| err.to_string())?;
         let request = self
             .http
@@ -200,14 +200,24 @@ fn smtp_transport(settings: &SmtpSettings) -> anyhow::Result<AsyncSmtpTransport<
 }
 
 impl Sender {
-    /// The channel's URL, refused when it names an address the guard refuses (names are
-    /// checked by the resolver).
-    fn url_of(&self, config: &Value) -> Result<Url, String> {
-        let text = config
-            .get("url")
-            .and_then(Value::as_str)
-            .ok_or("the channel has no url")?;
-        let url = Url::parse(text).map_err(|err| format!("the channel's url: {err}"))?;
+    /// The channel's URL, opened from its sealed form (or, for a channel of a release
+    /// before sealed URLs not yet sealed by a manager's start, from its configuration);
+    /// refused when it names an address the guard refuses (names are checked by the
+    /// resolver). Errors never repeat the URL: it is a credential.
+    fn url_of(&self, delivery: &Delivery) -> Result<Url, String> {
+        let text = match &delivery.url {
+            Some(sealed) => self
+                .keys
+                .open(&Owner::ChannelUrl(delivery.channel_id), sealed)
+                .map_err(|err| err.to_string())?,
+            None => delivery
+                .config
+                .get("url")
+                .and_then(Value::as_str)
+                .ok_or("the channel has no url")?
+                .to_owned(),
+        };
+        let url = Url::parse(&text).map_err(|err| format!("the channel's url: {err}"))?;
         check_literal(&self.policy, &url).map_err(|refusal| refusal.to_string())?;
         Ok(url)
     }

@@ -8,8 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
+use probactr_common::masked_url;
 use probactr_common::model::{AlertEvent, ChannelKind, JobKind, Misfire, NotificationState};
-use probactr_common::secrets::{Keyring, SecretKey};
+use probactr_common::secrets::{Keyring, Owner, SecretKey};
 use probactr_common::store::alerts::channels;
 use probactr_common::store::alerts::notifications::{self, Filter, Notification};
 use probactr_common::store::alerts::rules::{self, RuleFields};
@@ -38,19 +39,45 @@ fn env(url: &str, test: &str) -> HashMap<String, String> {
     env
 }
 
-async fn webhook(pool: &PgPool, receiver: &Receiver, secret: Option<&str>) -> i64 {
+/// A channel as the manager stores it: its URL (webhook, slack) and secret sealed, bound
+/// to its id, the URL masked in its configuration.
+async fn make_channel(
+    pool: &PgPool,
+    name: &str,
+    kind: ChannelKind,
+    config: Value,
+    url: Option<&str>,
+    secret: Option<&str>,
+) -> i64 {
     let keys = Keyring::new(SecretKey::parse(TEST_SECRET_KEY).unwrap(), None);
-    let sealed = secret.map(|s| keys.seal(s));
-    channels::create(
+    let id = channels::reserve_id(pool).await.unwrap();
+    let secret = secret.map(|s| keys.seal(&Owner::ChannelSecret(id), s));
+    let sealed_url = url.map(|u| keys.seal(&Owner::ChannelUrl(id), u));
+    let mut config = config;
+    if let Some(url) = url {
+        config["url"] = json!(masked_url::masked(url));
+    }
+    let new = channels::NewChannel {
+        id,
+        name,
+        kind,
+        config: &config,
+        secret: secret.as_ref(),
+        url: sealed_url.as_ref(),
+    };
+    channels::create(pool, &new).await.unwrap().id
+}
+
+async fn webhook(pool: &PgPool, receiver: &Receiver, secret: Option<&str>) -> i64 {
+    make_channel(
         pool,
         "hook",
         ChannelKind::Webhook,
-        &json!({"url": receiver.url}),
-        sealed.as_ref(),
+        json!({}),
+        Some(&receiver.url),
+        secret,
     )
     .await
-    .unwrap()
-    .id
 }
 
 async fn rule(
@@ -484,38 +511,38 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}/hook", closed.local_addr().unwrap());
     drop(closed);
-    let channel = channels::create(
+    let channel = make_channel(
         &pool,
         "nowhere",
         ChannelKind::Webhook,
-        &json!({"url": dead_url}),
+        json!({}),
+        Some(&dead_url),
         None,
     )
-    .await
-    .unwrap()
-    .id;
+    .await;
     let refusing = Receiver::start().await;
     refusing.answer_with(500);
-    let refusing_channel = channels::create(
-        &pool,
-        "refusing",
-        ChannelKind::Webhook,
-        &json!({"url": refusing.url}),
-        None,
-    )
-    .await
-    .unwrap()
-    .id;
-    let metadata = channels::create(
+    // As an earlier release stored it: the URL in the clear, not yet sealed by a
+    // manager's start; monitors still send to it.
+    let id = channels::reserve_id(&pool).await.unwrap();
+    let legacy = channels::NewChannel {
+        id,
+        name: "refusing",
+        kind: ChannelKind::Webhook,
+        config: &json!({"url": refusing.url}),
+        secret: None,
+        url: None,
+    };
+    let refusing_channel = channels::create(&pool, &legacy).await.unwrap().id;
+    let metadata = make_channel(
         &pool,
         "metadata",
         ChannelKind::Webhook,
-        &json!({"url": "http://169.254.169.254/latest/meta-data"}),
+        json!({}),
+        Some("http://169.254.169.254/latest/meta-data"),
         None,
     )
-    .await
-    .unwrap()
-    .id;
+    .await;
     let job = shell_job(&pool, "failing", "exit 1", |_| {}).await;
     rule(&pool, &[AlertEvent::RunFailed], None, channel, |r| {
         r.channel_ids.extend([refusing_channel, metadata])
@@ -554,16 +581,15 @@ async fn email_is_sent_through_smtp_with_text_and_html(
 ) {
     let (pool, url) = connect(pool_options, options).await;
     let sink = SmtpSink::start().await;
-    let channel = channels::create(
+    let channel = make_channel(
         &pool,
         "ops mail",
         ChannelKind::Email,
-        &json!({"to": ["ops@example.com", "oncall@example.com"]}),
+        json!({"to": ["ops@example.com", "oncall@example.com"]}),
+        None,
         None,
     )
-    .await
-    .unwrap()
-    .id;
+    .await;
     let job = shell_job(&pool, "nightly <export>", "echo 'disk full' >&2; exit 2", |_| {}).await;
     rule(&pool, &[AlertEvent::RunFailed], None, channel, |_| {}).await;
     let mut env = env(&url, "email");

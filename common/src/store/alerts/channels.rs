@@ -1,5 +1,7 @@
-//! `alert_channels`: where alert messages go. A webhook's signing secret is stored sealed
-//! (see [`crate::secrets`]) and never read back by the API.
+//! `alert_channels`: where alert messages go. A webhook's signing secret and the URL of a
+//! webhook or Slack channel (itself a credential) are stored sealed, bound to the
+//! channel's id (see [`crate::secrets`]), and never read back by the API: `config.url`
+//! holds only a masked form.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -19,7 +21,8 @@ pub struct Channel {
     pub name: String,
     /// Kind.
     pub kind: ChannelKind,
-    /// Public configuration: `url` (webhook, slack) or `to` (email).
+    /// Public configuration: `url` (webhook, slack: masked, as `https://host/***`; the
+    /// URL itself is sealed) or `to` (email).
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub config: serde_json::Value,
     /// Whether a webhook signs its messages.
@@ -52,39 +55,70 @@ pub enum Deleted {
     InUse(Vec<String>),
 }
 
-/// Creates a channel.
-pub async fn create(
-    db: impl PgExecutor<'_>,
-    name: &str,
-    kind: ChannelKind,
-    config: &serde_json::Value,
-    secret: Option<&Sealed>,
-) -> Result<Channel, StoreError> {
+/// A channel to create: its id reserved first ([`reserve_id`]), since its sealed values
+/// are bound to it.
+#[derive(Debug, Clone)]
+pub struct NewChannel<'a> {
+    /// The reserved id.
+    pub id: i64,
+    /// Unique name.
+    pub name: &'a str,
+    /// Kind.
+    pub kind: ChannelKind,
+    /// Public configuration (a URL only masked).
+    pub config: &'a serde_json::Value,
+    /// The sealed signing secret (webhook).
+    pub secret: Option<&'a Sealed>,
+    /// The sealed URL (webhook, slack).
+    pub url: Option<&'a Sealed>,
+}
+
+/// Takes the id of a channel about to be created (its sealed values are bound to it).
+pub async fn reserve_id(db: impl PgExecutor<'_>) -> Result<i64, StoreError> {
+    Ok(
+        sqlx::query_scalar!(r#"SELECT nextval(pg_get_serial_sequence('alert_channels', 'id')) AS "id!""#)
+            .fetch_one(db)
+            .await?,
+    )
+}
+
+/// Creates a channel under its reserved id.
+pub async fn create(db: impl PgExecutor<'_>, new: &NewChannel<'_>) -> Result<Channel, StoreError> {
+    let (secret, url) = (new.secret, new.url);
     Ok(sqlx::query_as!(
         Channel,
-        r#"INSERT INTO alert_channels (name, kind, config, secret_key_id, secret_nonce, secret_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6)
+        r#"INSERT INTO alert_channels (id, name, kind, config, secret_key_id, secret_nonce, secret_sealed,
+                                      secret_bound, url_key_id, url_nonce, url_sealed, url_bound)
+           OVERRIDING SYSTEM VALUE
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
            RETURNING id, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
                      created_at, updated_at"#,
-        name,
-        kind as ChannelKind,
-        config,
+        new.id,
+        new.name,
+        new.kind as ChannelKind,
+        new.config,
         secret.map(|s| s.key_id.as_str()),
         secret.map(|s| s.nonce.as_slice()),
         secret.map(|s| s.ciphertext.as_slice()),
+        secret.is_none_or(|s| s.bound),
+        url.map(|s| s.key_id.as_str()),
+        url.map(|s| s.nonce.as_slice()),
+        url.map(|s| s.ciphertext.as_slice()),
+        url.is_none_or(|s| s.bound),
     )
     .fetch_one(db)
     .await?)
 }
 
-/// Replaces a channel's name and configuration and changes its secret as told; None when
-/// there is no such channel.
+/// Replaces a channel's name and configuration, changes its secret as told and its URL
+/// when given; None when there is no such channel.
 pub async fn update(
     db: impl PgExecutor<'_>,
     id: i64,
     name: &str,
     config: &serde_json::Value,
     secret: &SecretChange,
+    url: Option<&Sealed>,
 ) -> Result<Option<Channel>, StoreError> {
     let (keep, sealed) = match secret {
         SecretChange::Keep => (true, None),
@@ -98,6 +132,11 @@ pub async fn update(
                secret_key_id = CASE WHEN $4 THEN secret_key_id ELSE $5 END,
                secret_nonce = CASE WHEN $4 THEN secret_nonce ELSE $6 END,
                secret_sealed = CASE WHEN $4 THEN secret_sealed ELSE $7 END,
+               secret_bound = CASE WHEN $4 THEN secret_bound ELSE $8 END,
+               url_key_id = COALESCE($9, url_key_id),
+               url_nonce = COALESCE($10, url_nonce),
+               url_sealed = COALESCE($11, url_sealed),
+               url_bound = COALESCE($12, url_bound),
                updated_at = now()
            WHERE id = $1
            RETURNING id, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
@@ -109,6 +148,11 @@ pub async fn update(
         sealed.map(|s| s.key_id.as_str()),
         sealed.map(|s| s.nonce.as_slice()),
         sealed.map(|s| s.ciphertext.as_slice()),
+        sealed.is_none_or(|s| s.bound),
+        url.map(|s| s.key_id.as_str()),
+        url.map(|s| s.nonce.as_slice()),
+        url.map(|s| s.ciphertext.as_slice()),
+        url.map(|s| s.bound),
     )
     .fetch_optional(db)
     .await?)
@@ -172,42 +216,130 @@ pub async fn delete(conn: &mut sqlx::PgConnection, id: i64) -> Result<Deleted, S
     })
 }
 
-/// The sealed secrets of channels sealed under another key than `key_id` (a rotation).
-pub async fn secrets_under_other_keys(
+/// A channel's sealed values, to seal anew (a rotation, or binding values of earlier
+/// releases).
+#[derive(Debug, Clone)]
+pub struct SealedParts {
+    /// The channel.
+    pub id: i64,
+    /// Its kind.
+    pub kind: ChannelKind,
+    /// Its configuration: the URL in the clear (channels of releases before sealed URLs)
+    /// or masked.
+    pub config: serde_json::Value,
+    /// Its sealed signing secret.
+    pub secret: Option<Sealed>,
+    /// Its sealed URL.
+    pub url: Option<Sealed>,
+}
+
+/// A sealed value from its nullable columns (None unless all are set, as a CHECK keeps
+/// them).
+pub(crate) fn sealed_of(
+    key_id: Option<String>,
+    nonce: Option<Vec<u8>>,
+    ciphertext: Option<Vec<u8>>,
+    bound: bool,
+) -> Option<Sealed> {
+    match (key_id, nonce, ciphertext) {
+        (Some(key_id), Some(nonce), Some(ciphertext)) => Some(Sealed {
+            key_id,
+            nonce,
+            ciphertext,
+            bound,
+        }),
+        _ => None,
+    }
+}
+
+/// The channels with a value sealed under another key than `key_id` (a rotation).
+pub async fn sealed_under_other_keys(
     db: impl PgExecutor<'_>,
     key_id: &str,
-) -> Result<Vec<(i64, Sealed)>, StoreError> {
+) -> Result<Vec<SealedParts>, StoreError> {
     let rows = sqlx::query!(
-        r#"SELECT id, secret_key_id AS "key_id!", secret_nonce AS "nonce!", secret_sealed AS "sealed!"
-           FROM alert_channels WHERE secret_key_id IS NOT NULL AND secret_key_id <> $1"#,
+        r#"SELECT id, kind AS "kind: ChannelKind", config, secret_key_id, secret_nonce, secret_sealed, secret_bound,
+                  url_key_id, url_nonce, url_sealed, url_bound
+           FROM alert_channels WHERE secret_key_id <> $1 OR url_key_id <> $1 ORDER BY id"#,
         key_id
     )
     .fetch_all(db)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| {
-            (
-                row.id,
-                Sealed {
-                    key_id: row.key_id,
-                    nonce: row.nonce,
-                    ciphertext: row.sealed,
-                },
-            )
+        .map(|row| SealedParts {
+            id: row.id,
+            kind: row.kind,
+            config: row.config,
+            secret: sealed_of(
+                row.secret_key_id,
+                row.secret_nonce,
+                row.secret_sealed,
+                row.secret_bound,
+            ),
+            url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
         })
         .collect())
 }
 
-/// Stores a channel's secret sealed anew (a rotation); false when the channel is gone.
-pub async fn reseal_secret(db: impl PgExecutor<'_>, id: i64, sealed: &Sealed) -> Result<bool, StoreError> {
+/// The channels an earlier release left with a value sealed unbound or a URL in the
+/// clear, locked until the transaction ends (a channel changed meanwhile is re-read).
+pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<SealedParts>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT id, kind AS "kind: ChannelKind", config, secret_key_id, secret_nonce, secret_sealed, secret_bound,
+                  url_key_id, url_nonce, url_sealed, url_bound
+           FROM alert_channels
+           WHERE (secret_sealed IS NOT NULL AND NOT secret_bound)
+              OR (url_sealed IS NOT NULL AND NOT url_bound)
+              OR (kind IN ('webhook', 'slack') AND url_sealed IS NULL)
+           ORDER BY id FOR UPDATE"#
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| SealedParts {
+            id: row.id,
+            kind: row.kind,
+            config: row.config,
+            secret: sealed_of(
+                row.secret_key_id,
+                row.secret_nonce,
+                row.secret_sealed,
+                row.secret_bound,
+            ),
+            url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
+        })
+        .collect())
+}
+
+/// Stores a channel's values sealed anew, each when given, and its configuration (with
+/// the URL masked once it is sealed); false when the channel is gone.
+pub async fn reseal(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    config: &serde_json::Value,
+    secret: Option<&Sealed>,
+    url: Option<&Sealed>,
+) -> Result<bool, StoreError> {
     let done = sqlx::query!(
-        "UPDATE alert_channels SET secret_key_id = $2, secret_nonce = $3, secret_sealed = $4
-         WHERE id = $1 AND secret_key_id IS NOT NULL",
+        "UPDATE alert_channels
+         SET config = $2,
+             secret_key_id = COALESCE($3, secret_key_id), secret_nonce = COALESCE($4, secret_nonce),
+             secret_sealed = COALESCE($5, secret_sealed), secret_bound = COALESCE($6, secret_bound),
+             url_key_id = COALESCE($7, url_key_id), url_nonce = COALESCE($8, url_nonce),
+             url_sealed = COALESCE($9, url_sealed), url_bound = COALESCE($10, url_bound)
+         WHERE id = $1",
         id,
-        sealed.key_id,
-        sealed.nonce,
-        sealed.ciphertext
+        config,
+        secret.map(|s| s.key_id.as_str()),
+        secret.map(|s| s.nonce.as_slice()),
+        secret.map(|s| s.ciphertext.as_slice()),
+        secret.map(|s| s.bound),
+        url.map(|s| s.key_id.as_str()),
+        url.map(|s| s.nonce.as_slice()),
+        url.map(|s| s.ciphertext.as_slice()),
+        url.map(|s| s.bound),
     )
     .execute(db)
     .await?;

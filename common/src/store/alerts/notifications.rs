@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::model::{ChannelKind, NotificationState};
 use crate::secrets::Sealed;
+use crate::store::alerts::channels::sealed_of;
 use crate::store::{Page, StoreError};
 
 /// A notification as the delivery log shows it.
@@ -111,6 +112,8 @@ pub struct Delivery {
     pub payload: serde_json::Value,
     /// Attempts made before this one.
     pub attempts: i32,
+    /// The channel's id (its sealed values are bound to it).
+    pub channel_id: i64,
     /// The channel's name.
     pub channel_name: String,
     /// The channel's kind.
@@ -119,6 +122,9 @@ pub struct Delivery {
     pub config: serde_json::Value,
     /// The channel's sealed secret.
     pub secret: Option<Sealed>,
+    /// The channel's sealed URL (None: a channel of a release before sealed URLs, its
+    /// URL still in `config`, or an email channel).
+    pub url: Option<Sealed>,
 }
 
 /// Takes the oldest due notification, locked until the transaction ends (its attempt is
@@ -126,8 +132,9 @@ pub struct Delivery {
 /// sent by another monitor.
 pub async fn take_due(conn: &mut PgConnection) -> Result<Option<Delivery>, StoreError> {
     let row = sqlx::query!(
-        r#"SELECT n.id, n.delivery_id, n.event, n.payload, n.attempts, c.name AS channel_name,
-                  c.kind AS "kind: ChannelKind", c.config, c.secret_key_id, c.secret_nonce, c.secret_sealed
+        r#"SELECT n.id, n.delivery_id, n.event, n.payload, n.attempts, c.id AS channel_id, c.name AS channel_name,
+                  c.kind AS "kind: ChannelKind", c.config, c.secret_key_id, c.secret_nonce, c.secret_sealed,
+                  c.secret_bound, c.url_key_id, c.url_nonce, c.url_sealed, c.url_bound
            FROM notifications AS n JOIN alert_channels AS c ON c.id = n.channel_id
            WHERE n.state = 'pending' AND n.next_attempt_at <= now()
            ORDER BY n.next_attempt_at, n.id LIMIT 1
@@ -141,17 +148,17 @@ pub async fn take_due(conn: &mut PgConnection) -> Result<Option<Delivery>, Store
         event: row.event,
         payload: row.payload,
         attempts: row.attempts,
+        channel_id: row.channel_id,
         channel_name: row.channel_name,
         kind: row.kind,
         config: row.config,
-        secret: match (row.secret_key_id, row.secret_nonce, row.secret_sealed) {
-            (Some(key_id), Some(nonce), Some(ciphertext)) => Some(Sealed {
-                key_id,
-                nonce,
-                ciphertext,
-            }),
-            _ => None,
-        },
+        secret: sealed_of(
+            row.secret_key_id,
+            row.secret_nonce,
+            row.secret_sealed,
+            row.secret_bound,
+        ),
+        url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
     }))
 }
 

@@ -751,14 +751,19 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
 ) {
-    use probactr_common::secrets::{Keyring, SecretKey, MASK};
+    use probactr_common::secrets::{Keyring, Owner, SecretKey, MASK};
     use probactr_common::store::{run_inputs, run_output};
     let (pool, url) = pool_and_url(pool_options, options).await;
     let keys = Keyring::new(SecretKey::parse(support::TEST_SECRET_KEY).unwrap(), None);
     let secret = "Zq7pW3xK9vB2nM5tR8yL4cH6";
-    probactr_common::store::secrets::put(&pool, "token", &keys.seal(secret), "test")
-        .await
-        .unwrap();
+    probactr_common::store::secrets::put(
+        &pool,
+        "token",
+        &keys.seal(&Owner::Secret("token".into()), secret),
+        "test",
+    )
+    .await
+    .unwrap();
     let witness = Witness::start().await;
     let caller = jobs::insert(
         &pool,

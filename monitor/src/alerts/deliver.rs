@@ -79,16 +79,16 @@ impl Sender {
     /// path segments (tokens).
     fn sensitive(&self, delivery: &Delivery) -> Masker {
         let mut values = Vec::new();
-        if let Some(secret) = delivery
-            .secret
-            .as_ref()
-            .and_then(|sealed| self.keys.open(sealed).ok())
-        {
+        if let Some(secret) = delivery.secret.as_ref().and_then(|sealed| {
+            self.keys
+                .open(&Owner::ChannelSecret(delivery.channel_id), sealed)
+                .ok()
+        }) {
             values.push(secret);
         }
-        if let Some(url) = delivery.config.get("url").and_then(Value::as_str) {
-            values.push(url.to_owned());
-            if let Ok(parsed) = Url::parse(url) {
+        if let Ok(url) = self.url_text(delivery) {
+            values.push(url.clone());
+            if let Ok(parsed) = Url::parse(&url) {
                 values.extend(parsed.password().map(str::to_owned));
                 values.extend(parsed.query().map(str::to_owned));
                 let segments = parsed.path_segments().into_iter().flatten();
@@ -205,7 +205,15 @@ impl Sender {
     /// refused when it names an address the guard refuses (names are checked by the
     /// resolver). Errors never repeat the URL: it is a credential.
     fn url_of(&self, delivery: &Delivery) -> Result<Url, String> {
-        let text = match &delivery.url {
+        let text = self.url_text(delivery)?;
+        let url = Url::parse(&text).map_err(|err| format!("the channel's url: {err}"))?;
+        check_literal(&self.policy, &url).map_err(|refusal| refusal.to_string())?;
+        Ok(url)
+    }
+
+    /// The channel's URL as configured: opened when sealed.
+    fn url_text(&self, delivery: &Delivery) -> Result<String, String> {
+        Ok(match &delivery.url {
             Some(sealed) => self
                 .keys
                 .open(&Owner::ChannelUrl(delivery.channel_id), sealed)
@@ -216,10 +224,7 @@ impl Sender {
                 .and_then(Value::as_str)
                 .ok_or("the channel has no url")?
                 .to_owned(),
-        };
-        let url = Url::parse(&text).map_err(|err| format!("the channel's url: {err}"))?;
-        check_literal(&self.policy, &url).map_err(|refusal| refusal.to_string())?;
-        Ok(url)
+        })
     }
 }
 

@@ -132,7 +132,7 @@ async fn a_job_cannot_read_its_executors_keys(pool_options: PgPoolOptions, optio
     // 1. The executor as an ordinary user, and the job as the same user.
     let mut env: HashMap<String, String> = fast_env(&url, &unique_prefix("keys-user"));
     env.insert("PROBACTR_WORK_DIR".into(), work.display().to_string());
-    let as_nobody = {
+    let mut as_nobody = {
         let mut command = tokio::process::Command::new("setpriv");
         command
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -150,7 +150,8 @@ async fn a_job_cannot_read_its_executors_keys(pool_options: PgPoolOptions, optio
         "{run:?}"
     );
     assert_no_key(&run, "same user, non-dumpable executor");
-    drop(as_nobody);
+    // Killed like a crashed executor (and waited for: its lock is the kernel's to free).
+    as_nobody.kill().await.expect("kill the first executor");
 
     // 2. The executor as root, jobs as PROBACTR_JOB_USER; the key from a file.
     let key_file = dir.path().join("secret-key");

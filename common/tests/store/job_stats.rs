@@ -835,3 +835,105 @@ async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: 
     let claimed = runs::claim_queued(&pool, executor, 4).await.expect("claim");
     assert_eq!(claimed.iter().map(|run| run.id).collect::<Vec<_>>(), [queued]);
 }
+
+/// This release's migrations upgrade a populated database: the history loses its foreign
+/// keys but keeps every row, and the triggers that replace the keys' actions behave as
+/// the keys did (deleting a trigger forgets it in the history, deleting a job erases its
+/// ended and live runs); secrets sealed before binding are marked unbound, to be
+/// re-sealed by the manager.
+#[sqlx::test(migrations = false)]
+async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
+    const BEFORE_RELEASE: i64 = 2026112603000001;
+    let migrator = &probactr_common::store::MIGRATOR;
+    migrator
+        .run_to(BEFORE_RELEASE, &pool)
+        .await
+        .expect("migrate to the previous release");
+    let job: i64 = sqlx::query_scalar("INSERT INTO jobs (name, kind) VALUES ('old', 'noop') RETURNING id")
+        .fetch_one(&pool)
+        .await
+        .expect("job");
+    let trigger: i64 = sqlx::query_scalar(
+        "INSERT INTO triggers (job_id, kind, interval_secs) VALUES ($1, 'interval', 60) RETURNING id",
+    )
+    .bind(job)
+    .fetch_one(&pool)
+    .await
+    .expect("trigger");
+    sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, finished_at)
+         SELECT $1, $2, date_trunc('minute', now()) - make_interval(mins => g), 'succeeded', now()
+         FROM generate_series(1, 20) AS g",
+    )
+    .bind(job)
+    .bind(trigger)
+    .execute(&pool)
+    .await
+    .expect("history");
+    sqlx::query("INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, now())")
+        .bind(job)
+        .bind(trigger)
+        .execute(&pool)
+        .await
+        .expect("a queued run");
+    sqlx::query(
+        "INSERT INTO secrets (name, key_id, nonce, ciphertext, updated_by) VALUES ('token', 'k', '\\x00', '\\x00', 'test')",
+    )
+    .execute(&pool)
+    .await
+    .expect("secret");
+
+    migrator.run(&pool).await.expect("migrate the rest");
+
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .expect(sql)
+        }
+    };
+    assert_eq!(
+        count("SELECT count(*) FROM runs_done").await,
+        20,
+        "the history kept"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM runs_live").await,
+        1,
+        "the live run kept"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid = 'runs_done'::regclass")
+            .await,
+        0,
+        "the history carries no foreign keys"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM secrets WHERE NOT bound").await,
+        1,
+        "old secrets unbound"
+    );
+
+    sqlx::query("DELETE FROM triggers WHERE id = $1")
+        .bind(trigger)
+        .execute(&pool)
+        .await
+        .expect("delete the trigger");
+    assert_eq!(
+        count("SELECT count(*) FROM runs WHERE trigger_id IS NOT NULL").await,
+        0,
+        "a deleted trigger is forgotten in the history and the live runs"
+    );
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(job)
+        .execute(&pool)
+        .await
+        .expect("delete the job");
+    assert_eq!(
+        count("SELECT count(*) FROM runs").await,
+        0,
+        "a deleted job's runs are erased"
+    );
+}

@@ -96,10 +96,13 @@ fn remove_left_behind(root: &Path, ours: &Path) {
         }
         let name = entry.file_name().to_string_lossy().into_owned();
         let dead = if name.starts_with("executor-") {
+            // Renamed so only once its lock was held: a free lock means its owner is gone.
             owner_is_gone(&path)
         } else {
-            // `.building-*` of a live neighbour holds its lock too.
-            name.starts_with(".building-") && owner_is_gone(&path)
+            // A neighbour starting at the same moment makes its `.building-*` before the
+            // lock inside it exists or is held: only one that stayed half-made for a
+            // while is a start-up killed half-way.
+            name.starts_with(".building-") && older_than(&path, HALF_MADE_AGE) && owner_is_gone(&path)
         };
         if dead {
             match fs::remove_dir_all(&path) {
@@ -112,6 +115,18 @@ fn remove_left_behind(root: &Path, ours: &Path) {
             }
         }
     }
+}
+
+/// How long a neighbour may take to turn its `.building-*` directory into its area.
+const HALF_MADE_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// True when `path` was last changed more than `age` ago (false when that is unknown).
+fn older_than(path: &Path, age: std::time::Duration) -> bool {
+    fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|elapsed| elapsed > age)
 }
 
 /// True when nobody holds the area's lock (or it has none).
@@ -197,5 +212,16 @@ mod tests {
         assert!(!dead.exists(), "a dead executor's runs stay behind");
         assert!(live.exists(), "a live executor's area was removed");
         assert!(ours.dir.exists());
+    }
+
+    #[test]
+    fn a_neighbour_still_making_its_area_is_left_alone() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let root = base.path().join(AREA_ROOT);
+        // Just made, its lock not yet created: what a neighbour starting now looks like.
+        let starting = root.join(".building-1-00000001");
+        fs::create_dir_all(&starting).expect("half-made area");
+        make_area(Some(base.path())).expect("area");
+        assert!(starting.exists(), "a starting neighbour's area was removed");
     }
 }

@@ -472,23 +472,34 @@ async fn group_gone(pgid: i32, within: Duration, what: &str) -> Instant {
     eventually(within, what, || async { (!group_alive(pgid)).then(Instant::now) }).await
 }
 
-/// Waits until the run (or, for a chain, some attempt of it) succeeded.
+/// Waits until the run (or, for a chain, some attempt of it) succeeded. On a timeout the
+/// chain's attempts are printed: what state each reached and why says where it stopped.
 async fn chain_succeeded(pool: &PgPool, first: i64, within: Duration) -> Run {
-    eventually(
-        within,
-        &format!("an attempt of run {first} succeeded"),
-        || async {
-            sqlx::query_as::<_, Run>(
-                "SELECT * FROM runs WHERE (id = $1 OR first_run_id = $1) AND state = 'succeeded'",
-            )
+    let chain = || async {
+        sqlx::query_as::<_, Run>("SELECT * FROM runs WHERE id = $1 OR first_run_id = $1 ORDER BY attempt")
             .bind(first)
-            .fetch_optional(pool)
+            .fetch_all(pool)
             .await
-            .ok()
-            .flatten()
-        },
-    )
-    .await
+            .unwrap_or_default()
+    };
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let attempts = chain().await;
+        if let Some(done) = attempts.iter().find(|run| run.state == RunState::Succeeded) {
+            return done.clone();
+        }
+        if tokio::time::Instant::now() >= deadline {
+            for run in &attempts {
+                eprintln!(
+                    "attempt {} (run {}): {:?} on {:?}, queued {} available {} claimed {:?} started {:?} finished {:?}, reason {:?}, error {:?}",
+                    run.attempt, run.id, run.state, run.executor_id, run.queued_at, run.available_at,
+                    run.claimed_at, run.started_at, run.finished_at, run.reason, run.error
+                );
+            }
+            panic!("timed out after {within:?} waiting for: an attempt of run {first} succeeded");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// One monitor and two executors on `env`, the workload's on-demand `long` job running

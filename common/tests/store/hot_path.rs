@@ -122,3 +122,62 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
         "every queued run of an unpaused job"
     );
 }
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn every_live_run_column_has_statistics(pool: PgPool) {
+    // Without them PostgreSQL guesses that a test like `pinned_to IS NULL` holds for half
+    // a percent of the rows and plans the claim as a read and sort of the whole backlog.
+    // A migration adding a column to `runs` must give it statistics (see migration
+    // 2026112901000001).
+    let missing: Vec<String> = sqlx::query_scalar(
+        "SELECT attname::text FROM pg_attribute
+         WHERE attrelid = 'runs_live'::regclass AND attnum > 0 AND NOT attisdropped
+           AND NOT EXISTS (SELECT 1 FROM pg_stats
+                           WHERE schemaname = 'public' AND tablename = 'runs_live'
+                             AND pg_stats.attname = pg_attribute.attname)
+         ORDER BY attnum",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("columns without statistics");
+    assert!(
+        missing.is_empty(),
+        "runs_live columns without statistics: {missing:?}"
+    );
+}
+
+#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+async fn a_backlog_is_claimed_by_an_ordered_walk_before_any_analyze(pool: PgPool) {
+    // One job's backlog queued at once into a cluster just migrated: the claim must walk
+    // the queue's index from its head and stop after the runs it takes, not read and sort
+    // the backlog (nor start from the job and read all of its runs).
+    let job: i64 = sqlx::query_scalar(
+        "INSERT INTO jobs (name, kind, parallel) VALUES ('busy', 'noop', true) RETURNING id",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("job");
+    sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, 8000)")
+        .bind(job)
+        .execute(&pool)
+        .await
+        .expect("backlog");
+    let plan = explain(&pool, CLAIM_QUEUED_SQL, |q| {
+        q.bind(Uuid::new_v4()).bind(256_i64).bind(true).bind(256_i64)
+    })
+    .await;
+    println!("EXPLAIN claim_queued:\n{plan}\n");
+    assert!(
+        plan.contains("Index Scan using runs_queued on runs_live runs "),
+        "the claim does not walk the queue's index:\n{plan}"
+    );
+    for whole_read in [
+        "Seq Scan on runs_live runs ",
+        "Bitmap Heap Scan on runs_live runs ",
+    ] {
+        assert!(
+            !plan.contains(whole_read),
+            "the claim reads the backlog ({whole_read}):\n{plan}"
+        );
+    }
+}

@@ -35,7 +35,11 @@ pub const CLAIM_QUEUED_SQL: &str = "WITH picked AS (
                                     WHERE active.trigger_id = runs.trigger_id AND runs.trigger_cap IS NOT NULL
                                       AND active.trigger_cap IS NOT NULL
                                       AND active.state IN ('claimed', 'running')) AS trigger_room
-         FROM runs JOIN jobs ON jobs.id = runs.job_id
+         FROM runs CROSS JOIN LATERAL (
+             -- The job of each run walked to, looked up as the walk goes (OFFSET 0 keeps
+             -- the planner from turning this into a join it may start from the jobs' side).
+             SELECT jobs.parallel, jobs.max_concurrency, jobs.kind, jobs.paused, jobs.selector, jobs.overlap
+             FROM jobs WHERE jobs.id = runs.job_id OFFSET 0) AS jobs
          WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
            AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
            AND (runs.trigger_cap IS NULL OR runs.trigger_cap > (

@@ -123,7 +123,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
     {
         return Ok(None);
     }
-    let pool = store::pool(&config.database_url, config.db_pool_size)
+    let pool = store::hot_path_pool(&config.database_url, config.db_pool_size)
         .context("while opening the PostgreSQL pool")?;
     let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, shutdown)
         .await

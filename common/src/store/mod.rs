@@ -78,10 +78,26 @@ pub enum StoreError {
 /// even while PostgreSQL is down and connects when it returns.
 pub fn pool(database_url: &str, max_connections: u32) -> Result<PgPool, StoreError> {
     let options: PgConnectOptions = database_url.parse()?;
-    Ok(PgPoolOptions::new()
+    Ok(lazy_pool(options, max_connections))
+}
+
+fn lazy_pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
+    PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(5))
-        .connect_lazy_with(options.application_name("probactr")))
+        .connect_lazy_with(options.application_name("probactr"))
+}
+
+/// Like [`pool`], for a process that runs a fixed set of hot statements (an executor):
+/// each is planned once per connection (`plan_cache_mode = force_generic_plan`) instead
+/// of at every execution. Their plans do not depend on the values bound (ids, limits,
+/// the clock), and planning the claim cost more than running it.
+pub fn hot_path_pool(database_url: &str, max_connections: u32) -> Result<PgPool, StoreError> {
+    let options: PgConnectOptions = database_url.parse()?;
+    Ok(lazy_pool(
+        options.options([("plan_cache_mode", "force_generic_plan")]),
+        max_connections,
+    ))
 }
 
 /// Applies pending migrations. Safe to call from several processes at once: sqlx takes

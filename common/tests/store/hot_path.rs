@@ -23,6 +23,31 @@ where
         .join("\n")
 }
 
+/// The generic plan of `sql` (what a connection with `plan_cache_mode =
+/// force_generic_plan` runs, as executors do), executed with `values`.
+async fn explain_generic(pool: &PgPool, sql: &str, types: &str, values: &str) -> String {
+    let mut conn = pool.acquire().await.expect("connection");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "SET plan_cache_mode = force_generic_plan; PREPARE generic ({types}) AS {sql}"
+    )))
+    .execute(&mut *conn)
+    .await
+    .expect("prepare");
+    let rows: Vec<(String,)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE generic ({values})")))
+            .fetch_all(&mut *conn)
+            .await
+            .expect("explain");
+    sqlx::raw_sql("DEALLOCATE generic; RESET plan_cache_mode")
+        .execute(&mut *conn)
+        .await
+        .expect("deallocate");
+    rows.into_iter()
+        .map(|(line,)| line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
 async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     // 50 jobs (5 paused); 5,000 triggers mostly scheduled over the next weeks, some due,
@@ -89,6 +114,25 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     assert!(
         queued_plan.contains("runs_queued"),
         "claim_queued does not use runs_queued:\n{queued_plan}"
+    );
+
+    // Executors run them with generic plans (planned once per connection): those walk
+    // the same indexes.
+    let due_generic = explain_generic(&pool, CLAIM_DUE_SQL, "bigint, float8", "16, 0").await;
+    assert!(
+        due_generic.contains("triggers_due"),
+        "claim_due's generic plan does not use triggers_due:\n{due_generic}"
+    );
+    let queued_generic = explain_generic(
+        &pool,
+        CLAIM_QUEUED_SQL,
+        "uuid, bigint, boolean, bigint",
+        &format!("'{}', 16, true, 16", Uuid::new_v4()),
+    )
+    .await;
+    assert!(
+        queued_generic.contains("Index Scan using runs_queued"),
+        "claim_queued's generic plan does not walk runs_queued:\n{queued_generic}"
     );
 
     // The queries planned are the queries that run: on this data they find what is due.

@@ -23,7 +23,7 @@ where
         .join("\n")
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     // 50 jobs (5 paused); 5,000 triggers mostly scheduled over the next weeks, some due,
     // some paused; 20,000 runs mostly finished, 100 queued.

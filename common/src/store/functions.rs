@@ -28,28 +28,22 @@
 //!
 //! | function (triggers) | behaviour test |
 //! |---|---|
-//! | `probactr_claim_order` | `common/tests/store/routing.rs`: `priority_ages_instead_of_starving` |
-//! | `probactr_route_live_run` (`runs_live_route`) | `common/tests/store/routing.rs`: `a_trigger_cap_limits_its_runs_in_flight` |
-//! | `probactr_notify_runs` (`runs_queued_notify`) | `common/tests/store/functions.rs`: `queued_runs_and_changed_triggers_notify` |
-//! | `probactr_run_targets` | `executor/tests/executor/routing.rs`: `broadcast_and_shard_runs_reach_their_executors` |
-//! | `probactr_run_params` | `manager/tests/api/workflows.rs`: `children_inherit_their_parents_params` |
-//! | `probactr_erase_job_history` (`jobs_erase_history`) | `common/tests/store/deletion.rs` |
-//! | `probactr_forget_trigger_in_history` (`triggers_forget_in_history`) | `common/tests/store/functions.rs`: `deleting_a_trigger_or_an_executor_keeps_its_history` |
-//! | `probactr_forget_executor_in_history` (`executors_forget_in_history`) | `common/tests/store/functions.rs`: `deleting_a_trigger_or_an_executor_keeps_its_history` |
-//! | `probactr_notify_triggers` (`triggers_changed`, `workflow_triggers_changed`) | `common/tests/store/functions.rs`: `queued_runs_and_changed_triggers_notify` |
-//! | `probactr_job_stats_add` | `common/tests/store/job_stats.rs` |
-//! | `probactr_job_stats_created` (`jobs_stats_row`) | `common/tests/store/job_stats.rs` |
-//! | `probactr_job_stats_inserted` (`runs_stats_inserted`) | `common/tests/store/job_stats.rs` |
-//! | `probactr_job_stats_updated` (`runs_stats_updated`) | `common/tests/store/job_stats.rs` |
-//! | `probactr_workflow_start_step` | `manager/tests/api/workflows.rs`, `monitor/tests/faults/workflows.rs` |
-//! | `probactr_workflow_advance` | `manager/tests/api/workflows.rs`, `monitor/tests/faults/workflows.rs` |
-//! | `probactr_runs_advance` (`runs_advance`) | `manager/tests/api/workflows.rs` (children and steps) |
-//! | `probactr_alert_run_ends` (`runs_alert_events`) | `monitor/tests/alerts/main.rs` |
-//! | `probactr_alert_misfires` (`misfires_alert_events`) | `monitor/tests/alerts/main.rs` |
-//! | `probactr_alert_executor_lost` (`executors_alert_lost`) | `monitor/tests/alerts/main.rs` |
-//! | `probactr_create_run_partitions` | `common/tests/store/job_stats.rs` (partitions of the history) |
-//! | `probactr_run_partition_blocked_query` | `manager/tests/api/concurrency.rs` (maintenance) |
-//! | `probactr_maintain_run_partitions` | `manager/tests/api/concurrency.rs` (maintenance) |
+//! | `probactr_claim_order` | `common/tests/store/routing.rs`: `higher_priority_goes_first_and_waiting_long_enough_overtakes_it` |
+//! | `probactr_route_live_run` (`runs_live_route`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`, `higher_priority_goes_first_and_waiting_long_enough_overtakes_it` |
+//! | `probactr_notify_runs` (`runs_queued_notify`) | `common/tests/store/functions.rs`: `changed_triggers_and_queued_runs_notify_unless_quiet` |
+//! | `probactr_run_targets` | `monitor/tests/faults/routing.rs`: `broadcast_runs_once_per_executor_and_shards_cover_every_index` |
+//! | `probactr_run_params` | `manager/tests/api/workflows.rs`: `trigger_params_are_defaults_under_a_runs_own`; `monitor/tests/faults/workflows.rs`: `child_jobs_run_once_after_their_parent_with_its_params` |
+//! | `probactr_erase_job_history` (`jobs_erase_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it`; `common/tests/store/job_stats.rs`: `this_releases_migrations_upgrade_a_populated_database` |
+//! | `probactr_forget_trigger_in_history` (`triggers_forget_in_history`) | the same two |
+//! | `probactr_forget_executor_in_history` (`executors_forget_in_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it` |
+//! | `probactr_notify_triggers` (`triggers_changed`, `workflow_triggers_changed`) | `common/tests/store/functions.rs`: `changed_triggers_and_queued_runs_notify_unless_quiet`; `executor/tests/executor/cluster.rs`: `a_new_trigger_wakes_sleeping_executors` |
+//! | `probactr_job_stats_add`, `probactr_job_stats_created` (`jobs_stats_row`), `probactr_job_stats_inserted` (`runs_stats_inserted`), `probactr_job_stats_updated` (`runs_stats_updated`) | `common/tests/store/job_stats.rs`: `every_way_a_run_ends_is_counted_once`, `job_stats_outlive_pruned_runs_and_go_with_their_job`, `opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock` |
+//! | `probactr_workflow_start_step`, `probactr_workflow_advance` | `monitor/tests/faults/workflows.rs`: `a_diamond_fans_out_fans_in_skips_and_resumes_after_a_retry`; `manager/tests/api/workflows.rs`: `workflows_are_checked_run_cancelled_retried_and_paused` |
+//! | `probactr_runs_advance` (`runs_advance`) | `monitor/tests/faults/workflows.rs`: the diamond, `child_jobs_run_once_after_their_parent_with_its_params` |
+//! | `probactr_alert_run_ends` (`runs_alert_events`) | `monitor/tests/alerts/main.rs`: `run_events_failures_in_a_row_and_recovery` |
+//! | `probactr_alert_misfires` (`misfires_alert_events`) | `monitor/tests/alerts/main.rs`: `conditions_are_raised_once_per_occurrence`, `the_reconciler_records_each_gap_once` |
+//! | `probactr_alert_executor_lost` (`executors_alert_lost`) | `monitor/tests/alerts/main.rs`: `conditions_are_raised_once_per_occurrence` |
+//! | `probactr_create_run_partitions`, `probactr_run_partition_blocked_query`, `probactr_maintain_run_partitions` | `common/tests/store/job_stats.rs`: `retention_drops_whole_days_of_ended_runs`; `manager/tests/api/concurrency.rs`: `churn_never_answers_500` (maintenance under load) |
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -168,7 +162,9 @@ async fn install_once(pool: &PgPool) -> Result<(), StoreError> {
         .await?;
     // Waiting long for a table's lock would hold every writer of it queued behind this
     // transaction: give up and try again instead.
-    sqlx::query("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await?;
+    sqlx::query("SET LOCAL lock_timeout = '5s'")
+        .execute(&mut *tx)
+        .await?;
     for function in FUNCTIONS {
         sqlx::raw_sql(function.sql).execute(&mut *tx).await?;
     }

@@ -68,7 +68,11 @@ async fn every_function_and_trigger_has_one_file_and_installing_twice_changes_no
     store::migrate(&pool).await.expect("migrate and install");
     let installed = definitions(&pool).await;
     let in_database: BTreeSet<String> = installed.keys().cloned().collect();
-    assert_eq!(in_database, files_define(), "the database's objects and the files' differ");
+    assert_eq!(
+        in_database,
+        files_define(),
+        "the database's objects and the files' differ"
+    );
     for function in FUNCTIONS {
         assert!(
             !function.sql.contains("CREATE FUNCTION") && !function.sql.contains("CREATE TRIGGER"),
@@ -79,7 +83,11 @@ async fn every_function_and_trigger_has_one_file_and_installing_twice_changes_no
 
     functions::install(&pool).await.expect("install again");
     store::migrate(&pool).await.expect("start-up again");
-    assert_eq!(definitions(&pool).await, installed, "installing again changed something");
+    assert_eq!(
+        definitions(&pool).await,
+        installed,
+        "installing again changed something"
+    );
 }
 
 /// A test's database (`TEST_MIGRATOR`) holds what start-up installs.
@@ -118,7 +126,10 @@ async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it
         .await
         .expect("history")
     };
-    assert_eq!(in_history(pool.clone()).await, Some((Some(trigger.id), Some(executor))));
+    assert_eq!(
+        in_history(pool.clone()).await,
+        Some((Some(trigger.id), Some(executor)))
+    );
 
     sqlx::query("DELETE FROM executors WHERE id = $1")
         .bind(executor)
@@ -135,13 +146,21 @@ async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it
         .execute(&pool)
         .await
         .expect("delete the trigger");
-    assert_eq!(in_history(pool.clone()).await, Some((None, None)), "the trigger is forgotten");
+    assert_eq!(
+        in_history(pool.clone()).await,
+        Some((None, None)),
+        "the trigger is forgotten"
+    );
     sqlx::query("DELETE FROM jobs WHERE id = $1")
         .bind(job.id)
         .execute(&pool)
         .await
         .expect("delete the job");
-    assert_eq!(in_history(pool.clone()).await, None, "the job's history is erased");
+    assert_eq!(
+        in_history(pool.clone()).await,
+        None,
+        "the job's history is erased"
+    );
 }
 
 /// The next notification, as (channel, payload).
@@ -150,7 +169,10 @@ async fn next(listener: &mut PgListener) -> (String, String) {
         .await
         .expect("a notification in time")
         .expect("receive");
-    (notification.channel().to_owned(), notification.payload().to_owned())
+    (
+        notification.channel().to_owned(),
+        notification.payload().to_owned(),
+    )
 }
 
 /// Changing a trigger and queueing a claimable run wake the executors; a transaction
@@ -166,9 +188,15 @@ async fn changed_triggers_and_queued_runs_notify_unless_quiet(pool: PgPool) {
     let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
         .await
         .expect("trigger");
-    assert_eq!(next(&mut listener).await, (TRIGGERS_CHANNEL.to_owned(), String::new()));
+    assert_eq!(
+        next(&mut listener).await,
+        (TRIGGERS_CHANNEL.to_owned(), String::new())
+    );
     runs::queue_now(&pool, job.id).await.expect("run now");
-    assert_eq!(next(&mut listener).await, (RUNS_CHANNEL.to_owned(), String::new()));
+    assert_eq!(
+        next(&mut listener).await,
+        (RUNS_CHANNEL.to_owned(), String::new())
+    );
 
     let mut tx = pool.begin().await.expect("begin");
     sqlx::query("SET LOCAL probactr.quiet = 'on'")

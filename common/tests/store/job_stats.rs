@@ -452,7 +452,9 @@ async fn the_migration_backfills_job_stats_from_existing_runs(pool: PgPool) {
     .execute(&pool)
     .await
     .expect("history");
-    probactr_common::store::migrate(&pool).await.expect("migrate the rest");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate the rest");
     assert_stats_match_runs(&pool).await;
     let (rows, jobs): (i64, i64) =
         sqlx::query_as("SELECT (SELECT count(*) FROM job_stats), (SELECT count(*) FROM jobs)")
@@ -568,7 +570,9 @@ async fn the_partitioning_migration_moves_a_populated_history_in_place(pool: PgP
             .await
             .expect("before");
 
-    probactr_common::store::migrate(&pool).await.expect("migrate the rest");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate the rest");
 
     let after: Vec<(i64, String, Option<String>)> =
         sqlx::query_as("SELECT id, state, output FROM runs ORDER BY id")
@@ -795,7 +799,9 @@ async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: 
     .await
     .expect("a queued run");
 
-    probactr_common::store::migrate(&pool).await.expect("migrate to the current schema");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate to the current schema");
 
     let (priority, in_order): (i32, bool) =
         sqlx::query_as("SELECT priority, claim_order = available_at FROM runs_live WHERE id = $1")
@@ -883,7 +889,9 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     .await
     .expect("secret");
 
-    probactr_common::store::migrate(&pool).await.expect("migrate the rest");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate the rest");
 
     let count = |sql: &'static str| {
         let pool = pool.clone();

@@ -318,7 +318,9 @@ impl PrivatePostgres {
         let pool = sqlx::PgPool::connect(&url)
             .await
             .expect("connect to the new database");
-        probactr_common::store::migrate(&pool).await.expect("migrations apply");
+        probactr_common::store::migrate(&pool)
+            .await
+            .expect("migrations apply");
         pool.close().await;
         url
     }

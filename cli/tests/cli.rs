@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use probactr_common::store::MIGRATOR;
+use probactr_common::store::TEST_MIGRATOR;
 use probactr_testkit::{eventually, fast_env, unique_prefix, workspace_binary};
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -73,7 +73,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn the_client_logs_in_lists_runs_jobs_and_says_what_went_wrong(
     _pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -298,7 +298,7 @@ jobs:
 /// Definitions as code: apply creates, a second apply changes nothing (no new version,
 /// no audit entry), an edit is shown then applied, export then apply on an empty cluster
 /// reproduces the same definitions, and a bad file names file, line and field.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions, options: PgConnectOptions) {
     let cluster = cluster(&options).await;
     let home = tempfile::tempdir().unwrap();
@@ -507,7 +507,7 @@ async fn audit_count(options: &PgConnectOptions) -> i64 {
 
 /// `probactr executors cordon|uncordon|drain ID` over the API: the list shows the cordon,
 /// a drained executor exits, and an unknown id is an error that says so.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn executors_are_cordoned_uncordoned_and_drained(
     _pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -575,7 +575,7 @@ async fn executors_are_cordoned_uncordoned_and_drained(
 
 /// `runs logs --follow` prints lines while the run is still running, and exits once it
 /// has ended and all its output is printed (stderr's lines on standard error).
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn runs_logs_follow_prints_lines_while_the_run_is_still_running(
     _pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -700,7 +700,7 @@ workflows:
 
 /// Child jobs, trigger parameters and workflows with their triggers go through files:
 /// applied twice they change nothing, and export → delete all → apply reproduces them.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn workflows_child_jobs_and_trigger_params_round_trip(
     _pool_options: PgPoolOptions,
     options: PgConnectOptions,

@@ -54,7 +54,7 @@ use infra::workload::{db_now, Effect, JobPlan, Workload};
 use probactr_common::model::{JobKind, Misfire, Overlap, ProcessState, Run, RunState};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
-use probactr_common::store::{checkpoints, processes, runs, MIGRATOR};
+use probactr_common::store::{checkpoints, processes, runs, TEST_MIGRATOR};
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
@@ -82,7 +82,7 @@ async fn executor_pid_of_run(pool: &PgPool, run_id: i64) -> Option<i32> {
 /// kill -9 the executor in the middle of a non-parallel job: a monitor reaps it and
 /// another executor runs the next attempt within heartbeat timeout + reap interval + 2 s,
 /// without the two attempts overlapping.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -145,7 +145,7 @@ async fn a_killed_executors_run_is_retried_elsewhere(pool_options: PgPoolOptions
 /// A job that allows no retries still does not lose its instant when its executor dies:
 /// the run is taken over at once by another executor (`on_executor_lost: rerun`, the
 /// default), as the next attempt of the same instant, and finishes once.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_killed_executors_run_is_taken_over_without_retries(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -211,7 +211,7 @@ async fn a_killed_executors_run_is_taken_over_without_retries(
 /// The long daily job: a shell job that checkpoints its progress loses its executor to
 /// kill -9 halfway, and the attempt that takes over on the other executor starts from
 /// the last saved checkpoint instead of from the beginning, and finishes once.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_killed_executors_job_resumes_from_its_checkpoint(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -308,7 +308,7 @@ echo done >> {log}"#,
 /// Three monitors at once: each dead executor is declared dead by exactly one of them
 /// and each abandoned run is re-queued exactly once. Killing one monitor leaves the
 /// others reaping.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn many_monitors_reap_each_executor_once(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -380,7 +380,7 @@ async fn many_monitors_reap_each_executor_once(pool_options: PgPoolOptions, opti
 }
 
 /// A live executor's runs are never reaped, however long they run (invariant 6).
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_live_executors_runs_are_never_reaped(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -595,7 +595,7 @@ fn mentions_run(line: &str, run_id: i64) -> bool {
 /// abandoned, "executor lost"), and it registers again (a new executors row, same pid).
 /// The stale job's lines written between SIGCONT and its death all carry an older fence
 /// than the retry's, so a fence-checking resource rejects them.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_paused_executor_is_fenced_off_and_stops_its_job_on_resume(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -731,7 +731,7 @@ async fn a_paused_executor_is_fenced_off_and_stops_its_job_on_resume(
 /// that could not take their lock meanwhile are skipped or queued again, runs whose
 /// lease could not be renewed are stopped and retried), no job overlaps itself, and
 /// locks work again: every job succeeds after the restart.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn redis_restarted_empty_duplicates_and_loses_nothing(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -884,7 +884,7 @@ async fn postgres_restart_mid_load_duplicates_and_loses_nothing() {
 /// abandoned; no other executor starts the job before the lease expired in Redis; the
 /// retry runs on the other executor. The cut-off executor is not declared dead (its
 /// PostgreSQL link is fine).
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn an_executor_cut_off_from_redis_stops_its_job_before_the_lease_expires(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -1033,7 +1033,7 @@ async fn an_executor_cut_off_from_redis_stops_its_job_before_the_lease_expires(
 /// than being skipped (nothing says the job is busy). Having noticed, the executor stops
 /// claiming runs that need a lock instead of claiming and giving them back again and
 /// again; when Redis answers again its background ping notices and the run succeeds.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_run_that_cannot_be_locked_for_want_of_redis_waits_for_redis_and_is_not_skipped(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -1091,7 +1091,7 @@ async fn a_run_that_cannot_be_locked_for_want_of_redis_waits_for_redis_and_is_no
 /// memory, say), has not gone away: the refusal is no reason to give the run back at
 /// once and claim it again and again. The job's overlap policy applies, as when the lock
 /// is busy: a skip-when-busy job's run is recorded skipped, with Redis's answer.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_lock_refused_by_redis_follows_the_overlap_policy(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -1151,7 +1151,7 @@ async fn a_lock_refused_by_redis_follows_the_overlap_policy(
 /// runs on the other executor, after the stopped job's last effect. When the link heals
 /// the executor learns it was declared dead, its end write is rejected (fencing) and it
 /// registers again.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn an_executor_cut_off_from_postgres_stops_its_jobs_and_is_reaped_once(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -1305,7 +1305,7 @@ fn libfaketime() -> Option<String> {
 /// the database's clock: no instant fires early or late, a one-shot fires at its
 /// instant, nobody live is declared dead, and a killed executor is declared dead after
 /// its heartbeat timeout, not before. Skipped (with a note) without libfaketime.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn clocks_of_processes_do_not_matter(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let Some(lib) = libfaketime() else {
         eprintln!("SKIPPED: libfaketime is not installed (Debian: apt-get install faketime)");
@@ -1443,7 +1443,7 @@ async fn chaos() {
 /// claims, starts, ends and heartbeats may have been committed without it knowing.
 /// Nothing may stay stuck because of it: once the link is sound again every run ends
 /// within the ordinary bounds (not only after the job's timeout), and the invariants hold.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn lost_replies_leave_nothing_stuck(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let host = options.get_host().to_owned();
     let port = options.get_port();

@@ -16,6 +16,7 @@ pub mod checkpoints;
 pub mod cluster;
 pub mod dashboard;
 pub mod definitions;
+pub mod functions;
 pub mod housekeeping;
 pub mod idempotency;
 pub mod jobs;
@@ -60,8 +61,11 @@ impl Page {
     pub const MAX_LIMIT: i64 = 500;
 }
 
-/// The schema migrations, embedded in every binary.
+/// The schema migrations, embedded in every binary. They change the schema only: the
+/// database's functions and triggers are [`functions`], applied after them by [`migrate`].
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+pub use functions::TEST_MIGRATOR;
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -100,11 +104,12 @@ pub fn hot_path_pool(database_url: &str, max_connections: u32) -> Result<PgPool,
     ))
 }
 
-/// Applies pending migrations. Safe to call from several processes at once: sqlx takes
-/// an advisory lock around the migration.
+/// Applies pending migrations, then installs the current body of every database
+/// function and trigger ([`functions::install`]). Safe to call from several processes at
+/// once: sqlx takes an advisory lock around the migration, and the install one of its own.
 pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
     MIGRATOR.run(pool).await?;
-    Ok(())
+    functions::install(pool).await
 }
 
 /// True when a database error is the violation of the named unique index or constraint.

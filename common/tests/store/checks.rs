@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn check_constraints_reject_bad_values(pool: PgPool) {
     let job = make_job(&pool, "base", |_| {}).await;
     make_executor(&pool).await;

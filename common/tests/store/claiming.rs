@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn claim_takes_oldest_available_runs_of_unpaused_jobs(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "live", |_| {}).await;
@@ -66,7 +66,7 @@ async fn claim_takes_oldest_available_runs_of_unpaused_jobs(pool: PgPool) {
 
 /// The executor starts claimed runs in the order `claim_queued` returns them, so for two
 /// queued runs of one job the older must come first.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn claim_returns_runs_oldest_first(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "j", |_| {}).await;
@@ -86,7 +86,7 @@ async fn claim_returns_runs_oldest_first(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn concurrent_claimers_never_share_a_run(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;

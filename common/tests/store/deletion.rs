@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn deleting_a_trigger_keeps_runs_deleting_a_job_removes_everything(pool: PgPool) {
     let job = make_job(&pool, "doomed", |_| {}).await;
     let other = make_job(&pool, "bystander", |_| {}).await;

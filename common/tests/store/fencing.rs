@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
@@ -91,7 +91,7 @@ async fn stale_holder_is_fenced_current_holder_is_stored(pool: PgPool) {
     assert_eq!(run(&pool, run2.id).await.state, RunState::Succeeded);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn wrong_executor_wrong_fence_and_reaped_runs_are_fenced(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
@@ -137,7 +137,7 @@ async fn wrong_executor_wrong_fence_and_reaped_runs_are_fenced(pool: PgPool) {
 /// A checkpoint is saved only by the running attempt under its fence, belongs to the
 /// chain of its instant (the takeover reads and replaces it), and a reaped attempt's
 /// late save changes nothing.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn checkpoints_are_fenced_and_follow_the_takeover(pool: PgPool) {
     use probactr_common::store::checkpoints;
     let a = make_executor(&pool).await;

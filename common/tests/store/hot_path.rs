@@ -48,7 +48,7 @@ async fn explain_generic(pool: &PgPool, sql: &str, types: &str, values: &str) ->
         .join("\n")
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     // 50 jobs (5 paused); 5,000 triggers mostly scheduled over the next weeks, some due,
     // some paused; 20,000 runs mostly finished, 100 queued.
@@ -167,7 +167,7 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn every_live_run_column_has_statistics(pool: PgPool) {
     // Without them PostgreSQL guesses that a test like `pinned_to IS NULL` holds for half
     // a percent of the rows and plans the claim as a read and sort of the whole backlog.
@@ -190,7 +190,7 @@ async fn every_live_run_column_has_statistics(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_backlog_is_claimed_by_an_ordered_walk_before_any_analyze(pool: PgPool) {
     // One job's backlog queued at once into a cluster just migrated: the claim must walk
     // the queue's index from its head and stop after the runs it takes, not read and sort

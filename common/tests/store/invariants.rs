@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn non_parallel_job_cannot_run_twice_parallel_job_can(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
@@ -93,7 +93,7 @@ async fn non_parallel_job_cannot_run_twice_parallel_job_can(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn start_of_a_vanished_claim_is_gone(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;
@@ -122,7 +122,7 @@ async fn start_of_a_vanished_claim_is_gone(pool: PgPool) {
 
 /// A start that finds its claim gone must not draw the job's fencing token: that token
 /// belongs to nobody, yet it makes the job's current legitimate holder stale.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn gone_start_does_not_fence_the_current_holder(pool: PgPool) {
     let a = make_executor(&pool).await;
     let b = make_executor(&pool).await;

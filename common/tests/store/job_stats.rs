@@ -75,7 +75,7 @@ async fn assert_stats_match_runs(pool: &PgPool) {
 
 /// Every path of the store that ends a run counts it once; rewriting an ended run, a
 /// fenced-off write and the losing monitor of a reaping race count nothing.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "single", |j| j.retry_max_attempts = 2).await;
@@ -271,7 +271,7 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
 
 /// The counters are all-time: pruning runs leaves them, and deleting the job removes its
 /// row.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn job_stats_outlive_pruned_runs_and_go_with_their_job(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "pruned", |_| {}).await;
@@ -325,7 +325,7 @@ async fn job_stats_outlive_pruned_runs_and_go_with_their_job(pool: PgPool) {
 /// the order of the group. Staged so that a trigger locking in the group's order would
 /// deadlock: a third transaction holds the first job's row; the first group waits for it
 /// first; the second group (second job first) arrives next; then the holder commits.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let parallel = |j: &mut NewJob| {
@@ -452,7 +452,9 @@ async fn the_migration_backfills_job_stats_from_existing_runs(pool: PgPool) {
     .execute(&pool)
     .await
     .expect("history");
-    migrator.run(&pool).await.expect("migrate the rest");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate the rest");
     assert_stats_match_runs(&pool).await;
     let (rows, jobs): (i64, i64) =
         sqlx::query_as("SELECT (SELECT count(*) FROM job_stats), (SELECT count(*) FROM jobs)")
@@ -464,7 +466,7 @@ async fn the_migration_backfills_job_stats_from_existing_runs(pool: PgPool) {
 
 /// An executor that cannot reach Redis claims only runs that need no lock: the others
 /// stay queued for executors that can take their locks.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_lock_free_claim_leaves_runs_that_need_a_lock(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let exclusive = make_job(&pool, "exclusive", |_| {}).await;
@@ -568,7 +570,9 @@ async fn the_partitioning_migration_moves_a_populated_history_in_place(pool: PgP
             .await
             .expect("before");
 
-    migrator.run(&pool).await.expect("migrate the rest");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate the rest");
 
     let after: Vec<(i64, String, Option<String>)> =
         sqlx::query_as("SELECT id, state, output FROM runs ORDER BY id")
@@ -626,7 +630,7 @@ async fn the_partitioning_migration_moves_a_populated_history_in_place(pool: PgP
 
 /// A claim takes no more shell runs (processes) than it is allowed; the shell runs it
 /// passes over stay queued, and the other kinds fill the rest of the claim.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_claim_takes_no_more_shell_runs_than_processes_to_spare(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let shell = make_job(&pool, "shell", |j| {
@@ -663,7 +667,7 @@ async fn a_claim_takes_no_more_shell_runs_than_processes_to_spare(pool: PgPool) 
 /// Retention drops a whole day of ended runs once every run in it was queued before the
 /// cutoff, keeps a day holding a run queued later (a late retry or backfill of an old
 /// instant), and creates the days ahead.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn retention_drops_whole_days_of_ended_runs(pool: PgPool) {
     let job = make_job(&pool, "old", |_| {}).await;
     sqlx::query(
@@ -725,7 +729,7 @@ async fn retention_drops_whole_days_of_ended_runs(pool: PgPool) {
 
 /// A run fired ahead of its instant waits in the queue until the instant: it is not
 /// claimable before, counts as queued from the instant, and is claimable once it comes.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_run_fired_ahead_waits_for_its_instant(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "ahead", |j| j.parallel = true).await;
@@ -795,7 +799,9 @@ async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: 
     .await
     .expect("a queued run");
 
-    migrator.run(&pool).await.expect("migrate to the current schema");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate to the current schema");
 
     let (priority, in_order): (i32, bool) =
         sqlx::query_as("SELECT priority, claim_order = available_at FROM runs_live WHERE id = $1")
@@ -883,7 +889,9 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     .await
     .expect("secret");
 
-    migrator.run(&pool).await.expect("migrate the rest");
+    probactr_common::store::migrate(&pool)
+        .await
+        .expect("migrate the rest");
 
     let count = |sql: &'static str| {
         let pool = pool.clone();

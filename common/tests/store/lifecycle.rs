@@ -48,7 +48,7 @@ fn assert_allowed(path: &[RunState]) {
     }
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn transitions_move_runs_only_out_of_the_states_they_name(pool: PgPool) {
     let executor = make_executor(&pool).await;
     let job = make_job(&pool, "j", |_| {}).await;
@@ -77,7 +77,7 @@ async fn transitions_move_runs_only_out_of_the_states_they_name(pool: PgPool) {
     assert_eq!(after_cancel, Some(RunState::Succeeded));
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn another_executors_claim_is_neither_started_nor_ended(pool: PgPool) {
     let owner = make_executor(&pool).await;
     let other = make_executor(&pool).await;
@@ -95,7 +95,7 @@ async fn another_executors_claim_is_neither_started_nor_ended(pool: PgPool) {
     assert_eq!(run(&pool, claimed.id).await.state, RunState::Queued);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn overdue_runs_are_flagged_once_and_their_executor_sees_the_flag(pool: PgPool) {
     let executor = make_executor(&pool).await;
     let job = make_job(&pool, "j", |job| job.timeout_secs = 1).await;

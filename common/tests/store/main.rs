@@ -29,6 +29,7 @@ mod checks;
 mod claiming;
 mod deletion;
 mod fencing;
+mod functions;
 mod hot_path;
 mod invariants;
 mod job_stats;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_silent_executor_is_declared_dead_by_exactly_one_monitor(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let live = make_executor(&pool).await;
@@ -66,7 +66,7 @@ async fn a_silent_executor_is_declared_dead_by_exactly_one_monitor(pool: PgPool)
     let _ = live;
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn declaring_dead_is_conditional_under_a_staged_race(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let live = make_executor(&pool).await;
@@ -117,7 +117,7 @@ async fn declaring_dead_is_conditional_under_a_staged_race(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn retention_purges_stopped_and_dead_processes_and_keeps_the_rest(pool: PgPool) {
     let (stopped_long_ago, dead_long_ago, stopped_lately, silent_but_alive) = (
         make_executor(&pool).await,

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     let dead = make_executor(&pool).await;
     let live = make_executor(&pool).await;
@@ -115,7 +115,7 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     assert_eq!(run(&pool, live_run.id).await, live_before);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn stale_claims_return_to_the_queue(pool: PgPool) {
     let dead = make_executor(&pool).await;
     let live = make_executor(&pool).await;
@@ -178,7 +178,7 @@ async fn stale_claims_return_to_the_queue(pool: PgPool) {
         .is_empty());
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) {
     let job = make_job(&pool, "j", |j| j.retry_max_attempts = 3).await;
     let mut new_trigger = NewTrigger::interval(60);
@@ -258,7 +258,7 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
     assert!(runs::expire_stale_queued(&pool).await.expect("expire").is_empty());
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn prune_deletes_only_old_finished_runs(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "j", |j| j.retry_max_attempts = 2).await;
@@ -354,7 +354,7 @@ async fn lose_executor_of_next_run(pool: &PgPool) -> (Run, Option<Run>) {
 /// A run whose executor died is taken over at once, as the next attempt of its instant,
 /// even when the job allows no retries, at most `max_takeovers` times; with
 /// `on_executor_lost: fail` only the retry policy applies.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_run_whose_executor_died_is_taken_over_at_most_max_takeovers_times(pool: PgPool) {
     let job = make_job(&pool, "long-daily", |j| {
         j.retry_max_attempts = 1;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn failures_queue_retries_up_to_the_limit_with_backoff(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "flaky", |j| {
@@ -118,7 +118,7 @@ async fn failures_queue_retries_up_to_the_limit_with_backoff(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn default_policy_does_not_retry(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "once", |_| {}).await;

@@ -17,7 +17,7 @@ fn ids(runs: &[Run]) -> Vec<i64> {
     runs.iter().map(|r| r.id).collect()
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_cordoned_executor_claims_nothing_until_uncordoned(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "work", |_| {}).await;
@@ -45,7 +45,7 @@ async fn a_cordoned_executor_claims_nothing_until_uncordoned(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_drain_cordons_and_comes_with_the_next_heartbeat(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "work", |_| {}).await;
@@ -84,7 +84,7 @@ async fn a_drain_cordons_and_comes_with_the_next_heartbeat(pool: PgPool) {
         .is_none());
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_selector_is_claimed_only_by_executors_carrying_all_its_labels(pool: PgPool) {
     let plain = labelled_executor(&pool, "").await;
     let cpu = labelled_executor(&pool, "zone=a,gpu=0").await;
@@ -130,7 +130,7 @@ async fn a_selector_is_claimed_only_by_executors_carrying_all_its_labels(pool: P
         .expect("any"));
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn higher_priority_goes_first_and_waiting_long_enough_overtakes_it(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let low = make_job(&pool, "low", |_| {}).await;
@@ -173,7 +173,7 @@ async fn higher_priority_goes_first_and_waiting_long_enough_overtakes_it(pool: P
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_trigger_cap_bounds_its_runs_in_flight(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "fanout", |j| j.parallel = true).await;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn one_run_chain_per_trigger_instant(pool: PgPool) {
     let job = make_job(&pool, "j", |_| {}).await;
     let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())

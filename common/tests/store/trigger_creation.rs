@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
     let job = make_job(&pool, "j", |_| {}).await;
     let now = Utc.with_ymd_and_hms(2030, 6, 1, 12, 0, 30).single().expect("now");
@@ -80,7 +80,7 @@ async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
 
 /// Runs that need no lock (parallel, unbounded) are started by the claim itself, and a
 /// non-parallel `overlap = queue` job's queued runs wait unclaimed while it is active.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn claim_starts_lock_free_runs_and_holds_back_busy_queue_jobs(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let free = make_job(&pool, "free", |j| j.parallel = true).await;
@@ -129,7 +129,7 @@ async fn claim_starts_lock_free_runs_and_holds_back_busy_queue_jobs(pool: PgPool
 
 /// A process declared dead is handed no run and can start none of its claims, even
 /// before it notices (a resumed executor racing its own reaping).
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_dead_executor_can_neither_claim_nor_start(pool: PgPool) {
     let ex = make_executor(&pool).await;
     let job = make_job(&pool, "guarded", |_| {}).await;

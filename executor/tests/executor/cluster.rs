@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::model::{JobKind, Misfire, Overlap, RunState};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
-use probactr_common::store::{checkpoints, runs, MIGRATOR};
+use probactr_common::store::{checkpoints, runs, TEST_MIGRATOR};
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
@@ -117,7 +117,7 @@ async fn a_bad_setting_exits_2_naming_the_variable() {
 }
 
 /// 3 executors, 200 interval triggers every second: every instant runs exactly once.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn interval_triggers_fire_every_instant_exactly_once(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -243,7 +243,7 @@ async fn interval_triggers_fire_every_instant_exactly_once(
 
 /// A non-parallel job slower than its interval never overlaps itself; `skip` records
 /// skipped runs, `queue` runs them one after another.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn non_parallel_jobs_never_overlap(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -306,7 +306,7 @@ async fn non_parallel_jobs_never_overlap(pool_options: PgPoolOptions, options: P
 }
 
 /// A parallel job with max_concurrency 3 never has more than 3 attempts in flight.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn parallel_job_respects_max_concurrency(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -331,7 +331,7 @@ async fn parallel_job_respects_max_concurrency(pool_options: PgPoolOptions, opti
 }
 
 /// A trigger created while executors sleep fires on time (the NOTIFY path).
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_new_trigger_wakes_sleeping_executors(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -366,7 +366,7 @@ async fn a_new_trigger_wakes_sleeping_executors(pool_options: PgPoolOptions, opt
 }
 
 /// After an outage, each misfire policy runs and records exactly the instants it should.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn misfire_policies_after_an_outage(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let env = fast_env(&url, &unique_prefix("misfire"));
@@ -431,7 +431,7 @@ async fn misfire_policies_after_an_outage(pool_options: PgPoolOptions, options: 
 
 /// SIGTERM drains: a short job finishes and is recorded, a long one is stopped and
 /// recorded, its lock is released, the process exits 0.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn sigterm_drains(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let witness = Witness::start().await;
@@ -478,7 +478,7 @@ async fn sigterm_drains(pool_options: PgPoolOptions, options: PgConnectOptions) 
 }
 
 /// Cancellation requested through the database stops a running job within a second.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let env = fast_env(&url, &unique_prefix("cancel"));
@@ -516,7 +516,7 @@ async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions,
 /// A cancelled shell job gets SIGTERM and its grace: a job that traps it writes its last
 /// checkpoint and exits 0, and the run ends `cancelled` with that exit code, its output
 /// and the checkpoint written in the trap kept.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn cancel_sends_sigterm_and_keeps_the_clean_exit_and_checkpoint(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -566,7 +566,7 @@ async fn cancel_sends_sigterm_and_keeps_the_clean_exit_and_checkpoint(
 
 /// `PROBACTR_LOG_FORMAT=json` logs one JSON object per line with the run's ids, and
 /// `PROBACTR_METRICS_LISTEN` serves Prometheus metrics counting the run.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = pool_and_url(pool_options, options).await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -633,7 +633,7 @@ async fn json_logs_and_metrics(pool_options: PgPoolOptions, options: PgConnectOp
 /// copied from another secret (by someone who can write to the database but has no key)
 /// does not open and the run fails naming it, and a dump of the database holds the
 /// value nowhere.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, options: PgConnectOptions) {
     use probactr_common::secrets::{Keyring, Owner, SecretKey};
     let (pool, url) = pool_and_url(pool_options, options).await;
@@ -746,7 +746,7 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
 /// path segment; a secret printed in two writes across the 4,096-byte boundary is masked
 /// in the live output's chunks, its base64 form in the stored output, and a step output
 /// holding it is masked before it is stored.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use probactr_common::model::{JobKind, Run, RunState};
 use probactr_common::store::jobs::{self, NewJob};
-use probactr_common::store::{runs, MIGRATOR};
+use probactr_common::store::{runs, TEST_MIGRATOR};
 use probactr_testkit as support;
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -114,7 +114,7 @@ fn assert_no_key(run: &Run, how: &str) {
     );
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_job_cannot_read_its_executors_keys(pool_options: PgPoolOptions, options: PgConnectOptions) {
     if !is_root() {
         eprintln!("skipped: starting processes as nobody needs root");

@@ -9,7 +9,7 @@ use probactr_common::model::{JobKind, RunState};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::processes::{self, Routing};
 use probactr_common::store::triggers::{self, NewTrigger};
-use probactr_common::store::{runs, MIGRATOR};
+use probactr_common::store::{runs, TEST_MIGRATOR};
 use probactr_testkit as support;
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -54,7 +54,7 @@ async fn ran_on(pool: &PgPool, job_id: i64) -> HashMap<Uuid, i64> {
     .collect()
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_selector_runs_only_where_its_labels_are(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = connect(pool_options, options).await;
     let env = fast_env(&url, &unique_prefix("selector"));
@@ -113,7 +113,7 @@ async fn a_selector_runs_only_where_its_labels_are(pool_options: PgPoolOptions, 
     assert!(!processes::any_may_claim(&pool, &nowhere.selector).await.unwrap());
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn cordon_stops_claims_at_once_and_drain_exits(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = connect(pool_options, options).await;
     let env = fast_env(&url, &unique_prefix("cordon"));

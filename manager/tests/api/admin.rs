@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn login_rotates_and_logout_revokes_the_session(pool: PgPool) {
     let app = TestApp::new(pool);
     app.admin().await;
@@ -64,7 +64,7 @@ fn set_cookies(reply: &Reply) -> Vec<String> {
         .collect()
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn cookies_are_secure_when_configured(pool: PgPool) {
     // Off by default (a manager reached over plain HTTP on localhost).
     let plain = TestApp::new(pool.clone());
@@ -121,7 +121,7 @@ async fn cookies_are_secure_when_configured(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn login_form_needs_its_token_and_is_rate_limited(pool: PgPool) {
     let app = TestApp::new(pool);
     app.user("carol", Role::Viewer).await;
@@ -149,7 +149,7 @@ async fn login_form_needs_its_token_and_is_rate_limited(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn forms_without_csrf_token_are_rejected(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -198,7 +198,7 @@ async fn forms_without_csrf_token_are_rejected(pool: PgPool) {
     assert_eq!(read.status, StatusCode::OK);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn html_pages_escape_what_users_wrote(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -254,7 +254,7 @@ async fn html_pages_escape_what_users_wrote(pool: PgPool) {
     assert!(csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"));
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn admin_pages_render_and_forms_work(pool: PgPool) {
     let app = TestApp::new(pool);
     app.admin().await;
@@ -522,7 +522,7 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
     assert_eq!(app.count("triggers").await, 0);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn viewers_see_pages_but_cannot_change_anything(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -548,7 +548,7 @@ async fn viewers_see_pages_but_cannot_change_anything(pool: PgPool) {
     assert_eq!(app.count("runs").await, 0);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_job_form_warns_of_credentials_typed_in_the_clear(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.admin().await;
@@ -572,7 +572,7 @@ async fn the_job_form_warns_of_credentials_typed_in_the_clear(pool: PgPool) {
 
 /// The admin's import and export: download every job as YAML, upload YAML, preview what
 /// it changes, apply it; a bad upload names the line and field and changes nothing.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn definitions_download_preview_and_apply(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.admin().await;
@@ -633,7 +633,7 @@ async fn definitions_download_preview_and_apply(pool: PgPool) {
 /// killed the manager) is refused with 422 naming its line, and the manager answers on.
 /// The app runs on a thread with the stack of a server's worker thread (2 MiB, tokio's
 /// default), where the overflow happened.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_deeply_nested_upload_is_refused_and_the_manager_answers_on(pool: PgPool) {
     let options = (*pool.connect_options()).clone();
     let served = std::thread::Builder::new()

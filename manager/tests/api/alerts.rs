@@ -14,7 +14,7 @@ fn with_key(app: &mut TestApp) {
     app.app = probactr_manager::app(app.state.clone());
 }
 
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn bad_channels_and_rules_name_every_field_and_change_nothing(pool: PgPool) {
     let mut app = TestApp::new(pool);
     with_key(&mut app);
@@ -79,7 +79,7 @@ async fn bad_channels_and_rules_name_every_field_and_change_nothing(pool: PgPool
     assert_eq!(app.count("alert_rules").await, 0);
 }
 
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn channel_secrets_are_write_only_and_channels_in_use_stay(pool: PgPool) {
     let mut app = TestApp::new(pool);
     with_key(&mut app);
@@ -181,7 +181,7 @@ async fn channel_secrets_are_write_only_and_channels_in_use_stay(pool: PgPool) {
 
 /// `POST /api/v1/channels/{id}/test`: a real monitor delivers the test message to a real
 /// receiver and the answer reports it; a channel nobody can reach reports its error.
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn a_channel_test_is_delivered_by_a_monitor(pool: PgPool) {
     let mut app = TestApp::new(pool);
     with_key(&mut app);
@@ -247,7 +247,7 @@ async fn a_channel_test_is_delivered_by_a_monitor(pool: PgPool) {
 
 /// The admin's alert pages: a channel and a rule made through forms, every bad field of a
 /// form shown at once, a channel secret never sent back, and the delivery log.
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn alert_pages_create_channels_and_rules_and_show_the_log(pool: PgPool) {
     let mut app = TestApp::new(pool);
     with_key(&mut app);
@@ -340,7 +340,7 @@ async fn alert_pages_create_channels_and_rules_and_show_the_log(pool: PgPool) {
 /// (nowhere in the clear in the database), answered masked (scheme and host), kept when
 /// its masked form is sent back, and absent from the admin page, the definitions export
 /// and the audit log.
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn channel_urls_are_sealed_masked_and_never_exported(pool: PgPool) {
     use probactr_common::secrets::{Owner, Sealed};
     let mut app = TestApp::new(pool);

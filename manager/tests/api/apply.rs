@@ -16,7 +16,7 @@ impl TestApp {
 /// A file whose third job is invalid: 422 naming it by file, line and field, and the
 /// server unchanged (no job, no version bumped, no audit entry). Before issue 28 the
 /// valid jobs ahead of it were created.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn one_invalid_object_changes_nothing(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

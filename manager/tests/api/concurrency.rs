@@ -36,7 +36,7 @@ impl TestApp {
 /// the run partitions of yesterday, today and tomorrow are dropped and created again and
 /// again: the API never answers 500 (before issue 28, deleting a job deadlocked against
 /// the partition DDL, which locked `triggers` for the history's foreign keys).
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnectOptions) {
     // Its own pool: 16 writers need more connections than a test's pool lends.
     let pool = PgPoolOptions::new()
@@ -178,7 +178,7 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
 
 /// A run-now sent twice with one key queues one run and answers its id twice; the same
 /// key with another body is refused.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn run_now_with_an_idempotency_key_acts_once(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -226,7 +226,7 @@ async fn run_now_with_an_idempotency_key_acts_once(pool: PgPool) {
 
 /// Two edits made from the same read: the first applies, the second is refused (412) and
 /// changes nothing. Objects answer with their version as `ETag`.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_stale_if_match_is_refused(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

@@ -53,7 +53,7 @@ fn totals(body: &Value) -> (i64, i64, i64) {
         .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn dashboard_counts_outcomes_per_bucket_and_ranks_jobs(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

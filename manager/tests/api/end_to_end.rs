@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_trigger_created_through_the_api_is_fired_by_an_executor(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -42,7 +42,7 @@ async fn a_trigger_created_through_the_api_is_fired_by_an_executor(pool: PgPool)
     assert_eq!(executors.body["total"], 1);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn trigger_and_job_changes_wake_the_executors(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn health_ready_metrics_and_openapi(pool: PgPool) {
     let app = TestApp::new(pool);
     let health = app.call(Method::GET, "/healthz", None, None).await;
@@ -24,7 +24,7 @@ async fn health_ready_metrics_and_openapi(pool: PgPool) {
     assert!(csp.to_str().unwrap().contains("default-src 'none'"));
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn html_is_never_compressed(pool: PgPool) {
     let app = TestApp::new(pool);
     let fetch = |uri: &str| {
@@ -52,7 +52,7 @@ async fn html_is_never_compressed(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn readyz_reports_an_unreachable_redis(pool: PgPool) {
     let state = AppState::new(pool, "redis://127.0.0.1:1").unwrap();
     let app = probactr_manager::app(state);
@@ -61,7 +61,7 @@ async fn readyz_reports_an_unreachable_redis(pool: PgPool) {
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn requests_without_valid_credentials_are_401(pool: PgPool) {
     let app = TestApp::new(pool);
     for uri in [
@@ -83,7 +83,7 @@ async fn requests_without_valid_credentials_are_401(pool: PgPool) {
     assert_eq!(app.count("jobs").await, 0);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_burst_of_wrong_passwords_is_evaluated_at_most_max_failures_times(pool: PgPool) {
     let app = TestApp::new(pool);
     app.user("alice", Role::Operator).await;
@@ -105,7 +105,7 @@ async fn a_burst_of_wrong_passwords_is_evaluated_at_most_max_failures_times(pool
     assert_eq!(limited, 35);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn token_endpoint_issues_tokens_and_rate_limits(pool: PgPool) {
     let app = TestApp::new(pool);
     app.user("alice", Role::Operator).await;
@@ -152,7 +152,7 @@ async fn token_endpoint_issues_tokens_and_rate_limits(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn unknown_user_and_wrong_password_answer_alike(pool: PgPool) {
     let app = TestApp::new(pool);
     app.user("bob", Role::Viewer).await;
@@ -176,7 +176,7 @@ async fn unknown_user_and_wrong_password_answer_alike(pool: PgPool) {
     assert_eq!(wrong.text, unknown.text);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn behind_a_trusted_proxy_a_lockout_is_per_client_not_per_proxy(pool: PgPool) {
     let mut app = TestApp::new(pool);
     app.state = app
@@ -213,7 +213,7 @@ async fn behind_a_trusted_proxy_a_lockout_is_per_client_not_per_proxy(pool: PgPo
     assert_eq!(real_user.status, StatusCode::CREATED, "{}", real_user.text);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn authenticated_answers_are_never_cached(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.admin().await;

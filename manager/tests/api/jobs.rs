@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn job_lifecycle(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -109,7 +109,7 @@ async fn job_lifecycle(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn job_validation_names_each_field_and_changes_nothing(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -197,7 +197,7 @@ async fn job_validation_names_each_field_and_changes_nothing(pool: PgPool) {
     assert_eq!(app.count("jobs").await, 1, "bad input changed nothing");
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn roles_decide_who_may_change_what(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -289,7 +289,7 @@ async fn roles_decide_who_may_change_what(pool: PgPool) {
     assert_eq!(app.count("jobs").await, 2);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn stale_versions_are_409(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -335,7 +335,7 @@ async fn stale_versions_are_409(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn job_list_paginates_and_filters(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -390,7 +390,7 @@ async fn insert_history(pool: &PgPool, job_id: i64, count: i64) {
     .unwrap();
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn job_statistics_count_every_ended_run(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -522,7 +522,7 @@ async fn job_statistics_count_every_ended_run(pool: PgPool) {
     assert!(page.text.contains("badge cancelled"), "{}", page.text);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn job_secrets_are_shown_only_to_who_may_edit_the_job_and_never_audited(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -572,7 +572,7 @@ async fn job_secrets_are_shown_only_to_who_may_edit_the_job_and_never_audited(po
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn run_now_on_a_paused_job_says_why_not_and_queues_nothing(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -590,7 +590,7 @@ async fn run_now_on_a_paused_job_says_why_not_and_queues_nothing(pool: PgPool) {
 /// A job's stop grace defaults to 10 s and can be changed; a run answers with the size
 /// and age of its instant's last checkpoint (null while none was saved), for every
 /// attempt of the chain.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn stop_grace_and_the_checkpoint_of_a_run(pool: PgPool) {
     use probactr_common::store::{checkpoints, processes, runs};
     let app = TestApp::new(pool.clone());
@@ -652,7 +652,7 @@ async fn stop_grace_and_the_checkpoint_of_a_run(pool: PgPool) {
 /// Routes and services through the API: bad combinations name their field and store
 /// nothing; run-now of a sharded job queues one run per shard; a service takes neither
 /// run-now nor triggers, and a job with triggers cannot become one.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn routes_and_services_are_validated_and_fan_out(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

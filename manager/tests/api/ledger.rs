@@ -37,7 +37,7 @@ fn parse(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
 }
 
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn an_outage_shows_in_the_ledger_and_a_backfill_fills_exactly_its_gaps(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -193,7 +193,7 @@ async fn an_outage_shows_in_the_ledger_and_a_backfill_fills_exactly_its_gaps(poo
     );
 }
 
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn bad_ledger_and_backfill_requests_name_the_field_and_the_forecast_flags_dst(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -267,7 +267,7 @@ async fn bad_ledger_and_backfill_requests_name_the_field_and_the_forecast_flags_
 
 /// The admin's ledger page: a strip per day with the gaps marked, and the backfill form
 /// that lists the instants before it queues them.
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn the_ledger_page_shows_gaps_and_backfills_them(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.admin().await;
@@ -368,7 +368,7 @@ async fn the_ledger_page_shows_gaps_and_backfills_them(pool: PgPool) {
 }
 
 /// Editing a trigger shows its next instants now and after the change, side by side.
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn editing_a_trigger_previews_its_instants_before_and_after(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.admin().await;
@@ -420,7 +420,7 @@ async fn db_now(pool: &PgPool) -> DateTime<Utc> {
     sqlx::query_scalar("SELECT now()").fetch_one(pool).await.unwrap()
 }
 
-#[sqlx::test(migrator = "store::MIGRATOR")]
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
 async fn resuming_a_paused_job_fires_nothing_for_the_paused_instants_which_the_ledger_shows_skipped(
     pool: PgPool,
 ) {

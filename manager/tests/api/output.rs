@@ -79,7 +79,7 @@ fn texts(page: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn output_is_read_from_offsets_while_the_run_runs(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -126,7 +126,7 @@ async fn output_is_read_from_offsets_while_the_run_runs(pool: PgPool) {
     executor.await.unwrap().unwrap();
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_output_stream_follows_a_run_to_its_end(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -189,7 +189,7 @@ async fn the_output_stream_follows_a_run_to_its_end(pool: PgPool) {
     executor.await.unwrap().unwrap();
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -256,7 +256,7 @@ async fn the_output_keeps_its_head_and_tail_within_the_bound(pool: PgPool) {
 /// by default) open at once, an 11th gets 429 while the rest of the API keeps answering
 /// (another user's stream included), a place comes back when a stream ends, and a stream
 /// ends once the token it was opened with is revoked.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn an_eleventh_stream_of_one_user_gets_429(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn run_now_list_get_and_cancel(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -80,7 +80,7 @@ async fn run_now_list_get_and_cancel(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn executors_monitors_and_status(pool: PgPool) {
     let app = TestApp::new(pool);
     let viewer = app.user("victor", Role::Viewer).await;
@@ -117,7 +117,7 @@ async fn executors_monitors_and_status(pool: PgPool) {
     assert_eq!(status.body["runs_per_minute"].as_array().unwrap().len(), 60);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn every_change_is_audited(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -153,7 +153,7 @@ async fn every_change_is_audited(pool: PgPool) {
     assert_eq!(update["after"]["description"], "changed");
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_audit_log_names_objects_filters_and_records_one_entry_per_login(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -269,7 +269,7 @@ async fn the_audit_log_names_objects_filters_and_records_one_entry_per_login(poo
     assert!(triggers.text.contains(" of hourly"), "{}", triggers.text);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     let app = TestApp::new(pool);
     let viewer = app.user("vera", Role::Viewer).await;
@@ -370,7 +370,7 @@ async fn ended_run(
     run.id
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn runs_filter_by_job_name_trigger_executor_dates_and_duration(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

@@ -10,7 +10,7 @@ fn config_with(password: Option<&str>) -> Config {
     Config::from_map(&map).unwrap()
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn first_admin_comes_from_configuration(pool: PgPool) {
     use probactr_manager::startup::{bootstrap_admin, Bootstrap, BootstrapError};
     let app = TestApp::new(pool);
@@ -40,7 +40,7 @@ async fn first_admin_comes_from_configuration(pool: PgPool) {
 /// channel URL kept in the clear are re-sealed at start, bound to their owners: they
 /// open as before, only as what they seal, the URL is masked in the configuration, and a
 /// second start finds nothing to do.
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn values_sealed_before_binding_are_bound_at_start(pool: PgPool) {
     use aes_gcm::aead::{Aead, KeyInit};
     use aes_gcm::{Aes256Gcm, Nonce};

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn trigger_lifecycle(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -84,7 +84,7 @@ async fn trigger_lifecycle(pool: PgPool) {
     assert_eq!(no_job.status, StatusCode::NOT_FOUND);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn trigger_validation_names_each_field(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -118,7 +118,7 @@ async fn trigger_validation_names_each_field(pool: PgPool) {
     assert_eq!(app.count("triggers").await, 0);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn schedule_preview_lists_instants(pool: PgPool) {
     let app = TestApp::new(pool);
     let viewer = app.user("victor", Role::Viewer).await;

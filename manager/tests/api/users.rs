@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn admins_manage_users(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -82,7 +82,7 @@ async fn admins_manage_users(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn tokens_are_listed_and_revoked_by_their_owner(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -129,7 +129,7 @@ async fn tokens_are_listed_and_revoked_by_their_owner(pool: PgPool) {
     assert_eq!(app.get("/api/v1/me", &admin).await.status, StatusCode::OK);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn changing_a_password_ends_the_sessions(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.user("alice", Role::Operator).await;
@@ -169,7 +169,7 @@ async fn changing_a_password_ends_the_sessions(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn users_and_account_pages(pool: PgPool) {
     let app = TestApp::new(pool);
     app.admin().await;
@@ -252,7 +252,7 @@ async fn works(app: &TestApp, token: &str) -> bool {
     app.get("/api/v1/me", token).await.status == StatusCode::OK
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn disabling_a_user_ends_their_tokens_for_good(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -275,7 +275,7 @@ async fn disabling_a_user_ends_their_tokens_for_good(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_password_reset_ends_every_token_and_a_change_ends_the_login_ones(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -318,7 +318,7 @@ async fn a_password_reset_ends_every_token_and_a_change_ends_the_login_ones(pool
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn tokens_may_expire(pool: PgPool) {
     let app = TestApp::new(pool);
     let personal = app.user("walt", Role::Operator).await;
@@ -368,7 +368,7 @@ async fn tokens_may_expire(pool: PgPool) {
     assert_field(&huge, "name");
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn secrets_go_in_and_never_come_out(pool: PgPool) {
     use probactr_common::secrets::{Keyring, SecretKey};
     let mut app = TestApp::new(pool);

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn run_now_takes_params_and_the_run_shows_them(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -26,7 +26,7 @@ async fn run_now_takes_params_and_the_run_shows_them(pool: PgPool) {
     assert_eq!(app.count("runs").await, 2, "a bad body queues nothing");
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn workflows_are_checked_run_cancelled_retried_and_paused(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -168,7 +168,7 @@ async fn workflows_are_checked_run_cancelled_retried_and_paused(pool: PgPool) {
     assert_eq!(listed.body["items"][0]["last_runs"][0]["id"], run_id);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn child_job_lists_are_resolved_checked_and_shown(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -245,7 +245,7 @@ async fn child_job_lists_are_resolved_checked_and_shown(pool: PgPool) {
     assert_eq!(parent.body["on_finish"], json!([]));
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn trigger_params_are_defaults_under_a_runs_own(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -307,7 +307,7 @@ async fn trigger_params_are_defaults_under_a_runs_own(pool: PgPool) {
     assert_eq!(run.body["params"], json!({"region": "us", "day": "2030-01-01"}));
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_job_in_a_workflow_is_not_deleted_and_the_workflows_are_named(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -347,7 +347,7 @@ async fn a_job_in_a_workflow_is_not_deleted_and_the_workflows_are_named(pool: Pg
     assert!(shown.text.contains("daily, weekly"), "the flash names them");
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn workflow_triggers_are_created_listed_and_deleted(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -411,7 +411,7 @@ async fn workflow_triggers_are_created_listed_and_deleted(pool: PgPool) {
     assert_eq!(again.status, StatusCode::NOT_FOUND);
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_workflow_page_draws_the_dag_with_step_states_and_runs_with_params(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

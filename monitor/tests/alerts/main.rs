@@ -16,7 +16,7 @@ use probactr_common::store::alerts::notifications::{self, Filter, Notification};
 use probactr_common::store::alerts::rules::{self, RuleFields};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
-use probactr_common::store::{runs, Page, MIGRATOR};
+use probactr_common::store::{runs, Page, TEST_MIGRATOR};
 use probactr_testkit as support;
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -144,7 +144,7 @@ fn signature_of(body: &[u8]) -> String {
 /// Sixty failures within a 10 s throttle: one message at once, then one follow-up that
 /// counts the 59 folded; every message is signed over its raw body and has its own
 /// delivery id; the log says each was sent.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_storm_of_failures_sends_one_message_and_one_follow_up(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -223,7 +223,7 @@ async fn a_storm_of_failures_sends_one_message_and_one_follow_up(
 
 /// The events of runs, each with its content: a failure with no attempt left, a timeout,
 /// failures in a row, then the success that recovers the job.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn run_events_failures_in_a_row_and_recovery(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = connect(pool_options, options).await;
     let receiver = Receiver::start().await;
@@ -311,7 +311,7 @@ async fn run_events_failures_in_a_row_and_recovery(pool_options: PgPoolOptions, 
 /// Conditions a monitor evaluates on its loop are raised once per occurrence however
 /// often it looks: a run running too long, a job without success, no executor alive
 /// while triggers are due, an executor lost, and the instants a trigger skipped.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, url) = connect(pool_options, options).await;
     let receiver = Receiver::start().await;
@@ -430,7 +430,7 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
 /// Three monitors share the outbox and the deliveries: every notification reaches the
 /// receiver once. Then a monitor is killed while the receiver holds its delivery: another
 /// monitor sends it again under the same delivery id, and it is logged sent once.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn monitors_never_double_send_and_a_killed_one_loses_nothing(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -502,7 +502,7 @@ async fn monitors_never_double_send_and_a_killed_one_loses_nothing(
 /// PROBACTR_ALERT_RETRY_FOR, then marked failed with the error; one that answers 500
 /// too; and a webhook aimed at the cloud metadata service is refused by the guard HTTP
 /// jobs have.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn an_unreachable_receiver_is_retried_then_marked_failed(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -574,7 +574,7 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
 }
 
 /// Mail goes through a real SMTP conversation, with a plain-text and an HTML part.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn email_is_sent_through_smtp_with_text_and_html(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -637,7 +637,7 @@ async fn email_is_sent_through_smtp_with_text_and_html(
 /// The reconciler finds instants that were due, were fired past (the trigger moved on)
 /// and have neither a run nor a misfire: it records each stretch once as missed, which
 /// raises `fire_missed`, and finds nothing the second time.
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn the_reconciler_records_each_gap_once(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, _url) = connect(pool_options, options).await;
     let receiver = Receiver::start().await;

@@ -31,7 +31,7 @@ async fn application_clients(port: u16) -> usize {
 /// the failover, no instant runs twice, none is lost without a recorded reason, no job
 /// overlaps itself. (A lock taken on the old master in its last moments may not have
 /// reached the replica: PostgreSQL's fencing still keeps a second holder from running.)
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn redis_sentinel_failover_duplicates_and_loses_nothing(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,

@@ -69,7 +69,7 @@ fn service_job(name: &str, dir: &Path, replicas: i32) -> NewJob {
     job
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_service_keeps_its_replicas_alive_and_a_standby_takes_over(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -181,7 +181,7 @@ fn fanned_out(name: &str, route: Route, shards: i32) -> NewJob {
     job
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn broadcast_runs_once_per_executor_and_shards_cover_every_index(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,

@@ -44,7 +44,7 @@ async fn run_to_exit(
     (status.success(), started.elapsed(), said)
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_service_that_never_answers_ends_start_up_with_a_clear_error(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -124,7 +124,7 @@ fn server_of(url: &str) -> SocketAddr {
         .unwrap_or_else(|_| format!("{host}:6379").parse().expect("host:port"))
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn an_executor_starts_once_postgres_and_redis_come_up_during_the_wait(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,

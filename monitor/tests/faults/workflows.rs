@@ -98,7 +98,7 @@ async fn runs_of_job(pool: &PgPool, job_id: i64) -> i64 {
         .unwrap()
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_diamond_fans_out_fans_in_skips_and_resumes_after_a_retry(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -167,7 +167,7 @@ async fn a_diamond_fans_out_fans_in_skips_and_resumes_after_a_retry(
     );
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn an_executor_killed_mid_step_leaves_the_next_step_run_once(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -228,7 +228,7 @@ async fn runs_of(pool: &PgPool, job_id: i64) -> Vec<Run> {
         .unwrap()
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn child_jobs_run_once_after_their_parent_with_its_params(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,
@@ -298,7 +298,7 @@ async fn child_jobs_run_once_after_their_parent_with_its_params(
     }
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn a_workflow_trigger_starts_one_workflow_run_per_instant(
     pool_options: PgPoolOptions,
     options: PgConnectOptions,

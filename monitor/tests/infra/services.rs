@@ -318,8 +318,7 @@ impl PrivatePostgres {
         let pool = sqlx::PgPool::connect(&url)
             .await
             .expect("connect to the new database");
-        probactr_common::store::MIGRATOR
-            .run(&pool)
+        probactr_common::store::migrate(&pool)
             .await
             .expect("migrations apply");
         pool.close().await;

@@ -595,7 +595,7 @@ async fn live_output(session: &Session, app: &TestApp) {
     );
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_admin_works_in_headless_chromium(pool: PgPool) {
     let (chromium, chromedriver) = browser_programs();
     let app = TestApp::new(pool);

@@ -71,7 +71,7 @@ fn collect_refs(value: &Value, into: &mut Vec<String>) {
     }
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_document_is_complete_and_every_operation_is_served(pool: PgPool) {
     let app = TestApp::new(pool);
     let doc = document(&app).await;
@@ -187,7 +187,7 @@ fn unknown_fields(reply: &super::Reply) -> Vec<String> {
         .collect()
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn every_documented_request_field_is_read_by_the_service(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;
@@ -256,7 +256,7 @@ async fn every_documented_request_field_is_read_by_the_service(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "probactr_common::store::MIGRATOR")]
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn answers_carry_the_fields_their_schemas_document(pool: PgPool) {
     let app = TestApp::new(pool);
     let admin = app.admin().await;

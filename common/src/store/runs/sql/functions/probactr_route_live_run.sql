@@ -1,0 +1,19 @@
+-- probactr_route_live_run: current body (first defined in 2026112503000001_routing.sql).
+--
+-- A run entering the live partition takes its job's priority and its trigger's cap; its
+-- claim order follows its `available_at` (a retry's backoff, an unclaim's delay).
+CREATE OR REPLACE FUNCTION probactr_route_live_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        NEW.priority := coalesce((SELECT priority FROM jobs WHERE id = NEW.job_id), 0);
+        IF NEW.trigger_id IS NOT NULL THEN
+            NEW.trigger_cap := (SELECT max_concurrency FROM triggers WHERE id = NEW.trigger_id);
+        END IF;
+    END IF;
+    NEW.claim_order := probactr_claim_order(NEW.available_at, NEW.priority);
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE TRIGGER runs_live_route
+    BEFORE INSERT OR UPDATE OF available_at ON runs_live
+    FOR EACH ROW EXECUTE FUNCTION probactr_route_live_run();

@@ -1,5 +1,5 @@
 //! Definitions as code in the manager: the jobs and triggers `who` may see and change, as
-//! a [`Registry`] for [`probactr_common::definitions`] (the admin's YAML download and
+//! a [`Registry`] for [`probactr_definitions`] (the admin's YAML download and
 //! upload, `POST /api/v1/definitions/apply`, `probactr apply`). Every change goes through
 //! the same services, checks and audit as the API.
 //!
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use chrono::Utc;
-use probactr_common::definitions::{self, Refusal, Registry, Report};
+use probactr_definitions::{Refusal, Registry, Report};
 use probactr_common::store;
 use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::Page;
@@ -42,10 +42,10 @@ impl<'a> Definitions<'a> {
 
     /// Every job with its triggers, as YAML.
     pub async fn export_yaml(&self) -> Result<String, ApiError> {
-        let document = definitions::export(self, None)
+        let document = probactr_definitions::export(self, None)
             .await
             .map_err(|err| ApiError::Conflict(err.to_string()))?;
-        Ok(definitions::yaml(&document))
+        Ok(probactr_definitions::yaml(&document))
     }
 
     /// Applies uploaded YAML (`dry_run`: only says what would change): see [`Self::apply`].
@@ -76,7 +76,7 @@ impl<'a> Definitions<'a> {
         let mut sources = Vec::new();
         let mut problems = FieldErrors::new();
         for (name, text) in files {
-            match definitions::read_text(name, text) {
+            match probactr_definitions::read_text(name, text) {
                 Ok(found) => sources.extend(found),
                 Err(err) => problems.extend(located_problems(&err.to_string())),
             }
@@ -89,13 +89,13 @@ impl<'a> Definitions<'a> {
         let mut lock = self.state.pool.begin().await?;
         store::definitions::lock_apply(&mut *lock).await?;
         let checking = Checking::over(self);
-        let report = definitions::apply(&checking, &sources, false, prune)
+        let report = probactr_definitions::apply(&checking, &sources, false, prune)
             .await
             .map_err(|err| ApiError::Invalid(located_problems(&err.0)))?;
         if dry_run {
             return Ok(report);
         }
-        let applied = definitions::apply(self, &sources, false, prune)
+        let applied = probactr_definitions::apply(self, &sources, false, prune)
             .await
             .map_err(|err| ApiError::Invalid(located_problems(&err.0)))?;
         lock.rollback().await?;
@@ -161,7 +161,7 @@ impl Registry for Checking<'_> {
     async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
         let mut jobs = self.inner.jobs().await?;
         for (id, name) in self.created() {
-            jobs.push(json!({"id": id, "name": name, "managed_by": definitions::MANAGER, "version": 1}));
+            jobs.push(json!({"id": id, "name": name, "managed_by": probactr_definitions::MANAGER, "version": 1}));
         }
         Ok(jobs)
     }

@@ -632,8 +632,8 @@ async fn apply_channels(
 fn as_shown(channel: &Value) -> Value {
     let mut shown = channel.clone();
     if let Some(url) = shown.pointer_mut("/config/url") {
-        if let Some(text) = url.as_str().filter(|text| !crate::masked_url::is_masked(text)) {
-            *url = Value::String(crate::masked_url::masked(text));
+        if let Some(text) = url.as_str().filter(|text| !probactr_common::masked_url::is_masked(text)) {
+            *url = Value::String(probactr_common::masked_url::masked(text));
         }
     }
     shown

@@ -14,10 +14,10 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use chrono::Utc;
-use probactr_definitions::{Refusal, Registry, Report};
 use probactr_common::store;
 use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::Page;
+use probactr_definitions::{Refusal, Registry, Report};
 use serde_json::{json, Value};
 
 use super::{alerts, jobs, triggers, workflows};
@@ -161,7 +161,9 @@ impl Registry for Checking<'_> {
     async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
         let mut jobs = self.inner.jobs().await?;
         for (id, name) in self.created() {
-            jobs.push(json!({"id": id, "name": name, "managed_by": probactr_definitions::MANAGER, "version": 1}));
+            jobs.push(
+                json!({"id": id, "name": name, "managed_by": probactr_definitions::MANAGER, "version": 1}),
+            );
         }
         Ok(jobs)
     }

@@ -139,13 +139,7 @@ pub async fn pause(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<TriggerView>, ApiError> {
-    Ok(Tagged(
-        triggers::view(
-            &state.handles,
-            triggers::set_paused(&state.handles, &who, id, true).await?,
-        )
-        .await?,
-    ))
+    paused(&state, &who, id, true).await
 }
 
 /// Resume a trigger (instants missed while paused follow its misfire policy).
@@ -161,13 +155,18 @@ pub async fn resume(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<TriggerView>, ApiError> {
-    Ok(Tagged(
-        triggers::view(
-            &state.handles,
-            triggers::set_paused(&state.handles, &who, id, false).await?,
-        )
-        .await?,
-    ))
+    paused(&state, &who, id, false).await
+}
+
+/// Pauses or resumes a trigger, answering with what it became.
+async fn paused(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    paused: bool,
+) -> Result<Tagged<TriggerView>, ApiError> {
+    let trigger = triggers::set_paused(&state.handles, who, id, paused).await?;
+    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
 }
 
 /// The next instants of a trigger definition, without saving anything.

@@ -70,6 +70,7 @@ WORKDIR /src
 # listed here and below (common/tests/deployment.rs checks it against Cargo.toml).
 COPY Cargo.toml Cargo.lock ./
 COPY common/Cargo.toml common/Cargo.toml
+COPY definitions/Cargo.toml definitions/Cargo.toml
 COPY executor/Cargo.toml executor/Cargo.toml
 COPY monitor/Cargo.toml monitor/Cargo.toml
 COPY manager/Cargo.toml manager/Cargo.toml
@@ -78,13 +79,13 @@ COPY bench/Cargo.toml bench/Cargo.toml
 COPY testkit/Cargo.toml testkit/Cargo.toml
 ARG PACKAGES="-p probactr-manager -p probactr-executor -p probactr-monitor -p probactr-cli"
 RUN set -eux; \
-    for crate in common executor monitor manager cli bench testkit; do \
+    for crate in common definitions executor monitor manager cli bench testkit; do \
         mkdir -p "$crate/src"; \
         echo '//! placeholder for the dependency layer' > "$crate/src/lib.rs"; \
         echo 'fn main() {}' > "$crate/src/main.rs"; \
     done; \
     cargo build --release --locked $PACKAGES; \
-    rm -rf common/src executor/src monitor/src manager/src cli/src bench/src testkit/src
+    rm -rf common/src definitions/src executor/src monitor/src manager/src cli/src bench/src testkit/src
 
 # Then probactr itself. COPY keeps the files' own modification times, which can be
 # older than the placeholders built above: touch them so cargo rebuilds every crate.
@@ -94,6 +95,7 @@ COPY .cargo .cargo
 COPY .sqlx .sqlx
 COPY migrations migrations
 COPY common common
+COPY definitions definitions
 COPY executor executor
 COPY monitor monitor
 COPY manager manager
@@ -101,7 +103,7 @@ COPY cli cli
 COPY bench bench
 COPY testkit testkit
 RUN set -eux; \
-    find common executor monitor manager cli bench testkit -name '*.rs' -exec touch {} +; \
+    find common definitions executor monitor manager cli bench testkit -name '*.rs' -exec touch {} +; \
     cargo build --release --locked $PACKAGES; \
     for bin in probactr-manager probactr-executor probactr-monitor; do \
         "target/release/$bin" --version | grep "^$bin "; \

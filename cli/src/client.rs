@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
-use probactr_common::definitions::Refusal;
+use probactr_definitions::Refusal;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -222,7 +222,7 @@ fn describe(err: &reqwest::Error) -> String {
 }
 
 /// The definitions of the cluster behind the API, for `export` and `apply`.
-impl probactr_common::definitions::Registry for Client {
+impl probactr_definitions::Registry for Client {
     async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
         Ok(items(self.get("/jobs?limit=500").await.map_err(refused)?))
     }

@@ -167,7 +167,7 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
             Ok(Exit::Success)
         }
         Command::Export { job } => {
-            let definitions = probactr_common::definitions::export(&connect()?, job.as_deref()).await?;
+            let definitions = probactr_definitions::export(&connect()?, job.as_deref()).await?;
             match format {
                 Format::Json => output::one(Format::Json, &definitions),
                 _ => println!("{}", output::yaml(&definitions)),

@@ -92,7 +92,7 @@ fn cell(value: &Value) -> String {
 
 /// A JSON value as a YAML document.
 pub fn yaml(value: &Value) -> String {
-    probactr_common::definitions::yaml(value)
+    probactr_definitions::yaml(value)
 }
 
 #[cfg(test)]

@@ -28,7 +28,6 @@ pub mod backoff;
 pub mod cidr;
 pub mod cli;
 pub mod config;
-pub mod definitions;
 pub mod fence;
 #[cfg(feature = "http-guard")]
 pub mod http_guard;

@@ -1170,11 +1170,25 @@ fn only_variables_probactr_reads_are_named() {
     }
     // And every variable the configuration module reads is declared in VARS (its
     // default comes from there; an undeclared one would have none and break every start).
-    for name in probactr_names(&read("common/src/config.rs")) {
-        assert!(
-            known.contains(name.as_str()) || probactr_common::config::is_known_elsewhere(&name),
-            "common/src/config.rs reads {name} but config::VARS does not declare it"
-        );
+    let modules =
+        std::fs::read_dir(repo().join("common/src/config")).expect("the configuration module is a folder");
+    let mut files: Vec<String> = modules
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".rs"))
+        .map(|name| format!("common/src/config/{name}"))
+        .collect();
+    files.sort();
+    assert!(
+        files.iter().any(|file| file.ends_with("/mod.rs")),
+        "{files:?} holds the reader"
+    );
+    for file in files {
+        for name in probactr_names(&read(&file)) {
+            assert!(
+                known.contains(name.as_str()) || probactr_common::config::is_known_elsewhere(&name),
+                "{file} reads {name} but config::VARS does not declare it"
+            );
+        }
     }
 }
 

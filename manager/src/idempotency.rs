@@ -68,7 +68,7 @@ pub async fn honour(State(state): State<AppState>, request: Request, next: Next)
         head.uri.path_and_query().map_or("", |p| p.as_str()),
         &body,
     );
-    match store::idempotency::claim(&state.pool, &owner, &key, &fingerprint).await {
+    match store::idempotency::claim(&state.handles.pool, &owner, &key, &fingerprint).await {
         Ok(Claim::Claimed) => {}
         Ok(Claim::Answered(answer)) => {
             tracing::info!(idempotency_key = %key, status = answer.status, "replaying the first answer");
@@ -100,7 +100,7 @@ pub async fn honour(State(state): State<AppState>, request: Request, next: Next)
         || status == StatusCode::TOO_MANY_REQUESTS
     {
         // Worth sending again: the key must not pin this answer.
-        if let Err(err) = store::idempotency::release(&state.pool, &owner, &key).await {
+        if let Err(err) = store::idempotency::release(&state.handles.pool, &owner, &key).await {
             tracing::warn!(idempotency_key = %key, error = %err, "cannot give the key back; it is taken over in minutes");
         }
         return response;
@@ -110,7 +110,7 @@ pub async fn honour(State(state): State<AppState>, request: Request, next: Next)
         Ok(body) => body,
         Err(err) => {
             tracing::warn!(idempotency_key = %key, error = %err, "cannot read the answer to keep it");
-            let _ = store::idempotency::release(&state.pool, &owner, &key).await;
+            let _ = store::idempotency::release(&state.handles.pool, &owner, &key).await;
             return ApiError::Internal(anyhow::anyhow!("answer body: {err}")).into_response();
         }
     };
@@ -123,7 +123,7 @@ pub async fn honour(State(state): State<AppState>, request: Request, next: Next)
             .map(str::to_owned),
         body: body.to_vec(),
     };
-    if let Err(err) = store::idempotency::complete(&state.pool, &owner, &key, &answer).await {
+    if let Err(err) = store::idempotency::complete(&state.handles.pool, &owner, &key, &answer).await {
         // The work is done and answered; a retry would be taken over after
         // `ABANDONED_AFTER` and run again, which is logged here.
         tracing::error!(idempotency_key = %key, error = %err, "cannot keep the answer of an idempotent request");

@@ -43,7 +43,7 @@ pub async fn bootstrap_admin(
     state: &AppState,
     config: &Config,
 ) -> anyhow::Result<Result<Bootstrap, BootstrapError>> {
-    if store::users::any(&state.pool)
+    if store::users::any(&state.handles.pool)
         .await
         .context("while looking for users")?
     {
@@ -57,8 +57,8 @@ pub async fn bootstrap_admin(
     if password::check_strength(admin_password).is_err() {
         return Ok(Err(BootstrapError::WeakPassword));
     }
-    let hash = state.hasher.hash(admin_password)?;
-    store::users::create(&state.pool, &config.admin_user, &hash, Role::Admin)
+    let hash = state.handles.hasher.hash(admin_password)?;
+    store::users::create(&state.handles.pool, &config.admin_user, &hash, Role::Admin)
         .await
         .context("while creating the first admin")?;
     tracing::info!(username = %config.admin_user, "first admin created");

@@ -85,15 +85,7 @@ pub async fn sealed(db: impl PgExecutor<'_>, names: &[String]) -> Result<Vec<(St
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| {
-            let sealed = Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: row.bound,
-            };
-            (row.name, sealed)
-        })
+        .map(|row| named(row.name, row.key_id, row.nonce, row.ciphertext, row.bound))
         .collect())
 }
 
@@ -107,16 +99,19 @@ pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<(String, Seale
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| {
-            let sealed = Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: false,
-            };
-            (row.name, sealed)
-        })
+        .map(|row| named(row.name, row.key_id, row.nonce, row.ciphertext, false))
         .collect())
+}
+
+/// A secret's name with its sealed value, from its columns.
+fn named(name: String, key_id: String, nonce: Vec<u8>, ciphertext: Vec<u8>, bound: bool) -> (String, Sealed) {
+    let sealed = Sealed {
+        key_id,
+        nonce,
+        ciphertext,
+        bound,
+    };
+    (name, sealed)
 }
 
 /// The names of the secrets sealed under another key than `key_id` (to rotate).

@@ -33,18 +33,18 @@ struct Feedback {
 
 async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> Result<Response, AdminError> {
     let who = &user.0;
-    let rules = alerts::list_rules(state, who).await?;
+    let rules = alerts::list_rules(&state.handles, who).await?;
     let channels = if who.role.is_admin() {
-        alerts::list_channels(state, who).await?
+        alerts::list_channels(&state.handles, who).await?
     } else {
         Vec::new()
     };
-    let channel_names: HashMap<String, String> = store::alerts::channels::list(&state.pool)
+    let channel_names: HashMap<String, String> = store::alerts::channels::list(&state.handles.pool)
         .await?
         .into_iter()
         .map(|c| (c.id.to_string(), c.name))
         .collect();
-    let jobs: Vec<Value> = store::jobs::names(&state.pool)
+    let jobs: Vec<Value> = store::jobs::names(&state.handles.pool)
         .await?
         .into_iter()
         .map(|(id, name)| json!({"id": id.to_string(), "name": name}))
@@ -197,7 +197,9 @@ pub async fn create_channel(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let saved = match ChannelCommand::read(channel_body(&form)) {
-        Ok(command) => alerts::create_channel(&state, &user.0, command).await.map(drop),
+        Ok(command) => alerts::create_channel(&state.handles, &user.0, command)
+            .await
+            .map(drop),
         Err(err) => Err(err),
     };
     back_or_rejected(&state, &user, &form, saved).await
@@ -211,7 +213,7 @@ pub async fn test_channel(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let feedback = match alerts::test_channel(&state, &user.0, id).await {
+    let feedback = match alerts::test_channel(&state.handles, &user.0, id).await {
         Ok(result) if result.delivered => Feedback {
             notice: Some(format!(
                 "Test message delivered through {}.",
@@ -244,7 +246,7 @@ pub async fn delete_channel(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let deleted = alerts::delete_channel(&state, &user.0, id).await;
+    let deleted = alerts::delete_channel(&state.handles, &user.0, id).await;
     back_or_rejected(&state, &user, &form, deleted).await
 }
 
@@ -256,7 +258,9 @@ pub async fn create_rule(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let saved = match alert::read_rule(rule_body(&form)) {
-        Ok(fields) => alerts::save_rule(&state, &user.0, None, fields).await.map(drop),
+        Ok(fields) => alerts::save_rule(&state.handles, &user.0, None, fields)
+            .await
+            .map(drop),
         Err(err) => Err(err),
     };
     back_or_rejected(&state, &user, &form, saved).await
@@ -270,7 +274,7 @@ pub async fn delete_rule(
     form: FormData,
 ) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
-    alerts::delete_rule(&state, &user.0, id).await?;
+    alerts::delete_rule(&state.handles, &user.0, id).await?;
     Ok(Redirect::to("/alerts"))
 }
 
@@ -295,7 +299,7 @@ pub async fn notifications(
             offset: 0,
         }
     };
-    let items = alerts::notifications(&state, &user.0, &filter, page).await?;
+    let items = alerts::notifications(&state.handles, &user.0, &filter, page).await?;
     let states: Vec<&str> = NotificationState::ALL.iter().map(|s| s.as_str()).collect();
     let ctx = context! {
         notifications => items, states, errors,

@@ -18,8 +18,8 @@ use crate::state::AppState;
 
 /// `GET /executors`: executors and monitors.
 pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let executors = recent(service::cluster::processes(&state, ProcessRole::Executor).await?);
-    let monitors = recent(service::cluster::processes(&state, ProcessRole::Monitor).await?);
+    let executors = recent(service::cluster::processes(&state.handles, ProcessRole::Executor).await?);
+    let monitors = recent(service::cluster::processes(&state.handles, ProcessRole::Monitor).await?);
     render(
         &state,
         "executors.html",
@@ -39,7 +39,7 @@ pub async fn route_executor(
     let change = service::cluster::routing_named(&action)
         .ok_or_else(|| ApiError::not_found("executor action", &action))?;
     let id = uuid::Uuid::parse_str(&id).map_err(|_| ApiError::not_found("executor", &id))?;
-    service::cluster::route_executor(&state, &user.0, id, change).await?;
+    service::cluster::route_executor(&state.handles, &user.0, id, change).await?;
     Ok(Redirect::to("/executors"))
 }
 
@@ -85,8 +85,8 @@ pub async fn audit(
     let page = query.page(&mut errors);
     let filter = service::cluster::audit_filter(&query, &mut errors);
     check(errors)?;
-    let Paged { items, total } = service::cluster::audit_log(&state, &filter, page).await?;
-    let actors = service::cluster::audit_actors(&state).await?;
+    let Paged { items, total } = service::cluster::audit_log(&state.handles, &filter, page).await?;
+    let actors = service::cluster::audit_actors(&state.handles).await?;
     let pager = Pager::new(page, items.len(), total);
     let entries: Vec<AuditRow> = items.into_iter().map(AuditRow::from).collect();
     let mut page_base = String::from("/audit?");

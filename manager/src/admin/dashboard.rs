@@ -30,11 +30,11 @@ pub async fn dashboard(
             query.text("range").unwrap_or_default()
         )
     });
-    let history = service::dashboard::dashboard(&state, range).await?;
+    let history = service::dashboard::dashboard(&state.handles, range).await?;
     let chart = Chart::new(&history.buckets, range);
-    let shared = service::cluster::status(&state).await?;
+    let shared = service::cluster::status(&state.handles).await?;
     let status: &store::cluster::Status = &shared;
-    let jobs_total = service::jobs::count(&state, &JobFilter::default()).await?;
+    let jobs_total = service::jobs::count(&state.handles, &JobFilter::default()).await?;
     let runs_last_hour: i64 = status.runs_last_hour.values().sum();
     let failures_last_hour: i64 = ["failed", "timed_out", "abandoned"]
         .iter()

@@ -38,7 +38,7 @@ pub async fn list(
         q: q.clone(),
         ..JobFilter::default()
     };
-    let found: Paged<JobView> = jobs::list(&state, &user.0, &filter, page).await?;
+    let found: Paged<JobView> = jobs::list(&state.handles, &user.0, &filter, page).await?;
     let pager = Pager::new(page, found.items.len(), found.total);
     let page_base = match &q {
         Some(q) => format!("/jobs?q={}&", encode_component(q)),
@@ -55,25 +55,25 @@ pub async fn show(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
-    let job = jobs::get(&state, &user.0, id).await?;
-    let triggers = service::triggers::list_for_job(&state, id).await?;
+    let job = jobs::get(&state.handles, &user.0, id).await?;
+    let triggers = service::triggers::list_for_job(&state.handles, id).await?;
     let filter = RunFilter {
         job_id: Some(id),
         ..RunFilter::default()
     };
-    let runs = service::runs::list(&state, &filter, Page { limit: 10, offset: 0 })
+    let runs = service::runs::list(&state.handles, &filter, Page { limit: 10, offset: 0 })
         .await?
         .items;
     let spec_pretty = serde_json::to_string_pretty(&job.spec).unwrap_or_default();
     let can_edit = user.0.role.can_edit_job(job.kind);
     let next = format!("/jobs/{id}");
-    let waiting = service::cluster::why_waiting(&state, id).await?;
+    let waiting = service::cluster::why_waiting(&state.handles, id).await?;
     let replicas = if job.mode == JobMode::Service {
-        jobs::replicas(&state, id).await?
+        jobs::replicas(&state.handles, id).await?
     } else {
         Vec::new()
     };
-    let children = jobs::children_named(&state, &job).await?;
+    let children = jobs::children_named(&state.handles, &job).await?;
     let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children, ..user.layout("jobs") };
     render(&state, "job.html", ctx)
 }
@@ -279,7 +279,7 @@ pub async fn create(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    match jobs::create(&state, &user.0, job_draft(&form)).await {
+    match jobs::create(&state.handles, &user.0, job_draft(&form)).await {
         Ok(job) => Ok(flash::redirect(
             Redirect::to(&format!("/jobs/{}", job.id)),
             &format!("Job {} created", job.name),
@@ -294,7 +294,7 @@ pub async fn edit_form(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Response, AdminError> {
-    let job = jobs::get(&state, &user.0, id).await?;
+    let job = jobs::get(&state.handles, &user.0, id).await?;
     user.0.require_job_kind(job.kind)?;
     let (values, warning) = values_of(&job);
     render_form(
@@ -319,7 +319,7 @@ pub async fn update(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    match jobs::update(&state, &user.0, id, job_patch(&form)).await {
+    match jobs::update(&state.handles, &user.0, id, job_patch(&form)).await {
         Ok(job) => Ok(flash::redirect(
             Redirect::to(&format!("/jobs/{}", job.id)),
             &format!("Job {} saved", job.name),
@@ -337,7 +337,7 @@ pub async fn pause(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let job = jobs::set_paused(&state, &user.0, id, true).await?;
+    let job = jobs::set_paused(&state.handles, &user.0, id, true).await?;
     let message = format!("Job {} paused", job.name);
     Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
 }
@@ -350,7 +350,7 @@ pub async fn resume(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let job = jobs::set_paused(&state, &user.0, id, false).await?;
+    let job = jobs::set_paused(&state.handles, &user.0, id, false).await?;
     let message = format!("Job {} resumed", job.name);
     Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
 }
@@ -364,7 +364,7 @@ pub async fn run_now(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
-    let run_id = jobs::run_now(&state, &user.0, id, &params).await?;
+    let run_id = jobs::run_now(&state.handles, &user.0, id, &params).await?;
     Ok(flash::redirect(
         Redirect::to(&format!("/runs/{run_id}")),
         &format!("Run #{run_id} queued"),
@@ -380,13 +380,13 @@ pub async fn delete(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let job = jobs::get(&state, &user.0, id).await?;
+    let job = jobs::get(&state.handles, &user.0, id).await?;
     if form.get("confirm").map(str::trim) != Some(job.name.as_str()) {
         let message = format!("Job {} was not deleted: type its name to confirm", job.name);
         return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message));
     }
     let erase_history = form.checked("erase_history");
-    match jobs::delete(&state, &user.0, id, erase_history).await {
+    match jobs::delete(&state.handles, &user.0, id, erase_history).await {
         // Still a step of a workflow, or already deleted: say so on the job's page.
         Err(ApiError::Conflict(message)) => {
             return Ok(flash::redirect(Redirect::to(&format!("/jobs/{id}")), &message))

@@ -34,10 +34,17 @@ async fn page_of(
     days: i64,
     shown: Shown,
 ) -> Result<Response, AdminError> {
-    let trigger = triggers::get(state, id).await?;
+    let trigger = triggers::get(&state.handles, id).await?;
     let now = Utc::now();
     let from = now - TimeDelta::days(days);
-    let ledger = ledger::ledger(state, id, from, now + TimeDelta::hours(1), ledger::MAX_LEDGER).await?;
+    let ledger = ledger::ledger(
+        &state.handles,
+        id,
+        from,
+        now + TimeDelta::hours(1),
+        ledger::MAX_LEDGER,
+    )
+    .await?;
     let mut by_day: BTreeMap<NaiveDate, Vec<&Entry>> = BTreeMap::new();
     for entry in &ledger.entries {
         by_day.entry(entry.instant.date_naive()).or_default().push(entry);
@@ -141,7 +148,7 @@ pub async fn backfill(
         .collect();
     let outcome = match (from, to, max_concurrency) {
         (Some(from), Some(to), Some(max)) if errors.is_empty() => {
-            ledger::backfill(&state, &user.0, id, from, to, dry_run, max).await
+            ledger::backfill(&state.handles, &user.0, id, from, to, dry_run, max).await
         }
         _ => Err(ApiError::Invalid(errors)),
     };

@@ -51,7 +51,7 @@ fn form(
 /// `GET /login` (home when already signed in).
 pub async fn page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AdminError> {
     if let Some(cookie) = session::cookie(&headers) {
-        if session::principal(&state.pool, &cookie).await?.is_some() {
+        if session::principal(&state.handles.pool, &cookie).await?.is_some() {
             return Ok(Redirect::to("/").into_response());
         }
     }
@@ -86,10 +86,10 @@ pub async fn submit(
         Err(err) => return Err(err.into()),
     };
     if let Some(old) = session::cookie(&headers) {
-        session::end(&state.pool, &old).await?;
+        session::end(&state.handles.pool, &old).await?;
     }
-    let cookie = session::start(&state.pool, user.id).await?;
-    crate::service::users::record_admin_login(&state, &user).await?;
+    let cookie = session::start(&state.handles.pool, user.id).await?;
+    crate::service::users::record_admin_login(&state.handles, &user).await?;
     let clear_login = session::cookie_header(LOGIN_COOKIE, "", "/login", 0, state.cookie_secure);
     let headers = AppendHeaders([
         (
@@ -109,7 +109,7 @@ pub async fn logout(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form_data)?;
     if let crate::auth::Via::Session { cookie, .. } = &user.0.via {
-        session::end(&state.pool, cookie).await?;
+        session::end(&state.handles.pool, cookie).await?;
     }
     tracing::info!(user.id = user.0.user_id, "logout");
     Ok((

@@ -210,7 +210,7 @@ impl FromRequestParts<AppState> for AdminUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let cookie = session::cookie(&parts.headers).ok_or(AdminError::Login)?;
-        let principal = session::principal(&state.pool, &cookie).await?;
+        let principal = session::principal(&state.handles.pool, &cookie).await?;
         let flash = flash::read(&parts.headers);
         principal
             .map(|principal| AdminUser(principal, flash))

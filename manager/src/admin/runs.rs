@@ -37,7 +37,7 @@ pub async fn list(
     let page = query.page(&mut errors);
     let filter = service::runs::filter_from(&query, &mut errors);
     check(errors)?;
-    let runs = service::runs::list(&state, &filter, page).await?;
+    let runs = service::runs::list(&state.handles, &filter, page).await?;
     let pager = Pager::new(page, runs.items.len(), runs.total);
     let mut page_base = String::from("/runs?");
     let mut given = std::collections::BTreeMap::new();
@@ -61,17 +61,17 @@ pub async fn show(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
-    let run = service::runs::get(&state, id).await?;
-    let job_name = service::jobs::name_of(&state, run.job_id)
+    let run = service::runs::get(&state.handles, id).await?;
+    let job_name = service::jobs::name_of(&state.handles, run.job_id)
         .await?
         .unwrap_or_default();
     let terminal = run.state.is_terminal();
     let waiting = if run.state == RunState::Queued {
-        service::cluster::why_waiting(&state, run.job_id).await?
+        service::cluster::why_waiting(&state.handles, run.job_id).await?
     } else {
         None
     };
-    let output = service::runs::output(&state, id, 0).await?;
+    let output = service::runs::output(&state.handles, id, 0).await?;
     render(
         &state,
         "run.html",
@@ -85,7 +85,7 @@ pub async fn download_output(
     _user: AdminUser,
     Id(id): Id,
 ) -> Result<Response, AdminError> {
-    let text = service::runs::output_text(&state, id).await?;
+    let text = service::runs::output_text(&state.handles, id).await?;
     let disposition = format!("attachment; filename=\"run-{id}-output.txt\"");
     Ok((
         [
@@ -105,7 +105,7 @@ pub async fn cancel(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let cancelled = service::runs::cancel(&state, &user.0, id).await?;
+    let cancelled = service::runs::cancel(&state.handles, &user.0, id).await?;
     let message = if cancelled.state == "cancelled" {
         format!("Run #{id} cancelled")
     } else {

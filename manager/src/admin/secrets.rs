@@ -21,8 +21,8 @@ async fn secrets_page(
     errors: FieldErrors,
     conflict: Option<String>,
 ) -> Result<Response, AdminError> {
-    let list = secrets::list(state, &user.0).await?;
-    let enabled = state.secret_keys.is_some();
+    let list = secrets::list(&state.handles, &user.0).await?;
+    let enabled = state.handles.secret_keys.is_some();
     let ctx = context! { secrets => list, form, errors, conflict, enabled, ..user.layout("secrets") };
     render_status(state, status, "secrets.html", ctx)
 }
@@ -49,7 +49,7 @@ pub async fn set(
     check_csrf(&user, &form)?;
     let name = form.get("name").unwrap_or_default().trim().to_owned();
     let value = form.get("value").filter(|value| !value.is_empty());
-    match secrets::set(&state, &user.0, &name, value, false).await {
+    match secrets::set(&state.handles, &user.0, &name, value, false).await {
         Ok(_) => Ok(Redirect::to("/secrets").into_response()),
         Err(ApiError::Invalid(errors)) => {
             // The value is never sent back into the page.
@@ -87,6 +87,6 @@ pub async fn delete(
     form: FormData,
 ) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
-    secrets::delete(&state, &user.0, &name).await?;
+    secrets::delete(&state.handles, &user.0, &name).await?;
     Ok(Redirect::to("/secrets"))
 }

@@ -33,7 +33,7 @@ struct FormState<'a> {
 
 /// The next instants of the saved trigger `id`, for comparison with an edit's preview.
 async fn current_instants(state: &AppState, id: Option<i64>) -> Option<Vec<DateTime<Utc>>> {
-    let trigger = triggers::get(state, id?).await.ok()?;
+    let trigger = triggers::get(&state.handles, id?).await.ok()?;
     let schedule = probactr_common::schedule::TriggerSchedule::from_trigger(&trigger).ok()?;
     Some(schedule.upcoming(Utc::now(), PREVIEWED))
 }
@@ -182,8 +182,8 @@ async fn save(
     form: &FormData,
 ) -> Result<Trigger, ApiError> {
     match trigger_id {
-        None => triggers::create(state, &user.0, job_id, trigger_draft(form)).await,
-        Some(id) => triggers::update(state, &user.0, id, trigger_patch(form)).await,
+        None => triggers::create(&state.handles, &user.0, job_id, trigger_draft(form)).await,
+        Some(id) => triggers::update(&state.handles, &user.0, id, trigger_patch(form)).await,
     }
 }
 
@@ -194,7 +194,7 @@ pub async fn new_form(
     Id(job_id): Id,
 ) -> Result<Response, AdminError> {
     user.0.require_operator("create triggers")?;
-    let job = jobs::get(&state, &user.0, job_id).await?;
+    let job = jobs::get(&state.handles, &user.0, job_id).await?;
     let values = default_values();
     let view = FormState {
         job: &job,
@@ -215,7 +215,7 @@ pub async fn create(
     Id(job_id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    let job = jobs::get(&state, &user.0, job_id).await?;
+    let job = jobs::get(&state.handles, &user.0, job_id).await?;
     submit(&state, &user, &job, None, &form).await
 }
 
@@ -226,8 +226,8 @@ pub async fn edit_form(
     Id(id): Id,
 ) -> Result<Response, AdminError> {
     user.0.require_operator("edit triggers")?;
-    let trigger = triggers::view(&state, triggers::get(&state, id).await?).await?;
-    let job = jobs::get(&state, &user.0, trigger.trigger.job_id).await?;
+    let trigger = triggers::view(&state.handles, triggers::get(&state.handles, id).await?).await?;
+    let job = jobs::get(&state.handles, &user.0, trigger.trigger.job_id).await?;
     let mut values = values_of(&trigger.trigger);
     values.insert("params".to_owned(), params_text(&trigger.params));
     let view = FormState {
@@ -249,8 +249,8 @@ pub async fn update(
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    let trigger = triggers::get(&state, id).await?;
-    let job = jobs::get(&state, &user.0, trigger.job_id).await?;
+    let trigger = triggers::get(&state.handles, id).await?;
+    let job = jobs::get(&state.handles, &user.0, trigger.job_id).await?;
     submit(&state, &user, &job, Some(id), &form).await
 }
 
@@ -262,7 +262,7 @@ pub async fn pause(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let trigger = triggers::set_paused(&state, &user.0, id, true).await?;
+    let trigger = triggers::set_paused(&state.handles, &user.0, id, true).await?;
     let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
     Ok(flash::redirect(to, &format!("Trigger #{id} paused")))
 }
@@ -275,7 +275,7 @@ pub async fn resume(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let trigger = triggers::set_paused(&state, &user.0, id, false).await?;
+    let trigger = triggers::set_paused(&state.handles, &user.0, id, false).await?;
     let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
     Ok(flash::redirect(to, &format!("Trigger #{id} resumed")))
 }
@@ -288,7 +288,7 @@ pub async fn delete(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let job_id = triggers::delete(&state, &user.0, id).await?;
+    let job_id = triggers::delete(&state.handles, &user.0, id).await?;
     let to = next_or(&form, &format!("/jobs/{job_id}"));
     Ok(flash::redirect(to, &format!("Trigger #{id} deleted")))
 }

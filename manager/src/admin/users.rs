@@ -30,7 +30,7 @@ async fn users_page(
     status: StatusCode,
     page: UsersPage,
 ) -> Result<Response, AdminError> {
-    let list = users::list(state, &user.0).await?;
+    let list = users::list(&state.handles, &user.0).await?;
     let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
     let mut form = page.form;
     form.remove("password");
@@ -57,7 +57,7 @@ pub async fn create(
         "password": form.get("password").unwrap_or_default(),
         "role": form.get("role").unwrap_or_default(),
     });
-    match users::create(&state, &user.0, body).await {
+    match users::create(&state.handles, &user.0, body).await {
         Ok(_) => Ok(Redirect::to("/users").into_response()),
         Err(ApiError::Invalid(errors)) => {
             let page = UsersPage {
@@ -86,7 +86,7 @@ pub async fn update(
     if let Some(password) = form.get("password").filter(|p| !p.is_empty()) {
         body["password"] = json!(password);
     }
-    match users::update(&state, &user.0, id, body).await {
+    match users::update(&state.handles, &user.0, id, body).await {
         Ok(_) => Ok(Redirect::to("/users").into_response()),
         Err(ApiError::Conflict(message)) => {
             let page = UsersPage {
@@ -118,7 +118,7 @@ async fn account_page(
     errors: FieldErrors,
     new_token: Option<String>,
 ) -> Result<Response, AdminError> {
-    let tokens = users::tokens(state, &user.0).await?;
+    let tokens = users::tokens(&state.handles, &user.0).await?;
     let ctx = context! { tokens, errors, new_token, ..user.layout("account") };
     render_status(state, status, "account.html", ctx)
 }
@@ -140,7 +140,7 @@ pub async fn create_token(
         origin: TokenOrigin::Personal,
         expires_in_days: None,
     };
-    let (_, token) = users::create_token(&state, &user.0, request).await?;
+    let (_, token) = users::create_token(&state.handles, &user.0, request).await?;
     account_page(&state, &user, StatusCode::OK, FieldErrors::new(), Some(token)).await
 }
 
@@ -152,7 +152,7 @@ pub async fn revoke_token(
     form: FormData,
 ) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
-    users::revoke_token(&state, &user.0, id).await?;
+    users::revoke_token(&state.handles, &user.0, id).await?;
     Ok(Redirect::to("/account"))
 }
 
@@ -167,7 +167,7 @@ pub async fn change_password(
         "current_password": form.get("current_password").unwrap_or_default(),
         "new_password": form.get("new_password").unwrap_or_default(),
     });
-    match users::change_own_password(&state, &user.0, body).await {
+    match users::change_own_password(&state.handles, &user.0, body).await {
         Ok(()) => Ok((
             AppendHeaders([(
                 axum::http::header::SET_COOKIE,

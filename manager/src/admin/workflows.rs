@@ -20,7 +20,7 @@ use crate::state::AppState;
 
 /// `GET /workflows`.
 pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let workflows = workflows::list(&state).await?;
+    let workflows = workflows::list(&state.handles).await?;
     render(
         &state,
         "workflows.html",
@@ -38,11 +38,11 @@ pub async fn show(
     let mut errors = FieldErrors::new();
     let selected = query.int("run", 1, i64::MAX, &mut errors);
     check(errors)?;
-    let workflow = workflows::get(&state, id).await?;
+    let workflow = workflows::get(&state.handles, id).await?;
     let run_id = selected.or_else(|| workflow.last_runs.first().map(|run| run.id));
     let run = match run_id {
         Some(run_id) => {
-            Some(workflows::get_run(&state, run_id).await?).filter(|run| run.run.workflow_id == id)
+            Some(workflows::get_run(&state.handles, run_id).await?).filter(|run| run.run.workflow_id == id)
         }
         None => None,
     };
@@ -66,7 +66,7 @@ pub async fn show(
             .collect(),
     };
     let dag = dag_svg(&steps, run.is_some());
-    let triggers = workflows::triggers(&state, id).await?;
+    let triggers = workflows::triggers(&state.handles, id).await?;
     let next = format!("/workflows/{id}");
     let ctx = context! {
         workflow, run, steps, dag, triggers, next, ..user.layout("workflows")
@@ -83,7 +83,7 @@ pub async fn run_now(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let params = read_params(form.get("params").unwrap_or_default(), false)?;
-    let run_id = workflows::run_now(&state, &user.0, id, &params).await?;
+    let run_id = workflows::run_now(&state.handles, &user.0, id, &params).await?;
     Ok(flash::redirect(
         Redirect::to(&format!("/workflows/{id}?run={run_id}")),
         &format!("Workflow run #{run_id} started"),

@@ -69,7 +69,7 @@ pub async fn list_channels(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<Channel>>, ApiError> {
-    let items = alerts::list_channels(&state, &who).await?;
+    let items = alerts::list_channels(&state.handles, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -90,7 +90,7 @@ pub async fn create_channel(
     let command = ChannelCommand::read(body)?;
     Ok((
         StatusCode::CREATED,
-        Json(alerts::create_channel(&state, &who, command).await?),
+        Json(alerts::create_channel(&state.handles, &who, command).await?),
     ))
 }
 
@@ -107,7 +107,7 @@ pub async fn get_channel(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<Channel>, ApiError> {
-    Ok(Json(alerts::get_channel(&state, &who, id).await?))
+    Ok(Json(alerts::get_channel(&state.handles, &who, id).await?))
 }
 
 /// Replace an alert channel (a webhook's secret is kept unless given).
@@ -127,7 +127,9 @@ pub async fn update_channel(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Channel>, ApiError> {
     let command = ChannelCommand::read(body)?;
-    Ok(Json(alerts::update_channel(&state, &who, id, command).await?))
+    Ok(Json(
+        alerts::update_channel(&state.handles, &who, id, command).await?,
+    ))
 }
 
 /// Delete an alert channel no rule uses.
@@ -144,7 +146,7 @@ pub async fn delete_channel(
     who: Principal,
     Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
-    alerts::delete_channel(&state, &who, id).await?;
+    alerts::delete_channel(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -163,7 +165,7 @@ pub async fn test_channel(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<TestResult>, ApiError> {
-    Ok(Json(alerts::test_channel(&state, &who, id).await?))
+    Ok(Json(alerts::test_channel(&state.handles, &who, id).await?))
 }
 
 /// Every alert rule.
@@ -176,7 +178,7 @@ pub async fn list_rules(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<Rule>>, ApiError> {
-    let items = alerts::list_rules(&state, &who).await?;
+    let items = alerts::list_rules(&state.handles, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -197,7 +199,7 @@ pub async fn create_rule(
     let fields = alert::read_rule(body)?;
     Ok((
         StatusCode::CREATED,
-        Json(alerts::save_rule(&state, &who, None, fields).await?),
+        Json(alerts::save_rule(&state.handles, &who, None, fields).await?),
     ))
 }
 
@@ -214,7 +216,7 @@ pub async fn get_rule(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<Rule>, ApiError> {
-    Ok(Json(alerts::get_rule(&state, &who, id).await?))
+    Ok(Json(alerts::get_rule(&state.handles, &who, id).await?))
 }
 
 /// Replace an alert rule (operators).
@@ -234,7 +236,9 @@ pub async fn update_rule(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Rule>, ApiError> {
     let fields = alert::read_rule(body)?;
-    Ok(Json(alerts::save_rule(&state, &who, Some(id), fields).await?))
+    Ok(Json(
+        alerts::save_rule(&state.handles, &who, Some(id), fields).await?,
+    ))
 }
 
 /// Delete an alert rule (operators).
@@ -250,7 +254,7 @@ pub async fn delete_rule(
     who: Principal,
     Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
-    alerts::delete_rule(&state, &who, id).await?;
+    alerts::delete_rule(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -280,7 +284,7 @@ pub async fn notifications(
         state: query.choice::<NotificationState>("state", &mut errors),
     };
     check(errors)?;
-    let items = alerts::notifications(&state, &who, &filter, page).await?;
+    let items = alerts::notifications(&state.handles, &who, &filter, page).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }

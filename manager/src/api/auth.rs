@@ -78,7 +78,7 @@ pub async fn create_token(
         origin: TokenOrigin::Login,
         expires_in_days: days.flatten(),
     };
-    let (token_id, token) = users::create_token(&state, &who, request).await?;
+    let (token_id, token) = users::create_token(&state.handles, &who, request).await?;
     Ok((
         StatusCode::CREATED,
         Json(IssuedToken {
@@ -103,7 +103,7 @@ pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Resu
             "only a bearer token can revoke itself",
         ));
     };
-    users::revoke_token(&state, &who, token_id).await?;
+    users::revoke_token(&state.handles, &who, token_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

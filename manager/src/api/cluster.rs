@@ -16,7 +16,7 @@ use crate::service::{self, Paged};
 use crate::state::AppState;
 
 async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    let items = service::cluster::processes(state, role).await?;
+    let items = service::cluster::processes(&state.handles, role).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -95,7 +95,7 @@ async fn route(
 ) -> Result<Json<ProcessView>, ApiError> {
     let id = Uuid::parse_str(id).map_err(|_| ApiError::not_found("executor", id))?;
     Ok(Json(
-        service::cluster::route_executor(state, who, id, change).await?,
+        service::cluster::route_executor(&state.handles, who, id, change).await?,
     ))
 }
 
@@ -121,7 +121,7 @@ pub async fn monitors(
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn status(State(state): State<AppState>, _who: Principal) -> Result<Json<Status>, ApiError> {
-    let status = service::cluster::status(&state).await?;
+    let status = service::cluster::status(&state.handles).await?;
     Ok(Json(Status::clone(&status)))
 }
 
@@ -151,5 +151,7 @@ pub async fn audit(
     let page = query.page(&mut errors);
     let filter = service::cluster::audit_filter(&query, &mut errors);
     check(errors)?;
-    Ok(Json(service::cluster::audit_log(&state, &filter, page).await?))
+    Ok(Json(
+        service::cluster::audit_log(&state.handles, &filter, page).await?,
+    ))
 }

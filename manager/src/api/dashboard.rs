@@ -31,5 +31,5 @@ pub async fn dashboard(
     let mut errors = FieldErrors::new();
     let range = service::dashboard::range(&query, &mut errors);
     check(errors)?;
-    Ok(Json(service::dashboard::dashboard(&state, range).await?))
+    Ok(Json(service::dashboard::dashboard(&state.handles, range).await?))
 }

@@ -51,7 +51,7 @@ pub async fn apply(
     let prune = query.flag("prune", &mut errors);
     check(errors)?;
     let text = String::from_utf8(body.to_vec()).map_err(|_| ApiError::field("body", "is not UTF-8 text"))?;
-    let report = Definitions::of(&state, &who)
+    let report = Definitions::of(&state.handles, &who)
         .apply(&files_of(text), dry_run, prune)
         .await?;
     Ok(Json(ApplyReport {

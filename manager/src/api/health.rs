@@ -27,7 +27,7 @@ pub async fn healthz() -> Json<serde_json::Value> {
 }
 
 async fn postgres(state: &AppState) -> Result<(), String> {
-    let ping = store::ping(&state.pool);
+    let ping = store::ping(&state.handles.pool);
     match tokio::time::timeout(CHECK_TIMEOUT, ping).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(err)) => Err(err.to_string()),
@@ -76,7 +76,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", security(()),
     responses((status = OK, description = "Prometheus text exposition", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let m = service::cluster::metrics(&state).await?;
+    let m = service::cluster::metrics(&state.handles).await?;
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -46,7 +46,7 @@ pub async fn list(
         paused: query.choice::<bool>("paused", &mut errors),
     };
     check(errors)?;
-    Ok(Json(jobs::list(&state, &who, &filter, page).await?))
+    Ok(Json(jobs::list(&state.handles, &who, &filter, page).await?))
 }
 
 /// Create a job (operators and admins; `shell` and `http` jobs: admins only).
@@ -65,7 +65,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Tagged<JobView>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Tagged(jobs::create(&state, &who, JobDraft::from_json(body)).await?),
+        Tagged(jobs::create(&state.handles, &who, JobDraft::from_json(body)).await?),
     ))
 }
 
@@ -82,7 +82,7 @@ pub async fn get(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::get(&state, &who, id).await?))
+    Ok(Tagged(jobs::get(&state.handles, &who, id).await?))
 }
 
 /// A service's instances: which executor holds each replica slot, and the run it is.
@@ -98,7 +98,7 @@ pub async fn replicas(
     _who: Principal,
     Id(id): Id,
 ) -> Result<Json<Vec<ReplicaHolder>>, ApiError> {
-    Ok(Json(jobs::replicas(&state, id).await?))
+    Ok(Json(jobs::replicas(&state.handles, id).await?))
 }
 
 /// Edit a job: send the fields to change and the version you read, as `If-Match: "VERSION"`
@@ -123,7 +123,7 @@ pub async fn update(
 ) -> Result<Tagged<JobView>, ApiError> {
     let patch = JobPatch::from_json(if_match.into_patch(body));
     Ok(Tagged(
-        if_match.judge(jobs::update(&state, &who, id, patch).await)?,
+        if_match.judge(jobs::update(&state.handles, &who, id, patch).await)?,
     ))
 }
 
@@ -147,7 +147,7 @@ pub async fn delete(
     let mut errors = FieldErrors::new();
     let erase_history = query.flag("erase_history", &mut errors);
     check(errors)?;
-    jobs::delete(&state, &who, id, erase_history).await?;
+    jobs::delete(&state.handles, &who, id, erase_history).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -164,7 +164,7 @@ pub async fn pause(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::set_paused(&state, &who, id, true).await?))
+    Ok(Tagged(jobs::set_paused(&state.handles, &who, id, true).await?))
 }
 
 /// Resume a paused job.
@@ -180,7 +180,7 @@ pub async fn resume(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::set_paused(&state, &who, id, false).await?))
+    Ok(Tagged(jobs::set_paused(&state.handles, &who, id, false).await?))
 }
 
 /// Queue a run of the job now, optionally with parameters (`{"params": {...}}`, merged over
@@ -200,6 +200,6 @@ pub async fn run_now(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<RunQueued>), ApiError> {
     let params = jobs::read_params(&String::from_utf8_lossy(&body), true)?;
-    let run_id = jobs::run_now(&state, &who, id, &params).await?;
+    let run_id = jobs::run_now(&state.handles, &who, id, &params).await?;
     Ok((StatusCode::ACCEPTED, Json(RunQueued { run_id })))
 }

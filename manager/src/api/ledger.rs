@@ -62,7 +62,9 @@ pub async fn ledger(
         .int("limit", 1, ledger::MAX_LEDGER as i64, &mut errors)
         .unwrap_or(500);
     check(errors)?;
-    Ok(Json(ledger::ledger(&state, id, from, to, limit as usize).await?))
+    Ok(Json(
+        ledger::ledger(&state.handles, id, from, to, limit as usize).await?,
+    ))
 }
 
 /// Backfill: queue a run for every instant of the span that has none (operators). Runs
@@ -94,7 +96,16 @@ pub async fn backfill(
     let (Some(from), Some(to)) = (from, to) else {
         return Err(ApiError::field("body", "invalid"));
     };
-    let answer = ledger::backfill(&state, &who, id, from, to, dry_run, max_concurrency as i32).await?;
+    let answer = ledger::backfill(
+        &state.handles,
+        &who,
+        id,
+        from,
+        to,
+        dry_run,
+        max_concurrency as i32,
+    )
+    .await?;
     Ok(Json(answer))
 }
 
@@ -124,5 +135,5 @@ pub async fn forecast(
         .unwrap_or(now + TimeDelta::hours(24));
     let job_id = query.int("job_id", 1, i64::MAX, &mut errors);
     check(errors)?;
-    Ok(Json(ledger::forecast(&state, from, to, job_id).await?))
+    Ok(Json(ledger::forecast(&state.handles, from, to, job_id).await?))
 }

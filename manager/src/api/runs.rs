@@ -56,7 +56,7 @@ pub async fn list(
     let page = query.page(&mut errors);
     let filter = runs::filter_from(&query, &mut errors);
     check(errors)?;
-    Ok(Json(runs::list(&state, &filter, page).await?))
+    Ok(Json(runs::list(&state.handles, &filter, page).await?))
 }
 
 /// Read a run with its stored output.
@@ -72,7 +72,7 @@ pub async fn get(
     _who: Principal,
     Id(id): Id,
 ) -> Result<Json<RunView>, ApiError> {
-    Ok(Json(runs::get(&state, id).await?))
+    Ok(Json(runs::get(&state.handles, id).await?))
 }
 
 /// Cancel a queued or running run (a running one is stopped within a second).
@@ -89,7 +89,7 @@ pub async fn cancel(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<Cancelled>, ApiError> {
-    Ok(Json(runs::cancel(&state, &who, id).await?))
+    Ok(Json(runs::cancel(&state.handles, &who, id).await?))
 }
 
 /// Read a run's output from an offset: what exists so far, the offset to ask for next,
@@ -114,7 +114,7 @@ pub async fn output(
     let mut errors = FieldErrors::new();
     let offset = query.int("offset", 0, i64::MAX, &mut errors).unwrap_or(0);
     check(errors)?;
-    Ok(Json(runs::output(&state, id, offset).await?))
+    Ok(Json(runs::output(&state.handles, id, offset).await?))
 }
 
 /// How often a followed run's output is read again while nothing new came.
@@ -161,7 +161,7 @@ pub async fn stream(
         .filter(|offset| *offset >= 0);
     let offset = query.int("offset", 0, i64::MAX, &mut errors);
     check(errors)?;
-    let first = runs::output(&state, id, resumed.or(offset).unwrap_or(0)).await?;
+    let first = runs::output(&state.handles, id, resumed.or(offset).unwrap_or(0)).await?;
     let now = Instant::now();
     let mut follow = Follow {
         ends_at: now + state.streams.max_age(),
@@ -235,7 +235,7 @@ impl Follow {
                 self.finished = true;
                 return Some(Event::default().event("error").data("the session or token ended"));
             }
-            match runs::output(&self.state, self.run_id, self.offset).await {
+            match runs::output(&self.state.handles, self.run_id, self.offset).await {
                 Ok(page) => self.take(page),
                 Err(err) => {
                     tracing::warn!(run.id = self.run_id, error = %err, "cannot read a followed run's output");
@@ -255,7 +255,7 @@ impl Follow {
             return true;
         }
         holder.checked_at = Instant::now();
-        match crate::auth::still_valid(&self.state.pool, &holder.principal, &holder.headers).await {
+        match crate::auth::still_valid(&self.state.handles.pool, &holder.principal, &holder.headers).await {
             Ok(valid) => valid,
             Err(err) => {
                 tracing::warn!(run.id = self.run_id, error = %err, "cannot check a stream's session or token");

@@ -25,7 +25,7 @@ pub async fn list(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<SecretInfo>>, ApiError> {
-    let items = secrets::list(&state, &who).await?;
+    let items = secrets::list(&state.handles, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -51,7 +51,14 @@ pub async fn create(
     let value = input.text("value");
     let value = input.required("value", value);
     input.finish()?;
-    let created = secrets::set(&state, &who, &name.unwrap_or_default(), value.as_deref(), false).await?;
+    let created = secrets::set(
+        &state.handles,
+        &who,
+        &name.unwrap_or_default(),
+        value.as_deref(),
+        false,
+    )
+    .await?;
     Ok(if created {
         StatusCode::CREATED
     } else {
@@ -79,7 +86,7 @@ pub async fn update(
     let value = input.text("value");
     let value = input.required("value", value);
     input.finish()?;
-    secrets::set(&state, &who, &name, value.as_deref(), true).await?;
+    secrets::set(&state.handles, &who, &name, value.as_deref(), true).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -96,7 +103,7 @@ pub async fn delete(
     who: Principal,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    secrets::delete(&state, &who, &name).await?;
+    secrets::delete(&state.handles, &who, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -108,5 +115,5 @@ pub async fn delete(
         (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn rotate(State(state): State<AppState>, who: Principal) -> Result<Json<Rotated>, ApiError> {
-    Ok(Json(secrets::rotate(&state, &who).await?))
+    Ok(Json(secrets::rotate(&state.handles, &who).await?))
 }

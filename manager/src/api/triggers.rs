@@ -29,7 +29,11 @@ pub async fn list(
     _who: Principal,
     Id(job_id): Id,
 ) -> Result<Json<Paged<TriggerView>>, ApiError> {
-    let items = triggers::with_params(&state, triggers::list_for_job(&state, job_id).await?).await?;
+    let items = triggers::with_params(
+        &state.handles,
+        triggers::list_for_job(&state.handles, job_id).await?,
+    )
+    .await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -54,8 +58,8 @@ pub async fn create(
         StatusCode::CREATED,
         Tagged(
             triggers::view(
-                &state,
-                triggers::create(&state, &who, job_id, TriggerDraft::from_json(body)).await?,
+                &state.handles,
+                triggers::create(&state.handles, &who, job_id, TriggerDraft::from_json(body)).await?,
             )
             .await?,
         ),
@@ -76,7 +80,7 @@ pub async fn get(
     Id(id): Id,
 ) -> Result<Tagged<TriggerView>, ApiError> {
     Ok(Tagged(
-        triggers::view(&state, triggers::get(&state, id).await?).await?,
+        triggers::view(&state.handles, triggers::get(&state.handles, id).await?).await?,
     ))
 }
 
@@ -101,8 +105,8 @@ pub async fn update(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Tagged<TriggerView>, ApiError> {
     let patch = TriggerPatch::from_json(if_match.into_patch(body));
-    let trigger = if_match.judge(triggers::update(&state, &who, id, patch).await)?;
-    Ok(Tagged(triggers::view(&state, trigger).await?))
+    let trigger = if_match.judge(triggers::update(&state.handles, &who, id, patch).await)?;
+    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
 }
 
 /// Delete a trigger (its runs stay in the history).
@@ -118,7 +122,7 @@ pub async fn delete(
     who: Principal,
     Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
-    triggers::delete(&state, &who, id).await?;
+    triggers::delete(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -135,9 +139,7 @@ pub async fn pause(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<TriggerView>, ApiError> {
-    Ok(Tagged(
-        triggers::view(&state, triggers::set_paused(&state, &who, id, true).await?).await?,
-    ))
+    paused(&state, &who, id, true).await
 }
 
 /// Resume a trigger (instants missed while paused follow its misfire policy).
@@ -153,9 +155,18 @@ pub async fn resume(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<TriggerView>, ApiError> {
-    Ok(Tagged(
-        triggers::view(&state, triggers::set_paused(&state, &who, id, false).await?).await?,
-    ))
+    paused(&state, &who, id, false).await
+}
+
+/// Pauses or resumes a trigger, answering with what it became.
+async fn paused(
+    state: &AppState,
+    who: &Principal,
+    id: i64,
+    paused: bool,
+) -> Result<Tagged<TriggerView>, ApiError> {
+    let trigger = triggers::set_paused(&state.handles, who, id, paused).await?;
+    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
 }
 
 /// The next instants of a trigger definition, without saving anything.

@@ -23,7 +23,7 @@ use crate::state::AppState;
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<User>>, ApiError> {
-    let items = users::list(&state, &who).await?;
+    let items = users::list(&state.handles, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -43,7 +43,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<User>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(users::create(&state, &who, body).await?),
+        Json(users::create(&state.handles, &who, body).await?),
     ))
 }
 
@@ -63,7 +63,7 @@ pub async fn update(
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<User>, ApiError> {
-    Ok(Json(users::update(&state, &who, id, body).await?))
+    Ok(Json(users::update(&state.handles, &who, id, body).await?))
 }
 
 /// Change one's own password; ends one's sessions.
@@ -79,7 +79,7 @@ pub async fn change_password(
     who: Principal,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<StatusCode, ApiError> {
-    users::change_own_password(&state, &who, body).await?;
+    users::change_own_password(&state.handles, &who, body).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -93,7 +93,7 @@ pub async fn tokens(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<TokenInfo>>, ApiError> {
-    let items = users::tokens(&state, &who).await?;
+    let items = users::tokens(&state.handles, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -121,7 +121,7 @@ pub async fn create_token(
         origin: TokenOrigin::Personal,
         expires_in_days: days.flatten(),
     };
-    let (id, token) = users::create_token(&state, &who, request).await?;
+    let (id, token) = users::create_token(&state.handles, &who, request).await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { id, token })))
 }
 
@@ -138,6 +138,6 @@ pub async fn revoke_token(
     who: Principal,
     Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
-    users::revoke_token(&state, &who, id).await?;
+    users::revoke_token(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

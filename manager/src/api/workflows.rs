@@ -45,7 +45,7 @@ pub async fn list(
     State(state): State<AppState>,
     _who: Principal,
 ) -> Result<Json<Paged<WorkflowView>>, ApiError> {
-    let items = workflows::list(&state).await?;
+    let items = workflows::list(&state.handles).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -66,7 +66,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Tagged<WorkflowView>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Tagged(workflows::create(&state, &who, body).await?),
+        Tagged(workflows::create(&state.handles, &who, body).await?),
     ))
 }
 
@@ -83,7 +83,7 @@ pub async fn get(
     _who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(workflows::get(&state, id).await?))
+    Ok(Tagged(workflows::get(&state.handles, id).await?))
 }
 
 /// Replace a workflow's definition (the body of a create): name, description and steps.
@@ -107,7 +107,7 @@ pub async fn replace(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Tagged<WorkflowView>, ApiError> {
     Ok(Tagged(
-        workflows::replace(&state, &who, id, body, expected).await?,
+        workflows::replace(&state.handles, &who, id, body, expected).await?,
     ))
 }
 
@@ -124,7 +124,7 @@ pub async fn delete(
     who: Principal,
     Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
-    workflows::delete(&state, &who, id).await?;
+    workflows::delete(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -141,7 +141,9 @@ pub async fn pause(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(workflows::set_paused(&state, &who, id, true).await?))
+    Ok(Tagged(
+        workflows::set_paused(&state.handles, &who, id, true).await?,
+    ))
 }
 
 /// Resume a paused workflow.
@@ -157,7 +159,9 @@ pub async fn resume(
     who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(workflows::set_paused(&state, &who, id, false).await?))
+    Ok(Tagged(
+        workflows::set_paused(&state.handles, &who, id, false).await?,
+    ))
 }
 
 /// Start a run of the workflow now, optionally with parameters every step gets (a step's
@@ -178,7 +182,7 @@ pub async fn run_now(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<WorkflowRunStarted>), ApiError> {
     let params = read_params(&String::from_utf8_lossy(&body), true)?;
-    let workflow_run_id = workflows::run_now(&state, &who, id, &params).await?;
+    let workflow_run_id = workflows::run_now(&state.handles, &who, id, &params).await?;
     Ok((StatusCode::ACCEPTED, Json(WorkflowRunStarted { workflow_run_id })))
 }
 
@@ -195,7 +199,7 @@ pub async fn get_run(
     _who: Principal,
     Id(id): Id,
 ) -> Result<Json<WorkflowRunView>, ApiError> {
-    Ok(Json(workflows::get_run(&state, id).await?))
+    Ok(Json(workflows::get_run(&state.handles, id).await?))
 }
 
 /// Cancel a workflow run: its pending steps will not start, its running steps' runs are
@@ -213,7 +217,7 @@ pub async fn cancel_run(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<WorkflowRunView>, ApiError> {
-    Ok(Json(workflows::cancel_run(&state, &who, id).await?))
+    Ok(Json(workflows::cancel_run(&state.handles, &who, id).await?))
 }
 
 /// Run a failed (or cancelled) step again and continue the workflow run from there: the
@@ -235,7 +239,7 @@ pub async fn retry_step(
     let id = id
         .parse::<i64>()
         .map_err(|_| ApiError::not_found("workflow run", &id))?;
-    let run_id = workflows::retry_step(&state, &who, id, &name).await?;
+    let run_id = workflows::retry_step(&state.handles, &who, id, &name).await?;
     Ok((StatusCode::ACCEPTED, Json(StepRetried { run_id })))
 }
 
@@ -252,7 +256,7 @@ pub async fn list_triggers(
     _who: Principal,
     Id(id): Id,
 ) -> Result<Json<Paged<WorkflowTrigger>>, ApiError> {
-    let items = workflows::triggers(&state, id).await?;
+    let items = workflows::triggers(&state.handles, id).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -274,7 +278,7 @@ pub async fn create_trigger(
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<WorkflowTrigger>), ApiError> {
-    let created = workflows::create_trigger(&state, &who, id, TriggerDraft::from_json(body)).await?;
+    let created = workflows::create_trigger(&state.handles, &who, id, TriggerDraft::from_json(body)).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -296,6 +300,6 @@ pub async fn delete_trigger(
         text.parse::<i64>()
             .map_err(|_| ApiError::not_found("workflow trigger", text))
     };
-    workflows::delete_trigger(&state, &who, parse(&id)?, parse(&trigger_id)?).await?;
+    workflows::delete_trigger(&state.handles, &who, parse(&id)?, parse(&trigger_id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -170,14 +170,14 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return principal_for_token(&state.pool, token)
+            return principal_for_token(&state.handles.pool, token)
                 .await?
                 .ok_or(ApiError::Unauthorized);
         }
         let Some(cookie) = session::cookie(&parts.headers) else {
             return Err(ApiError::Unauthorized);
         };
-        let principal = session::principal(&state.pool, &cookie)
+        let principal = session::principal(&state.handles.pool, &cookie)
             .await?
             .ok_or(ApiError::Unauthorized)?;
         if !is_safe_method(&parts.method) {

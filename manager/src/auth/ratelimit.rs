@@ -87,20 +87,20 @@ pub async fn authenticate(
     address: &str,
 ) -> Result<store::users::User, ApiError> {
     let reserved =
-        store::login_failures::reserve(&state.pool, username, address, WINDOW, MAX_FAILURES).await?;
+        store::login_failures::reserve(&state.handles.pool, username, address, WINDOW, MAX_FAILURES).await?;
     if let Some(retry_after_secs) = reserved {
         tracing::warn!(username, address, "login rate limit engaged");
         return Err(ApiError::TooManyAttempts { retry_after_secs });
     }
-    let user = store::users::by_name(&state.pool, username).await?;
+    let user = store::users::by_name(&state.handles.pool, username).await?;
     let stored = user
         .as_ref()
         .filter(|user| !user.disabled)
         .map(|user| user.password_hash.as_str());
-    let verified = state.hasher.verify_blocking(password, stored).await;
+    let verified = state.handles.hasher.verify_blocking(password, stored).await;
     match user {
         Some(user) if verified => {
-            store::login_failures::clear(&state.pool, username, address).await?;
+            store::login_failures::clear(&state.handles.pool, username, address).await?;
             tracing::info!(user.id = user.id, username, "login");
             Ok(user)
         }

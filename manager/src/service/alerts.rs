@@ -15,11 +15,11 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::snapshot;
+use super::Handles;
 use crate::auth::Principal;
 use crate::command::alert::{self, ChannelCommand, SecretInput};
 use crate::error::ApiError;
 use crate::sealing;
-use crate::state::AppState;
 
 /// How long a channel test waits for a monitor to make its first attempt.
 const TEST_WAIT: Duration = Duration::from_secs(20);
@@ -32,8 +32,8 @@ fn require_rules(who: &Principal) -> Result<(), ApiError> {
     who.require(who.role.can_operate(), "manage alert rules")
 }
 
-fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
-    state.secret_keys.as_deref().ok_or_else(|| {
+fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
+    handles.secret_keys.as_deref().ok_or_else(|| {
         ApiError::Conflict(
             "the manager has no PROBACTR_SECRET_KEY to seal the channel's secret and URL".into(),
         )
@@ -41,22 +41,22 @@ fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
 }
 
 /// The channel's secret as it is to be stored, sealed for channel `id`.
-fn sealed_secret(state: &AppState, id: i64, secret: &SecretInput) -> Result<SecretChange, ApiError> {
+fn sealed_secret(handles: &Handles, id: i64, secret: &SecretInput) -> Result<SecretChange, ApiError> {
     Ok(match secret {
         SecretInput::Keep => SecretChange::Keep,
         SecretInput::Clear => SecretChange::Clear,
-        SecretInput::Set(value) => SecretChange::Set(keys(state)?.seal(&Owner::ChannelSecret(id), value)),
+        SecretInput::Set(value) => SecretChange::Set(keys(handles)?.seal(&Owner::ChannelSecret(id), value)),
     })
 }
 
 /// The channel's URL sealed for channel `id`, and the configuration showing it masked.
 fn sealed_url(
-    state: &AppState,
+    handles: &Handles,
     id: i64,
     config: &serde_json::Value,
     url: &str,
 ) -> Result<(Sealed, serde_json::Value), ApiError> {
-    let sealed = keys(state)?.seal(&Owner::ChannelUrl(id), url);
+    let sealed = keys(handles)?.seal(&Owner::ChannelUrl(id), url);
     Ok((sealed, sealing::with_masked_url(config, url)))
 }
 
@@ -69,22 +69,22 @@ fn name_taken(err: &sqlx::Error, constraint: &str) -> Option<ApiError> {
 }
 
 /// Every channel.
-pub async fn list_channels(state: &AppState, who: &Principal) -> Result<Vec<Channel>, ApiError> {
+pub async fn list_channels(handles: &Handles, who: &Principal) -> Result<Vec<Channel>, ApiError> {
     require_channels(who)?;
-    Ok(channels::list(&state.pool).await?)
+    Ok(channels::list(&handles.pool).await?)
 }
 
 /// One channel.
-pub async fn get_channel(state: &AppState, who: &Principal, id: i64) -> Result<Channel, ApiError> {
+pub async fn get_channel(handles: &Handles, who: &Principal, id: i64) -> Result<Channel, ApiError> {
     require_channels(who)?;
-    channels::get(&state.pool, id)
+    channels::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel", id))
 }
 
 /// Creates a channel.
 pub async fn create_channel(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
@@ -92,16 +92,16 @@ pub async fn create_channel(
     if has_url(command.kind) && command.url.is_none() {
         return Err(ApiError::field("config.url", "is required"));
     }
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     // The id first: the channel's sealed values are bound to it.
     let id = channels::reserve_id(&mut *tx).await?;
-    let secret = match sealed_secret(state, id, &command.secret)? {
+    let secret = match sealed_secret(handles, id, &command.secret)? {
         SecretChange::Set(sealed) => Some(sealed),
         _ => None,
     };
     let (url, config) = match &command.url {
         Some(url) if has_url(command.kind) => {
-            let (sealed, config) = sealed_url(state, id, &command.config, url)?;
+            let (sealed, config) = sealed_url(handles, id, &command.config, url)?;
             (Some(sealed), config)
         }
         _ => (None, command.config.clone()),
@@ -135,23 +135,23 @@ pub async fn create_channel(
 
 /// Replaces a channel's name and configuration (its secret kept unless given).
 pub async fn update_channel(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
     require_channels(who)?;
-    let before = get_channel(state, who, id).await?;
+    let before = get_channel(handles, who, id).await?;
     if before.kind != command.kind {
         return Err(ApiError::field(
             "kind",
             format!("cannot change from {} (create a new channel)", before.kind),
         ));
     }
-    let secret = sealed_secret(state, id, &command.secret)?;
+    let secret = sealed_secret(handles, id, &command.secret)?;
     let (url, config) = match &command.url {
         Some(url) if has_url(command.kind) => {
-            let (sealed, config) = sealed_url(state, id, &command.config, url)?;
+            let (sealed, config) = sealed_url(handles, id, &command.config, url)?;
             (Some(sealed), config)
         }
         // Kept: so is its masked form.
@@ -163,7 +163,7 @@ pub async fn update_channel(
             (None, config)
         }
     };
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let channel = channels::update(&mut *tx, id, &command.name, &config, &secret, url.as_ref())
         .await
         .map_err(|err| match err {
@@ -187,9 +187,9 @@ pub async fn update_channel(
 }
 
 /// Deletes a channel no rule sends to.
-pub async fn delete_channel(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+pub async fn delete_channel(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
     require_channels(who)?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     match channels::delete(&mut tx, id).await? {
         Deleted::Yes => {}
         Deleted::NotFound => return Err(ApiError::not_found("channel", id)),
@@ -216,16 +216,16 @@ pub struct TestResult {
 }
 
 /// Queues a test message to a channel and waits for a monitor's first attempt.
-pub async fn test_channel(state: &AppState, who: &Principal, id: i64) -> Result<TestResult, ApiError> {
+pub async fn test_channel(handles: &Handles, who: &Principal, id: i64) -> Result<TestResult, ApiError> {
     require_channels(who)?;
-    let channel = get_channel(state, who, id).await?;
+    let channel = get_channel(handles, who, id).await?;
     let payload = json!({
         "event": "test",
         "follow_up": false,
         "summary": format!("Test message from probactr to channel {}", channel.name),
         "counts": {"events": 1, "suppressed": 0},
     });
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let ids = notifications::queue(
         &mut tx,
         &[id],
@@ -251,7 +251,7 @@ pub async fn test_channel(state: &AppState, who: &Principal, id: i64) -> Result<
     );
     let deadline = tokio::time::Instant::now() + TEST_WAIT;
     loop {
-        let notification = notifications::get(&state.pool, notification_id)
+        let notification = notifications::get(&handles.pool, notification_id)
             .await?
             .ok_or_else(|| ApiError::not_found("notification", notification_id))?;
         if notification.attempts > 0 || notification.state != NotificationState::Pending {
@@ -271,26 +271,26 @@ pub async fn test_channel(state: &AppState, who: &Principal, id: i64) -> Result<
 }
 
 /// Every rule.
-pub async fn list_rules(state: &AppState, _who: &Principal) -> Result<Vec<Rule>, ApiError> {
-    Ok(rules::list(&state.pool).await?)
+pub async fn list_rules(handles: &Handles, _who: &Principal) -> Result<Vec<Rule>, ApiError> {
+    Ok(rules::list(&handles.pool).await?)
 }
 
 /// One rule.
-pub async fn get_rule(state: &AppState, _who: &Principal, id: i64) -> Result<Rule, ApiError> {
-    rules::get(&state.pool, id)
+pub async fn get_rule(handles: &Handles, _who: &Principal, id: i64) -> Result<Rule, ApiError> {
+    rules::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("alert rule", id))
 }
 
 /// Creates a rule (`id` None) or replaces one.
 pub async fn save_rule(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: Option<i64>,
     fields: rules::RuleFields,
 ) -> Result<Rule, ApiError> {
     require_rules(who)?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let job_missing = match fields.job_id {
         Some(job) if store::jobs::get(&mut *tx, job).await?.is_none() => Some(job),
         _ => None,
@@ -335,9 +335,9 @@ pub async fn save_rule(
 }
 
 /// Deletes a rule.
-pub async fn delete_rule(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+pub async fn delete_rule(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
     require_rules(who)?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = rules::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("alert rule", id))?;
@@ -350,12 +350,12 @@ pub async fn delete_rule(state: &AppState, who: &Principal, id: i64) -> Result<(
 
 /// The delivery log, newest first.
 pub async fn notifications(
-    state: &AppState,
+    handles: &Handles,
     _who: &Principal,
     filter: &Filter,
     page: Page,
 ) -> Result<Vec<Notification>, ApiError> {
-    Ok(notifications::list(&state.pool, filter, page).await?)
+    Ok(notifications::list(&handles.pool, filter, page).await?)
 }
 
 async fn audit(

@@ -24,11 +24,11 @@ use serde::Serialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::Handles;
 use super::Paged;
 use crate::auth::Principal;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::QueryParams;
-use crate::state::AppState;
 
 /// How old a served summary may be.
 pub const STATUS_MAX_AGE: Duration = Duration::from_secs(1);
@@ -84,11 +84,11 @@ fn unavailable(why: String) -> ApiError {
 }
 
 /// The cluster summary, at most [`STATUS_MAX_AGE`] old.
-pub async fn status(state: &AppState) -> Result<Arc<Status>, ApiError> {
-    state
+pub async fn status(handles: &Handles) -> Result<Arc<Status>, ApiError> {
+    handles
         .status_cache
-        .get_or_compute(state.status_max_age, STATUS_COMPUTE_TIMEOUT, || async {
-            Ok(store::cluster::status(&state.pool).await?)
+        .get_or_compute(handles.status_max_age, STATUS_COMPUTE_TIMEOUT, || async {
+            Ok(store::cluster::status(&handles.pool).await?)
         })
         .await
 }
@@ -212,10 +212,10 @@ pub struct ProcessView {
 }
 
 /// Every registered process of `role`, newest first, executors with their running counts.
-pub async fn processes(state: &AppState, role: ProcessRole) -> Result<Vec<ProcessView>, ApiError> {
-    let processes = store::processes::list(&state.pool, role).await?;
+pub async fn processes(handles: &Handles, role: ProcessRole) -> Result<Vec<ProcessView>, ApiError> {
+    let processes = store::processes::list(&handles.pool, role).await?;
     let running = match role {
-        ProcessRole::Executor => store::runs::history::active_by_executor(&state.pool).await?,
+        ProcessRole::Executor => store::runs::history::active_by_executor(&handles.pool).await?,
         ProcessRole::Monitor => BTreeMap::new(),
     };
     Ok(processes.into_iter().map(|p| view(p, role, &running)).collect())
@@ -242,11 +242,11 @@ fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> P
 /// Why the queued runs of a job wait although slots may be free: no live, uncordoned
 /// executor carries its selector's labels ("no live executor matches gpu=1"), or none
 /// is live at all. None when some executor may claim them (or the job is gone).
-pub async fn why_waiting(state: &AppState, job_id: i64) -> Result<Option<String>, ApiError> {
-    let Some(job) = store::jobs::get(&state.pool, job_id).await? else {
+pub async fn why_waiting(handles: &Handles, job_id: i64) -> Result<Option<String>, ApiError> {
+    let Some(job) = store::jobs::get(&handles.pool, job_id).await? else {
         return Ok(None);
     };
-    if store::processes::any_may_claim(&state.pool, &job.selector).await? {
+    if store::processes::any_may_claim(&handles.pool, &job.selector).await? {
         return Ok(None);
     }
     let selector = labels::from_json(&job.selector);
@@ -271,7 +271,7 @@ pub fn routing_named(name: &str) -> Option<Routing> {
 /// runs, exit) a live executor; audited. A cordon takes effect at the next claim; a drain
 /// at the executor's next heartbeat.
 pub async fn route_executor(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: Uuid,
     change: Routing,
@@ -282,7 +282,7 @@ pub async fn route_executor(
         Routing::Drain => "executor.drain",
     };
     who.require_operator("cordon, uncordon or drain executors")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let Some(process) = store::processes::route(&mut *tx, id, change).await? else {
         return Err(match store::processes::get(&mut *tx, id).await? {
             Some(process) if process.role == ProcessRole::Executor => ApiError::Conflict(format!(
@@ -304,17 +304,17 @@ pub async fn route_executor(
     tx.commit().await?;
     tracing::info!(executor.id = %id, action, cordoned = process.cordoned,
         drain_requested = process.drain_requested, "executor routing changed");
-    let running = store::runs::history::active_by_executor(&state.pool).await?;
+    let running = store::runs::history::active_by_executor(&handles.pool).await?;
     Ok(view(process, ProcessRole::Executor, &running))
 }
 
 /// A page of the audit log, newest first, of the entries `filter` selects.
 pub async fn audit_log(
-    state: &AppState,
+    handles: &Handles,
     filter: &audit::Filter,
     page: Page,
 ) -> Result<Paged<Entry>, ApiError> {
-    let (items, total) = store::audit::list(&state.pool, filter, page).await?;
+    let (items, total) = store::audit::list(&handles.pool, filter, page).await?;
     Ok(Paged { items, total })
 }
 
@@ -344,11 +344,11 @@ pub fn audit_filter(query: &QueryParams, errors: &mut FieldErrors) -> audit::Fil
 }
 
 /// The names of the users the audit log mentions (the admin's filter choices).
-pub async fn audit_actors(state: &AppState) -> Result<Vec<String>, ApiError> {
-    Ok(store::audit::actors(&state.pool).await?)
+pub async fn audit_actors(handles: &Handles) -> Result<Vec<String>, ApiError> {
+    Ok(store::audit::actors(&handles.pool).await?)
 }
 
 /// The numbers `/metrics` exports.
-pub async fn metrics(state: &AppState) -> Result<Metrics, ApiError> {
-    Ok(store::cluster::metrics(&state.pool).await?)
+pub async fn metrics(handles: &Handles) -> Result<Metrics, ApiError> {
+    Ok(store::cluster::metrics(&handles.pool).await?)
 }

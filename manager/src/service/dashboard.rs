@@ -4,9 +4,9 @@
 
 use probactr_common::store::{self, dashboard::Dashboard, dashboard::Range};
 
+use super::Handles;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::QueryParams;
-use crate::state::AppState;
 
 /// The `range` of a query (`1h` when absent); a bad one is named in `errors`.
 pub fn range(query: &QueryParams, errors: &mut FieldErrors) -> Range {
@@ -14,6 +14,6 @@ pub fn range(query: &QueryParams, errors: &mut FieldErrors) -> Range {
 }
 
 /// The history over `range`.
-pub async fn dashboard(state: &AppState, range: Range) -> Result<Dashboard, ApiError> {
-    Ok(store::dashboard::dashboard(&state.pool, range).await?)
+pub async fn dashboard(handles: &Handles, range: Range) -> Result<Dashboard, ApiError> {
+    Ok(store::dashboard::dashboard(&handles.pool, range).await?)
 }

@@ -1,5 +1,5 @@
 //! Definitions as code in the manager: the jobs and triggers `who` may see and change, as
-//! a [`Registry`] for [`probactr_common::definitions`] (the admin's YAML download and
+//! a [`Registry`] for [`probactr_definitions`] (the admin's YAML download and
 //! upload, `POST /api/v1/definitions/apply`, `probactr apply`). Every change goes through
 //! the same services, checks and audit as the API.
 //!
@@ -14,38 +14,38 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use chrono::Utc;
-use probactr_common::definitions::{self, Refusal, Registry, Report};
 use probactr_common::store;
 use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::Page;
+use probactr_definitions::{Refusal, Registry, Report};
 use serde_json::{json, Value};
 
+use super::Handles;
 use super::{alerts, jobs, triggers, workflows};
 use crate::auth::Principal;
 use crate::command::alert::{self, ChannelCommand};
 use crate::command::workflow::WorkflowDraft;
 use crate::command::{JobDraft, JobPatch, TriggerDraft};
 use crate::error::{ApiError, FieldErrors};
-use crate::state::AppState;
 
 /// The cluster's definitions as `who` sees and changes them.
 pub struct Definitions<'a> {
-    state: &'a AppState,
+    handles: &'a Handles,
     who: &'a Principal,
 }
 
 impl<'a> Definitions<'a> {
     /// The registry of `who`.
-    pub fn of(state: &'a AppState, who: &'a Principal) -> Definitions<'a> {
-        Definitions { state, who }
+    pub fn of(handles: &'a Handles, who: &'a Principal) -> Definitions<'a> {
+        Definitions { handles, who }
     }
 
     /// Every job with its triggers, as YAML.
     pub async fn export_yaml(&self) -> Result<String, ApiError> {
-        let document = definitions::export(self, None)
+        let document = probactr_definitions::export(self, None)
             .await
             .map_err(|err| ApiError::Conflict(err.to_string()))?;
-        Ok(definitions::yaml(&document))
+        Ok(probactr_definitions::yaml(&document))
     }
 
     /// Applies uploaded YAML (`dry_run`: only says what would change): see [`Self::apply`].
@@ -76,7 +76,7 @@ impl<'a> Definitions<'a> {
         let mut sources = Vec::new();
         let mut problems = FieldErrors::new();
         for (name, text) in files {
-            match definitions::read_text(name, text) {
+            match probactr_definitions::read_text(name, text) {
                 Ok(found) => sources.extend(found),
                 Err(err) => problems.extend(located_problems(&err.to_string())),
             }
@@ -86,16 +86,16 @@ impl<'a> Definitions<'a> {
         }
         // Held until this function returns (the transaction rolls back when dropped):
         // another apply waits here, so the check below still holds when the changes are made.
-        let mut lock = self.state.pool.begin().await?;
+        let mut lock = self.handles.pool.begin().await?;
         store::definitions::lock_apply(&mut *lock).await?;
         let checking = Checking::over(self);
-        let report = definitions::apply(&checking, &sources, false, prune)
+        let report = probactr_definitions::apply(&checking, &sources, false, prune)
             .await
             .map_err(|err| ApiError::Invalid(located_problems(&err.0)))?;
         if dry_run {
             return Ok(report);
         }
-        let applied = definitions::apply(self, &sources, false, prune)
+        let applied = probactr_definitions::apply(self, &sources, false, prune)
             .await
             .map_err(|err| ApiError::Invalid(located_problems(&err.0)))?;
         lock.rollback().await?;
@@ -161,7 +161,9 @@ impl Registry for Checking<'_> {
     async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
         let mut jobs = self.inner.jobs().await?;
         for (id, name) in self.created() {
-            jobs.push(json!({"id": id, "name": name, "managed_by": definitions::MANAGER, "version": 1}));
+            jobs.push(
+                json!({"id": id, "name": name, "managed_by": probactr_definitions::MANAGER, "version": 1}),
+            );
         }
         Ok(jobs)
     }
@@ -196,7 +198,7 @@ impl Registry for Checking<'_> {
             return Ok(());
         }
         checked(self.inner.who.require_operator("edit jobs"))?;
-        let current = store::jobs::get(&self.inner.state.pool, id)
+        let current = store::jobs::get(&self.inner.handles.pool, id)
             .await
             .map_err(|err| refusal(err.into()))?
             .ok_or_else(|| refusal(ApiError::not_found("job", id)))?;
@@ -316,56 +318,58 @@ impl Registry for Definitions<'_> {
             limit: Page::MAX_LIMIT,
             offset: 0,
         };
-        let listed = jobs::list(self.state, self.who, &JobFilter::default(), page)
+        let listed = jobs::list(self.handles, self.who, &JobFilter::default(), page)
             .await
             .map_err(refusal)?;
         Ok(listed.items.into_iter().map(json).collect())
     }
 
     async fn triggers(&self, job_id: i64) -> Result<Vec<Value>, Refusal> {
-        let listed = triggers::list_for_job(self.state, job_id)
+        let listed = triggers::list_for_job(self.handles, job_id)
             .await
             .map_err(refusal)?;
-        let listed = triggers::with_params(self.state, listed).await.map_err(refusal)?;
+        let listed = triggers::with_params(self.handles, listed)
+            .await
+            .map_err(refusal)?;
         Ok(listed.into_iter().map(json).collect())
     }
 
     async fn create_job(&self, body: Value) -> Result<i64, Refusal> {
-        let made = jobs::create(self.state, self.who, JobDraft::from_json(body))
+        let made = jobs::create(self.handles, self.who, JobDraft::from_json(body))
             .await
             .map_err(refusal)?;
         Ok(made.id)
     }
 
     async fn update_job(&self, id: i64, body: Value) -> Result<(), Refusal> {
-        jobs::update(self.state, self.who, id, JobPatch::from_json(body))
+        jobs::update(self.handles, self.who, id, JobPatch::from_json(body))
             .await
             .map_err(refusal)?;
         Ok(())
     }
 
     async fn delete_job(&self, id: i64) -> Result<(), Refusal> {
-        jobs::delete(self.state, self.who, id, false)
+        jobs::delete(self.handles, self.who, id, false)
             .await
             .map_err(refusal)
     }
 
     async fn create_trigger(&self, job_id: i64, body: Value) -> Result<(), Refusal> {
-        triggers::create(self.state, self.who, job_id, TriggerDraft::from_json(body))
+        triggers::create(self.handles, self.who, job_id, TriggerDraft::from_json(body))
             .await
             .map_err(refusal)?;
         Ok(())
     }
 
     async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {
-        triggers::delete(self.state, self.who, id)
+        triggers::delete(self.handles, self.who, id)
             .await
             .map_err(refusal)?;
         Ok(())
     }
 
     async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
-        match alerts::list_channels(self.state, self.who).await {
+        match alerts::list_channels(self.handles, self.who).await {
             Ok(channels) => Ok(Some(channels.into_iter().map(json).collect())),
             Err(ApiError::Forbidden(_)) => Ok(None),
             Err(err) => Err(refusal(err)),
@@ -375,56 +379,58 @@ impl Registry for Definitions<'_> {
     async fn put_channel(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
         let command = ChannelCommand::read(body).map_err(refusal)?;
         match id {
-            None => alerts::create_channel(self.state, self.who, command).await,
-            Some(id) => alerts::update_channel(self.state, self.who, id, command).await,
+            None => alerts::create_channel(self.handles, self.who, command).await,
+            Some(id) => alerts::update_channel(self.handles, self.who, id, command).await,
         }
         .map_err(refusal)?;
         Ok(())
     }
 
     async fn rules(&self) -> Result<Vec<Value>, Refusal> {
-        let rules = alerts::list_rules(self.state, self.who).await.map_err(refusal)?;
+        let rules = alerts::list_rules(self.handles, self.who)
+            .await
+            .map_err(refusal)?;
         Ok(rules.into_iter().map(json).collect())
     }
 
     async fn put_rule(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
         let fields = alert::read_rule(body).map_err(refusal)?;
-        alerts::save_rule(self.state, self.who, id, fields)
+        alerts::save_rule(self.handles, self.who, id, fields)
             .await
             .map_err(refusal)?;
         Ok(())
     }
 
     async fn workflows(&self) -> Result<Vec<Value>, Refusal> {
-        let listed = workflows::list(self.state).await.map_err(refusal)?;
+        let listed = workflows::list(self.handles).await.map_err(refusal)?;
         Ok(listed.into_iter().map(json).collect())
     }
 
     async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
         let saved = match id {
-            None => workflows::create(self.state, self.who, body).await,
-            Some(id) => workflows::replace(self.state, self.who, id, body, None).await,
+            None => workflows::create(self.handles, self.who, body).await,
+            Some(id) => workflows::replace(self.handles, self.who, id, body, None).await,
         }
         .map_err(refusal)?;
         Ok(saved.workflow.id)
     }
 
     async fn workflow_triggers(&self, workflow_id: i64) -> Result<Vec<Value>, Refusal> {
-        let listed = workflows::triggers(self.state, workflow_id)
+        let listed = workflows::triggers(self.handles, workflow_id)
             .await
             .map_err(refusal)?;
         Ok(listed.into_iter().map(json).collect())
     }
 
     async fn create_workflow_trigger(&self, workflow_id: i64, body: Value) -> Result<(), Refusal> {
-        workflows::create_trigger(self.state, self.who, workflow_id, TriggerDraft::from_json(body))
+        workflows::create_trigger(self.handles, self.who, workflow_id, TriggerDraft::from_json(body))
             .await
             .map_err(refusal)?;
         Ok(())
     }
 
     async fn delete_workflow_trigger(&self, workflow_id: i64, id: i64) -> Result<(), Refusal> {
-        workflows::delete_trigger(self.state, self.who, workflow_id, id)
+        workflows::delete_trigger(self.handles, self.who, workflow_id, id)
             .await
             .map_err(refusal)
     }

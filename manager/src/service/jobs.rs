@@ -11,13 +11,13 @@ use probactr_common::store::{audit::Change, jobs::JobChildren, jobs::JobFilter, 
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::Handles;
 use super::{snapshot, Paged};
 use crate::auth::Principal;
 use crate::command::job::{with_children, ChildDraft, KnownJobs};
 use crate::command::{JobDraft, JobPatch};
 use crate::error::ApiError;
 use crate::input::Page;
-use crate::state::AppState;
 
 /// A job's retry policy.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -188,8 +188,8 @@ fn name_taken(err: StoreError) -> ApiError {
 }
 
 /// One job, with statistics, as `who` may see it.
-pub async fn get(state: &AppState, who: &Principal, id: i64) -> Result<JobView, ApiError> {
-    store::jobs::get_with_stats(&state.pool, id)
+pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<JobView, ApiError> {
+    store::jobs::get_with_stats(&handles.pool, id)
         .await?
         .map(|row| JobView::from(row).visible_to(who))
         .ok_or_else(|| ApiError::not_found("job", id))
@@ -197,12 +197,12 @@ pub async fn get(state: &AppState, who: &Principal, id: i64) -> Result<JobView, 
 
 /// A page of jobs, as `who` may see them.
 pub async fn list(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     filter: &JobFilter,
     page: Page,
 ) -> Result<Paged<JobView>, ApiError> {
-    let (rows, total) = store::jobs::list_with_stats(&state.pool, filter, page).await?;
+    let (rows, total) = store::jobs::list_with_stats(&handles.pool, filter, page).await?;
     Ok(Paged {
         items: rows
             .into_iter()
@@ -233,25 +233,25 @@ fn audited(job: &Job) -> Option<Value> {
 }
 
 /// How many jobs match `filter`.
-pub async fn count(state: &AppState, filter: &JobFilter) -> Result<i64, ApiError> {
-    Ok(store::jobs::count(&state.pool, filter).await?)
+pub async fn count(handles: &Handles, filter: &JobFilter) -> Result<i64, ApiError> {
+    Ok(store::jobs::count(&handles.pool, filter).await?)
 }
 
 /// A job's name (None once it is deleted).
-pub async fn name_of(state: &AppState, id: i64) -> Result<Option<String>, ApiError> {
-    Ok(store::jobs::get(&state.pool, id).await?.map(|job| job.name))
+pub async fn name_of(handles: &Handles, id: i64) -> Result<Option<String>, ApiError> {
+    Ok(store::jobs::get(&handles.pool, id).await?.map(|job| job.name))
 }
 
 /// Creates a job.
-pub async fn create(state: &AppState, who: &Principal, draft: JobDraft) -> Result<JobView, ApiError> {
+pub async fn create(handles: &Handles, who: &Principal, draft: JobDraft) -> Result<JobView, ApiError> {
     who.require_operator("create jobs")?;
     if let Some(kind) = draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let known = known_jobs(state, &draft.children, None).await?;
+    let known = known_jobs(handles, &draft.children, None).await?;
     let children = draft.children.checked(&JobChildren::default(), None, &known);
     let (job, children) = with_children(draft.definition(None), children)?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let created = store::jobs::insert(&mut *tx, &job).await.map_err(name_taken)?;
     store::jobs::set_children(&mut *tx, created.id, &children).await?;
     let change = Change {
@@ -264,18 +264,18 @@ pub async fn create(state: &AppState, who: &Principal, draft: JobDraft) -> Resul
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = created.id, kind = %created.kind, "job created");
-    get(state, who, created.id).await
+    get(handles, who, created.id).await
 }
 
 /// Edits a job; the patch must carry the `version` the caller read.
 pub async fn update(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     patch: JobPatch,
 ) -> Result<JobView, ApiError> {
     who.require_operator("edit jobs")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
@@ -284,7 +284,7 @@ pub async fn update(
         who.require_job_kind(kind)?;
     }
     let children_before = store::jobs::children(&mut *tx, id).await?.unwrap_or_default();
-    let known = known_jobs(state, &patch.draft.children, Some(id)).await?;
+    let known = known_jobs(handles, &patch.draft.children, Some(id)).await?;
     let children = patch.draft.children.checked(&children_before, Some(id), &known);
     let ((version, job), children) = with_children(patch.definition(&before), children)?;
     who.require_job_kind(job.kind)?;
@@ -319,13 +319,13 @@ pub async fn update(
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, version = after.version, "job updated");
-    get(state, who, id).await
+    get(handles, who, id).await
 }
 
 /// The jobs the child lists of a draft may name; for an edit of job `own_id`, which of
 /// the named ones lead back to it.
 async fn known_jobs(
-    state: &AppState,
+    handles: &Handles,
     children: &ChildDraft,
     own_id: Option<i64>,
 ) -> Result<KnownJobs, ApiError> {
@@ -333,14 +333,14 @@ async fn known_jobs(
     if !children.any_given() {
         return Ok(known);
     }
-    known.by_name = store::jobs::names(&state.pool)
+    known.by_name = store::jobs::names(&handles.pool)
         .await?
         .into_iter()
         .map(|(id, name)| (name, id))
         .collect();
     if let Some(own_id) = own_id {
         for id in children.named_ids(&known) {
-            if store::jobs::children_reach(&state.pool, &[id], own_id).await? {
+            if store::jobs::children_reach(&handles.pool, &[id], own_id).await? {
                 known.leading_back.insert(id);
             }
         }
@@ -367,7 +367,7 @@ pub struct NamedJob {
 }
 
 /// A job's non-empty child lists with the children's names.
-pub async fn children_named(state: &AppState, job: &JobView) -> Result<Vec<NamedChildren>, ApiError> {
+pub async fn children_named(handles: &Handles, job: &JobView) -> Result<Vec<NamedChildren>, ApiError> {
     let lists = [
         ("Then, on success", &job.on_success),
         ("Then, on failure", &job.on_failure),
@@ -377,7 +377,7 @@ pub async fn children_named(state: &AppState, job: &JobView) -> Result<Vec<Named
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let names: std::collections::HashMap<i64, String> = store::jobs::get_many(&state.pool, &ids)
+    let names: std::collections::HashMap<i64, String> = store::jobs::get_many(&handles.pool, &ids)
         .await?
         .into_iter()
         .map(|child| (child.id, child.name))
@@ -424,9 +424,14 @@ pub fn stale(what: &str, id: i64, sent: i64, current: i64) -> ApiError {
 /// (see `store::jobs::retire`): its triggers are removed, its live runs cancelled, and
 /// its history stays readable under "NAME (deleted #ID)". A retired job can still be
 /// erased.
-pub async fn delete(state: &AppState, who: &Principal, id: i64, erase_history: bool) -> Result<(), ApiError> {
+pub async fn delete(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    erase_history: bool,
+) -> Result<(), ApiError> {
     who.require_operator("delete jobs")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
@@ -481,13 +486,13 @@ fn refuse_deleted(job: &Job) -> Result<(), ApiError> {
 
 /// Pauses (true) or resumes (false) a job.
 pub async fn set_paused(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     paused: bool,
 ) -> Result<JobView, ApiError> {
     who.require_operator(if paused { "pause jobs" } else { "resume jobs" })?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::jobs::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
@@ -514,7 +519,7 @@ pub async fn set_paused(
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(job.id = id, paused, "job pause flag set");
-    get(state, who, id).await
+    get(handles, who, id).await
 }
 
 /// Reads run-now parameters: a JSON object given as `{"params": {...}}` (API) or as the
@@ -545,9 +550,9 @@ pub fn read_params(text: &str, wrapped: bool) -> Result<Value, ApiError> {
 
 /// Queues a run of a job now with `params` (a JSON object, `{}` for none); returns the
 /// run's id (the first of the instant's runs when the job's route fans out).
-pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
+pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
     who.require_operator("run jobs")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let job = store::jobs::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
@@ -592,9 +597,9 @@ pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value)
 }
 
 /// Which executor holds each live instance of a service (empty for a batch job).
-pub async fn replicas(state: &AppState, id: i64) -> Result<Vec<ReplicaHolder>, ApiError> {
-    store::jobs::get(&state.pool, id)
+pub async fn replicas(handles: &Handles, id: i64) -> Result<Vec<ReplicaHolder>, ApiError> {
+    store::jobs::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
-    Ok(store::services::holders(&state.pool, id).await?)
+    Ok(store::services::holders(&handles.pool, id).await?)
 }

@@ -12,9 +12,9 @@ use probactr_common::store::{self};
 use serde::Serialize;
 use serde_json::json;
 
+use super::Handles;
 use crate::auth::Principal;
 use crate::error::{ApiError, FieldErrors};
-use crate::state::AppState;
 
 /// Instants one ledger page lists at most.
 pub const MAX_LEDGER: usize = 2_000;
@@ -30,11 +30,11 @@ fn ledger_error(err: LedgerError) -> ApiError {
     }
 }
 
-async fn trigger_and_pause(state: &AppState, id: i64) -> Result<(Trigger, bool), ApiError> {
-    let trigger = store::triggers::get(&state.pool, id)
+async fn trigger_and_pause(handles: &Handles, id: i64) -> Result<(Trigger, bool), ApiError> {
+    let trigger = store::triggers::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let job = store::jobs::get(&state.pool, trigger.job_id)
+    let job = store::jobs::get(&handles.pool, trigger.job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", trigger.job_id))?;
     let paused = trigger.paused || job.paused;
@@ -43,7 +43,7 @@ async fn trigger_and_pause(state: &AppState, id: i64) -> Result<(Trigger, bool),
 
 /// What became of a trigger's instants in `[from, to)`.
 pub async fn ledger(
-    state: &AppState,
+    handles: &Handles,
     id: i64,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
@@ -52,8 +52,8 @@ pub async fn ledger(
     if to <= from {
         return Err(ApiError::field("to", "must be later than from"));
     }
-    let (trigger, paused) = trigger_and_pause(state, id).await?;
-    ledger::read(&state.pool, &trigger, paused, from, to, limit.min(MAX_LEDGER))
+    let (trigger, paused) = trigger_and_pause(handles, id).await?;
+    ledger::read(&handles.pool, &trigger, paused, from, to, limit.min(MAX_LEDGER))
         .await
         .map_err(ledger_error)
 }
@@ -72,7 +72,7 @@ pub struct BackfillAnswer {
 /// Queues a run for every past instant of `[from, to]` that has none, at most
 /// `max_concurrency` live at once (monitors feed them).
 pub async fn backfill(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     from: DateTime<Utc>,
@@ -81,8 +81,8 @@ pub async fn backfill(
     max_concurrency: i32,
 ) -> Result<BackfillAnswer, ApiError> {
     who.require_operator("backfill triggers")?;
-    let (trigger, _) = trigger_and_pause(state, id).await?;
-    let now = store::db_now(&state.pool).await?;
+    let (trigger, _) = trigger_and_pause(handles, id).await?;
+    let now = store::db_now(&handles.pool).await?;
     let mut errors = FieldErrors::new();
     if to < from {
         errors.insert("to".into(), "must not be earlier than from".into());
@@ -97,8 +97,8 @@ pub async fn backfill(
     let until = to.min(now) + TimeDelta::nanoseconds(1);
     // Read what earlier backfills still have to queue before reading the runs: a monitor
     // feeding one in between then shows its instants as runs, never as neither.
-    let waiting = backfills::waiting_instants(&state.pool, id).await?;
-    let span = ledger::read(&state.pool, &trigger, false, from, until, MAX_BACKFILL + 1)
+    let waiting = backfills::waiting_instants(&handles.pool, id).await?;
+    let span = ledger::read(&handles.pool, &trigger, false, from, until, MAX_BACKFILL + 1)
         .await
         .map_err(ledger_error)?;
     if span.next_from.is_some() {
@@ -121,7 +121,7 @@ pub async fn backfill(
             backfill: None,
         });
     }
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let backfill = backfills::create(
         &mut *tx,
         id,
@@ -189,7 +189,7 @@ pub struct ForecastAnswer {
 
 /// What fires when in `[from, to)`, across the triggers of unpaused jobs (or one job's).
 pub async fn forecast(
-    state: &AppState,
+    handles: &Handles,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     job_id: Option<i64>,
@@ -198,10 +198,10 @@ pub async fn forecast(
         return Err(ApiError::field("to", "must be later than from"));
     }
     let names: std::collections::HashMap<i64, String> =
-        store::jobs::names(&state.pool).await?.into_iter().collect();
+        store::jobs::names(&handles.pool).await?.into_iter().collect();
     let mut items = Vec::new();
     let mut truncated = false;
-    for watched in store::triggers::watched(&state.pool).await? {
+    for watched in store::triggers::watched(&handles.pool).await? {
         let trigger = watched.trigger;
         if job_id.is_some_and(|job| job != trigger.job_id) {
             continue;

@@ -17,7 +17,45 @@ pub mod triggers;
 pub mod users;
 pub mod workflows;
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use probactr_common::secrets::Keyring;
 use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::auth::password::Hasher;
+use cluster::{StatusCache, STATUS_MAX_AGE};
+
+/// What the operations use: the pool, the password hasher, the keys that seal secrets and
+/// the cluster summary's cache. The web admin's templates and the HTTP settings stay in
+/// [`crate::state::AppState`], which carries these. Cheap to clone.
+#[derive(Clone)]
+pub struct Handles {
+    /// The source of truth.
+    pub pool: PgPool,
+    /// Password hashing cost.
+    pub hasher: Hasher,
+    /// The keys sealing job secrets (`PROBACTR_SECRET_KEY`); None when unset.
+    pub secret_keys: Option<Arc<Keyring>>,
+    /// The cluster summary, shared by the requests of this manager.
+    pub status_cache: Arc<StatusCache>,
+    /// How old a served cluster summary may be.
+    pub status_max_age: Duration,
+}
+
+impl Handles {
+    /// Handles over a pool, with the default hashing cost, no keys and a fresh cache.
+    pub fn new(pool: PgPool) -> Handles {
+        Handles {
+            pool,
+            hasher: Hasher::default(),
+            secret_keys: None,
+            status_cache: Arc::default(),
+            status_max_age: STATUS_MAX_AGE,
+        }
+    }
+}
 
 /// A page of a list: the items and how many match in all.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

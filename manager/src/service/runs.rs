@@ -8,11 +8,11 @@ use probactr_common::store::runs::history::{RunFilter, RunSort, RunSummary};
 use serde::Serialize;
 use serde_json::json;
 
+use super::Handles;
 use super::Paged;
 use crate::auth::Principal;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{Page, QueryParams};
-use crate::state::AppState;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -113,14 +113,14 @@ impl From<Run> for RunView {
 }
 
 /// One run, output, checkpoint, parameters and output file included.
-pub async fn get(state: &AppState, id: i64) -> Result<RunView, ApiError> {
-    let run = store::runs::get(&state.pool, id)
+pub async fn get(handles: &Handles, id: i64) -> Result<RunView, ApiError> {
+    let run = store::runs::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
     let chain_id = run.first_run_id.unwrap_or(run.id);
-    let checkpoint = store::checkpoints::info(&state.pool, chain_id).await?;
-    let params = store::run_inputs::params_of(&state.pool, chain_id, run.trigger_id).await?;
-    let step_output = store::run_inputs::output_of(&state.pool, id).await?;
+    let checkpoint = store::checkpoints::info(&handles.pool, chain_id).await?;
+    let params = store::run_inputs::params_of(&handles.pool, chain_id, run.trigger_id).await?;
+    let step_output = store::run_inputs::output_of(&handles.pool, id).await?;
     Ok(RunView {
         checkpoint,
         params,
@@ -167,13 +167,13 @@ pub fn cut_marker(bytes: i64) -> String {
 
 /// A run's output from `offset` (a byte offset; offsets from `next_offset` fall between
 /// chunks, one inside a chunk gets that chunk whole).
-pub async fn output(state: &AppState, id: i64, offset: i64) -> Result<OutputPage, ApiError> {
+pub async fn output(handles: &Handles, id: i64, offset: i64) -> Result<OutputPage, ApiError> {
     // The state first: a run seen ended has stored all its output, so nothing stored
     // after this read can be missed by a reader who stops at `ended`.
-    let run = store::runs::get(&state.pool, id)
+    let run = store::runs::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
-    let stored = store::run_output::read(&state.pool, id, offset, OUTPUT_PAGE).await?;
+    let stored = store::run_output::read(&handles.pool, id, offset, OUTPUT_PAGE).await?;
     let complete = (stored.len() as i64) < OUTPUT_PAGE;
     let ended = run.state.is_terminal() && complete;
     // No chunks: output kept only at the end (HTTP jobs, history from before live output).
@@ -219,11 +219,11 @@ pub async fn output(state: &AppState, id: i64, offset: i64) -> Result<OutputPage
 }
 
 /// A run's whole output as text, with the cut markers (for a download).
-pub async fn output_text(state: &AppState, id: i64) -> Result<String, ApiError> {
+pub async fn output_text(handles: &Handles, id: i64) -> Result<String, ApiError> {
     let mut text = String::new();
     let mut offset = 0;
     loop {
-        let page = output(state, id, offset).await?;
+        let page = output(handles, id, offset).await?;
         for chunk in &page.chunks {
             text.push_str(&chunk.text);
         }
@@ -258,8 +258,8 @@ pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
 }
 
 /// A page of runs, newest first.
-pub async fn list(state: &AppState, filter: &RunFilter, page: Page) -> Result<Paged<RunSummary>, ApiError> {
-    let (items, total) = store::runs::history::list(&state.pool, filter, page).await?;
+pub async fn list(handles: &Handles, filter: &RunFilter, page: Page) -> Result<Paged<RunSummary>, ApiError> {
+    let (items, total) = store::runs::history::list(&handles.pool, filter, page).await?;
     Ok(Paged { items, total })
 }
 
@@ -274,9 +274,9 @@ pub struct Cancelled {
 }
 
 /// Asks for a run to stop; 409 when it already ended.
-pub async fn cancel(state: &AppState, who: &Principal, id: i64) -> Result<Cancelled, ApiError> {
+pub async fn cancel(handles: &Handles, who: &Principal, id: i64) -> Result<Cancelled, ApiError> {
     who.require_operator("cancel runs")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::runs::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;

@@ -7,16 +7,16 @@ use probactr_common::store::{self, audit::Change, secrets::SecretInfo};
 use serde::Serialize;
 use serde_json::json;
 
+use super::Handles;
 use crate::auth::Principal;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::check;
-use crate::state::AppState;
 
 /// The longest value accepted.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 
-fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
-    state.secret_keys.as_deref().ok_or_else(|| {
+fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
+    handles.secret_keys.as_deref().ok_or_else(|| {
         ApiError::Conflict(
             "secrets are off: the manager has no PROBACTR_SECRET_KEY (32 random bytes in base64)".into(),
         )
@@ -24,15 +24,15 @@ fn keys(state: &AppState) -> Result<&Keyring, ApiError> {
 }
 
 /// Every secret (names and who set them, never values).
-pub async fn list(state: &AppState, who: &Principal) -> Result<Vec<SecretInfo>, ApiError> {
+pub async fn list(handles: &Handles, who: &Principal) -> Result<Vec<SecretInfo>, ApiError> {
     who.require(who.role.is_admin(), "manage secrets")?;
-    Ok(store::secrets::list(&state.pool).await?)
+    Ok(store::secrets::list(&handles.pool).await?)
 }
 
 /// Sets a secret's value; `must_exist` for a replacement (PUT), else creating is
 /// allowed too. Returns whether it was created.
 pub async fn set(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     name: &str,
     value: Option<&str>,
@@ -56,8 +56,8 @@ pub async fn set(
         Some(_) => {}
     }
     check(errors)?;
-    let sealed = keys(state)?.seal(&Owner::Secret(name.to_owned()), value.unwrap_or_default());
-    let mut tx = state.pool.begin().await?;
+    let sealed = keys(handles)?.seal(&Owner::Secret(name.to_owned()), value.unwrap_or_default());
+    let mut tx = handles.pool.begin().await?;
     if must_exist && !store::secrets::exists(&mut *tx, name).await? {
         return Err(ApiError::not_found("secret", name));
     }
@@ -76,9 +76,9 @@ pub async fn set(
 }
 
 /// Deletes a secret.
-pub async fn delete(state: &AppState, who: &Principal, name: &str) -> Result<(), ApiError> {
+pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<(), ApiError> {
     who.require(who.role.is_admin(), "manage secrets")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     if !store::secrets::delete(&mut *tx, name).await? {
         return Err(ApiError::not_found("secret", name));
     }
@@ -106,10 +106,10 @@ pub struct Rotated {
 
 /// Re-seals every secret sealed under another key with the current one (after setting
 /// a new PROBACTR_SECRET_KEY and the old one as PROBACTR_SECRET_KEY_PREVIOUS).
-pub async fn rotate(state: &AppState, who: &Principal) -> Result<Rotated, ApiError> {
+pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiError> {
     who.require(who.role.is_admin(), "manage secrets")?;
-    let keys = keys(state)?;
-    let mut tx = state.pool.begin().await?;
+    let keys = keys(handles)?;
+    let mut tx = handles.pool.begin().await?;
     let names = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
     for (name, sealed) in store::secrets::sealed(&mut *tx, &names).await? {
         let owner = Owner::Secret(name.clone());

@@ -12,11 +12,11 @@ use std::collections::HashMap;
 
 use super::jobs::{stale, stale_by};
 use super::snapshot;
+use super::Handles;
 use crate::auth::Principal;
 use crate::command::trigger::{Definition, PreviewRequest};
 use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// Instants the preview lists when `count` is not given.
 pub const DEFAULT_PREVIEW: i64 = 5;
@@ -35,9 +35,9 @@ pub struct TriggerView {
 }
 
 /// `triggers` with their parameters.
-pub async fn with_params(state: &AppState, triggers: Vec<Trigger>) -> Result<Vec<TriggerView>, ApiError> {
+pub async fn with_params(handles: &Handles, triggers: Vec<Trigger>) -> Result<Vec<TriggerView>, ApiError> {
     let ids: Vec<i64> = triggers.iter().map(|trigger| trigger.id).collect();
-    let params: HashMap<i64, Value> = store::triggers::params_of(&state.pool, &ids)
+    let params: HashMap<i64, Value> = store::triggers::params_of(&handles.pool, &ids)
         .await?
         .into_iter()
         .collect();
@@ -51,38 +51,38 @@ pub async fn with_params(state: &AppState, triggers: Vec<Trigger>) -> Result<Vec
 }
 
 /// One trigger with its parameters.
-pub async fn view(state: &AppState, trigger: Trigger) -> Result<TriggerView, ApiError> {
-    let mut views = with_params(state, vec![trigger]).await?;
+pub async fn view(handles: &Handles, trigger: Trigger) -> Result<TriggerView, ApiError> {
+    let mut views = with_params(handles, vec![trigger]).await?;
     views
         .pop()
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a trigger vanished")))
 }
 
 /// One trigger.
-pub async fn get(state: &AppState, id: i64) -> Result<Trigger, ApiError> {
-    store::triggers::get(&state.pool, id)
+pub async fn get(handles: &Handles, id: i64) -> Result<Trigger, ApiError> {
+    store::triggers::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))
 }
 
 /// A job's triggers (404 when the job does not exist).
-pub async fn list_for_job(state: &AppState, job_id: i64) -> Result<Vec<Trigger>, ApiError> {
-    store::jobs::get(&state.pool, job_id)
+pub async fn list_for_job(handles: &Handles, job_id: i64) -> Result<Vec<Trigger>, ApiError> {
+    store::jobs::get(&handles.pool, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
-    Ok(store::triggers::list_for_job(&state.pool, job_id).await?)
+    Ok(store::triggers::list_for_job(&handles.pool, job_id).await?)
 }
 
 /// Creates a trigger of a job.
 pub async fn create(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     job_id: i64,
     draft: TriggerDraft,
 ) -> Result<Trigger, ApiError> {
     who.require_operator("create triggers")?;
     let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let job = store::jobs::get(&mut *tx, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
@@ -121,14 +121,14 @@ pub async fn create(
 
 /// Edits a trigger; the patch must carry the `version` the caller read.
 pub async fn update(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     patch: TriggerPatch,
 ) -> Result<Trigger, ApiError> {
     who.require_operator("edit triggers")?;
     let schedule_changed = patch.draft.changes_schedule();
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
@@ -169,9 +169,9 @@ pub async fn update(
 }
 
 /// Deletes a trigger (its runs stay).
-pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<i64, ApiError> {
+pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<i64, ApiError> {
     who.require_operator("delete triggers")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
@@ -191,7 +191,7 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<i64, A
 
 /// Pauses (true) or resumes (false) a trigger.
 pub async fn set_paused(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     paused: bool,
@@ -201,7 +201,7 @@ pub async fn set_paused(
     } else {
         "resume triggers"
     })?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;

@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 use super::snapshot;
 use crate::auth::{password, Principal, Role};
 
+use super::Handles;
 use crate::auth;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{check, Input};
-use crate::state::AppState;
 
 /// The longest user name accepted.
 pub const MAX_USERNAME_CHARS: usize = 100;
@@ -34,13 +34,13 @@ fn read_password(input: &mut Input, key: &str) -> Option<String> {
 }
 
 /// Every user (admin).
-pub async fn list(state: &AppState, who: &Principal) -> Result<Vec<User>, ApiError> {
+pub async fn list(handles: &Handles, who: &Principal) -> Result<Vec<User>, ApiError> {
     who.require(who.role.is_admin(), "manage users")?;
-    Ok(store::users::list(&state.pool).await?)
+    Ok(store::users::list(&handles.pool).await?)
 }
 
 /// Creates a user from `{"username", "password", "role"}` (admin).
-pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<User, ApiError> {
+pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<User, ApiError> {
     who.require(who.role.is_admin(), "manage users")?;
     let mut input = Input::new(body)?;
     let username = input.text("username");
@@ -61,8 +61,8 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Us
     let (Some(username), Some(password), Some(role)) = (username, password, role) else {
         return Err(ApiError::field("body", "invalid user"));
     };
-    let hash = state.hasher.hash_blocking(&password).await?;
-    let mut tx = state.pool.begin().await?;
+    let hash = handles.hasher.hash_blocking(&password).await?;
+    let mut tx = handles.pool.begin().await?;
     let user = store::users::create(&mut *tx, &username, &hash, role)
         .await?
         .ok_or_else(|| ApiError::field("username", "is already taken"))?;
@@ -79,7 +79,7 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Us
 }
 
 /// Changes a user's `role`, `disabled` flag and/or `password` (admin).
-pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> Result<User, ApiError> {
+pub async fn update(handles: &Handles, who: &Principal, id: i64, body: Value) -> Result<User, ApiError> {
     who.require(who.role.is_admin(), "manage users")?;
     let mut input = Input::new(body)?;
     let role = input.choice::<Role>("role");
@@ -92,7 +92,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         None
     };
     input.finish()?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::users::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("user", id))?;
@@ -108,7 +108,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
         .await?
         .ok_or_else(|| ApiError::not_found("user", id))?;
     if let Some(password) = &new_password {
-        store::users::set_password(&mut *tx, id, &state.hasher.hash_blocking(password).await?).await?;
+        store::users::set_password(&mut *tx, id, &handles.hasher.hash_blocking(password).await?).await?;
     }
     if new_password.is_some() || (disabled && !before.disabled) {
         // A reset by an admin or a disabling ends every way in: sessions, and tokens of
@@ -135,7 +135,7 @@ pub async fn update(state: &AppState, who: &Principal, id: i64, body: Value) -> 
 
 /// Changes the caller's own password from `{"current_password", "new_password"}`; ends
 /// every session of the caller (log in again).
-pub async fn change_own_password(state: &AppState, who: &Principal, body: Value) -> Result<(), ApiError> {
+pub async fn change_own_password(handles: &Handles, who: &Principal, body: Value) -> Result<(), ApiError> {
     let mut input = Input::new(body)?;
     let current = input.text("current_password");
     let current = input.required("current_password", current);
@@ -144,10 +144,10 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
     let (Some(current), Some(new_password)) = (current, new_password) else {
         return Err(ApiError::field("body", "invalid password change"));
     };
-    let user = store::users::get(&state.pool, who.user_id)
+    let user = store::users::get(&handles.pool, who.user_id)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    if !state
+    if !handles
         .hasher
         .verify_blocking(&current, Some(&user.password_hash))
         .await
@@ -157,8 +157,8 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
             "is not your current password",
         ));
     }
-    let hash = state.hasher.hash_blocking(&new_password).await?;
-    let mut tx = state.pool.begin().await?;
+    let hash = handles.hasher.hash_blocking(&new_password).await?;
+    let mut tx = handles.pool.begin().await?;
     store::users::set_password(&mut *tx, who.user_id, &hash).await?;
     store::sessions::delete_of_user(&mut *tx, who.user_id).await?;
     // Tokens made from the old password end with it; personal tokens stay.
@@ -176,8 +176,8 @@ pub async fn change_own_password(state: &AppState, who: &Principal, body: Value)
 }
 
 /// The caller's tokens.
-pub async fn tokens(state: &AppState, who: &Principal) -> Result<Vec<TokenInfo>, ApiError> {
-    Ok(store::api_tokens::of_user(&state.pool, who.user_id).await?)
+pub async fn tokens(handles: &Handles, who: &Principal) -> Result<Vec<TokenInfo>, ApiError> {
+    Ok(store::api_tokens::of_user(&handles.pool, who.user_id).await?)
 }
 
 /// The longest token label.
@@ -198,7 +198,7 @@ pub struct TokenRequest {
 
 /// Makes a token for the caller; returns its id and the secret, shown once.
 pub async fn create_token(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     request: TokenRequest,
 ) -> Result<(i64, String), ApiError> {
@@ -223,7 +223,7 @@ pub async fn create_token(
     let lifetime = request
         .expires_in_days
         .map(|days| Duration::from_secs(days.unsigned_abs() * 24 * 3600));
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let new = NewToken {
         user_id: who.user_id,
         name,
@@ -259,13 +259,13 @@ pub async fn create_token(
 
 /// Records a login to the web admin: one audit entry per login (an API login's is written
 /// with its token, by [`create_token`]).
-pub async fn record_admin_login(state: &AppState, user: &User) -> Result<(), ApiError> {
+pub async fn record_admin_login(handles: &Handles, user: &User) -> Result<(), ApiError> {
     let change = login_change(user.id, &user.username, json!({"via": "admin"}));
     let who = store::audit::Actor {
         id: user.id,
         name: &user.username,
     };
-    store::audit::record(&state.pool, who, change).await?;
+    store::audit::record(&handles.pool, who, change).await?;
     Ok(())
 }
 
@@ -282,14 +282,14 @@ fn login_change(user_id: i64, username: &str, mut details: Value) -> Change<'sta
 }
 
 /// Revokes a token: one's own, or anyone's for an admin.
-pub async fn revoke_token(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
-    let token = store::api_tokens::get(&state.pool, id)
+pub async fn revoke_token(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
+    let token = store::api_tokens::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("token", id))?;
     if token.user_id != who.user_id && !who.role.is_admin() {
         return Err(ApiError::not_found("token", id));
     }
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     store::api_tokens::revoke(&mut *tx, id).await?;
     let change = Change {
         action: "token.revoke",

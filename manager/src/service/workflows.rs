@@ -11,12 +11,12 @@ use probactr_common::store::workflows::{Retry, RunStep, Step, Workflow, Workflow
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::Handles;
 use crate::auth::Principal;
 use crate::command::trigger::Definition;
 use crate::command::workflow::{ValidWorkflow, WorkflowDraft};
 use crate::command::TriggerDraft;
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// How many of a workflow's latest runs its view shows.
 const LAST_RUNS: i64 = 5;
@@ -46,10 +46,10 @@ pub struct WorkflowRunView {
 }
 
 /// Creates a workflow; every bad field (unknown steps and jobs, cycles) is named.
-pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<WorkflowView, ApiError> {
+pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<WorkflowView, ApiError> {
     who.require_operator("create workflows")?;
-    let valid = validated(state, body).await?;
-    let mut tx = state.pool.begin().await?;
+    let valid = validated(handles, body).await?;
+    let mut tx = handles.pool.begin().await?;
     let workflow = store::workflows::create(&mut tx, &valid.name, &valid.description, &valid.steps)
         .await
         .map_err(|err| name_taken(err, &valid.name))?;
@@ -67,13 +67,13 @@ pub async fn create(state: &AppState, who: &Principal, body: Value) -> Result<Wo
         steps = valid.steps.len(),
         "workflow created"
     );
-    get(state, workflow.id).await
+    get(handles, workflow.id).await
 }
 
 /// A workflow body checked against the jobs its steps name.
-async fn validated(state: &AppState, body: Value) -> Result<ValidWorkflow, ApiError> {
+async fn validated(handles: &Handles, body: Value) -> Result<ValidWorkflow, ApiError> {
     let draft = WorkflowDraft::from_json(body);
-    let existing: BTreeSet<i64> = store::jobs::get_many(&state.pool, &draft.job_ids())
+    let existing: BTreeSet<i64> = store::jobs::get_many(&handles.pool, &draft.job_ids())
         .await?
         .into_iter()
         .map(|job| job.id)
@@ -92,15 +92,15 @@ fn name_taken(err: store::StoreError, name: &str) -> ApiError {
 
 /// Replaces a workflow's definition (a create's body); runs under way keep their steps.
 pub async fn replace(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     body: Value,
     expected_version: Option<i64>,
 ) -> Result<WorkflowView, ApiError> {
     who.require_operator("edit workflows")?;
-    let valid = validated(state, body).await?;
-    let mut tx = state.pool.begin().await?;
+    let valid = validated(handles, body).await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::workflows::steps(&mut *tx, id).await?;
     let replaced = store::workflows::replace(
         &mut tx,
@@ -133,13 +133,13 @@ pub async fn replace(
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(workflow.id = id, version = workflow.version, "workflow replaced");
-    get(state, id).await
+    get(handles, id).await
 }
 
 /// Deletes a workflow with its triggers and runs (the runs of its steps' jobs stay).
-pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), ApiError> {
+pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
     who.require_operator("delete workflows")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let before = store::workflows::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", id))?;
@@ -158,16 +158,16 @@ pub async fn delete(state: &AppState, who: &Principal, id: i64) -> Result<(), Ap
 }
 
 /// One workflow with its steps and latest runs.
-pub async fn get(state: &AppState, id: i64) -> Result<WorkflowView, ApiError> {
-    let workflow = store::workflows::get(&state.pool, id)
+pub async fn get(handles: &Handles, id: i64) -> Result<WorkflowView, ApiError> {
+    let workflow = store::workflows::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", id))?;
-    view(state, workflow).await
+    view(handles, workflow).await
 }
 
-async fn view(state: &AppState, workflow: Workflow) -> Result<WorkflowView, ApiError> {
-    let steps = store::workflows::steps(&state.pool, workflow.id).await?;
-    let last_runs = store::workflows::runs_of(&state.pool, workflow.id, LAST_RUNS).await?;
+async fn view(handles: &Handles, workflow: Workflow) -> Result<WorkflowView, ApiError> {
+    let steps = store::workflows::steps(&handles.pool, workflow.id).await?;
+    let last_runs = store::workflows::runs_of(&handles.pool, workflow.id, LAST_RUNS).await?;
     Ok(WorkflowView {
         workflow,
         steps,
@@ -176,17 +176,17 @@ async fn view(state: &AppState, workflow: Workflow) -> Result<WorkflowView, ApiE
 }
 
 /// Every workflow, with its steps and latest runs.
-pub async fn list(state: &AppState) -> Result<Vec<WorkflowView>, ApiError> {
+pub async fn list(handles: &Handles) -> Result<Vec<WorkflowView>, ApiError> {
     let mut views = Vec::new();
-    for workflow in store::workflows::list(&state.pool).await? {
-        views.push(view(state, workflow).await?);
+    for workflow in store::workflows::list(&handles.pool).await? {
+        views.push(view(handles, workflow).await?);
     }
     Ok(views)
 }
 
 /// Pauses (no new run starts) or resumes a workflow.
 pub async fn set_paused(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     id: i64,
     paused: bool,
@@ -196,7 +196,7 @@ pub async fn set_paused(
     } else {
         "resume workflows"
     })?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let workflow = store::workflows::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", id))?;
@@ -214,13 +214,13 @@ pub async fn set_paused(
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(workflow.id = id, paused, "workflow pause flag set");
-    view(state, workflow).await
+    view(handles, workflow).await
 }
 
 /// Starts a run of a workflow with `params` (a JSON object); returns its id.
-pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
+pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
     who.require_operator("run workflows")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let workflow = store::workflows::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", id))?;
@@ -245,15 +245,15 @@ pub async fn run_now(state: &AppState, who: &Principal, id: i64, params: &Value)
 }
 
 /// One workflow run with its steps.
-pub async fn get_run(state: &AppState, id: i64) -> Result<WorkflowRunView, ApiError> {
-    let run = store::workflows::get_run(&state.pool, id)
+pub async fn get_run(handles: &Handles, id: i64) -> Result<WorkflowRunView, ApiError> {
+    let run = store::workflows::get_run(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow run", id))?;
-    let workflow_name = store::workflows::get(&state.pool, run.workflow_id)
+    let workflow_name = store::workflows::get(&handles.pool, run.workflow_id)
         .await?
         .map(|workflow| workflow.name)
         .unwrap_or_default();
-    let steps = store::workflows::run_steps(&state.pool, id).await?;
+    let steps = store::workflows::run_steps(&handles.pool, id).await?;
     Ok(WorkflowRunView {
         run,
         workflow_name,
@@ -263,9 +263,9 @@ pub async fn get_run(state: &AppState, id: i64) -> Result<WorkflowRunView, ApiEr
 
 /// Runs a failed or cancelled step again and continues the workflow run from there;
 /// returns the step's new run.
-pub async fn retry_step(state: &AppState, who: &Principal, id: i64, step: &str) -> Result<i64, ApiError> {
+pub async fn retry_step(handles: &Handles, who: &Principal, id: i64, step: &str) -> Result<i64, ApiError> {
     who.require_operator("retry workflow steps")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let run_id = match store::workflows::retry_step(&mut tx, id, step).await? {
         Retry::Queued { run_id } => run_id,
         Retry::Missing => return Err(ApiError::not_found("workflow run step", format!("{id}/{step}"))),
@@ -294,9 +294,9 @@ pub async fn retry_step(state: &AppState, who: &Principal, id: i64, step: &str) 
 }
 
 /// Cancels a running workflow run and the runs of its running steps.
-pub async fn cancel_run(state: &AppState, who: &Principal, id: i64) -> Result<WorkflowRunView, ApiError> {
+pub async fn cancel_run(handles: &Handles, who: &Principal, id: i64) -> Result<WorkflowRunView, ApiError> {
     who.require_operator("cancel workflow runs")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     let Some(chains) = store::workflows::cancel_run(&mut tx, id).await? else {
         return match store::workflows::get_run(&mut *tx, id).await? {
             None => Err(ApiError::not_found("workflow run", id)),
@@ -321,13 +321,13 @@ pub async fn cancel_run(state: &AppState, who: &Principal, id: i64) -> Result<Wo
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(workflow_run.id = id, "workflow run cancelled");
-    get_run(state, id).await
+    get_run(handles, id).await
 }
 
 /// Creates a trigger of a workflow: `draft` is a job trigger's body (its `params` become
 /// those of the workflow runs it starts; `max_concurrency` does not apply).
 pub async fn create_trigger(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     workflow_id: i64,
     draft: TriggerDraft,
@@ -340,7 +340,7 @@ pub async fn create_trigger(
             "applies to job triggers only: bound the jobs of the steps instead",
         ));
     }
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     store::workflows::get(&mut *tx, workflow_id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
@@ -373,22 +373,22 @@ pub async fn create_trigger(
 }
 
 /// A workflow's triggers (404 when the workflow does not exist).
-pub async fn triggers(state: &AppState, workflow_id: i64) -> Result<Vec<WorkflowTrigger>, ApiError> {
-    store::workflows::get(&state.pool, workflow_id)
+pub async fn triggers(handles: &Handles, workflow_id: i64) -> Result<Vec<WorkflowTrigger>, ApiError> {
+    store::workflows::get(&handles.pool, workflow_id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
-    Ok(store::workflows::triggers_of(&state.pool, workflow_id).await?)
+    Ok(store::workflows::triggers_of(&handles.pool, workflow_id).await?)
 }
 
 /// Deletes a trigger of a workflow (the runs it started stay).
 pub async fn delete_trigger(
-    state: &AppState,
+    handles: &Handles,
     who: &Principal,
     workflow_id: i64,
     id: i64,
 ) -> Result<(), ApiError> {
     who.require_operator("delete workflow triggers")?;
-    let mut tx = state.pool.begin().await?;
+    let mut tx = handles.pool.begin().await?;
     if !store::workflows::delete_trigger(&mut *tx, workflow_id, id).await? {
         return Err(ApiError::not_found("workflow trigger", id));
     }

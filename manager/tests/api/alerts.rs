@@ -414,7 +414,7 @@ async fn channel_urls_are_sealed_masked_and_never_exported(pool: PgPool) {
         ciphertext,
         bound,
     };
-    let keys = app.state.secret_keys.clone().unwrap();
+    let keys = app.state.handles.secret_keys.clone().unwrap();
     assert_eq!(
         keys.open(&Owner::ChannelUrl(id), &sealed).as_deref(),
         Ok(url.as_str())

@@ -708,7 +708,7 @@ async fn routes_and_services_are_validated_and_fan_out(pool: PgPool) {
     let shards: Vec<(i32, i32)> =
         sqlx::query_as("SELECT shard, shard_total FROM runs WHERE job_id = $1 ORDER BY shard")
             .bind(split["id"].as_i64().unwrap())
-            .fetch_all(&app.state.pool)
+            .fetch_all(&app.state.handles.pool)
             .await
             .unwrap();
     assert_eq!(shards, vec![(0, 3), (1, 3), (2, 3)]);

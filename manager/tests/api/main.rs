@@ -77,13 +77,13 @@ impl TestApp {
     }
 
     fn pool(&self) -> &PgPool {
-        &self.state.pool
+        &self.state.handles.pool
     }
 
     /// A user of `role` named `name` (password `name` repeated to 12+ characters), and a
     /// bearer token of theirs.
     async fn user(&self, name: &str, role: Role) -> String {
-        let hash = self.state.hasher.hash(&password_of(name)).unwrap();
+        let hash = self.state.handles.hasher.hash(&password_of(name)).unwrap();
         let user = store::users::create(self.pool(), name, &hash, role)
             .await
             .unwrap()

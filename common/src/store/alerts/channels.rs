@@ -233,6 +233,38 @@ pub struct SealedParts {
     pub url: Option<Sealed>,
 }
 
+/// The columns of a channel the rotation and the binding read.
+struct SealedRow {
+    id: i64,
+    kind: ChannelKind,
+    config: serde_json::Value,
+    secret_key_id: Option<String>,
+    secret_nonce: Option<Vec<u8>>,
+    secret_sealed: Option<Vec<u8>>,
+    secret_bound: bool,
+    url_key_id: Option<String>,
+    url_nonce: Option<Vec<u8>>,
+    url_sealed: Option<Vec<u8>>,
+    url_bound: bool,
+}
+
+impl From<SealedRow> for SealedParts {
+    fn from(row: SealedRow) -> SealedParts {
+        SealedParts {
+            id: row.id,
+            kind: row.kind,
+            config: row.config,
+            secret: sealed_of(
+                row.secret_key_id,
+                row.secret_nonce,
+                row.secret_sealed,
+                row.secret_bound,
+            ),
+            url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
+        }
+    }
+}
+
 /// A sealed value from its nullable columns (None unless all are set, as a CHECK keeps
 /// them).
 pub(crate) fn sealed_of(
@@ -257,7 +289,8 @@ pub async fn sealed_under_other_keys(
     db: impl PgExecutor<'_>,
     key_id: &str,
 ) -> Result<Vec<SealedParts>, StoreError> {
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        SealedRow,
         r#"SELECT id, kind AS "kind: ChannelKind", config, secret_key_id, secret_nonce, secret_sealed, secret_bound,
                   url_key_id, url_nonce, url_sealed, url_bound
            FROM alert_channels WHERE secret_key_id <> $1 OR url_key_id <> $1 ORDER BY id"#,
@@ -265,27 +298,14 @@ pub async fn sealed_under_other_keys(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| SealedParts {
-            id: row.id,
-            kind: row.kind,
-            config: row.config,
-            secret: sealed_of(
-                row.secret_key_id,
-                row.secret_nonce,
-                row.secret_sealed,
-                row.secret_bound,
-            ),
-            url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
-        })
-        .collect())
+    Ok(rows.into_iter().map(SealedParts::from).collect())
 }
 
 /// The channels an earlier release left with a value sealed unbound or a URL in the
 /// clear, locked until the transaction ends (a channel changed meanwhile is re-read).
 pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<SealedParts>, StoreError> {
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        SealedRow,
         r#"SELECT id, kind AS "kind: ChannelKind", config, secret_key_id, secret_nonce, secret_sealed, secret_bound,
                   url_key_id, url_nonce, url_sealed, url_bound
            FROM alert_channels
@@ -296,21 +316,7 @@ pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<SealedParts>, 
     )
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| SealedParts {
-            id: row.id,
-            kind: row.kind,
-            config: row.config,
-            secret: sealed_of(
-                row.secret_key_id,
-                row.secret_nonce,
-                row.secret_sealed,
-                row.secret_bound,
-            ),
-            url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
-        })
-        .collect())
+    Ok(rows.into_iter().map(SealedParts::from).collect())
 }
 
 /// Stores a channel's values sealed anew, each when given, and its configuration (with

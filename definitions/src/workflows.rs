@@ -18,10 +18,11 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    describe, fail, located_in, section, short, trigger_definition, unmatched_triggers, DefinitionError,
-    Registry, Source, TRIGGER_FIELDS,
-};
+use crate::apply::located_in;
+use crate::compare::{describe, short, unmatched_triggers};
+use crate::fields::{trigger_definition, TRIGGER_FIELDS};
+use crate::source::{checked_mapping, section, Source};
+use crate::{fail, DefinitionError, Registry};
 
 /// The fields of a workflow a definition carries.
 const WORKFLOW_FIELDS: &[&str] = &["name", "description", "steps", "triggers"];
@@ -103,19 +104,18 @@ pub(super) fn shape_problems(source: &Source, problem: &mut impl FnMut(&str, &st
     };
     for (i, workflow) in workflows.iter().enumerate() {
         let at = format!("/workflows/{i}");
-        let Some(fields) = workflow.as_object() else {
-            problem(&at, &format!("workflows[{i}]"), "must be a mapping");
+        let place = (at.clone(), format!("workflows[{i}]"));
+        let known = |key: &str| WORKFLOW_FIELDS.contains(&key);
+        if checked_mapping(
+            workflow,
+            &place,
+            Some(("name", "is required (a string)")),
+            known,
+            problem,
+        )
+        .is_none()
+        {
             continue;
-        };
-        if !workflow.get("name").is_some_and(Value::is_string) {
-            problem(&at, &format!("workflows[{i}].name"), "is required (a string)");
-        }
-        for key in fields.keys().filter(|k| !WORKFLOW_FIELDS.contains(&k.as_str())) {
-            problem(
-                &format!("{at}/{key}"),
-                &format!("workflows[{i}].{key}"),
-                "unknown field",
-            );
         }
         let Some(steps) = workflow.get("steps").and_then(Value::as_array) else {
             problem(
@@ -126,22 +126,9 @@ pub(super) fn shape_problems(source: &Source, problem: &mut impl FnMut(&str, &st
             continue;
         };
         for (s, step) in steps.iter().enumerate() {
-            let here = format!("{at}/steps/{s}");
-            let field = format!("workflows[{i}].steps[{s}]");
-            let Some(keys) = step.as_object() else {
-                problem(&here, &field, "must be a mapping");
-                continue;
-            };
-            if !step.get("job").is_some_and(Value::is_string) {
-                problem(&here, &format!("{field}.job"), "is required (a job's name)");
-            }
-            for key in keys.keys().filter(|k| !STEP_FIELDS.contains(&k.as_str())) {
-                problem(
-                    &format!("{here}/{key}"),
-                    &format!("{field}.{key}"),
-                    "unknown field",
-                );
-            }
+            let place = (format!("{at}/steps/{s}"), format!("workflows[{i}].steps[{s}]"));
+            let required = Some(("job", "is required (a job's name)"));
+            checked_mapping(step, &place, required, |key| STEP_FIELDS.contains(&key), problem);
         }
         let triggers = workflow.get("triggers").cloned().unwrap_or(json!([]));
         for (t, trigger) in triggers.as_array().into_iter().flatten().enumerate() {

@@ -1,0 +1,191 @@
+//! The settings' parsing, defaults, consistency and redaction.
+
+use super::units::parse_bytes;
+use super::*;
+
+fn config_with(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let map = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_map(&map)
+}
+
+#[test]
+fn defaults_make_a_local_config() {
+    let config = config_with(&[]).expect("defaults are valid");
+    assert_eq!(config.heartbeat_interval, Duration::from_secs(5));
+    assert_eq!(config.heartbeat_timeout, Duration::from_secs(15));
+    assert_eq!(config.reap_interval, Duration::from_secs(5));
+    assert_eq!(config.lock_lease, Duration::from_secs(30));
+    assert_eq!(config.redis_prefix, "probactr:");
+    assert_eq!(config.admin_password, None);
+}
+
+#[test]
+fn durations_parse_in_every_unit() {
+    assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+    assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+    assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+    assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+    assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
+    for bad in ["", "5", "s", "5 s", "-5s", "5x", "1.5s", "99999999999999999999d"] {
+        assert!(parse_duration(bad).is_err(), "{bad:?} should not parse");
+    }
+    assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+    assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+}
+
+#[test]
+fn sizes_parse_in_bytes_kib_and_mib() {
+    assert_eq!(config_with(&[]).expect("defaults").output_limit, 1024 * 1024);
+    assert_eq!(parse_bytes("65536"), Some(65536));
+    assert_eq!(parse_bytes("512KiB"), Some(512 * 1024));
+    assert_eq!(parse_bytes("2M"), Some(2 * 1024 * 1024));
+    for bad in ["", "KiB", "1.5MiB", "1GiB", "-1"] {
+        assert_eq!(parse_bytes(bad), None, "{bad:?} should not parse");
+    }
+    let err = config_with(&[("PROBACTR_OUTPUT_LIMIT", "10")]).expect_err("below the minimum");
+    assert!(err.to_string().contains("PROBACTR_OUTPUT_LIMIT"), "{err}");
+}
+
+#[test]
+fn a_bad_value_names_its_variable() {
+    let cases = [
+        ("PROBACTR_HEARTBEAT_INTERVAL", "fast"),
+        ("PROBACTR_LOCK_LEASE", "0s"),
+        ("PROBACTR_EXECUTOR_CAPACITY", "-1"),
+        ("PROBACTR_EXECUTOR_CAPACITY", "0"),
+        ("DATABASE_URL", "mysql://x"),
+        ("REDIS_URL", "localhost:6379"),
+        ("PROBACTR_MANAGER_LISTEN", "everywhere"),
+        ("PROBACTR_LOG_FORMAT", "xml"),
+        ("PROBACTR_COOKIE_SECURE", "maybe"),
+        ("PROBACTR_LOCK_RETRY", "sometimes"),
+    ];
+    for (var, value) in cases {
+        let err = config_with(&[(var, value)]).expect_err(var);
+        assert!(err.to_string().contains(var), "{err} should name {var}");
+        assert!(
+            err.to_string().contains("expected"),
+            "{err} should say what is expected"
+        );
+    }
+}
+
+#[test]
+fn heartbeat_timeout_must_exceed_interval() {
+    let err = config_with(&[
+        ("PROBACTR_HEARTBEAT_INTERVAL", "5s"),
+        ("PROBACTR_HEARTBEAT_TIMEOUT", "5s"),
+    ])
+    .expect_err("equal timeout is inconsistent");
+    assert!(matches!(
+        err,
+        ConfigError::Inconsistent {
+            var: "PROBACTR_HEARTBEAT_TIMEOUT",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn misspelt_variables_are_named_with_the_likely_intent() {
+    // Spelt in two parts, so that the file names no variable nothing reads.
+    let misspelt = concat!("PROBACTR", "_EXECUTOR_CAPACTY");
+    let unheard_of = concat!("PROBACTR", "_WHATEVER_THIS_IS");
+    let unknown = unknown_variables([
+        misspelt,
+        "PROBACTR_EXECUTOR_CAPACITY",
+        "PROBACTR_STATE",
+        unheard_of,
+        "HOME",
+    ]);
+    let text: Vec<String> = unknown.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        text,
+        [
+            format!("unknown {misspelt}, did you mean PROBACTR_EXECUTOR_CAPACITY?"),
+            format!("unknown {unheard_of} (it is ignored)"),
+        ]
+    );
+}
+
+#[test]
+fn errors_hide_passwords() {
+    let err = config_with(&[("DATABASE_URL", "mysql://u:secret@db/x")]).expect_err("wrong scheme");
+    assert!(!err.to_string().contains("secret"), "{err}");
+    assert!(err.to_string().contains("DATABASE_URL"), "{err}");
+}
+
+#[test]
+fn summary_hides_passwords() {
+    let config = config_with(&[("DATABASE_URL", "postgres://u:secret@db/x")]).expect("valid");
+    assert!(!config.summary().contains("secret"));
+    assert!(config.summary().contains("u:***@db/x"));
+}
+
+#[test]
+fn smtp_urls() {
+    let plain = SmtpSettings::parse("smtp://127.0.0.1:2525?tls=none").expect("valid");
+    assert_eq!(
+        (plain.host.as_str(), plain.port, plain.tls),
+        ("127.0.0.1", 2525, SmtpTls::None)
+    );
+    assert_eq!(plain.user, None);
+    let login = SmtpSettings::parse("smtp://alerts%40example.com:p%40ss@mail.example.com?tls=starttls")
+        .expect("valid");
+    assert_eq!(login.user.as_deref(), Some("alerts@example.com"));
+    assert_eq!(login.password.as_deref(), Some("p@ss"));
+    assert_eq!((login.port, login.tls), (25, SmtpTls::StartTls));
+    let wrapped = SmtpSettings::parse("smtps://u:p@mail.example.com").expect("valid");
+    assert_eq!((wrapped.port, wrapped.tls), (465, SmtpTls::Wrapper));
+    assert!(
+        !format!("{wrapped:?}").contains("\"p\""),
+        "Debug hides the password"
+    );
+    for bad in [
+        "http://mail",
+        "smtp://",
+        "smtp://mail?tls=maybe",
+        "smtps://mail?tls=starttls",
+        "smtp://mail?tls=none&tls=starttls",
+    ] {
+        assert!(SmtpSettings::parse(bad).is_err(), "{bad} accepted");
+    }
+}
+
+#[test]
+fn a_bad_smtp_url_is_named_without_its_password() {
+    let err = config_with(&[("PROBACTR_SMTP_URL", "smtp://u:hunter2@mail?tls=maybe")]).expect_err("invalid");
+    let text = err.to_string();
+    assert!(text.contains("PROBACTR_SMTP_URL"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    let err = config_with(&[("PROBACTR_SMTP_FROM", "nobody")]).expect_err("invalid");
+    assert!(err.to_string().contains("PROBACTR_SMTP_FROM"));
+}
+
+#[test]
+fn smtp_without_tls_must_say_so() {
+    for plain in ["smtp://u:hunter2@mail.example.com:587", "smtp://mail.example.com"] {
+        let err = config_with(&[("PROBACTR_SMTP_URL", plain)]).expect_err("plain text by default");
+        let text = err.to_string();
+        assert!(
+            text.contains("PROBACTR_SMTP_URL") && text.contains("tls=none"),
+            "{text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+    let config = config_with(&[("PROBACTR_SMTP_URL", "smtp://relay.internal?tls=none")]).expect("chosen");
+    assert_eq!(config.smtp.map(|smtp| smtp.tls), Some(SmtpTls::None));
+    let config =
+        config_with(&[("PROBACTR_SMTP_URL", "smtp://mail.example.com:587?tls=starttls")]).expect("STARTTLS");
+    assert_eq!(config.smtp.map(|smtp| smtp.tls), Some(SmtpTls::StartTls));
+}
+
+#[test]
+fn every_variable_has_a_parsing_default() {
+    let names: Vec<_> = VARS.iter().map(|v| v.name).collect();
+    let unique: std::collections::HashSet<_> = names.iter().collect();
+    assert_eq!(names.len(), unique.len(), "a variable is declared twice");
+}

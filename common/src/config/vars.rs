@@ -1,0 +1,262 @@
+//! The catalogue of the variables probactr reads: each declared once, with its default
+//! and meaning (the README's configuration table and `.env.example` are checked against it).
+
+/// One environment variable probactr reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    /// The variable's name.
+    pub name: &'static str,
+    /// Its value when unset (empty: no default, the feature is off or the value required).
+    pub default: &'static str,
+    /// What it means, in one line.
+    pub help: &'static str,
+}
+
+/// Every variable any probactr process reads.
+pub const VARS: &[Var] = &[
+    Var {
+        name: "DATABASE_URL",
+        default: "postgres://postgres@127.0.0.1:5432/probactr",
+        help: "PostgreSQL connection URL (the source of truth)",
+    },
+    Var {
+        name: "REDIS_URL",
+        default: "redis://127.0.0.1:6379",
+        help: "Redis connection URL (locks and permits)",
+    },
+    Var {
+        name: "PROBACTR_REDIS_PREFIX",
+        default: "probactr:",
+        help: "prefix of every Redis key, so clusters can share a Redis",
+    },
+    Var {
+        name: "PROBACTR_DB_POOL_SIZE",
+        default: "10",
+        help: "maximum PostgreSQL connections per process",
+    },
+    Var {
+        name: "PROBACTR_CONNECT_TIMEOUT",
+        default: "60s",
+        help: "at start-up, how long a process retries PostgreSQL and Redis (executors, monitors; the manager PostgreSQL) before it exits naming the one that does not answer",
+    },
+    Var {
+        name: "PROBACTR_HEARTBEAT_INTERVAL",
+        default: "5s",
+        help: "how often executors and monitors heartbeat",
+    },
+    Var {
+        name: "PROBACTR_HEARTBEAT_TIMEOUT",
+        default: "15s",
+        help: "silence after which a monitor declares a process dead; must exceed the interval",
+    },
+    Var {
+        name: "PROBACTR_REAP_INTERVAL",
+        default: "5s",
+        help: "how often monitors look for dead executors and stuck runs",
+    },
+    Var {
+        name: "PROBACTR_LOCK_LEASE",
+        default: "30s",
+        help: "lease of a job's Redis lock or permit; renewed every lease/3",
+    },
+    Var {
+        name: "PROBACTR_LOCK_START_BUDGET",
+        default: "2s",
+        help: "how long an executor retries a busy lock before applying the overlap policy",
+    },
+    Var {
+        name: "PROBACTR_LOCK_RETRY",
+        default: "jitter:20ms:500ms",
+        help:
+            "how a busy lock is retried: jitter:BASE:CAP (full jitter) or fixed:DELAY (only to show why not)",
+    },
+    Var {
+        name: "PROBACTR_EXECUTOR_CAPACITY",
+        default: "1024",
+        help: "runs one executor executes at once (noop, sleep and HTTP jobs run inside the executor)",
+    },
+    Var {
+        name: "PROBACTR_EXECUTOR_PROCESSES",
+        default: "16",
+        help: "of those, shell jobs (each a process) one executor runs at once",
+    },
+    Var {
+        name: "PROBACTR_EXECUTOR_LABELS",
+        default: "",
+        help: "labels of an executor, name=value,name=value (zone=a,gpu=1): jobs with a selector run only on executors carrying all of its labels",
+    },
+    Var {
+        name: "PROBACTR_FIRE_BATCH",
+        default: "500",
+        help: "due triggers an executor fires per transaction",
+    },
+    Var {
+        name: "PROBACTR_FIRE_AHEAD",
+        default: "500ms",
+        help: "how long before their instant runs are fired into the queue, waiting there until it comes (0s: at the instant)",
+    },
+    Var {
+        name: "PROBACTR_DRAIN_TIMEOUT",
+        default: "30s",
+        help: "on SIGTERM, how long running jobs may finish before they are stopped",
+    },
+    Var {
+        name: "PROBACTR_RETENTION",
+        default: "30d",
+        help: "run history older than this is deleted by monitors",
+    },
+    Var {
+        name: "PROBACTR_OUTPUT_LIMIT",
+        default: "1MiB",
+        help: "how much output a run keeps (bytes, or with KiB/MiB): its first half and its last half, the middle cut",
+    },
+    Var {
+        name: "PROBACTR_HTTP_ALLOW",
+        default: "",
+        help:
+            "comma-separated CIDR ranges HTTP jobs may reach even if denied by default (link-local, metadata)",
+    },
+    Var {
+        name: "PROBACTR_HTTP_DENY",
+        default: "",
+        help: "comma-separated CIDR ranges HTTP jobs may never reach",
+    },
+    Var {
+        name: "PROBACTR_JOB_ENV_PASSTHROUGH",
+        default: "",
+        help: "comma-separated names (or `PREFIX_*`) of the executor's variables shell jobs inherit beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR and USER",
+    },
+    Var {
+        name: "PROBACTR_JOB_USER",
+        default: "",
+        help: "the account shell jobs run as, NAME or UID:GID (the executor's own when empty); the executor needs root's SETUID, SETGID, KILL, CHOWN, DAC_OVERRIDE and FOWNER capabilities for it and refuses to start without them",
+    },
+    Var {
+        name: "PROBACTR_JOB_USERS_ALLOWED",
+        default: "",
+        help: "comma-separated accounts (NAME or UID:GID) a job may name as its own `run_as`",
+    },
+    Var {
+        name: "PROBACTR_WORK_DIR",
+        default: "",
+        help: "where an executor makes each shell run's fresh working directory, removed after the run (the system's temporary directory when empty)",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY",
+        default: "",
+        help: "32 random bytes in base64 sealing job and channel secrets (manager, executors and monitors; `openssl rand -base64 32`)",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY_PREVIOUS",
+        default: "",
+        help: "the key before PROBACTR_SECRET_KEY, during a rotation: its secrets still open",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY_FILE",
+        default: "",
+        help: "a file holding PROBACTR_SECRET_KEY, instead of the variable (Docker and Kubernetes secrets)",
+    },
+    Var {
+        name: "PROBACTR_SECRET_KEY_PREVIOUS_FILE",
+        default: "",
+        help: "a file holding PROBACTR_SECRET_KEY_PREVIOUS, instead of the variable",
+    },
+    Var {
+        name: "DATABASE_URL_FILE",
+        default: "",
+        help: "a file holding DATABASE_URL, instead of the variable",
+    },
+    Var {
+        name: "REDIS_URL_FILE",
+        default: "",
+        help: "a file holding REDIS_URL, instead of the variable",
+    },
+    Var {
+        name: "PROBACTR_TRUSTED_PROXIES",
+        default: "",
+        help: "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For names the client (the manager's login rate limit)",
+    },
+    Var {
+        name: "PROBACTR_SMTP_URL",
+        default: "",
+        help: "SMTP server monitors send alert mail through: smtps://user:pass@host:port (TLS), smtp://…?tls=starttls, or smtp://…?tls=none for a plain relay (off when empty)",
+    },
+    Var {
+        name: "PROBACTR_SMTP_URL_FILE",
+        default: "",
+        help: "a file holding PROBACTR_SMTP_URL, instead of the variable",
+    },
+    Var {
+        name: "PROBACTR_SMTP_FROM",
+        default: "probactr@localhost",
+        help: "sender address of alert mail",
+    },
+    Var {
+        name: "PROBACTR_PUBLIC_URL",
+        default: "http://127.0.0.1:8080",
+        help: "the manager's address as users reach it, for links in alerts",
+    },
+    Var {
+        name: "PROBACTR_ALERT_RETRY_FOR",
+        default: "1h",
+        help: "how long monitors retry an alert delivery that fails before marking it failed",
+    },
+    Var {
+        name: "PROBACTR_METRICS_LISTEN",
+        default: "",
+        help: "address an executor or monitor serves Prometheus metrics on (off when empty)",
+    },
+    Var {
+        name: "PROBACTR_MANAGER_LISTEN",
+        default: "127.0.0.1:8080",
+        help: "address the manager's web admin and API listen on",
+    },
+    Var {
+        name: "PROBACTR_COOKIE_SECURE",
+        default: "false",
+        help: "mark the manager's session cookie Secure (set true when it is served over HTTPS)",
+    },
+    Var {
+        name: "PROBACTR_SSE_PER_USER",
+        default: "10",
+        help: "live output streams one user may have open at once on a manager; more are answered 429",
+    },
+    Var {
+        name: "PROBACTR_SSE_MAX_SECS",
+        default: "3600",
+        help: "seconds after which the manager ends a live output stream (the client reconnects to go on)",
+    },
+    Var {
+        name: "PROBACTR_ADMIN_USER",
+        default: "admin",
+        help: "name of the first admin, created when no user exists",
+    },
+    Var {
+        name: "PROBACTR_ADMIN_PASSWORD",
+        default: "",
+        help: "password of the first admin (at least 12 characters; required when no user exists)",
+    },
+    Var {
+        name: "PROBACTR_ADMIN_PASSWORD_FILE",
+        default: "",
+        help: "a file holding PROBACTR_ADMIN_PASSWORD, instead of the variable",
+    },
+    Var {
+        name: "PROBACTR_LOG_FORMAT",
+        default: "text",
+        help: "log format: text or json",
+    },
+    Var {
+        name: "RUST_LOG",
+        default: "info",
+        help: "log filter (tracing EnvFilter syntax)",
+    },
+];
+
+/// The default of a variable (empty when it has none).
+pub(super) fn default_of(name: &str) -> &'static str {
+    VARS.iter()
+        .find(|var| var.name == name)
+        .map(|var| var.default)
+        .unwrap_or("")
+}

@@ -1,0 +1,252 @@
+//! Apply: make the server match the files, job by job, then child lists, workflows and
+//! alert rules; every refusal names the file, line and field at fault.
+
+use serde_json::{json, Map, Value};
+
+use crate::compare::{describe, differences, short, unmatched_triggers};
+use crate::fields::{child_names, names_by_id, trigger_definition, CHILD_FIELDS};
+use crate::source::Source;
+use crate::{alerting, workflows, DefinitionError, Refusal, Registry, MANAGER};
+
+/// What applying the files did (or, for a dry run, would do): one line per change.
+pub struct Report {
+    /// The changes.
+    pub changes: Vec<String>,
+}
+
+/// Makes the server match the files; with `dry_run`, only says what it would change;
+/// with `prune`, also deletes the jobs apply manages that the files no longer name.
+pub async fn apply(
+    registry: &impl Registry,
+    sources: &[Source],
+    dry_run: bool,
+    prune: bool,
+) -> Result<Report, DefinitionError> {
+    let mut changes = Vec::new();
+    for source in sources {
+        alerting::apply_channels(registry, source, dry_run, &mut changes).await?;
+    }
+    let wanted = wanted_jobs(sources);
+    for job in &wanted {
+        apply_job(registry, job, dry_run, &mut changes).await?;
+    }
+    // Once every job exists, a child list may name any of them.
+    for job in &wanted {
+        apply_children(registry, job, dry_run, &mut changes).await?;
+    }
+    for source in sources {
+        workflows::apply(registry, source, dry_run, &mut changes).await?;
+        alerting::apply_rules(registry, source, dry_run, &mut changes).await?;
+    }
+    if prune {
+        let named: Vec<&str> = wanted
+            .iter()
+            .filter_map(|w| w.definition["name"].as_str())
+            .collect();
+        for job in registry.jobs().await? {
+            let name = job["name"].as_str().unwrap_or_default();
+            if job["managed_by"] == MANAGER && !named.contains(&name) {
+                changes.push(format!("- job {name}"));
+                if !dry_run {
+                    registry
+                        .delete_job(job["id"].as_i64().unwrap_or_default())
+                        .await?;
+                }
+            }
+        }
+    }
+    Ok(Report { changes })
+}
+
+/// One job of the files.
+pub(crate) struct Wanted<'a> {
+    source: &'a Source,
+    pointer: String,
+    definition: Map<String, Value>,
+    triggers: Vec<Value>,
+    /// Its child lists by job name (a list left out: none).
+    children: Map<String, Value>,
+}
+
+/// A refusal of the object at `pointer`, with the file and line of each bad field.
+pub(crate) fn located_in(
+    source: &Source,
+    pointer: &str,
+    refusal: Refusal,
+    fields_under: &str,
+) -> DefinitionError {
+    let mut out = format!("{}: {}", source.at(pointer), refusal.message);
+    for (field, problem) in &refusal.fields {
+        let field = field.trim_start_matches("config.");
+        let at = format!("{pointer}{fields_under}/{}", field.replace('.', "/"));
+        out.push_str(&format!("\n{}: {field}: {problem}", source.at(&at)));
+    }
+    DefinitionError(out)
+}
+
+pub(crate) fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
+    let mut wanted = Vec::new();
+    for source in sources {
+        let jobs = source.document.value["jobs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (i, job) in jobs.into_iter().enumerate() {
+            let mut definition = job.as_object().cloned().unwrap_or_default();
+            let triggers = definition
+                .remove("triggers")
+                .and_then(|t| t.as_array().cloned())
+                .unwrap_or_default();
+            let children = CHILD_FIELDS
+                .iter()
+                .map(|field| {
+                    (
+                        (*field).to_owned(),
+                        definition.remove(*field).unwrap_or_else(|| json!([])),
+                    )
+                })
+                .collect();
+            wanted.push(Wanted {
+                source,
+                pointer: format!("/jobs/{i}"),
+                definition,
+                triggers,
+                children,
+            });
+        }
+    }
+    wanted
+}
+
+/// A refusal of a job's definition, with the file and line of each bad field.
+pub(crate) fn located(wanted: &Wanted<'_>, refusal: Refusal, under: &str) -> DefinitionError {
+    located_in(wanted.source, &wanted.pointer, refusal, under)
+}
+
+pub(crate) async fn apply_job(
+    registry: &impl Registry,
+    wanted: &Wanted<'_>,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let name = wanted.definition["name"].as_str().unwrap_or_default().to_owned();
+    let existing = registry
+        .jobs()
+        .await?
+        .into_iter()
+        .find(|job| job["name"] == name.as_str());
+    let job_id = match existing {
+        None => {
+            changes.push(format!("+ job {name}"));
+            if dry_run {
+                for trigger in &wanted.triggers {
+                    changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
+                }
+                return Ok(());
+            }
+            let mut body = wanted.definition.clone();
+            body.insert("managed_by".into(), json!(MANAGER));
+            registry
+                .create_job(Value::Object(body))
+                .await
+                .map_err(|err| located(wanted, err, ""))?
+        }
+        Some(job) => {
+            let mut differences = differences(&wanted.definition, &job);
+            if job["managed_by"] != MANAGER {
+                differences.push(format!(
+                    "adopted (managed_by {} → {MANAGER})",
+                    short(job.get("managed_by"))
+                ));
+            }
+            let id = job["id"].as_i64().unwrap_or_default();
+            if !differences.is_empty() {
+                changes.push(format!("~ job {name}: {}", differences.join(", ")));
+                if !dry_run {
+                    let mut patch = Map::new();
+                    for field in wanted.definition.keys().filter(|f| *f != "name") {
+                        patch.insert(field.clone(), wanted.definition[field].clone());
+                    }
+                    patch.insert("version".into(), job["version"].clone());
+                    patch.insert("managed_by".into(), json!(MANAGER));
+                    registry
+                        .update_job(id, Value::Object(patch))
+                        .await
+                        .map_err(|err| located(wanted, err, ""))?;
+                }
+            }
+            id
+        }
+    };
+    apply_triggers(registry, wanted, &name, job_id, dry_run, changes).await
+}
+
+/// Sets a job's child lists (by name) where they differ from the files'.
+pub(crate) async fn apply_children(
+    registry: &impl Registry,
+    wanted: &Wanted<'_>,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let jobs = registry.jobs().await?;
+    let names = names_by_id(&jobs);
+    let name = wanted.definition["name"].as_str().unwrap_or_default();
+    let existing = jobs.iter().find(|job| job["name"] == name);
+    let current: Map<String, Value> = match existing {
+        Some(job) => child_names(job, &names)
+            .into_iter()
+            .map(|(field, names)| (field.to_owned(), json!(names)))
+            .collect(),
+        None => CHILD_FIELDS
+            .iter()
+            .map(|f| ((*f).to_owned(), json!([])))
+            .collect(),
+    };
+    let differ = differences(&wanted.children, &Value::Object(current));
+    if differ.is_empty() {
+        return Ok(());
+    }
+    changes.push(format!("~ job {name}: {}", differ.join(", ")));
+    let Some(job) = existing.filter(|_| !dry_run) else {
+        return Ok(());
+    };
+    let mut patch = wanted.children.clone();
+    patch.insert("version".into(), job["version"].clone());
+    registry
+        .update_job(job["id"].as_i64().unwrap_or_default(), Value::Object(patch))
+        .await
+        .map_err(|err| located(wanted, err, ""))
+}
+
+pub(crate) async fn apply_triggers(
+    registry: &impl Registry,
+    wanted: &Wanted<'_>,
+    name: &str,
+    job_id: i64,
+    dry_run: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), DefinitionError> {
+    let (missing, existing) = unmatched_triggers(&wanted.triggers, registry.triggers(job_id).await?);
+    for (t, trigger) in missing {
+        changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
+        if !dry_run {
+            registry
+                .create_trigger(job_id, trigger.clone())
+                .await
+                .map_err(|err| located(wanted, err, &format!("/triggers/{t}")))?;
+        }
+    }
+    for stale in existing {
+        changes.push(format!(
+            "- trigger {} of {name}: {}",
+            stale["id"],
+            describe(&trigger_definition(&stale))
+        ));
+        if !dry_run {
+            registry
+                .delete_trigger(stale["id"].as_i64().unwrap_or_default())
+                .await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! The fields each kind of object carries in a definition file, and how they are picked
+//! out of the server's objects (nulls left out, ids named).
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+/// The fields of an alert channel a definition carries (its secret and its URL never:
+/// a webhook or Slack URL is itself a credential; both are set in the admin or the API,
+/// and kept when a file leaves them out).
+pub(crate) const CHANNEL_FIELDS: &[&str] = &["name", "kind", "config"];
+/// The fields of an alert rule a definition carries; `job` and `channels` by name.
+pub(crate) const RULE_FIELDS: &[&str] = &[
+    "name",
+    "events",
+    "job",
+    "channels",
+    "threshold",
+    "duration_secs",
+    "throttle_secs",
+    "enabled",
+];
+/// The sections of a definition file.
+pub(crate) const SECTIONS: &[&str] = &["jobs", "channels", "alert_rules", "workflows"];
+/// A job's child lists, carried by job name (ids differ from cluster to cluster).
+pub(crate) const CHILD_FIELDS: &[&str] = &["on_success", "on_failure", "on_finish"];
+
+/// The fields of a job a definition carries (besides `triggers`).
+pub(crate) const JOB_FIELDS: &[&str] = &[
+    "name",
+    "kind",
+    "description",
+    "spec",
+    "parallel",
+    "max_concurrency",
+    "overlap",
+    "timeout_secs",
+    "retry",
+    "paused",
+    "on_executor_lost",
+    "max_takeovers",
+    "stop_grace_secs",
+    "selector",
+    "priority",
+    "route",
+    "shards",
+    "mode",
+    "replicas",
+];
+/// The fields of a trigger a definition carries.
+pub(crate) const TRIGGER_FIELDS: &[&str] = &[
+    "kind",
+    "cron",
+    "timezone",
+    "interval_secs",
+    "at",
+    "start_at",
+    "end_at",
+    "misfire",
+    "misfire_threshold_secs",
+    "paused",
+    "max_concurrency",
+    "params",
+];
+
+/// A trigger's value of `field` when a definition leaves it out (the server's default).
+pub(crate) fn trigger_default(field: &str) -> Value {
+    match field {
+        "timezone" => json!("UTC"),
+        "misfire" => json!("fire_once"),
+        "misfire_threshold_secs" => json!(60),
+        "paused" => json!(false),
+        "params" => json!({}),
+        _ => Value::Null,
+    }
+}
+
+/// A trigger's definition: its carried fields, empty parameters left out.
+pub(crate) fn trigger_definition(trigger: &Value) -> Value {
+    let mut definition = pick(trigger, TRIGGER_FIELDS);
+    if definition
+        .get("params")
+        .is_some_and(|p| p.as_object().is_some_and(Map::is_empty))
+    {
+        definition.remove("params");
+    }
+    Value::Object(definition)
+}
+
+/// A job's child lists by job name (children since deleted left out).
+pub(crate) fn child_names(job: &Value, names: &HashMap<i64, String>) -> Vec<(&'static str, Vec<String>)> {
+    CHILD_FIELDS
+        .iter()
+        .map(|field| {
+            let listed = job[*field].as_array().cloned().unwrap_or_default();
+            let named = listed
+                .iter()
+                .filter_map(|id| id.as_i64().and_then(|id| names.get(&id)).cloned())
+                .collect();
+            (*field, named)
+        })
+        .collect()
+}
+
+pub(crate) fn names_by_id(objects: &[Value]) -> HashMap<i64, String> {
+    objects
+        .iter()
+        .filter_map(|o| Some((o["id"].as_i64()?, o["name"].as_str()?.to_owned())))
+        .collect()
+}
+
+/// The listed fields of an object that are set (nulls left out, to keep files short).
+pub(crate) fn pick(object: &Value, fields: &[&str]) -> Map<String, Value> {
+    fields
+        .iter()
+        .filter_map(|field| {
+            let value = object.get(*field)?;
+            (!value.is_null()).then(|| ((*field).to_owned(), value.clone()))
+        })
+        .collect()
+}

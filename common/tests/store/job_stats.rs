@@ -923,6 +923,26 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         1,
         "old secrets unbound"
     );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM pg_attribute
+             WHERE attrelid = 'runs_live'::regclass AND attnum > 0 AND NOT attisdropped
+               AND NOT EXISTS (SELECT 1 FROM pg_stats WHERE tablename = 'runs_live'
+                                 AND pg_stats.attname = pg_attribute.attname)"
+        )
+        .await,
+        0,
+        "every live run column has statistics (the live runs analyzed)"
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM pg_indexes
+             WHERE indexname IN ('jobs_with_followers', 'workflow_run_steps_running')"
+        )
+        .await,
+        2,
+        "the partial indexes of the follow-ups exist"
+    );
 
     sqlx::query("DELETE FROM triggers WHERE id = $1")
         .bind(trigger)

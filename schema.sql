@@ -335,6 +335,36 @@ BEGIN
 END $_$;
 
 --
+-- Name: probactr_next_attempt(bigint, bigint, integer, text, integer, bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_next_attempt(ended_id bigint, ended_chain bigint, ended_attempt integer, ended_state text, ended_replica integer, ended_job bigint, executor_lost boolean) RETURNS TABLE(available_at timestamp with time zone, reason text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN plan.takeover THEN now()
+                ELSE now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended_attempt - 1)) END,
+           CASE WHEN plan.takeover
+                THEN 'takeover ' || (plan.takeovers + 1) || ' of ' || jobs.max_takeovers || ': run '
+                     || ended_id || ' lost its executor'
+                ELSE 'retry of run ' || ended_id || ' (' || ended_state || ')' END
+    FROM jobs
+    CROSS JOIN LATERAL (
+        SELECT executor_lost AND jobs.on_executor_lost = 'rerun'
+                   AND prior.takeovers < jobs.max_takeovers AS takeover,
+               prior.takeovers
+        FROM (SELECT CASE WHEN executor_lost AND jobs.on_executor_lost = 'rerun'
+                          THEN (SELECT count(*) FROM runs AS earlier
+                                WHERE (earlier.first_run_id = coalesce(ended_chain, ended_id)
+                                       OR earlier.id = coalesce(ended_chain, ended_id))
+                                  AND earlier.state = 'abandoned')
+                          ELSE 0 END AS takeovers) AS prior) AS plan
+    WHERE jobs.id = ended_job
+      AND ended_replica IS NULL
+      AND (plan.takeover
+           OR (ended_state IN ('failed', 'timed_out', 'abandoned') AND ended_attempt < jobs.retry_max_attempts))
+$$;
+
+--
 -- Name: probactr_notify_runs(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -362,6 +392,16 @@ BEGIN
     PERFORM pg_notify('probactr_triggers', '');
     RETURN NULL;
 END $$;
+
+--
+-- Name: probactr_queue_run(bigint, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_queue_run(job bigint, why text) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    INSERT INTO runs (job_id, scheduled_at, reason) VALUES (job, now(), why) RETURNING id
+$$;
 
 --
 -- Name: probactr_route_live_run(); Type: FUNCTION; Schema: public; Owner: -
@@ -471,9 +511,7 @@ BEGIN
                                 AND later.attempt > last.attempt)
             ORDER BY last.id, children.job_id
         LOOP
-            INSERT INTO runs (job_id, scheduled_at, reason)
-            VALUES (child.job_id, now(), 'child of run ' || child.parent_id)
-            RETURNING id INTO queued;
+            queued := probactr_queue_run(child.job_id, 'child of run ' || child.parent_id);
             INSERT INTO run_inputs (run_id, params, parent_run_id)
             VALUES (queued, child.params, child.parent_id);
         END LOOP;
@@ -576,9 +614,7 @@ BEGIN
     SELECT s.job_id, w.params || s.params INTO step_job, given
     FROM workflow_run_steps AS s JOIN workflow_runs AS w ON w.id = s.workflow_run_id
     WHERE s.workflow_run_id = target AND s.name = step;
-    INSERT INTO runs (job_id, scheduled_at, reason)
-    VALUES (step_job, now(), 'workflow run ' || target || ', step ' || step)
-    RETURNING id INTO queued;
+    queued := probactr_queue_run(step_job, 'workflow run ' || target || ', step ' || step);
     INSERT INTO run_inputs (run_id, params, workflow_run_id, step_name)
     VALUES (queued, given, target, step);
     UPDATE workflow_run_steps

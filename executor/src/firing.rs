@@ -31,7 +31,8 @@ use probactr_common::backoff::Backoff;
 use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::retry::retry_transient;
-use probactr_common::store::triggers::{self, FiredRuns, MissedInstants};
+use probactr_common::store::runs::{self, FiredRuns};
+use probactr_common::store::triggers::{self, MissedInstants};
 use probactr_common::store::{workflows, StoreError};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -190,7 +191,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
             slots.extend(slot);
         }
     }
-    let inserted = triggers::insert_fired_runs(&mut tx, &fired, executor_id).await?;
+    let inserted = runs::insert_fired_runs(&mut tx, &fired, executor_id).await?;
     let missed: Vec<MissedInstants> = plans.iter().filter_map(|plan| plan.missed.clone()).collect();
     triggers::record_misfires(&mut tx, &missed).await?;
     let ids: Vec<i64> = due.iter().map(|due| due.trigger.id).collect();

@@ -151,7 +151,7 @@ async fn reroute(monitor: &Monitor) -> Result<(), StoreError> {
 
 /// Services: starts the instances that are missing, stops the surplus.
 async fn keep_services(monitor: &Monitor) -> Result<(), StoreError> {
-    for started in services::start_missing(&monitor.pool).await? {
+    for started in runs::queue_missing_service_instances(&monitor.pool).await? {
         tracing::info!(run.id = started.run_id, job.id = started.job_id, replica = started.replica,
             available_at = %started.available_at, "service instance queued");
     }

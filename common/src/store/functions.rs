@@ -32,6 +32,8 @@
 //! | `probactr_route_live_run` (`runs_live_route`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`, `higher_priority_goes_first_and_waiting_long_enough_overtakes_it` |
 //! | `probactr_notify_runs` (`runs_queued_notify`) | `common/tests/store/functions.rs`: `changed_triggers_and_queued_runs_notify_unless_quiet` |
 //! | `probactr_run_targets` | `monitor/tests/faults/routing.rs`: `broadcast_runs_once_per_executor_and_shards_cover_every_index` |
+//! | `probactr_next_attempt` | `common/tests/store/retries.rs`: `failures_queue_retries_up_to_the_limit_with_backoff`; `common/tests/store/reaping.rs`: `a_run_whose_executor_died_is_taken_over_at_most_max_takeovers_times`; `common/tests/store/hot_path.rs`: `every_way_a_run_ends_inlines_the_next_attempt_policy` |
+//! | `probactr_queue_run` | `monitor/tests/faults/workflows.rs`: the diamond, `child_jobs_run_once_after_their_parent_with_its_params` |
 //! | `probactr_run_params` | `manager/tests/api/workflows.rs`: `trigger_params_are_defaults_under_a_runs_own`; `monitor/tests/faults/workflows.rs`: `child_jobs_run_once_after_their_parent_with_its_params` |
 //! | `probactr_erase_job_history` (`jobs_erase_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it`; `common/tests/store/job_stats.rs`: `this_releases_migrations_upgrade_a_populated_database` |
 //! | `probactr_forget_trigger_in_history` (`triggers_forget_in_history`) | the same two |
@@ -98,6 +100,8 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     function!("runs/sql/functions/probactr_notify_runs.sql"),
     function!("runs/sql/functions/probactr_run_targets.sql"),
     function!("runs/sql/functions/probactr_run_params.sql"),
+    function!("runs/sql/functions/probactr_next_attempt.sql"),
+    function!("runs/sql/functions/probactr_queue_run.sql"),
     function!("runs/sql/functions/probactr_erase_job_history.sql"),
     function!("runs/sql/functions/probactr_forget_trigger_in_history.sql"),
     function!("runs/sql/functions/probactr_forget_executor_in_history.sql"),

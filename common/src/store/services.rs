@@ -4,64 +4,13 @@
 //! are queued, claimed or running at once, whoever starts them. Monitors start the
 //! instances that are missing (a first start, an instance that ended, one whose executor
 //! was declared dead) and stop the surplus (a paused service, fewer replicas) every
-//! pass. Instances that keep ending quickly are restarted with a growing backoff.
+//! pass (the instances are queued by [`crate::store::runs::queue_missing_service_instances`]).
+//! Instances that keep ending quickly are restarted with a growing backoff.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
 use super::StoreError;
-
-/// An instance queued to start.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct StartedReplica {
-    /// Its run.
-    pub run_id: i64,
-    /// The service.
-    pub job_id: i64,
-    /// Its slot.
-    pub replica: i32,
-    /// When it may start (later than now after quick ends: the backoff).
-    pub available_at: DateTime<Utc>,
-}
-
-/// Queues an instance for every slot of every unpaused service that has none live.
-/// The delay before it may start doubles with each instance of the slot that ended
-/// (by itself, not stopped or lost with its executor) within 30 s of starting in the
-/// last 10 minutes, from 1 s up to 60 s.
-pub async fn start_missing(db: impl PgExecutor<'_>) -> Result<Vec<StartedReplica>, StoreError> {
-    Ok(sqlx::query_as!(
-        StartedReplica,
-        r#"WITH wanted AS (
-               SELECT jobs.id AS job_id, slot
-               FROM jobs CROSS JOIN LATERAL generate_series(0, jobs.replicas - 1) AS slot
-               WHERE jobs.mode = 'service' AND NOT jobs.paused),
-           missing AS (
-               SELECT wanted.job_id, wanted.slot,
-                      (SELECT count(*) FROM runs_done AS ended
-                       WHERE ended.job_id = wanted.job_id AND ended.replica = wanted.slot
-                         AND ended.scheduled_at > now() - interval '1 day'
-                         AND ended.finished_at > now() - interval '10 minutes'
-                         AND ended.state IN ('succeeded', 'failed', 'timed_out')
-                         AND ended.finished_at - coalesce(ended.started_at, ended.finished_at)
-                             < interval '30 seconds') AS quick_ends
-               FROM wanted
-               WHERE NOT EXISTS (SELECT 1 FROM runs_live AS live
-                                 WHERE live.job_id = wanted.job_id AND live.replica = wanted.slot))
-           INSERT INTO runs (job_id, scheduled_at, available_at, replica, reason)
-           SELECT job_id, now(),
-                  now() + make_interval(secs => CASE WHEN quick_ends = 0 THEN 0
-                                                     ELSE least(60, power(2, quick_ends - 1)) END),
-                  slot,
-                  CASE WHEN quick_ends = 0 THEN 'service instance ' || slot
-                       ELSE 'service instance ' || slot || ', restarted after ' || quick_ends
-                            || ' quick end(s)' END
-           FROM missing
-           ON CONFLICT DO NOTHING
-           RETURNING id AS run_id, job_id, replica AS "replica!", available_at"#
-    )
-    .fetch_all(db)
-    .await?)
-}
 
 /// A live instance that should stop, and why.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

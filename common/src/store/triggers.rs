@@ -1,16 +1,15 @@
 //! `triggers` and `misfires`: creating triggers with their first instant, listing,
 //! version-checked updates (which also move `next_fire_at`) and deletes (every write wakes
-//! the executors through the `triggers_changed` database trigger), and the statements of the firing transaction (claim due, insert runs, record
-//! misfires, advance).
+//! the executors through the `triggers_changed` database trigger), and the statements of the firing transaction (claim due, record misfires, advance;
+//! the fired runs themselves are born in [`crate::store::runs::insert_fired_runs`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgExecutor};
 
 use super::StoreError;
-use uuid::Uuid;
 
-use crate::model::{Misfire, Run, RunState, Trigger, TriggerKind};
+use crate::model::{Misfire, Trigger, TriggerKind};
 use crate::schedule::{ScheduleError, TriggerSchedule};
 
 /// What it takes to create a trigger.
@@ -178,18 +177,14 @@ pub struct DueTrigger {
 /// triggers another executor is firing are skipped, not waited for. It also silences the
 /// change notification for the transaction (peers need no wake-up for instants this
 /// executor handles) and reads the database's clock.
-pub const CLAIM_DUE_SQL: &str = "WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
-     SELECT triggers.*,
-            (jobs.parallel AND jobs.max_concurrency IS NULL AND triggers.max_concurrency IS NULL
-             AND jobs.selector = '{}'::jsonb AND jobs.route = 'any' AND jobs.mode = 'batch') AS lock_free,
-            jobs.route <> 'any' AS fan_out,
-            jobs.version AS job_version, now() AS db_now
-     FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
-     WHERE NOT triggers.paused AND triggers.next_fire_at <= now() + make_interval(secs => $2)
-       AND NOT jobs.paused
-     ORDER BY triggers.next_fire_at
-     LIMIT $1
-     FOR UPDATE OF triggers SKIP LOCKED";
+pub const CLAIM_DUE_SQL: &str = include_str!("triggers/sql/claim_due.sql");
+
+// Checked at build time like every other statement: the macro below is never run. Its
+// rows are read with `FromRow` instead, because `DueTrigger` embeds a `Trigger`, which
+// the checking macros cannot fill.
+const _: fn() = || {
+    let _ = sqlx::query_file!("src/store/triggers/sql/claim_due.sql", 0_i64, 0.0_f64);
+};
 
 /// Locks up to `batch` triggers due within `ahead` (see [`CLAIM_DUE_SQL`]).
 pub async fn claim_due(
@@ -202,132 +197,6 @@ pub async fn claim_due(
         .bind(ahead.as_secs_f64())
         .fetch_all(conn)
         .await?)
-}
-
-/// The first attempts of fired instants, in columns.
-#[derive(Debug, Clone, Default)]
-pub struct FiredRuns {
-    /// Each run's job.
-    pub job_ids: Vec<i64>,
-    /// Each run's trigger.
-    pub trigger_ids: Vec<i64>,
-    /// Each run's instant.
-    pub instants: Vec<DateTime<Utc>>,
-    /// Whether the firing executor starts the run itself (it has a free slot and the job
-    /// needs no lock): such a run is inserted `running` on that executor.
-    pub owned: Vec<bool>,
-    /// Instants of jobs whose route fans out (broadcast, shard): each becomes the runs
-    /// `probactr_run_targets` lists, all queued.
-    pub fanned_out: FannedOut,
-}
-
-/// Instants whose job's route makes several runs of each.
-#[derive(Debug, Clone, Default)]
-pub struct FannedOut {
-    /// Each instant's job.
-    pub job_ids: Vec<i64>,
-    /// Each instant's trigger.
-    pub trigger_ids: Vec<i64>,
-    /// The instants.
-    pub instants: Vec<DateTime<Utc>>,
-}
-
-impl FiredRuns {
-    /// Adds one run.
-    pub fn push(&mut self, job_id: i64, trigger_id: i64, instant: DateTime<Utc>, owned: bool) {
-        self.job_ids.push(job_id);
-        self.trigger_ids.push(trigger_id);
-        self.instants.push(instant);
-        self.owned.push(owned);
-    }
-
-    /// Adds an instant of a job whose route fans out.
-    pub fn push_fanned_out(&mut self, job_id: i64, trigger_id: i64, instant: DateTime<Utc>) {
-        self.fanned_out.job_ids.push(job_id);
-        self.fanned_out.trigger_ids.push(trigger_id);
-        self.fanned_out.instants.push(instant);
-    }
-}
-
-/// Inserts the first attempts of fired instants; an instant that already has a run is
-/// left alone (invariant 1). Owned runs start on `executor_id` in the same statement
-/// (unless it is cordoned: then they are queued like the others).
-/// A run fired ahead of its instant waits in the queue until it: it is claimable, and
-/// counts as queued (for the misfire threshold), from its instant.
-/// Returns the inserted rows.
-pub async fn insert_fired_runs(
-    conn: &mut PgConnection,
-    runs: &FiredRuns,
-    executor_id: Uuid,
-) -> Result<Vec<Run>, StoreError> {
-    let mut inserted = insert_single_runs(&mut *conn, runs, executor_id).await?;
-    inserted.extend(insert_fanned_out_runs(&mut *conn, &runs.fanned_out).await?);
-    Ok(inserted)
-}
-
-async fn insert_single_runs(
-    conn: &mut PgConnection,
-    runs: &FiredRuns,
-    executor_id: Uuid,
-) -> Result<Vec<Run>, StoreError> {
-    if runs.trigger_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(sqlx::query_as!(
-        Run,
-        r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, state, executor_id,
-                           claimed_at, started_at, heartbeat_at)
-         SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
-                CASE WHEN fired.owned AND me.may_own THEN 'running' ELSE 'queued' END,
-                CASE WHEN fired.owned AND me.may_own THEN $5::uuid END,
-                CASE WHEN fired.owned AND me.may_own THEN now() END,
-                CASE WHEN fired.owned AND me.may_own THEN now() END,
-                CASE WHEN fired.owned AND me.may_own THEN now() END
-         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
-         -- A cordoned executor starts nothing itself, not even what it fires.
-         CROSS JOIN (SELECT NOT EXISTS (SELECT 1 FROM executors WHERE id = $5 AND cordoned) AS may_own) AS me
-         -- An instant whose first attempt already ended is in `runs_done`, which the live
-         -- partition's unique index cannot see.
-         WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
-                           WHERE done.trigger_id = fired.trigger_id AND done.scheduled_at = fired.at
-                             AND done.attempt = 1)
-         ON CONFLICT DO NOTHING
-         RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
-        &runs.job_ids,
-        &runs.trigger_ids,
-        &runs.instants,
-        &runs.owned,
-        executor_id
-    )
-    .fetch_all(conn)
-    .await?)
-}
-
-/// Inserts the runs of instants whose job fans out (see migration
-/// `2026112601000001_routes_and_services.sql`): one per live executor, or one per shard,
-/// all queued; an instant that has a first attempt ended is left alone, like any other.
-async fn insert_fanned_out_runs(conn: &mut PgConnection, fanned: &FannedOut) -> Result<Vec<Run>, StoreError> {
-    if fanned.trigger_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(sqlx::query_as!(
-        Run,
-        r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, shard, shard_total, pinned_to)
-         SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
-                target.shard, target.shard_total, target.pinned_to
-         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[]) AS fired (job_id, trigger_id, at)
-         CROSS JOIN LATERAL probactr_run_targets(fired.job_id) AS target
-         WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
-                           WHERE done.trigger_id = fired.trigger_id AND done.scheduled_at = fired.at
-                             AND done.attempt = 1)
-         ON CONFLICT DO NOTHING
-         RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
-        &fanned.job_ids,
-        &fanned.trigger_ids,
-        &fanned.instants
-    )
-    .fetch_all(conn)
-    .await?)
 }
 
 /// Tells every executor, when the transaction commits, the instants at which runs fired

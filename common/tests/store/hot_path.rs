@@ -27,14 +27,24 @@ where
 /// force_generic_plan` runs, as executors do), executed with `values`.
 async fn explain_generic(pool: &PgPool, sql: &str, types: &str, values: &str) -> String {
     let mut conn = pool.acquire().await.expect("connection");
+    let types = if types.is_empty() {
+        String::new()
+    } else {
+        format!("({types})")
+    };
+    let values = if values.is_empty() {
+        String::new()
+    } else {
+        format!("({values})")
+    };
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "SET plan_cache_mode = force_generic_plan; PREPARE generic ({types}) AS {sql}"
+        "SET plan_cache_mode = force_generic_plan; PREPARE generic {types} AS {sql}"
     )))
     .execute(&mut *conn)
     .await
     .expect("prepare");
     let rows: Vec<(String,)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE generic ({values})")))
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE generic {values}")))
             .fetch_all(&mut *conn)
             .await
             .expect("explain");
@@ -222,6 +232,37 @@ async fn a_backlog_is_claimed_by_an_ordered_walk_before_any_analyze(pool: PgPool
         assert!(
             !plan.contains(whole_read),
             "the claim reads the backlog ({whole_read}):\n{plan}"
+        );
+    }
+}
+
+/// The next-attempt policy is written once (`probactr_next_attempt`) and costs the
+/// statements ending runs nothing: the planner inlines it into each of them, so no plan
+/// calls it as a function.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn every_way_a_run_ends_inlines_the_next_attempt_policy(pool: PgPool) {
+    let finish_many = include_str!("../../src/store/runs/sql/finish_many.sql");
+    let abandon_stuck = include_str!("../../src/store/runs/sql/abandon_stuck.sql");
+    let abandon_orphans = include_str!("../../src/store/runs/sql/abandon_orphans.sql");
+    let endings = [
+        (
+            "finish_many",
+            finish_many,
+            "bigint[], uuid[], bigint[], text[], text[], int[], int[], text[], text[], bool[]",
+            "'{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}'",
+        ),
+        ("abandon_stuck", abandon_stuck, "float8", "30"),
+        ("abandon_orphans", abandon_orphans, "", ""),
+    ];
+    for (name, sql, types, values) in endings {
+        assert!(
+            sql.contains("probactr_next_attempt("),
+            "{name} asks the one policy"
+        );
+        let plan = explain_generic(&pool, sql, types, values).await;
+        assert!(
+            !plan.contains("probactr_next_attempt"),
+            "{name}'s plan calls the policy instead of inlining it:\n{plan}"
         );
     }
 }

@@ -202,11 +202,9 @@ async fn insert_queued(
     trigger_ids: &[i64],
     instants: &[DateTime<Utc>],
 ) -> Result<usize, StoreError> {
-    let mut fired = triggers::FiredRuns::default();
+    let mut fired = runs::FiredRuns::default();
     for ((job_id, trigger_id), instant) in job_ids.iter().zip(trigger_ids).zip(instants) {
         fired.push(*job_id, *trigger_id, *instant, false);
     }
-    Ok(triggers::insert_fired_runs(conn, &fired, Uuid::nil())
-        .await?
-        .len())
+    Ok(runs::insert_fired_runs(conn, &fired, Uuid::nil()).await?.len())
 }

@@ -15,7 +15,7 @@
 //!
 //! | transition | from | to | function |
 //! |---|---|---|---|
-//! | queue | – | queued | [`queue_now`], [`crate::store::triggers::insert_fired_runs`], retries in [`finish_many`] and [`reap`] |
+//! | queue | – | queued | [`queue_now`], [`queue_instants`] (backfills), [`insert_fired_runs`] (firing), [`queue_missing_service_instances`] (services), `probactr_queue_run` (workflow steps, child jobs); the next attempt in [`finish_many`] and [`reap`] (`probactr_next_attempt`) |
 //! | claim | queued | claimed, or running when no lock is needed | [`claim_within`] |
 //! | unclaim | claimed | queued | [`unclaim`], [`requeue_stale_claims`] (monitor) |
 //! | end before start | claimed | skipped, failed | [`end_claim`] |
@@ -39,6 +39,7 @@
 pub mod cancel;
 pub mod claim;
 pub mod finish;
+pub mod fired;
 pub mod history;
 pub mod queue;
 pub mod reap;
@@ -47,6 +48,7 @@ pub mod start;
 pub use cancel::*;
 pub use claim::*;
 pub use finish::*;
+pub use fired::*;
 pub use queue::*;
 pub use reap::*;
 pub use start::*;

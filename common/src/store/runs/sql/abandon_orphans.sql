@@ -14,33 +14,17 @@ ended AS (
      FROM gone
      RETURNING *),
 retry AS (
-     -- The next attempt of every ended run: a takeover, at once, while the job reruns runs
-     -- whose executor died and has takeovers left (earlier abandoned attempts of the chain
-     -- count; this one is not visible to the statement yet); else a retry, when the job
-     -- allows more attempts, after a backoff doubling per attempt. ON CONFLICT on the
-     -- chain's unique (first_run_id, attempt) makes a second re-queue of the same attempt a
-     -- no-op.
+     -- The takeover or retry the job's policy asks for (probactr_next_attempt), if any.
+     -- ON CONFLICT on the chain's unique (first_run_id, attempt) makes a second re-queue of
+     -- the same attempt a no-op.
      INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason,
                        shard, shard_total, pinned_to)
      SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
-            coalesce(ended.first_run_id, ended.id),
-            CASE WHEN plan.takeover THEN now()
-                 ELSE now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)) END,
-            CASE WHEN plan.takeover
-                 THEN 'takeover ' || (prior.takeovers + 1) || ' of ' || jobs.max_takeovers || ': run '
-                      || ended.id || ' lost its executor'
-                 ELSE 'retry of run ' || ended.id || ' (' || ended.state || ')' END,
+            coalesce(ended.first_run_id, ended.id), next.available_at, next.reason,
             ended.shard, ended.shard_total, ended.pinned_to
-     FROM ended JOIN jobs ON jobs.id = ended.job_id
-     CROSS JOIN LATERAL (
-          SELECT count(*) AS takeovers FROM runs AS earlier
-          WHERE (earlier.first_run_id = coalesce(ended.first_run_id, ended.id)
-                 OR earlier.id = coalesce(ended.first_run_id, ended.id))
-            AND earlier.state = 'abandoned') AS prior
-     CROSS JOIN LATERAL (
-          SELECT jobs.on_executor_lost = 'rerun' AND prior.takeovers < jobs.max_takeovers AS takeover) AS plan
-     -- A service's instance is restarted by the monitors' service pass (store::services).
-     WHERE (plan.takeover OR ended.attempt < jobs.retry_max_attempts) AND ended.replica IS NULL
+     FROM ended
+     CROSS JOIN LATERAL probactr_next_attempt(ended.id, ended.first_run_id, ended.attempt, ended.state,
+                                              ended.replica, ended.job_id, true) AS next
      ON CONFLICT DO NOTHING
      RETURNING id, first_run_id)
 SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,

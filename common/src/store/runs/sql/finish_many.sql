@@ -25,21 +25,17 @@ ended AS (
      FROM gone
      RETURNING *),
 retry AS (
-     -- The next attempt of every ended run whose state is retryable and whose job allows
-     -- more attempts; the backoff doubles per attempt. ON CONFLICT on the chain's unique
-     -- (first_run_id, attempt) makes a second re-queue of the same attempt a no-op.
+     -- The next attempt the job's policy asks for (probactr_next_attempt), if any.
+     -- ON CONFLICT on the chain's unique (first_run_id, attempt) makes a second re-queue of
+     -- the same attempt a no-op.
      INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason,
                        shard, shard_total, pinned_to)
      SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
-            coalesce(ended.first_run_id, ended.id),
-            now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended.attempt - 1)),
-            'retry of run ' || ended.id || ' (' || ended.state || ')',
+            coalesce(ended.first_run_id, ended.id), next.available_at, next.reason,
             ended.shard, ended.shard_total, ended.pinned_to
-     FROM ended JOIN jobs ON jobs.id = ended.job_id
-     WHERE ended.state IN ('failed', 'timed_out', 'abandoned')
-       AND ended.attempt < jobs.retry_max_attempts
-       -- A service's instance is restarted by the monitors' service pass (store::services).
-       AND ended.replica IS NULL
+     FROM ended
+     CROSS JOIN LATERAL probactr_next_attempt(ended.id, ended.first_run_id, ended.attempt, ended.state,
+                                              ended.replica, ended.job_id, false) AS next
      ON CONFLICT DO NOTHING
      RETURNING id, first_run_id)
 SELECT ended.id, retry.id AS retry_run_id FROM ended

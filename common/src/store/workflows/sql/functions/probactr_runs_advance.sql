@@ -39,9 +39,7 @@ BEGIN
                                 AND later.attempt > last.attempt)
             ORDER BY last.id, children.job_id
         LOOP
-            INSERT INTO runs (job_id, scheduled_at, reason)
-            VALUES (child.job_id, now(), 'child of run ' || child.parent_id)
-            RETURNING id INTO queued;
+            queued := probactr_queue_run(child.job_id, 'child of run ' || child.parent_id);
             INSERT INTO run_inputs (run_id, params, parent_run_id)
             VALUES (queued, child.params, child.parent_id);
         END LOOP;

@@ -11,9 +11,7 @@ BEGIN
     SELECT s.job_id, w.params || s.params INTO step_job, given
     FROM workflow_run_steps AS s JOIN workflow_runs AS w ON w.id = s.workflow_run_id
     WHERE s.workflow_run_id = target AND s.name = step;
-    INSERT INTO runs (job_id, scheduled_at, reason)
-    VALUES (step_job, now(), 'workflow run ' || target || ', step ' || step)
-    RETURNING id INTO queued;
+    queued := probactr_queue_run(step_job, 'workflow run ' || target || ', step ' || step);
     INSERT INTO run_inputs (run_id, params, workflow_run_id, step_name)
     VALUES (queued, given, target, step);
     UPDATE workflow_run_steps

@@ -1,0 +1,62 @@
+-- The queued-run claim: see `CLAIM_QUEUED_SQL` in `store/runs/claim.rs`.
+WITH picked AS (
+    SELECT runs.id, runs.claim_order, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
+           jobs.kind = 'shell' AS process, runs.trigger_id, runs.job_id,
+           runs.replica IS NOT NULL AS service,
+           runs.trigger_cap - (SELECT count(*) FROM runs_live AS active
+                               WHERE active.trigger_id = runs.trigger_id AND runs.trigger_cap IS NOT NULL
+                                 AND active.trigger_cap IS NOT NULL
+                                 AND active.state IN ('claimed', 'running')) AS trigger_room
+    FROM runs CROSS JOIN LATERAL (
+        -- The job of each run walked to, looked up as the walk goes (OFFSET 0 keeps
+        -- the planner from turning this into a join it may start from the jobs' side).
+        SELECT jobs.parallel, jobs.max_concurrency, jobs.kind, jobs.paused, jobs.selector, jobs.overlap
+        FROM jobs WHERE jobs.id = runs.job_id OFFSET 0) AS jobs
+    WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
+      AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
+      AND (runs.trigger_cap IS NULL OR runs.trigger_cap > (
+           SELECT count(*) FROM runs_live AS active
+           WHERE active.trigger_id = runs.trigger_id AND active.trigger_cap IS NOT NULL
+             AND active.state IN ('claimed', 'running')))
+      -- A process declared dead, or cordoned, gets nothing, even if it has not noticed yet.
+      AND EXISTS (SELECT 1 FROM executors
+                  WHERE executors.id = $1 AND executors.state = 'alive' AND NOT executors.cordoned)
+      AND (jobs.selector = '{}'::jsonb
+           OR jobs.selector <@ (SELECT labels FROM executors WHERE executors.id = $1))
+      -- A broadcast's run only where it is pinned; a shard's there until the reaper
+      -- unpins it (its executor gone or cordoned).
+      AND (runs.pinned_to IS NULL OR runs.pinned_to = $1)
+      -- A service's instances go to distinct executors while others can take them:
+      -- an executor holding one takes another only after it waited 10 s.
+      AND (runs.replica IS NULL OR runs.available_at < now() - interval '10 seconds'
+           OR NOT EXISTS (SELECT 1 FROM runs_live AS mine
+                          WHERE mine.executor_id = $1 AND mine.job_id = runs.job_id
+                            AND mine.replica IS NOT NULL AND mine.state IN ('claimed', 'running')))
+      AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
+           SELECT 1 FROM runs AS active
+           WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running')))
+    ORDER BY runs.claim_order, runs.id
+    LIMIT $2
+    FOR UPDATE OF runs SKIP LOCKED),
+taken AS (
+    SELECT id, lock_free FROM (
+        SELECT id, lock_free, process, trigger_room, service,
+               row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
+               row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
+               row_number() OVER (PARTITION BY trigger_id, trigger_room IS NULL
+                                  ORDER BY claim_order, id) AS nth_of_trigger
+        FROM picked) AS ranked
+    WHERE (NOT process OR nth <= $4) AND (trigger_room IS NULL OR nth_of_trigger <= trigger_room)
+      AND (NOT service OR nth_of_job = 1)),
+claimed AS (
+    -- The picked rows are locked and queued; the live partition is named so that
+    -- only its id index can find them, whatever its statistics say.
+    UPDATE runs_live AS runs SET executor_id = $1, claimed_at = now(),
+                    state = CASE WHEN taken.lock_free THEN 'running' ELSE 'claimed' END,
+                    started_at = CASE WHEN taken.lock_free THEN now() END,
+                    heartbeat_at = CASE WHEN taken.lock_free THEN now() END
+    FROM taken WHERE runs.id = taken.id
+    RETURNING runs.*)
+SELECT claimed.*, jobs.version AS job_version
+FROM claimed JOIN jobs ON jobs.id = claimed.job_id
+ORDER BY claimed.claim_order, claimed.id

@@ -1,0 +1,13 @@
+-- The due-trigger claim: see `CLAIM_DUE_SQL` in `store/triggers.rs`.
+WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
+SELECT triggers.*,
+       (jobs.parallel AND jobs.max_concurrency IS NULL AND triggers.max_concurrency IS NULL
+        AND jobs.selector = '{}'::jsonb AND jobs.route = 'any' AND jobs.mode = 'batch') AS lock_free,
+       jobs.route <> 'any' AS fan_out,
+       jobs.version AS job_version, now() AS db_now
+FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
+WHERE NOT triggers.paused AND triggers.next_fire_at <= now() + make_interval(secs => $2)
+  AND NOT jobs.paused
+ORDER BY triggers.next_fire_at
+LIMIT $1
+FOR UPDATE OF triggers SKIP LOCKED

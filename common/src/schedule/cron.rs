@@ -33,7 +33,15 @@ pub struct CronSpec {
     timezone: Tz,
     /// Boxed: croner's pattern is a few hundred bytes, and `Schedule` is moved around.
     matcher: Box<Cron>,
+    /// The fields, when days are picked by the month's shape (`L`, `W`, `#`): croner is
+    /// then given every day and these judge each day it finds.
+    month_days: Option<CronFields>,
 }
+
+/// How many days in a row a search skips for not matching the days picked by the month's
+/// shape before it gives up: more than any gap between two such days of chosen months
+/// (parsing rejects expressions whose days never occur).
+const MONTH_DAYS_SKIP_LIMIT: u32 = 3 * 366;
 
 /// Where a croner search starts.
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +82,7 @@ impl CronSpec {
             expression: expr.split_whitespace().collect::<Vec<_>>().join(" "),
             timezone,
             matcher: Box::new(matcher),
+            month_days: fields.has_month_days().then_some(fields),
         })
     }
 
@@ -154,6 +163,21 @@ impl CronSpec {
     }
 
     fn next_match(&self, from: SearchStart) -> Option<NaiveDateTime> {
+        let mut found = self.croner_next(from)?;
+        let Some(fields) = &self.month_days else {
+            return Some(found);
+        };
+        for _ in 0..MONTH_DAYS_SKIP_LIMIT {
+            if fields.day_matches(found.date()) {
+                return Some(found);
+            }
+            let next_day = found.date().succ_opt()?.and_hms_opt(0, 0, 0)?;
+            found = self.croner_next(SearchStart::AtOrAfter(next_day))?;
+        }
+        None
+    }
+
+    fn croner_next(&self, from: SearchStart) -> Option<NaiveDateTime> {
         let found = match from {
             SearchStart::After(local) => self.matcher.find_next_occurrence(&local, false),
             SearchStart::AtOrAfter(local) => self.matcher.find_next_occurrence(&local, true),

@@ -1,9 +1,11 @@
 //! The six fields of a cron expression, parsed one by one into bit sets with errors that
 //! name the field (`cron.minute`), and written back as the canonical numeric expression
-//! the matcher is given.
+//! the matcher is given. The days that depend on the month's shape (Quartz's `L`, `W`
+//! and `#`) are kept apart, as [`MonthDays`], and judged by [`CronFields::day_matches`].
 
 #[cfg(test)]
 use chrono::NaiveDateTime;
+use chrono::{Datelike, NaiveDate, Weekday};
 
 use super::ScheduleError;
 
@@ -106,10 +108,12 @@ pub(super) struct CronFields {
     day_of_month: FieldValues,
     month: FieldValues,
     day_of_week: FieldValues,
+    month_days: MonthDays,
 }
 
 impl CronFields {
     pub(super) fn parse(expr: &str) -> Result<CronFields, ScheduleError> {
+        let expr = expand_macro(expr)?;
         let texts: Vec<&str> = expr.split_whitespace().collect();
         let texts: [&str; 6] = match texts.as_slice() {
             [min, hour, dom, month, dow] => ["0", min, hour, dom, month, dow],
@@ -121,22 +125,49 @@ impl CronFields {
                 ))
             }
         };
+        let (day_of_month, month_days) = parse_day_of_month(texts[3])?;
+        let (day_of_week, weekdays_of_month) = parse_day_of_week(texts[5])?;
         let fields = CronFields {
             second: parse_field(texts[0], &SECOND)?,
             minute: parse_field(texts[1], &MINUTE)?,
             hour: parse_field(texts[2], &HOUR)?,
-            day_of_month: parse_field(texts[3], &DAY_OF_MONTH)?,
+            day_of_month,
             month: parse_field(texts[4], &MONTH)?,
-            day_of_week: fold_sunday(parse_field(texts[5], &DAY_OF_WEEK)?),
+            day_of_week: fold_sunday(day_of_week),
+            month_days: MonthDays {
+                weekdays: weekdays_of_month,
+                ..month_days
+            },
         };
         fields.check_days_can_occur()?;
         Ok(fields)
+    }
+
+    /// Whether the expression picks days by the month's shape (`L`, `W`, `#`): then the
+    /// matcher is given both day fields as `*` and [`Self::day_matches`] judges the days.
+    pub(super) fn has_month_days(&self) -> bool {
+        self.month_days != MonthDays::default()
+    }
+
+    /// The day rule on `date`, with the days picked by the month's shape.
+    pub(super) fn day_matches(&self, date: NaiveDate) -> bool {
+        let dom = self.day_of_month.contains(date.day()) || self.month_days.day_of_month_matches(date);
+        let dow = self.day_of_week.contains(date.weekday().num_days_from_sunday())
+            || self.month_days.weekdays.matches(date);
+        if self.day_of_month.restricted && self.day_of_week.restricted {
+            dom || dow
+        } else {
+            dom && dow
+        }
     }
 
     /// Rejects `30 2`-style expressions: with the weekday unrestricted only the day of
     /// month decides, and if none of its days exists in any chosen month (February counts
     /// 29 days) the expression never fires.
     fn check_days_can_occur(&self) -> Result<(), ScheduleError> {
+        if self.has_month_days() {
+            return self.check_month_days_can_occur();
+        }
         if self.day_of_week.restricted {
             return Ok(());
         }
@@ -150,15 +181,47 @@ impl CronFields {
         }
     }
 
-    /// The expression croner parses: six numeric fields, no names, steps or ranges.
+    /// With days picked by the month's shape, whether any day of the chosen months is
+    /// picked at all: dates repeat their weekdays every 28 years, so 28 years of them
+    /// tell.
+    fn check_month_days_can_occur(&self) -> Result<(), ScheduleError> {
+        let Some(first) = NaiveDate::from_ymd_opt(2000, 1, 1) else {
+            return Ok(());
+        };
+        let occurs = first
+            .iter_days()
+            .take_while(|date| date.year() < 2028)
+            .any(|date| self.month.contains(date.month()) && self.day_matches(date));
+        if occurs {
+            Ok(())
+        } else {
+            Err(ScheduleError::new(
+                DAY_OF_MONTH.key,
+                "no day of the chosen months matches both day fields",
+            ))
+        }
+    }
+
+    /// The expression croner parses: six numeric fields, no names, steps or ranges. The
+    /// day fields are `*` when days are picked by the month's shape (see
+    /// [`Self::day_matches`]).
     pub(super) fn canonical_text(&self) -> String {
+        let all_days = FieldValues {
+            bits: 0,
+            restricted: false,
+        };
+        let (day_of_month, day_of_week) = if self.has_month_days() {
+            (all_days, all_days)
+        } else {
+            (self.day_of_month, self.day_of_week)
+        };
         [
             self.second,
             self.minute,
             self.hour,
-            self.day_of_month,
+            day_of_month,
             self.month,
-            self.day_of_week,
+            day_of_week,
         ]
         .map(FieldValues::canonical_text)
         .join(" ")
@@ -167,15 +230,9 @@ impl CronFields {
     /// Our own reading of the spec, independent of croner: the oracle of the tests.
     #[cfg(test)]
     pub(super) fn matches(&self, local: NaiveDateTime) -> bool {
-        use chrono::{Datelike, Timelike};
-        let dom = self.day_of_month.contains(local.day());
-        let dow = self.day_of_week.contains(local.weekday().num_days_from_sunday());
-        let day = if self.day_of_month.restricted && self.day_of_week.restricted {
-            dom || dow
-        } else {
-            dom && dow
-        };
-        day && self.second.contains(local.second())
+        use chrono::Timelike;
+        self.day_matches(local.date())
+            && self.second.contains(local.second())
             && self.minute.contains(local.minute())
             && self.hour.contains(local.hour())
             && self.month.contains(local.month())
@@ -283,4 +340,183 @@ fn range_bits(first: u8, last: u8, step: u8) -> u64 {
     (first..=last)
         .step_by(usize::from(step.max(1)))
         .fold(0, |bits, value| bits | (1u64 << value))
+}
+
+/// Quartz's and cron's nicknames, as the six fields they stand for.
+const MACROS: &[(&str, &str)] = &[
+    ("@yearly", "0 0 0 1 1 *"),
+    ("@annually", "0 0 0 1 1 *"),
+    ("@monthly", "0 0 0 1 * *"),
+    ("@weekly", "0 0 0 * * 0"),
+    ("@daily", "0 0 0 * * *"),
+    ("@midnight", "0 0 0 * * *"),
+    ("@hourly", "0 0 * * * *"),
+];
+
+fn expand_macro(expr: &str) -> Result<&str, ScheduleError> {
+    let text = expr.trim();
+    if !text.starts_with('@') {
+        return Ok(expr);
+    }
+    MACROS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(text))
+        .map(|(_, fields)| *fields)
+        .ok_or_else(|| {
+            let names: Vec<&str> = MACROS.iter().map(|(name, _)| *name).collect();
+            ScheduleError::new("cron", format!("{text:?} is not one of {}", names.join(", ")))
+        })
+}
+
+/// Days picked by the shape of their month rather than by number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct MonthDays {
+    /// Bit `n`: the `n`th day before the last (`L` is bit 0, `L-3` bit 3).
+    from_last: u32,
+    /// Bit `d`: the weekday (Monday to Friday) nearest day `d`, in its month (`15W`).
+    nearest_weekday: u32,
+    /// `LW`: the month's last weekday (Monday to Friday).
+    last_weekday: bool,
+    weekdays: WeekdaysOfMonth,
+}
+
+/// Weekdays picked by their place in the month.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct WeekdaysOfMonth {
+    /// For each weekday (0 = Sunday), bit `k` (1–5): its `k`th occurrence (`MON#2`).
+    nth: [u8; 7],
+    /// Bit `w`: the month's last weekday `w` (`FRI#L`, `5L`).
+    last: u8,
+}
+
+impl MonthDays {
+    fn day_of_month_matches(&self, date: NaiveDate) -> bool {
+        let length = month_length(date);
+        let day = date.day();
+        (self.from_last != 0 && self.from_last & (1 << (length - day)) != 0)
+            || (self.last_weekday && day == last_weekday_of(date, length))
+            || (1..=31).any(|wanted| {
+                self.nearest_weekday & (1 << wanted) != 0
+                    && nearest_weekday(date, wanted, length) == Some(day)
+            })
+    }
+}
+
+impl WeekdaysOfMonth {
+    fn matches(&self, date: NaiveDate) -> bool {
+        let weekday = date.weekday().num_days_from_sunday() as usize;
+        let nth = (date.day() - 1) / 7 + 1;
+        self.nth[weekday] & (1 << nth) != 0
+            || (self.last & (1 << weekday) != 0 && date.day() + 7 > month_length(date))
+    }
+}
+
+fn month_length(date: NaiveDate) -> u32 {
+    let first = date.with_day(1).unwrap_or(date);
+    let next = first.checked_add_months(chrono::Months::new(1)).unwrap_or(first);
+    (next - first).num_days().clamp(28, 31) as u32
+}
+
+fn last_weekday_of(date: NaiveDate, length: u32) -> u32 {
+    let last = date.with_day(length).unwrap_or(date);
+    match last.weekday() {
+        Weekday::Sat => length - 1,
+        Weekday::Sun => length - 2,
+        _ => length,
+    }
+}
+
+/// Quartz's `W`: the weekday nearest `wanted` without leaving the month (a Saturday the
+/// 1st moves to Monday the 3rd, a Sunday the last day to the Friday before); none in a
+/// month too short to have `wanted`.
+fn nearest_weekday(date: NaiveDate, wanted: u32, length: u32) -> Option<u32> {
+    let target = date.with_day(wanted)?;
+    Some(match target.weekday() {
+        Weekday::Sat if wanted == 1 => 3,
+        Weekday::Sat => wanted - 1,
+        Weekday::Sun if wanted == length => wanted - 2,
+        Weekday::Sun => wanted + 1,
+        _ => wanted,
+    })
+}
+
+/// The day-of-month field: the usual items, and `L`, `L-n`, `nW`, `LW`.
+fn parse_day_of_month(text: &str) -> Result<(FieldValues, MonthDays), ScheduleError> {
+    let rule = &DAY_OF_MONTH;
+    let error = |message: String| ScheduleError::new(rule.key, message);
+    let mut days = MonthDays::default();
+    let mut plain = Vec::new();
+    for item in text.split(',') {
+        let upper = item.to_ascii_uppercase();
+        if upper == "L" {
+            days.from_last |= 1;
+        } else if upper == "LW" {
+            days.last_weekday = true;
+        } else if let Some(back) = upper.strip_prefix("L-") {
+            match back.parse::<u32>() {
+                Ok(back) if back <= 30 => days.from_last |= 1 << back,
+                _ => return Err(error(format!("{item}: L-n takes n from 0 to 30"))),
+            }
+        } else if let Some(day) = upper.strip_suffix('W') {
+            match day.parse::<u32>() {
+                Ok(day) if (1..=31).contains(&day) => days.nearest_weekday |= 1 << day,
+                _ => return Err(error(format!("{item}: nW takes a day from 1 to 31"))),
+            }
+        } else {
+            plain.push(item);
+        }
+    }
+    let values = if plain.is_empty() {
+        FieldValues {
+            bits: 0,
+            restricted: true,
+        }
+    } else {
+        let mut values = parse_field(&plain.join(","), rule)?;
+        values.restricted |= days != MonthDays::default();
+        values
+    };
+    Ok((values, days))
+}
+
+/// The day-of-week field: the usual items, and `d#k` (`k` from 1 to 5), `d#L` and `dL`.
+fn parse_day_of_week(text: &str) -> Result<(FieldValues, WeekdaysOfMonth), ScheduleError> {
+    let rule = &DAY_OF_WEEK;
+    let error = |message: String| ScheduleError::new(rule.key, message);
+    let mut weekdays = WeekdaysOfMonth::default();
+    let mut plain = Vec::new();
+    for item in text.split(',') {
+        let upper = item.to_ascii_uppercase();
+        let (day, place) = if let Some((day, place)) = upper.split_once('#') {
+            (day, Some(place))
+        } else if let Some(day) = upper.strip_suffix('L').filter(|day| !day.is_empty()) {
+            (day, Some("L"))
+        } else {
+            plain.push(item);
+            continue;
+        };
+        let weekday = usize::from(
+            parse_value(day, rule, false).map_err(|message| error(format!("{item}: {message}")))? % 7,
+        );
+        match place {
+            Some("L") => weekdays.last |= 1 << weekday,
+            Some(nth) => match nth.parse::<u8>() {
+                Ok(nth) if (1..=5).contains(&nth) => weekdays.nth[weekday] |= 1 << nth,
+                _ => return Err(error(format!("{item}: d#k takes k from 1 to 5, or L"))),
+            },
+            None => {}
+        }
+    }
+    let shaped = weekdays != WeekdaysOfMonth::default();
+    let values = if plain.is_empty() {
+        FieldValues {
+            bits: 0,
+            restricted: true,
+        }
+    } else {
+        let mut values = parse_field(&plain.join(","), rule)?;
+        values.restricted |= shaped;
+        values
+    };
+    Ok((values, weekdays))
 }

@@ -15,23 +15,37 @@
 //! | second       | 0–59                            | `cron.second`         |
 //! | minute       | 0–59                            | `cron.minute`         |
 //! | hour         | 0–23                            | `cron.hour`           |
-//! | day of month | 1–31, `?`                       | `cron.day_of_month`   |
+//! | day of month | 1–31, `?`, `L`, `L-n`, `nW`, `LW` | `cron.day_of_month` |
 //! | month        | 1–12, `JAN`–`DEC`               | `cron.month`          |
-//! | day of week  | 0–7 (0 and 7 = Sunday, 1 = Monday), `SUN`–`SAT`, `?` | `cron.day_of_week` |
+//! | day of week  | 0–7 (0 and 7 = Sunday, 1 = Monday), `SUN`–`SAT`, `?`, `d#k`, `d#L`, `dL` | `cron.day_of_week` |
 //!
 //! Each field is a comma-separated list of items; an item is `*`, a value, or a range
 //! `a-b`, optionally followed by a step `/n` (`*/15`, `10-40/10`). A value with a step,
 //! `a/n`, means `a-<field maximum>/n` as in Quartz. Names are case-insensitive; `SUN` at
 //! the end of a range is 7, so `FRI-SUN` is Friday to Sunday. `?` alone in a day field is
-//! `*`. Ranges never wrap (`SAT-MON` is an error). Nothing else is accepted: no `L`,
-//! `W`, `#`, year field or `@daily` nicknames.
+//! `*`. Ranges never wrap (`SAT-MON` is an error).
+//!
+//! **Days by the month's shape (Quartz's meaning).** In the day of month, `L` is the
+//! month's last day and `L-n` the `n`th day before it (`L-1` is the day before the
+//! last); `nW` is the weekday (Monday to Friday) nearest day `n` without leaving the
+//! month (a Saturday the 1st gives Monday the 3rd; a Sunday the last day, the Friday
+//! before; none in a month without day `n`); `LW` is the month's last weekday. In the day
+//! of week, `d#k` is the `k`th `d` of the month (`MON#2`, `1#2`: the second Monday; `k`
+//! from 1 to 5), and `d#L` or `dL` the last (`FRI#L`, `5L`: the last Friday). They mix
+//! with the other items of their field (`1,15,L`) and count as restricted for the day
+//! rule; they are read in the trigger's zone like every field.
+//!
+//! **Nicknames.** `@yearly` (or `@annually`) is `0 0 0 1 1 *`, `@monthly` `0 0 0 1 * *`,
+//! `@weekly` `0 0 0 * * 0`, `@daily` (or `@midnight`) `0 0 0 * * *`, `@hourly`
+//! `0 0 * * * *`. No year field is accepted.
 //!
 //! **The day rule (crontab's).** A field is *restricted* when its text is anything but
 //! `*` or `?` — so `*/2` counts as restricted. When both day fields are restricted, a day
 //! matches if **either** matches (`0 0 0 13 * FRI`: every 13th and every Friday);
 //! otherwise both must (`0 0 0 13 * *`: every 13th only).
 //!
-//! An expression that can never match (`0 0 0 30 2 *`) is rejected when it is parsed.
+//! An expression that can never match (`0 0 0 30 2 *`, `0 0 0 30W 2 ?`) is rejected when it
+//! is parsed.
 //!
 //! # Time zones and daylight saving (RFC 5545)
 //!

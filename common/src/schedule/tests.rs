@@ -313,7 +313,14 @@ fn invalid_fields_are_named() {
         ("0 0 5-2 * * *", "cron.hour"),
         ("0 0 0 0 * *", "cron.day_of_month"),
         ("0 0 0 32 * *", "cron.day_of_month"),
-        ("0 0 0 L * *", "cron.day_of_month"),
+        ("0 0 0 L * *", "ok"),
+        ("0 0 0 L-31 * *", "cron.day_of_month"),
+        ("0 0 0 0W * *", "cron.day_of_month"),
+        ("0 0 0 xW * *", "cron.day_of_month"),
+        ("0 0 0 30W 2 ?", "cron.day_of_month"),
+        ("0 0 0 ? * MON#6", "cron.day_of_week"),
+        ("0 0 0 ? * FOO#2", "cron.day_of_week"),
+        ("0 0 0 ? * 9L", "cron.day_of_week"),
         ("0 0 0 30 2 *", "cron.day_of_month"),
         ("0 0 0 31 APR,JUN *", "cron.day_of_month"),
         ("0 0 0 * 13 *", "cron.month"),
@@ -322,7 +329,7 @@ fn invalid_fields_are_named() {
         ("0 0 0 * * FOO", "cron.day_of_week"),
         ("* * * * * FOO", "cron.day_of_week"),
         ("0 0 0 * * 8", "cron.day_of_week"),
-        ("0 0 0 * * 5#2", "cron.day_of_week"),
+        ("0 0 0 * * 5#2", "ok"),
         ("0 0 0 * * SAT-MON", "cron.day_of_week"),
         ("0 0 0 * * JAN", "cron.day_of_week"),
         ("? * * * * *", "cron.second"),
@@ -340,7 +347,7 @@ fn invalid_fields_are_named() {
 
 #[test]
 fn wrong_field_count_is_named_cron() {
-    for (expr, count) in [("* * * *", 4), ("0 0 0 1 1 * 2030", 7), ("@daily", 1), ("", 0)] {
+    for (expr, count) in [("* * * *", 4), ("0 0 0 1 1 * 2030", 7), ("", 0)] {
         let error = error_of(expr);
         assert_eq!(error.field, "cron", "{expr}");
         assert_eq!(
@@ -840,6 +847,8 @@ fn search_agrees_with_a_brute_force_oracle_around_transitions() {
         "0 0,30 2,3 * * *",
         "0 45 1,2 * * *",
         "0 10 2 * * *",
+        "0 */20 * ? * SUN#L",
+        "0 30 2 L-1,LW * ?",
     ];
     for (zone_name, from) in cases {
         let zone: Tz = zone_name.parse().expect("zone");
@@ -869,6 +878,144 @@ fn search_agrees_with_a_brute_force_oracle_around_transitions() {
             }
         }
     }
+}
+
+// --- days by the month's shape, nicknames -------------------------------------------
+
+/// The days of the next `n` instants after `after`, in UTC.
+fn next_days(expr: &str, after: &str, n: usize) -> Vec<String> {
+    next_utc(&cron(expr, "UTC"), after, n)
+        .into_iter()
+        .map(|instant| instant[..10].to_owned())
+        .collect()
+}
+
+#[test]
+fn last_days_of_the_month() {
+    assert_eq!(
+        next_days("0 0 0 L * ?", "2026-01-15T00:00:00Z", 3),
+        ["2026-01-31", "2026-02-28", "2026-03-31"]
+    );
+    assert_eq!(
+        next_days("0 0 0 L * ?", "2028-02-01T00:00:00Z", 1),
+        ["2028-02-29"]
+    );
+    assert_eq!(
+        next_days("0 0 0 L-3 * ?", "2026-01-01T00:00:00Z", 3),
+        ["2026-01-28", "2026-02-25", "2026-03-28"]
+    );
+    // Mixed with plain days of the same field.
+    assert_eq!(
+        next_days("0 0 0 1,15,L * ?", "2026-02-01T00:00:00Z", 4),
+        ["2026-02-15", "2026-02-28", "2026-03-01", "2026-03-15"]
+    );
+}
+
+#[test]
+fn nearest_weekdays_stay_in_their_month() {
+    // 2026: the 15th is a Sunday in February, March and November, a Saturday in August.
+    assert_eq!(
+        next_days("0 0 9 15W * ?", "2026-01-01T00:00:00Z", 12),
+        [
+            "2026-01-15",
+            "2026-02-16",
+            "2026-03-16",
+            "2026-04-15",
+            "2026-05-15",
+            "2026-06-15",
+            "2026-07-15",
+            "2026-08-14",
+            "2026-09-15",
+            "2026-10-15",
+            "2026-11-16",
+            "2026-12-15"
+        ]
+    );
+    // A Saturday the 1st (August 2026) moves forward to Monday the 3rd, not back a month.
+    assert_eq!(
+        next_days("0 0 0 1W 8 ?", "2026-01-01T00:00:00Z", 1),
+        ["2026-08-03"]
+    );
+    // The 31st only in months that have it; a Sunday the 31st moves back to Friday.
+    assert_eq!(
+        next_days("0 0 0 31W * ?", "2026-01-01T00:00:00Z", 4),
+        ["2026-01-30", "2026-03-31", "2026-05-29", "2026-07-31"]
+    );
+    assert_eq!(
+        next_days("0 0 0 LW * ?", "2026-01-01T00:00:00Z", 3),
+        ["2026-01-30", "2026-02-27", "2026-03-31"]
+    );
+}
+
+#[test]
+fn nth_and_last_weekdays_of_the_month() {
+    for expr in ["0 0 9 ? * MON#2", "0 0 9 ? * 1#2", "0 0 9 ? * mon#2"] {
+        assert_eq!(
+            next_days(expr, "2026-01-01T00:00:00Z", 4),
+            ["2026-01-12", "2026-02-09", "2026-03-09", "2026-04-13"],
+            "{expr}"
+        );
+    }
+    // A fifth Monday exists only in some months.
+    assert_eq!(
+        next_days("0 0 9 ? * MON#5", "2026-01-01T00:00:00Z", 3),
+        ["2026-03-30", "2026-06-29", "2026-08-31"]
+    );
+    for expr in ["0 0 18 ? * FRI#L", "0 0 18 ? * 5L", "0 0 18 ? * FRIL"] {
+        assert_eq!(
+            next_days(expr, "2026-01-01T00:00:00Z", 4),
+            ["2026-01-30", "2026-02-27", "2026-03-27", "2026-04-24"],
+            "{expr}"
+        );
+    }
+    // Both day fields restricted: either matches (the 1st, or the last Friday).
+    assert_eq!(
+        next_days("0 0 0 1 * 5L", "2026-01-01T00:00:00Z", 3),
+        ["2026-01-30", "2026-02-01", "2026-02-27"]
+    );
+}
+
+#[test]
+fn month_shaped_days_follow_the_zone_and_its_daylight_saving() {
+    // The last Sunday of March 2026 is Berlin's spring-forward day: 02:30 does not exist
+    // and is read with the offset before the gap (01:30 UTC, 03:30 CEST).
+    let schedule = cron("0 30 2 ? * SUN#L", "Europe/Berlin");
+    assert_eq!(
+        next_utc(&schedule, "2026-03-01T00:00:00Z", 2),
+        ["2026-03-29T01:30:00+00:00", "2026-04-26T00:30:00+00:00"]
+    );
+    // The last day of the month in Tokyo starts while UTC is still on the day before.
+    assert_eq!(
+        next_utc(&cron("0 0 0 L * ?", "Asia/Tokyo"), "2026-01-01T00:00:00Z", 1),
+        ["2026-01-30T15:00:00+00:00"]
+    );
+}
+
+#[test]
+fn nicknames_are_their_six_fields() {
+    let cases: &[(&str, &[&str])] = &[
+        ("@yearly", &["2027-01-01T00:00:00+00:00"]),
+        ("@annually", &["2027-01-01T00:00:00+00:00"]),
+        ("@monthly", &["2026-12-01T00:00:00+00:00"]),
+        // 2026-11-29 is a Sunday.
+        ("@weekly", &["2026-11-29T00:00:00+00:00"]),
+        ("@daily", &["2026-11-27T00:00:00+00:00"]),
+        ("@midnight", &["2026-11-27T00:00:00+00:00"]),
+        (
+            "@HOURLY",
+            &["2026-11-26T11:00:00+00:00", "2026-11-26T12:00:00+00:00"],
+        ),
+    ];
+    for (expr, expected) in cases {
+        assert_eq!(
+            next_utc(&cron(expr, "UTC"), "2026-11-26T10:30:00Z", expected.len()),
+            *expected,
+            "{expr}"
+        );
+    }
+    let error = error_of("@fortnightly");
+    assert_eq!(error.field, "cron");
+    assert!(error.message.contains("@daily"), "{}", error.message);
 }
 
 // --- between ----------------------------------------------------------------------

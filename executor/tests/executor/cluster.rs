@@ -743,7 +743,8 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
 
 /// Values others give cannot change what a job does, and secrets do not leak through the
 /// gaps of output: a URL parameter `../../x?y=` reaches a witness server as one encoded
-/// path segment; a secret printed in two writes across the 4,096-byte boundary is masked
+/// path segment; a parameter with spaces, `;`, `$(…)` and `*` is one argument of a
+/// shell job, as it was written; a secret printed in two writes across the 4,096-byte boundary is masked
 /// in the live output's chunks, its base64 form in the stored output, and a step output
 /// holding it is masked before it is stored.
 #[sqlx::test(migrator = "TEST_MIGRATOR")]
@@ -799,8 +800,23 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     )
     .await
     .unwrap();
+    let arguments = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "arguments",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", r#"printf '%s|' "$#" "$@""#, "sh", "{{ params.x }}"]}),
+        ),
+    )
+    .await
+    .unwrap();
     let called = runs::queue_now(&pool, caller.id).await.unwrap();
     run_inputs::set_params(&pool, called.id, &json!({"id": "../../x?y="}))
+        .await
+        .unwrap();
+    let argued = runs::queue_now(&pool, arguments.id).await.unwrap();
+    let argument = "a b; $(id) * \"c\" 'd'";
+    run_inputs::set_params(&pool, argued.id, &json!({"x": argument}))
         .await
         .unwrap();
     let printed = runs::queue_now(&pool, printer.id).await.unwrap();
@@ -819,6 +835,14 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     assert_eq!(called.state, RunState::Succeeded, "{called:?}");
     let keys: Vec<String> = witness.hits().into_iter().map(|hit| hit.key).collect();
     assert_eq!(keys, ["..%2F..%2Fx%3Fy%3D"], "one encoded path segment");
+
+    let argued = eventually(Duration::from_secs(20), "the arguments ran", || ended(argued.id)).await;
+    assert_eq!(argued.state, RunState::Succeeded, "{argued:?}");
+    assert_eq!(
+        argued.output.as_deref(),
+        Some(format!("1|{argument}|").as_str()),
+        "one template, one argument, as written"
+    );
 
     let printed = eventually(Duration::from_secs(20), "the printer ran", || ended(printed.id)).await;
     assert_eq!(printed.state, RunState::Succeeded, "{printed:?}");

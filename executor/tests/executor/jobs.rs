@@ -135,6 +135,36 @@ async fn a_job_past_its_cpu_limit_fails_naming_it() {
     assert!(error.contains("limits.cpu_secs = 1"), "{error}");
 }
 
+/// A program past its open-files or memory limit fails (the open or the allocation
+/// fails), and the run's error names the limits it ran under.
+#[tokio::test]
+async fn a_job_past_its_file_or_memory_limit_fails_naming_it() {
+    let files = ShellSpec {
+        limits: ProcessLimits {
+            open_files: Some(8),
+            ..ProcessLimits::default()
+        },
+        ..script("for fd in 3 4 5 6 7 8 9; do eval \"exec $fd</dev/null\" || exit 3; done")
+    };
+    let done = run(files, Duration::from_secs(30)).await;
+    assert_eq!(done.ending, Ending::Failed, "{done:?}");
+    let error = done.error.unwrap_or_default();
+    assert!(error.contains("limits.open_files = 8"), "{error}");
+
+    // 200 MB in one shell variable, under 64 MiB of address space.
+    let memory = ShellSpec {
+        limits: ProcessLimits {
+            memory_mib: Some(64),
+            ..ProcessLimits::default()
+        },
+        ..script("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}")
+    };
+    let done = run(memory, Duration::from_secs(30)).await;
+    assert_eq!(done.ending, Ending::Failed, "{done:?}");
+    let error = done.error.unwrap_or_default();
+    assert!(error.contains("limits.memory_mib = 64"), "{error}");
+}
+
 /// stdout and stderr are two pipes (so that live output can tell them apart): both are
 /// captured, each in its order; how they interleave depends on when each was read.
 #[tokio::test]

@@ -681,6 +681,34 @@ fn compose_passes_secrets_as_files_never_in_the_environment() {
             "docker-compose.yml holds the value of the secret {secret}"
         );
     }
+    // Jobs run as another account, which cannot read the executor's secret files: the
+    // executor reads only its private copies, as root with just the capabilities
+    // switching user needs.
+    let executor = service(&compose, "executor");
+    let executor_config = service_config("executor", executor, &operator_env()).unwrap();
+    assert!(
+        executor_config.job_user.is_some(),
+        "the executor sets PROBACTR_JOB_USER"
+    );
+    assert_eq!(executor["user"].as_str(), Some("0:0"));
+    assert_eq!(strings(&executor["cap_drop"]), ["ALL"]);
+    let added: BTreeSet<String> = strings(&executor["cap_add"]).into_iter().collect();
+    let needed: BTreeSet<String> = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
+        .map(str::to_owned)
+        .into();
+    assert_eq!(
+        added, needed,
+        "the executor's capabilities are what switching user needs"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    for secret in service_secrets(executor) {
+        let file = secret_file(&compose, &secret, &operator_env()).unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o600,
+            "the executor's secret {secret} is readable by its owner only"
+        );
+    }
     let postgres = environment(service(&compose, "postgres"));
     assert_eq!(
         postgres.get("POSTGRES_PASSWORD_FILE").map(String::as_str),
@@ -696,7 +724,7 @@ fn compose_passes_secrets_as_files_never_in_the_environment() {
     // A missing secret file stops the service that needs it, naming the setting.
     for (service_name, file, file_var) in [
         ("manager", "admin-password", "PROBACTR_ADMIN_PASSWORD_FILE"),
-        ("executor", "secret-key", "PROBACTR_SECRET_KEY_FILE"),
+        ("executor", "executor-secret-key", "PROBACTR_SECRET_KEY_FILE"),
         ("monitor", "smtp-url", "PROBACTR_SMTP_URL_FILE"),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -767,10 +795,25 @@ fn compose_secrets_are_made_once_and_agree() {
         .collect();
     assert_eq!(before, after, "a second run keeps every file");
 
+    // The executor's private copies.
+    for name in ["database-url", "redis-url", "secret-key", "secret-key-previous"] {
+        assert_eq!(value(&format!("executor-{name}")), value(name));
+        let mode = std::fs::metadata(secrets.join(format!("executor-{name}")))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "executor-{name}");
+    }
+
     let key = value("secret-key");
     make_secret_files(&secrets, &["--rotate-key"]);
     assert_eq!(value("secret-key-previous"), key);
     assert_ne!(value("secret-key"), key);
+    assert_eq!(
+        value("executor-secret-key"),
+        value("secret-key"),
+        "the copy follows"
+    );
     // The rotated pair is a valid configuration.
     let config = Config::from_map(&HashMap::from([
         (

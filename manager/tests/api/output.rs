@@ -368,3 +368,37 @@ async fn a_stream_ends_after_its_maximum_age(pool: PgPool) {
         "the ended stream gave its place back"
     );
 }
+
+/// A live output stream opened in a browser session ends once the session does (logout).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_sessions_stream_ends_at_logout(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let b = app.browser("admin").await;
+    let job = app.job(&admin, noop("watched in a browser")).await;
+    let run = store::runs::queue_now(app.pool(), job["id"].as_i64().unwrap())
+        .await
+        .unwrap();
+    let request = Request::builder()
+        .uri(format!("/api/v1/runs/{}/output/stream", run.id))
+        .header(header::COOKIE, &b.cookie)
+        .body(Body::empty())
+        .unwrap();
+    let stream = app.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let logout = app.form("/logout", &b.cookie, &[("csrf", &b.csrf)]).await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER, "{}", logout.text);
+    let mut body = stream.into_body();
+    let mut received = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("the stream ends once its session does");
+        let Some(frame) = frame else { break };
+        if let Ok(data) = frame.unwrap().into_data() {
+            received.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    assert!(received.contains("event: error"), "{received}");
+}

@@ -3,8 +3,11 @@
 //!
 //! - `docker-compose.yml` runs the workspace's real binaries, passes only variables the
 //!   configuration reads ([`VARS`]) with the code's defaults, yields a valid
-//!   [`Config`] for every service, requires its secrets, has healthchecks, and lets
-//!   executors and monitors scale and drain.
+//!   [`Config`] for every service, has healthchecks, and lets executors and monitors
+//!   scale and drain.
+//! - Its secrets are Compose secrets (files `scripts/compose-secrets` makes), read
+//!   through the `*_FILE` settings: no secret setting is ever in a service's environment
+//!   or interpolated into the compose file, and each service gets only the files it needs.
 //! - `docker-compose.yml` builds its image once, publishes the manager on loopback only
 //!   by default, and checks PostgreSQL over TCP (the end-to-end run is
 //!   `scripts/compose-check`, which CI runs where containers can).
@@ -31,21 +34,19 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use probactr_common::config::{parse_duration, Config, VARS};
+use probactr_common::config::{parse_duration, Config, FILE_SETTINGS, VARS};
 use probactr_common::lock::{Acquire, Locks};
 use serde_json::Value;
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Variables `docker-compose.yml` interpolates that no probactr process reads.
-const COMPOSE_ONLY: &[&str] = &["POSTGRES_PASSWORD", "REDIS_PASSWORD", "MANAGER_PUBLISH"];
-/// Secrets: required by compose, never given a value in a committed file.
-const SECRETS: &[&str] = &[
-    "POSTGRES_PASSWORD",
-    "REDIS_PASSWORD",
-    "PROBACTR_ADMIN_PASSWORD",
-    "PROBACTR_SECRET_KEY",
-];
+const COMPOSE_ONLY: &[&str] = &["MANAGER_PUBLISH", "SECRETS_DIR"];
+/// Secrets of the bundled services that their images also take in clear, which
+/// `docker-compose.yml` must never use (beside probactr's own, [`FILE_SETTINGS`]).
+const OTHER_CLEAR_SECRETS: &[&str] = &["POSTGRES_PASSWORD", "REDIS_PASSWORD", "REDISCLI_AUTH"];
+/// Where Compose mounts a service's secrets.
+const SECRETS_MOUNT: &str = "/run/secrets/";
 /// The crates whose binaries are the deployed services.
 const SERVICE_CRATES: &[&str] = &["manager", "executor", "monitor"];
 /// How long an executor may still take after its drain timeout to stop and record the
@@ -262,28 +263,39 @@ fn interpolate(
 
 fn references(text: &str) -> Vec<Reference> {
     let mut seen = Vec::new();
-    let every_secret: HashMap<String, String> = SECRETS
-        .iter()
-        .map(|name| (name.to_string(), "x".repeat(16)))
-        .collect();
-    interpolate(text, &every_secret, &mut seen).unwrap();
+    interpolate(text, &HashMap::new(), &mut seen).unwrap();
     seen
 }
 
-/// Values for the secrets, as an operator's `.env` gives them.
+/// Runs `scripts/compose-secrets` into `dir`; its standard error.
+fn make_secret_files(dir: &Path, args: &[&str]) -> String {
+    let output = output_within(
+        Command::new(repo().join("scripts/compose-secrets"))
+            .args(args)
+            .arg(dir)
+            .env_remove("SECRETS_DIR"),
+        Duration::from_secs(30),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "scripts/compose-secrets: {stderr}");
+    stderr
+}
+
+/// The secret files of this test process, made once as an operator makes them.
+fn secrets_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        make_secret_files(&dir.path().join("secrets"), &[]);
+        dir
+    })
+    .path()
+    .join("secrets")
+}
+
+/// What an operator's `.env` gives: only where the secret files are.
 fn operator_env() -> HashMap<String, String> {
-    HashMap::from([
-        ("POSTGRES_PASSWORD".to_owned(), "0123456789abcdef0123".to_owned()),
-        ("REDIS_PASSWORD".to_owned(), "fedcba9876543210fedc".to_owned()),
-        (
-            "PROBACTR_ADMIN_PASSWORD".to_owned(),
-            "a long enough admin password".to_owned(),
-        ),
-        (
-            "PROBACTR_SECRET_KEY".to_owned(),
-            "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=".to_owned(),
-        ),
-    ])
+    HashMap::from([("SECRETS_DIR".to_owned(), secrets_dir().display().to_string())])
 }
 
 // ------------------------------------------------------------------------ compose
@@ -387,12 +399,48 @@ fn environment(service: &Yaml) -> BTreeMap<String, String> {
     }
 }
 
-/// A service's environment expanded with `env`, read as probactr reads it.
+/// The names of a service's `secrets` (short or long syntax).
+fn service_secrets(service: &Yaml) -> Vec<String> {
+    match &service["secrets"] {
+        Yaml::Array(items) => items
+            .iter()
+            .map(|item| {
+                scalar(item)
+                    .or_else(|| item["source"].as_str().map(str::to_owned))
+                    .expect("a secret names its source")
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The host file of the top-level secret `name`, expanded with `env`.
+fn secret_file(compose: &Yaml, name: &str, env: &HashMap<String, String>) -> Result<PathBuf, String> {
+    let secret = &compose["secrets"][name];
+    let file = secret["file"]
+        .as_str()
+        .ok_or_else(|| format!("secret {name} has no file source (Compose v1 knows no other)"))?;
+    let file = interpolate(file, env, &mut Vec::new())?;
+    Ok(repo().join(file))
+}
+
+/// A service's environment expanded with `env`, read as probactr reads it: a
+/// `/run/secrets/NAME` path becomes the host file of the service's secret NAME.
 fn service_config(name: &str, service: &Yaml, env: &HashMap<String, String>) -> Result<Config, String> {
+    let compose = compose();
+    let mounted = service_secrets(service);
     let mut expanded = HashMap::new();
     for (key, value) in environment(service) {
-        let value =
+        let mut value =
             interpolate(&value, env, &mut Vec::new()).map_err(|err| format!("{name}: {key}: {err}"))?;
+        if let Some(secret) = value.strip_prefix(SECRETS_MOUNT) {
+            if !mounted.iter().any(|m| m == secret) {
+                return Err(format!(
+                    "{name}: {key} reads {value}, but the service has no secret {secret}"
+                ));
+            }
+            value = secret_file(&compose, secret, env)?.display().to_string();
+        }
         expanded.insert(key, value);
     }
     Config::from_map(&expanded).map_err(|err| format!("{name}: {err}"))
@@ -492,7 +540,7 @@ fn compose_environment_is_what_the_config_reads() {
                 }
             }
         }
-        for required in ["DATABASE_URL", "REDIS_URL"] {
+        for required in ["DATABASE_URL_FILE", "REDIS_URL_FILE", "PROBACTR_SECRET_KEY_FILE"] {
             assert!(env.contains_key(required), "service {name} must set {required}");
         }
         let config = service_config(&name, &service, &operator_env()).unwrap_or_else(|err| panic!("{err}"));
@@ -515,16 +563,25 @@ fn compose_environment_is_what_the_config_reads() {
         "the manager's port {} is published (ports: {ports:?})",
         manager.manager_listen.port()
     );
-    let manager_env = environment(service(&compose, "manager"));
     assert!(
-        manager_env.contains_key("PROBACTR_ADMIN_PASSWORD"),
+        manager.admin_password.is_some(),
         "the manager gets the first admin's password"
     );
-    for other in ["executor", "monitor"] {
-        assert!(
-            !environment(service(&compose, other)).contains_key("PROBACTR_ADMIN_PASSWORD"),
-            "only the manager needs the admin password, not the {other}"
-        );
+    assert!(
+        configs.iter().all(|(_, config)| config.secret_keys.is_some()),
+        "every service gets the key of job secrets"
+    );
+    // Each secret only where it is needed: the admin's password in the manager, the SMTP
+    // server's credentials in the monitors.
+    for (secret, only) in [("admin-password", "manager"), ("smtp-url", "monitor")] {
+        for (name, service) in services(&compose) {
+            assert_eq!(
+                service_secrets(&service).iter().any(|s| s == secret),
+                name == only,
+                "only the {only} gets the secret {secret}, the {name}: {:?}",
+                service_secrets(&service)
+            );
+        }
     }
 
     // Executors and monitors must agree on liveness and leases, and the database.
@@ -546,9 +603,17 @@ fn compose_environment_is_what_the_config_reads() {
     }
 }
 
+/// A secret setting (a password, a key, a URL with credentials) in a service's
+/// environment shows in `docker inspect`, in every process's environment and in what job
+/// code can read: the compose file passes each one only as a file.
 #[test]
-fn compose_requires_its_secrets_and_commits_none() {
+fn compose_passes_secrets_as_files_never_in_the_environment() {
     let text = read("docker-compose.yml");
+    let clear: BTreeSet<&str> = FILE_SETTINGS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(OTHER_CLEAR_SECRETS.iter().copied())
+        .collect();
     let allowed: BTreeSet<&str> = var_names()
         .into_iter()
         .chain(COMPOSE_ONLY.iter().copied())
@@ -559,56 +624,209 @@ fn compose_requires_its_secrets_and_commits_none() {
             "docker-compose.yml interpolates {}, which neither probactr nor compose's own list reads",
             reference.name
         );
-        if SECRETS.contains(&reference.name.as_str()) {
-            assert_eq!(
-                reference.modifier, ":?",
-                "{} must be required (${{{}:?message}}), never defaulted",
-                reference.name, reference.name
-            );
-            assert!(
-                !reference.argument.trim().is_empty(),
-                "{} needs a message saying what to do",
-                reference.name
-            );
-        }
+        assert!(
+            !clear.contains(reference.name.as_str()),
+            "docker-compose.yml interpolates the secret {}: pass it as a file",
+            reference.name
+        );
     }
     let compose = compose();
+    let declared: BTreeSet<String> = keys(&compose["secrets"]).into_iter().collect();
+    assert!(!declared.is_empty(), "docker-compose.yml declares its secrets");
+    for secret in &declared {
+        let file = secret_file(&compose, secret, &operator_env()).unwrap_or_else(|err| panic!("{err}"));
+        assert!(
+            file.is_file(),
+            "scripts/compose-secrets makes no file for the secret {secret} ({})",
+            file.display()
+        );
+        assert_eq!(
+            keys(&compose["secrets"][secret.as_str()]),
+            ["file"],
+            "secret {secret}: a file source only (Compose v1 knows no environment sources)"
+        );
+    }
     for (name, service) in services(&compose) {
+        let mounted = service_secrets(&service);
+        for secret in &mounted {
+            assert!(
+                declared.contains(secret),
+                "service {name} mounts the undeclared secret {secret}"
+            );
+        }
         for (key, value) in environment(&service) {
-            if SECRETS.contains(&key.as_str()) {
+            assert!(
+                !clear.contains(key.as_str()),
+                "service {name} passes the secret {key} in its environment: use {key}_FILE and a Compose secret"
+            );
+            if key.ends_with("_FILE") {
+                let secret = value
+                    .strip_prefix(SECRETS_MOUNT)
+                    .unwrap_or_else(|| panic!("service {name}: {key} is {value:?}, not a Compose secret"));
                 assert!(
-                    value.starts_with(&format!("${{{key}:?")) && value.ends_with('}'),
-                    "service {name}: {key} must come from the operator's environment, not {value:?}"
+                    mounted.iter().any(|m| m == secret),
+                    "service {name}: {key} reads the secret {secret}, which the service does not mount"
                 );
             }
         }
     }
-    // Without the secrets, the services that need them cannot be configured.
-    for (service_name, secret) in [
-        ("manager", "PROBACTR_ADMIN_PASSWORD"),
-        ("manager", "PROBACTR_SECRET_KEY"),
-        ("executor", "PROBACTR_SECRET_KEY"),
-        ("postgres", "POSTGRES_PASSWORD"),
-        ("redis", "REDIS_PASSWORD"),
-        ("executor", "REDIS_PASSWORD"),
-    ] {
-        let mut env = operator_env();
-        env.remove(secret);
-        let service = service(&compose, service_name);
-        let failure = environment(service)
-            .values()
-            .find_map(|value| interpolate(value, &env, &mut Vec::new()).err());
-        let failure = failure.unwrap_or_else(|| panic!("{service_name} starts without {secret}"));
-        assert!(failure.contains(secret), "{failure} should name {secret}");
+    // No secret's value is written anywhere in the file (a command, a health check).
+    let expanded = interpolate(&text, &operator_env(), &mut Vec::new()).unwrap();
+    for secret in &declared {
+        let file = secret_file(&compose, secret, &operator_env()).unwrap();
+        let value = std::fs::read_to_string(file).unwrap();
+        let value = value.trim_end();
+        assert!(
+            value.is_empty() || !expanded.contains(value),
+            "docker-compose.yml holds the value of the secret {secret}"
+        );
     }
-    // And .env.example commits no value for them.
+    // Jobs run as another account, which cannot read the executor's secret files: the
+    // executor reads only its private copies, as root with just the capabilities
+    // switching user needs.
+    let executor = service(&compose, "executor");
+    let executor_config = service_config("executor", executor, &operator_env()).unwrap();
+    assert!(
+        executor_config.job_user.is_some(),
+        "the executor sets PROBACTR_JOB_USER"
+    );
+    assert_eq!(executor["user"].as_str(), Some("0:0"));
+    assert_eq!(strings(&executor["cap_drop"]), ["ALL"]);
+    let added: BTreeSet<String> = strings(&executor["cap_add"]).into_iter().collect();
+    let needed: BTreeSet<String> = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
+        .map(str::to_owned)
+        .into();
+    assert_eq!(
+        added, needed,
+        "the executor's capabilities are what switching user needs"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    for secret in service_secrets(executor) {
+        let file = secret_file(&compose, &secret, &operator_env()).unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o600,
+            "the executor's secret {secret} is readable by its owner only"
+        );
+    }
+    let postgres = environment(service(&compose, "postgres"));
+    assert_eq!(
+        postgres.get("POSTGRES_PASSWORD_FILE").map(String::as_str),
+        Some("/run/secrets/postgres-password")
+    );
+    let redis = strings(&service(&compose, "redis")["command"]).join(" ");
+    let redis = interpolate(&redis, &operator_env(), &mut Vec::new()).unwrap();
+    assert!(
+        redis.contains("requirepass $(cat /run/secrets/redis-password)"),
+        "Redis asks for the password of its secret file: {redis}"
+    );
+
+    // A missing secret file stops the service that needs it, naming the setting.
+    for (service_name, file, file_var) in [
+        ("manager", "admin-password", "PROBACTR_ADMIN_PASSWORD_FILE"),
+        ("executor", "executor-secret-key", "PROBACTR_SECRET_KEY_FILE"),
+        ("monitor", "smtp-url", "PROBACTR_SMTP_URL_FILE"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        make_secret_files(dir.path(), &[]);
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+        let env = HashMap::from([("SECRETS_DIR".to_owned(), dir.path().display().to_string())]);
+        let err = service_config(service_name, service(&compose, service_name), &env).unwrap_err();
+        assert!(err.contains(file_var), "{service_name} without {file}: {err}");
+    }
+    // The secret files stay out of git and out of the image's build context.
+    for ignore in [".gitignore", ".dockerignore"] {
+        assert!(
+            read(ignore).lines().any(|l| l.trim_matches('/') == "secrets"),
+            "{ignore} must exclude secrets/"
+        );
+    }
+    // And .env.example commits no value for a secret.
     for line in read(".env.example").lines() {
-        for secret in SECRETS {
+        for secret in &clear {
             if let Some(value) = line.strip_prefix(&format!("{secret}=")) {
                 assert!(value.trim().is_empty(), ".env.example gives {secret} a value");
             }
         }
     }
+}
+
+/// `scripts/compose-secrets` makes matching files once: the connection URLs carry the
+/// bundled services' passwords, the key is 32 bytes, the folder is private, a second run
+/// changes nothing, and `--rotate-key` keeps the old key as the previous one.
+#[test]
+fn compose_secrets_are_made_once_and_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("secrets");
+    make_secret_files(&secrets, &[]);
+    let value = |name: &str| {
+        std::fs::read_to_string(secrets.join(name))
+            .unwrap()
+            .trim_end()
+            .to_owned()
+    };
+    let postgres = value("postgres-password");
+    let redis = value("redis-password");
+    assert!(postgres.len() >= 32 && redis.len() >= 32 && postgres != redis);
+    assert_eq!(
+        value("database-url"),
+        format!("postgres://probactr:{postgres}@postgres:5432/probactr")
+    );
+    assert_eq!(value("redis-url"), format!("redis://:{redis}@redis:6379"));
+    assert!(value("admin-password").len() >= 12);
+    assert_eq!(
+        value("smtp-url"),
+        "",
+        "no alert mail until the operator writes a URL"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&secrets).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the secrets folder is private to its owner");
+
+    let before: Vec<String> = ["postgres-password", "secret-key", "admin-password"]
+        .into_iter()
+        .map(value)
+        .collect();
+    let again = make_secret_files(&secrets, &[]);
+    assert!(again.contains("nothing changed"), "{again}");
+    let after: Vec<String> = ["postgres-password", "secret-key", "admin-password"]
+        .into_iter()
+        .map(value)
+        .collect();
+    assert_eq!(before, after, "a second run keeps every file");
+
+    // The executor's private copies.
+    for name in ["database-url", "redis-url", "secret-key", "secret-key-previous"] {
+        assert_eq!(value(&format!("executor-{name}")), value(name));
+        let mode = std::fs::metadata(secrets.join(format!("executor-{name}")))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "executor-{name}");
+    }
+
+    let key = value("secret-key");
+    make_secret_files(&secrets, &["--rotate-key"]);
+    assert_eq!(value("secret-key-previous"), key);
+    assert_ne!(value("secret-key"), key);
+    assert_eq!(
+        value("executor-secret-key"),
+        value("secret-key"),
+        "the copy follows"
+    );
+    // The rotated pair is a valid configuration.
+    let config = Config::from_map(&HashMap::from([
+        (
+            "PROBACTR_SECRET_KEY_FILE".to_owned(),
+            secrets.join("secret-key").display().to_string(),
+        ),
+        (
+            "PROBACTR_SECRET_KEY_PREVIOUS_FILE".to_owned(),
+            secrets.join("secret-key-previous").display().to_string(),
+        ),
+    ]))
+    .unwrap();
+    assert!(config.secret_keys.is_some());
 }
 
 #[test]
@@ -1069,6 +1287,18 @@ fn helm_pods_are_hardened_and_read_secrets_from_files() {
     assert!(
         helpers.contains("_FILE"),
         "secrets are not passed as *_FILE settings"
+    );
+    // scripts/helm-check refuses every secret setting in a rendered container's
+    // environment: its list is the code's.
+    let check = read("scripts/helm-check");
+    let list = &check[check
+        .find("CLEAR_SECRETS = {")
+        .expect("helm-check lists the secret settings")..];
+    let listed: BTreeSet<String> = quoted(&list[..list.find('}').unwrap()]).into_iter().collect();
+    let settings: BTreeSet<String> = FILE_SETTINGS.iter().map(|(name, _)| name.to_string()).collect();
+    assert_eq!(
+        listed, settings,
+        "scripts/helm-check's CLEAR_SECRETS is config::FILE_SETTINGS"
     );
 }
 

@@ -1,6 +1,7 @@
 //! A webhook receiver on 127.0.0.1 for alert tests: records every request (headers and
 //! raw body) and answers as told — at once, after holding the first requests, or with an
-//! error status.
+//! error status and an error page that echoes the request's path and query (as many
+//! servers' do).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -85,6 +86,7 @@ async fn serve(mut stream: TcpStream, received: Arc<Mutex<Vec<Received>>>, behav
     let Some(request) = read_request(&mut stream).await else {
         return;
     };
+    let path = request.path.clone();
     received.lock().unwrap().push(request);
     let (hold, status) = {
         let mut behaviour = behaviour.lock().unwrap();
@@ -97,7 +99,15 @@ async fn serve(mut stream: TcpStream, received: Arc<Mutex<Vec<Received>>>, behav
         (hold, behaviour.status)
     };
     tokio::time::sleep(hold).await;
-    let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    let body = if (200..300).contains(&status) {
+        "ok".to_owned()
+    } else {
+        format!("no hook at {path}")
+    };
+    let reply = format!(
+        "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
     let _ = stream.write_all(reply.as_bytes()).await;
 }
 

@@ -118,7 +118,11 @@ pub(super) async fn run(
     }
     let (mut child, [stdout, stderr]) = match start(spec, ctx).await {
         Ok(started) => started,
-        Err(err) => return Execution::failed(format!("cannot start {:?}: {err}", spec.program)),
+        // A limit can already stop the program's start (the process count at exec).
+        Err(err) => {
+            let failed = Execution::failed(format!("cannot start {:?}: {err}", spec.program));
+            return name_limits(failed, &spec.limits);
+        }
     };
     let group = ProcessGroup::of(&child);
     let output = Arc::new(Mutex::new(TailBuffer::new(limits.output_bytes)));

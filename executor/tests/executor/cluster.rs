@@ -743,9 +743,12 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
 
 /// Values others give cannot change what a job does, and secrets do not leak through the
 /// gaps of output: a URL parameter `../../x?y=` reaches a witness server as one encoded
-/// path segment; a secret printed in two writes across the 4,096-byte boundary is masked
+/// path segment; a parameter with spaces, `;`, `$(…)` and `*` is one argument of a
+/// shell job, as it was written; a secret printed in two writes across the 4,096-byte boundary is masked
 /// in the live output's chunks, its base64 form in the stored output, and a step output
-/// holding it is masked before it is stored.
+/// holding it is masked before it is stored; a secret printed across a cut of a long
+/// output (the live output's head and tail, the run's stored tail) leaves no piece of it
+/// on either side.
 #[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     pool_options: PgPoolOptions,
@@ -788,6 +791,20 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     )
     .await
     .unwrap();
+    // 4,091 bytes, the secret across byte 4,096 (the end of the live output's head at
+    // 8 KiB); 1,000 bytes, the secret again, and 65,522 bytes: the last 64 KiB the run
+    // keeps would start 10 bytes into the second secret had it not been masked first.
+    let long = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "long",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", r#"printf '%4091s' x; printf %s "$S"; printf '%1000s' y; printf %s "$S"; printf '%65521s\n' y"#],
+                   "env": {"S": "{{ secrets.token }}"}}),
+        ),
+    )
+    .await
+    .unwrap();
     let step = jobs::insert(
         &pool,
         &NewJob::new(
@@ -799,13 +816,30 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     )
     .await
     .unwrap();
+    let arguments = jobs::insert(
+        &pool,
+        &NewJob::new(
+            "arguments",
+            JobKind::Shell,
+            json!({"program": "sh", "args": ["-c", r#"printf '%s|' "$#" "$@""#, "sh", "{{ params.x }}"]}),
+        ),
+    )
+    .await
+    .unwrap();
     let called = runs::queue_now(&pool, caller.id).await.unwrap();
     run_inputs::set_params(&pool, called.id, &json!({"id": "../../x?y="}))
         .await
         .unwrap();
+    let argued = runs::queue_now(&pool, arguments.id).await.unwrap();
+    let argument = "a b; $(id) * \"c\" 'd'";
+    run_inputs::set_params(&pool, argued.id, &json!({"x": argument}))
+        .await
+        .unwrap();
     let printed = runs::queue_now(&pool, printer.id).await.unwrap();
     let stepped = runs::queue_now(&pool, step.id).await.unwrap();
-    let env = fast_env(&url, &unique_prefix("inputs-masking"));
+    let longer = runs::queue_now(&pool, long.id).await.unwrap();
+    let mut env = fast_env(&url, &unique_prefix("inputs-masking"));
+    env.insert("PROBACTR_OUTPUT_LIMIT".into(), "8KiB".into());
     let _executor = executor("executor", &env);
     let ended = |id: i64| {
         let pool = pool.clone();
@@ -819,6 +853,14 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     assert_eq!(called.state, RunState::Succeeded, "{called:?}");
     let keys: Vec<String> = witness.hits().into_iter().map(|hit| hit.key).collect();
     assert_eq!(keys, ["..%2F..%2Fx%3Fy%3D"], "one encoded path segment");
+
+    let argued = eventually(Duration::from_secs(20), "the arguments ran", || ended(argued.id)).await;
+    assert_eq!(argued.state, RunState::Succeeded, "{argued:?}");
+    assert_eq!(
+        argued.output.as_deref(),
+        Some(format!("1|{argument}|").as_str()),
+        "one template, one argument, as written"
+    );
 
     let printed = eventually(Duration::from_secs(20), "the printer ran", || ended(printed.id)).await;
     assert_eq!(printed.state, RunState::Succeeded, "{printed:?}");
@@ -839,6 +881,29 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
         "{stored}"
     );
     assert!(stored.ends_with(&format!("{MASK}\n{MASK}\n")), "{stored:?}");
+
+    let longer = eventually(Duration::from_secs(20), "the long one ran", || ended(longer.id)).await;
+    assert_eq!(longer.state, RunState::Succeeded, "{longer:?}");
+    let stored = longer.output.unwrap_or_default();
+    let live: String = run_output::read(&pool, longer.id, 0, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|chunk| chunk.content.clone())
+        .collect();
+    assert!(
+        live.len() < 9000,
+        "the live output's middle is cut ({} bytes)",
+        live.len()
+    );
+    assert!(stored.starts_with("[… "), "the stored output is a tail");
+    for (what, text) in [("stored", &stored), ("live", &live)] {
+        assert!(text.contains(MASK), "{what}: {text}");
+        for piece in secret.as_bytes().windows(5) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            assert!(!text.contains(piece), "{what} holds {piece:?} of the secret");
+        }
+    }
 
     let stepped = eventually(Duration::from_secs(20), "the step ran", || ended(stepped.id)).await;
     assert_eq!(stepped.state, RunState::Succeeded, "{stepped:?}");

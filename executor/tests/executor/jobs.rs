@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
+use probactr_common::account::AccountName;
 use probactr_common::jobspec::FollowRedirects;
 use probactr_common::jobspec::{HttpSpec, JobSpec, ProcessLimits, ShellSpec};
+use probactr_executor::job::account::Account;
 use probactr_executor::job::{
     execute, execute_with, output::truncation_marker, Ending, Execution, HttpPolicy, HttpRunner, JobContext,
     Limits, Stop,
@@ -133,6 +135,73 @@ async fn a_job_past_its_cpu_limit_fails_naming_it() {
     assert_eq!(done.ending, Ending::Failed, "{done:?}");
     let error = done.error.unwrap_or_default();
     assert!(error.contains("limits.cpu_secs = 1"), "{error}");
+}
+
+/// A program past its open-files or memory limit fails (the open or the allocation
+/// fails), and the run's error names the limits it ran under.
+#[tokio::test]
+async fn a_job_past_its_file_or_memory_limit_fails_naming_it() {
+    let files = ShellSpec {
+        limits: ProcessLimits {
+            open_files: Some(8),
+            ..ProcessLimits::default()
+        },
+        ..script("for fd in 3 4 5 6 7 8 9; do eval \"exec $fd</dev/null\" || exit 3; done")
+    };
+    let done = run(files, Duration::from_secs(30)).await;
+    assert_eq!(done.ending, Ending::Failed, "{done:?}");
+    let error = done.error.unwrap_or_default();
+    assert!(error.contains("limits.open_files = 8"), "{error}");
+
+    // 200 MB in one shell variable, under 64 MiB of address space.
+    let memory = ShellSpec {
+        limits: ProcessLimits {
+            memory_mib: Some(64),
+            ..ProcessLimits::default()
+        },
+        ..script("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}")
+    };
+    let done = run(memory, Duration::from_secs(30)).await;
+    assert_eq!(done.ending, Ending::Failed, "{done:?}");
+    let error = done.error.unwrap_or_default();
+    assert!(error.contains("limits.memory_mib = 64"), "{error}");
+}
+
+/// A program past its process limit fails naming it. The limit counts the processes of
+/// the job's account, which root's are exempt from: as root the job runs as `nobody`.
+#[tokio::test]
+async fn a_job_past_its_process_limit_fails_naming_it() {
+    let mut context = ctx();
+    if super::keys::is_root() {
+        context.account = Some(Account {
+            name: AccountName::Ids {
+                uid: 65534,
+                gid: 65534,
+            },
+            uid: 65534,
+            gid: 65534,
+            groups: vec![65534],
+            home: None,
+        });
+    }
+    let spec = ShellSpec {
+        limits: ProcessLimits {
+            processes: Some(8),
+            ..ProcessLimits::default()
+        },
+        ..script("i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done; wait")
+    };
+    let done = execute(
+        &JobSpec::Shell(spec),
+        &context,
+        Duration::from_secs(30),
+        CancellationToken::new(),
+        &runner(),
+    )
+    .await;
+    assert_eq!(done.ending, Ending::Failed, "{done:?}");
+    let error = done.error.unwrap_or_default();
+    assert!(error.contains("limits.processes = 8"), "{error}");
 }
 
 /// stdout and stderr are two pipes (so that live output can tell them apart): both are

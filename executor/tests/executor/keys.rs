@@ -44,7 +44,7 @@ echo "== end"
 /// environment must hold nothing.
 const READ_ENVIRON: &str = r#"echo "uid=$(id -u)"; tr '\0' '\n' < /proc/$PPID/environ"#;
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {

@@ -630,7 +630,9 @@ async fn definitions_download_preview_and_apply(pool: PgPool) {
 }
 
 /// A YAML document nested 3,000 levels deep (which overflowed the parser's stack and
-/// killed the manager) is refused with 422 naming its line, and the manager answers on.
+/// killed the manager) is refused with 422 naming its line, uploaded in the admin or sent
+/// to the API's apply (block YAML, or flow/JSON 3,000 deep, which the scanner bounds), and
+/// the manager answers on.
 /// The app runs on a thread with the stack of a server's worker thread (2 MiB, tokio's
 /// default), where the overflow happened.
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
@@ -670,6 +672,28 @@ async fn a_deeply_nested_upload_is_refused_and_the_manager_answers_on(pool: PgPo
                     "{}",
                     reply.text
                 );
+                for (body, line) in [
+                    (deep.clone(), "\"request:4\""),
+                    (
+                        format!("{}{}", "[".repeat(3000), "]".repeat(3000)),
+                        "\"request:1\"",
+                    ),
+                ] {
+                    let request = Request::builder()
+                        .method(Method::POST)
+                        .uri("/api/v1/definitions/apply")
+                        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                        .header(header::CONTENT_TYPE, "application/yaml")
+                        .body(Body::from(body))
+                        .unwrap();
+                    let reply = app.send(request).await;
+                    assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reply.text);
+                    assert!(
+                        reply.text.contains(line) && reply.text.contains("not YAML"),
+                        "{}",
+                        reply.text
+                    );
+                }
                 assert_eq!(app.get("/api/v1/jobs", &token).await.status, StatusCode::OK);
                 assert_eq!(app.count("jobs").await, 0);
             })

@@ -322,3 +322,83 @@ async fn an_eleventh_stream_of_one_user_gets_429(pool: PgPool) {
     }
     assert!(received.contains("event: error"), "{received}");
 }
+
+/// A live output stream ends after `PROBACTR_SSE_MAX_SECS` even while its run goes on
+/// (the client reconnects from its last event's id), and gives its place back.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_stream_ends_after_its_maximum_age(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    app.state = app.state.clone().with_stream_limits(1, Duration::from_secs(1));
+    app.app = probactr_manager::app(app.state.clone());
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("watched long")).await;
+    // A queued run: nothing runs it, so only the age limit ends its stream.
+    let run = store::runs::queue_now(app.pool(), job["id"].as_i64().unwrap())
+        .await
+        .unwrap();
+    let open = || {
+        let request = Request::builder()
+            .uri(format!("/api/v1/runs/{}/output/stream", run.id))
+            .header(header::AUTHORIZATION, format!("Bearer {admin}"))
+            .body(Body::empty())
+            .unwrap();
+        app.app.clone().oneshot(request)
+    };
+    let stream = open().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let started = tokio::time::Instant::now();
+    let mut body = stream.into_body();
+    loop {
+        let frame = tokio::time::timeout_at(started + Duration::from_secs(20), body.frame())
+            .await
+            .expect("the stream ends after PROBACTR_SSE_MAX_SECS");
+        if frame.is_none() {
+            break;
+        }
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "ended after its age, not before: {:?}",
+        started.elapsed()
+    );
+    drop(body);
+    assert_eq!(
+        open().await.unwrap().status(),
+        StatusCode::OK,
+        "the ended stream gave its place back"
+    );
+}
+
+/// A live output stream opened in a browser session ends once the session does (logout).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_sessions_stream_ends_at_logout(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let b = app.browser("admin").await;
+    let job = app.job(&admin, noop("watched in a browser")).await;
+    let run = store::runs::queue_now(app.pool(), job["id"].as_i64().unwrap())
+        .await
+        .unwrap();
+    let request = Request::builder()
+        .uri(format!("/api/v1/runs/{}/output/stream", run.id))
+        .header(header::COOKIE, &b.cookie)
+        .body(Body::empty())
+        .unwrap();
+    let stream = app.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let logout = app.form("/logout", &b.cookie, &[("csrf", &b.csrf)]).await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER, "{}", logout.text);
+    let mut body = stream.into_body();
+    let mut received = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("the stream ends once its session does");
+        let Some(frame) = frame else { break };
+        if let Ok(data) = frame.unwrap().into_data() {
+            received.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    assert!(received.contains("event: error"), "{received}");
+}

@@ -500,7 +500,7 @@ async fn monitors_never_double_send_and_a_killed_one_loses_nothing(
 
 /// A receiver that cannot be reached is retried with backoff until
 /// PROBACTR_ALERT_RETRY_FOR, then marked failed with the error; one that answers 500
-/// too; and a webhook aimed at the cloud metadata service is refused by the guard HTTP
+/// too, its error page (which echoes the URL's token) stored masked; and a webhook aimed at the cloud metadata service is refused by the guard HTTP
 /// jobs have.
 #[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn an_unreachable_receiver_is_retried_then_marked_failed(
@@ -522,6 +522,9 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
     .await;
     let refusing = Receiver::start().await;
     refusing.answer_with(500);
+    // A URL that is a credential, like a Slack one: a long token in its path and query.
+    let token = "T0KEN0f7h3ReceiverXyZ42";
+    let refusing_url = format!("{}/{token}?sig={token}", refusing.url);
     // As an earlier release stored it: the URL in the clear, not yet sealed by a
     // manager's start; monitors still send to it.
     let id = channels::reserve_id(&pool).await.unwrap();
@@ -529,7 +532,7 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
         id,
         name: "refusing",
         kind: ChannelKind::Webhook,
-        config: &json!({"url": refusing.url}),
+        config: &json!({"url": refusing_url}),
         secret: None,
         url: None,
     };
@@ -562,7 +565,13 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
         assert!(notification.attempts >= 2, "retried: {notification:?}");
         let error = notification.last_error.as_deref().unwrap();
         match notification.channel_name.as_deref() {
-            Some("refusing") => assert!(error.contains("500"), "{error}"),
+            Some("refusing") => {
+                assert!(error.contains("500") && error.contains("no hook at"), "{error}");
+                assert!(
+                    !error.contains(token),
+                    "the error page's token is masked: {error}"
+                );
+            }
             Some("metadata") => assert!(error.contains("refused to connect to 169.254.169.254"), "{error}"),
             _ => assert!(error.contains("connect") || error.contains("refused"), "{error}"),
         }

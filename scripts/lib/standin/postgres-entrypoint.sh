@@ -1,7 +1,7 @@
 #!/bin/sh
 # Entrypoint of the stand-in `postgres` image scripts/compose-check builds from Debian's
 # packages when no image registry answers. It honours what docker-compose.yml uses of the
-# official image: POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB, the data in
+# official image: POSTGRES_USER, POSTGRES_PASSWORD or POSTGRES_PASSWORD_FILE, POSTGRES_DB, the data in
 # /var/lib/postgresql/data, and no TCP listener until the first start is initialised
 # (so `pg_isready --host` is false while it is).
 set -eu
@@ -18,9 +18,13 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
-  : "${POSTGRES_PASSWORD:?the stand-in postgres image needs POSTGRES_PASSWORD}"
   pwfile=$(mktemp)
-  printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
+  if [ -n "${POSTGRES_PASSWORD_FILE:-}" ]; then
+    head -n 1 "$POSTGRES_PASSWORD_FILE" > "$pwfile"
+  else
+    : "${POSTGRES_PASSWORD:?the stand-in postgres image needs POSTGRES_PASSWORD or POSTGRES_PASSWORD_FILE}"
+    printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
+  fi
   "$bin/initdb" -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" -E UTF8 \
     --auth-local=trust --auth-host=scram-sha-256 >/dev/null
   rm -f "$pwfile"

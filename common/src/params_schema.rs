@@ -638,6 +638,12 @@ mod tests {
         );
         assert!(schema.check(&json!({"day": "2030-01-02", "rows": 2.5})).is_err());
         assert!(schema.check_part(&json!({"rows": 3})).is_ok());
+        // Stored parameters (a trigger's, a step's) get the defaults at run time.
+        assert_eq!(
+            schema.with_defaults(&json!({"day": "2030-01-02", "rows": 2})),
+            json!({"day": "2030-01-02", "rows": 2})
+        );
+        assert_eq!(schema.with_defaults(&json!({}))["rows"], json!(5));
     }
 
     #[test]

@@ -1056,4 +1056,41 @@ async fn a_secret_param_reaches_the_job_and_is_masked_everywhere_else(pool: PgPo
         "{}",
         output.text
     );
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/runs/{run_id}"), &browser.cookie).await;
+    assert!(
+        page.text.contains("***") && !page.text.contains(value),
+        "{}",
+        page.text
+    );
+
+    // A trigger's secret parameter: sealed, shown masked, kept when sent back masked.
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600, "params": {"token": value}}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let trigger = format!("/api/v1/triggers/{}", created.body["id"]);
+    let sealed = || async {
+        sqlx::query_scalar::<_, String>("SELECT params::text FROM triggers")
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    };
+    let before = sealed().await;
+    assert!(before.contains("$sealed") && !before.contains(value), "{before}");
+    let shown = app.get(&trigger, &admin).await;
+    assert_eq!(shown.body["params"], json!({"token": "***"}));
+    let edited = app
+        .patch(
+            &trigger,
+            &admin,
+            json!({"version": shown.body["version"], "params": {"token": "***"}}),
+        )
+        .await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.text);
+    assert_eq!(sealed().await, before, "the sealed value is kept");
 }

@@ -23,7 +23,7 @@ use base64::Engine;
 use regex_automata::dfa::{dense, regex::Regex};
 use serde_json::{Map, Number, Value};
 
-use crate::secrets::{Keyring, Owner, Sealed, MASK};
+use crate::secrets::{Keyring, Owner, Sealed, SecretError, MASK};
 
 /// The most parameters a schema declares.
 pub const MAX_PARAMS: usize = 100;
@@ -328,6 +328,27 @@ pub fn masked(params: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// `params` with every value sealed under another key than the current one sealed again
+/// under it (a key rotation); None when there was none. The error names the parameter
+/// that does not open.
+pub fn resealed(params: &Value, keys: &Keyring) -> Result<Option<Value>, SecretError> {
+    let Some(given) = params.as_object() else {
+        return Ok(None);
+    };
+    let mut out = given.clone();
+    let mut changed = false;
+    for (name, value) in given {
+        let Some(sealed) = sealed_of(value).filter(|sealed| sealed.key_id != keys.current_id()) else {
+            continue;
+        };
+        let owner = Owner::Param(name.clone());
+        let clear = keys.open(&owner, &sealed)?;
+        out.insert(name.clone(), sealed_value(&keys.seal(&owner, &clear)));
+        changed = true;
+    }
+    Ok(changed.then_some(Value::Object(out)))
 }
 
 /// Whether a stored parameter's value is sealed.

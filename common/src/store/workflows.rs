@@ -638,6 +638,57 @@ pub async fn replace(
     Ok(Some(workflow))
 }
 
+/// The parameters holding a sealed value (a secret parameter) of workflow triggers
+/// (`trigger`) and workflow steps (`step`), each with its key: the trigger's id, or the
+/// workflow's id and the step's name.
+pub async fn with_sealed_params(db: impl PgExecutor<'_>) -> Result<Vec<SealedParams>, StoreError> {
+    Ok(sqlx::query_as!(
+        SealedParams,
+        r#"SELECT 'trigger' AS "owner!", id AS "id!", NULL::text AS step, params AS "params!"
+           FROM workflow_triggers
+           WHERE EXISTS (SELECT 1 FROM jsonb_each(params) AS p
+                         WHERE jsonb_typeof(p.value) = 'object' AND p.value ? '$sealed')
+           UNION ALL
+           SELECT 'step', workflow_id, name, params FROM workflow_steps
+           WHERE EXISTS (SELECT 1 FROM jsonb_each(params) AS p
+                         WHERE jsonb_typeof(p.value) = 'object' AND p.value ? '$sealed')"#
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Parameters of a workflow trigger or step that hold a sealed value.
+#[derive(Debug, Clone)]
+pub struct SealedParams {
+    /// `trigger` or `step`.
+    pub owner: String,
+    /// The trigger's id, or the step's workflow's.
+    pub id: i64,
+    /// The step's name.
+    pub step: Option<String>,
+    /// The parameters.
+    pub params: Value,
+}
+
+/// Replaces the parameters of a workflow trigger or step (see [`SealedParams`]).
+pub async fn reseal_params(
+    db: impl PgExecutor<'_>,
+    owner: &SealedParams,
+    params: &Value,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "WITH trigger AS (UPDATE workflow_triggers SET params = $4 WHERE $1 = 'trigger' AND id = $2)
+         UPDATE workflow_steps SET params = $4 WHERE $1 = 'step' AND workflow_id = $2 AND name = $3",
+        owner.owner,
+        owner.id,
+        owner.step,
+        params
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// Sets a workflow's declared run parameters (in the transaction that creates or
 /// replaces it).
 pub async fn set_params_schema(

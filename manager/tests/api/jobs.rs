@@ -1074,13 +1074,13 @@ async fn a_secret_param_reaches_the_job_and_is_masked_everywhere_else(pool: PgPo
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let trigger = format!("/api/v1/triggers/{}", created.body["id"]);
-    let sealed = || async {
-        sqlx::query_scalar::<_, String>("SELECT params::text FROM triggers")
-            .fetch_one(app.pool())
+    async fn sealed(pool: &PgPool) -> String {
+        sqlx::query_scalar("SELECT params::text FROM triggers")
+            .fetch_one(pool)
             .await
             .unwrap()
-    };
-    let before = sealed().await;
+    }
+    let before = sealed(app.pool()).await;
     assert!(before.contains("$sealed") && !before.contains(value), "{before}");
     let shown = app.get(&trigger, &admin).await;
     assert_eq!(shown.body["params"], json!({"token": "***"}));
@@ -1092,5 +1092,20 @@ async fn a_secret_param_reaches_the_job_and_is_masked_everywhere_else(pool: PgPo
         )
         .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.text);
-    assert_eq!(sealed().await, before, "the sealed value is kept");
+    assert_eq!(sealed(app.pool()).await, before, "the sealed value is kept");
+
+    // A key rotation moves it to the new key.
+    let new_key = SecretKey::parse("AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=").unwrap();
+    let old_key = SecretKey::parse(probactr_testkit::TEST_SECRET_KEY).unwrap();
+    let keys = Keyring::new(new_key, Some(old_key));
+    let new_id = keys.current_id().to_owned();
+    app.state = app.state.clone().with_secret_keys(Some(keys));
+    app.app = probactr_manager::app(app.state.clone());
+    let rotated = app.post("/api/v1/secrets/rotate", &admin, json!({})).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.text);
+    let after = sealed(app.pool()).await;
+    assert!(
+        after.contains(&new_id) && !before.contains(&new_id),
+        "{before} → {after}"
+    );
 }

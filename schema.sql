@@ -970,6 +970,7 @@ CREATE TABLE public.jobs (
     mode text DEFAULT 'batch'::text NOT NULL,
     replicas integer DEFAULT 1 NOT NULL,
     deleted_at timestamp with time zone,
+    params_schema jsonb,
     CONSTRAINT jobs_fence_nonnegative CHECK ((fence >= 0)),
     CONSTRAINT jobs_kind_valid CHECK ((kind = ANY (ARRAY['shell'::text, 'http'::text, 'noop'::text, 'sleep'::text]))),
     CONSTRAINT jobs_managed_by_length CHECK (((managed_by IS NULL) OR ((char_length(managed_by) >= 1) AND (char_length(managed_by) <= 100)))),
@@ -1644,6 +1645,7 @@ CREATE TABLE public.workflows (
     version bigint DEFAULT 1 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    params_schema jsonb,
     CONSTRAINT workflows_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200)))
 );
 

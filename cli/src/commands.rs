@@ -403,8 +403,9 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
             }
         }
         JobsCommand::Run { name, params, wait } => {
-            let params = run_params(&params)?;
+            let given = run_params(&params)?;
             let job = job_named(client, &name).await?;
+            let params = typed_params(given, &job["params_schema"]);
             let queued = client
                 .post_once(&format!("/jobs/{}/run", job["id"]), &json!({"params": params}))
                 .await?;
@@ -452,6 +453,32 @@ fn run_params(given: &[String]) -> anyhow::Result<serde_json::Map<String, Value>
         params.insert(key.trim().to_owned(), Value::String(value.to_owned()));
     }
     Ok(params)
+}
+
+/// `--param` texts read as the job's declared types (`params_schema`): integers, numbers
+/// and booleans become JSON numbers and booleans; a text that does not read as its type
+/// is sent as it is, for the manager to say what is wrong with it.
+fn typed_params(
+    mut params: serde_json::Map<String, Value>,
+    schema: &Value,
+) -> serde_json::Map<String, Value> {
+    for (name, value) in params.iter_mut() {
+        let Some(text) = value.as_str() else { continue };
+        let typed = match schema[name.as_str()]["type"].as_str() {
+            Some("integer") => text.parse::<i64>().ok().map(Value::from),
+            Some("number") => text
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
+            Some("boolean") => text.parse::<bool>().ok().map(Value::Bool),
+            _ => None,
+        };
+        if let Some(typed) = typed {
+            *value = typed;
+        }
+    }
+    params
 }
 
 /// How often `runs logs --follow` asks for more output while nothing new came.
@@ -603,4 +630,29 @@ async fn triggers(client: &Client, job: Option<String>, format: Format) -> anyho
     ];
     output::list(format, &all, &columns);
     Ok(Exit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn params_are_read_as_their_declared_types() {
+        let given = run_params(&[
+            "n=5".into(),
+            "ratio=0.5".into(),
+            "dry=true".into(),
+            "day=5".into(),
+            "bad=x".into(),
+        ])
+        .expect("good pairs");
+        let schema = json!({"n": {"type": "integer"}, "ratio": {"type": "number"}, "dry": {"type": "boolean"},
+                            "day": {"type": "string"}, "bad": {"type": "integer"}});
+        assert_eq!(
+            Value::Object(typed_params(given, &schema)),
+            json!({"n": 5, "ratio": 0.5, "dry": true, "day": "5", "bad": "x"})
+        );
+    }
 }

@@ -38,6 +38,7 @@ pub mod lock;
 pub mod masked_url;
 pub mod masking;
 pub mod model;
+pub mod params_schema;
 pub mod reach;
 pub mod schedule;
 pub mod secrets;

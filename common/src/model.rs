@@ -404,6 +404,8 @@ pub struct Job {
     pub replicas: i32,
     /// When the job was deleted with its history kept (None: a job in use).
     pub deleted_at: Option<DateTime<Utc>>,
+    /// Its declared run parameters (see `params_schema`); None: free parameters.
+    pub params_schema: Option<serde_json::Value>,
 }
 
 /// A row of `triggers`.

@@ -55,6 +55,9 @@ pub enum Owner {
     ChannelSecret(i64),
     /// The URL of the alert channel of this id (webhook and Slack URLs are credentials).
     ChannelUrl(i64),
+    /// The value of the run parameter of this name declared `secret` (see
+    /// `params_schema`).
+    Param(String),
 }
 
 impl Owner {
@@ -65,6 +68,7 @@ impl Owner {
             Owner::Secret(name) => format!("probactr/v1/secret/{name}"),
             Owner::ChannelSecret(id) => format!("probactr/v1/channel/{id}/secret"),
             Owner::ChannelUrl(id) => format!("probactr/v1/channel/{id}/url"),
+            Owner::Param(name) => format!("probactr/v1/param/{name}"),
         }
         .into_bytes()
     }
@@ -76,6 +80,7 @@ impl fmt::Display for Owner {
             Owner::Secret(name) => write!(f, "secret {name}"),
             Owner::ChannelSecret(id) => write!(f, "the signing secret of alert channel {id}"),
             Owner::ChannelUrl(id) => write!(f, "the URL of alert channel {id}"),
+            Owner::Param(name) => write!(f, "the secret parameter {name}"),
         }
     }
 }

@@ -46,6 +46,7 @@ pub(crate) const JOB_FIELDS: &[&str] = &[
     "shards",
     "mode",
     "replicas",
+    "params_schema",
 ];
 /// The fields of a trigger a definition carries.
 pub(crate) const TRIGGER_FIELDS: &[&str] = &[

@@ -19,13 +19,13 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use crate::apply::located_in;
-use crate::compare::{describe, short, unmatched_triggers};
+use crate::compare::{describe, same, short, unmatched_triggers};
 use crate::fields::{trigger_definition, TRIGGER_FIELDS};
 use crate::source::{checked_mapping, section, Source};
 use crate::{fail, DefinitionError, Registry};
 
 /// The fields of a workflow a definition carries.
-const WORKFLOW_FIELDS: &[&str] = &["name", "description", "steps", "triggers"];
+const WORKFLOW_FIELDS: &[&str] = &["name", "description", "params_schema", "steps", "triggers"];
 /// The fields of a step.
 const STEP_FIELDS: &[&str] = &["name", "job", "depends_on", "when", "params"];
 
@@ -40,6 +40,9 @@ pub(super) async fn export(
         definition.insert("name".into(), workflow["name"].clone());
         if workflow["description"].as_str().is_some_and(|d| !d.is_empty()) {
             definition.insert("description".into(), workflow["description"].clone());
+        }
+        if !workflow["params_schema"].is_null() {
+            definition.insert("params_schema".into(), workflow["params_schema"].clone());
         }
         definition.insert("steps".into(), Value::Array(steps_by_name(&workflow, job_names)));
         let id = workflow["id"].as_i64().unwrap_or_default();
@@ -191,7 +194,9 @@ pub(super) async fn apply(
             body_steps.push(Value::Object(body));
         }
         let description = workflow["description"].as_str().unwrap_or_default();
-        let body = json!({"name": name, "description": description, "steps": body_steps});
+        let params_schema = workflow.get("params_schema").cloned().unwrap_or(Value::Null);
+        let body = json!({"name": name, "description": description, "params_schema": params_schema,
+                          "steps": body_steps});
         let found = existing.iter().find(|w| w["name"] == name);
         let wanted_steps: Vec<Value> = steps.iter().map(canonical_step).collect();
         let id = match found {
@@ -217,6 +222,16 @@ pub(super) async fn apply(
                         "description {} → {}",
                         short(current.get("description")),
                         short(workflow.get("description"))
+                    ));
+                }
+                let current_schema = current.get("params_schema").unwrap_or(&Value::Null);
+                if !same(&params_schema, current_schema)
+                    || (params_schema.is_null() != current_schema.is_null())
+                {
+                    differ.push(format!(
+                        "params_schema {} → {}",
+                        short(Some(current_schema)),
+                        short(Some(&params_schema))
                     ));
                 }
                 if current_steps != wanted_steps {

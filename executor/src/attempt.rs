@@ -101,14 +101,16 @@ impl Attempt<'_> {
             }
         };
         let keys = self.shared.config.secret_keys.as_ref();
-        let (spec, secret_values) = match secrets::resolve(&self.shared.pool, keys, spec).await {
+        let (spec, mut secret_values) = match secrets::resolve(&self.shared.pool, keys, spec).await {
             Ok(resolved) => (resolved.spec, resolved.values),
             Err(why) => return self.refuse(started_at_claim, &why).await,
         };
-        let prepared = match inputs::prepare(&self.shared.pool, &self.run, spec).await {
+        let prepared = match inputs::prepare(&self.shared.pool, &self.run, &self.job, keys, spec).await {
             Ok(prepared) => prepared,
             Err(why) => return self.refuse(started_at_claim, &why).await,
         };
+        // Secret parameters are masked like secrets in what the run leaves.
+        secret_values.extend(prepared.secret_values.iter().cloned());
         let (spec, input_env) = (prepared.spec, prepared.env);
         let account = match &spec {
             JobSpec::Shell(shell) => match job::account::for_job(shell.run_as.as_ref()) {

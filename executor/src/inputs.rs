@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use probactr_common::jobspec::JobSpec;
 use probactr_common::masking::Masker;
-use probactr_common::model::Run;
+use probactr_common::model::{Job, Run};
+use probactr_common::params_schema::ParamsSchema;
+use probactr_common::secrets::Keyring;
 use probactr_common::store::run_inputs::{self, Inputs};
 use probactr_common::template;
 use serde_json::Value;
@@ -26,22 +28,33 @@ pub struct Prepared {
     pub env: Vec<(String, String)>,
     /// Where a shell job may write its output (not created: the job writes it).
     pub output_file: Option<PathBuf>,
+    /// The values of its secret parameters, in the clear (to mask).
+    pub secret_values: Vec<String>,
 }
 
-/// Reads the run's inputs and fills them into `spec`.
-pub async fn prepare(pool: &PgPool, run: &Run, spec: JobSpec) -> Result<Prepared, String> {
+/// Reads the run's inputs and fills them into `spec`: the job's declared defaults under
+/// the given parameters, its secret parameters opened (`keys`).
+pub async fn prepare(
+    pool: &PgPool,
+    run: &Run,
+    job: &Job,
+    keys: Option<&Keyring>,
+    spec: JobSpec,
+) -> Result<Prepared, String> {
     if matches!(spec, JobSpec::Noop | JobSpec::Sleep { .. }) {
         // Built-ins read no input and write no output: no round trip on the hot path.
         return Ok(Prepared {
             spec,
             env: Vec::new(),
             output_file: None,
+            secret_values: Vec::new(),
         });
     }
     let chain_id = run.first_run_id.unwrap_or(run.id);
-    let inputs = read_inputs(pool, chain_id, run.trigger_id)
+    let mut inputs = read_inputs(pool, chain_id, run.trigger_id)
         .await
         .map_err(|err| format!("cannot read the run's parameters: {err}"))?;
+    let secret_values = declared(job, &mut inputs, keys)?;
     let output_file = matches!(spec, JobSpec::Shell(_)).then(|| {
         std::env::temp_dir().join(format!(
             "probactr-output-{}-{}.json",
@@ -59,7 +72,31 @@ pub async fn prepare(pool: &PgPool, run: &Run, spec: JobSpec) -> Result<Prepared
         spec: fill(spec, &value_of)?,
         env,
         output_file,
+        secret_values,
     })
+}
+
+/// Lays the job's declared parameters over `inputs`: defaults for those not given (a
+/// trigger's or a step's stored parameters were checked without them), secret ones
+/// opened. Sealed values the job does not declare secret stay masked. Returns the
+/// opened values.
+fn declared(job: &Job, inputs: &mut Inputs, keys: Option<&Keyring>) -> Result<Vec<String>, String> {
+    let schema = match &job.params_schema {
+        Some(stored) => ParamsSchema::parse(stored, "params_schema")
+            .map_err(|problems| format!("the job's params_schema is not valid: {problems:?}"))?
+            .unwrap_or_default(),
+        None => ParamsSchema::default(),
+    };
+    let (params, values) = schema.open_secrets(&schema.with_defaults(&inputs.params), keys)?;
+    inputs.params = params;
+    if !values.is_empty() {
+        tracing::info!(
+            run.job_id = job.id,
+            opened = values.len(),
+            "secret parameters opened"
+        );
+    }
+    Ok(values)
 }
 
 /// `spec` with its `{{ params.KEY }}` / `{{ steps.NAME.output.KEY }}` references filled,

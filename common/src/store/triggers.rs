@@ -509,6 +509,22 @@ pub async fn params_of(
     )
 }
 
+/// The triggers whose parameters hold a sealed value (a secret parameter), with them.
+pub async fn with_sealed_params(
+    db: impl PgExecutor<'_>,
+) -> Result<Vec<(i64, serde_json::Value)>, StoreError> {
+    Ok(sqlx::query!(
+        r#"SELECT id, params FROM triggers
+           WHERE EXISTS (SELECT 1 FROM jsonb_each(params) AS p
+                         WHERE jsonb_typeof(p.value) = 'object' AND p.value ? '$sealed')"#
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| (row.id, row.params))
+    .collect())
+}
+
 /// Replaces a trigger's default parameters (a JSON object).
 pub async fn set_params(
     db: impl PgExecutor<'_>,

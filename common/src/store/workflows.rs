@@ -34,6 +34,9 @@ pub struct Workflow {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// Its declared run parameters (see `params_schema`); None: free parameters.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub params_schema: Option<Value>,
 }
 
 /// One step of a workflow.
@@ -109,7 +112,7 @@ pub async fn create(
     let workflow = sqlx::query_as!(
         Workflow,
         "INSERT INTO workflows (name, description) VALUES ($1, $2)
-         RETURNING id, name, description, paused, version, created_at, updated_at",
+         RETURNING id, name, description, paused, version, created_at, updated_at, params_schema",
         name,
         description
     )
@@ -142,7 +145,7 @@ async fn insert_steps(conn: &mut PgConnection, workflow_id: i64, steps: &[Step])
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Workflow>, StoreError> {
     Ok(sqlx::query_as!(
         Workflow,
-        "SELECT id, name, description, paused, version, created_at, updated_at FROM workflows WHERE id = $1",
+        "SELECT id, name, description, paused, version, created_at, updated_at, params_schema FROM workflows WHERE id = $1",
         id
     )
     .fetch_optional(db)
@@ -153,7 +156,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Workflow>, S
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Workflow>, StoreError> {
     Ok(sqlx::query_as!(
         Workflow,
-        "SELECT id, name, description, paused, version, created_at, updated_at FROM workflows ORDER BY name"
+        "SELECT id, name, description, paused, version, created_at, updated_at, params_schema FROM workflows ORDER BY name"
     )
     .fetch_all(db)
     .await?)
@@ -180,7 +183,7 @@ pub async fn set_paused(
     Ok(sqlx::query_as!(
         Workflow,
         "UPDATE workflows SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-         RETURNING id, name, description, paused, version, created_at, updated_at",
+         RETURNING id, name, description, paused, version, created_at, updated_at, params_schema",
         id,
         paused
     )
@@ -617,7 +620,7 @@ pub async fn replace(
         Workflow,
         "UPDATE workflows SET name = $2, description = $3, version = version + 1, updated_at = now()
          WHERE id = $1 AND ($4::BIGINT IS NULL OR version = $4)
-         RETURNING id, name, description, paused, version, created_at, updated_at",
+         RETURNING id, name, description, paused, version, created_at, updated_at, params_schema",
         id,
         name,
         description,
@@ -633,6 +636,74 @@ pub async fn replace(
         .await?;
     insert_steps(conn, id, steps).await?;
     Ok(Some(workflow))
+}
+
+/// The parameters holding a sealed value (a secret parameter) of workflow triggers
+/// (`trigger`) and workflow steps (`step`), each with its key: the trigger's id, or the
+/// workflow's id and the step's name.
+pub async fn with_sealed_params(db: impl PgExecutor<'_>) -> Result<Vec<SealedParams>, StoreError> {
+    Ok(sqlx::query_as!(
+        SealedParams,
+        r#"SELECT 'trigger' AS "owner!", id AS "id!", NULL::text AS step, params AS "params!"
+           FROM workflow_triggers
+           WHERE EXISTS (SELECT 1 FROM jsonb_each(params) AS p
+                         WHERE jsonb_typeof(p.value) = 'object' AND p.value ? '$sealed')
+           UNION ALL
+           SELECT 'step', workflow_id, name, params FROM workflow_steps
+           WHERE EXISTS (SELECT 1 FROM jsonb_each(params) AS p
+                         WHERE jsonb_typeof(p.value) = 'object' AND p.value ? '$sealed')"#
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Parameters of a workflow trigger or step that hold a sealed value.
+#[derive(Debug, Clone)]
+pub struct SealedParams {
+    /// `trigger` or `step`.
+    pub owner: String,
+    /// The trigger's id, or the step's workflow's.
+    pub id: i64,
+    /// The step's name.
+    pub step: Option<String>,
+    /// The parameters.
+    pub params: Value,
+}
+
+/// Replaces the parameters of a workflow trigger or step (see [`SealedParams`]).
+pub async fn reseal_params(
+    db: impl PgExecutor<'_>,
+    owner: &SealedParams,
+    params: &Value,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "WITH trigger AS (UPDATE workflow_triggers SET params = $4 WHERE $1 = 'trigger' AND id = $2)
+         UPDATE workflow_steps SET params = $4 WHERE $1 = 'step' AND workflow_id = $2 AND name = $3",
+        owner.owner,
+        owner.id,
+        owner.step,
+        params
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Sets a workflow's declared run parameters (in the transaction that creates or
+/// replaces it).
+pub async fn set_params_schema(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    schema: Option<&Value>,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "UPDATE workflows SET params_schema = $2 WHERE id = $1",
+        id,
+        schema
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// Deletes a workflow with its triggers and runs; false when there was none.

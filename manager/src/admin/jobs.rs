@@ -5,12 +5,15 @@ use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{Html, Redirect, Response};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
 use probactr_common::labels;
 use probactr_common::model::{JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use probactr_common::params_schema::ParamsSchema;
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::forms::{job_draft, job_form_errors, job_patch, spec_values};
 use super::{
@@ -56,6 +59,146 @@ pub async fn show(
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
     let job = jobs::get(&state.handles, &user.0, id).await?;
+    let run_form = RunForm::defaults(&job);
+    show_page(&state, &user, job, run_form).await
+}
+
+/// The run-now form of a job that declares its parameters: the values shown (by field
+/// name, `params.NAME`, as typed) and the server's verdict on each.
+#[derive(Debug, Default)]
+struct RunForm {
+    values: HashMap<String, String>,
+    errors: FieldErrors,
+}
+
+/// A declared parameter as the run-now form draws it.
+#[derive(Debug, Serialize)]
+struct RunParam {
+    name: String,
+    field: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    values: Vec<String>,
+    min: Option<Value>,
+    max: Option<Value>,
+    pattern: Option<String>,
+    required: bool,
+    secret: bool,
+}
+
+/// A bound as an HTML attribute takes it (`5`, not `5.0`).
+fn bound(bound: Option<f64>) -> Option<Value> {
+    bound.map(|b| {
+        if b.fract() == 0.0 && b.abs() < 9.0e15 {
+            Value::from(b as i64)
+        } else {
+            Value::from(b)
+        }
+    })
+}
+
+/// The declared parameters of a job, for its run-now form (empty: the free form).
+fn run_params(job: &JobView) -> Vec<RunParam> {
+    let schema = job
+        .params_schema
+        .as_ref()
+        .and_then(|stored| ParamsSchema::parse(stored, "params_schema").ok().flatten());
+    schema
+        .map(|schema| {
+            schema
+                .params
+                .into_iter()
+                .map(|(name, spec)| RunParam {
+                    field: format!("params.{name}"),
+                    name,
+                    kind: spec.kind.as_str(),
+                    values: spec.values,
+                    min: bound(spec.min),
+                    max: bound(spec.max),
+                    pattern: spec.pattern,
+                    required: spec.required,
+                    secret: spec.secret,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl RunForm {
+    /// The form as first shown: each declared default filled in.
+    fn defaults(job: &JobView) -> RunForm {
+        let schema = job
+            .params_schema
+            .as_ref()
+            .and_then(|stored| ParamsSchema::parse(stored, "params_schema").ok().flatten())
+            .unwrap_or_default();
+        let values = schema
+            .params
+            .iter()
+            .filter_map(|(name, spec)| {
+                let text = match spec.default.as_ref()? {
+                    Value::Bool(false) => return None,
+                    Value::Bool(true) => "on".to_owned(),
+                    other => probactr_common::template::as_text(other),
+                };
+                Some((format!("params.{name}"), text))
+            })
+            .collect();
+        RunForm {
+            values,
+            errors: FieldErrors::new(),
+        }
+    }
+}
+
+/// The parameters the typed run-now form gives: each field read as its declared type
+/// (a text that is not a number is passed on as text, for the check to name it); empty
+/// fields left out, so defaults and `required` apply.
+fn params_from_form(job: &JobView, form: &FormData) -> (Value, HashMap<String, String>) {
+    let mut params = serde_json::Map::new();
+    let mut values = HashMap::new();
+    for param in run_params(job) {
+        let text = form.get(&param.field).unwrap_or_default().trim().to_owned();
+        if param.kind == "boolean" {
+            let on = !text.is_empty();
+            if on {
+                values.insert(param.field.clone(), "on".to_owned());
+            }
+            params.insert(param.name, Value::Bool(on));
+            continue;
+        }
+        if text.is_empty() {
+            continue;
+        }
+        // A secret typed in is not sent back to the page.
+        if !param.secret {
+            values.insert(param.field.clone(), text.clone());
+        }
+        let value = match param.kind {
+            "integer" => text
+                .parse::<i64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(text)),
+            "number" => text
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .unwrap_or(Value::String(text)),
+            _ => Value::String(text),
+        };
+        params.insert(param.name, value);
+    }
+    (Value::Object(params), values)
+}
+
+async fn show_page(
+    state: &AppState,
+    user: &AdminUser,
+    job: JobView,
+    run_form: RunForm,
+) -> Result<Html<String>, AdminError> {
+    let id = job.id;
     let triggers = service::triggers::list_for_job(&state.handles, id).await?;
     let filter = RunFilter {
         job_id: Some(id),
@@ -74,8 +217,11 @@ pub async fn show(
         Vec::new()
     };
     let children = jobs::children_named(&state.handles, &job).await?;
-    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children, ..user.layout("jobs") };
-    render(&state, "job.html", ctx)
+    let run_params = run_params(&job);
+    let (run_values, run_errors) = (run_form.values, run_form.errors);
+    let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children,
+    run_params, run_values, run_errors, ..user.layout("jobs") };
+    render(state, "job.html", ctx)
 }
 
 /// The kinds the user may pick.
@@ -363,8 +509,21 @@ pub async fn run_now(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
-    let run_id = jobs::run_now(&state.handles, &user.0, id, &params).await?;
+    let job = jobs::get(&state.handles, &user.0, id).await?;
+    let run_id = if job.params_schema.is_some() {
+        // The typed form: a bad value is shown next to its field.
+        let (params, values) = params_from_form(&job, &form);
+        match jobs::run_now(&state.handles, &user.0, id, &params).await {
+            Err(ApiError::Invalid(errors)) => {
+                let page = show_page(&state, &user, job, RunForm { values, errors }).await?;
+                return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
+            }
+            other => other?,
+        }
+    } else {
+        let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
+        jobs::run_now(&state.handles, &user.0, id, &params).await?
+    };
     Ok(flash::redirect(
         Redirect::to(&format!("/runs/{run_id}")),
         &format!("Run #{run_id} queued"),

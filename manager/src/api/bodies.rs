@@ -90,6 +90,10 @@ pub struct JobFields {
     pub mode: Option<JobMode>,
     /// Instances of a service (1–100, default 1).
     pub replicas: Option<i32>,
+    /// Declared run parameters, by name (letters, digits, `_`, `-`): run now, trigger and
+    /// workflow step parameters are checked against them (a 422 names `params.NAME`),
+    /// undeclared ones refused, defaults filled in. Null: parameters are free.
+    pub params_schema: Option<std::collections::BTreeMap<String, ParamDeclaration>>,
     /// Child jobs queued when a run succeeds, by id or name; each child run gets the
     /// parent run's parameters and `PROBACTR_PARENT_RUN_ID`. A list that would loop back
     /// to the job is refused.
@@ -98,6 +102,30 @@ pub struct JobFields {
     pub on_failure: Option<Vec<JobRef>>,
     /// Child jobs queued whenever a run ends, cancelled included.
     pub on_finish: Option<Vec<JobRef>>,
+}
+
+/// One declared run parameter (see `params_schema`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ParamDeclaration {
+    /// `string`, `integer`, `number`, `boolean` or `enum`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The values an `enum` takes (texts; required for an enum, refused otherwise).
+    pub values: Option<Vec<String>>,
+    /// A pattern a `string` must match whole (ASCII classes: `[0-9]`, `(?-u:\\w)`).
+    pub pattern: Option<String>,
+    /// The least number, or a string's fewest characters.
+    pub min: Option<f64>,
+    /// The greatest number, or a string's most characters.
+    pub max: Option<f64>,
+    /// Must every run be given it? (takes no `default`)
+    pub required: Option<bool>,
+    /// The value of a run given none; checked like a given value.
+    #[schema(value_type = Option<Object>)]
+    pub default: Option<serde_json::Value>,
+    /// A `string` stored sealed, shown as `***` and masked in the run's output; the job
+    /// gets it in the clear. Takes no `default`.
+    pub secret: Option<bool>,
 }
 
 /// A job named by its id or its name.
@@ -349,6 +377,9 @@ pub struct NewWorkflowBody {
     pub description: Option<String>,
     /// The steps: a DAG (no cycles), each name unique.
     pub steps: Vec<WorkflowStepBody>,
+    /// Declared parameters of its runs (as a job's `params_schema`): run now and trigger
+    /// parameters are checked against them.
+    pub params_schema: Option<std::collections::BTreeMap<String, ParamDeclaration>>,
 }
 
 /// One step of `POST /api/v1/workflows`.
@@ -363,7 +394,8 @@ pub struct WorkflowStepBody {
     /// `all_success` (the default: every upstream step succeeded), `all_done` (they all
     /// ended, whatever their end) or `any_failed` (one failed); otherwise it is skipped.
     pub when: Option<String>,
-    /// Parameters of its runs, over the workflow run's.
+    /// Parameters of its runs, over the workflow run's; checked against its job's
+    /// `params_schema` (none required here: the workflow run's may give them).
     #[schema(value_type = Option<Object>)]
     pub params: Option<serde_json::Value>,
 }

@@ -3,6 +3,7 @@
 use probactr_common::jobspec::JobSpec;
 use probactr_common::labels;
 use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use probactr_common::params_schema::ParamsSchema;
 use probactr_common::store::jobs::{JobChildren, NewJob};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,6 +80,8 @@ pub struct JobDraft {
     pub mode: Given<JobMode>,
     /// Instances of a service.
     pub replicas: Given<i64>,
+    /// Declared run parameters, as given (null: free parameters).
+    pub params_schema: Option<Value>,
     /// Child jobs, as given (lists of job ids or names).
     pub children: ChildDraft,
     /// Problems met while reading, by field.
@@ -125,6 +128,7 @@ impl JobDraft {
             shards: input.int("shards", i64::MIN, i64::MAX),
             mode: input.choice("mode"),
             replicas: input.int("replicas", i64::MIN, i64::MAX),
+            params_schema: input.raw("params_schema"),
             children: ChildDraft {
                 on_success: input.raw("on_success"),
                 on_failure: input.raw("on_failure"),
@@ -256,6 +260,14 @@ impl JobDraft {
             replicas: self.replicas,
         };
         placement.apply(&mut job, checks);
+        if let Some(schema) = self.params_schema {
+            match ParamsSchema::parse(&schema, "params_schema") {
+                Ok(schema) => job.params_schema = schema.map(|schema| schema.to_json()),
+                Err(problems) => problems
+                    .into_iter()
+                    .for_each(|(field, message)| checks.error(&field, message)),
+            }
+        }
         if kind.is_some() {
             match JobSpec::parse(job.kind, &job.spec) {
                 Ok(spec) => job.spec = spec.to_json(),
@@ -358,6 +370,7 @@ fn definition_of(job: &Job) -> NewJob {
         shards: job.shards,
         mode: job.mode,
         replicas: job.replicas,
+        params_schema: job.params_schema.clone(),
     }
 }
 

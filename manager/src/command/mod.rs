@@ -10,6 +10,7 @@
 
 pub mod alert;
 pub mod job;
+pub mod params;
 pub mod trigger;
 pub mod workflow;
 

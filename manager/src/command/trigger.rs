@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::triggers::NewTrigger;
+use probactr_common::{params_schema, secrets};
 use serde_json::Value;
 
 use super::{lenient_input, Checks, INT4_MAX};
@@ -259,4 +260,39 @@ fn definition_of(t: &Trigger) -> NewTrigger {
         paused: t.paused,
         max_concurrency: t.max_concurrency,
     }
+}
+
+/// A trigger's `params` checked against its job's or workflow's declared ones
+/// (`params_schema`, None: anything goes), their secret values sealed: on a create
+/// (`creating`) the runs it fires get nothing else, so an absent list is checked as `{}`;
+/// on an edit an absent list is left as stored.
+///
+/// A secret parameter given as `***` (what the trigger's page shows) keeps its stored
+/// sealed value (`stored`: the trigger's parameters before the edit).
+pub fn checked_params(
+    schema: Option<&Value>,
+    params: Option<Value>,
+    creating: bool,
+    stored: Option<&Value>,
+    keys: Option<&probactr_common::secrets::Keyring>,
+) -> Result<Option<Value>, ApiError> {
+    let params = match (params, creating) {
+        (Some(params), _) => params,
+        (None, true) if schema.is_some() => Value::Object(Default::default()),
+        (None, _) => return Ok(None),
+    };
+    let mut checked = super::params::checked(schema, &params, super::params::Given::Stored, keys, "params")?;
+    if let (Some(checked), Some(given), Some(stored)) = (
+        checked.as_object_mut(),
+        params.as_object(),
+        stored.and_then(Value::as_object),
+    ) {
+        for (name, value) in given {
+            let kept = stored.get(name).filter(|old| params_schema::is_sealed(old));
+            if let (Some(kept), true) = (kept, value.as_str() == Some(secrets::MASK)) {
+                checked.insert(name.clone(), kept.clone());
+            }
+        }
+    }
+    Ok(Some(checked))
 }

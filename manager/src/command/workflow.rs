@@ -7,7 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use probactr_common::store::workflows::Step;
 use serde_json::Value;
 
-use super::{lenient_input, Checks};
+use probactr_common::params_schema::ParamsSchema;
+use probactr_common::secrets::Keyring;
+
+use super::{lenient_input, params, Checks};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::Input;
 
@@ -23,6 +26,7 @@ pub struct WorkflowDraft {
     name: Option<String>,
     description: String,
     steps: Option<Value>,
+    params_schema: Option<Value>,
     errors: FieldErrors,
 }
 
@@ -35,6 +39,8 @@ pub struct ValidWorkflow {
     pub description: String,
     /// Its steps, in the order given.
     pub steps: Vec<Step>,
+    /// Its declared run parameters, as checked (None: free parameters).
+    pub params_schema: Option<Value>,
 }
 
 impl WorkflowDraft {
@@ -45,11 +51,13 @@ impl WorkflowDraft {
         let name = input.required("name", name);
         let description = input.text("description").flatten().unwrap_or_default();
         let steps = input.raw("steps");
+        let params_schema = input.raw("params_schema");
         errors.extend(input.into_errors());
         WorkflowDraft {
             name,
             description,
             steps,
+            params_schema,
             errors,
         }
     }
@@ -96,12 +104,58 @@ impl WorkflowDraft {
                 Vec::new()
             }
         };
+        let params_schema = match ParamsSchema::parse(
+            self.params_schema.as_ref().unwrap_or(&Value::Null),
+            "params_schema",
+        ) {
+            Ok(schema) => schema.map(|schema| schema.to_json()),
+            Err(problems) => {
+                for (field, message) in problems {
+                    checks.error(&field, message);
+                }
+                None
+            }
+        };
         let valid = self.name.map(|name| ValidWorkflow {
             name: name.trim().to_owned(),
             description: self.description,
             steps,
+            params_schema,
         });
         checks.verdict(valid)
+    }
+}
+
+impl ValidWorkflow {
+    /// The workflow with each step's `params` checked against its job's declared ones
+    /// (`schemas`: job id → `params_schema`): the given ones must be declared and valid,
+    /// none is required (the workflow run's parameters come under them); secret values
+    /// sealed. Else a 422 naming each (`steps[1].params.day`).
+    pub fn with_step_params_checked(
+        mut self,
+        schemas: &BTreeMap<i64, Value>,
+        keys: Option<&Keyring>,
+    ) -> Result<ValidWorkflow, ApiError> {
+        let mut errors = FieldErrors::new();
+        for (index, step) in self.steps.iter_mut().enumerate() {
+            let prefix = format!("steps[{index}].params");
+            match params::checked(
+                schemas.get(&step.job_id),
+                &step.params,
+                params::Given::Part,
+                keys,
+                &prefix,
+            ) {
+                Ok(checked) => step.params = checked,
+                Err(ApiError::Invalid(more)) => errors.extend(more),
+                Err(other) => return Err(other),
+            }
+        }
+        if errors.is_empty() {
+            Ok(self)
+        } else {
+            Err(ApiError::Invalid(errors))
+        }
     }
 }
 

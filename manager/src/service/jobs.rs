@@ -15,9 +15,11 @@ use super::Handles;
 use super::{snapshot, Paged};
 use crate::auth::Principal;
 use crate::command::job::{with_children, ChildDraft, KnownJobs};
+use crate::command::params;
 use crate::command::{JobDraft, JobPatch};
 use crate::error::ApiError;
 use crate::input::Page;
+use probactr_common::params_schema::masked;
 
 /// A job's retry policy.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -104,6 +106,10 @@ pub struct JobView {
     pub mode: JobMode,
     /// Instances of a service.
     pub replicas: i32,
+    /// Its declared run parameters, `{NAME: {type, values, pattern, min, max, required,
+    /// default, secret}}` (null: parameters are free).
+    #[schema(value_type = Option<Object>)]
+    pub params_schema: Option<Value>,
     /// When the job was deleted with its history kept (null for a job in use).
     pub deleted_at: Option<DateTime<Utc>>,
     /// Jobs queued when a run succeeds (their runs get this run's params and
@@ -151,6 +157,7 @@ impl From<JobRow> for JobView {
             shards: job.shards,
             mode: job.mode,
             replicas: job.replicas,
+            params_schema: job.params_schema,
             deleted_at: job.deleted_at,
             on_success: row.on_success,
             on_failure: row.on_failure,
@@ -569,6 +576,13 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
             job.name
         )));
     }
+    let params = &params::checked(
+        job.params_schema.as_ref(),
+        params,
+        params::Given::Whole,
+        handles.secret_keys.as_deref(),
+        "params",
+    )?;
     let runs = store::runs::queue_now_fanned_out(&mut *tx, id).await?;
     let Some(run) = runs.first().cloned() else {
         return Err(ApiError::not_found("job", id));
@@ -585,7 +599,7 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
         object_id: Some(id),
         before: None,
         after: Some(if given {
-            json!({"run_id": run.id, "params": params})
+            json!({"run_id": run.id, "params": masked(params)})
         } else {
             json!({"run_id": run.id})
         }),

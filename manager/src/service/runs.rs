@@ -1,6 +1,7 @@
 //! Runs: list, read, read the output from an offset, cancel.
 
 use probactr_common::model::{Run, RunState};
+use probactr_common::params_schema::masked;
 use probactr_common::store;
 use probactr_common::store::audit::Change;
 use probactr_common::store::checkpoints::CheckpointInfo;
@@ -62,7 +63,8 @@ pub struct RunView {
     /// The last checkpoint a shell job of its instant saved (this attempt or an earlier
     /// one): its size and age; null when none was saved.
     pub checkpoint: Option<CheckpointInfo>,
-    /// Its parameters: its trigger's defaults merged under its own (`{}` for none).
+    /// Its parameters: its trigger's defaults merged under its own (`{}` for none),
+    /// secret ones as `***`.
     #[schema(value_type = Object)]
     pub params: serde_json::Value,
     /// What it wrote to `PROBACTR_OUTPUT_FILE`, when it wrote a JSON object.
@@ -119,7 +121,8 @@ pub async fn get(handles: &Handles, id: i64) -> Result<RunView, ApiError> {
         .ok_or_else(|| ApiError::not_found("run", id))?;
     let chain_id = run.first_run_id.unwrap_or(run.id);
     let checkpoint = store::checkpoints::info(&handles.pool, chain_id).await?;
-    let params = store::run_inputs::params_of(&handles.pool, chain_id, run.trigger_id).await?;
+    // Secret parameters are stored sealed and shown masked.
+    let params = masked(&store::run_inputs::params_of(&handles.pool, chain_id, run.trigger_id).await?);
     let step_output = store::run_inputs::output_of(&handles.pool, id).await?;
     Ok(RunView {
         checkpoint,

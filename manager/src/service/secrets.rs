@@ -2,6 +2,7 @@
 //! (admins). A value goes from the request straight into its sealed form: it is never
 //! returned, logged or audited, only its name is.
 
+use probactr_common::params_schema;
 use probactr_common::secrets::{self, Keyring, Owner};
 use probactr_common::store::{self, audit::Change, secrets::SecretInfo};
 use serde::Serialize;
@@ -104,6 +105,24 @@ pub struct Rotated {
     pub resealed: Vec<String>,
 }
 
+/// Re-seals the secret parameters (`params_schema`) that triggers and workflow steps
+/// keep sealed under another key. Runs' own are not: they live as long as the history, and
+/// open while the previous key is set.
+async fn reseal_params(tx: &mut sqlx::PgConnection, keys: &Keyring) -> Result<(), ApiError> {
+    let failed = |err: secrets::SecretError| ApiError::Conflict(format!("cannot re-seal: {err}"));
+    for (id, params) in store::triggers::with_sealed_params(&mut *tx).await? {
+        if let Some(params) = params_schema::resealed(&params, keys).map_err(failed)? {
+            store::triggers::set_params(&mut *tx, id, &params).await?;
+        }
+    }
+    for owner in store::workflows::with_sealed_params(&mut *tx).await? {
+        if let Some(params) = params_schema::resealed(&owner.params, keys).map_err(failed)? {
+            store::workflows::reseal_params(&mut *tx, &owner, &params).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Re-seals every secret sealed under another key with the current one (after setting
 /// a new PROBACTR_SECRET_KEY and the old one as PROBACTR_SECRET_KEY_PREVIOUS).
 pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiError> {
@@ -138,6 +157,7 @@ pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiEr
         )
         .await?;
     }
+    reseal_params(&mut tx, keys).await?;
     let change = Change {
         action: "secret.rotate",
         object_type: "secret",

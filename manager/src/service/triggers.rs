@@ -14,9 +14,10 @@ use super::jobs::{stale, stale_by};
 use super::snapshot;
 use super::Handles;
 use crate::auth::Principal;
-use crate::command::trigger::{Definition, PreviewRequest};
+use crate::command::trigger::{checked_params, Definition, PreviewRequest};
 use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::ApiError;
+use probactr_common::params_schema::masked;
 
 /// Instants the preview lists when `count` is not given.
 pub const DEFAULT_PREVIEW: i64 = 5;
@@ -44,7 +45,7 @@ pub async fn with_params(handles: &Handles, triggers: Vec<Trigger>) -> Result<Ve
     Ok(triggers
         .into_iter()
         .map(|trigger| TriggerView {
-            params: params.get(&trigger.id).cloned().unwrap_or_else(|| json!({})),
+            params: params.get(&trigger.id).map(masked).unwrap_or_else(|| json!({})),
             trigger,
         })
         .collect())
@@ -86,6 +87,13 @@ pub async fn create(
     let job = store::jobs::get(&mut *tx, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
+    let params = checked_params(
+        job.params_schema.as_ref(),
+        params,
+        true,
+        None,
+        handles.secret_keys.as_deref(),
+    )?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
             "job_id",
@@ -144,6 +152,20 @@ pub async fn update(
     if version != before.version {
         return Err(stale_by(&mut tx, "trigger", id, version, before.version).await);
     }
+    let schema = store::jobs::get(&mut *tx, before.job_id)
+        .await?
+        .and_then(|job| job.params_schema);
+    let stored = store::triggers::params_of(&mut *tx, &[id])
+        .await?
+        .pop()
+        .map(|(_, params)| params);
+    let params = checked_params(
+        schema.as_ref(),
+        params,
+        false,
+        stored.as_ref(),
+        handles.secret_keys.as_deref(),
+    )?;
     let next_fire_at = if schedule_changed {
         next.first_at_or_after(now)
     } else {

@@ -2,7 +2,7 @@
 //! a run's steps, retry a failed step, cancel a run. Steps advance in the database as
 //! their runs end ([`probactr_common::store::workflows`]); nothing here waits for them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Utc;
 use probactr_common::store;
@@ -13,10 +13,12 @@ use serde_json::{json, Value};
 
 use super::Handles;
 use crate::auth::Principal;
-use crate::command::trigger::Definition;
+use crate::command::params;
+use crate::command::trigger::{checked_params, Definition};
 use crate::command::workflow::{ValidWorkflow, WorkflowDraft};
 use crate::command::TriggerDraft;
 use crate::error::ApiError;
+use probactr_common::params_schema::masked;
 
 /// How many of a workflow's latest runs its view shows.
 const LAST_RUNS: i64 = 5;
@@ -53,6 +55,7 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<W
     let workflow = store::workflows::create(&mut tx, &valid.name, &valid.description, &valid.steps)
         .await
         .map_err(|err| name_taken(err, &valid.name))?;
+    store::workflows::set_params_schema(&mut *tx, workflow.id, valid.params_schema.as_ref()).await?;
     let change = Change {
         action: "workflow.create",
         object_type: "workflow",
@@ -73,12 +76,15 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<W
 /// A workflow body checked against the jobs its steps name.
 async fn validated(handles: &Handles, body: Value) -> Result<ValidWorkflow, ApiError> {
     let draft = WorkflowDraft::from_json(body);
-    let existing: BTreeSet<i64> = store::jobs::get_many(&handles.pool, &draft.job_ids())
-        .await?
+    let jobs = store::jobs::get_many(&handles.pool, &draft.job_ids()).await?;
+    let existing: BTreeSet<i64> = jobs.iter().map(|job| job.id).collect();
+    let schemas: BTreeMap<i64, Value> = jobs
         .into_iter()
-        .map(|job| job.id)
+        .filter_map(|job| Some((job.id, job.params_schema?)))
         .collect();
-    draft.validate(&existing)
+    draft
+        .validate(&existing)?
+        .with_step_params_checked(&schemas, handles.secret_keys.as_deref())
 }
 
 fn name_taken(err: store::StoreError, name: &str) -> ApiError {
@@ -112,6 +118,9 @@ pub async fn replace(
     )
     .await
     .map_err(|err| name_taken(err, &valid.name))?;
+    if replaced.is_some() {
+        store::workflows::set_params_schema(&mut *tx, id, valid.params_schema.as_ref()).await?;
+    }
     let Some(workflow) = replaced else {
         return Err(
             match (expected_version, store::workflows::get(&mut *tx, id).await?) {
@@ -166,8 +175,15 @@ pub async fn get(handles: &Handles, id: i64) -> Result<WorkflowView, ApiError> {
 }
 
 async fn view(handles: &Handles, workflow: Workflow) -> Result<WorkflowView, ApiError> {
-    let steps = store::workflows::steps(&handles.pool, workflow.id).await?;
-    let last_runs = store::workflows::runs_of(&handles.pool, workflow.id, LAST_RUNS).await?;
+    let mut steps = store::workflows::steps(&handles.pool, workflow.id).await?;
+    let mut last_runs = store::workflows::runs_of(&handles.pool, workflow.id, LAST_RUNS).await?;
+    // Secret parameters are stored sealed and shown masked.
+    steps
+        .iter_mut()
+        .for_each(|step| step.params = masked(&step.params));
+    last_runs
+        .iter_mut()
+        .for_each(|run| run.params = masked(&run.params));
     Ok(WorkflowView {
         workflow,
         steps,
@@ -230,13 +246,20 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
             workflow.name
         )));
     }
+    let params = &params::checked(
+        workflow.params_schema.as_ref(),
+        params,
+        params::Given::Whole,
+        handles.secret_keys.as_deref(),
+        "params",
+    )?;
     let run_id = store::workflows::start_run(&mut tx, id, params).await?;
     let change = Change {
         action: "workflow.run",
         object_type: "workflow",
         object_id: Some(id),
         before: None,
-        after: Some(json!({"workflow_run_id": run_id, "params": params})),
+        after: Some(json!({"workflow_run_id": run_id, "params": masked(params)})),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
@@ -255,7 +278,10 @@ pub async fn get_run(handles: &Handles, id: i64) -> Result<WorkflowRunView, ApiE
         .unwrap_or_default();
     let steps = store::workflows::run_steps(&handles.pool, id).await?;
     Ok(WorkflowRunView {
-        run,
+        run: WorkflowRun {
+            params: masked(&run.params),
+            ..run
+        },
         workflow_name,
         steps,
     })
@@ -341,9 +367,16 @@ pub async fn create_trigger(
         ));
     }
     let mut tx = handles.pool.begin().await?;
-    store::workflows::get(&mut *tx, workflow_id)
+    let workflow = store::workflows::get(&mut *tx, workflow_id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
+    let params = checked_params(
+        workflow.params_schema.as_ref(),
+        params,
+        true,
+        None,
+        handles.secret_keys.as_deref(),
+    )?;
     // The first instant comes from PostgreSQL's clock, like every firing decision.
     let now = store::db_now(&mut *tx).await?;
     let schedule = trigger
@@ -377,7 +410,11 @@ pub async fn triggers(handles: &Handles, workflow_id: i64) -> Result<Vec<Workflo
     store::workflows::get(&handles.pool, workflow_id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
-    Ok(store::workflows::triggers_of(&handles.pool, workflow_id).await?)
+    let mut triggers = store::workflows::triggers_of(&handles.pool, workflow_id).await?;
+    triggers
+        .iter_mut()
+        .for_each(|trigger| trigger.params = masked(&trigger.params));
+    Ok(triggers)
 }
 
 /// Deletes a trigger of a workflow (the runs it started stay).

@@ -764,3 +764,348 @@ async fn routes_and_services_are_validated_and_fan_out(pool: PgPool) {
         .await;
     assert_field(&to_service, "mode");
 }
+
+/// A job that declares its parameters: the schema is checked when written, run-now and
+/// trigger parameters are checked against it (a 422 names each parameter), defaults fill
+/// the optional ones, and the admin's run-now form is drawn from it.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn declared_params_are_checked_defaulted_and_drawn(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let bad = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "bad", "kind": "noop", "params_schema": {
+                "day": {"type": "date"}, "env": {"type": "enum"}, "n": {"type": "integer", "min": 3, "max": 1}}}),
+        )
+        .await;
+    for field in [
+        "params_schema.day.type",
+        "params_schema.env.values",
+        "params_schema.n.max",
+    ] {
+        assert_field(&bad, field);
+    }
+    assert_eq!(app.count("jobs").await, 0, "a bad schema stores nothing");
+    let schema = json!({
+        "day": {"type": "string", "pattern": "[0-9]{4}-[0-9]{2}-[0-9]{2}", "required": true},
+        "rows": {"type": "integer", "min": 1, "max": 10, "default": 5},
+        "env": {"type": "enum", "values": ["dev", "prod"], "default": "dev"},
+        "dry": {"type": "boolean"}
+    });
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "report", "kind": "noop", "params_schema": schema}),
+        )
+        .await;
+    assert_eq!(job["params_schema"]["rows"]["default"], 5);
+    assert_eq!(job["params_schema"]["day"]["required"], true);
+    let uri = format!("/api/v1/jobs/{}/run", job["id"]);
+    let missing = app.post(&uri, &admin, json!({"params": {}})).await;
+    assert_field(&missing, "params.day");
+    let wrong = app
+        .post(
+            &uri,
+            &admin,
+            json!({"params": {"day": "monday", "rows": "5", "env": "qa", "dry": 1, "who": "me"}}),
+        )
+        .await;
+    for field in [
+        "params.day",
+        "params.rows",
+        "params.env",
+        "params.dry",
+        "params.who",
+    ] {
+        assert_field(&wrong, field);
+    }
+    assert_field(
+        &app.post(&uri, &admin, json!({"params": {"day": "2030-01-02", "rows": 11}}))
+            .await,
+        "params.rows",
+    );
+    assert_eq!(app.count("runs").await, 0, "bad parameters queue nothing");
+    let queued = app
+        .post(&uri, &admin, json!({"params": {"day": "2030-01-02"}}))
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
+    let run = app
+        .get(&format!("/api/v1/runs/{}", queued.body["run_id"]), &admin)
+        .await;
+    assert_eq!(
+        run.body["params"],
+        json!({"day": "2030-01-02", "rows": 5, "env": "dev"}),
+        "defaults fill the optional parameters"
+    );
+
+    // Trigger parameters: checked whole (its runs get nothing else), stored as given.
+    let triggers = format!("/api/v1/jobs/{}/triggers", job["id"]);
+    let interval = |params: Value| json!({"kind": "interval", "interval_secs": 3600, "params": params});
+    assert_field(
+        &app.post(
+            &triggers,
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600}),
+        )
+        .await,
+        "params.day",
+    );
+    assert_field(
+        &app.post(
+            &triggers,
+            &admin,
+            interval(json!({"day": "2030-01-02", "env": "qa"})),
+        )
+        .await,
+        "params.env",
+    );
+    assert_eq!(app.count("triggers").await, 0);
+    let trigger = app
+        .post(&triggers, &admin, interval(json!({"day": "2030-01-02"})))
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let patched = app
+        .patch(
+            &format!("/api/v1/triggers/{}", trigger.body["id"]),
+            &admin,
+            json!({"version": trigger.body["version"], "params": {"day": "x"}}),
+        )
+        .await;
+    assert_field(&patched, "params.day");
+
+    // Workflows: a step's params are checked against its job's schema (none required
+    // there), the workflow's own schema checks its runs' params.
+    let step = |params: Value| json!([{"name": "s", "job_id": job["id"], "params": params}]);
+    let bad_step = app
+        .post(
+            "/api/v1/workflows",
+            &admin,
+            json!({"name": "wf", "steps": step(json!({"rows": 0}))}),
+        )
+        .await;
+    assert_field(&bad_step, "steps[0].params.rows");
+    let workflow = app
+        .post(
+            "/api/v1/workflows",
+            &admin,
+            json!({"name": "wf", "steps": step(json!({"rows": 2})),
+                   "params_schema": {"day": {"type": "string", "required": true}}}),
+        )
+        .await;
+    assert_eq!(workflow.status, StatusCode::CREATED, "{}", workflow.text);
+    assert_eq!(workflow.body["params_schema"]["day"]["required"], true);
+    let wf_run = format!("/api/v1/workflows/{}/run", workflow.body["id"]);
+    assert_field(
+        &app.post(&wf_run, &admin, json!({"params": {"days": 1}})).await,
+        "params.day",
+    );
+
+    // The admin's run-now form: typed fields, the enum as a select, defaults filled in,
+    // and the server's verdict next to the field.
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/jobs/{}", job["id"]), &browser.cookie).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text
+            .contains(r#"<select id="f-params.env" name="params.env""#),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains(r#"<option value="dev" selected>"#),
+        "the default is chosen"
+    );
+    assert!(page
+        .text
+        .contains(r#"<input type="number" id="f-params.rows" name="params.rows" value="5""#));
+    assert!(page.text.contains(r#"<input type="checkbox" id="f-params.dry""#));
+    assert!(
+        page.text.contains(r#"title="required""#),
+        "day is marked required"
+    );
+    let refused = app
+        .form(
+            &format!("/jobs/{}/run", job["id"]),
+            &browser.cookie,
+            &[
+                ("csrf", browser.csrf.as_str()),
+                ("params.day", "tomorrow"),
+                ("params.rows", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.text
+    );
+    assert!(
+        refused.text.contains(r#"id="error-params.day""#),
+        "{}",
+        refused.text
+    );
+    assert!(
+        refused.text.contains(r#"value="tomorrow""#),
+        "the typed value is kept"
+    );
+    let ran = app
+        .form(
+            &format!("/jobs/{}/run", job["id"]),
+            &browser.cookie,
+            &[
+                ("csrf", browser.csrf.as_str()),
+                ("params.day", "2030-01-03"),
+                ("params.env", "prod"),
+                ("params.dry", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(ran.status, StatusCode::SEE_OTHER, "{}", ran.text);
+    let last: Value = sqlx::query_scalar("SELECT params FROM run_inputs ORDER BY run_id DESC LIMIT 1")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        last,
+        json!({"day": "2030-01-03", "rows": 5, "env": "prod", "dry": true})
+    );
+}
+
+/// A `secret: true` parameter reaches the job in the clear and nothing else: the stored
+/// input holds it sealed, the API shows `***`, the run's output masks it.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_secret_param_reaches_the_job_and_is_masked_everywhere_else(pool: PgPool) {
+    use probactr_common::secrets::{Keyring, SecretKey};
+    let mut app = TestApp::new(pool);
+    let key = SecretKey::parse(probactr_testkit::TEST_SECRET_KEY).unwrap();
+    app.state = app.state.clone().with_secret_keys(Some(Keyring::new(key, None)));
+    app.app = probactr_manager::app(app.state.clone());
+    let admin = app.admin().await;
+    let value = "tok-3f9a-clear";
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen");
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "secretive", "kind": "shell",
+                   "spec": {"program": format!("printf %s \"$PROBACTR_PARAM_TOKEN\" > '{}'; echo \"got $PROBACTR_PARAM_TOKEN\"", seen.display()), "shell": true},
+                   "params_schema": {"token": {"type": "string", "secret": true, "required": true}}}),
+        )
+        .await;
+    let queued = app
+        .post(
+            &format!("/api/v1/jobs/{}/run", job["id"]),
+            &admin,
+            json!({"params": {"token": value}}),
+        )
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
+    let run_id = queued.body["run_id"].as_i64().unwrap();
+    let stored: String = sqlx::query_scalar("SELECT params::text FROM run_inputs WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert!(
+        !stored.contains(value) && stored.contains("$sealed"),
+        "stored sealed: {stored}"
+    );
+    let audit: String =
+        sqlx::query_scalar("SELECT coalesce(string_agg(after::text, ' '), '') FROM audit_log")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert!(!audit.contains(value), "the audit log holds no clear value");
+
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let settings = [("PROBACTR_SECRET_KEY", probactr_testkit::TEST_SECRET_KEY)];
+    let executor = tokio::spawn(probactr_executor::run(
+        executor_config_with(app.pool(), &settings),
+        shutdown.clone(),
+    ));
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let run = loop {
+        let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+        if run.body["finished_at"].is_string() {
+            break run;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run never ended: {}",
+            run.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    shutdown.cancel();
+    executor.await.unwrap().unwrap();
+    assert_eq!(run.body["state"], "succeeded", "{}", run.text);
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        value,
+        "the job got the value in the clear"
+    );
+    assert_eq!(run.body["output"], "got ***\n");
+    assert_eq!(run.body["params"], json!({"token": "***"}));
+    assert!(!run.text.contains(value));
+    let output = app.get(&format!("/api/v1/runs/{run_id}/output"), &admin).await;
+    assert!(
+        !output.text.contains(value) && output.text.contains("got ***"),
+        "{}",
+        output.text
+    );
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/runs/{run_id}"), &browser.cookie).await;
+    assert!(
+        page.text.contains("***") && !page.text.contains(value),
+        "{}",
+        page.text
+    );
+
+    // A trigger's secret parameter: sealed, shown masked, kept when sent back masked.
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "interval", "interval_secs": 3600, "params": {"token": value}}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let trigger = format!("/api/v1/triggers/{}", created.body["id"]);
+    async fn sealed(pool: &PgPool) -> String {
+        sqlx::query_scalar("SELECT params::text FROM triggers")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    }
+    let before = sealed(app.pool()).await;
+    assert!(before.contains("$sealed") && !before.contains(value), "{before}");
+    let shown = app.get(&trigger, &admin).await;
+    assert_eq!(shown.body["params"], json!({"token": "***"}));
+    let edited = app
+        .patch(
+            &trigger,
+            &admin,
+            json!({"version": shown.body["version"], "params": {"token": "***"}}),
+        )
+        .await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.text);
+    assert_eq!(sealed(app.pool()).await, before, "the sealed value is kept");
+
+    // A key rotation moves it to the new key.
+    let new_key = SecretKey::parse("AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=").unwrap();
+    let old_key = SecretKey::parse(probactr_testkit::TEST_SECRET_KEY).unwrap();
+    let keys = Keyring::new(new_key, Some(old_key));
+    let new_id = keys.current_id().to_owned();
+    app.state = app.state.clone().with_secret_keys(Some(keys));
+    app.app = probactr_manager::app(app.state.clone());
+    let rotated = app.post("/api/v1/secrets/rotate", &admin, json!({})).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.text);
+    let after = sealed(app.pool()).await;
+    assert!(
+        after.contains(&new_id) && !before.contains(&new_id),
+        "{before} → {after}"
+    );
+}

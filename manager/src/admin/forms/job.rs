@@ -82,6 +82,9 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         shards: form.whole_if_filled("shards", &mut problems),
         mode: form.choice("mode", &mut problems),
         replicas: form.whole_if_filled("replicas", &mut problems),
+        // The form leaves the declared parameters as they are (set through the API or
+        // definitions).
+        params_schema: None,
         children: ChildDraft {
             on_success: form.jobs("on_success"),
             on_failure: form.jobs("on_failure"),

@@ -64,7 +64,8 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
 
     // Maintenance with a retention in the future: every pass drops the days up to
     // tomorrow and creates them again (today's stays in the default partition once its
-    // ended runs land there).
+    // ended runs land there). A pass a second, like the monitors' own: each waits for
+    // every statement on the runs, and every statement after it waits for the pass.
     let maintenance = {
         let pool = pool.clone();
         let stop = stop.clone();
@@ -81,7 +82,7 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
                 let after: Option<String> = sqlx::query_scalar(partitions).fetch_one(&pool).await.unwrap();
                 passes += 1;
                 changed += u32::from(pass.is_ok() && before != after);
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::time::sleep(Duration::from_millis(1000)).await;
             }
             (passes, changed)
         })
@@ -149,7 +150,8 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
 async fn churn(app: &TestApp, admin: &str, writer: usize) -> Vec<(&'static str, StatusCode)> {
     let mut statuses = Vec::new();
     for round in 0..20 {
-        if round % 4 == 0 {
+        // Applies are serialized: the writers take turns.
+        if (round + writer) % 4 == 0 {
             let applied = app.apply(admin, "", &applied_definitions(writer, round)).await;
             statuses.push(("apply", applied.status));
         }
@@ -172,7 +174,7 @@ async fn churn(app: &TestApp, admin: &str, writer: usize) -> Vec<(&'static str, 
             .post(&triggers, admin, json!({"kind": "cron", "cron": "0 * * * * *"}))
             .await;
         statuses.push(("create cron trigger", cron.status));
-        if let Some(cron_id) = cron.body["id"].as_i64() {
+        if let (Some(cron_id), 1) = (cron.body["id"].as_i64(), round % 2) {
             let now = Utc::now();
             let backfill = app
                 .post(

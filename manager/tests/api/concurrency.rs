@@ -151,7 +151,7 @@ async fn churn(app: &TestApp, admin: &str, writer: usize) -> Vec<(&'static str, 
     let mut statuses = Vec::new();
     for round in 0..20 {
         // Applies are serialized: the writers take turns.
-        if (round + writer) % 4 == 0 {
+        if (round + writer).is_multiple_of(4) {
             let applied = app.apply(admin, "", &applied_definitions(writer, round)).await;
             statuses.push(("apply", applied.status));
         }

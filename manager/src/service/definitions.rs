@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Mutex;
 
+use axum::http::StatusCode;
 use chrono::Utc;
 use probactr_common::store;
 use probactr_common::store::jobs::JobFilter;
@@ -59,16 +60,28 @@ impl<'a> Definitions<'a> {
     }
 
     /// Applies uploaded YAML (`dry_run`: only says what would change): see [`Self::apply`].
-    pub async fn apply_yaml(&self, text: &str, dry_run: bool, prune: bool) -> Result<Report, String> {
+    /// A refusal is its status (422, 409, 503…) and its problems, one a line.
+    pub async fn apply_yaml(
+        &self,
+        text: &str,
+        dry_run: bool,
+        prune: bool,
+    ) -> Result<Report, (StatusCode, String)> {
         self.apply(&[("upload".to_owned(), text.to_owned())], dry_run, prune)
             .await
             .map_err(|err| match err {
-                ApiError::Invalid(fields) => fields
-                    .into_iter()
-                    .map(|(at, problem)| format!("{at}: {problem}"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.to_string(),
+                ApiError::Invalid(fields) => (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    fields
+                        .into_iter()
+                        .map(|(at, problem)| format!("{at}: {problem}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                other => {
+                    other.log();
+                    (other.status_code(), other.to_string())
+                }
             })
     }
 

@@ -256,12 +256,21 @@ pub async fn list_with_stats(
     filter: &JobFilter,
     page: Page,
 ) -> Result<(Vec<JobRow>, i64), StoreError> {
+    let items = page_with_stats(db, filter, page).await?;
+    Ok((items, count(db, filter).await?))
+}
+
+/// A page of jobs by name (through any executor, a transaction's connection included).
+pub async fn page_with_stats(
+    db: impl PgExecutor<'_>,
+    filter: &JobFilter,
+    page: Page,
+) -> Result<Vec<JobRow>, StoreError> {
     let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
     push_filters(&mut query, filter);
     query.push(" ORDER BY jobs.name LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
-    let items = query.build_query_as::<JobRow>().fetch_all(db).await?;
-    Ok((items, count(db, filter).await?))
+    Ok(query.build_query_as::<JobRow>().fetch_all(db).await?)
 }
 
 /// How many jobs match `filter`.

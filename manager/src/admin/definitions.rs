@@ -93,8 +93,8 @@ pub async fn upload(
                 },
             )
         }
-        Err(problem) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
+        Err((status, problem)) => (
+            status,
             Outcome {
                 text,
                 problem: Some(problem),

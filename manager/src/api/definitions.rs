@@ -28,6 +28,7 @@ pub struct ApplyReport {
 /// `alert_rules`), as YAML or JSON. Several files may be sent at once as JSON
 /// `{"files": {"NAME": "TEXT", …}}` (errors then name each file). Every object is checked
 /// first: any problem answers 422 naming each (`FILE:LINE: field`) and changes nothing.
+/// Then every change is made in one transaction, committed only when all succeeded.
 /// Applies are serialized across managers. The answer is the diff.
 #[utoipa::path(post, path = "/definitions/apply", operation_id = "apply_definitions", tag = "jobs",
     params(
@@ -37,7 +38,9 @@ pub struct ApplyReport {
     request_body(content = String, description = "The definitions, YAML or JSON", content_type = "application/yaml"),
     responses(
         (status = OK, description = "The changes made (or, with dry_run, that would be made)", body = ApplyReport),
-        (status = UNPROCESSABLE_ENTITY, description = "Every problem, named by file, line and field; nothing was changed", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Every problem, named by file, line and field (or the object the database refused to write); nothing was changed", body = ErrorBody),
+        (status = CONFLICT, description = "An object the file names changed while it was applied; nothing was changed", body = ErrorBody),
+        (status = SERVICE_UNAVAILABLE, description = "The database aborted every attempt for concurrency; nothing was changed, try again after `Retry-After`", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn apply(

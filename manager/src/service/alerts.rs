@@ -13,6 +13,7 @@ use probactr_common::store::alerts::rules::{self, Rule};
 use probactr_common::store::{self, audit::Change, is_unique_violation, Page};
 use serde::Serialize;
 use serde_json::json;
+use sqlx::PgConnection;
 
 use super::snapshot;
 use super::Handles;
@@ -88,13 +89,26 @@ pub async fn create_channel(
     who: &Principal,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let channel = create_channel_in(&mut tx, handles, who, command).await?;
+    tx.commit().await?;
+    tracing::info!(channel.id = channel.id, channel.kind = %channel.kind, "alert channel created");
+    Ok(channel)
+}
+
+/// [`create_channel`] in the caller's transaction (its audit row included).
+pub async fn create_channel_in(
+    conn: &mut PgConnection,
+    handles: &Handles,
+    who: &Principal,
+    command: ChannelCommand,
+) -> Result<Channel, ApiError> {
     require_channels(who)?;
     if has_url(command.kind) && command.url.is_none() {
         return Err(ApiError::field("config.url", "is required"));
     }
-    let mut tx = handles.pool.begin().await?;
     // The id first: the channel's sealed values are bound to it.
-    let id = channels::reserve_id(&mut *tx).await?;
+    let id = channels::reserve_id(&mut *conn).await?;
     let secret = match sealed_secret(handles, id, &command.secret)? {
         SecretChange::Set(sealed) => Some(sealed),
         _ => None,
@@ -114,22 +128,14 @@ pub async fn create_channel(
         secret: secret.as_ref(),
         url: url.as_ref(),
     };
-    let channel = channels::create(&mut *tx, &new).await.map_err(|err| match err {
-        store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
-            .unwrap_or_else(|| store::StoreError::Database(db).into()),
-        other => other.into(),
-    })?;
-    audit(
-        &mut tx,
-        who,
-        "channel.create",
-        channel.id,
-        None,
-        snapshot(&channel),
-    )
-    .await?;
-    tx.commit().await?;
-    tracing::info!(channel.id = channel.id, channel.kind = %channel.kind, "alert channel created");
+    let channel = channels::create(&mut *conn, &new)
+        .await
+        .map_err(|err| match err {
+            store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
+                .unwrap_or_else(|| store::StoreError::Database(db).into()),
+            other => other.into(),
+        })?;
+    audit(conn, who, "channel.create", channel.id, None, snapshot(&channel)).await?;
     Ok(channel)
 }
 
@@ -140,8 +146,25 @@ pub async fn update_channel(
     id: i64,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let channel = update_channel_in(&mut tx, handles, who, id, command).await?;
+    tx.commit().await?;
+    tracing::info!(channel.id = id, "alert channel updated");
+    Ok(channel)
+}
+
+/// [`update_channel`] in the caller's transaction (its audit row included).
+pub async fn update_channel_in(
+    conn: &mut PgConnection,
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    command: ChannelCommand,
+) -> Result<Channel, ApiError> {
     require_channels(who)?;
-    let before = get_channel(handles, who, id).await?;
+    let before = channels::get(&mut *conn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("channel", id))?;
     if before.kind != command.kind {
         return Err(ApiError::field(
             "kind",
@@ -163,8 +186,7 @@ pub async fn update_channel(
             (None, config)
         }
     };
-    let mut tx = handles.pool.begin().await?;
-    let channel = channels::update(&mut *tx, id, &command.name, &config, &secret, url.as_ref())
+    let channel = channels::update(&mut *conn, id, &command.name, &config, &secret, url.as_ref())
         .await
         .map_err(|err| match err {
             store::StoreError::Database(db) => name_taken(&db, "alert_channels_name_unique")
@@ -173,7 +195,7 @@ pub async fn update_channel(
         })?
         .ok_or_else(|| ApiError::not_found("channel", id))?;
     audit(
-        &mut tx,
+        conn,
         who,
         "channel.update",
         id,
@@ -181,8 +203,6 @@ pub async fn update_channel(
         snapshot(&channel),
     )
     .await?;
-    tx.commit().await?;
-    tracing::info!(channel.id = id, "alert channel updated");
     Ok(channel)
 }
 
@@ -289,25 +309,38 @@ pub async fn save_rule(
     id: Option<i64>,
     fields: rules::RuleFields,
 ) -> Result<Rule, ApiError> {
-    require_rules(who)?;
     let mut tx = handles.pool.begin().await?;
+    let rule = save_rule_in(&mut tx, who, id, fields).await?;
+    tx.commit().await?;
+    tracing::info!(rule.id = rule.id, created = id.is_none(), "alert rule saved");
+    Ok(rule)
+}
+
+/// [`save_rule`] in the caller's transaction (its audit row included).
+pub async fn save_rule_in(
+    conn: &mut PgConnection,
+    who: &Principal,
+    id: Option<i64>,
+    fields: rules::RuleFields,
+) -> Result<Rule, ApiError> {
+    require_rules(who)?;
     let job_missing = match fields.job_id {
-        Some(job) if store::jobs::get(&mut *tx, job).await?.is_none() => Some(job),
+        Some(job) if store::jobs::get(&mut *conn, job).await?.is_none() => Some(job),
         _ => None,
     };
-    let channels_missing = channels::missing(&mut *tx, &fields.channel_ids).await?;
+    let channels_missing = channels::missing(&mut *conn, &fields.channel_ids).await?;
     alert::missing_references(job_missing, &channels_missing)?;
     let before = match id {
         Some(id) => Some(
-            rules::get(&mut *tx, id)
+            rules::get(&mut *conn, id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("alert rule", id))?,
         ),
         None => None,
     };
     let saved = match id {
-        None => rules::create(&mut tx, &fields).await.map(Some),
-        Some(id) => rules::replace(&mut tx, id, &fields).await,
+        None => rules::create(conn, &fields).await.map(Some),
+        Some(id) => rules::replace(conn, id, &fields).await,
     }
     .map_err(|err| match err {
         store::StoreError::Database(db) => name_taken(&db, "alert_rules_name_unique")
@@ -321,7 +354,7 @@ pub async fn save_rule(
         "alert_rule.create"
     };
     audit(
-        &mut tx,
+        conn,
         who,
         action,
         rule.id,
@@ -329,8 +362,6 @@ pub async fn save_rule(
         snapshot(&rule),
     )
     .await?;
-    tx.commit().await?;
-    tracing::info!(rule.id = rule.id, action, "alert rule saved");
     Ok(rule)
 }
 

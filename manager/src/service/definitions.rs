@@ -3,25 +3,34 @@
 //! upload, `POST /api/v1/definitions/apply`, `probactr apply`). Every change goes through
 //! the same services, checks and audit as the API.
 //!
-//! Applying is checked before it changes anything: the whole apply is first run against
-//! [`Checking`], a registry that reads the server but only validates what would be
-//! written (every job, trigger, channel, rule and workflow body through the same command
-//! checks as the API). A file with a bad object is refused (422, naming file, line and
-//! field) with nothing changed. Applies are serialized by an advisory lock held for the
-//! whole check-then-apply, so two applies never interleave.
+//! Applying is all or nothing, in one transaction that holds the apply lock (so two
+//! applies never interleave): the whole apply is first run against [`Checking`], a
+//! registry that reads the server but only validates what would be written (every job,
+//! trigger, channel, rule and workflow body through the same command checks as the API),
+//! then for real through [`InTransaction`], whose writes (with their audit rows) are
+//! committed only when every one succeeded. A file with a bad object is refused (422,
+//! naming file, line and field); a write the database refuses (a name taken meanwhile, a
+//! constraint) rolls everything back (422, or 409 for an object changed meanwhile). A
+//! transaction aborted for concurrency is run again whole, like every manager
+//! transaction, and answers 503 only when every attempt was aborted.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::sync::Mutex;
 
+use axum::http::StatusCode;
 use chrono::Utc;
 use probactr_common::store;
 use probactr_common::store::jobs::JobFilter;
+use probactr_common::store::retry::{retry_transient, Transient};
 use probactr_common::store::Page;
-use probactr_definitions::{Refusal, Registry, Report};
+use probactr_definitions::{DefinitionError, Refusal, Registry, Report, Source};
 use serde_json::{json, Value};
+use sqlx::{PgConnection, Postgres, Transaction};
 
+use super::jobs::JobView;
 use super::Handles;
-use super::{alerts, jobs, triggers, workflows};
+use super::{alerts, triggers, workflows};
 use crate::auth::Principal;
 use crate::command::alert::{self, ChannelCommand};
 use crate::command::workflow::WorkflowDraft;
@@ -42,30 +51,45 @@ impl<'a> Definitions<'a> {
 
     /// Every job with its triggers, as YAML.
     pub async fn export_yaml(&self) -> Result<String, ApiError> {
-        let document = probactr_definitions::export(self, None)
+        // One transaction: every object read as of one moment.
+        let session = InTransaction::over(self.handles, self.who, self.handles.pool.begin().await?);
+        let document = probactr_definitions::export(&session, None)
             .await
-            .map_err(|err| ApiError::Conflict(err.to_string()))?;
+            .map_err(|err| session.failed(err))?;
         Ok(probactr_definitions::yaml(&document))
     }
 
     /// Applies uploaded YAML (`dry_run`: only says what would change): see [`Self::apply`].
-    pub async fn apply_yaml(&self, text: &str, dry_run: bool, prune: bool) -> Result<Report, String> {
+    /// A refusal is its status (422, 409, 503…) and its problems, one a line.
+    pub async fn apply_yaml(
+        &self,
+        text: &str,
+        dry_run: bool,
+        prune: bool,
+    ) -> Result<Report, (StatusCode, String)> {
         self.apply(&[("upload".to_owned(), text.to_owned())], dry_run, prune)
             .await
             .map_err(|err| match err {
-                ApiError::Invalid(fields) => fields
-                    .into_iter()
-                    .map(|(at, problem)| format!("{at}: {problem}"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.to_string(),
+                ApiError::Invalid(fields) => (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    fields
+                        .into_iter()
+                        .map(|(at, problem)| format!("{at}: {problem}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                other => {
+                    other.log();
+                    (other.status_code(), other.to_string())
+                }
             })
     }
 
     /// Applies definition files (name, YAML or JSON text): every file is read and every
     /// object checked first; any problem is a 422 naming each (`file:line: field` →
-    /// problem) and nothing changes. Then, unless `dry_run`, the changes are made, under
-    /// the apply lock. Returns the changes (made, or that would be made).
+    /// problem) and nothing changes. Then, unless `dry_run`, the changes are made, all in
+    /// one transaction under the apply lock (see the module's documentation). Returns the
+    /// changes (made, or that would be made).
     pub async fn apply(
         &self,
         files: &[(String, String)],
@@ -84,23 +108,52 @@ impl<'a> Definitions<'a> {
         if !problems.is_empty() {
             return Err(ApiError::Invalid(problems));
         }
-        // Held until this function returns (the transaction rolls back when dropped):
-        // another apply waits here, so the check below still holds when the changes are made.
-        let mut lock = self.handles.pool.begin().await?;
-        store::definitions::lock_apply(&mut *lock).await?;
-        let checking = Checking::over(self);
-        let report = probactr_definitions::apply(&checking, &sources, false, prune)
-            .await
-            .map_err(|err| ApiError::Invalid(located_problems(&err.0)))?;
+        let sources = &sources;
+        let report = retry_transient("definitions apply", move || async move {
+            self.apply_once(sources, dry_run, prune).await.map_err(Attempt)
+        })
+        .await
+        .map_err(|Attempt(err)| err)?;
+        if !dry_run {
+            tracing::info!(changes = report.changes.len(), "definitions applied");
+        }
+        Ok(report)
+    }
+
+    /// One attempt of [`Self::apply`]: check, then write, in one transaction.
+    async fn apply_once(&self, sources: &[Source], dry_run: bool, prune: bool) -> Result<Report, ApiError> {
+        let mut tx = self.handles.pool.begin().await?;
+        // Held until the transaction ends: another apply waits here, so what the check
+        // below read still holds when the changes are made.
+        store::definitions::lock_apply(&mut *tx).await?;
+        let session = InTransaction::over(self.handles, self.who, tx);
+        let checked = probactr_definitions::apply(&Checking::over(&session), sources, false, prune).await;
+        let report = checked.map_err(|err| session.failed(err))?;
         if dry_run {
+            // Dropped, the transaction rolls back (it wrote nothing).
             return Ok(report);
         }
-        let applied = probactr_definitions::apply(self, &sources, false, prune)
+        let applied = probactr_definitions::apply(&session, sources, false, prune)
             .await
-            .map_err(|err| ApiError::Invalid(located_problems(&err.0)))?;
-        lock.rollback().await?;
-        tracing::info!(changes = applied.changes.len(), "definitions applied");
+            .map_err(|err| session.failed(err))?;
+        session.into_transaction().commit().await?;
         Ok(applied)
+    }
+}
+
+/// An attempt's failure, as the retry loop sees it: run again when the database aborted
+/// it for concurrency.
+struct Attempt(ApiError);
+
+impl Transient for Attempt {
+    fn is_transient(&self) -> bool {
+        matches!(self.0, ApiError::Busy)
+    }
+}
+
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 
@@ -133,13 +186,13 @@ const FAKE_IDS: i64 = 1 << 60;
 /// listed from then on, so that the rest of the files (child lists, workflows, rules)
 /// can name them; so are the channels it "creates", for the rules naming them.
 pub struct Checking<'a> {
-    inner: &'a Definitions<'a>,
+    inner: &'a InTransaction<'a>,
     created: Mutex<Vec<(i64, String)>>,
     created_channels: Mutex<Vec<(i64, String)>>,
 }
 
 impl<'a> Checking<'a> {
-    fn over(inner: &'a Definitions<'a>) -> Checking<'a> {
+    fn over(inner: &'a InTransaction<'a>) -> Checking<'a> {
         Checking {
             inner,
             created: Mutex::new(Vec::new()),
@@ -198,10 +251,13 @@ impl Registry for Checking<'_> {
             return Ok(());
         }
         checked(self.inner.who.require_operator("edit jobs"))?;
-        let current = store::jobs::get(&self.inner.handles.pool, id)
-            .await
-            .map_err(|err| refusal(err.into()))?
-            .ok_or_else(|| refusal(ApiError::not_found("job", id)))?;
+        let current = {
+            let mut tx = self.inner.tx.lock().await;
+            store::jobs::get(&mut **tx, id)
+                .await
+                .map_err(|err| self.inner.refused(err.into()))?
+        }
+        .ok_or_else(|| refusal(ApiError::not_found("job", id)))?;
         checked(self.inner.who.require_job_kind(current.kind))?;
         let (_, job) = checked(JobPatch::from_json(body).definition(&current))?;
         checked(self.inner.who.require_job_kind(job.kind))?;
@@ -301,9 +357,20 @@ impl Registry for Checking<'_> {
 }
 
 fn refusal(err: ApiError) -> Refusal {
-    let err = err.normalized();
+    refusal_of(&err.normalized())
+}
+
+/// What the definitions crate is told of `err` (it locates the message in the files).
+fn refusal_of(err: &ApiError) -> Refusal {
+    let message = match err {
+        // The cause is logged, not shown.
+        ApiError::Internal(_) => {
+            "could not be written, so nothing was changed (the manager's log says why)".to_owned()
+        }
+        other => other.to_string(),
+    };
     Refusal {
-        message: err.to_string(),
+        message,
         fields: err.fields().into_iter().collect(),
     }
 }
@@ -312,126 +379,219 @@ fn json<T: serde::Serialize>(value: T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-impl Registry for Definitions<'_> {
+/// The registry of `who` over one transaction: every read and write of an apply (or an
+/// export) goes through it, so that later objects see the earlier ones and nothing is
+/// kept unless the caller commits ([`Self::into_transaction`]).
+pub struct InTransaction<'a> {
+    handles: &'a Handles,
+    who: &'a Principal,
+    tx: tokio::sync::Mutex<Transaction<'static, Postgres>>,
+    /// The first error a call met, whole: the definitions crate keeps only its text, and
+    /// the answer depends on its kind (aborted for concurrency, changed meanwhile…).
+    failure: Mutex<Option<ApiError>>,
+}
+
+impl<'a> InTransaction<'a> {
+    fn over(
+        handles: &'a Handles,
+        who: &'a Principal,
+        tx: Transaction<'static, Postgres>,
+    ) -> InTransaction<'a> {
+        InTransaction {
+            handles,
+            who,
+            tx: tokio::sync::Mutex::new(tx),
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// The transaction, to commit.
+    fn into_transaction(self) -> Transaction<'static, Postgres> {
+        self.tx.into_inner()
+    }
+
+    /// `err` as a refusal, kept whole when it is the first.
+    fn refused(&self, err: ApiError) -> Refusal {
+        let err = err.normalized();
+        let refusal = refusal_of(&err);
+        if let Ok(mut failure) = self.failure.lock() {
+            failure.get_or_insert(err);
+        }
+        refusal
+    }
+
+    /// The answer to an apply (or export) that failed with `err`: the database's abort
+    /// for concurrency or unavailability as such (503, run again), an object changed
+    /// meanwhile as a 409, anything else as a 422 naming where in the files it happened.
+    fn failed(&self, err: DefinitionError) -> ApiError {
+        let first = self.failure.lock().ok().and_then(|mut failure| failure.take());
+        match first {
+            Some(ApiError::Busy) => ApiError::Busy,
+            Some(unavailable @ ApiError::Unavailable(_)) => unavailable,
+            Some(ApiError::Conflict(_) | ApiError::Stale(_) | ApiError::PreconditionFailed(_)) => {
+                ApiError::Conflict(err.0)
+            }
+            Some(ApiError::Internal(cause)) => {
+                tracing::error!(error = ?cause, "applying definitions failed; nothing was changed");
+                ApiError::Invalid(located_problems(&err.0))
+            }
+            _ => ApiError::Invalid(located_problems(&err.0)),
+        }
+    }
+
+    /// A call's outcome, a failure [`Self::refused`].
+    fn done<T>(&self, outcome: Result<T, ApiError>) -> Result<T, Refusal> {
+        outcome.map_err(|err| self.refused(err))
+    }
+}
+
+impl Registry for InTransaction<'_> {
     async fn jobs(&self) -> Result<Vec<Value>, Refusal> {
         let page = Page {
             limit: Page::MAX_LIMIT,
             offset: 0,
         };
-        let listed = jobs::list(self.handles, self.who, &JobFilter::default(), page)
-            .await
-            .map_err(refusal)?;
-        Ok(listed.items.into_iter().map(json).collect())
+        let mut tx = self.tx.lock().await;
+        let listed = store::jobs::page_with_stats(&mut **tx, &JobFilter::default(), page).await;
+        let rows = self.done(listed.map_err(ApiError::from))?;
+        Ok(rows
+            .into_iter()
+            .map(|row| json(JobView::from(row).visible_to(self.who)))
+            .collect())
     }
 
     async fn triggers(&self, job_id: i64) -> Result<Vec<Value>, Refusal> {
-        let listed = triggers::list_for_job(self.handles, job_id)
-            .await
-            .map_err(refusal)?;
-        let listed = triggers::with_params(self.handles, listed)
-            .await
-            .map_err(refusal)?;
-        Ok(listed.into_iter().map(json).collect())
+        let mut tx = self.tx.lock().await;
+        let conn: &mut PgConnection = &mut tx;
+        let listed = async {
+            store::jobs::get(&mut *conn, job_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("job", job_id))?;
+            let listed = store::triggers::list_for_job(&mut *conn, job_id).await?;
+            triggers::with_params_from(&mut *conn, listed).await
+        }
+        .await;
+        Ok(self.done(listed)?.into_iter().map(json).collect())
     }
 
     async fn create_job(&self, body: Value) -> Result<i64, Refusal> {
-        let made = jobs::create(self.handles, self.who, JobDraft::from_json(body))
-            .await
-            .map_err(refusal)?;
-        Ok(made.id)
+        let mut tx = self.tx.lock().await;
+        let made = super::jobs::create_in(&mut tx, self.who, JobDraft::from_json(body)).await;
+        self.done(made.map(|job| job.id))
     }
 
     async fn update_job(&self, id: i64, body: Value) -> Result<(), Refusal> {
-        jobs::update(self.handles, self.who, id, JobPatch::from_json(body))
-            .await
-            .map_err(refusal)?;
-        Ok(())
+        let mut tx = self.tx.lock().await;
+        let made = super::jobs::update_in(&mut tx, self.who, id, JobPatch::from_json(body)).await;
+        self.done(made.map(drop))
     }
 
     async fn delete_job(&self, id: i64) -> Result<(), Refusal> {
-        jobs::delete(self.handles, self.who, id, false)
-            .await
-            .map_err(refusal)
+        let mut tx = self.tx.lock().await;
+        let deleted = super::jobs::delete_in(&mut tx, self.who, id, false).await;
+        self.done(deleted)
     }
 
     async fn create_trigger(&self, job_id: i64, body: Value) -> Result<(), Refusal> {
-        triggers::create(self.handles, self.who, job_id, TriggerDraft::from_json(body))
-            .await
-            .map_err(refusal)?;
-        Ok(())
+        let mut tx = self.tx.lock().await;
+        let made = triggers::create_in(
+            &mut tx,
+            self.handles.secret_keys.as_deref(),
+            self.who,
+            job_id,
+            TriggerDraft::from_json(body),
+        )
+        .await;
+        self.done(made.map(drop))
     }
 
     async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {
-        triggers::delete(self.handles, self.who, id)
-            .await
-            .map_err(refusal)?;
-        Ok(())
+        let mut tx = self.tx.lock().await;
+        let deleted = triggers::delete_in(&mut tx, self.who, id).await;
+        self.done(deleted.map(drop))
     }
 
     async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
-        match alerts::list_channels(self.handles, self.who).await {
-            Ok(channels) => Ok(Some(channels.into_iter().map(json).collect())),
-            Err(ApiError::Forbidden(_)) => Ok(None),
-            Err(err) => Err(refusal(err)),
+        if !self.who.role.is_admin() {
+            return Ok(None);
         }
+        let mut tx = self.tx.lock().await;
+        let listed = store::alerts::channels::list(&mut **tx).await;
+        let channels = self.done(listed.map_err(ApiError::from))?;
+        Ok(Some(channels.into_iter().map(json).collect()))
     }
 
     async fn put_channel(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
         let command = ChannelCommand::read(body).map_err(refusal)?;
-        match id {
-            None => alerts::create_channel(self.handles, self.who, command).await,
-            Some(id) => alerts::update_channel(self.handles, self.who, id, command).await,
-        }
-        .map_err(refusal)?;
-        Ok(())
+        let mut tx = self.tx.lock().await;
+        let saved = match id {
+            None => alerts::create_channel_in(&mut tx, self.handles, self.who, command).await,
+            Some(id) => alerts::update_channel_in(&mut tx, self.handles, self.who, id, command).await,
+        };
+        self.done(saved.map(drop))
     }
 
     async fn rules(&self) -> Result<Vec<Value>, Refusal> {
-        let rules = alerts::list_rules(self.handles, self.who)
-            .await
-            .map_err(refusal)?;
+        let mut tx = self.tx.lock().await;
+        let listed = store::alerts::rules::list(&mut **tx).await;
+        let rules = self.done(listed.map_err(ApiError::from))?;
         Ok(rules.into_iter().map(json).collect())
     }
 
     async fn put_rule(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
         let fields = alert::read_rule(body).map_err(refusal)?;
-        alerts::save_rule(self.handles, self.who, id, fields)
-            .await
-            .map_err(refusal)?;
-        Ok(())
+        let mut tx = self.tx.lock().await;
+        let saved = alerts::save_rule_in(&mut tx, self.who, id, fields).await;
+        self.done(saved.map(drop))
     }
 
     async fn workflows(&self) -> Result<Vec<Value>, Refusal> {
-        let listed = workflows::list(self.handles).await.map_err(refusal)?;
-        Ok(listed.into_iter().map(json).collect())
+        let mut tx = self.tx.lock().await;
+        let listed = workflows::list_in(&mut tx).await;
+        Ok(self.done(listed)?.into_iter().map(json).collect())
     }
 
     async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
+        let mut tx = self.tx.lock().await;
         let saved = match id {
-            None => workflows::create(self.handles, self.who, body).await,
-            Some(id) => workflows::replace(self.handles, self.who, id, body, None).await,
-        }
-        .map_err(refusal)?;
-        Ok(saved.workflow.id)
+            None => workflows::create_in(&mut tx, self.handles.secret_keys.as_deref(), self.who, body).await,
+            Some(id) => {
+                workflows::replace_in(
+                    &mut tx,
+                    self.handles.secret_keys.as_deref(),
+                    self.who,
+                    id,
+                    body,
+                    None,
+                )
+                .await
+            }
+        };
+        self.done(saved.map(|workflow| workflow.id))
     }
 
     async fn workflow_triggers(&self, workflow_id: i64) -> Result<Vec<Value>, Refusal> {
-        let listed = workflows::triggers(self.handles, workflow_id)
-            .await
-            .map_err(refusal)?;
-        Ok(listed.into_iter().map(json).collect())
+        let mut tx = self.tx.lock().await;
+        let listed = workflows::triggers_in(&mut tx, workflow_id).await;
+        Ok(self.done(listed)?.into_iter().map(json).collect())
     }
 
     async fn create_workflow_trigger(&self, workflow_id: i64, body: Value) -> Result<(), Refusal> {
-        workflows::create_trigger(self.handles, self.who, workflow_id, TriggerDraft::from_json(body))
-            .await
-            .map_err(refusal)?;
-        Ok(())
+        let mut tx = self.tx.lock().await;
+        let made = workflows::create_trigger_in(
+            &mut tx,
+            self.handles.secret_keys.as_deref(),
+            self.who,
+            workflow_id,
+            TriggerDraft::from_json(body),
+        )
+        .await;
+        self.done(made.map(drop))
     }
 
     async fn delete_workflow_trigger(&self, workflow_id: i64, id: i64) -> Result<(), Refusal> {
-        workflows::delete_trigger(self.handles, self.who, workflow_id, id)
-            .await
-            .map_err(refusal)
+        let mut tx = self.tx.lock().await;
+        let deleted = workflows::delete_trigger_in(&mut tx, self.who, workflow_id, id).await;
+        self.done(deleted)
     }
 }

@@ -10,6 +10,7 @@ use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobChildren, jobs::JobFilter, jobs::JobRow};
 use serde::Serialize;
 use serde_json::{json, Value};
+use sqlx::PgConnection;
 
 use super::Handles;
 use super::{snapshot, Paged};
@@ -251,16 +252,24 @@ pub async fn name_of(handles: &Handles, id: i64) -> Result<Option<String>, ApiEr
 
 /// Creates a job.
 pub async fn create(handles: &Handles, who: &Principal, draft: JobDraft) -> Result<JobView, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let created = create_in(&mut tx, who, draft).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = created.id, kind = %created.kind, "job created");
+    get(handles, who, created.id).await
+}
+
+/// [`create`] in the caller's transaction (its audit row included); the job as written.
+pub async fn create_in(conn: &mut PgConnection, who: &Principal, draft: JobDraft) -> Result<Job, ApiError> {
     who.require_operator("create jobs")?;
     if let Some(kind) = draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let known = known_jobs(handles, &draft.children, None).await?;
+    let known = known_jobs(conn, &draft.children, None).await?;
     let children = draft.children.checked(&JobChildren::default(), None, &known);
     let (job, children) = with_children(draft.definition(None), children)?;
-    let mut tx = handles.pool.begin().await?;
-    let created = store::jobs::insert(&mut *tx, &job).await.map_err(name_taken)?;
-    store::jobs::set_children(&mut *tx, created.id, &children).await?;
+    let created = store::jobs::insert(&mut *conn, &job).await.map_err(name_taken)?;
+    store::jobs::set_children(&mut *conn, created.id, &children).await?;
     let change = Change {
         action: "job.create",
         object_type: "job",
@@ -268,10 +277,8 @@ pub async fn create(handles: &Handles, who: &Principal, draft: JobDraft) -> Resu
         before: None,
         after: audited(&created),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(job.id = created.id, kind = %created.kind, "job created");
-    get(handles, who, created.id).await
+    store::audit::record(&mut *conn, who.actor(), change).await?;
+    Ok(created)
 }
 
 /// Edits a job; the patch must carry the `version` the caller read.
@@ -281,26 +288,39 @@ pub async fn update(
     id: i64,
     patch: JobPatch,
 ) -> Result<JobView, ApiError> {
-    who.require_operator("edit jobs")?;
     let mut tx = handles.pool.begin().await?;
-    let before = store::jobs::get_for_update(&mut *tx, id)
+    let after = update_in(&mut tx, who, id, patch).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = id, version = after.version, "job updated");
+    get(handles, who, id).await
+}
+
+/// [`update`] in the caller's transaction (its audit row included); the job as written.
+pub async fn update_in(
+    conn: &mut PgConnection,
+    who: &Principal,
+    id: i64,
+    patch: JobPatch,
+) -> Result<Job, ApiError> {
+    who.require_operator("edit jobs")?;
+    let before = store::jobs::get_for_update(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
     if let Some(kind) = patch.draft.requested_kind() {
         who.require_job_kind(kind)?;
     }
-    let children_before = store::jobs::children(&mut *tx, id).await?.unwrap_or_default();
-    let known = known_jobs(handles, &patch.draft.children, Some(id)).await?;
+    let children_before = store::jobs::children(&mut *conn, id).await?.unwrap_or_default();
+    let known = known_jobs(conn, &patch.draft.children, Some(id)).await?;
     let children = patch.draft.children.checked(&children_before, Some(id), &known);
     let ((version, job), children) = with_children(patch.definition(&before), children)?;
     who.require_job_kind(job.kind)?;
     refuse_deleted(&before)?;
     if version != before.version {
-        return Err(stale_by(&mut tx, "job", id, version, before.version).await);
+        return Err(stale_by(conn, "job", id, version, before.version).await);
     }
     if job.mode == JobMode::Service && before.mode != JobMode::Service {
-        let triggers = store::triggers::list_for_job(&mut *tx, id).await?;
+        let triggers = store::triggers::list_for_job(&mut *conn, id).await?;
         if !triggers.is_empty() {
             return Err(ApiError::field(
                 "mode",
@@ -311,11 +331,11 @@ pub async fn update(
             ));
         }
     }
-    let after = store::jobs::update(&mut *tx, id, version, &job)
+    let after = store::jobs::update(&mut *conn, id, version, &job)
         .await
         .map_err(name_taken)?
         .ok_or_else(|| stale("job", id, version, before.version))?;
-    store::jobs::set_children(&mut *tx, id, &children).await?;
+    store::jobs::set_children(&mut *conn, id, &children).await?;
     let change = Change {
         action: "job.update",
         object_type: "job",
@@ -323,16 +343,14 @@ pub async fn update(
         before: audited(&before),
         after: audited(&after),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(job.id = id, version = after.version, "job updated");
-    get(handles, who, id).await
+    store::audit::record(&mut *conn, who.actor(), change).await?;
+    Ok(after)
 }
 
 /// The jobs the child lists of a draft may name; for an edit of job `own_id`, which of
 /// the named ones lead back to it.
 async fn known_jobs(
-    handles: &Handles,
+    conn: &mut PgConnection,
     children: &ChildDraft,
     own_id: Option<i64>,
 ) -> Result<KnownJobs, ApiError> {
@@ -340,14 +358,14 @@ async fn known_jobs(
     if !children.any_given() {
         return Ok(known);
     }
-    known.by_name = store::jobs::names(&handles.pool)
+    known.by_name = store::jobs::names(&mut *conn)
         .await?
         .into_iter()
         .map(|(id, name)| (name, id))
         .collect();
     if let Some(own_id) = own_id {
         for id in children.named_ids(&known) {
-            if store::jobs::children_reach(&handles.pool, &[id], own_id).await? {
+            if store::jobs::children_reach(&mut *conn, &[id], own_id).await? {
                 known.leading_back.insert(id);
             }
         }
@@ -409,7 +427,7 @@ pub async fn children_named(handles: &Handles, job: &JobView) -> Result<Vec<Name
 
 /// [`stale`], saying who made the change that won and when (from the audit log), so that
 /// an admin form can tell its user whose change they would have overwritten.
-pub async fn stale_by(db: &mut sqlx::PgConnection, what: &str, id: i64, sent: i64, current: i64) -> ApiError {
+pub async fn stale_by(db: &mut PgConnection, what: &str, id: i64, sent: i64, current: i64) -> ApiError {
     match store::audit::last_change(db, what, id).await {
         Ok(Some((actor, at))) => ApiError::Stale(format!(
             "{what} {id} was changed by {actor} at {} (now version {current}; you edited version {sent}): \
@@ -437,13 +455,26 @@ pub async fn delete(
     id: i64,
     erase_history: bool,
 ) -> Result<(), ApiError> {
-    who.require_operator("delete jobs")?;
     let mut tx = handles.pool.begin().await?;
-    let before = store::jobs::get_for_update(&mut *tx, id)
+    delete_in(&mut tx, who, id, erase_history).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = id, erase_history, "job deleted");
+    Ok(())
+}
+
+/// [`delete`] in the caller's transaction (its audit row included).
+pub async fn delete_in(
+    conn: &mut PgConnection,
+    who: &Principal,
+    id: i64,
+    erase_history: bool,
+) -> Result<(), ApiError> {
+    who.require_operator("delete jobs")?;
+    let before = store::jobs::get_for_update(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.require_job_kind(before.kind)?;
-    let workflows = store::workflows::names_using_job(&mut *tx, id).await?;
+    let workflows = store::workflows::names_using_job(&mut *conn, id).await?;
     if !workflows.is_empty() {
         return Err(ApiError::Conflict(format!(
             "job {} is a step of the workflows {}: take it out of them first",
@@ -452,20 +483,20 @@ pub async fn delete(
         )));
     }
     if erase_history {
-        store::jobs::forget_child(&mut *tx, id).await?;
-        store::jobs::delete(&mut *tx, id).await?;
+        store::jobs::forget_child(&mut *conn, id).await?;
+        store::jobs::delete(&mut *conn, id).await?;
     } else if before.deleted_at.is_some() {
         return Err(ApiError::Conflict(format!(
             "{} is already deleted; erase its history to remove it for good",
             before.name
         )));
     } else {
-        store::jobs::forget_child(&mut *tx, id).await?;
-        store::triggers::delete_for_job(&mut *tx, id).await?;
-        for run_id in store::runs::live_of_job(&mut *tx, id).await? {
-            store::runs::request_cancel(&mut *tx, run_id, "its job was deleted").await?;
+        store::jobs::forget_child(&mut *conn, id).await?;
+        store::triggers::delete_for_job(&mut *conn, id).await?;
+        for run_id in store::runs::live_of_job(&mut *conn, id).await? {
+            store::runs::request_cancel(&mut *conn, run_id, "its job was deleted").await?;
         }
-        store::jobs::retire(&mut *tx, id).await?;
+        store::jobs::retire(&mut *conn, id).await?;
     }
     let change = Change {
         action: "job.delete",
@@ -474,9 +505,7 @@ pub async fn delete(
         before: audited(&before),
         after: (!erase_history).then(|| json!({"history": "kept"})),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(job.id = id, erase_history, "job deleted");
+    store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use probactr_common::store::audit::Change;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
 use serde_json::{json, Value};
+use sqlx::{PgConnection, PgExecutor};
 use std::collections::HashMap;
 
 use super::jobs::{stale, stale_by};
@@ -18,6 +19,7 @@ use crate::command::trigger::{checked_params, Definition, PreviewRequest};
 use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::ApiError;
 use probactr_common::params_schema::masked;
+use probactr_common::secrets::Keyring;
 
 /// Instants the preview lists when `count` is not given.
 pub const DEFAULT_PREVIEW: i64 = 5;
@@ -37,11 +39,16 @@ pub struct TriggerView {
 
 /// `triggers` with their parameters.
 pub async fn with_params(handles: &Handles, triggers: Vec<Trigger>) -> Result<Vec<TriggerView>, ApiError> {
+    with_params_from(&handles.pool, triggers).await
+}
+
+/// [`with_params`], read through `db` (a transaction's connection).
+pub async fn with_params_from(
+    db: impl PgExecutor<'_>,
+    triggers: Vec<Trigger>,
+) -> Result<Vec<TriggerView>, ApiError> {
     let ids: Vec<i64> = triggers.iter().map(|trigger| trigger.id).collect();
-    let params: HashMap<i64, Value> = store::triggers::params_of(&handles.pool, &ids)
-        .await?
-        .into_iter()
-        .collect();
+    let params: HashMap<i64, Value> = store::triggers::params_of(db, &ids).await?.into_iter().collect();
     Ok(triggers
         .into_iter()
         .map(|trigger| TriggerView {
@@ -81,19 +88,27 @@ pub async fn create(
     job_id: i64,
     draft: TriggerDraft,
 ) -> Result<Trigger, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let created = create_in(&mut tx, handles.secret_keys.as_deref(), who, job_id, draft).await?;
+    tx.commit().await?;
+    tracing::info!(job.id = job_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at, "trigger created");
+    Ok(created)
+}
+
+/// [`create`] in the caller's transaction (its audit row included).
+pub async fn create_in(
+    conn: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    job_id: i64,
+    draft: TriggerDraft,
+) -> Result<Trigger, ApiError> {
     who.require_operator("create triggers")?;
     let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
-    let mut tx = handles.pool.begin().await?;
-    let job = store::jobs::get(&mut *tx, job_id)
+    let job = store::jobs::get(&mut *conn, job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", job_id))?;
-    let params = checked_params(
-        job.params_schema.as_ref(),
-        params,
-        true,
-        None,
-        handles.secret_keys.as_deref(),
-    )?;
+    let params = checked_params(job.params_schema.as_ref(), params, true, None, keys)?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
             "job_id",
@@ -104,15 +119,15 @@ pub async fn create(
         ));
     }
     // The first instant is computed from PostgreSQL's clock, like every firing decision.
-    let db_now = store::db_now(&mut *tx).await?;
-    let created = store::triggers::create(&mut *tx, job_id, &trigger, db_now)
+    let db_now = store::db_now(&mut *conn).await?;
+    let created = store::triggers::create(&mut *conn, job_id, &trigger, db_now)
         .await
         .map_err(|err| match err {
             CreateTriggerError::Invalid(err) => ApiError::field(err.field, err.message),
             CreateTriggerError::Store(err) => err.into(),
         })?;
     if let Some(params) = &params {
-        store::triggers::set_params(&mut *tx, created.id, params).await?;
+        store::triggers::set_params(&mut *conn, created.id, params).await?;
     }
     let change = Change {
         action: "trigger.create",
@@ -121,9 +136,7 @@ pub async fn create(
         before: None,
         after: snapshot(&created),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(job.id = job_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at, "trigger created");
+    store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(created)
 }
 
@@ -192,12 +205,20 @@ pub async fn update(
 
 /// Deletes a trigger (its runs stay).
 pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<i64, ApiError> {
-    who.require_operator("delete triggers")?;
     let mut tx = handles.pool.begin().await?;
-    let before = store::triggers::get_for_update(&mut *tx, id)
+    let job_id = delete_in(&mut tx, who, id).await?;
+    tx.commit().await?;
+    tracing::info!(trigger.id = id, "trigger deleted");
+    Ok(job_id)
+}
+
+/// [`delete`] in the caller's transaction (its audit row included); the trigger's job.
+pub async fn delete_in(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<i64, ApiError> {
+    who.require_operator("delete triggers")?;
+    let before = store::triggers::get_for_update(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    store::triggers::delete(&mut *tx, id).await?;
+    store::triggers::delete(&mut *conn, id).await?;
     let change = Change {
         action: "trigger.delete",
         object_type: "trigger",
@@ -205,9 +226,7 @@ pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<i64, 
         before: snapshot(&before),
         after: None,
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(trigger.id = id, "trigger deleted");
+    store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(before.job_id)
 }
 

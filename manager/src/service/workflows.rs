@@ -10,6 +10,7 @@ use probactr_common::store::audit::Change;
 use probactr_common::store::workflows::{Retry, RunStep, Step, Workflow, WorkflowRun, WorkflowTrigger};
 use serde::Serialize;
 use serde_json::{json, Value};
+use sqlx::PgConnection;
 
 use super::Handles;
 use crate::auth::Principal;
@@ -19,6 +20,7 @@ use crate::command::workflow::{ValidWorkflow, WorkflowDraft};
 use crate::command::TriggerDraft;
 use crate::error::ApiError;
 use probactr_common::params_schema::masked;
+use probactr_common::secrets::Keyring;
 
 /// How many of a workflow's latest runs its view shows.
 const LAST_RUNS: i64 = 5;
@@ -49,13 +51,26 @@ pub struct WorkflowRunView {
 
 /// Creates a workflow; every bad field (unknown steps and jobs, cycles) is named.
 pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<WorkflowView, ApiError> {
-    who.require_operator("create workflows")?;
-    let valid = validated(handles, body).await?;
     let mut tx = handles.pool.begin().await?;
-    let workflow = store::workflows::create(&mut tx, &valid.name, &valid.description, &valid.steps)
+    let workflow = create_in(&mut tx, handles.secret_keys.as_deref(), who, body).await?;
+    tx.commit().await?;
+    tracing::info!(workflow.id = workflow.id, "workflow created");
+    get(handles, workflow.id).await
+}
+
+/// [`create`] in the caller's transaction (its audit row included).
+pub async fn create_in(
+    conn: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    body: Value,
+) -> Result<Workflow, ApiError> {
+    who.require_operator("create workflows")?;
+    let valid = validated(conn, keys, body).await?;
+    let workflow = store::workflows::create(conn, &valid.name, &valid.description, &valid.steps)
         .await
         .map_err(|err| name_taken(err, &valid.name))?;
-    store::workflows::set_params_schema(&mut *tx, workflow.id, valid.params_schema.as_ref()).await?;
+    store::workflows::set_params_schema(&mut *conn, workflow.id, valid.params_schema.as_ref()).await?;
     let change = Change {
         action: "workflow.create",
         object_type: "workflow",
@@ -63,20 +78,18 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<W
         before: None,
         after: Some(json!({"name": workflow.name, "steps": valid.steps})),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(
-        workflow.id = workflow.id,
-        steps = valid.steps.len(),
-        "workflow created"
-    );
-    get(handles, workflow.id).await
+    store::audit::record(&mut *conn, who.actor(), change).await?;
+    Ok(workflow)
 }
 
 /// A workflow body checked against the jobs its steps name.
-async fn validated(handles: &Handles, body: Value) -> Result<ValidWorkflow, ApiError> {
+async fn validated(
+    conn: &mut PgConnection,
+    keys: Option<&Keyring>,
+    body: Value,
+) -> Result<ValidWorkflow, ApiError> {
     let draft = WorkflowDraft::from_json(body);
-    let jobs = store::jobs::get_many(&handles.pool, &draft.job_ids()).await?;
+    let jobs = store::jobs::get_many(&mut *conn, &draft.job_ids()).await?;
     let existing: BTreeSet<i64> = jobs.iter().map(|job| job.id).collect();
     let schemas: BTreeMap<i64, Value> = jobs
         .into_iter()
@@ -84,7 +97,7 @@ async fn validated(handles: &Handles, body: Value) -> Result<ValidWorkflow, ApiE
         .collect();
     draft
         .validate(&existing)?
-        .with_step_params_checked(&schemas, handles.secret_keys.as_deref())
+        .with_step_params_checked(&schemas, keys)
 }
 
 fn name_taken(err: store::StoreError, name: &str) -> ApiError {
@@ -104,12 +117,35 @@ pub async fn replace(
     body: Value,
     expected_version: Option<i64>,
 ) -> Result<WorkflowView, ApiError> {
-    who.require_operator("edit workflows")?;
-    let valid = validated(handles, body).await?;
     let mut tx = handles.pool.begin().await?;
-    let before = store::workflows::steps(&mut *tx, id).await?;
-    let replaced = store::workflows::replace(
+    let workflow = replace_in(
         &mut tx,
+        handles.secret_keys.as_deref(),
+        who,
+        id,
+        body,
+        expected_version,
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(workflow.id = id, version = workflow.version, "workflow replaced");
+    get(handles, id).await
+}
+
+/// [`replace`] in the caller's transaction (its audit row included).
+pub async fn replace_in(
+    conn: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    id: i64,
+    body: Value,
+    expected_version: Option<i64>,
+) -> Result<Workflow, ApiError> {
+    who.require_operator("edit workflows")?;
+    let valid = validated(conn, keys, body).await?;
+    let before = store::workflows::steps(&mut *conn, id).await?;
+    let replaced = store::workflows::replace(
+        conn,
         id,
         expected_version,
         &valid.name,
@@ -119,11 +155,11 @@ pub async fn replace(
     .await
     .map_err(|err| name_taken(err, &valid.name))?;
     if replaced.is_some() {
-        store::workflows::set_params_schema(&mut *tx, id, valid.params_schema.as_ref()).await?;
+        store::workflows::set_params_schema(&mut *conn, id, valid.params_schema.as_ref()).await?;
     }
     let Some(workflow) = replaced else {
         return Err(
-            match (expected_version, store::workflows::get(&mut *tx, id).await?) {
+            match (expected_version, store::workflows::get(&mut *conn, id).await?) {
                 (Some(sent), Some(current)) => ApiError::PreconditionFailed(format!(
                 "workflow {id} changed since it was read (version {sent} sent, {} current); reload and retry",
                 current.version
@@ -139,10 +175,8 @@ pub async fn replace(
         before: Some(json!({"steps": before})),
         after: Some(json!({"name": workflow.name, "steps": valid.steps})),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(workflow.id = id, version = workflow.version, "workflow replaced");
-    get(handles, id).await
+    store::audit::record(&mut *conn, who.actor(), change).await?;
+    Ok(workflow)
 }
 
 /// Deletes a workflow with its triggers and runs (the runs of its steps' jobs stay).
@@ -175,8 +209,13 @@ pub async fn get(handles: &Handles, id: i64) -> Result<WorkflowView, ApiError> {
 }
 
 async fn view(handles: &Handles, workflow: Workflow) -> Result<WorkflowView, ApiError> {
-    let mut steps = store::workflows::steps(&handles.pool, workflow.id).await?;
-    let mut last_runs = store::workflows::runs_of(&handles.pool, workflow.id, LAST_RUNS).await?;
+    let mut conn = handles.pool.acquire().await?;
+    view_in(&mut conn, workflow).await
+}
+
+async fn view_in(conn: &mut PgConnection, workflow: Workflow) -> Result<WorkflowView, ApiError> {
+    let mut steps = store::workflows::steps(&mut *conn, workflow.id).await?;
+    let mut last_runs = store::workflows::runs_of(&mut *conn, workflow.id, LAST_RUNS).await?;
     // Secret parameters are stored sealed and shown masked.
     steps
         .iter_mut()
@@ -193,9 +232,14 @@ async fn view(handles: &Handles, workflow: Workflow) -> Result<WorkflowView, Api
 
 /// Every workflow, with its steps and latest runs.
 pub async fn list(handles: &Handles) -> Result<Vec<WorkflowView>, ApiError> {
+    list_in(&mut *handles.pool.acquire().await?).await
+}
+
+/// [`list`], read through the caller's connection (a transaction's).
+pub async fn list_in(conn: &mut PgConnection) -> Result<Vec<WorkflowView>, ApiError> {
     let mut views = Vec::new();
-    for workflow in store::workflows::list(&handles.pool).await? {
-        views.push(view(handles, workflow).await?);
+    for workflow in store::workflows::list(&mut *conn).await? {
+        views.push(view_in(conn, workflow).await?);
     }
     Ok(views)
 }
@@ -358,6 +402,22 @@ pub async fn create_trigger(
     workflow_id: i64,
     draft: TriggerDraft,
 ) -> Result<WorkflowTrigger, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let created = create_trigger_in(&mut tx, handles.secret_keys.as_deref(), who, workflow_id, draft).await?;
+    tx.commit().await?;
+    tracing::info!(workflow.id = workflow_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at,
+        "workflow trigger created");
+    Ok(created)
+}
+
+/// [`create_trigger`] in the caller's transaction (its audit row included).
+pub async fn create_trigger_in(
+    conn: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    workflow_id: i64,
+    draft: TriggerDraft,
+) -> Result<WorkflowTrigger, ApiError> {
     who.require_operator("create workflow triggers")?;
     let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
     if trigger.max_concurrency.is_some() {
@@ -366,25 +426,18 @@ pub async fn create_trigger(
             "applies to job triggers only: bound the jobs of the steps instead",
         ));
     }
-    let mut tx = handles.pool.begin().await?;
-    let workflow = store::workflows::get(&mut *tx, workflow_id)
+    let workflow = store::workflows::get(&mut *conn, workflow_id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
-    let params = checked_params(
-        workflow.params_schema.as_ref(),
-        params,
-        true,
-        None,
-        handles.secret_keys.as_deref(),
-    )?;
+    let params = checked_params(workflow.params_schema.as_ref(), params, true, None, keys)?;
     // The first instant comes from PostgreSQL's clock, like every firing decision.
-    let now = store::db_now(&mut *tx).await?;
+    let now = store::db_now(&mut *conn).await?;
     let schedule = trigger
         .schedule(now)
         .map_err(|err| ApiError::field(err.field, err.message))?;
     let params = params.unwrap_or_else(|| json!({}));
     let created = store::workflows::create_trigger(
-        &mut *tx,
+        &mut *conn,
         workflow_id,
         &trigger,
         &params,
@@ -398,19 +451,24 @@ pub async fn create_trigger(
         before: None,
         after: serde_json::to_value(&created).ok(),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(workflow.id = workflow_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at,
-        "workflow trigger created");
+    store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(created)
 }
 
 /// A workflow's triggers (404 when the workflow does not exist).
 pub async fn triggers(handles: &Handles, workflow_id: i64) -> Result<Vec<WorkflowTrigger>, ApiError> {
-    store::workflows::get(&handles.pool, workflow_id)
+    triggers_in(&mut *handles.pool.acquire().await?, workflow_id).await
+}
+
+/// [`triggers`], read through the caller's connection (a transaction's).
+pub async fn triggers_in(
+    conn: &mut PgConnection,
+    workflow_id: i64,
+) -> Result<Vec<WorkflowTrigger>, ApiError> {
+    store::workflows::get(&mut *conn, workflow_id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
-    let mut triggers = store::workflows::triggers_of(&handles.pool, workflow_id).await?;
+    let mut triggers = store::workflows::triggers_of(&mut *conn, workflow_id).await?;
     triggers
         .iter_mut()
         .for_each(|trigger| trigger.params = masked(&trigger.params));
@@ -424,9 +482,26 @@ pub async fn delete_trigger(
     workflow_id: i64,
     id: i64,
 ) -> Result<(), ApiError> {
-    who.require_operator("delete workflow triggers")?;
     let mut tx = handles.pool.begin().await?;
-    if !store::workflows::delete_trigger(&mut *tx, workflow_id, id).await? {
+    delete_trigger_in(&mut tx, who, workflow_id, id).await?;
+    tx.commit().await?;
+    tracing::info!(
+        workflow.id = workflow_id,
+        trigger.id = id,
+        "workflow trigger deleted"
+    );
+    Ok(())
+}
+
+/// [`delete_trigger`] in the caller's transaction (its audit row included).
+pub async fn delete_trigger_in(
+    conn: &mut PgConnection,
+    who: &Principal,
+    workflow_id: i64,
+    id: i64,
+) -> Result<(), ApiError> {
+    who.require_operator("delete workflow triggers")?;
+    if !store::workflows::delete_trigger(&mut *conn, workflow_id, id).await? {
         return Err(ApiError::not_found("workflow trigger", id));
     }
     let change = Change {
@@ -436,12 +511,6 @@ pub async fn delete_trigger(
         before: Some(json!({"workflow_id": workflow_id})),
         after: None,
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(
-        workflow.id = workflow_id,
-        trigger.id = id,
-        "workflow trigger deleted"
-    );
+    store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(())
 }

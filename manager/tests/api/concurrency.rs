@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chrono::{TimeDelta, Utc};
+use probactr_testkit::{database_url, eventually, fast_env, unique_prefix};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::*;
@@ -32,25 +34,38 @@ impl TestApp {
     }
 }
 
-/// Writers creating, editing, running and deleting jobs and triggers from 16 tasks while
-/// the run partitions of yesterday, today and tomorrow are dropped and created again and
-/// again: the API never answers 500 (before issue 28, deleting a job deadlocked against
-/// the partition DDL, which locked `triggers` for the history's foreign keys).
+/// The whole cluster under churn: 16 writers make over 5,000 calls (create, patch and
+/// delete jobs, triggers and workflows; run jobs and workflows now; backfill; apply
+/// definitions) while three real executors and two real monitors run with 1 s heartbeats
+/// and reap passes, and the run partitions of yesterday, today and tomorrow are dropped
+/// and created again and again: the API never answers 500 (before issue 28, deleting a
+/// job deadlocked against the partition DDL, which locked `triggers` for the history's
+/// foreign keys), nor any other error. Afterwards no run is left claimed or running and
+/// no trigger instant ran twice.
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnectOptions) {
     // Its own pool: 16 writers need more connections than a test's pool lends.
     let pool = PgPoolOptions::new()
         .max_connections(24)
-        .connect_with(connect)
+        .connect_with(connect.clone())
         .await
         .unwrap();
     let app = Arc::new(TestApp::new(pool.clone()));
     let admin = Arc::new(app.admin().await);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
 
+    let mut env = fast_env(&database_url(&connect), &unique_prefix("churn"));
+    env.insert("PROBACTR_HEARTBEAT_INTERVAL".into(), "1s".into());
+    env.insert("PROBACTR_DB_POOL_SIZE".into(), "4".into());
+    let _cluster: Vec<_> = (1..=3)
+        .map(|i| probactr_testkit::executor(&format!("executor-{i}"), &env))
+        .chain((1..=2).map(|i| probactr_testkit::monitor(&format!("monitor-{i}"), &env)))
+        .collect();
+
     // Maintenance with a retention in the future: every pass drops the days up to
     // tomorrow and creates them again (today's stays in the default partition once its
-    // ended runs land there).
+    // ended runs land there). A pass a second, like the monitors' own: each waits for
+    // every statement on the runs, and every statement after it waits for the pass.
     let maintenance = {
         let pool = pool.clone();
         let stop = stop.clone();
@@ -67,7 +82,7 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
                 let after: Option<String> = sqlx::query_scalar(partitions).fetch_one(&pool).await.unwrap();
                 passes += 1;
                 changed += u32::from(pass.is_ok() && before != after);
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::time::sleep(Duration::from_millis(1000)).await;
             }
             (passes, changed)
         })
@@ -77,77 +92,7 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
     let mut writers = Vec::new();
     for writer in 0..16 {
         let (app, admin) = (app.clone(), admin.clone());
-        writers.push(tokio::spawn(async move {
-            let mut statuses = Vec::new();
-            for round in 0..16 {
-                let name = format!("churn-{writer}-{round}");
-                let job = app.post("/api/v1/jobs", &admin, noop(&name)).await;
-                statuses.push(("create job", job.status));
-                let Some(id) = job.body["id"].as_i64() else {
-                    continue;
-                };
-                let trigger = app
-                    .post(
-                        &format!("/api/v1/jobs/{id}/triggers"),
-                        &admin,
-                        json!({"kind": "interval", "interval_secs": 3600}),
-                    )
-                    .await;
-                statuses.push(("create trigger", trigger.status));
-                for _ in 0..3 {
-                    let run = app
-                        .post(&format!("/api/v1/jobs/{id}/run"), &admin, json!({}))
-                        .await;
-                    statuses.push(("run now", run.status));
-                }
-                let patched = app
-                    .patch(
-                        &format!("/api/v1/jobs/{id}"),
-                        &admin,
-                        json!({"version": 1, "description": "churned"}),
-                    )
-                    .await;
-                statuses.push(("patch job", patched.status));
-                if let Some(trigger_id) = trigger.body["id"].as_i64() {
-                    let patched = app
-                        .patch(
-                            &format!("/api/v1/triggers/{trigger_id}"),
-                            &admin,
-                            json!({"version": 1, "interval_secs": 1800}),
-                        )
-                        .await;
-                    statuses.push(("patch trigger", patched.status));
-                    if round % 3 == 0 {
-                        let deleted = app
-                            .call(
-                                Method::DELETE,
-                                &format!("/api/v1/triggers/{trigger_id}"),
-                                Some(&admin),
-                                None,
-                            )
-                            .await;
-                        statuses.push(("delete trigger", deleted.status));
-                    }
-                }
-                let paused = app
-                    .post(&format!("/api/v1/jobs/{id}/pause"), &admin, json!({}))
-                    .await;
-                statuses.push(("pause job", paused.status));
-                let read = app.get(&format!("/api/v1/jobs/{id}"), &admin).await;
-                statuses.push(("read job", read.status));
-                let erase = if round % 2 == 0 { "?erase_history=true" } else { "" };
-                let deleted = app
-                    .call(
-                        Method::DELETE,
-                        &format!("/api/v1/jobs/{id}{erase}"),
-                        Some(&admin),
-                        None,
-                    )
-                    .await;
-                statuses.push(("delete job", deleted.status));
-            }
-            statuses
-        }));
+        writers.push(tokio::spawn(async move { churn(&app, &admin, writer).await }));
     }
     let mut calls = 0;
     let mut failed = Vec::new();
@@ -162,9 +107,8 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (passes, changed) = maintenance.await.unwrap();
     let elapsed = started.elapsed();
-    pool.close().await;
     eprintln!("{calls} calls in {elapsed:?}; {passes} maintenance passes, {changed} changed the partitions");
-    assert!(calls >= 2000, "{calls} calls");
+    assert!(calls >= 5000, "{calls} calls");
     assert!(
         changed >= 5,
         "partitions changed in {changed} of {passes} maintenance passes"
@@ -174,6 +118,160 @@ async fn churn_never_answers_500(_pool_options: PgPoolOptions, connect: PgConnec
         "{} of {calls} calls failed: {failed:?}",
         failed.len()
     );
+
+    let ran: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE executor_id IS NOT NULL")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(ran > 0, "the executors ran runs during the churn");
+    let busy = "SELECT count(*) FROM runs WHERE state IN ('claimed', 'running')";
+    eventually(
+        Duration::from_secs(20),
+        "no run is left claimed or running",
+        || async {
+            let left: i64 = sqlx::query_scalar(busy).fetch_one(&pool).await.unwrap();
+            (left == 0).then_some(())
+        },
+    )
+    .await;
+    let twice: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT 1 FROM runs WHERE trigger_id IS NOT NULL AND attempt = 1
+                               GROUP BY trigger_id, scheduled_at, coalesce(shard, -1)
+                               HAVING count(*) > 1) AS twice",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(twice, 0, "trigger instants that ran twice");
+    pool.close().await;
+}
+
+/// One writer's rounds: every call's name and status.
+async fn churn(app: &TestApp, admin: &str, writer: usize) -> Vec<(&'static str, StatusCode)> {
+    let mut statuses = Vec::new();
+    for round in 0..20 {
+        // Applies are serialized: the writers take turns.
+        if (round + writer).is_multiple_of(4) {
+            let applied = app.apply(admin, "", &applied_definitions(writer, round)).await;
+            statuses.push(("apply", applied.status));
+        }
+        let name = format!("churn-{writer}-{round}");
+        let job = app.post("/api/v1/jobs", admin, noop(&name)).await;
+        statuses.push(("create job", job.status));
+        let Some(id) = job.body["id"].as_i64() else {
+            continue;
+        };
+        let triggers = format!("/api/v1/jobs/{id}/triggers");
+        let trigger = app
+            .post(
+                &triggers,
+                admin,
+                json!({"kind": "interval", "interval_secs": 3600}),
+            )
+            .await;
+        statuses.push(("create trigger", trigger.status));
+        let cron = app
+            .post(&triggers, admin, json!({"kind": "cron", "cron": "0 * * * * *"}))
+            .await;
+        statuses.push(("create cron trigger", cron.status));
+        if let (Some(cron_id), 1) = (cron.body["id"].as_i64(), round % 2) {
+            let now = Utc::now();
+            let backfill = app
+                .post(
+                    &format!("/api/v1/triggers/{cron_id}/backfill"),
+                    admin,
+                    json!({"from": (now - TimeDelta::minutes(3)).to_rfc3339(), "to": now.to_rfc3339(),
+                           "max_concurrency": 2}),
+                )
+                .await;
+            statuses.push(("backfill", backfill.status));
+        }
+        for _ in 0..3 {
+            let run = app
+                .post(&format!("/api/v1/jobs/{id}/run"), admin, json!({}))
+                .await;
+            statuses.push(("run now", run.status));
+        }
+        let patched = app
+            .patch(
+                &format!("/api/v1/jobs/{id}"),
+                admin,
+                json!({"version": 1, "description": "churned"}),
+            )
+            .await;
+        statuses.push(("patch job", patched.status));
+        if let Some(trigger_id) = trigger.body["id"].as_i64() {
+            let patched = app
+                .patch(
+                    &format!("/api/v1/triggers/{trigger_id}"),
+                    admin,
+                    json!({"version": 1, "interval_secs": 1800}),
+                )
+                .await;
+            statuses.push(("patch trigger", patched.status));
+            if round % 3 == 0 {
+                let deleted = app
+                    .call(
+                        Method::DELETE,
+                        &format!("/api/v1/triggers/{trigger_id}"),
+                        Some(admin),
+                        None,
+                    )
+                    .await;
+                statuses.push(("delete trigger", deleted.status));
+            }
+        }
+        let flow = json!({"name": name, "steps": [{"name": "only", "job_id": id}]});
+        let workflow = app.post("/api/v1/workflows", admin, flow.clone()).await;
+        statuses.push(("create workflow", workflow.status));
+        if let Some(flow_id) = workflow.body["id"].as_i64() {
+            let uri = format!("/api/v1/workflows/{flow_id}");
+            let run = app.post(&format!("{uri}/run"), admin, json!({})).await;
+            statuses.push(("run workflow", run.status));
+            let mut replaced = flow;
+            replaced["description"] = json!("churned");
+            let replaced = app.call(Method::PUT, &uri, Some(admin), Some(replaced)).await;
+            statuses.push(("replace workflow", replaced.status));
+            let deleted = app.call(Method::DELETE, &uri, Some(admin), None).await;
+            statuses.push(("delete workflow", deleted.status));
+        }
+        let paused = app
+            .post(&format!("/api/v1/jobs/{id}/pause"), admin, json!({}))
+            .await;
+        statuses.push(("pause job", paused.status));
+        let read = app.get(&format!("/api/v1/jobs/{id}"), admin).await;
+        statuses.push(("read job", read.status));
+        let erase = if round % 2 == 0 { "?erase_history=true" } else { "" };
+        let deleted = app
+            .call(
+                Method::DELETE,
+                &format!("/api/v1/jobs/{id}{erase}"),
+                Some(admin),
+                None,
+            )
+            .await;
+        statuses.push(("delete job", deleted.status));
+    }
+    statuses
+}
+
+/// A writer's definitions file: a job with a trigger and a workflow running it, its
+/// description changed every time (so that each apply edits them).
+fn applied_definitions(writer: usize, round: usize) -> String {
+    format!(
+        "jobs:
+  - name: applied-{writer}
+    kind: noop
+    description: round {round}
+    triggers:
+      - {{kind: interval, interval_secs: 3600}}
+workflows:
+  - name: applied-{writer}
+    description: round {round}
+    steps:
+      - {{name: only, job: applied-{writer}}}
+"
+    )
 }
 
 /// A run-now sent twice with one key queues one run and answers its id twice; the same

@@ -466,16 +466,7 @@ fn parse_day_of_month(text: &str) -> Result<(FieldValues, MonthDays), ScheduleEr
             plain.push(item);
         }
     }
-    let values = if plain.is_empty() {
-        FieldValues {
-            bits: 0,
-            restricted: true,
-        }
-    } else {
-        let mut values = parse_field(&plain.join(","), rule)?;
-        values.restricted |= days != MonthDays::default();
-        values
-    };
+    let values = plain_items(&plain, rule, days != MonthDays::default())?;
     Ok((values, days))
 }
 
@@ -507,16 +498,21 @@ fn parse_day_of_week(text: &str) -> Result<(FieldValues, WeekdaysOfMonth), Sched
             None => {}
         }
     }
-    let shaped = weekdays != WeekdaysOfMonth::default();
-    let values = if plain.is_empty() {
-        FieldValues {
+    let values = plain_items(&plain, rule, weekdays != WeekdaysOfMonth::default())?;
+    Ok((values, weekdays))
+}
+
+/// The usual items of a day field, beside its month-shaped ones (`shaped`): a field
+/// holding any of those is restricted, and one holding nothing else picks no day by
+/// number.
+fn plain_items(plain: &[&str], rule: &FieldRule, shaped: bool) -> Result<FieldValues, ScheduleError> {
+    if plain.is_empty() {
+        return Ok(FieldValues {
             bits: 0,
             restricted: true,
-        }
-    } else {
-        let mut values = parse_field(&plain.join(","), rule)?;
-        values.restricted |= shaped;
-        values
-    };
-    Ok((values, weekdays))
+        });
+    }
+    let mut values = parse_field(&plain.join(","), rule)?;
+    values.restricted |= shaped;
+    Ok(values)
 }

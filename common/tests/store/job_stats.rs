@@ -943,6 +943,19 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         2,
         "the partial indexes of the follow-ups exist"
     );
+    assert_eq!(
+        count("SELECT count(*) FROM jobs WHERE params_schema IS NULL").await,
+        1,
+        "an existing job declares no parameters: its parameters stay free"
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('probactr_next_attempt', 'probactr_queue_run')"
+        )
+        .await,
+        2,
+        "the run state machine's database functions are installed on an upgraded cluster"
+    );
 
     sqlx::query("DELETE FROM triggers WHERE id = $1")
         .bind(trigger)

@@ -267,6 +267,10 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
         ("on_failure".to_owned(), ids_text(&job.on_failure)),
         ("on_finish".to_owned(), ids_text(&job.on_finish)),
         ("version".to_owned(), job.version.to_string()),
+        (
+            "params_schema".to_owned(),
+            schema_text(job.params_schema.as_ref()),
+        ),
     ]);
     if job.parallel {
         values.insert("parallel".to_owned(), "on".to_owned());
@@ -275,6 +279,13 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
         values.insert("paused".to_owned(), "on".to_owned());
     }
     (values, warning)
+}
+
+/// A job's declared parameters as the form's textarea shows them (empty: none).
+fn schema_text(schema: Option<&serde_json::Value>) -> String {
+    schema
+        .and_then(|schema| serde_json::to_string_pretty(schema).ok())
+        .unwrap_or_default()
 }
 
 /// Job ids as the form's lists show them.

@@ -38,6 +38,7 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "on_failure",
     "on_finish",
     "paused",
+    "params_schema",
     "spec.program",
     "spec.args",
     "spec.env",
@@ -82,9 +83,9 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         shards: form.whole_if_filled("shards", &mut problems),
         mode: form.choice("mode", &mut problems),
         replicas: form.whole_if_filled("replicas", &mut problems),
-        // The form leaves the declared parameters as they are (set through the API or
-        // definitions).
-        params_schema: None,
+        // JSON in a textarea; empty: none declared (parameters are free), not `{}`
+        // (which would declare that the job takes none).
+        params_schema: form.json_or_null("params_schema", &mut problems),
         children: ChildDraft {
             on_success: form.jobs("on_success"),
             on_failure: form.jobs("on_failure"),
@@ -271,7 +272,7 @@ fn form_field_of(key: &str, message: &str) -> Option<(String, String)> {
     if JOB_FORM_FIELDS.contains(&key) {
         return Some((key.to_owned(), message.to_owned()));
     }
-    for field in ["spec.env", "spec.headers"] {
+    for field in ["spec.env", "spec.headers", "params_schema"] {
         if let Some(name) = key.strip_prefix(field).and_then(|rest| rest.strip_prefix('.')) {
             return Some((field.to_owned(), format!("{name}: {message}")));
         }
@@ -405,6 +406,17 @@ mod tests {
         assert_eq!(draft.parallel, Some(Some(true)));
         assert_eq!(draft.paused, Some(Some(false)));
         assert_eq!(draft.max_concurrency, Some(None), "emptied: no bound");
+        assert_eq!(draft.params_schema, None, "not in the form: left as it is");
+
+        let declared = job_draft(&form(&[
+            ("kind", "noop"),
+            ("params_schema", r#"{"day": {"type": "string"}}"#),
+        ]));
+        assert_eq!(declared.params_schema, Some(json!({"day": {"type": "string"}})));
+        let emptied = job_draft(&form(&[("kind", "noop"), ("params_schema", " ")]));
+        assert_eq!(emptied.params_schema, Some(Value::Null), "emptied: none declared");
+        let bad = job_draft(&form(&[("kind", "noop"), ("params_schema", "{day")]));
+        assert!(bad.problems.contains_key("params_schema"), "{:?}", bad.problems);
 
         let patch = job_patch(&form(&[
             ("kind", "sleep"),
@@ -578,6 +590,7 @@ mod tests {
                 ("retry.max_attempts", "must be at most 100"),
                 ("spec", "must be a JSON object"),
                 ("version", "is required"),
+                ("params_schema.day.type", "must be one of string, integer"),
             ]
             .map(|(k, v)| (k.to_owned(), v.to_owned())),
         );
@@ -591,6 +604,10 @@ mod tests {
         );
         assert_eq!(placed["spec.expect_status"], "99 is not a status code");
         assert_eq!(placed["retry.max_attempts"], "must be at most 100");
+        assert_eq!(
+            placed["params_schema"],
+            "day.type: must be one of string, integer"
+        );
         assert_eq!(rest.keys().collect::<Vec<_>>(), ["spec", "version"]);
     }
 

@@ -138,6 +138,21 @@ impl FormData {
         }
     }
 
+    /// A JSON value typed in a textarea (absent when not in the form; empty: `null`).
+    pub(super) fn json_or_null(&self, key: &str, problems: &mut FieldErrors) -> Option<serde_json::Value> {
+        let text = self.get(key)?.trim();
+        if text.is_empty() {
+            return Some(serde_json::Value::Null);
+        }
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) => Some(value),
+            Err(err) => {
+                problems.insert(key.to_owned(), format!("not JSON: {err}"));
+                None
+            }
+        }
+    }
+
     /// A text field: absent when not in the form.
     pub(super) fn text(&self, key: &str) -> Given<String> {
         self.get(key).map(|value| Some(value.trim().to_owned()))

@@ -21,6 +21,7 @@ pub mod housekeeping;
 pub mod idempotency;
 pub mod jobs;
 pub mod login_failures;
+pub mod namespaces;
 pub mod processes;
 pub mod retry;
 pub mod run_inputs;
@@ -30,6 +31,7 @@ pub mod secrets;
 pub mod services;
 pub mod sessions;
 pub mod triggers;
+pub mod user_roles;
 pub mod users;
 pub mod workflows;
 

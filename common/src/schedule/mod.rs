@@ -241,8 +241,11 @@ impl TriggerSchedule {
     }
 
     /// [`TriggerSchedule::from_parts`] over a `triggers` row, anchored at its creation.
+    /// A cron or interval trigger's instants begin at its `start_at`, or else at its
+    /// creation: those before it never belonged to the trigger, so the ledger does not
+    /// call them missed, and neither the reconciler nor a backfill reaches back to them.
     pub fn from_trigger(trigger: &Trigger) -> Result<TriggerSchedule, ScheduleError> {
-        TriggerSchedule::from_parts(
+        let mut schedule = TriggerSchedule::from_parts(
             trigger.kind,
             trigger.cron.as_deref(),
             &trigger.timezone,
@@ -251,7 +254,12 @@ impl TriggerSchedule {
             trigger.start_at,
             trigger.end_at,
             trigger.created_at,
-        )
+        )?;
+        if trigger.kind != TriggerKind::Once {
+            // A one-shot trigger's instant is what it was made for, even when already past.
+            schedule.window.start = Some(trigger.start_at.unwrap_or(trigger.created_at));
+        }
+        Ok(schedule)
     }
 
     /// The first instant strictly after `after`, inside the window, or `None` when none

@@ -1111,3 +1111,58 @@ fn next_after_cost_printout() {
         println!("next_after {expr:>16} in {zone:<20}: {per_call:?} per call");
     }
 }
+
+fn stored_trigger(kind: crate::model::TriggerKind, created: &str) -> crate::model::Trigger {
+    crate::model::Trigger {
+        id: 1,
+        job_id: 1,
+        kind,
+        cron: Some("0 */10 * * * *".into()).filter(|_| kind == crate::model::TriggerKind::Cron),
+        timezone: "Europe/Paris".into(),
+        interval_secs: Some(600).filter(|_| kind == crate::model::TriggerKind::Interval),
+        at: Some(utc("2026-03-01T09:00:00Z")).filter(|_| kind == crate::model::TriggerKind::Once),
+        start_at: None,
+        end_at: None,
+        misfire: crate::model::Misfire::FireOnce,
+        misfire_threshold_secs: 60,
+        paused: false,
+        next_fire_at: None,
+        last_fired_at: None,
+        version: 1,
+        created_at: utc(created),
+        updated_at: utc(created),
+        max_concurrency: None,
+    }
+}
+
+#[test]
+fn a_stored_trigger_has_no_instants_from_before_it_existed() {
+    use crate::model::TriggerKind;
+    let created = "2026-03-01T10:05:30Z";
+    let day_before = utc("2026-02-28T10:05:30Z");
+    let half_hour_on = utc("2026-03-01T10:35:30Z");
+    // Cron: 10:10, 10:20, 10:30; interval: from the creation, 10:05:30 to 10:35:30.
+    for (kind, count) in [(TriggerKind::Cron, 3), (TriggerKind::Interval, 4)] {
+        let schedule =
+            TriggerSchedule::from_trigger(&stored_trigger(kind, created)).expect("stored trigger is valid");
+        let found = schedule.between(day_before, half_hour_on, 10);
+        assert_eq!(found.total, count, "{kind:?}: {found:?}");
+        assert!(
+            found.instants.iter().all(|i| *i >= utc(created)),
+            "{kind:?}: {found:?}"
+        );
+        assert_eq!(
+            schedule.first_at_or_after(day_before),
+            found.instants.first().copied()
+        );
+    }
+    // A start_at earlier than the creation is the trigger's own (a schedule reaching back).
+    let mut reaching_back = stored_trigger(TriggerKind::Cron, created);
+    reaching_back.start_at = Some(utc("2026-03-01T09:00:00Z"));
+    let schedule = TriggerSchedule::from_trigger(&reaching_back).expect("stored trigger is valid");
+    assert_eq!(schedule.between(day_before, half_hour_on, 20).total, 10);
+    // A one-shot trigger made after its instant keeps it.
+    let late = TriggerSchedule::from_trigger(&stored_trigger(TriggerKind::Once, created))
+        .expect("stored trigger is valid");
+    assert_eq!(late.between(day_before, half_hour_on, 10).total, 1);
+}

@@ -342,11 +342,14 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
     let trigger = triggers::create(&pool, long, &NewTrigger::interval(3600), now)
         .await
         .unwrap();
-    sqlx::query("UPDATE triggers SET next_fire_at = now() - interval '1 second' WHERE id = $1")
-        .bind(trigger.id)
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE triggers SET next_fire_at = now() - interval '1 second',
+                             created_at = now() - interval '1 second' WHERE id = $1",
+    )
+    .bind(trigger.id)
+    .execute(&pool)
+    .await
+    .unwrap();
     // A trigger an hour behind, whose policy skips what it missed.
     let hourly = jobs::insert(&pool, &NewJob::new("minutely", JobKind::Noop, json!({})))
         .await
@@ -355,11 +358,14 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
     let mut every_minute = NewTrigger::interval(60);
     every_minute.misfire = Misfire::Skip;
     let behind = triggers::create(&pool, hourly, &every_minute, now).await.unwrap();
-    sqlx::query("UPDATE triggers SET next_fire_at = now() - interval '1 hour' WHERE id = $1")
-        .bind(behind.id)
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE triggers SET next_fire_at = now() - interval '1 hour',
+                             created_at = now() - interval '1 hour' WHERE id = $1",
+    )
+    .bind(behind.id)
+    .execute(&pool)
+    .await
+    .unwrap();
     let env = env(&url, "conditions");
     let _monitor = monitor("monitor", &env);
     eventually(Duration::from_secs(15), "no executor", || async {

@@ -80,12 +80,26 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     crate::sealing::bind_unbound(&pool, &secret_keys)
         .await
         .context("while re-sealing sealed values bound to their owners")?;
+    let sso = match &config.oidc {
+        Some(settings) => Some(
+            crate::auth::oidc::Sso::new(settings.clone(), &config.public_url)
+                .context("while setting up single sign-on")?,
+        ),
+        None => None,
+    };
     let state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)
         .with_trusted_proxies(&config.trusted_proxies)
         .with_stream_limits(config.sse_per_user, config.sse_max)
-        .with_secret_keys(Some(secret_keys));
+        .with_secret_keys(Some(secret_keys))
+        .with_sso(sso)
+        .with_local_login(config.local_login.clone());
+    if let Some(sso) = state.sso.clone() {
+        // Discovery in the background: the provider being down must not keep the
+        // manager from serving (password logins, the API); logins discover again.
+        tokio::spawn(async move { sso.warm_up().await });
+    }
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);

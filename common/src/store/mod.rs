@@ -21,6 +21,7 @@ pub mod housekeeping;
 pub mod idempotency;
 pub mod jobs;
 pub mod login_failures;
+pub mod oidc_logins;
 pub mod processes;
 pub mod retry;
 pub mod run_inputs;

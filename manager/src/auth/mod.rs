@@ -14,6 +14,7 @@
 //! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs |
 //! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), users, audit log |
 
+pub mod oidc;
 pub mod password;
 pub mod ratelimit;
 pub mod secret;

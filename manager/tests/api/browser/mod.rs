@@ -55,7 +55,7 @@ fn program(var: &str, names: &[&str]) -> Option<PathBuf> {
 }
 
 /// Chromium and chromedriver, or a failure that says how to install them.
-fn browser_programs() -> (PathBuf, PathBuf) {
+pub(crate) fn browser_programs() -> (PathBuf, PathBuf) {
     let chromium = program("CHROMIUM", &["chromium", "chromium-browser"]);
     let driver = program("CHROMEDRIVER", &["chromedriver"]);
     match (chromium, driver) {
@@ -76,7 +76,7 @@ fn browser_programs() -> (PathBuf, PathBuf) {
 
 /// Where the screenshots go: `<target>/browser`, next to the test binary's profile
 /// directory (`<target>/debug/deps/api-…`).
-fn artifact_dir() -> PathBuf {
+pub(crate) fn artifact_dir() -> PathBuf {
     let from_exe = std::env::current_exe().ok().and_then(|exe| {
         exe.ancestors()
             .find(|dir| dir.file_name().is_some_and(|name| name == "deps"))
@@ -88,13 +88,13 @@ fn artifact_dir() -> PathBuf {
 }
 
 /// A chromedriver on a port of its choosing, killed when dropped.
-struct Chromedriver {
+pub(crate) struct Chromedriver {
     child: Child,
     port: u16,
 }
 
 impl Chromedriver {
-    async fn start(program: &Path) -> Chromedriver {
+    pub(crate) async fn start(program: &Path) -> Chromedriver {
         let mut child = Command::new(program)
             .arg("--port=0")
             .stdin(Stdio::null())
@@ -123,13 +123,13 @@ impl Chromedriver {
         Chromedriver { child, port }
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
 }
 
 /// A WebDriver session of headless Chromium with a fresh profile.
-async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) -> Client {
+pub(crate) async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) -> Client {
     let options = json!({
         "binary": chromium.to_string_lossy(),
         "args": [
@@ -158,25 +158,25 @@ async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) ->
 }
 
 /// The browser's side of the test.
-struct Session {
-    client: Client,
-    base: String,
-    shots: PathBuf,
+pub(crate) struct Session {
+    pub(crate) client: Client,
+    pub(crate) base: String,
+    pub(crate) shots: PathBuf,
 }
 
 impl Session {
-    async fn goto(&self, path: &str) {
+    pub(crate) async fn goto(&self, path: &str) {
         self.client
             .goto(&format!("{}{path}", self.base))
             .await
             .unwrap_or_else(|err| panic!("cannot open {path}: {err}"));
     }
 
-    async fn path(&self) -> String {
+    pub(crate) async fn path(&self) -> String {
         self.client.current_url().await.unwrap().path().to_owned()
     }
 
-    async fn wait_css(&self, css: &str) -> fantoccini::elements::Element {
+    pub(crate) async fn wait_css(&self, css: &str) -> fantoccini::elements::Element {
         match self
             .client
             .wait()
@@ -190,7 +190,7 @@ impl Session {
     }
 
     /// The text of the element `css`, read again when the page replaced it meanwhile.
-    async fn text(&self, css: &str) -> String {
+    pub(crate) async fn text(&self, css: &str) -> String {
         eventually(PAGE_WAIT, &format!("the text of `{css}`"), || async {
             let element = self.client.find(Locator::Css(css)).await.ok()?;
             element.text().await.ok()
@@ -199,7 +199,7 @@ impl Session {
     }
 
     /// Clicks the element `css`, found again if the page was refreshed meanwhile.
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         eventually(PAGE_WAIT, &format!("a click on `{css}`"), || async {
             let element = self.client.find(Locator::Css(css)).await.ok()?;
             element.click().await.ok()
@@ -209,7 +209,7 @@ impl Session {
 
     /// Waits for the browser to arrive at a page whose path `arrived` accepts (after a
     /// click that navigates, the old page may still be showing).
-    async fn wait_path(&self, what: &str, arrived: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn wait_path(&self, what: &str, arrived: impl Fn(&str) -> bool) -> String {
         eventually(PAGE_WAIT, what, || async {
             let path = self.path().await;
             arrived(&path).then_some(path)
@@ -217,14 +217,14 @@ impl Session {
         .await
     }
 
-    async fn type_into(&self, css: &str, text: &str) {
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
         let field = self.wait_css(css).await;
         field.clear().await.unwrap();
         field.send_keys(text).await.unwrap();
     }
 
     /// Clicks the submit button labelled `label` inside the element `scope`.
-    async fn press(&self, scope: &str, label: &str) {
+    pub(crate) async fn press(&self, scope: &str, label: &str) {
         let buttons = self
             .client
             .find_all(Locator::Css(&format!("{scope} button")))
@@ -239,7 +239,7 @@ impl Session {
         panic!("no button {label:?} in `{scope}` on {}", self.path().await);
     }
 
-    async fn screenshot(&self, name: &str) -> PathBuf {
+    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         let png = self.client.screenshot().await.expect("a screenshot");
         let path = self.shots.join(format!("{name}.png"));
         std::fs::write(&path, png).unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));

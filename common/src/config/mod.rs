@@ -14,7 +14,7 @@
 //! - `smtp`: the SMTP server of `PROBACTR_SMTP_URL`.
 //! - `unknown`: names that are not settings, and what a misspelt one probably meant.
 //! - `files`: secret settings read from `NAME_FILE`.
-//! - `oidc`: single sign-on (`PROBACTR_OIDC_*`, its role map) and password logins
+//! - `oidc`: single sign-on (`PROBACTR_OIDC_ISSUER` and the settings beside it, the role map) and password logins
 //!   (`PROBACTR_LOCAL_LOGIN`, `PROBACTR_BREAK_GLASS_USER`).
 
 use std::collections::HashMap;
@@ -155,7 +155,7 @@ pub struct Config {
     pub admin_user: String,
     /// `PROBACTR_ADMIN_PASSWORD` (None when unset or empty).
     pub admin_password: Option<String>,
-    /// Single sign-on (`PROBACTR_OIDC_*`; None when `PROBACTR_OIDC_ISSUER` is empty).
+    /// Single sign-on (None when `PROBACTR_OIDC_ISSUER` is empty).
     pub oidc: Option<OidcSettings>,
     /// Who may log in with a password (`PROBACTR_LOCAL_LOGIN`, `PROBACTR_BREAK_GLASS_USER`).
     pub local_login: LocalLogin,

@@ -1,5 +1,5 @@
 //! Single sign-on settings: the OpenID Connect provider the manager sends people to
-//! (`PROBACTR_OIDC_*`), the map from the provider's groups to roles, and whether password
+//! (`PROBACTR_OIDC_ISSUER` and the settings beside it), the map from the provider's groups to roles, and whether password
 //! logins stay open (`PROBACTR_LOCAL_LOGIN`, `PROBACTR_BREAK_GLASS_USER`).
 //!
 //! The role map is `GROUP:NAMESPACE=ROLE`, `GROUP:*=ROLE` (that role in every namespace)
@@ -212,7 +212,7 @@ fn is_loopback(host: &str) -> bool {
     matches!(host, "localhost" | "[::1]") || host.starts_with("127.")
 }
 
-/// Reads `PROBACTR_OIDC_*`; None when `PROBACTR_OIDC_ISSUER` is empty.
+/// Reads the single sign-on settings; None when `PROBACTR_OIDC_ISSUER` is empty.
 pub(super) fn read(env: &Env<'_>) -> Result<Option<OidcSettings>, ConfigError> {
     let issuer = env.text("PROBACTR_OIDC_ISSUER").trim().to_owned();
     let client_id = env.text("PROBACTR_OIDC_CLIENT_ID").trim().to_owned();
@@ -314,7 +314,57 @@ pub(super) fn local_login(env: &Env<'_>, oidc_on: bool) -> Result<LocalLogin, Co
 
 #[cfg(test)]
 mod tests {
+    use super::super::Config;
     use super::*;
+
+    fn config_with(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_map(&map)
+    }
+
+    fn error_names(pairs: &[(&str, &str)], var: &str) {
+        let err = config_with(pairs).expect_err(var).to_string();
+        assert!(err.contains(var), "{pairs:?}: {err}");
+    }
+
+    #[test]
+    fn single_sign_on_is_off_by_default_and_read_when_an_issuer_is_set() {
+        let config = config_with(&[]).expect("defaults");
+        assert_eq!(config.oidc, None);
+        assert_eq!(config.local_login, LocalLogin::Open);
+        let config = config_with(&[
+            ("PROBACTR_OIDC_ISSUER", "https://id.example.com/realms/ops"),
+            ("PROBACTR_OIDC_CLIENT_ID", "probactr"),
+            ("PROBACTR_OIDC_CLIENT_SECRET", "s3cret"),
+            ("PROBACTR_OIDC_ROLE_MAP", "ops:cluster_admin"),
+            ("PROBACTR_LOCAL_LOGIN", "false"),
+            ("PROBACTR_BREAK_GLASS_USER", "root"),
+        ])
+        .expect("valid");
+        let oidc = config.oidc.expect("on");
+        assert_eq!(oidc.name, "id.example.com");
+        assert_eq!(oidc.scopes, vec!["profile", "email", "groups"]);
+        assert_eq!(oidc.groups_claim, "groups");
+        assert!(!format!("{oidc:?}").contains("s3cret"), "the secret is never printed");
+        assert_eq!(config.local_login, LocalLogin::BreakGlassOnly("root".into()));
+        assert!(config.local_login.allows("root") && !config.local_login.allows("alice"));
+    }
+
+    #[test]
+    fn bad_single_sign_on_settings_are_named() {
+        let issuer = ("PROBACTR_OIDC_ISSUER", "https://id.example.com");
+        let client = ("PROBACTR_OIDC_CLIENT_ID", "probactr");
+        error_names(&[("PROBACTR_OIDC_ISSUER", "http://id.example.com"), client], "PROBACTR_OIDC_ISSUER");
+        error_names(&[("PROBACTR_OIDC_ISSUER", "id.example.com"), client], "PROBACTR_OIDC_ISSUER");
+        error_names(&[issuer], "PROBACTR_OIDC_CLIENT_ID");
+        error_names(&[issuer, client, ("PROBACTR_OIDC_ROLE_MAP", "ops")], "PROBACTR_OIDC_ROLE_MAP");
+        error_names(&[issuer, client, ("PROBACTR_OIDC_GROUPS_CLAIM", " ")], "PROBACTR_OIDC_GROUPS_CLAIM");
+        error_names(&[client], "PROBACTR_OIDC_CLIENT_ID");
+        error_names(&[("PROBACTR_LOCAL_LOGIN", "false")], "PROBACTR_LOCAL_LOGIN");
+        error_names(&[issuer, client, ("PROBACTR_LOCAL_LOGIN", "false")], "PROBACTR_BREAK_GLASS_USER");
+        error_names(&[issuer, client, ("PROBACTR_LOCAL_LOGIN", "maybe")], "PROBACTR_LOCAL_LOGIN");
+        assert!(config_with(&[("PROBACTR_OIDC_ISSUER", "http://127.0.0.1:5556/dex"), client]).is_ok());
+    }
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()

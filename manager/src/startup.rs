@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use probactr_common::config::Config;
+use probactr_common::config::{Config, LocalLogin};
 use probactr_common::{reach, store};
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +65,23 @@ pub async fn bootstrap_admin(
     Ok(Ok(Bootstrap::Created))
 }
 
+/// With password logins off, says at start-up whether the break-glass user can log in:
+/// a name that is no enabled cluster admin leaves nobody a way in when the provider fails.
+async fn warn_without_break_glass(state: &AppState, policy: &LocalLogin) -> anyhow::Result<()> {
+    let LocalLogin::BreakGlassOnly(name) = policy else {
+        return Ok(());
+    };
+    let user = store::users::by_name(&state.handles.pool, name)
+        .await
+        .context("while looking for the break-glass user")?;
+    if user.is_some_and(|user| !user.disabled && user.role.is_admin()) {
+        tracing::info!(username = %name, "password logins are off but for the break-glass admin");
+    } else {
+        tracing::warn!(username = %name, "PROBACTR_BREAK_GLASS_USER names no enabled cluster admin: nobody can log in with a password");
+    }
+    Ok(())
+}
+
 /// Runs the manager until `shutdown` is cancelled. Exits the process with code 2 when
 /// no user exists and the first admin's password is missing or too short.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -104,6 +121,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);
     }
+    warn_without_break_glass(&state, &config.local_login).await?;
     let listener = tokio::net::TcpListener::bind(config.manager_listen)
         .await
         .with_context(|| format!("while binding PROBACTR_MANAGER_LISTEN={}", config.manager_listen))?;

@@ -318,7 +318,10 @@ mod tests {
     use super::*;
 
     fn config_with(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_map(&map)
     }
 
@@ -345,7 +348,10 @@ mod tests {
         assert_eq!(oidc.name, "id.example.com");
         assert_eq!(oidc.scopes, vec!["profile", "email", "groups"]);
         assert_eq!(oidc.groups_claim, "groups");
-        assert!(!format!("{oidc:?}").contains("s3cret"), "the secret is never printed");
+        assert!(
+            !format!("{oidc:?}").contains("s3cret"),
+            "the secret is never printed"
+        );
         assert_eq!(config.local_login, LocalLogin::BreakGlassOnly("root".into()));
         assert!(config.local_login.allows("root") && !config.local_login.allows("alice"));
     }
@@ -354,15 +360,33 @@ mod tests {
     fn bad_single_sign_on_settings_are_named() {
         let issuer = ("PROBACTR_OIDC_ISSUER", "https://id.example.com");
         let client = ("PROBACTR_OIDC_CLIENT_ID", "probactr");
-        error_names(&[("PROBACTR_OIDC_ISSUER", "http://id.example.com"), client], "PROBACTR_OIDC_ISSUER");
-        error_names(&[("PROBACTR_OIDC_ISSUER", "id.example.com"), client], "PROBACTR_OIDC_ISSUER");
+        error_names(
+            &[("PROBACTR_OIDC_ISSUER", "http://id.example.com"), client],
+            "PROBACTR_OIDC_ISSUER",
+        );
+        error_names(
+            &[("PROBACTR_OIDC_ISSUER", "id.example.com"), client],
+            "PROBACTR_OIDC_ISSUER",
+        );
         error_names(&[issuer], "PROBACTR_OIDC_CLIENT_ID");
-        error_names(&[issuer, client, ("PROBACTR_OIDC_ROLE_MAP", "ops")], "PROBACTR_OIDC_ROLE_MAP");
-        error_names(&[issuer, client, ("PROBACTR_OIDC_GROUPS_CLAIM", " ")], "PROBACTR_OIDC_GROUPS_CLAIM");
+        error_names(
+            &[issuer, client, ("PROBACTR_OIDC_ROLE_MAP", "ops")],
+            "PROBACTR_OIDC_ROLE_MAP",
+        );
+        error_names(
+            &[issuer, client, ("PROBACTR_OIDC_GROUPS_CLAIM", " ")],
+            "PROBACTR_OIDC_GROUPS_CLAIM",
+        );
         error_names(&[client], "PROBACTR_OIDC_CLIENT_ID");
         error_names(&[("PROBACTR_LOCAL_LOGIN", "false")], "PROBACTR_LOCAL_LOGIN");
-        error_names(&[issuer, client, ("PROBACTR_LOCAL_LOGIN", "false")], "PROBACTR_BREAK_GLASS_USER");
-        error_names(&[issuer, client, ("PROBACTR_LOCAL_LOGIN", "maybe")], "PROBACTR_LOCAL_LOGIN");
+        error_names(
+            &[issuer, client, ("PROBACTR_LOCAL_LOGIN", "false")],
+            "PROBACTR_BREAK_GLASS_USER",
+        );
+        error_names(
+            &[issuer, client, ("PROBACTR_LOCAL_LOGIN", "maybe")],
+            "PROBACTR_LOCAL_LOGIN",
+        );
         assert!(config_with(&[("PROBACTR_OIDC_ISSUER", "http://127.0.0.1:5556/dex"), client]).is_ok());
     }
 

@@ -643,6 +643,7 @@ CREATE TABLE public.alert_channels (
     url_nonce bytea,
     url_sealed bytea,
     url_bound boolean DEFAULT false NOT NULL,
+    namespace text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT alert_channels_config_object CHECK ((jsonb_typeof(config) = 'object'::text)),
     CONSTRAINT alert_channels_kind_valid CHECK ((kind = ANY (ARRAY['webhook'::text, 'email'::text, 'slack'::text]))),
     CONSTRAINT alert_channels_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
@@ -728,6 +729,7 @@ CREATE TABLE public.alert_rules (
     enabled boolean DEFAULT true NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    namespace text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT alert_rules_duration_positive CHECK (((duration_secs IS NULL) OR (duration_secs >= 1))),
     CONSTRAINT alert_rules_events_valid CHECK (((cardinality(events) >= 1) AND (events <@ ARRAY['run_failed'::text, 'run_timed_out'::text, 'run_abandoned'::text, 'fire_missed'::text, 'consecutive_failures'::text, 'run_too_long'::text, 'no_success_within'::text, 'executor_lost'::text, 'no_executor'::text, 'recovered'::text]))),
     CONSTRAINT alert_rules_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
@@ -806,7 +808,8 @@ CREATE TABLE public.audit_log (
     object_id bigint,
     before jsonb,
     after jsonb,
-    object_name text
+    object_name text,
+    namespace text
 );
 
 --
@@ -971,6 +974,7 @@ CREATE TABLE public.jobs (
     replicas integer DEFAULT 1 NOT NULL,
     deleted_at timestamp with time zone,
     params_schema jsonb,
+    namespace text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT jobs_fence_nonnegative CHECK ((fence >= 0)),
     CONSTRAINT jobs_kind_valid CHECK ((kind = ANY (ARRAY['shell'::text, 'http'::text, 'noop'::text, 'sleep'::text]))),
     CONSTRAINT jobs_managed_by_length CHECK (((managed_by IS NULL) OR ((char_length(managed_by) >= 1) AND (char_length(managed_by) <= 100)))),
@@ -1060,6 +1064,23 @@ ALTER TABLE public.misfires ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: namespaces; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.namespaces (
+    name text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    max_running integer,
+    max_jobs integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT namespaces_description_length CHECK ((char_length(description) <= 1000)),
+    CONSTRAINT namespaces_max_jobs_nonnegative CHECK (((max_jobs IS NULL) OR (max_jobs >= 0))),
+    CONSTRAINT namespaces_max_running_positive CHECK (((max_running IS NULL) OR (max_running >= 1))),
+    CONSTRAINT namespaces_name_valid CHECK ((name ~ '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$'::text))
 );
 
 --
@@ -1431,6 +1452,7 @@ CREATE TABLE public.secrets (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_by text NOT NULL,
     bound boolean DEFAULT false NOT NULL,
+    namespace text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT secrets_name_valid CHECK ((name ~ '^[A-Za-z0-9_.-]{1,100}$'::text))
 );
 
@@ -1497,6 +1519,17 @@ ALTER TABLE public.triggers ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: user_roles; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.user_roles (
+    user_id bigint NOT NULL,
+    namespace text NOT NULL,
+    role text NOT NULL,
+    CONSTRAINT user_roles_role_valid CHECK ((role = ANY (ARRAY['viewer'::text, 'operator'::text, 'admin'::text])))
+);
+
+--
 -- Name: users; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1508,6 +1541,7 @@ CREATE TABLE public.users (
     disabled boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     password_changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    cluster_admin boolean DEFAULT false NOT NULL,
     CONSTRAINT users_role_valid CHECK ((role = ANY (ARRAY['admin'::text, 'operator'::text, 'viewer'::text]))),
     CONSTRAINT users_username_length CHECK (((char_length(username) >= 1) AND (char_length(username) <= 100)))
 );
@@ -1646,6 +1680,7 @@ CREATE TABLE public.workflows (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     params_schema jsonb,
+    namespace text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT workflows_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200)))
 );
 
@@ -1691,7 +1726,7 @@ ALTER TABLE ONLY public.runs ATTACH PARTITION public.runs_live FOR VALUES IN ('q
 --
 
 ALTER TABLE ONLY public.alert_channels
-    ADD CONSTRAINT alert_channels_name_unique UNIQUE (name);
+    ADD CONSTRAINT alert_channels_name_unique UNIQUE (namespace, name);
 
 --
 -- Name: alert_channels alert_channels_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1726,7 +1761,7 @@ ALTER TABLE ONLY public.alert_rule_channels
 --
 
 ALTER TABLE ONLY public.alert_rules
-    ADD CONSTRAINT alert_rules_name_unique UNIQUE (name);
+    ADD CONSTRAINT alert_rules_name_unique UNIQUE (namespace, name);
 
 --
 -- Name: alert_rules alert_rules_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1796,7 +1831,7 @@ ALTER TABLE ONLY public.job_stat_shards
 --
 
 ALTER TABLE ONLY public.jobs
-    ADD CONSTRAINT jobs_name_unique UNIQUE (name);
+    ADD CONSTRAINT jobs_name_unique UNIQUE (namespace, name);
 
 --
 -- Name: jobs jobs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1818,6 +1853,13 @@ ALTER TABLE ONLY public.login_failures
 
 ALTER TABLE ONLY public.misfires
     ADD CONSTRAINT misfires_pkey PRIMARY KEY (id);
+
+--
+-- Name: namespaces namespaces_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.namespaces
+    ADD CONSTRAINT namespaces_pkey PRIMARY KEY (name);
 
 --
 -- Name: notifications notifications_delivery_unique; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1866,7 +1908,7 @@ ALTER TABLE ONLY public.run_outputs
 --
 
 ALTER TABLE ONLY public.secrets
-    ADD CONSTRAINT secrets_pkey PRIMARY KEY (name);
+    ADD CONSTRAINT secrets_pkey PRIMARY KEY (namespace, name);
 
 --
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1881,6 +1923,13 @@ ALTER TABLE ONLY public.sessions
 
 ALTER TABLE ONLY public.triggers
     ADD CONSTRAINT triggers_pkey PRIMARY KEY (id);
+
+--
+-- Name: user_roles user_roles_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_roles
+    ADD CONSTRAINT user_roles_pkey PRIMARY KEY (user_id, namespace);
 
 --
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1936,7 +1985,7 @@ ALTER TABLE ONLY public.workflow_triggers
 --
 
 ALTER TABLE ONLY public.workflows
-    ADD CONSTRAINT workflows_name_unique UNIQUE (name);
+    ADD CONSTRAINT workflows_name_unique UNIQUE (namespace, name);
 
 --
 -- Name: workflows workflows_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1968,6 +2017,12 @@ CREATE INDEX api_tokens_user ON public.api_tokens USING btree (user_id);
 --
 
 CREATE INDEX audit_log_actor ON public.audit_log USING btree (actor, id DESC);
+
+--
+-- Name: audit_log_namespace; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX audit_log_namespace ON public.audit_log USING btree (namespace, id);
 
 --
 -- Name: audit_log_newest; Type: INDEX; Schema: public; Owner: -
@@ -2300,6 +2355,12 @@ CREATE INDEX triggers_due ON public.triggers USING btree (next_fire_at) WHERE ((
 CREATE INDEX triggers_job ON public.triggers USING btree (job_id);
 
 --
+-- Name: user_roles_namespace; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX user_roles_namespace ON public.user_roles USING btree (namespace);
+
+--
 -- Name: workflow_run_steps_running; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2510,6 +2571,13 @@ CREATE TRIGGER triggers_forget_in_history AFTER DELETE ON public.triggers REFERE
 CREATE TRIGGER workflow_triggers_changed AFTER INSERT OR DELETE OR UPDATE OF next_fire_at, paused ON public.workflow_triggers FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_notify_triggers();
 
 --
+-- Name: alert_channels alert_channels_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.alert_channels
+    ADD CONSTRAINT alert_channels_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
+
+--
 -- Name: alert_conditions alert_conditions_rule_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2543,6 +2611,13 @@ ALTER TABLE ONLY public.alert_rule_channels
 
 ALTER TABLE ONLY public.alert_rules
     ADD CONSTRAINT alert_rules_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: alert_rules alert_rules_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.alert_rules
+    ADD CONSTRAINT alert_rules_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
 
 --
 -- Name: alert_windows alert_windows_rule_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -2585,6 +2660,13 @@ ALTER TABLE ONLY public.backfills
 
 ALTER TABLE ONLY public.job_stat_shards
     ADD CONSTRAINT job_stats_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: jobs jobs_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
 
 --
 -- Name: misfires misfires_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -2643,6 +2725,13 @@ ALTER TABLE ONLY public.runs_live
     ADD CONSTRAINT runs_live_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE SET NULL;
 
 --
+-- Name: secrets secrets_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.secrets
+    ADD CONSTRAINT secrets_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
+
+--
 -- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2655,6 +2744,20 @@ ALTER TABLE ONLY public.sessions
 
 ALTER TABLE ONLY public.triggers
     ADD CONSTRAINT triggers_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: user_roles user_roles_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_roles
+    ADD CONSTRAINT user_roles_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name) ON DELETE CASCADE;
+
+--
+-- Name: user_roles user_roles_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_roles
+    ADD CONSTRAINT user_roles_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
 -- Name: workflow_run_steps workflow_run_steps_workflow_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -2697,3 +2800,10 @@ ALTER TABLE ONLY public.workflow_steps
 
 ALTER TABLE ONLY public.workflow_triggers
     ADD CONSTRAINT workflow_triggers_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES public.workflows(id) ON DELETE CASCADE;
+
+--
+-- Name: workflows workflows_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.workflows
+    ADD CONSTRAINT workflows_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);

@@ -70,6 +70,7 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
+    namespace: Option<String>,
 }
 
 impl Client {
@@ -87,7 +88,34 @@ impl Client {
             http,
             base: base.trim_end_matches('/').to_owned(),
             token,
+            namespace: None,
         })
+    }
+
+    /// The same client confined to one namespace (`-n`, `PROBACTR_NAMESPACE`): every read
+    /// asks the API for that namespace's objects only, and definitions are applied there.
+    pub fn in_namespace(mut self, namespace: Option<String>) -> Client {
+        self.namespace = namespace.filter(|name| !name.is_empty());
+        self
+    }
+
+    /// The namespace this client is confined to, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// `path` with the client's namespace added to its query, for the requests the API
+    /// scopes by `?namespace=` (reads, and applying definitions).
+    fn scoped(&self, method: &Method, path: &str) -> String {
+        let Some(namespace) = &self.namespace else {
+            return path.to_owned();
+        };
+        let scoped = *method == Method::GET || path.starts_with("/definitions/apply");
+        if !scoped || path.contains("namespace=") || path.starts_with("/namespaces") {
+            return path.to_owned();
+        }
+        let separator = if path.contains('?') { '&' } else { '?' };
+        format!("{path}{separator}namespace={}", crate::commands::encode(namespace))
     }
 
     /// `GET /api/v1{path}`.
@@ -145,7 +173,7 @@ impl Client {
         body: Option<&Value>,
         idempotency_key: Option<&str>,
     ) -> Result<Value, ClientError> {
-        let url = format!("{}/api/v1{path}", self.base);
+        let url = format!("{}/api/v1{}", self.base, self.scoped(&method, path));
         let mut request = self.http.request(method, &url);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
@@ -359,5 +387,36 @@ fn refused(err: ClientError) -> Refusal {
             message: other.to_string(),
             fields: Vec::new(),
         },
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn client(namespace: Option<&str>) -> Client {
+        Client::new("http://127.0.0.1:1", None)
+            .unwrap()
+            .in_namespace(namespace.map(str::to_owned))
+    }
+
+    #[test]
+    fn a_namespace_scopes_reads_and_apply_only() {
+        let scoped = client(Some("pay ments"));
+        assert_eq!(scoped.scoped(&Method::GET, "/jobs"), "/jobs?namespace=pay%20ments");
+        assert_eq!(
+            scoped.scoped(&Method::GET, "/jobs?q=x&limit=5"),
+            "/jobs?q=x&limit=5&namespace=pay%20ments"
+        );
+        assert_eq!(
+            scoped.scoped(&Method::POST, "/definitions/apply?dry_run=false"),
+            "/definitions/apply?dry_run=false&namespace=pay%20ments"
+        );
+        assert_eq!(scoped.scoped(&Method::POST, "/jobs/4/run"), "/jobs/4/run");
+        assert_eq!(scoped.scoped(&Method::GET, "/namespaces"), "/namespaces");
+        assert_eq!(scoped.scoped(&Method::GET, "/audit?namespace=x"), "/audit?namespace=x");
+        assert_eq!(client(None).scoped(&Method::GET, "/jobs"), "/jobs");
+        assert_eq!(client(Some("")).scoped(&Method::GET, "/jobs"), "/jobs");
     }
 }

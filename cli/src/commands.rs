@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::client::{Client, ClientError};
 use crate::credentials;
 use crate::output::{self, Format};
-use crate::Command;
+use crate::{teams, Command};
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +150,8 @@ impl ExecutorsCommand {
 }
 
 /// Runs a command other than `completions`.
-pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
+pub async fn run(command: Command, format: Format, namespace: Option<String>) -> anyhow::Result<Exit> {
+    let connect = || connect(namespace.clone());
     match command {
         Command::Login {
             url,
@@ -162,6 +163,9 @@ pub async fn run(command: Command, format: Format) -> anyhow::Result<Exit> {
         Command::Runs(runs) => runs_command(&connect()?, runs, format).await,
         Command::Triggers(TriggersCommand::List { job }) => triggers(&connect()?, job, format).await,
         Command::Executors(command) => executors_command(&connect()?, command, format).await,
+        Command::Namespaces(command) => teams::namespaces(&connect()?, command, format).await,
+        Command::Users(command) => teams::users(&connect()?, command, format).await,
+        Command::Tokens(command) => teams::tokens(&connect()?, command, format).await,
         Command::Status => {
             output::one(format, &connect()?.get("/status").await?);
             Ok(Exit::Success)
@@ -226,13 +230,15 @@ fn definition_files(path: &std::path::Path) -> anyhow::Result<serde_json::Map<St
     Ok(files)
 }
 
-fn connect() -> Result<Client, ClientError> {
+/// A client of the saved (or `PROBACTR_URL`) manager, confined to `namespace` if given.
+fn connect(namespace: Option<String>) -> Result<Client, ClientError> {
     let saved = credentials::load();
     let url = saved.url.ok_or(ClientError::NotLoggedIn)?;
-    Client::new(&url, saved.token)
+    Ok(Client::new(&url, saved.token)?.in_namespace(namespace))
 }
 
-fn items(page: &Value) -> Vec<Value> {
+/// A page's objects (`items`).
+pub fn items(page: &Value) -> Vec<Value> {
     page.get("items")
         .and_then(Value::as_array)
         .cloned()
@@ -277,7 +283,7 @@ async fn login(url: &str, user: Option<String>, password_stdin: bool) -> anyhow:
 }
 
 async fn logout() -> anyhow::Result<Exit> {
-    if let Ok(client) = connect() {
+    if let Ok(client) = connect(None) {
         // The token may be gone already; forgetting it locally is what matters.
         let _ = client.delete("/auth/token").await;
     }
@@ -294,13 +300,28 @@ fn prompt(question: &str) -> anyhow::Result<String> {
     Ok(line.trim().to_owned())
 }
 
-/// The job named `name` (its id is what the API takes).
+/// The job named `name` (its id is what the API takes), in the client's namespace, or in
+/// the one namespace the caller sees that has a job of that name.
 async fn job_named(client: &Client, name: &str) -> anyhow::Result<Value> {
     let page = client.get(&format!("/jobs?q={}&limit=500", encode(name))).await?;
-    items(&page)
-        .into_iter()
-        .find(|job| job["name"] == name)
-        .with_context(|| format!("no job is named {name:?} (`probactr jobs list` shows them)"))
+    let mut named: Vec<Value> = items(&page).into_iter().filter(|job| job["name"] == name).collect();
+    match named.len() {
+        0 => bail!(
+            "no job is named {name:?}{} (`probactr jobs list` shows them)",
+            client
+                .namespace()
+                .map(|namespace| format!(" in namespace {namespace}"))
+                .unwrap_or_default()
+        ),
+        1 => Ok(named.remove(0)),
+        _ => {
+            let namespaces: Vec<&str> = named.iter().filter_map(|job| job["namespace"].as_str()).collect();
+            bail!(
+                "jobs named {name:?} exist in namespaces {}: say which with -n NAMESPACE",
+                namespaces.join(", ")
+            )
+        }
+    }
 }
 
 /// Percent-encodes a query-string value.
@@ -315,6 +336,7 @@ pub fn encode(text: &str) -> String {
 
 const JOB_COLUMNS: &[(&str, &str)] = &[
     ("name", "NAME"),
+    ("namespace", "NAMESPACE"),
     ("kind", "KIND"),
     ("paused", "PAUSED"),
     ("stats.runs", "RUNS"),

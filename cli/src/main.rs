@@ -6,6 +6,7 @@ mod client;
 mod commands;
 mod credentials;
 mod output;
+mod teams;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -28,6 +29,10 @@ pub struct Cli {
         global = true
     )]
     pub format: Format,
+    /// Only this namespace: lists show its objects, names are looked up in it, and
+    /// definitions are exported from and applied to it.
+    #[arg(short = 'n', long = "namespace", env = "PROBACTR_NAMESPACE", global = true)]
+    pub namespace: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -61,6 +66,15 @@ pub enum Command {
     /// Executors.
     #[command(subcommand)]
     Executors(commands::ExecutorsCommand),
+    /// Namespaces: teams' shares of the cluster, with their quotas.
+    #[command(subcommand)]
+    Namespaces(teams::NamespacesCommand),
+    /// Users and their roles per namespace.
+    #[command(subcommand)]
+    Users(teams::UsersCommand),
+    /// Your API tokens, optionally scoped to namespaces and a role.
+    #[command(subcommand)]
+    Tokens(teams::TokensCommand),
     /// The cluster at a glance.
     Status,
     /// Print job definitions (with their triggers) as YAML, to keep in git.
@@ -97,7 +111,7 @@ async fn main() {
             clap_complete::generate(shell, &mut Cli::command(), "probactr", &mut std::io::stdout());
             Ok(commands::Exit::Success)
         }
-        command => commands::run(command, cli.format).await,
+        command => commands::run(command, cli.format, cli.namespace).await,
     };
     match result {
         Ok(commands::Exit::Success) => {}

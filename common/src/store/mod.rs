@@ -21,6 +21,7 @@ pub mod housekeeping;
 pub mod idempotency;
 pub mod jobs;
 pub mod login_failures;
+pub mod namespaces;
 pub mod oidc_logins;
 pub mod processes;
 pub mod retry;
@@ -31,6 +32,7 @@ pub mod secrets;
 pub mod services;
 pub mod sessions;
 pub mod triggers;
+pub mod user_roles;
 pub mod users;
 pub mod workflows;
 

@@ -33,7 +33,7 @@ pub async fn put(
 ) -> Result<bool, StoreError> {
     Ok(sqlx::query_scalar!(
         r#"INSERT INTO secrets (name, key_id, nonce, ciphertext, bound, updated_by) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (name) DO UPDATE
+           ON CONFLICT (namespace, name) DO UPDATE
                SET key_id = $2, nonce = $3, ciphertext = $4, bound = $5, updated_by = $6, updated_at = now()
            RETURNING (xmax = 0) AS "created!""#,
         name,

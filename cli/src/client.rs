@@ -115,7 +115,10 @@ impl Client {
             return path.to_owned();
         }
         let separator = if path.contains('?') { '&' } else { '?' };
-        format!("{path}{separator}namespace={}", crate::commands::encode(namespace))
+        format!(
+            "{path}{separator}namespace={}",
+            crate::commands::encode(namespace)
+        )
     }
 
     /// `GET /api/v1{path}`.
@@ -404,7 +407,10 @@ mod tests {
     #[test]
     fn a_namespace_scopes_reads_and_apply_only() {
         let scoped = client(Some("pay ments"));
-        assert_eq!(scoped.scoped(&Method::GET, "/jobs"), "/jobs?namespace=pay%20ments");
+        assert_eq!(
+            scoped.scoped(&Method::GET, "/jobs"),
+            "/jobs?namespace=pay%20ments"
+        );
         assert_eq!(
             scoped.scoped(&Method::GET, "/jobs?q=x&limit=5"),
             "/jobs?q=x&limit=5&namespace=pay%20ments"
@@ -415,7 +421,10 @@ mod tests {
         );
         assert_eq!(scoped.scoped(&Method::POST, "/jobs/4/run"), "/jobs/4/run");
         assert_eq!(scoped.scoped(&Method::GET, "/namespaces"), "/namespaces");
-        assert_eq!(scoped.scoped(&Method::GET, "/audit?namespace=x"), "/audit?namespace=x");
+        assert_eq!(
+            scoped.scoped(&Method::GET, "/audit?namespace=x"),
+            "/audit?namespace=x"
+        );
         assert_eq!(client(None).scoped(&Method::GET, "/jobs"), "/jobs");
         assert_eq!(client(Some("")).scoped(&Method::GET, "/jobs"), "/jobs");
     }

@@ -304,7 +304,10 @@ fn prompt(question: &str) -> anyhow::Result<String> {
 /// the one namespace the caller sees that has a job of that name.
 async fn job_named(client: &Client, name: &str) -> anyhow::Result<Value> {
     let page = client.get(&format!("/jobs?q={}&limit=500", encode(name))).await?;
-    let mut named: Vec<Value> = items(&page).into_iter().filter(|job| job["name"] == name).collect();
+    let mut named: Vec<Value> = items(&page)
+        .into_iter()
+        .filter(|job| job["name"] == name)
+        .collect();
     match named.len() {
         0 => bail!(
             "no job is named {name:?}{} (`probactr jobs list` shows them)",

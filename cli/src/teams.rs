@@ -75,9 +75,12 @@ fn quota(field: &str, given: &str) -> anyhow::Result<Value> {
     if given.eq_ignore_ascii_case("none") {
         return Ok(Value::Null);
     }
-    let number: i64 = given
-        .parse()
-        .with_context(|| format!("--{}: expected a number or none, got {given:?}", field.replace('_', "-")))?;
+    let number: i64 = given.parse().with_context(|| {
+        format!(
+            "--{}: expected a number or none, got {given:?}",
+            field.replace('_', "-")
+        )
+    })?;
     Ok(json!(number))
 }
 
@@ -96,7 +99,10 @@ pub async fn namespaces(client: &Client, command: NamespacesCommand, format: For
             output::list(format, &items(&page), NAMESPACE_COLUMNS);
         }
         NamespacesCommand::Get { name } => {
-            output::one(format, &client.get(&format!("/namespaces/{}", encode(&name))).await?);
+            output::one(
+                format,
+                &client.get(&format!("/namespaces/{}", encode(&name))).await?,
+            );
         }
         NamespacesCommand::Create { name, settings } => {
             let mut body = settings.body()?;
@@ -111,7 +117,9 @@ pub async fn namespaces(client: &Client, command: NamespacesCommand, format: For
                 bail!("nothing to change: give --description, --max-running or --max-jobs");
             }
             let path = format!("/namespaces/{}", encode(&name));
-            let updated = client.call(reqwest::Method::PATCH, &path, Some(&Value::Object(body))).await?;
+            let updated = client
+                .call(reqwest::Method::PATCH, &path, Some(&Value::Object(body)))
+                .await?;
             eprintln!("Namespace {name} updated");
             output::one(format, &updated);
         }
@@ -174,7 +182,9 @@ pub async fn users(client: &Client, command: UsersCommand, format: Format) -> an
             let path = format!("/users/{id}/roles");
             let cluster_admin = match cluster_admin {
                 Some(flag) => flag,
-                None => client.get(&path).await?["cluster_admin"].as_bool().unwrap_or(false),
+                None => client.get(&path).await?["cluster_admin"]
+                    .as_bool()
+                    .unwrap_or(false),
             };
             let body = json!({"cluster_admin": cluster_admin, "namespaces": role_map(&roles)?});
             let granted = client.call(reqwest::Method::PUT, &path, Some(&body)).await?;
@@ -192,7 +202,10 @@ fn role_map(given: &[String]) -> anyhow::Result<Map<String, Value>> {
         let Some((namespace, role)) = pair.split_once('=') else {
             bail!("--role {pair:?}: expected NAMESPACE=ROLE");
         };
-        if roles.insert(namespace.trim().to_owned(), json!(role.trim())).is_some() {
+        if roles
+            .insert(namespace.trim().to_owned(), json!(role.trim()))
+            .is_some()
+        {
             bail!("--role {pair:?}: namespace {namespace:?} is given twice");
         }
     }

@@ -74,7 +74,17 @@ async fn warn_without_break_glass(state: &AppState, policy: &LocalLogin) -> anyh
     let user = store::users::by_name(&state.handles.pool, name)
         .await
         .context("while looking for the break-glass user")?;
-    if user.is_some_and(|user| !user.disabled && user.role.is_admin()) {
+    let can = match user {
+        Some(user) if !user.disabled => {
+            let mut conn = state.handles.pool.acquire().await?;
+            store::user_roles::get(&mut conn, user.id)
+                .await
+                .context("while reading the break-glass user's roles")?
+                .cluster_admin
+        }
+        _ => false,
+    };
+    if can {
         tracing::info!(username = %name, "password logins are off but for the break-glass admin");
     } else {
         tracing::warn!(username = %name, "PROBACTR_BREAK_GLASS_USER names no enabled cluster admin: nobody can log in with a password");

@@ -77,6 +77,12 @@ fn client_address(peer: IpAddr, forwarded_for: &str, trusted: &[Cidr]) -> IpAddr
     client
 }
 
+/// Whether user `user_id` is a cluster admin (the break-glass user must be).
+async fn is_cluster_admin(state: &AppState, user_id: i64) -> Result<bool, ApiError> {
+    let mut conn = state.handles.pool.acquire().await?;
+    Ok(store::user_roles::get(&mut conn, user_id).await?.cluster_admin)
+}
+
 /// Why a password login is refused when `PROBACTR_LOCAL_LOGIN` is false.
 pub const LOCAL_LOGIN_OFF: &str = "password login is turned off on this cluster: sign in with single sign-on";
 
@@ -112,7 +118,7 @@ pub async fn authenticate(
     match user {
         Some(user) if verified => {
             store::login_failures::clear(&state.handles.pool, username, address).await?;
-            if state.local_login != LocalLogin::Open && !user.role.is_admin() {
+            if state.local_login != LocalLogin::Open && !is_cluster_admin(state, user.id).await? {
                 tracing::warn!(
                     user.id = user.id,
                     username,

@@ -55,7 +55,7 @@ pub async fn sign_in(handles: &Handles, map: &RoleMap, identity: &Identity) -> R
         Some(user) => user,
         None => create(handles, &mut tx, identity).await?,
     };
-    let namespaces = vec!["default".to_owned()];
+    let namespaces = store::namespaces::names(&mut *tx).await?;
     let grants = grants_for(map, &groups, &namespaces);
     apply(&mut tx, &user, &grants).await?;
     tx.commit().await.map_err(store_error)?;
@@ -139,9 +139,11 @@ async fn create(
     })
 }
 
-/// Sets the user's whole grant.
+/// Sets the user's whole grant: the cluster admin flag and the roles per namespace.
 async fn apply(tx: &mut sqlx::PgConnection, user: &OidcUser, grants: &Grants) -> Result<(), Denial> {
-    // One role for the whole cluster until roles are per namespace: the highest granted.
+    store::user_roles::replace(&mut *tx, user.id, grants.cluster_admin, &grants.namespaces).await?;
+    // The single role of the whole cluster that is still read besides (the highest one
+    // granted), kept in step until every check reads the roles per namespace.
     let role = if grants.cluster_admin {
         Role::Admin
     } else {

@@ -13,12 +13,14 @@
 //! work while another user's are refused and that user's API token keeps working; and a
 //! provider that cannot be reached leaves password logins working.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use probactr_common::config::{LocalLogin, OidcSettings, RoleMap};
+use probactr_common::store::user_roles::Grant;
 use probactr_manager::auth::oidc::Sso;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -29,7 +31,7 @@ use super::*;
 const CLIENT_ID: &str = "probactr-test";
 const CLIENT_SECRET: &str = "probactr-test-client-secret";
 const PROVIDER_NAME: &str = "Test provider";
-const ROLE_MAP: &str = "team-pay:default=operator,readers:*=viewer,ops:cluster_admin";
+const ROLE_MAP: &str = "team-pay:payments=operator,readers:*=viewer,ops:cluster_admin,ops:gone=admin";
 const BREAK_GLASS: &str = "root";
 
 /// `<target>/oidc-provider/node_modules`, where `install.sh` puts the provider.
@@ -145,12 +147,27 @@ async fn sessions_of(pool: &PgPool, username: &str) -> i64 {
     .unwrap()
 }
 
-async fn role_of(pool: &PgPool, username: &str) -> String {
-    sqlx::query_scalar("SELECT role FROM users WHERE username = $1")
+async fn user_id(pool: &PgPool, username: &str) -> i64 {
+    sqlx::query_scalar("SELECT id FROM users WHERE username = $1")
         .bind(username)
         .fetch_one(pool)
         .await
         .unwrap()
+}
+
+async fn grant_of(pool: &PgPool, username: &str) -> Grant {
+    let id = user_id(pool, username).await;
+    let mut conn = pool.acquire().await.unwrap();
+    store::user_roles::get(&mut conn, id).await.unwrap()
+}
+
+async fn set_grant(pool: &PgPool, username: &str, cluster_admin: bool, roles: &[(&str, Role)]) {
+    let id = user_id(pool, username).await;
+    let roles: BTreeMap<String, Role> = roles.iter().map(|(n, r)| (n.to_string(), *r)).collect();
+    let mut conn = pool.acquire().await.unwrap();
+    store::user_roles::replace(&mut conn, id, cluster_admin, &roles)
+        .await
+        .unwrap();
 }
 
 /// Starts a login in the browser and waits for the login page's error.
@@ -212,18 +229,24 @@ async fn scenario(session: Session, app: TestApp, provider: Provider) {
     .unwrap();
     assert_eq!(login["via"], "oidc", "{login}");
 
-    // Roles follow the groups at every login: a role given by hand is taken back.
-    sqlx::query("UPDATE users SET role = 'admin' WHERE username = 'alice'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    let groups_give = Grant {
+        cluster_admin: false,
+        roles: BTreeMap::from([
+            ("default".to_owned(), Role::Viewer),
+            ("payments".to_owned(), Role::Operator),
+        ]),
+    };
+    assert_eq!(grant_of(&pool, "alice").await, groups_give);
+
+    // Roles follow the groups at every login: what was given by hand is taken back.
+    set_grant(&pool, "alice", true, &[("default", Role::Admin)]).await;
     session.press(".who form", "Log out").await;
     session.wait_path("the login page", |path| path == "/login").await;
     session.click("#sso-login").await;
     session
         .wait_path("the dashboard after a second login", |path| path == "/")
         .await;
-    assert_eq!(role_of(&pool, "alice").await, "operator");
+    assert_eq!(grant_of(&pool, "alice").await, groups_give);
     let users: i64 = sqlx::query_scalar("SELECT count(*) FROM users WHERE username LIKE 'alice%'")
         .fetch_one(&pool)
         .await
@@ -299,7 +322,12 @@ async fn single_sign_on_with_a_real_provider(pool: PgPool) {
     let base = format!("http://{}", listener.local_addr().unwrap());
     let provider = Provider::start(&format!("{base}/auth/oidc/callback")).await;
     let app = sso_app(pool.clone(), &provider.issuer, &base);
+    sqlx::query("INSERT INTO namespaces (name) VALUES ('payments')")
+        .execute(&pool)
+        .await
+        .unwrap();
     app.user(BREAK_GLASS, Role::Admin).await;
+    set_grant(&pool, BREAK_GLASS, true, &[("default", Role::Admin)]).await;
     let bob_token = app.user("bob", Role::Viewer).await;
     let service =
         probactr_manager::app(app.state.clone()).into_make_service_with_connect_info::<SocketAddr>();

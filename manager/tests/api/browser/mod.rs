@@ -55,7 +55,7 @@ fn program(var: &str, names: &[&str]) -> Option<PathBuf> {
 }
 
 /// Chromium and chromedriver, or a failure that says how to install them.
-pub(crate) fn browser_programs() -> (PathBuf, PathBuf) {
+fn browser_programs() -> (PathBuf, PathBuf) {
     let chromium = program("CHROMIUM", &["chromium", "chromium-browser"]);
     let driver = program("CHROMEDRIVER", &["chromedriver"]);
     match (chromium, driver) {
@@ -88,13 +88,13 @@ pub(crate) fn artifact_dir() -> PathBuf {
 }
 
 /// A chromedriver on a port of its choosing, killed when dropped.
-pub(crate) struct Chromedriver {
+struct Chromedriver {
     child: Child,
     port: u16,
 }
 
 impl Chromedriver {
-    pub(crate) async fn start(program: &Path) -> Chromedriver {
+    async fn start(program: &Path) -> Chromedriver {
         let mut child = Command::new(program)
             .arg("--port=0")
             .stdin(Stdio::null())
@@ -123,13 +123,13 @@ impl Chromedriver {
         Chromedriver { child, port }
     }
 
-    pub(crate) async fn stop(mut self) {
+    async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
 }
 
 /// A WebDriver session of headless Chromium with a fresh profile.
-pub(crate) async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) -> Client {
+async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) -> Client {
     let options = json!({
         "binary": chromium.to_string_lossy(),
         "args": [
@@ -159,9 +159,9 @@ pub(crate) async fn open_browser(driver: &Chromedriver, chromium: &Path, profile
 
 /// The browser's side of the test.
 pub(crate) struct Session {
-    pub(crate) client: Client,
-    pub(crate) base: String,
-    pub(crate) shots: PathBuf,
+    client: Client,
+    base: String,
+    shots: PathBuf,
 }
 
 impl Session {
@@ -595,9 +595,45 @@ async fn live_output(session: &Session, app: &TestApp) {
     );
 }
 
+/// Runs `scenario` in a fresh headless Chromium (its own profile and chromedriver) on
+/// the site at `base`. The browser is gone when this returns; the scenario runs in a
+/// task of its own so that a failed assertion still lets everything be shut down, and
+/// its outcome is for [`raise`] once the caller has stopped what it started.
+pub(crate) async fn in_browser<F, Fut>(base: String, scenario: F) -> Result<(), tokio::task::JoinError>
+where
+    F: FnOnce(Session) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (chromium, chromedriver) = browser_programs();
+    let shots = artifact_dir();
+    std::fs::create_dir_all(&shots).unwrap();
+    let profile = std::env::temp_dir().join(format!("probactr-chromium-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&profile).unwrap();
+    let driver = Chromedriver::start(&chromedriver).await;
+    let client = open_browser(&driver, &chromium, &profile).await;
+    let session = Session {
+        client: client.clone(),
+        base,
+        shots,
+    };
+    let outcome = tokio::spawn(scenario(session)).await;
+    let _ = client.close().await;
+    driver.stop().await;
+    let _ = std::fs::remove_dir_all(&profile);
+    outcome
+}
+
+/// Fails the test as the scenario `what` of [`in_browser`] failed, if it did.
+pub(crate) fn raise(outcome: Result<(), tokio::task::JoinError>, what: &str) {
+    match outcome {
+        Ok(()) => {}
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => panic!("{what} did not finish: {err}"),
+    }
+}
+
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_admin_works_in_headless_chromium(pool: PgPool) {
-    let (chromium, chromedriver) = browser_programs();
     let app = TestApp::new(pool);
     let token = app.admin().await;
     background_jobs(&app, &token).await;
@@ -616,32 +652,10 @@ async fn the_admin_works_in_headless_chromium(pool: PgPool) {
         shutdown.clone(),
     ));
 
-    let shots = artifact_dir();
-    std::fs::create_dir_all(&shots).unwrap();
-    let profile = std::env::temp_dir().join(format!("probactr-chromium-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&profile).unwrap();
-    let driver = Chromedriver::start(&chromedriver).await;
-    let client = open_browser(&driver, &chromium, &profile).await;
-
-    // The scenario runs in a task of its own so that a failed assertion still lets the
-    // browser, chromedriver and the executor be shut down before the test fails.
-    let session = Session {
-        client: client.clone(),
-        base,
-        shots,
-    };
-    let outcome = tokio::spawn(scenario(session, app, password_of("admin"))).await;
-
-    let _ = client.close().await;
-    driver.stop().await;
+    let outcome = in_browser(base, |session| scenario(session, app, password_of("admin"))).await;
     shutdown.cancel();
     let stopped = executor.await;
     server.abort();
-    let _ = std::fs::remove_dir_all(&profile);
-    match outcome {
-        Ok(()) => {}
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(err) => panic!("the browser scenario did not finish: {err}"),
-    }
+    raise(outcome, "the browser scenario");
     stopped.unwrap().unwrap();
 }

@@ -25,7 +25,7 @@ use probactr_manager::auth::oidc::Sso;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::browser::{artifact_dir, browser_programs, open_browser, Chromedriver, Session};
+use super::browser::{artifact_dir, in_browser, raise, Session};
 use super::*;
 
 const CLIENT_ID: &str = "probactr-test";
@@ -315,8 +315,6 @@ async fn local_login_off(app: &TestApp, bob_token: &str) {
 
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn single_sign_on_with_a_real_provider(pool: PgPool) {
-    let (chromium, chromedriver) = browser_programs();
-
     // The manager's address first: the provider must know where to send people back.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -335,27 +333,9 @@ async fn single_sign_on_with_a_real_provider(pool: PgPool) {
 
     local_login_off(&app, &bob_token).await;
 
-    let shots = artifact_dir();
-    std::fs::create_dir_all(&shots).unwrap();
-    let profile = std::env::temp_dir().join(format!("probactr-chromium-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&profile).unwrap();
-    let driver = Chromedriver::start(&chromedriver).await;
-    let client = open_browser(&driver, &chromium, &profile).await;
-    let session = Session {
-        client: client.clone(),
-        base,
-        shots,
-    };
-    let outcome = tokio::spawn(scenario(session, app, provider)).await;
-    let _ = client.close().await;
-    driver.stop().await;
+    let outcome = in_browser(base, |session| scenario(session, app, provider)).await;
     server.abort();
-    let _ = std::fs::remove_dir_all(&profile);
-    match outcome {
-        Ok(()) => {}
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(err) => panic!("the single sign-on scenario did not finish: {err}"),
-    }
+    raise(outcome, "the single sign-on scenario");
 
     // A provider that cannot be reached: single sign-on says so, passwords still work.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1150,6 +1150,18 @@ ALTER TABLE public.notifications ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 );
 
 --
+-- Name: oidc_logins; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.oidc_logins (
+    binding_hash text NOT NULL,
+    state text NOT NULL,
+    nonce text NOT NULL,
+    pkce_verifier text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: run_checkpoints; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1542,6 +1554,9 @@ CREATE TABLE public.users (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     password_changed_at timestamp with time zone DEFAULT now() NOT NULL,
     cluster_admin boolean DEFAULT false NOT NULL,
+    oidc_issuer text,
+    oidc_subject text,
+    CONSTRAINT users_oidc_identity_whole CHECK (((oidc_issuer IS NULL) = (oidc_subject IS NULL))),
     CONSTRAINT users_role_valid CHECK ((role = ANY (ARRAY['admin'::text, 'operator'::text, 'viewer'::text]))),
     CONSTRAINT users_username_length CHECK (((char_length(username) >= 1) AND (char_length(username) <= 100)))
 );
@@ -1876,6 +1891,13 @@ ALTER TABLE ONLY public.notifications
     ADD CONSTRAINT notifications_pkey PRIMARY KEY (id);
 
 --
+-- Name: oidc_logins oidc_logins_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.oidc_logins
+    ADD CONSTRAINT oidc_logins_pkey PRIMARY KEY (binding_hash);
+
+--
 -- Name: run_checkpoints run_checkpoints_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1930,6 +1952,13 @@ ALTER TABLE ONLY public.triggers
 
 ALTER TABLE ONLY public.user_roles
     ADD CONSTRAINT user_roles_pkey PRIMARY KEY (user_id, namespace);
+
+--
+-- Name: users users_oidc_identity_unique; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_oidc_identity_unique UNIQUE (oidc_issuer, oidc_subject);
 
 --
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2107,6 +2136,12 @@ CREATE INDEX notifications_job ON public.notifications USING btree (job_id, id D
 --
 
 CREATE INDEX notifications_newest ON public.notifications USING btree (id DESC);
+
+--
+-- Name: oidc_logins_created_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX oidc_logins_created_at ON public.oidc_logins USING btree (created_at);
 
 --
 -- Name: run_checkpoints_job; Type: INDEX; Schema: public; Owner: -

@@ -13,7 +13,8 @@
 //! - [`error`]: [`error::ApiError`], the one error type of handlers, and its JSON form.
 //! - [`idempotency`]: `Idempotency-Key` on `POST`s: the same request acts once.
 //! - [`input`]: field-by-field reading of JSON input, so every bad field is named.
-//! - [`auth`]: passwords, sessions, API tokens, roles, the [`auth::Principal`] extractor.
+//! - [`auth`]: passwords, sessions, API tokens, roles, the [`auth::Principal`] extractor,
+//!   single sign-on ([`auth::oidc`]).
 //! - [`service`]: the operations (create a job, pause a trigger, cancel a run…), with
 //!   their permission checks and audit records; the API and the admin both call them.
 //! - [`db`]: the manager's own queries (listing with filters, versioned updates, users,

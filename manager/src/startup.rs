@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use probactr_common::config::Config;
+use probactr_common::config::{Config, LocalLogin};
 use probactr_common::{reach, store};
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +65,33 @@ pub async fn bootstrap_admin(
     Ok(Ok(Bootstrap::Created))
 }
 
+/// With password logins off, says at start-up whether the break-glass user can log in:
+/// a name that is no enabled cluster admin leaves nobody a way in when the provider fails.
+async fn warn_without_break_glass(state: &AppState, policy: &LocalLogin) -> anyhow::Result<()> {
+    let LocalLogin::BreakGlassOnly(name) = policy else {
+        return Ok(());
+    };
+    let user = store::users::by_name(&state.handles.pool, name)
+        .await
+        .context("while looking for the break-glass user")?;
+    let can = match user {
+        Some(user) if !user.disabled => {
+            let mut conn = state.handles.pool.acquire().await?;
+            store::user_roles::get(&mut conn, user.id)
+                .await
+                .context("while reading the break-glass user's roles")?
+                .cluster_admin
+        }
+        _ => false,
+    };
+    if can {
+        tracing::info!(username = %name, "password logins are off but for the break-glass admin");
+    } else {
+        tracing::warn!(username = %name, "PROBACTR_BREAK_GLASS_USER names no enabled cluster admin: nobody can log in with a password");
+    }
+    Ok(())
+}
+
 /// Runs the manager until `shutdown` is cancelled. Exits the process with code 2 when
 /// no user exists and the first admin's password is missing or too short.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -80,16 +107,31 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     crate::sealing::bind_unbound(&pool, &secret_keys)
         .await
         .context("while re-sealing sealed values bound to their owners")?;
+    let sso = match &config.oidc {
+        Some(settings) => Some(
+            crate::auth::oidc::Sso::new(settings.clone(), &config.public_url)
+                .context("while setting up single sign-on")?,
+        ),
+        None => None,
+    };
     let state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)
         .with_trusted_proxies(&config.trusted_proxies)
         .with_stream_limits(config.sse_per_user, config.sse_max)
-        .with_secret_keys(Some(secret_keys));
+        .with_secret_keys(Some(secret_keys))
+        .with_sso(sso)
+        .with_local_login(config.local_login.clone());
+    if let Some(sso) = state.sso.clone() {
+        // Discovery in the background: the provider being down must not keep the
+        // manager from serving (password logins, the API); logins discover again.
+        tokio::spawn(async move { sso.warm_up().await });
+    }
     if let Err(err) = bootstrap_admin(&state, &config).await? {
         eprintln!("probactr-manager: {err}");
         std::process::exit(2);
     }
+    warn_without_break_glass(&state, &config.local_login).await?;
     let listener = tokio::net::TcpListener::bind(config.manager_listen)
         .await
         .with_context(|| format!("while binding PROBACTR_MANAGER_LISTEN={}", config.manager_listen))?;

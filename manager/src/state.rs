@@ -3,6 +3,7 @@
 //! locks), the compiled templates of the web admin and the HTTP settings.
 
 use probactr_common::cidr::Cidr;
+use probactr_common::config::LocalLogin;
 use probactr_common::lock::target::RedisTarget;
 use probactr_common::secrets::Keyring;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 use crate::admin::templates;
+use crate::auth::oidc::Sso;
 use crate::auth::password::Hasher;
 use crate::service::Handles;
 use crate::streams::Streams;
@@ -31,6 +33,10 @@ pub struct AppState {
     pub trusted_proxies: Arc<[Cidr]>,
     /// The open live output streams, bounded per user and in time.
     pub streams: Arc<Streams>,
+    /// Single sign-on (`PROBACTR_OIDC_ISSUER` set).
+    pub sso: Option<Arc<Sso>>,
+    /// Who may log in with a password (`PROBACTR_LOCAL_LOGIN`).
+    pub local_login: LocalLogin,
 }
 
 impl AppState {
@@ -43,6 +49,8 @@ impl AppState {
             cookie_secure: false,
             trusted_proxies: Arc::from([]),
             streams: Arc::default(),
+            sso: None,
+            local_login: LocalLogin::Open,
         })
     }
 
@@ -62,6 +70,18 @@ impl AppState {
     /// each ending after `max_age` (`PROBACTR_SSE_PER_USER`, `PROBACTR_SSE_MAX_SECS`).
     pub fn with_stream_limits(mut self, per_user: u32, max_age: Duration) -> AppState {
         self.streams = Arc::new(Streams::new(per_user, max_age));
+        self
+    }
+
+    /// The same state offering single sign-on through `sso` (or not).
+    pub fn with_sso(mut self, sso: Option<Sso>) -> AppState {
+        self.sso = sso.map(Arc::new);
+        self
+    }
+
+    /// The same state letting only `policy`'s users log in with a password.
+    pub fn with_local_login(mut self, policy: LocalLogin) -> AppState {
+        self.local_login = policy;
         self
     }
 

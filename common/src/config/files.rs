@@ -21,6 +21,7 @@ pub const FILE_SETTINGS: &[(&str, &str)] = &[
     ),
     ("PROBACTR_ADMIN_PASSWORD", "PROBACTR_ADMIN_PASSWORD_FILE"),
     ("PROBACTR_SMTP_URL", "PROBACTR_SMTP_URL_FILE"),
+    ("PROBACTR_OIDC_CLIENT_SECRET", "PROBACTR_OIDC_CLIENT_SECRET_FILE"),
 ];
 
 /// The values of the settings given as files, read through `lookup` (the environment).

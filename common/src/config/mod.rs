@@ -14,6 +14,8 @@
 //! - `smtp`: the SMTP server of `PROBACTR_SMTP_URL`.
 //! - `unknown`: names that are not settings, and what a misspelt one probably meant.
 //! - `files`: secret settings read from `NAME_FILE`.
+//! - `oidc`: single sign-on (`PROBACTR_OIDC_ISSUER` and the settings beside it, the role map) and password logins
+//!   (`PROBACTR_LOCAL_LOGIN`, `PROBACTR_BREAK_GLASS_USER`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,12 +23,14 @@ use std::time::Duration;
 
 mod env;
 mod files;
+mod oidc;
 mod smtp;
 mod units;
 mod unknown;
 mod vars;
 
 pub use files::FILE_SETTINGS;
+pub use oidc::{Grant, Grants, LocalLogin, OidcSettings, RoleMap};
 pub use smtp::{SmtpSettings, SmtpTls};
 pub use units::{format_duration, parse_duration};
 pub use unknown::{
@@ -151,6 +155,10 @@ pub struct Config {
     pub admin_user: String,
     /// `PROBACTR_ADMIN_PASSWORD` (None when unset or empty).
     pub admin_password: Option<String>,
+    /// Single sign-on (None when `PROBACTR_OIDC_ISSUER` is empty).
+    pub oidc: Option<OidcSettings>,
+    /// Who may log in with a password (`PROBACTR_LOCAL_LOGIN`, `PROBACTR_BREAK_GLASS_USER`).
+    pub local_login: LocalLogin,
     /// `PROBACTR_LOG_FORMAT`.
     pub log_format: LogFormat,
     /// `RUST_LOG`.
@@ -217,6 +225,8 @@ impl Config {
         let from_files = files::read_file_settings(&lookup)?;
         let lookup = |name: &str| from_files.get(name).cloned().or_else(|| lookup(name));
         let env = Env { lookup: &lookup };
+        let oidc = oidc::read(&env)?;
+        let local_login = oidc::local_login(&env, oidc.is_some())?;
         let config = Config {
             database_url: env.url("DATABASE_URL", &["postgres://", "postgresql://"])?,
             redis_url: env.url(
@@ -271,6 +281,8 @@ impl Config {
             sse_max: Duration::from_secs(env.number("PROBACTR_SSE_MAX_SECS", 1, 7 * 24 * 3600)?.into()),
             admin_user: env.text("PROBACTR_ADMIN_USER"),
             admin_password: Some(env.text("PROBACTR_ADMIN_PASSWORD")).filter(|p| !p.is_empty()),
+            oidc,
+            local_login,
             log_format: env.log_format("PROBACTR_LOG_FORMAT")?,
             log_filter: env.text("RUST_LOG"),
         };

@@ -189,3 +189,68 @@ fn every_variable_has_a_parsing_default() {
     let unique: std::collections::HashSet<_> = names.iter().collect();
     assert_eq!(names.len(), unique.len(), "a variable is declared twice");
 }
+
+fn error_names(pairs: &[(&str, &str)], var: &str) {
+    let err = config_with(pairs).expect_err(var).to_string();
+    assert!(err.contains(var), "{pairs:?}: {err}");
+}
+
+#[test]
+fn single_sign_on_is_off_by_default_and_read_when_an_issuer_is_set() {
+    let config = config_with(&[]).expect("defaults");
+    assert_eq!(config.oidc, None);
+    assert_eq!(config.local_login, LocalLogin::Open);
+    let config = config_with(&[
+        ("PROBACTR_OIDC_ISSUER", "https://id.example.com/realms/ops"),
+        ("PROBACTR_OIDC_CLIENT_ID", "probactr"),
+        ("PROBACTR_OIDC_CLIENT_SECRET", "s3cret"),
+        ("PROBACTR_OIDC_ROLE_MAP", "ops:cluster_admin"),
+        ("PROBACTR_LOCAL_LOGIN", "false"),
+        ("PROBACTR_BREAK_GLASS_USER", "root"),
+    ])
+    .expect("valid");
+    let oidc = config.oidc.expect("on");
+    assert_eq!(oidc.name, "id.example.com");
+    assert_eq!(oidc.scopes, vec!["profile", "email", "groups"]);
+    assert_eq!(oidc.groups_claim, "groups");
+    assert!(
+        !format!("{oidc:?}").contains("s3cret"),
+        "the secret is never printed"
+    );
+    assert_eq!(config.local_login, LocalLogin::BreakGlassOnly("root".into()));
+    assert!(config.local_login.allows("root") && !config.local_login.allows("alice"));
+}
+
+#[test]
+fn bad_single_sign_on_settings_are_named() {
+    let issuer = ("PROBACTR_OIDC_ISSUER", "https://id.example.com");
+    let client = ("PROBACTR_OIDC_CLIENT_ID", "probactr");
+    error_names(
+        &[("PROBACTR_OIDC_ISSUER", "http://id.example.com"), client],
+        "PROBACTR_OIDC_ISSUER",
+    );
+    error_names(
+        &[("PROBACTR_OIDC_ISSUER", "id.example.com"), client],
+        "PROBACTR_OIDC_ISSUER",
+    );
+    error_names(&[issuer], "PROBACTR_OIDC_CLIENT_ID");
+    error_names(
+        &[issuer, client, ("PROBACTR_OIDC_ROLE_MAP", "ops")],
+        "PROBACTR_OIDC_ROLE_MAP",
+    );
+    error_names(
+        &[issuer, client, ("PROBACTR_OIDC_GROUPS_CLAIM", " ")],
+        "PROBACTR_OIDC_GROUPS_CLAIM",
+    );
+    error_names(&[client], "PROBACTR_OIDC_CLIENT_ID");
+    error_names(&[("PROBACTR_LOCAL_LOGIN", "false")], "PROBACTR_LOCAL_LOGIN");
+    error_names(
+        &[issuer, client, ("PROBACTR_LOCAL_LOGIN", "false")],
+        "PROBACTR_BREAK_GLASS_USER",
+    );
+    error_names(
+        &[issuer, client, ("PROBACTR_LOCAL_LOGIN", "maybe")],
+        "PROBACTR_LOCAL_LOGIN",
+    );
+    assert!(config_with(&[("PROBACTR_OIDC_ISSUER", "http://127.0.0.1:5556/dex"), client]).is_ok());
+}

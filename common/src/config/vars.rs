@@ -242,6 +242,56 @@ pub const VARS: &[Var] = &[
         help: "a file holding PROBACTR_ADMIN_PASSWORD, instead of the variable",
     },
     Var {
+        name: "PROBACTR_OIDC_ISSUER",
+        default: "",
+        help: "single sign-on: the OpenID Connect provider's issuer URL (https://…; http:// only on this machine), discovered at /.well-known/openid-configuration (off when empty)",
+    },
+    Var {
+        name: "PROBACTR_OIDC_CLIENT_ID",
+        default: "",
+        help: "single sign-on: the manager's client id at the provider (required with PROBACTR_OIDC_ISSUER)",
+    },
+    Var {
+        name: "PROBACTR_OIDC_CLIENT_SECRET",
+        default: "",
+        help: "single sign-on: the manager's client secret at the provider (empty: a public client, PKCE alone)",
+    },
+    Var {
+        name: "PROBACTR_OIDC_CLIENT_SECRET_FILE",
+        default: "",
+        help: "a file holding PROBACTR_OIDC_CLIENT_SECRET, instead of the variable",
+    },
+    Var {
+        name: "PROBACTR_OIDC_SCOPES",
+        default: "profile email groups",
+        help: "single sign-on: scopes asked for besides openid, space-separated",
+    },
+    Var {
+        name: "PROBACTR_OIDC_GROUPS_CLAIM",
+        default: "groups",
+        help: "single sign-on: the claim (ID token, else userinfo) listing the user's groups",
+    },
+    Var {
+        name: "PROBACTR_OIDC_ROLE_MAP",
+        default: "",
+        help: "single sign-on: roles from groups, GROUP:NAMESPACE=ROLE, GROUP:*=ROLE (every namespace) or GROUP:cluster_admin, comma-separated; applied at every login, the highest role per namespace",
+    },
+    Var {
+        name: "PROBACTR_OIDC_NAME",
+        default: "",
+        help: "single sign-on: the provider's name on the login button, `Sign in with NAME` (the issuer's host when empty)",
+    },
+    Var {
+        name: "PROBACTR_LOCAL_LOGIN",
+        default: "true",
+        help: "false turns password logins (admin form and POST /api/v1/auth/token) off for everyone but PROBACTR_BREAK_GLASS_USER; needs single sign-on; API tokens keep working",
+    },
+    Var {
+        name: "PROBACTR_BREAK_GLASS_USER",
+        default: "",
+        help: "the one cluster admin who may still log in with a password when PROBACTR_LOCAL_LOGIN is false (required then)",
+    },
+    Var {
         name: "PROBACTR_LOG_FORMAT",
         default: "text",
         help: "log format: text or json",

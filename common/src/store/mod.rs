@@ -22,6 +22,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod login_failures;
 pub mod namespaces;
+pub mod oidc_logins;
 pub mod processes;
 pub mod retry;
 pub mod run_inputs;

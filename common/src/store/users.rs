@@ -137,3 +137,55 @@ pub async fn other_active_admins(db: impl PgExecutor<'_>, except: i64) -> Result
     .fetch_one(db)
     .await?)
 }
+
+/// A user who logs in through single sign-on, as that login needs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OidcUser {
+    /// Id.
+    pub id: i64,
+    /// Login name.
+    pub username: String,
+    /// A disabled user cannot log in.
+    pub disabled: bool,
+}
+
+/// The user the provider `issuer` knows as `subject`, if they logged in before.
+pub async fn by_oidc_identity(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    subject: &str,
+) -> Result<Option<OidcUser>, StoreError> {
+    Ok(sqlx::query_as!(
+        OidcUser,
+        "SELECT id, username, disabled FROM users WHERE oidc_issuer = $1 AND oidc_subject = $2",
+        issuer,
+        subject
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Creates the user of a first single sign-on login, with no role yet (the login's
+/// grant sets them) and a password hash nobody has the password of; None when the name
+/// or the identity is taken (the caller tries another name, or finds the identity).
+pub async fn create_oidc(
+    db: impl PgExecutor<'_>,
+    username: &str,
+    password_hash: &str,
+    issuer: &str,
+    subject: &str,
+) -> Result<Option<OidcUser>, StoreError> {
+    Ok(sqlx::query_as!(
+        OidcUser,
+        "INSERT INTO users (username, password_hash, role, oidc_issuer, oidc_subject)
+         VALUES ($1, $2, 'viewer', $3, $4)
+         ON CONFLICT DO NOTHING
+         RETURNING id, username, disabled",
+        username,
+        password_hash,
+        issuer,
+        subject
+    )
+    .fetch_optional(db)
+    .await?)
+}

@@ -33,7 +33,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use minijinja::Value;
 
-use crate::auth::{secret, session, Principal, Via};
+use crate::auth::{oidc, secret, session, Principal, Via};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -45,6 +45,8 @@ pub fn router() -> Router<AppState> {
         .route("/", get(dashboard::dashboard))
         .route("/login", get(login::page).post(login::submit))
         .route("/logout", post(login::logout))
+        .route("/auth/oidc/login", get(login::sso_start))
+        .route(oidc::CALLBACK_PATH, get(login::sso_callback))
         .route("/jobs", get(jobs::list))
         .route("/jobs/new", get(jobs::new_form).post(jobs::create))
         .route("/jobs/{id}", get(jobs::show))

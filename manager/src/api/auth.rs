@@ -27,6 +27,7 @@ const MAX_PASSWORD_BYTES: usize = 1024;
     responses(
         (status = CREATED, description = "The token; send it as `Authorization: Bearer …`", body = IssuedToken),
         (status = UNAUTHORIZED, description = "Wrong user name or password", body = ErrorBody),
+        (status = FORBIDDEN, description = "Password logins are off (`PROBACTR_LOCAL_LOGIN=false`) for all but the break-glass admin", body = ErrorBody),
         (status = TOO_MANY_REQUESTS, description = "Too many failed attempts; see `Retry-After`", body = ErrorBody),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
     ))]

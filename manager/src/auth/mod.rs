@@ -2,7 +2,9 @@
 //!
 //! Two ways in: a bearer API token (`Authorization: Bearer pat_…`, made by
 //! `POST /api/v1/auth/token`) for scripts, and the web admin's session cookie for
-//! browsers. A cookie-authenticated API call that changes state must also carry the
+//! browsers. A session is opened by a password login or by single sign-on through an
+//! OpenID Connect provider ([`oidc`]); `PROBACTR_LOCAL_LOGIN=false` leaves password
+//! logins to the break-glass admin alone ([`ratelimit::authenticate`]). A cookie-authenticated API call that changes state must also carry the
 //! session's CSRF token in `X-CSRF-Token`, since a browser attaches cookies to requests
 //! other sites make it send.
 //!
@@ -14,6 +16,7 @@
 //! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs |
 //! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), users, audit log |
 
+pub mod oidc;
 pub mod password;
 pub mod ratelimit;
 pub mod secret;

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use probactr_common::cidr::Cidr;
+use probactr_common::config::LocalLogin;
 use probactr_common::store;
 
 use crate::error::ApiError;
@@ -76,16 +77,32 @@ fn client_address(peer: IpAddr, forwarded_for: &str, trusted: &[Cidr]) -> IpAddr
     client
 }
 
+/// Whether user `user_id` is a cluster admin (the break-glass user must be).
+async fn is_cluster_admin(state: &AppState, user_id: i64) -> Result<bool, ApiError> {
+    let mut conn = state.handles.pool.acquire().await?;
+    Ok(store::user_roles::get(&mut conn, user_id).await?.cluster_admin)
+}
+
+/// Why a password login is refused when `PROBACTR_LOCAL_LOGIN` is false.
+pub const LOCAL_LOGIN_OFF: &str = "password login is turned off on this cluster: sign in with single sign-on";
+
 /// Checks a user name and password under the rate limit: each attempt is counted as a
 /// failure before the password is checked (so a burst of concurrent attempts evaluates
 /// at most [`MAX_FAILURES`]), and a successful one clears the key's failures. The error
-/// is the same whether the user exists or not.
+/// is the same whether the user exists or not. With password logins off, only the
+/// break-glass user gets this far (403 for the others).
 pub async fn authenticate(
     state: &AppState,
     username: &str,
     password: &str,
     address: &str,
 ) -> Result<store::users::User, ApiError> {
+    // Password logins turned off (single sign-on only) spare the break-glass user alone;
+    // refused before anything is looked up, so the answer tells nothing about the user.
+    if !state.local_login.allows(username) {
+        tracing::info!(username, address, "password login refused: local login is off");
+        return Err(ApiError::Forbidden(LOCAL_LOGIN_OFF.to_owned()));
+    }
     let reserved =
         store::login_failures::reserve(&state.handles.pool, username, address, WINDOW, MAX_FAILURES).await?;
     if let Some(retry_after_secs) = reserved {
@@ -101,6 +118,14 @@ pub async fn authenticate(
     match user {
         Some(user) if verified => {
             store::login_failures::clear(&state.handles.pool, username, address).await?;
+            if state.local_login != LocalLogin::Open && !is_cluster_admin(state, user.id).await? {
+                tracing::warn!(
+                    user.id = user.id,
+                    username,
+                    "break-glass login refused: not a cluster admin"
+                );
+                return Err(ApiError::Forbidden(LOCAL_LOGIN_OFF.to_owned()));
+            }
             tracing::info!(user.id = user.id, username, "login");
             Ok(user)
         }

@@ -3,7 +3,9 @@
 //! and the Redis of `REDIS_URL` (default `redis://127.0.0.1:6379`). Logs are silent unless
 //! `TEST_LOG` is set. The [`browser`] module drives the admin in headless Chromium
 //! (installed by `tests/api/browser/install.sh`); its screenshots land in `target/browser/`.
-//! The [`openapi`] module checks the generated API document against the API.
+//! The [`openapi`] module checks the generated API document against the API. The
+//! [`oidc`] module logs in through a real OpenID provider (npm's `oidc-provider`,
+//! installed by `tests/api/oidc/install.sh`), in the same headless Chromium.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -27,6 +29,7 @@ use sqlx::PgPool;
 use tower::ServiceExt;
 
 mod browser;
+mod oidc;
 mod openapi;
 
 mod admin;

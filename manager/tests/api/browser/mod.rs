@@ -76,7 +76,7 @@ fn browser_programs() -> (PathBuf, PathBuf) {
 
 /// Where the screenshots go: `<target>/browser`, next to the test binary's profile
 /// directory (`<target>/debug/deps/api-…`).
-fn artifact_dir() -> PathBuf {
+pub(crate) fn artifact_dir() -> PathBuf {
     let from_exe = std::env::current_exe().ok().and_then(|exe| {
         exe.ancestors()
             .find(|dir| dir.file_name().is_some_and(|name| name == "deps"))
@@ -158,25 +158,25 @@ async fn open_browser(driver: &Chromedriver, chromium: &Path, profile: &Path) ->
 }
 
 /// The browser's side of the test.
-struct Session {
+pub(crate) struct Session {
     client: Client,
     base: String,
     shots: PathBuf,
 }
 
 impl Session {
-    async fn goto(&self, path: &str) {
+    pub(crate) async fn goto(&self, path: &str) {
         self.client
             .goto(&format!("{}{path}", self.base))
             .await
             .unwrap_or_else(|err| panic!("cannot open {path}: {err}"));
     }
 
-    async fn path(&self) -> String {
+    pub(crate) async fn path(&self) -> String {
         self.client.current_url().await.unwrap().path().to_owned()
     }
 
-    async fn wait_css(&self, css: &str) -> fantoccini::elements::Element {
+    pub(crate) async fn wait_css(&self, css: &str) -> fantoccini::elements::Element {
         match self
             .client
             .wait()
@@ -190,7 +190,7 @@ impl Session {
     }
 
     /// The text of the element `css`, read again when the page replaced it meanwhile.
-    async fn text(&self, css: &str) -> String {
+    pub(crate) async fn text(&self, css: &str) -> String {
         eventually(PAGE_WAIT, &format!("the text of `{css}`"), || async {
             let element = self.client.find(Locator::Css(css)).await.ok()?;
             element.text().await.ok()
@@ -199,7 +199,7 @@ impl Session {
     }
 
     /// Clicks the element `css`, found again if the page was refreshed meanwhile.
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         eventually(PAGE_WAIT, &format!("a click on `{css}`"), || async {
             let element = self.client.find(Locator::Css(css)).await.ok()?;
             element.click().await.ok()
@@ -209,7 +209,7 @@ impl Session {
 
     /// Waits for the browser to arrive at a page whose path `arrived` accepts (after a
     /// click that navigates, the old page may still be showing).
-    async fn wait_path(&self, what: &str, arrived: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn wait_path(&self, what: &str, arrived: impl Fn(&str) -> bool) -> String {
         eventually(PAGE_WAIT, what, || async {
             let path = self.path().await;
             arrived(&path).then_some(path)
@@ -217,14 +217,14 @@ impl Session {
         .await
     }
 
-    async fn type_into(&self, css: &str, text: &str) {
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
         let field = self.wait_css(css).await;
         field.clear().await.unwrap();
         field.send_keys(text).await.unwrap();
     }
 
     /// Clicks the submit button labelled `label` inside the element `scope`.
-    async fn press(&self, scope: &str, label: &str) {
+    pub(crate) async fn press(&self, scope: &str, label: &str) {
         let buttons = self
             .client
             .find_all(Locator::Css(&format!("{scope} button")))
@@ -239,7 +239,7 @@ impl Session {
         panic!("no button {label:?} in `{scope}` on {}", self.path().await);
     }
 
-    async fn screenshot(&self, name: &str) -> PathBuf {
+    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         let png = self.client.screenshot().await.expect("a screenshot");
         let path = self.shots.join(format!("{name}.png"));
         std::fs::write(&path, png).unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));
@@ -595,9 +595,45 @@ async fn live_output(session: &Session, app: &TestApp) {
     );
 }
 
+/// Runs `scenario` in a fresh headless Chromium (its own profile and chromedriver) on
+/// the site at `base`. The browser is gone when this returns; the scenario runs in a
+/// task of its own so that a failed assertion still lets everything be shut down, and
+/// its outcome is for [`raise`] once the caller has stopped what it started.
+pub(crate) async fn in_browser<F, Fut>(base: String, scenario: F) -> Result<(), tokio::task::JoinError>
+where
+    F: FnOnce(Session) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (chromium, chromedriver) = browser_programs();
+    let shots = artifact_dir();
+    std::fs::create_dir_all(&shots).unwrap();
+    let profile = std::env::temp_dir().join(format!("probactr-chromium-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&profile).unwrap();
+    let driver = Chromedriver::start(&chromedriver).await;
+    let client = open_browser(&driver, &chromium, &profile).await;
+    let session = Session {
+        client: client.clone(),
+        base,
+        shots,
+    };
+    let outcome = tokio::spawn(scenario(session)).await;
+    let _ = client.close().await;
+    driver.stop().await;
+    let _ = std::fs::remove_dir_all(&profile);
+    outcome
+}
+
+/// Fails the test as the scenario `what` of [`in_browser`] failed, if it did.
+pub(crate) fn raise(outcome: Result<(), tokio::task::JoinError>, what: &str) {
+    match outcome {
+        Ok(()) => {}
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => panic!("{what} did not finish: {err}"),
+    }
+}
+
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn the_admin_works_in_headless_chromium(pool: PgPool) {
-    let (chromium, chromedriver) = browser_programs();
     let app = TestApp::new(pool);
     let token = app.admin().await;
     background_jobs(&app, &token).await;
@@ -616,32 +652,10 @@ async fn the_admin_works_in_headless_chromium(pool: PgPool) {
         shutdown.clone(),
     ));
 
-    let shots = artifact_dir();
-    std::fs::create_dir_all(&shots).unwrap();
-    let profile = std::env::temp_dir().join(format!("probactr-chromium-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&profile).unwrap();
-    let driver = Chromedriver::start(&chromedriver).await;
-    let client = open_browser(&driver, &chromium, &profile).await;
-
-    // The scenario runs in a task of its own so that a failed assertion still lets the
-    // browser, chromedriver and the executor be shut down before the test fails.
-    let session = Session {
-        client: client.clone(),
-        base,
-        shots,
-    };
-    let outcome = tokio::spawn(scenario(session, app, password_of("admin"))).await;
-
-    let _ = client.close().await;
-    driver.stop().await;
+    let outcome = in_browser(base, |session| scenario(session, app, password_of("admin"))).await;
     shutdown.cancel();
     let stopped = executor.await;
     server.abort();
-    let _ = std::fs::remove_dir_all(&profile);
-    match outcome {
-        Ok(()) => {}
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(err) => panic!("the browser scenario did not finish: {err}"),
-    }
+    raise(outcome, "the browser scenario");
     stopped.unwrap().unwrap();
 }

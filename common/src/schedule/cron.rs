@@ -71,7 +71,13 @@ impl CronSpec {
     /// Parses a 5- or 6-field expression (see the module doc) in the IANA zone named by
     /// `timezone` (e.g. `Europe/Berlin`, `UTC`).
     pub fn parse(expr: &str, timezone: &str) -> Result<CronSpec, ScheduleError> {
-        let fields = CronFields::parse(expr)?;
+        CronSpec::parse_seeded(expr, timezone, None)
+    }
+
+    /// [`CronSpec::parse`] for a trigger, whose `H` items take the values `seed` (the
+    /// trigger's id) fixes; without a seed an `H` is refused.
+    pub fn parse_seeded(expr: &str, timezone: &str, seed: Option<u64>) -> Result<CronSpec, ScheduleError> {
+        let fields = CronFields::parse(expr, seed)?;
         let timezone = parse_timezone(timezone)?;
         let matcher = CronParser::builder()
             .seconds(Seconds::Required)

@@ -7,7 +7,7 @@
 use chrono::NaiveDateTime;
 use chrono::{Datelike, NaiveDate, Weekday};
 
-use super::ScheduleError;
+use super::{hashed, ScheduleError};
 
 /// What one of the six fields accepts.
 struct FieldRule {
@@ -112,19 +112,11 @@ pub(super) struct CronFields {
 }
 
 impl CronFields {
-    pub(super) fn parse(expr: &str) -> Result<CronFields, ScheduleError> {
-        let expr = expand_macro(expr)?;
-        let texts: Vec<&str> = expr.split_whitespace().collect();
-        let texts: [&str; 6] = match texts.as_slice() {
-            [min, hour, dom, month, dow] => ["0", min, hour, dom, month, dow],
-            [sec, min, hour, dom, month, dow] => [sec, min, hour, dom, month, dow],
-            other => {
-                return Err(ScheduleError::new(
-                    "cron",
-                    format!("expected 5 or 6 fields, got {}", other.len()),
-                ))
-            }
-        };
+    /// Parses `expr`; its `H` items (see [`super::hashed`]) are resolved with `seed`,
+    /// and refused without one.
+    pub(super) fn parse(expr: &str, seed: Option<u64>) -> Result<CronFields, ScheduleError> {
+        let texts = CronFields::texts(expr, seed)?;
+        let texts: [&str; 6] = std::array::from_fn(|i| texts[i].as_str());
         let (day_of_month, month_days) = parse_day_of_month(texts[3])?;
         let (day_of_week, weekdays_of_month) = parse_day_of_week(texts[5])?;
         let fields = CronFields {
@@ -141,6 +133,42 @@ impl CronFields {
         };
         fields.check_days_can_occur()?;
         Ok(fields)
+    }
+
+    /// The six field texts of `expr` (a missing second is `0`, a nickname expanded), with
+    /// `H` items resolved by `seed`.
+    pub(super) fn texts(expr: &str, seed: Option<u64>) -> Result<[String; 6], ScheduleError> {
+        let expr = expand_macro(expr)?;
+        let texts: Vec<&str> = expr.split_whitespace().collect();
+        let texts: [&str; 6] = match texts.as_slice() {
+            [min, hour, dom, month, dow] => ["0", min, hour, dom, month, dow],
+            [sec, min, hour, dom, month, dow] => [sec, min, hour, dom, month, dow],
+            other => {
+                return Err(ScheduleError::new(
+                    "cron",
+                    format!("expected 5 or 6 fields, got {}", other.len()),
+                ))
+            }
+        };
+        if !hashed::any(&texts) {
+            return Ok(texts.map(str::to_owned));
+        }
+        let Some(seed) = seed else {
+            return Err(ScheduleError::new(
+                "cron",
+                "H takes a value fixed by the trigger, which this expression is not read for",
+            ));
+        };
+        // H in day-of-month picks from 1-28 and in day-of-week from 0-6, so that it occurs
+        // in every month and names each weekday once.
+        let ranges = [(0, 59), (0, 59), (0, 23), (1, 28), (1, 12), (0, 6)];
+        let rules = [&SECOND, &MINUTE, &HOUR, &DAY_OF_MONTH, &MONTH, &DAY_OF_WEEK];
+        let mut resolved: [String; 6] = Default::default();
+        for (index, text) in texts.iter().enumerate() {
+            resolved[index] =
+                hashed::resolve_field(text, rules[index].key, ranges[index], seed, index as u64)?;
+        }
+        Ok(resolved)
     }
 
     /// Whether the expression picks days by the month's shape (`L`, `W`, `#`): then the

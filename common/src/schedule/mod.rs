@@ -99,11 +99,22 @@ use crate::model::{Trigger, TriggerKind};
 
 mod cron;
 mod fields;
+mod hashed;
 #[cfg(test)]
 mod tests;
 
 use cron::parse_timezone;
 pub use cron::CronSpec;
+
+/// The expression a trigger with `H` items actually follows (`H H * * *` for trigger 42
+/// reads, say, `0 17 3 * * *`), for previews; None when `expr` holds no `H`.
+pub fn resolved_cron(expr: &str, seed: u64) -> Result<Option<String>, ScheduleError> {
+    let given = fields::CronFields::texts(expr, None);
+    if given.is_ok() {
+        return Ok(None);
+    }
+    Ok(Some(fields::CronFields::texts(expr, Some(seed))?.join(" ")))
+}
 
 /// The longest a zone's clock has ever jumped forward is a day (Pacific/Apia skipped
 /// 30 December 2011); a gap's pushed-forward instants lie at most this far after the

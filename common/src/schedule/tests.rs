@@ -853,7 +853,7 @@ fn search_agrees_with_a_brute_force_oracle_around_transitions() {
     for (zone_name, from) in cases {
         let zone: Tz = zone_name.parse().expect("zone");
         for expr in expressions {
-            let fields = CronFields::parse(expr).expect("expression");
+            let fields = CronFields::parse(expr, None).expect("expression");
             let schedule = cron(expr, zone_name);
             let start = utc(from);
             let hours = 12;
@@ -1165,4 +1165,40 @@ fn a_stored_trigger_has_no_instants_from_before_it_existed() {
     let late = TriggerSchedule::from_trigger(&stored_trigger(TriggerKind::Once, created))
         .expect("stored trigger is valid");
     assert_eq!(late.between(day_before, half_hour_on, 10).total, 1);
+}
+
+#[test]
+fn hashed_fields_need_a_seed_and_resolve_per_trigger() {
+    let unseeded = CronSpec::parse("0 H H * * *", "UTC").expect_err("H needs a trigger");
+    assert_eq!(unseeded.field, "cron");
+    let first = CronSpec::parse_seeded("0 H H * * *", "Europe/Paris", Some(1)).expect("seeded");
+    let again = CronSpec::parse_seeded("0 H H * * *", "Europe/Paris", Some(1)).expect("seeded");
+    assert_eq!(first, again);
+    let resolved = resolved_cron("0 H H * * *", 1).expect("resolves").expect("has H");
+    let fields: Vec<&str> = resolved.split(' ').collect();
+    let (minute, hour): (u32, u32) = (
+        fields[1].parse().expect("minute"),
+        fields[2].parse().expect("hour"),
+    );
+    let schedule = TriggerSchedule {
+        schedule: Schedule::Cron(first),
+        window: Window::default(),
+    };
+    let next = next_local(&schedule, "2026-03-01T00:00:00Z", 2);
+    assert!(
+        next.iter()
+            .all(|t| t.contains(&format!("T{hour:02}:{minute:02}:00"))),
+        "{resolved} {next:?}"
+    );
+    assert_eq!(resolved_cron("0 5 * * * *", 1).expect("plain"), None);
+    // Day fields: H picks a day that every month has, and a weekday.
+    for seed in 0..200 {
+        let text = resolved_cron("0 0 0 H * H", seed)
+            .expect("resolves")
+            .expect("has H");
+        let fields: Vec<u32> = text.split(' ').filter_map(|f| f.parse().ok()).collect();
+        assert!((1..=28).contains(&fields[3]) && fields[4] <= 6, "{text}");
+    }
+    let bad = CronSpec::parse_seeded("0 H(50-70) * * * *", "UTC", Some(3)).expect_err("out of range");
+    assert_eq!(bad.field, "cron.minute");
 }

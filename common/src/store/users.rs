@@ -137,3 +137,13 @@ pub async fn other_active_admins(db: impl PgExecutor<'_>, except: i64) -> Result
     .fetch_one(db)
     .await?)
 }
+
+/// Enabled cluster admins other than `except`.
+pub async fn other_active_cluster_admins(db: impl PgExecutor<'_>, except: i64) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM users WHERE cluster_admin AND NOT disabled AND id <> $1"#,
+        except
+    )
+    .fetch_one(db)
+    .await?)
+}

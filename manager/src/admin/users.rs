@@ -139,6 +139,8 @@ pub async fn create_token(
         name: form.get("name").unwrap_or_default().to_owned(),
         origin: TokenOrigin::Personal,
         expires_in_days: None,
+        namespaces: None,
+        role: None,
     };
     let (_, token) = users::create_token(&state.handles, &user.0, request).await?;
     account_page(&state, &user, StatusCode::OK, FieldErrors::new(), Some(token)).await

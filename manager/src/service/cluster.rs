@@ -93,6 +93,24 @@ pub async fn status(handles: &Handles) -> Result<Arc<Status>, ApiError> {
         .await
 }
 
+/// The cluster summary as `who` may read it: its run counts, failures and next instants
+/// span every namespace, so only a cluster admin gets them; others get the processes
+/// (the dashboard shows them their namespaces' runs).
+pub async fn status_for(handles: &Handles, who: &Principal) -> Result<Arc<Status>, ApiError> {
+    let status = status(handles).await?;
+    if who.access.cluster_admin {
+        return Ok(status);
+    }
+    Ok(Arc::new(Status {
+        processes: status.processes.clone(),
+        runs_last_hour: Default::default(),
+        runs_per_minute: Vec::new(),
+        recent_failures: Vec::new(),
+        next_fires: Vec::new(),
+        missed_last_day: 0,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -281,7 +299,7 @@ pub async fn route_executor(
         Routing::Uncordon => "executor.uncordon",
         Routing::Drain => "executor.drain",
     };
-    who.require_operator("cordon, uncordon or drain executors")?;
+    who.require_cluster_admin("cordon, uncordon or drain executors")?;
     let mut tx = handles.pool.begin().await?;
     let Some(process) = store::processes::route(&mut *tx, id, change).await? else {
         return Err(match store::processes::get(&mut *tx, id).await? {
@@ -311,11 +329,35 @@ pub async fn route_executor(
 /// A page of the audit log, newest first, of the entries `filter` selects.
 pub async fn audit_log(
     handles: &Handles,
+    who: &Principal,
     filter: &audit::Filter,
     page: Page,
 ) -> Result<Paged<Entry>, ApiError> {
-    let (items, total) = store::audit::list(&handles.pool, filter, page).await?;
+    let mut filter = filter.clone();
+    filter.visible = audit_scope(who)?;
+    let (items, total) = store::audit::list(&handles.pool, &filter, page).await?;
     Ok(Paged { items, total })
+}
+
+/// The namespaces whose audit entries `who` reads (None: every entry, cluster-wide ones
+/// included, for a cluster admin); 403 for whoever is an admin nowhere.
+pub fn audit_scope(who: &Principal) -> Result<Option<Vec<String>>, ApiError> {
+    if who.access.cluster_admin {
+        return Ok(None);
+    }
+    let admin_of: Vec<String> = who
+        .access
+        .roles
+        .iter()
+        .filter(|(_, role)| role.is_admin())
+        .map(|(name, _)| name.clone())
+        .collect();
+    if admin_of.is_empty() {
+        return Err(ApiError::Forbidden(
+            "only a namespace's admins may read its audit log".into(),
+        ));
+    }
+    Ok(Some(admin_of))
 }
 
 /// The longest text an audit filter accepts.
@@ -340,12 +382,16 @@ pub fn audit_filter(query: &QueryParams, errors: &mut FieldErrors) -> audit::Fil
         object_type: text("object_type"),
         object: text("object"),
         action: text("action"),
+        namespace: text("namespace"),
+        visible: None,
     }
 }
 
-/// The names of the users the audit log mentions (the admin's filter choices).
-pub async fn audit_actors(handles: &Handles) -> Result<Vec<String>, ApiError> {
-    Ok(store::audit::actors(&handles.pool).await?)
+/// The names of the users the audit entries `who` reads mention (the admin's filter
+/// choices).
+pub async fn audit_actors(handles: &Handles, who: &Principal) -> Result<Vec<String>, ApiError> {
+    let scope = audit_scope(who)?;
+    Ok(store::audit::actors(&handles.pool, scope.as_deref()).await?)
 }
 
 /// The numbers `/metrics` exports.

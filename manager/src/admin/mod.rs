@@ -294,6 +294,19 @@ impl AdminUser {
         self.2.chosen.as_deref()
     }
 
+    /// The namespace the definitions page downloads and uploads: the chosen one, else
+    /// `default` when the user sees it, else the first they see.
+    pub fn definitions_namespace(&self) -> Option<&str> {
+        self.namespace().or_else(|| {
+            let default = probactr_common::store::namespaces::DEFAULT;
+            if self.0.access.sees(default) {
+                Some(default)
+            } else {
+                self.2.namespaces.first().map(String::as_str)
+            }
+        })
+    }
+
     /// The namespaces a list shows: the chosen one, or every one the user sees (None
     /// for a cluster admin: all).
     pub fn listing(&self) -> Option<Vec<String>> {

@@ -42,19 +42,61 @@ pub struct Definitions<'a> {
     handles: &'a Handles,
     who: &'a Principal,
     namespace: String,
+    /// Whether the caller named the namespace (else files may name theirs).
+    named: bool,
 }
 
 impl<'a> Definitions<'a> {
     /// The registry of `who` in `namespace` (`default` when None); a 404 when `who` has
     /// no role there.
     pub fn of(handles: &'a Handles, who: &'a Principal, namespace: Option<&str>) -> Result<Definitions<'a>, ApiError> {
+        let named = namespace.is_some();
         let namespace = namespace.unwrap_or(store::namespaces::DEFAULT).to_owned();
         who.role_for(&namespace, "namespace", &namespace)?;
         Ok(Definitions {
             handles,
             who,
             namespace,
+            named,
         })
+    }
+
+    /// The namespace files apply to: the one they name at their top (all the same one),
+    /// which must be the caller's when the caller named one; else the caller's.
+    fn namespace_of(&self, sources: &[Source]) -> Result<String, ApiError> {
+        let mut named: Vec<(&str, String)> = sources
+            .iter()
+            .filter_map(|source| source.namespace().map(|name| (name, source.namespace_at())))
+            .collect();
+        named.sort();
+        named.dedup_by(|a, b| a.0 == b.0);
+        match named.as_slice() {
+            [] => Ok(self.namespace.clone()),
+            [(name, at)] if !self.named || *name == self.namespace => {
+                self.who.role_for(name, "namespace", name).map_err(|_| {
+                    ApiError::Invalid(FieldErrors::from([(
+                        format!("{at}: namespace"),
+                        format!("no namespace {name} where you have a role"),
+                    )]))
+                })?;
+                Ok((*name).to_owned())
+            }
+            [(name, at)] => Err(ApiError::Invalid(FieldErrors::from([(
+                format!("{at}: namespace"),
+                format!("the file names namespace {name}, the request {}", self.namespace),
+            )]))),
+            several => Err(ApiError::Invalid(
+                several
+                    .iter()
+                    .map(|(name, at)| {
+                        (
+                            format!("{at}: namespace"),
+                            format!("the files name several namespaces ({name} here): apply one namespace at a time"),
+                        )
+                    })
+                    .collect(),
+            )),
+        }
     }
 
     /// Every job with its triggers, as YAML.
@@ -66,9 +108,16 @@ impl<'a> Definitions<'a> {
             &self.namespace,
             self.handles.pool.begin().await?,
         );
-        let document = probactr_definitions::export(&session, None)
+        let mut document = probactr_definitions::export(&session, None)
             .await
             .map_err(|err| session.failed(err))?;
+        // The file says where its objects go; `namespace` comes first.
+        if let Value::Object(map) = document {
+            let mut with_namespace = serde_json::Map::new();
+            with_namespace.insert("namespace".into(), Value::String(self.namespace.clone()));
+            with_namespace.extend(map);
+            document = Value::Object(with_namespace);
+        }
         Ok(probactr_definitions::yaml(&document))
     }
 
@@ -121,9 +170,17 @@ impl<'a> Definitions<'a> {
         if !problems.is_empty() {
             return Err(ApiError::Invalid(problems));
         }
+        let namespace = self.namespace_of(&sources)?;
+        self.who.require_operator(&namespace, "apply definitions")?;
+        let this = &Definitions {
+            handles: self.handles,
+            who: self.who,
+            namespace,
+            named: true,
+        };
         let sources = &sources;
         let report = retry_transient("definitions apply", move || async move {
-            self.apply_once(sources, dry_run, prune).await.map_err(Attempt)
+            this.apply_once(sources, dry_run, prune).await.map_err(Attempt)
         })
         .await
         .map_err(|Attempt(err)| err)?;

@@ -195,7 +195,9 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<U
     if let Some(role) = role {
         roles.insert(DEFAULT.to_owned(), role);
     }
-    let cluster_admin = cluster_admin.unwrap_or(false);
+    // The older `role` alone means what it meant before namespaces: `admin` managed the
+    // cluster (as the upgrade made today's admins cluster admins).
+    let cluster_admin = cluster_admin.unwrap_or(role == Some(Role::Admin));
     let hash = handles.hasher.hash_blocking(&password).await?;
     let mut tx = handles.pool.begin().await?;
     check_namespaces(&mut tx, &roles).await?;
@@ -241,7 +243,10 @@ pub async fn update(handles: &Handles, who: &Principal, id: i64, body: Value) ->
         roles.insert(DEFAULT.to_owned(), role);
     }
     check_namespaces(&mut tx, &roles).await?;
-    let cluster_admin = cluster_admin.unwrap_or(before.cluster_admin);
+    // The older `role` alone means what it meant before namespaces (see `create`).
+    let cluster_admin = cluster_admin
+        .or(role.map(|role| role == Role::Admin))
+        .unwrap_or(before.cluster_admin);
     let disabled = disabled.unwrap_or(before.disabled);
     keep_a_cluster_admin(
         &mut tx,

@@ -103,7 +103,10 @@ pub(crate) fn shape_problems(source: &Source) -> Vec<String> {
             "unknown section (expected namespace, jobs, workflows, channels or alert_rules)",
         );
     }
-    if object.get("namespace").is_some_and(|namespace| !namespace.is_string()) {
+    if object
+        .get("namespace")
+        .is_some_and(|namespace| !namespace.is_string())
+    {
         problem("/namespace", "namespace", "must be a namespace's name");
     }
     workflows::shape_problems(source, &mut problem);

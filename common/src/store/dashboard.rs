@@ -176,7 +176,11 @@ pub async fn dashboard(
 
 /// Ended runs per bucket of `range` by outcome, every bucket listed (empty ones as 0).
 /// Buckets are aligned on whole multiples of their width, the last one holding now.
-pub async fn buckets(db: impl PgExecutor<'_>, range: Range, only: Option<&[String]>) -> Result<Vec<Bucket>, StoreError> {
+pub async fn buckets(
+    db: impl PgExecutor<'_>,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Vec<Bucket>, StoreError> {
     Ok(sqlx::query_as!(
         Bucket,
         r#"WITH bounds AS (
@@ -215,7 +219,11 @@ pub async fn buckets(db: impl PgExecutor<'_>, range: Range, only: Option<&[Strin
 
 /// The [`LISTED_JOBS`] jobs whose runs that ran to an end within `range` took longest at
 /// the 95th percentile.
-pub async fn slowest(db: impl PgExecutor<'_>, range: Range, only: Option<&[String]>) -> Result<Vec<SlowJob>, StoreError> {
+pub async fn slowest(
+    db: impl PgExecutor<'_>,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Vec<SlowJob>, StoreError> {
     Ok(sqlx::query_as!(
         SlowJob,
         r#"WITH durations AS (
@@ -246,7 +254,11 @@ pub async fn slowest(db: impl PgExecutor<'_>, range: Range, only: Option<&[Strin
 
 /// The [`LISTED_JOBS`] jobs with the most failures within `range`, then the highest
 /// failure ratio; jobs without failures are not listed.
-pub async fn failing(db: impl PgExecutor<'_>, range: Range, only: Option<&[String]>) -> Result<Vec<FailingJob>, StoreError> {
+pub async fn failing(
+    db: impl PgExecutor<'_>,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Vec<FailingJob>, StoreError> {
     let rows = sqlx::query!(
         r#"SELECT runs.job_id, jobs.name AS job_name,
                   count(*) FILTER (WHERE runs.state <> 'succeeded') AS "failures!",

@@ -260,7 +260,10 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &JobFilter) {
         query.push(" AND jobs.paused = ").push_bind(paused);
     }
     if let Some(namespaces) = &filter.namespaces {
-        query.push(" AND jobs.namespace = ANY(").push_bind(namespaces.clone()).push(")");
+        query
+            .push(" AND jobs.namespace = ANY(")
+            .push_bind(namespaces.clone())
+            .push(")");
     }
 }
 
@@ -396,16 +399,19 @@ pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), Stor
 
 /// Every job's id and name, by name (pickers); only those of the namespaces `only`
 /// when given.
-pub async fn names(db: impl PgExecutor<'_>, only: Option<&[String]>) -> Result<Vec<(i64, String)>, StoreError> {
+pub async fn names(
+    db: impl PgExecutor<'_>,
+    only: Option<&[String]>,
+) -> Result<Vec<(i64, String)>, StoreError> {
     Ok(sqlx::query!(
         "SELECT id, name FROM jobs WHERE $1::text[] IS NULL OR namespace = ANY($1) ORDER BY name",
         only as Option<&[String]>
     )
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(|row| (row.id, row.name))
-        .collect())
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| (row.id, row.name))
+    .collect())
 }
 
 /// A job's child jobs: the jobs queued when one of its runs ends (the trigger

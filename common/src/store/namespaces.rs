@@ -182,7 +182,9 @@ pub async fn secrets_present(
 }
 
 /// The namespace of each alert channel, by id.
-pub async fn of_channels(db: impl PgExecutor<'_>) -> Result<std::collections::HashMap<i64, String>, StoreError> {
+pub async fn of_channels(
+    db: impl PgExecutor<'_>,
+) -> Result<std::collections::HashMap<i64, String>, StoreError> {
     Ok(sqlx::query!("SELECT id, namespace FROM alert_channels")
         .fetch_all(db)
         .await?
@@ -203,9 +205,10 @@ pub async fn of_rules(db: impl PgExecutor<'_>) -> Result<std::collections::HashM
 
 /// The namespace of each secret's name in `name`'s view: the names of namespace `name`.
 pub async fn secret_names(db: impl PgExecutor<'_>, name: &str) -> Result<Vec<String>, StoreError> {
-    Ok(
-        sqlx::query_scalar!("SELECT name FROM secrets WHERE namespace = $1 ORDER BY name", name)
-            .fetch_all(db)
-            .await?,
+    Ok(sqlx::query_scalar!(
+        "SELECT name FROM secrets WHERE namespace = $1 ORDER BY name",
+        name
     )
+    .fetch_all(db)
+    .await?)
 }

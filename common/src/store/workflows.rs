@@ -104,8 +104,19 @@ pub struct RunStep {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// Creates a workflow and its steps (in the caller's transaction).
+/// Creates a workflow and its steps in the namespace `default` (in the caller's
+/// transaction).
 pub async fn create(
+    conn: &mut PgConnection,
+    name: &str,
+    description: &str,
+    steps: &[Step],
+) -> Result<Workflow, StoreError> {
+    create_in(conn, super::namespaces::DEFAULT, name, description, steps).await
+}
+
+/// Creates a workflow and its steps in `namespace` (in the caller's transaction).
+pub async fn create_in(
     conn: &mut PgConnection,
     namespace: &str,
     name: &str,

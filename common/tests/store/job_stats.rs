@@ -978,11 +978,7 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         3,
         "admins became cluster admins and admins of default; the others kept their role there"
     );
-    assert_eq!(
-        count("SELECT count(*) FROM user_roles").await,
-        3,
-        "one role each"
-    );
+    assert_eq!(count("SELECT count(*) FROM user_roles").await, 3, "one role each");
     assert_eq!(
         count(
             "SELECT count(*) FROM audit_log

@@ -18,8 +18,9 @@ use crate::state::AppState;
 
 /// `GET /executors`: executors and monitors.
 pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let executors = recent(service::cluster::processes(&state.handles, ProcessRole::Executor).await?);
-    let monitors = recent(service::cluster::processes(&state.handles, ProcessRole::Monitor).await?);
+    let executors =
+        recent(service::cluster::processes(&state.handles, &user.0, ProcessRole::Executor).await?);
+    let monitors = recent(service::cluster::processes(&state.handles, &user.0, ProcessRole::Monitor).await?);
     render(
         &state,
         "executors.html",

@@ -35,7 +35,9 @@ fn page_of(
 
 /// `GET /definitions`.
 pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
-    let text = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?.export_yaml().await?;
+    let text = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?
+        .export_yaml()
+        .await?;
     page_of(
         &state,
         &user,
@@ -49,7 +51,9 @@ pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Resp
 
 /// `GET /definitions.yaml`: every job with its triggers, as a file.
 pub async fn download(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
-    let text = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?.export_yaml().await?;
+    let text = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?
+        .export_yaml()
+        .await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/yaml; charset=utf-8"),

@@ -265,7 +265,11 @@ pub async fn switch_namespace(
     query: crate::input::QueryParams,
 ) -> Response {
     let name = query.text("name").unwrap_or_default().trim().to_owned();
-    let value = if user.2.namespaces.contains(&name) { name } else { String::new() };
+    let value = if user.2.namespaces.contains(&name) {
+        name
+    } else {
+        String::new()
+    };
     let next = query
         .text("next")
         .filter(|next| is_local_path(next))

@@ -36,34 +36,54 @@ fn body_of(form: &FormData, with_name: bool) -> Value {
     if with_name {
         body.insert("name".into(), json!(form.get("name").unwrap_or_default().trim()));
     }
-    body.insert("description".into(), json!(form.get("description").unwrap_or_default()));
+    body.insert(
+        "description".into(),
+        json!(form.get("description").unwrap_or_default()),
+    );
     for key in ["max_running", "max_jobs"] {
         let text = form.get(key).unwrap_or_default().trim();
         let value = if text.is_empty() {
             Value::Null
         } else {
-            text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text))
+            text.parse::<i64>()
+                .map(Value::from)
+                .unwrap_or_else(|_| json!(text))
         };
         body.insert(key.into(), value);
     }
     Value::Object(body)
 }
 
-async fn answer(state: &AppState, user: &AdminUser, outcome: Result<(), ApiError>) -> Result<Response, AdminError> {
+async fn answer(
+    state: &AppState,
+    user: &AdminUser,
+    outcome: Result<(), ApiError>,
+) -> Result<Response, AdminError> {
     match outcome {
         Ok(()) => Ok(Redirect::to("/namespaces").into_response()),
         Err(ApiError::Invalid(errors)) => {
             namespaces_page(state, user, StatusCode::UNPROCESSABLE_ENTITY, errors, None).await
         }
         Err(ApiError::Conflict(message)) => {
-            namespaces_page(state, user, StatusCode::CONFLICT, FieldErrors::new(), Some(message)).await
+            namespaces_page(
+                state,
+                user,
+                StatusCode::CONFLICT,
+                FieldErrors::new(),
+                Some(message),
+            )
+            .await
         }
         Err(err) => Err(err.into()),
     }
 }
 
 /// `POST /namespaces`: creates one.
-pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+pub async fn create(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let outcome = namespaces::create(&state.handles, &user.0, body_of(&form, true))
         .await

@@ -37,7 +37,7 @@ async fn users_page(
     form.entry("role.default".to_owned())
         .or_insert_with(|| "viewer".to_owned());
     let ctx = context! { users => list, roles, form, errors => page.errors, conflict => page.conflict,
-        all_namespaces => user.2.namespaces, ..user.layout("users") };
+    all_namespaces => user.2.namespaces, ..user.layout("users") };
     render_status(state, status, "users.html", ctx)
 }
 

@@ -41,9 +41,8 @@ pub async fn show(
     let workflow = workflows::get(&state.handles, &user.0, id).await?;
     let run_id = selected.or_else(|| workflow.last_runs.first().map(|run| run.id));
     let run = match run_id {
-        Some(run_id) => {
-            Some(workflows::get_run(&state.handles, &user.0, run_id).await?).filter(|run| run.run.workflow_id == id)
-        }
+        Some(run_id) => Some(workflows::get_run(&state.handles, &user.0, run_id).await?)
+            .filter(|run| run.run.workflow_id == id),
         None => None,
     };
     let steps: Vec<RunStep> = match &run {

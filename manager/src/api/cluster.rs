@@ -15,8 +15,12 @@ use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
 use crate::state::AppState;
 
-async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    let items = service::cluster::processes(&state.handles, role).await?;
+async fn processes(
+    state: &AppState,
+    who: &Principal,
+    role: ProcessRole,
+) -> Result<Json<Paged<ProcessView>>, ApiError> {
+    let items = service::cluster::processes(&state.handles, who, role).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -29,12 +33,12 @@ async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<Pro
     ))]
 pub async fn executors(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    processes(&state, ProcessRole::Executor).await
+    processes(&state, &who, ProcessRole::Executor).await
 }
 
-/// Stop an executor claiming new runs (those running go on) (operators).
+/// Stop an executor claiming new runs (those running go on) (cluster admins).
 #[utoipa::path(post, path = "/executors/{id}/cordon", operation_id = "cordon_executor", tag = "cluster",
     params(("id" = Uuid, Path, description = "The executor")),
     responses(
@@ -51,7 +55,7 @@ pub async fn cordon(
     route(&state, &who, &id, Routing::Cordon).await
 }
 
-/// Let a cordoned executor claim runs again (a draining one goes on draining) (operators).
+/// Let a cordoned executor claim runs again (a draining one goes on draining) (cluster admins).
 #[utoipa::path(post, path = "/executors/{id}/uncordon", operation_id = "uncordon_executor", tag = "cluster",
     params(("id" = Uuid, Path, description = "The executor")),
     responses(
@@ -70,7 +74,7 @@ pub async fn uncordon(
 
 /// Drain an executor: cordon it; at its next heartbeat it lets its running jobs finish
 /// (up to its `PROBACTR_DRAIN_TIMEOUT`, then stops and records the rest, which are taken
-/// over elsewhere per their job's policy) and exits, as on SIGTERM (operators).
+/// over elsewhere per their job's policy) and exits, as on SIGTERM (cluster admins).
 #[utoipa::path(post, path = "/executors/{id}/drain", operation_id = "drain_executor", tag = "cluster",
     params(("id" = Uuid, Path, description = "The executor")),
     responses(
@@ -107,9 +111,9 @@ async fn route(
     ))]
 pub async fn monitors(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    processes(&state, ProcessRole::Monitor).await
+    processes(&state, &who, ProcessRole::Monitor).await
 }
 
 /// The cluster at a glance: processes by state, the last hour's runs, recent failures,

@@ -238,7 +238,14 @@ impl Follow {
                 self.finished = true;
                 return Some(Event::default().event("error").data("the session or token ended"));
             }
-            match runs::output(&self.state.handles, &self.holder.principal, self.run_id, self.offset).await {
+            match runs::output(
+                &self.state.handles,
+                &self.holder.principal,
+                self.run_id,
+                self.offset,
+            )
+            .await
+            {
                 Ok(page) => self.take(page),
                 Err(err) => {
                     tracing::warn!(run.id = self.run_id, error = %err, "cannot read a followed run's output");

@@ -119,7 +119,10 @@ pub async fn create_token(
     let namespaces = match input.raw("namespaces") {
         None | Some(Value::Null) => None,
         Some(Value::Array(items)) => {
-            let names: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+            let names: Vec<String> = items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
             if names.len() != items.len() {
                 input.error("namespaces", "must be a list of namespace names");
             }
@@ -167,7 +170,11 @@ pub async fn revoke_token(
         (status = NOT_FOUND, description = "No such user", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn roles(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<Json<RolesView>, ApiError> {
+pub async fn roles(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<RolesView>, ApiError> {
     Ok(Json(users::roles(&state.handles, &who, id).await?))
 }
 

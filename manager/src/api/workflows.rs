@@ -49,7 +49,10 @@ pub async fn list(
     who: Principal,
     query: crate::input::QueryParams,
 ) -> Result<Json<Paged<WorkflowView>>, ApiError> {
-    let only = crate::service::jobs::scoped(&who, query.text("namespace").map(|name| vec![name.trim().to_owned()]));
+    let only = crate::service::jobs::scoped(
+        &who,
+        query.text("namespace").map(|name| vec![name.trim().to_owned()]),
+    );
     let items = workflows::list(&state.handles, only.as_deref()).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))

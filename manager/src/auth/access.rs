@@ -56,6 +56,9 @@ pub struct Access {
     /// The role in each namespace where the caller has one (a cluster admin's own roles
     /// are kept here but do not limit them).
     pub roles: BTreeMap<String, Role>,
+    /// Whether these rights come from a scoped token (which may not make tokens: a new
+    /// one could be wider than itself).
+    pub scoped: bool,
 }
 
 impl Access {
@@ -67,10 +70,14 @@ impl Access {
             return Access {
                 cluster_admin: grant.cluster_admin,
                 roles: grant.roles,
+                scoped: false,
             };
         }
         let own: BTreeMap<String, Role> = if grant.cluster_admin {
-            all_namespaces.iter().map(|name| (name.clone(), Role::Admin)).collect()
+            all_namespaces
+                .iter()
+                .map(|name| (name.clone(), Role::Admin))
+                .collect()
         } else {
             grant.roles
         };
@@ -82,6 +89,7 @@ impl Access {
         Access {
             cluster_admin: false,
             roles,
+            scoped: true,
         }
     }
 
@@ -126,7 +134,8 @@ impl Access {
 
     /// The caller's role in `namespace`, or a 404 for the object `what` `id` in it.
     pub fn role_for(&self, namespace: &str, what: &'static str, id: impl ToString) -> Result<Role, ApiError> {
-        self.role_in(namespace).ok_or_else(|| ApiError::not_found(what, id))
+        self.role_in(namespace)
+            .ok_or_else(|| ApiError::not_found(what, id))
     }
 
     /// 403 unless the caller is a cluster admin.
@@ -186,6 +195,9 @@ mod tests {
         assert!(!admin.cluster_admin);
         assert_eq!(admin.role_in("c"), Some(Role::Admin));
         assert_eq!(admin.role_in("b"), None);
-        assert_eq!(Access::new(grant(true, &[]), &TokenScope::default(), &all).visible(), None);
+        assert_eq!(
+            Access::new(grant(true, &[]), &TokenScope::default(), &all).visible(),
+            None
+        );
     }
 }

@@ -13,8 +13,8 @@
 //! | role | may |
 //! |---|---|
 //! | `viewer` | read the namespace's jobs, triggers, runs and their output, workflows, alert rules, secret names |
-//! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs and workflows |
-//! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), secrets, alert channels and rules; read the namespace's audit log |
+//! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs, workflows and alert rules |
+//! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), secrets and alert channels; read the namespace's audit log |
 //!
 //! Whatever is in a namespace where the caller has no role answers 404 and is never
 //! listed or counted. An API token may be scoped to some namespaces and capped at a role
@@ -114,7 +114,9 @@ impl Principal {
 
     /// Whether the caller may define jobs of `kind` in `namespace`.
     pub fn can_edit_job(&self, namespace: &str, kind: JobKind) -> bool {
-        self.access.role_in(namespace).is_some_and(|role| role.can_edit_job(kind))
+        self.access
+            .role_in(namespace)
+            .is_some_and(|role| role.can_edit_job(kind))
     }
 
     /// The role in a namespace the caller was already found to see (callers look the

@@ -327,7 +327,11 @@ pub async fn test_channel(handles: &Handles, who: &Principal, id: i64) -> Result
 pub async fn list_rules(handles: &Handles, who: &Principal) -> Result<Vec<Rule>, ApiError> {
     let namespaces = store::namespaces::of_rules(&handles.pool).await?;
     let mut list = rules::list(&handles.pool).await?;
-    list.retain(|rule| namespaces.get(&rule.id).is_some_and(|namespace| who.access.sees(namespace)));
+    list.retain(|rule| {
+        namespaces
+            .get(&rule.id)
+            .is_some_and(|namespace| who.access.sees(namespace))
+    });
     Ok(list)
 }
 
@@ -367,7 +371,7 @@ pub async fn save_rule_in(
             NEW_ALERTS_NAMESPACE.to_owned()
         }
     };
-    who.require_admin(&namespace, "manage alert rules")?;
+    who.require_operator(&namespace, "manage alert rules")?;
     // A rule names a job and channels of its own namespace: others are unknown to it.
     let job_missing = match fields.job_id {
         Some(job) => match store::jobs::get(&mut *conn, job).await? {
@@ -379,7 +383,10 @@ pub async fn save_rule_in(
     let channel_namespaces = store::namespaces::of_channels(&mut *conn).await?;
     let mut channels_missing = channels::missing(&mut *conn, &fields.channel_ids).await?;
     for id in &fields.channel_ids {
-        if channel_namespaces.get(id).is_some_and(|theirs| *theirs != namespace) {
+        if channel_namespaces
+            .get(id)
+            .is_some_and(|theirs| *theirs != namespace)
+        {
             channels_missing.push(*id);
         }
     }
@@ -423,7 +430,7 @@ pub async fn save_rule_in(
 pub async fn delete_rule(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
     let mut tx = handles.pool.begin().await?;
     let namespace = rule_namespace(&mut tx, who, id).await?;
-    who.require_admin(&namespace, "manage alert rules")?;
+    who.require_operator(&namespace, "manage alert rules")?;
     let before = rules::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("alert rule", id))?;

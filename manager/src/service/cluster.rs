@@ -229,12 +229,20 @@ pub struct ProcessView {
     pub drain_requested: bool,
 }
 
-/// Every registered process of `role`, newest first, executors with their running counts.
-pub async fn processes(handles: &Handles, role: ProcessRole) -> Result<Vec<ProcessView>, ApiError> {
+/// Every registered process of `role`, newest first, executors with their running counts
+/// (of the runs of the namespaces `who` sees).
+pub async fn processes(
+    handles: &Handles,
+    who: &Principal,
+    role: ProcessRole,
+) -> Result<Vec<ProcessView>, ApiError> {
     let processes = store::processes::list(&handles.pool, role).await?;
-    let running = match role {
-        ProcessRole::Executor => store::runs::history::active_by_executor(&handles.pool).await?,
-        ProcessRole::Monitor => BTreeMap::new(),
+    let running = match (role, who.access.visible()) {
+        (ProcessRole::Executor, None) => store::runs::history::active_by_executor(&handles.pool).await?,
+        (ProcessRole::Executor, Some(only)) => {
+            store::runs::history::active_by_executor_in(&handles.pool, &only).await?
+        }
+        (ProcessRole::Monitor, _) => BTreeMap::new(),
     };
     Ok(processes.into_iter().map(|p| view(p, role, &running)).collect())
 }

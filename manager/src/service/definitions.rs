@@ -49,7 +49,11 @@ pub struct Definitions<'a> {
 impl<'a> Definitions<'a> {
     /// The registry of `who` in `namespace` (`default` when None); a 404 when `who` has
     /// no role there.
-    pub fn of(handles: &'a Handles, who: &'a Principal, namespace: Option<&str>) -> Result<Definitions<'a>, ApiError> {
+    pub fn of(
+        handles: &'a Handles,
+        who: &'a Principal,
+        namespace: Option<&str>,
+    ) -> Result<Definitions<'a>, ApiError> {
         let named = namespace.is_some();
         let namespace = namespace.unwrap_or(store::namespaces::DEFAULT).to_owned();
         who.role_for(&namespace, "namespace", &namespace)?;
@@ -340,17 +344,29 @@ impl Registry for Checking<'_> {
     }
 
     async fn delete_job(&self, _id: i64) -> Result<(), Refusal> {
-        checked(self.inner.who.require_operator(self.inner.namespace, "delete jobs"))
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "delete jobs"),
+        )
     }
 
     async fn create_trigger(&self, _job_id: i64, body: Value) -> Result<(), Refusal> {
-        checked(self.inner.who.require_operator(self.inner.namespace, "create triggers"))?;
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "create triggers"),
+        )?;
         checked(TriggerDraft::from_json(body).definition(None, Utc::now()))?;
         Ok(())
     }
 
     async fn delete_trigger(&self, _id: i64) -> Result<(), Refusal> {
-        checked(self.inner.who.require_operator(self.inner.namespace, "delete triggers"))
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "delete triggers"),
+        )
     }
 
     async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
@@ -369,7 +385,11 @@ impl Registry for Checking<'_> {
     }
 
     async fn put_channel(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
-        checked(self.inner.who.require_admin(self.inner.namespace, "manage alert channels"))?;
+        checked(
+            self.inner
+                .who
+                .require_admin(self.inner.namespace, "manage alert channels"),
+        )?;
         let name = body["name"].as_str().unwrap_or_default().to_owned();
         checked(ChannelCommand::read(body))?;
         if id.is_none() {
@@ -397,7 +417,11 @@ impl Registry for Checking<'_> {
     }
 
     async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
-        checked(self.inner.who.require_operator(self.inner.namespace, "edit workflows"))?;
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "edit workflows"),
+        )?;
         let mut known: BTreeSet<i64> = self
             .inner
             .jobs()
@@ -599,14 +623,20 @@ impl Registry for InTransaction<'_> {
     }
 
     async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
-        if !self.who.access.role_in(self.namespace).is_some_and(|role| role.is_admin()) {
+        if !self
+            .who
+            .access
+            .role_in(self.namespace)
+            .is_some_and(|role| role.is_admin())
+        {
             return Ok(None);
         }
         let mut tx = self.tx.lock().await;
         let listed = async {
             let namespaces = store::namespaces::of_channels(&mut **tx).await?;
             let mut channels = store::alerts::channels::list(&mut **tx).await?;
-            channels.retain(|channel| namespaces.get(&channel.id).map(String::as_str) == Some(self.namespace));
+            channels
+                .retain(|channel| namespaces.get(&channel.id).map(String::as_str) == Some(self.namespace));
             Ok::<_, store::StoreError>(channels)
         }
         .await;
@@ -646,7 +676,8 @@ impl Registry for InTransaction<'_> {
 
     async fn workflows(&self) -> Result<Vec<Value>, Refusal> {
         let mut tx = self.tx.lock().await;
-        let listed = workflows::list_in(&mut tx, Some(std::slice::from_ref(&self.namespace.to_owned()))).await;
+        let listed =
+            workflows::list_in(&mut tx, Some(std::slice::from_ref(&self.namespace.to_owned()))).await;
         Ok(self.done(listed)?.into_iter().map(json).collect())
     }
 

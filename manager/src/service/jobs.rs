@@ -236,11 +236,7 @@ async fn check_secrets(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Re
     let names: Vec<&str> = missing.iter().map(|name| name.as_str()).collect();
     Err(ApiError::field(
         "spec",
-        format!(
-            "no secret {} in namespace {}",
-            names.join(", "),
-            job.namespace
-        ),
+        format!("no secret {} in namespace {}", names.join(", "), job.namespace),
     ))
 }
 
@@ -604,7 +600,10 @@ pub async fn set_paused(
 ) -> Result<JobView, ApiError> {
     let mut tx = handles.pool.begin().await?;
     let before = visible(&mut tx, who, id, true).await?;
-    who.require_operator(&before.namespace, if paused { "pause jobs" } else { "resume jobs" })?;
+    who.require_operator(
+        &before.namespace,
+        if paused { "pause jobs" } else { "resume jobs" },
+    )?;
     refuse_deleted(&before)?;
     let after = store::jobs::set_paused(&mut *tx, id, paused)
         .await?

@@ -32,7 +32,11 @@ fn ledger_error(err: LedgerError) -> ApiError {
 
 /// The trigger `id` (a 404 unless `who` sees its job's namespace), whether it or its job
 /// is paused, and its namespace.
-async fn trigger_and_pause(handles: &Handles, who: &Principal, id: i64) -> Result<(Trigger, bool, String), ApiError> {
+async fn trigger_and_pause(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+) -> Result<(Trigger, bool, String), ApiError> {
     let trigger = store::triggers::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;

@@ -42,6 +42,15 @@ pub async fn get(handles: &Handles, who: &Principal, name: &str) -> Result<Names
         .ok_or_else(|| ApiError::not_found("namespace", name))
 }
 
+/// A 404 for a namespace the caller has no role in (a 403 would say it exists).
+fn hidden(who: &Principal, name: &str) -> Result<(), ApiError> {
+    if who.access.sees(name) {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("namespace", name))
+    }
+}
+
 /// Reads a quota field: absent, null (no quota) or an integer from `min`.
 fn quota(input: &mut Input, key: &str, min: i64) -> Given<i32> {
     input
@@ -112,7 +121,13 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<N
 }
 
 /// Changes a namespace's description and quotas (null removes a quota) (cluster admin).
-pub async fn update(handles: &Handles, who: &Principal, name: &str, body: Value) -> Result<Namespace, ApiError> {
+pub async fn update(
+    handles: &Handles,
+    who: &Principal,
+    name: &str,
+    body: Value,
+) -> Result<Namespace, ApiError> {
+    hidden(who, name)?;
     who.require_cluster_admin("manage namespaces")?;
     let mut input = Input::new(body)?;
     if input.has("name") {
@@ -150,6 +165,7 @@ pub async fn update(handles: &Handles, who: &Principal, name: &str, body: Value)
 
 /// Deletes an empty namespace (cluster admin); 409 naming what it still holds.
 pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<(), ApiError> {
+    hidden(who, name)?;
     who.require_cluster_admin("manage namespaces")?;
     if name == store::namespaces::DEFAULT {
         return Err(ApiError::Conflict(

@@ -198,7 +198,12 @@ pub fn cut_marker(bytes: i64) -> String {
 
 /// A run's output from `offset` (a byte offset; offsets from `next_offset` fall between
 /// chunks, one inside a chunk gets that chunk whole).
-pub async fn output(handles: &Handles, who: &Principal, id: i64, offset: i64) -> Result<OutputPage, ApiError> {
+pub async fn output(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    offset: i64,
+) -> Result<OutputPage, ApiError> {
     // The state first: a run seen ended has stored all its output, so nothing stored
     // after this read can be missed by a reader who stops at `ended`.
     let run = store::runs::get(&handles.pool, id)

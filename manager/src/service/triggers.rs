@@ -77,7 +77,11 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<Trigger,
 
 /// The namespace of a trigger (its job's), when `who` sees it; a 404 for the trigger
 /// otherwise.
-async fn namespace_of(conn: &mut PgConnection, who: &Principal, trigger: &Trigger) -> Result<String, ApiError> {
+async fn namespace_of(
+    conn: &mut PgConnection,
+    who: &Principal,
+    trigger: &Trigger,
+) -> Result<String, ApiError> {
     let job = store::jobs::get(&mut *conn, trigger.job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", trigger.id))?;

@@ -118,10 +118,7 @@ fn read_grant(input: &mut Input) -> (Option<bool>, Option<BTreeMap<String, Role>
                     Some(role) => {
                         roles.insert(name, role);
                     }
-                    None => input.error(
-                        &format!("namespaces.{name}"),
-                        "must be viewer, operator or admin",
-                    ),
+                    None => input.error(&format!("namespaces.{name}"), "must be viewer, operator or admin"),
                 }
             }
             Some(roles)
@@ -185,7 +182,10 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<U
     let password = read_password(&mut input, "password");
     let (cluster_admin, namespaces, role) = read_grant(&mut input);
     if role.is_none() && namespaces.is_none() && cluster_admin.is_none() {
-        input.error("namespaces", "give the user's roles (namespaces, cluster_admin, or role in default)");
+        input.error(
+            "namespaces",
+            "give the user's roles (namespaces, cluster_admin, or role in default)",
+        );
     }
     input.finish()?;
     let (Some(username), Some(password)) = (username, password) else {
@@ -311,7 +311,12 @@ pub async fn roles(handles: &Handles, who: &Principal, id: i64) -> Result<RolesV
 
 /// Replaces a user's roles from `{"cluster_admin": B, "namespaces": {NAME: ROLE}}`
 /// (cluster admin; both required).
-pub async fn set_roles(handles: &Handles, who: &Principal, id: i64, body: Value) -> Result<RolesView, ApiError> {
+pub async fn set_roles(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    body: Value,
+) -> Result<RolesView, ApiError> {
     who.require_cluster_admin("manage users")?;
     let mut input = Input::new(body)?;
     let (cluster_admin, namespaces, role) = read_grant(&mut input);
@@ -432,6 +437,11 @@ pub async fn create_token(
     who: &Principal,
     request: TokenRequest,
 ) -> Result<(i64, String), ApiError> {
+    if who.access.scoped {
+        return Err(ApiError::Forbidden(
+            "a scoped token may not make tokens (the new one could do more than it)".into(),
+        ));
+    }
     let name = request.name.trim();
     let mut errors = FieldErrors::new();
     if name.chars().count() > MAX_TOKEN_NAME_CHARS {
@@ -453,7 +463,10 @@ pub async fn create_token(
     check(errors)?;
     if let Some(role) = request.role {
         // Asking for more than one's own is refused, not silently narrowed.
-        let names = request.namespaces.clone().unwrap_or_else(|| who.access.roles.keys().cloned().collect());
+        let names = request
+            .namespaces
+            .clone()
+            .unwrap_or_else(|| who.access.roles.keys().cloned().collect());
         for name in &names {
             if let Some(own) = who.access.role_in(name) {
                 if crate::auth::access::rank(role) > crate::auth::access::rank(own) {

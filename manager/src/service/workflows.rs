@@ -87,9 +87,10 @@ pub async fn create_in(
     let namespace = super::namespaces::for_creation(conn, who, asked.as_deref()).await?;
     who.require_operator(&namespace, "create workflows")?;
     let valid = validated(conn, keys, body, &namespace).await?;
-    let workflow = store::workflows::create(conn, &namespace, &valid.name, &valid.description, &valid.steps)
-        .await
-        .map_err(|err| name_taken(err, &valid.name))?;
+    let workflow =
+        store::workflows::create_in(conn, &namespace, &valid.name, &valid.description, &valid.steps)
+            .await
+            .map_err(|err| name_taken(err, &valid.name))?;
     store::workflows::set_params_schema(&mut *conn, workflow.id, valid.params_schema.as_ref()).await?;
     let change = Change {
         action: "workflow.create",
@@ -260,7 +261,10 @@ pub async fn list(handles: &Handles, only: Option<&[String]>) -> Result<Vec<Work
 }
 
 /// [`list`], read through the caller's connection (a transaction's).
-pub async fn list_in(conn: &mut PgConnection, only: Option<&[String]>) -> Result<Vec<WorkflowView>, ApiError> {
+pub async fn list_in(
+    conn: &mut PgConnection,
+    only: Option<&[String]>,
+) -> Result<Vec<WorkflowView>, ApiError> {
     let mut views = Vec::new();
     for workflow in store::workflows::list(&mut *conn, only).await? {
         views.push(view_in(conn, workflow).await?);
@@ -492,7 +496,11 @@ pub async fn create_trigger_in(
 }
 
 /// A workflow's triggers (404 when the workflow does not exist or `who` does not see it).
-pub async fn triggers(handles: &Handles, who: &Principal, workflow_id: i64) -> Result<Vec<WorkflowTrigger>, ApiError> {
+pub async fn triggers(
+    handles: &Handles,
+    who: &Principal,
+    workflow_id: i64,
+) -> Result<Vec<WorkflowTrigger>, ApiError> {
     triggers_in(&mut *handles.pool.acquire().await?, who, workflow_id).await
 }
 

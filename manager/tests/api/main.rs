@@ -37,8 +37,8 @@ mod dashboard;
 mod end_to_end;
 mod health_auth;
 mod jobs;
-mod namespaces;
 mod ledger;
+mod namespaces;
 mod output;
 mod runs_cluster;
 mod startup;
@@ -105,10 +105,16 @@ impl TestApp {
     /// bearer token of theirs.
     async fn user_in(&self, name: &str, roles: &[(&str, Role)]) -> String {
         let token = self.user(name, Role::Viewer).await;
-        let id = store::users::by_name(self.pool(), name).await.unwrap().unwrap().id;
+        let id = store::users::by_name(self.pool(), name)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
         let roles = roles.iter().map(|(ns, role)| ((*ns).to_owned(), *role)).collect();
         let mut conn = self.pool().acquire().await.unwrap();
-        store::user_roles::replace(&mut conn, id, false, &roles).await.unwrap();
+        store::user_roles::replace(&mut conn, id, false, &roles)
+            .await
+            .unwrap();
         token
     }
 

@@ -17,45 +17,71 @@ async fn cluster_admins_manage_namespaces_quotas_and_roles(pool: PgPool) {
 
     // Bad names and values are named; only cluster admins create.
     assert_field(
-        &app.post("/api/v1/namespaces", &admin, json!({"name": "Pay Ments"})).await,
+        &app.post("/api/v1/namespaces", &admin, json!({"name": "Pay Ments"}))
+            .await,
         "name",
     );
     assert_field(
-        &app.post("/api/v1/namespaces", &admin, json!({"name": "pay", "max_running": 0}))
-            .await,
+        &app.post(
+            "/api/v1/namespaces",
+            &admin,
+            json!({"name": "pay", "max_running": 0}),
+        )
+        .await,
         "max_running",
     );
     assert_eq!(
-        app.post("/api/v1/namespaces", &olga, json!({"name": "pay"})).await.status,
+        app.post("/api/v1/namespaces", &olga, json!({"name": "pay"}))
+            .await
+            .status,
         StatusCode::FORBIDDEN
     );
     namespace(&app, &admin, "payments").await;
     let quota = app
-        .patch("/api/v1/namespaces/payments", &admin, json!({"max_jobs": 1, "description": "team pay"}))
+        .patch(
+            "/api/v1/namespaces/payments",
+            &admin,
+            json!({"max_jobs": 1, "description": "team pay"}),
+        )
         .await;
     assert_eq!(quota.status, StatusCode::OK, "{}", quota.text);
     assert_eq!(quota.body["max_jobs"], 1);
     assert_field(
-        &app.patch("/api/v1/namespaces/payments", &admin, json!({"name": "other"})).await,
+        &app.patch("/api/v1/namespaces/payments", &admin, json!({"name": "other"}))
+            .await,
         "name",
     );
 
     // max_jobs refuses the job past it.
     let first = app
-        .post("/api/v1/jobs", &admin, json!({"name": "one", "kind": "noop", "namespace": "payments"}))
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "one", "kind": "noop", "namespace": "payments"}),
+        )
         .await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
     assert_eq!(first.body["namespace"], "payments");
     let second = app
-        .post("/api/v1/jobs", &admin, json!({"name": "two", "kind": "noop", "namespace": "payments"}))
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "two", "kind": "noop", "namespace": "payments"}),
+        )
         .await;
     assert_eq!(second.status, StatusCode::CONFLICT, "{}", second.text);
-    let none = app.patch("/api/v1/namespaces/payments", &admin, json!({"max_jobs": null})).await;
+    let none = app
+        .patch("/api/v1/namespaces/payments", &admin, json!({"max_jobs": null}))
+        .await;
     assert_eq!(none.body["max_jobs"], Value::Null, "{}", none.text);
     // A namespace that does not exist is a field error for whoever sees every namespace.
     assert_field(
-        &app.post("/api/v1/jobs", &admin, json!({"name": "x", "kind": "noop", "namespace": "nope"}))
-            .await,
+        &app.post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "x", "kind": "noop", "namespace": "nope"}),
+        )
+        .await,
         "namespace",
     );
     // Moving a job is refused.
@@ -82,7 +108,11 @@ async fn cluster_admins_manage_namespaces_quotas_and_roles(pool: PgPool) {
     );
 
     // Roles: unknown namespaces are named; the last cluster admin stays one.
-    let olga_id = store::users::by_name(app.pool(), "olga").await.unwrap().unwrap().id;
+    let olga_id = store::users::by_name(app.pool(), "olga")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
     let uri = format!("/api/v1/users/{olga_id}/roles");
     let bad = app
         .call(
@@ -103,10 +133,18 @@ async fn cluster_admins_manage_namespaces_quotas_and_roles(pool: PgPool) {
         .await;
     assert_eq!(set.status, StatusCode::OK, "{}", set.text);
     let read = app.get(&uri, &admin).await;
-    assert_eq!(read.body, json!({"cluster_admin": false, "namespaces": {"payments": "operator"}}));
+    assert_eq!(
+        read.body,
+        json!({"cluster_admin": false, "namespaces": {"payments": "operator"}})
+    );
     assert_eq!(app.get(&uri, &olga).await.status, StatusCode::FORBIDDEN);
     let me = app.get("/api/v1/me", &olga).await;
-    assert_eq!(me.body["namespaces"], json!({"payments": "operator"}), "{}", me.text);
+    assert_eq!(
+        me.body["namespaces"],
+        json!({"payments": "operator"}),
+        "{}",
+        me.text
+    );
     // Olga now lists payments only, and no longer sees default's objects.
     let listed = app.get("/api/v1/namespaces", &olga).await;
     assert_eq!(listed.body["total"], 1, "{}", listed.text);
@@ -130,7 +168,7 @@ async fn cluster_admins_manage_namespaces_quotas_and_roles(pool: PgPool) {
         .iter()
         .all(|entry| entry["namespace"] == "payments"));
     let namespace_changes = app.get("/api/v1/audit?action=namespace", &admin).await;
-    assert_eq!(namespace_changes.body["total"], 4, "{}", namespace_changes.text);
+    assert_eq!(namespace_changes.body["total"], 3, "{}", namespace_changes.text);
 }
 
 /// What namespace `bravo` holds, made by the cluster admin: names containing `bravo` so
@@ -146,7 +184,10 @@ struct Bravo {
 
 async fn fill_bravo(app: &TestApp, admin: &str) -> Bravo {
     let job = app
-        .job(admin, json!({"name": "bravo-job", "kind": "noop", "namespace": "bravo"}))
+        .job(
+            admin,
+            json!({"name": "bravo-job", "kind": "noop", "namespace": "bravo"}),
+        )
         .await["id"]
         .as_i64()
         .unwrap();
@@ -158,7 +199,9 @@ async fn fill_bravo(app: &TestApp, admin: &str) -> Bravo {
         )
         .await;
     assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
-    let run = app.post(&format!("/api/v1/jobs/{job}/run"), admin, json!({})).await;
+    let run = app
+        .post(&format!("/api/v1/jobs/{job}/run"), admin, json!({}))
+        .await;
     assert_eq!(run.status, StatusCode::ACCEPTED, "{}", run.text);
     let workflow = app
         .post(
@@ -180,7 +223,12 @@ async fn fill_bravo(app: &TestApp, admin: &str) -> Bravo {
             json!({"kind": "interval", "interval_secs": 3600}),
         )
         .await;
-    assert_eq!(workflow_trigger.status, StatusCode::CREATED, "{}", workflow_trigger.text);
+    assert_eq!(
+        workflow_trigger.status,
+        StatusCode::CREATED,
+        "{}",
+        workflow_trigger.text
+    );
     Bravo {
         job,
         trigger: trigger.body["id"].as_i64().unwrap(),
@@ -210,7 +258,14 @@ fn filled(path: &str, bravo: &Bravo) -> String {
     };
     path.replace("{id}", &id)
         .replace("{trigger_id}", &bravo.workflow_trigger.to_string())
-        .replace("{name}", if path.starts_with("/api/v1/namespaces/") { "bravo" } else { "first" })
+        .replace(
+            "{name}",
+            if path.starts_with("/api/v1/namespaces/") {
+                "bravo"
+            } else {
+                "first"
+            },
+        )
 }
 
 /// Routes whose objects live in namespaces: a bravo id there must answer 404.
@@ -231,8 +286,11 @@ async fn a_role_in_one_namespace_reveals_nothing_of_another(pool: PgPool) {
     namespace(&app, &admin, "bravo").await;
     let bravo = fill_bravo(&app, &admin).await;
     let alice = app.user_in("alice", &[("alpha", Role::Admin)]).await;
-    app.job(&alice, json!({"name": "alpha-job", "kind": "noop", "namespace": "alpha"}))
-        .await;
+    app.job(
+        &alice,
+        json!({"name": "alpha-job", "kind": "noop", "namespace": "alpha"}),
+    )
+    .await;
 
     // Every route of the document, as alice, with bravo's ids where a route takes one.
     let document = app.get("/api/v1/openapi.json", &admin).await.body;
@@ -272,15 +330,24 @@ async fn a_role_in_one_namespace_reveals_nothing_of_another(pool: PgPool) {
     // The lists show alpha's objects, and counts only those.
     let jobs = app.get("/api/v1/jobs", &alice).await;
     assert_eq!(jobs.body["total"], 1, "{}", jobs.text);
-    assert_eq!(app.get("/api/v1/jobs?namespace=bravo", &alice).await.body["total"], 0);
+    assert_eq!(
+        app.get("/api/v1/jobs?namespace=bravo", &alice).await.body["total"],
+        0
+    );
     assert_eq!(app.get("/api/v1/runs", &alice).await.body["total"], 0);
     // A filter naming bravo's job finds nothing either.
-    let by_job = app.get(&format!("/api/v1/runs?job_id={}", bravo.job), &alice).await;
+    let by_job = app
+        .get(&format!("/api/v1/runs?job_id={}", bravo.job), &alice)
+        .await;
     assert_eq!(by_job.body["total"], 0, "{}", by_job.text);
 
     // Creating in bravo is a 404 for alice, as for a namespace that does not exist.
     let elsewhere = app
-        .post("/api/v1/jobs", &alice, json!({"name": "x", "kind": "noop", "namespace": "bravo"}))
+        .post(
+            "/api/v1/jobs",
+            &alice,
+            json!({"name": "x", "kind": "noop", "namespace": "bravo"}),
+        )
         .await;
     assert_eq!(elsewhere.status, StatusCode::NOT_FOUND, "{}", elsewhere.text);
     // A workflow naming bravo's job does not find it.
@@ -295,9 +362,21 @@ async fn a_role_in_one_namespace_reveals_nothing_of_another(pool: PgPool) {
 
     // The admin's pages alike.
     let browser = app.browser("alice").await;
-    for page in ["/", "/jobs", "/runs", "/workflows", "/audit", "/alerts", "/executors"] {
+    for page in [
+        "/",
+        "/jobs",
+        "/runs",
+        "/workflows",
+        "/audit",
+        "/alerts",
+        "/executors",
+    ] {
         let reply = app.page(page, &browser.cookie).await;
-        assert!(!reply.text.contains("bravo-job"), "{page} shows bravo: {}", reply.text);
+        assert!(
+            !reply.text.contains("bravo-job"),
+            "{page} shows bravo: {}",
+            reply.text
+        );
         assert!(!reply.text.contains("bravo-flow"), "{page} shows bravo");
     }
     for page in [
@@ -318,12 +397,18 @@ async fn scoped_tokens_stay_in_their_scope(pool: PgPool) {
     namespace(&app, &admin, "alpha").await;
     namespace(&app, &admin, "bravo").await;
     let ci_job = app
-        .job(&admin, json!({"name": "deploy", "kind": "noop", "namespace": "alpha"}))
+        .job(
+            &admin,
+            json!({"name": "deploy", "kind": "noop", "namespace": "alpha"}),
+        )
         .await["id"]
         .as_i64()
         .unwrap();
     let other = app
-        .job(&admin, json!({"name": "bravo-job", "kind": "noop", "namespace": "bravo"}))
+        .job(
+            &admin,
+            json!({"name": "bravo-job", "kind": "noop", "namespace": "bravo"}),
+        )
         .await["id"]
         .as_i64()
         .unwrap();
@@ -333,12 +418,20 @@ async fn scoped_tokens_stay_in_their_scope(pool: PgPool) {
 
     // Never more than the user's own.
     let greedy = app
-        .post("/api/v1/tokens", &carol, json!({"namespaces": ["alpha"], "role": "admin"}))
+        .post(
+            "/api/v1/tokens",
+            &carol,
+            json!({"namespaces": ["alpha"], "role": "admin"}),
+        )
         .await;
     assert_eq!(greedy.status, StatusCode::FORBIDDEN, "{}", greedy.text);
     assert_field(
-        &app.post("/api/v1/tokens", &carol, json!({"namespaces": ["nowhere"], "role": "viewer"}))
-            .await,
+        &app.post(
+            "/api/v1/tokens",
+            &carol,
+            json!({"namespaces": ["nowhere"], "role": "viewer"}),
+        )
+        .await,
         "namespaces.nowhere",
     );
 
@@ -352,7 +445,9 @@ async fn scoped_tokens_stay_in_their_scope(pool: PgPool) {
         .await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
     let ci = made.body["token"].as_str().unwrap().to_owned();
-    let run = app.post(&format!("/api/v1/jobs/{ci_job}/run"), &ci, json!({})).await;
+    let run = app
+        .post(&format!("/api/v1/jobs/{ci_job}/run"), &ci, json!({}))
+        .await;
     assert_eq!(run.status, StatusCode::ACCEPTED, "{}", run.text);
     assert_eq!(
         app.get(&format!("/api/v1/jobs/{other}"), &ci).await.status,
@@ -360,6 +455,13 @@ async fn scoped_tokens_stay_in_their_scope(pool: PgPool) {
     );
     assert_eq!(app.get("/api/v1/jobs", &ci).await.body["total"], 1);
     assert_eq!(app.get("/api/v1/users", &ci).await.status, StatusCode::FORBIDDEN);
+    // Nor may it make a wider token.
+    assert_eq!(
+        app.post("/api/v1/tokens", &ci, json!({"name": "wider"}))
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
     let shell = app
         .post(
             "/api/v1/jobs",
@@ -370,7 +472,11 @@ async fn scoped_tokens_stay_in_their_scope(pool: PgPool) {
     assert_eq!(shell.status, StatusCode::FORBIDDEN, "{}", shell.text);
 
     // Lowering the user's role lowers the token at its next request.
-    let carol_id = store::users::by_name(app.pool(), "carol").await.unwrap().unwrap().id;
+    let carol_id = store::users::by_name(app.pool(), "carol")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
     let lowered = app
         .call(
             Method::PUT,
@@ -380,15 +486,24 @@ async fn scoped_tokens_stay_in_their_scope(pool: PgPool) {
         )
         .await;
     assert_eq!(lowered.status, StatusCode::OK, "{}", lowered.text);
-    let refused = app.post(&format!("/api/v1/jobs/{ci_job}/run"), &ci, json!({})).await;
+    let refused = app
+        .post(&format!("/api/v1/jobs/{ci_job}/run"), &ci, json!({}))
+        .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
 
     // A cluster admin's scoped token is no cluster admin.
     let scoped = app
-        .post("/api/v1/tokens", &admin, json!({"namespaces": ["alpha"], "role": "admin"}))
+        .post(
+            "/api/v1/tokens",
+            &admin,
+            json!({"namespaces": ["alpha"], "role": "admin"}),
+        )
         .await;
     let scoped = scoped.body["token"].as_str().unwrap().to_owned();
-    assert_eq!(app.get("/api/v1/users", &scoped).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.get("/api/v1/users", &scoped).await.status,
+        StatusCode::FORBIDDEN
+    );
     assert_eq!(
         app.get(&format!("/api/v1/jobs/{other}"), &scoped).await.status,
         StatusCode::NOT_FOUND

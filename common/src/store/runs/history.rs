@@ -151,7 +151,10 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &RunFilter) {
         query.push(" AND runs.queued_at < ").push_bind(until);
     }
     if let Some(namespaces) = &filter.namespaces {
-        query.push(" AND jobs.namespace = ANY(").push_bind(namespaces.clone()).push(")");
+        query
+            .push(" AND jobs.namespace = ANY(")
+            .push_bind(namespaces.clone())
+            .push(")");
     }
 }
 
@@ -192,6 +195,24 @@ pub async fn active_by_executor(db: impl PgExecutor<'_>) -> Result<BTreeMap<Uuid
         r#"SELECT executor_id AS "executor_id!", count(*) AS "count!" FROM runs
            WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
            GROUP BY executor_id"#
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|row| (row.executor_id, row.count)).collect())
+}
+
+/// Runs claimed or running per executor, of the jobs of the namespaces `only`.
+pub async fn active_by_executor_in(
+    db: impl PgExecutor<'_>,
+    only: &[String],
+) -> Result<BTreeMap<Uuid, i64>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT runs.executor_id AS "executor_id!", count(*) AS "count!" FROM runs
+           JOIN jobs ON jobs.id = runs.job_id
+           WHERE runs.state IN ('claimed', 'running') AND runs.executor_id IS NOT NULL
+             AND jobs.namespace = ANY($1)
+           GROUP BY runs.executor_id"#,
+        only
     )
     .fetch_all(db)
     .await?;

@@ -192,6 +192,7 @@ mod tests {
             object_type: "job".into(),
             object_id: Some(1),
             object_name: Some("a".into()),
+            namespace: Some("default".into()),
             before,
             after,
         };

@@ -311,7 +311,7 @@ async fn a_role_in_one_namespace_reveals_nothing_of_another(pool: PgPool) {
             let reply = app.call(method.clone(), &uri, Some(&alice), body).await;
             probed += 1;
             assert!(
-                !reply.text.contains("bravo"),
+                !reply.text.contains("bravo-"),
                 "{method} {uri} shows bravo's objects: {}",
                 reply.text
             );

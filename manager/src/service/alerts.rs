@@ -86,6 +86,12 @@ fn name_taken(err: &sqlx::Error, constraint: &str) -> Option<ApiError> {
 
 /// Every channel.
 pub async fn list_channels(handles: &Handles, who: &Principal) -> Result<Vec<Channel>, ApiError> {
+    let admin_somewhere = who.access.cluster_admin || who.access.roles.values().any(|role| role.is_admin());
+    if !admin_somewhere {
+        return Err(ApiError::Forbidden(
+            "only a namespace's admins may manage its alert channels".into(),
+        ));
+    }
     let namespaces = store::namespaces::of_channels(&handles.pool).await?;
     let mut list = channels::list(&handles.pool).await?;
     // Channels hold webhook addresses and mail recipients: their namespace's admins only.

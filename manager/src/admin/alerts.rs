@@ -40,9 +40,7 @@ async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> 
     };
     let channel_names: HashMap<String, String> = channels
         .iter()
-        .cloned()
-        .into_iter()
-        .map(|c| (c.id.to_string(), c.name))
+        .map(|c| (c.id.to_string(), c.name.clone()))
         .collect();
     let jobs: Vec<Value> = store::jobs::names(&state.handles.pool, user.listing().as_deref())
         .await?

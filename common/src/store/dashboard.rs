@@ -290,6 +290,61 @@ pub async fn failing(
         .collect())
 }
 
+/// The parts of the cluster summary (`store::cluster::status`) that name runs and jobs,
+/// read for the jobs of the namespaces `only`: what a caller who does not see every
+/// namespace gets in their place.
+#[derive(Debug, Clone, Default)]
+pub struct Scoped {
+    /// Runs queued in the last hour, by state.
+    pub runs_last_hour: std::collections::BTreeMap<String, i64>,
+    /// The latest failures.
+    pub recent_failures: Vec<super::cluster::RecentFailure>,
+    /// The next instants to fire.
+    pub next_fires: Vec<super::cluster::NextFire>,
+}
+
+/// [`Scoped`] for the jobs of the namespaces `only`.
+pub async fn scoped(db: impl PgExecutor<'_> + Copy, only: &[String]) -> Result<Scoped, StoreError> {
+    let runs_last_hour = sqlx::query!(
+        r#"SELECT runs.state, count(*) AS "count!" FROM runs JOIN jobs ON jobs.id = runs.job_id
+           WHERE runs.queued_at > now() - interval '1 hour' AND jobs.namespace = ANY($1)
+           GROUP BY runs.state"#,
+        only
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| (row.state, row.count))
+    .collect();
+    let recent_failures = sqlx::query_as!(
+        super::cluster::RecentFailure,
+        "SELECT runs.id AS run_id, runs.job_id, jobs.name AS job_name, runs.state, runs.finished_at, runs.error
+         FROM runs JOIN jobs ON jobs.id = runs.job_id
+         WHERE runs.state IN ('failed', 'timed_out', 'abandoned') AND jobs.namespace = ANY($1)
+         ORDER BY runs.id DESC LIMIT 10",
+        only
+    )
+    .fetch_all(db)
+    .await?;
+    let next_fires = sqlx::query_as!(
+        super::cluster::NextFire,
+        r#"SELECT triggers.id AS trigger_id, triggers.job_id, jobs.name AS job_name,
+                  triggers.next_fire_at AS "next_fire_at!"
+           FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+           WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at IS NOT NULL
+             AND jobs.namespace = ANY($1)
+           ORDER BY triggers.next_fire_at LIMIT 10"#,
+        only
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(Scoped {
+        runs_last_hour,
+        recent_failures,
+        next_fires,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,7 +83,10 @@ pub async fn audit(
 ) -> Result<Html<String>, AdminError> {
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
-    let filter = service::cluster::audit_filter(&query, &mut errors);
+    let mut filter = service::cluster::audit_filter(&query, &mut errors);
+    if filter.namespace.is_none() {
+        filter.namespace = user.namespace().map(str::to_owned);
+    }
     check(errors)?;
     let Paged { items, total } = service::cluster::audit_log(&state.handles, &user.0, &filter, page).await?;
     let actors = service::cluster::audit_actors(&state.handles, &user.0).await?;

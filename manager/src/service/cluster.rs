@@ -93,9 +93,9 @@ pub async fn status(handles: &Handles) -> Result<Arc<Status>, ApiError> {
         .await
 }
 
-/// The cluster summary as `who` may read it: its run counts, failures and next instants
-/// span every namespace, so only whoever sees every namespace gets them; others get the
-/// processes (the dashboard shows them their namespaces' runs).
+/// The cluster summary as `who` may read it: whoever does not see every namespace gets
+/// the run counts, failures and next instants of their namespaces (and neither the
+/// per-minute counts nor the missed instants, which are cluster-wide).
 pub async fn status_for(handles: &Handles, who: &Principal) -> Result<Arc<Status>, ApiError> {
     let status = status(handles).await?;
     let sees_all = who.access.cluster_admin
@@ -106,12 +106,14 @@ pub async fn status_for(handles: &Handles, who: &Principal) -> Result<Arc<Status
     if sees_all {
         return Ok(status);
     }
+    let only = who.access.visible().unwrap_or_default();
+    let scoped = store::dashboard::scoped(&handles.pool, &only).await?;
     Ok(Arc::new(Status {
         processes: status.processes.clone(),
-        runs_last_hour: Default::default(),
+        runs_last_hour: scoped.runs_last_hour,
         runs_per_minute: Vec::new(),
-        recent_failures: Vec::new(),
-        next_fires: Vec::new(),
+        recent_failures: scoped.recent_failures,
+        next_fires: scoped.next_fires,
         missed_last_day: 0,
     }))
 }

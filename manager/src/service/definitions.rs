@@ -115,12 +115,9 @@ impl<'a> Definitions<'a> {
         let mut document = probactr_definitions::export(&session, None)
             .await
             .map_err(|err| session.failed(err))?;
-        // The file says where its objects go; `namespace` comes first.
-        if let Value::Object(map) = document {
-            let mut with_namespace = serde_json::Map::new();
-            with_namespace.insert("namespace".into(), Value::String(self.namespace.clone()));
-            with_namespace.extend(map);
-            document = Value::Object(with_namespace);
+        // The file says where its objects go.
+        if let Value::Object(map) = &mut document {
+            map.insert("namespace".into(), Value::String(self.namespace.clone()));
         }
         Ok(probactr_definitions::yaml(&document))
     }

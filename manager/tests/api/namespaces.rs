@@ -533,3 +533,73 @@ async fn a_job_names_secrets_of_its_own_namespace_only(pool: PgPool) {
     let made = app.post("/api/v1/jobs", &admin, body("bravo")).await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn definitions_apply_and_export_one_namespace(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    namespace(&app, &admin, "alpha").await;
+    let file = "namespace: alpha\njobs:\n  - name: nightly\n    kind: noop\n";
+    let applied = app
+        .post(
+            "/api/v1/definitions/apply",
+            &admin,
+            json!({"files": {"a.yaml": file}}),
+        )
+        .await;
+    assert_eq!(applied.status, StatusCode::OK, "{}", applied.text);
+    assert_eq!(
+        app.get("/api/v1/jobs?namespace=alpha", &admin).await.body["total"],
+        1
+    );
+    assert_eq!(
+        app.get("/api/v1/jobs?namespace=default", &admin).await.body["total"],
+        0
+    );
+    // A file naming another namespace than the request's is refused.
+    let crossed = app
+        .post(
+            "/api/v1/definitions/apply?namespace=default",
+            &admin,
+            json!({"files": {"a.yaml": file}}),
+        )
+        .await;
+    assert_eq!(
+        crossed.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        crossed.text
+    );
+    // Pruning default leaves alpha alone.
+    let pruned = app
+        .post(
+            "/api/v1/definitions/apply?namespace=default&prune=true",
+            &admin,
+            json!({"files": {"empty.yaml": "jobs: []\n"}}),
+        )
+        .await;
+    assert_eq!(pruned.status, StatusCode::OK, "{}", pruned.text);
+    assert_eq!(
+        app.get("/api/v1/jobs?namespace=alpha", &admin).await.body["total"],
+        1
+    );
+
+    // The admin's download is of the namespace chosen in its header, and says so.
+    let b = app.browser("admin").await;
+    let chosen = format!("{}; probactr_namespace=alpha", b.cookie);
+    let export = app.page("/definitions.yaml", &chosen).await;
+    assert_eq!(export.status, StatusCode::OK, "{}", export.text);
+    assert!(
+        export.text.lines().any(|line| line == "namespace: alpha"),
+        "{}",
+        export.text
+    );
+    assert!(export.text.contains("nightly"), "{}", export.text);
+    let default = app.page("/definitions.yaml", &b.cookie).await;
+    assert!(
+        default.text.lines().any(|line| line == "namespace: default"),
+        "{}",
+        default.text
+    );
+    assert!(!default.text.contains("nightly"), "{}", default.text);
+}

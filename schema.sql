@@ -778,7 +778,10 @@ CREATE TABLE public.api_tokens (
     expires_at timestamp with time zone,
     revoked_at timestamp with time zone,
     origin text DEFAULT 'personal'::text NOT NULL,
-    CONSTRAINT api_tokens_origin_valid CHECK ((origin = ANY (ARRAY['login'::text, 'personal'::text])))
+    namespaces text[],
+    role text,
+    CONSTRAINT api_tokens_origin_valid CHECK ((origin = ANY (ARRAY['login'::text, 'personal'::text]))),
+    CONSTRAINT api_tokens_role_valid CHECK (((role IS NULL) OR (role = ANY (ARRAY['viewer'::text, 'operator'::text, 'admin'::text]))))
 );
 
 --

@@ -375,6 +375,8 @@ text_enum! {
 pub struct Job {
     pub id: i64,
     pub name: String,
+    /// The namespace it belongs to (never changes; its triggers and runs are in it too).
+    pub namespace: String,
     pub description: String,
     #[sqlx(try_from = "String")]
     pub kind: JobKind,

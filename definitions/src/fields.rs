@@ -21,7 +21,7 @@ pub(crate) const RULE_FIELDS: &[&str] = &[
     "enabled",
 ];
 /// The sections of a definition file.
-pub(crate) const SECTIONS: &[&str] = &["jobs", "channels", "alert_rules", "workflows"];
+pub(crate) const SECTIONS: &[&str] = &["namespace", "jobs", "channels", "alert_rules", "workflows"];
 /// A job's child lists, carried by job name (ids differ from cluster to cluster).
 pub(crate) const CHILD_FIELDS: &[&str] = &["on_success", "on_failure", "on_finish"];
 

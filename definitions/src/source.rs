@@ -42,6 +42,17 @@ impl Source {
     pub(crate) fn at(&self, pointer: &str) -> String {
         format!("{}:{}", self.path.display(), self.document.line_of(pointer))
     }
+
+    /// The namespace the file names at its top (`namespace: NAME`), if any: its objects
+    /// go there. Files without it go where the apply is told.
+    pub fn namespace(&self) -> Option<&str> {
+        self.document.value.get("namespace").and_then(Value::as_str)
+    }
+
+    /// Where the file names its namespace (`FILE:LINE`), for messages.
+    pub fn namespace_at(&self) -> String {
+        self.at("/namespace")
+    }
 }
 
 /// Reads `path` (a file, or every `.yaml`/`.yml` file of a directory), checking the shape
@@ -89,8 +100,14 @@ pub(crate) fn shape_problems(source: &Source) -> Vec<String> {
         problem(
             &format!("/{key}"),
             key,
-            "unknown section (expected jobs, workflows, channels or alert_rules)",
+            "unknown section (expected namespace, jobs, workflows, channels or alert_rules)",
         );
+    }
+    if object
+        .get("namespace")
+        .is_some_and(|namespace| !namespace.is_string())
+    {
+        problem("/namespace", "namespace", "must be a namespace's name");
     }
     workflows::shape_problems(source, &mut problem);
     for (section, fields) in [("channels", CHANNEL_FIELDS), ("alert_rules", RULE_FIELDS)] {

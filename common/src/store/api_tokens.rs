@@ -31,6 +31,10 @@ pub struct TokenInfo {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The namespaces it acts in (null: every one its owner may see).
+    pub namespaces: Option<Vec<String>>,
+    /// The most it may do there (null: its owner's role).
+    pub role: Option<Role>,
 }
 
 /// The holder of the live token whose digest is `token_hash`.
@@ -68,19 +72,25 @@ pub struct NewToken<'a> {
     pub lifetime: Option<Duration>,
     /// The digest of the secret.
     pub token_hash: &'a str,
+    /// Its scope's namespaces (None: unscoped).
+    pub namespaces: Option<Vec<String>>,
+    /// Its scope's role (None: unscoped).
+    pub role: Option<Role>,
 }
 
 /// Stores a new token; returns its id.
 pub async fn create(db: impl PgExecutor<'_>, token: &NewToken<'_>) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar!(
-        "INSERT INTO api_tokens (user_id, name, token_hash, origin, expires_at)
-         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+        "INSERT INTO api_tokens (user_id, name, token_hash, origin, expires_at, namespaces, role)
+         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5), $6, $7)
          RETURNING id",
         token.user_id,
         token.name,
         token.token_hash,
         token.origin as TokenOrigin,
-        token.lifetime.map(|lifetime| lifetime.as_secs_f64())
+        token.lifetime.map(|lifetime| lifetime.as_secs_f64()),
+        token.namespaces.as_deref(),
+        token.role.map(|role| role.as_str())
     )
     .fetch_one(db)
     .await?)
@@ -119,7 +129,8 @@ pub async fn revoke(db: impl PgExecutor<'_>, token_id: i64) -> Result<bool, Stor
 pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
     Ok(sqlx::query_as!(
         TokenInfo,
-        r#"SELECT id, user_id, name, origin AS "origin: TokenOrigin", created_at, last_used_at, expires_at, revoked_at FROM api_tokens
+        r#"SELECT id, user_id, name, origin AS "origin: TokenOrigin", created_at, last_used_at, expires_at, revoked_at,
+                  namespaces, role AS "role: Role" FROM api_tokens
            WHERE user_id = $1 ORDER BY id DESC"#,
         user_id
     )
@@ -131,9 +142,25 @@ pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<TokenI
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<TokenInfo>, StoreError> {
     Ok(sqlx::query_as!(
         TokenInfo,
-        r#"SELECT id, user_id, name, origin AS "origin: TokenOrigin", created_at, last_used_at, expires_at, revoked_at FROM api_tokens WHERE id = $1"#,
+        r#"SELECT id, user_id, name, origin AS "origin: TokenOrigin", created_at, last_used_at, expires_at, revoked_at,
+                  namespaces, role AS "role: Role" FROM api_tokens WHERE id = $1"#,
         id
     )
     .fetch_optional(db)
     .await?)
+}
+
+/// The scope of token `id`: the namespaces it acts in and the role it is capped at (None
+/// for each when unscoped; None when the token does not exist).
+pub async fn scope(
+    db: impl PgExecutor<'_>,
+    id: i64,
+) -> Result<Option<(Option<Vec<String>>, Option<Role>)>, StoreError> {
+    let row = sqlx::query!(
+        r#"SELECT namespaces, role AS "role: Role" FROM api_tokens WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|row| (row.namespaces, row.role)))
 }

@@ -45,6 +45,9 @@ pub struct Entry {
     pub object_id: Option<i64>,
     /// Its name when the change was made (a trigger's or run's: its job's).
     pub object_name: Option<String>,
+    /// The namespace of the object (null: a cluster-wide object such as a user, a
+    /// namespace or an executor).
+    pub namespace: Option<String>,
     /// Before.
     pub before: Option<Value>,
     /// After.
@@ -60,11 +63,37 @@ pub struct Actor<'a> {
     pub name: &'a str,
 }
 
+/// The object types that live in a namespace; the others are cluster-wide.
+pub const NAMESPACED: &[&str] = &[
+    "job",
+    "trigger",
+    "run",
+    "workflow",
+    "workflow_run",
+    "workflow_trigger",
+    "secret",
+    "channel",
+    "alert_channel",
+    "alert_rule",
+];
+
 /// Writes one audit row; call it in the transaction of the change. The object's name is
-/// taken from the values written (`name`, `username`), else from the object itself.
+/// taken from the values written (`name`, `username`), else from the object itself; so is
+/// the namespace of an object that lives in one (see [`record_in`] to name it).
 pub async fn record(db: impl PgExecutor<'_>, who: Actor<'_>, change: Change<'_>) -> Result<(), StoreError> {
+    record_in(db, who, None, change).await
+}
+
+/// [`record`], with the object's namespace given (objects found by name, not id).
+pub async fn record_in(
+    db: impl PgExecutor<'_>,
+    who: Actor<'_>,
+    namespace: Option<&str>,
+    change: Change<'_>,
+) -> Result<(), StoreError> {
+    let namespaced = NAMESPACED.contains(&change.object_type);
     sqlx::query!(
-        "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after, object_name)
+        "INSERT INTO audit_log (actor_id, actor, action, object_type, object_id, before, after, object_name, namespace)
          VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE(
              $7::jsonb ->> 'name', $6::jsonb ->> 'name', $7::jsonb ->> 'username', $6::jsonb ->> 'username',
              CASE $4::text
@@ -74,14 +103,35 @@ pub async fn record(db: impl PgExecutor<'_>, who: Actor<'_>, change: Change<'_>)
                                        WHERE triggers.id = $5)
                  WHEN 'run' THEN (SELECT jobs.name FROM runs JOIN jobs ON jobs.id = runs.job_id
                                    WHERE runs.id = $5)
-             END))",
+             END),
+             CASE WHEN $9 THEN COALESCE(
+                 $8::text, $7::jsonb ->> 'namespace', $6::jsonb ->> 'namespace',
+                 CASE $4::text
+                     WHEN 'job' THEN (SELECT namespace FROM jobs WHERE id = $5::bigint)
+                     WHEN 'trigger' THEN (SELECT jobs.namespace FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+                                           WHERE triggers.id = $5)
+                     WHEN 'run' THEN (SELECT jobs.namespace FROM runs JOIN jobs ON jobs.id = runs.job_id
+                                       WHERE runs.id = $5)
+                     WHEN 'workflow' THEN (SELECT namespace FROM workflows WHERE id = $5)
+                     WHEN 'workflow_run' THEN (SELECT workflows.namespace FROM workflow_runs
+                                                JOIN workflows ON workflows.id = workflow_runs.workflow_id
+                                                WHERE workflow_runs.id = $5)
+                     WHEN 'workflow_trigger' THEN (SELECT workflows.namespace FROM workflow_triggers
+                                                    JOIN workflows ON workflows.id = workflow_triggers.workflow_id
+                                                    WHERE workflow_triggers.id = $5)
+                     WHEN 'channel' THEN (SELECT namespace FROM alert_channels WHERE id = $5)
+                     WHEN 'alert_channel' THEN (SELECT namespace FROM alert_channels WHERE id = $5)
+                     WHEN 'alert_rule' THEN (SELECT namespace FROM alert_rules WHERE id = $5)
+                 END) END)",
         who.id,
         who.name,
         change.action,
         change.object_type,
         change.object_id,
         change.before,
-        change.after
+        change.after,
+        namespace,
+        namespaced
     )
     .execute(db)
     .await?;
@@ -105,6 +155,10 @@ pub struct Filter {
     pub object: Option<String>,
     /// The action (`job.update`), or every action of a kind (`job`).
     pub action: Option<String>,
+    /// Only entries of this namespace.
+    pub namespace: Option<String>,
+    /// Only entries of these namespaces, cluster-wide ones left out (None: every entry).
+    pub visible: Option<Vec<String>>,
 }
 
 /// A page of the log, newest first, of the entries `filter` selects; and their count.
@@ -116,12 +170,14 @@ pub async fn list(
     let object_id = filter.object.as_deref().and_then(|o| o.parse::<i64>().ok());
     let items = sqlx::query_as!(
         Entry,
-        "SELECT id, at, actor_id, actor, action, object_type, object_id, object_name, before, after
+        "SELECT id, at, actor_id, actor, action, object_type, object_id, object_name, namespace, before, after
          FROM audit_log
          WHERE ($1::text IS NULL OR actor = $1)
            AND ($2::text IS NULL OR object_type = $2)
            AND ($3::text IS NULL OR object_name = $3 OR object_id = $4)
            AND ($5::text IS NULL OR action = $5 OR action LIKE $5 || '.%')
+           AND ($8::text IS NULL OR namespace = $8)
+           AND ($9::text[] IS NULL OR namespace = ANY($9))
          ORDER BY id DESC LIMIT $6 OFFSET $7",
         filter.user,
         filter.object_type,
@@ -129,7 +185,9 @@ pub async fn list(
         object_id,
         filter.action,
         page.limit,
-        page.offset
+        page.offset,
+        filter.namespace,
+        filter.visible.as_deref()
     )
     .fetch_all(db)
     .await?;
@@ -138,12 +196,16 @@ pub async fn list(
            WHERE ($1::text IS NULL OR actor = $1)
              AND ($2::text IS NULL OR object_type = $2)
              AND ($3::text IS NULL OR object_name = $3 OR object_id = $4)
-             AND ($5::text IS NULL OR action = $5 OR action LIKE $5 || '.%')"#,
+             AND ($5::text IS NULL OR action = $5 OR action LIKE $5 || '.%')
+             AND ($6::text IS NULL OR namespace = $6)
+             AND ($7::text[] IS NULL OR namespace = ANY($7))"#,
         filter.user,
         filter.object_type,
         filter.object,
         object_id,
-        filter.action
+        filter.action,
+        filter.namespace,
+        filter.visible.as_deref()
     )
     .fetch_one(db)
     .await?;
@@ -167,11 +229,14 @@ pub async fn last_change(
     Ok(row.map(|row| (row.actor, row.at)))
 }
 
-/// The names of the users who appear in the log, for the filter's choices.
-pub async fn actors(db: impl PgExecutor<'_>) -> Result<Vec<String>, StoreError> {
-    Ok(
-        sqlx::query_scalar!(r#"SELECT DISTINCT actor AS "actor!" FROM audit_log ORDER BY 1"#)
-            .fetch_all(db)
-            .await?,
+/// The names of the users who appear in the entries of the namespaces `visible` (None:
+/// every entry), for the filter's choices.
+pub async fn actors(db: impl PgExecutor<'_>, visible: Option<&[String]>) -> Result<Vec<String>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT DISTINCT actor AS "actor!" FROM audit_log
+           WHERE $1::text[] IS NULL OR namespace = ANY($1) ORDER BY 1"#,
+        visible
     )
+    .fetch_all(db)
+    .await?)
 }

@@ -158,20 +158,29 @@ pub struct Dashboard {
     pub failing: Vec<FailingJob>,
 }
 
-/// The dashboard's history over `range`.
-pub async fn dashboard(db: impl PgExecutor<'_> + Copy, range: Range) -> Result<Dashboard, StoreError> {
+/// The dashboard's history over `range`, of the jobs of the namespaces `only` (None:
+/// every job).
+pub async fn dashboard(
+    db: impl PgExecutor<'_> + Copy,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Dashboard, StoreError> {
     Ok(Dashboard {
         range,
         bucket_secs: range.bucket_secs(),
-        buckets: buckets(db, range).await?,
-        slowest: slowest(db, range).await?,
-        failing: failing(db, range).await?,
+        buckets: buckets(db, range, only).await?,
+        slowest: slowest(db, range, only).await?,
+        failing: failing(db, range, only).await?,
     })
 }
 
 /// Ended runs per bucket of `range` by outcome, every bucket listed (empty ones as 0).
 /// Buckets are aligned on whole multiples of their width, the last one holding now.
-pub async fn buckets(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<Bucket>, StoreError> {
+pub async fn buckets(
+    db: impl PgExecutor<'_>,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Vec<Bucket>, StoreError> {
     Ok(sqlx::query_as!(
         Bucket,
         r#"WITH bounds AS (
@@ -188,6 +197,7 @@ pub async fn buckets(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<Bucket
                WHERE runs.state IN ('succeeded', 'failed', 'timed_out', 'abandoned', 'skipped', 'missed', 'cancelled')
                  AND runs.scheduled_at >= now() - make_interval(secs => $1::bigint * $2::bigint)
                  AND runs.finished_at >= bounds.since
+                 AND ($3::text[] IS NULL OR runs.job_id IN (SELECT id FROM jobs WHERE namespace = ANY($3)))
                GROUP BY 1
            )
            SELECT series.start AS "start!",
@@ -201,6 +211,7 @@ pub async fn buckets(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<Bucket
            ORDER BY series.start"#,
         range.bucket_secs(),
         range.buckets(),
+        only,
     )
     .fetch_all(db)
     .await?)
@@ -208,7 +219,11 @@ pub async fn buckets(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<Bucket
 
 /// The [`LISTED_JOBS`] jobs whose runs that ran to an end within `range` took longest at
 /// the 95th percentile.
-pub async fn slowest(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<SlowJob>, StoreError> {
+pub async fn slowest(
+    db: impl PgExecutor<'_>,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Vec<SlowJob>, StoreError> {
     Ok(sqlx::query_as!(
         SlowJob,
         r#"WITH durations AS (
@@ -225,11 +240,13 @@ pub async fn slowest(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<SlowJo
                   (extract(epoch FROM avg(durations.took)) * 1000)::bigint AS "avg_ms!",
                   (extract(epoch FROM max(durations.took)) * 1000)::bigint AS "max_ms!"
            FROM durations JOIN jobs ON jobs.id = durations.job_id
+           WHERE $3::text[] IS NULL OR jobs.namespace = ANY($3)
            GROUP BY durations.job_id, jobs.name
            ORDER BY 4 DESC, 5 DESC, jobs.name
            LIMIT $2"#,
         range.span_secs(),
         LISTED_JOBS,
+        only,
     )
     .fetch_all(db)
     .await?)
@@ -237,7 +254,11 @@ pub async fn slowest(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<SlowJo
 
 /// The [`LISTED_JOBS`] jobs with the most failures within `range`, then the highest
 /// failure ratio; jobs without failures are not listed.
-pub async fn failing(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<FailingJob>, StoreError> {
+pub async fn failing(
+    db: impl PgExecutor<'_>,
+    range: Range,
+    only: Option<&[String]>,
+) -> Result<Vec<FailingJob>, StoreError> {
     let rows = sqlx::query!(
         r#"SELECT runs.job_id, jobs.name AS job_name,
                   count(*) FILTER (WHERE runs.state <> 'succeeded') AS "failures!",
@@ -246,12 +267,14 @@ pub async fn failing(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<Failin
            WHERE runs.state IN ('succeeded', 'failed', 'timed_out', 'abandoned')
              AND runs.scheduled_at >= now() - make_interval(secs => $1::bigint)
              AND runs.finished_at >= now() - make_interval(secs => $1::bigint)
+             AND ($3::text[] IS NULL OR jobs.namespace = ANY($3))
            GROUP BY runs.job_id, jobs.name
            HAVING count(*) FILTER (WHERE runs.state <> 'succeeded') > 0
            ORDER BY 3 DESC, count(*) FILTER (WHERE runs.state <> 'succeeded')::float8 / count(*) DESC, jobs.name
            LIMIT $2"#,
         range.span_secs(),
         LISTED_JOBS,
+        only,
     )
     .fetch_all(db)
     .await?;
@@ -265,6 +288,61 @@ pub async fn failing(db: impl PgExecutor<'_>, range: Range) -> Result<Vec<Failin
             runs: row.runs,
         })
         .collect())
+}
+
+/// The parts of the cluster summary (`store::cluster::status`) that name runs and jobs,
+/// read for the jobs of the namespaces `only`: what a caller who does not see every
+/// namespace gets in their place.
+#[derive(Debug, Clone, Default)]
+pub struct Scoped {
+    /// Runs queued in the last hour, by state.
+    pub runs_last_hour: std::collections::BTreeMap<String, i64>,
+    /// The latest failures.
+    pub recent_failures: Vec<super::cluster::RecentFailure>,
+    /// The next instants to fire.
+    pub next_fires: Vec<super::cluster::NextFire>,
+}
+
+/// [`Scoped`] for the jobs of the namespaces `only`.
+pub async fn scoped(db: impl PgExecutor<'_> + Copy, only: &[String]) -> Result<Scoped, StoreError> {
+    let runs_last_hour = sqlx::query!(
+        r#"SELECT runs.state, count(*) AS "count!" FROM runs JOIN jobs ON jobs.id = runs.job_id
+           WHERE runs.queued_at > now() - interval '1 hour' AND jobs.namespace = ANY($1)
+           GROUP BY runs.state"#,
+        only
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| (row.state, row.count))
+    .collect();
+    let recent_failures = sqlx::query_as!(
+        super::cluster::RecentFailure,
+        "SELECT runs.id AS run_id, runs.job_id, jobs.name AS job_name, runs.state, runs.finished_at, runs.error
+         FROM runs JOIN jobs ON jobs.id = runs.job_id
+         WHERE runs.state IN ('failed', 'timed_out', 'abandoned') AND jobs.namespace = ANY($1)
+         ORDER BY runs.id DESC LIMIT 10",
+        only
+    )
+    .fetch_all(db)
+    .await?;
+    let next_fires = sqlx::query_as!(
+        super::cluster::NextFire,
+        r#"SELECT triggers.id AS trigger_id, triggers.job_id, jobs.name AS job_name,
+                  triggers.next_fire_at AS "next_fire_at!"
+           FROM triggers JOIN jobs ON jobs.id = triggers.job_id
+           WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at IS NOT NULL
+             AND jobs.namespace = ANY($1)
+           ORDER BY triggers.next_fire_at LIMIT 10"#,
+        only
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(Scoped {
+        runs_last_hour,
+        recent_failures,
+        next_fires,
+    })
 }
 
 #[cfg(test)]

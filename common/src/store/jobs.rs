@@ -11,8 +11,11 @@ use crate::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
 /// What it takes to create a job; the database fills in ids, fence, version and times.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewJob {
-    /// Unique name.
+    /// Unique name within its namespace.
     pub name: String,
+    /// Its namespace (set at creation; an edit keeps the job's own).
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
     /// Free text.
     pub description: String,
     /// What it runs.
@@ -58,11 +61,16 @@ pub struct NewJob {
     pub params_schema: Option<serde_json::Value>,
 }
 
+fn default_namespace() -> String {
+    super::namespaces::DEFAULT.to_owned()
+}
+
 impl NewJob {
     /// A job of `kind` with the defaults the schema gives.
     pub fn new(name: impl Into<String>, kind: JobKind, spec: serde_json::Value) -> NewJob {
         NewJob {
             name: name.into(),
+            namespace: default_namespace(),
             description: String::new(),
             kind,
             spec,
@@ -95,10 +103,10 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
                             on_executor_lost, max_takeovers, selector, priority, stop_grace_secs,
-                            route, shards, mode, replicas, params_schema)
+                            route, shards, mode, replicas, params_schema, namespace)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                   $18, $19, $20, $21, $22)
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+                   $18, $19, $20, $21, $22, $23)
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -120,7 +128,8 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.shards,
         job.mode as JobMode,
         job.replicas,
-        job.params_schema
+        job.params_schema,
+        job.namespace
     )
     .fetch_one(db)
     .await?)
@@ -129,7 +138,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -140,7 +149,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
         id,
         paused
     )
@@ -151,7 +160,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -205,6 +214,8 @@ pub struct JobFilter {
     pub kind: Option<JobKind>,
     /// Only paused (true) or unpaused (false) jobs.
     pub paused: Option<bool>,
+    /// Only jobs of these namespaces (None: every namespace).
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// Jobs with their statistics: the sum of at most eight rows of `job_stat_shards`, found
@@ -248,6 +259,12 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &JobFilter) {
     if let Some(paused) = filter.paused {
         query.push(" AND jobs.paused = ").push_bind(paused);
     }
+    if let Some(namespaces) = &filter.namespaces {
+        query
+            .push(" AND jobs.namespace = ANY(")
+            .push_bind(namespaces.clone())
+            .push(")");
+    }
 }
 
 /// A page of jobs by name, and how many match in all.
@@ -290,7 +307,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -314,7 +331,7 @@ pub async fn update(
                            params_schema = $24,
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
         id,
         version,
         job.name,
@@ -355,7 +372,7 @@ pub async fn retire(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, Sto
                            name = left(name, 170) || ' (deleted #' || id || ')',
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND deleted_at IS NULL
-           RETURNING id, name, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
         id
     )
     .fetch_optional(db)
@@ -380,14 +397,21 @@ pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), Stor
     Ok(())
 }
 
-/// Every job's id and name, by name (pickers).
-pub async fn names(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String)>, StoreError> {
-    Ok(sqlx::query!("SELECT id, name FROM jobs ORDER BY name")
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(|row| (row.id, row.name))
-        .collect())
+/// Every job's id and name, by name (pickers); only those of the namespaces `only`
+/// when given.
+pub async fn names(
+    db: impl PgExecutor<'_>,
+    only: Option<&[String]>,
+) -> Result<Vec<(i64, String)>, StoreError> {
+    Ok(sqlx::query!(
+        "SELECT id, name FROM jobs WHERE $1::text[] IS NULL OR namespace = ANY($1) ORDER BY name",
+        only as Option<&[String]>
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| (row.id, row.name))
+    .collect())
 }
 
 /// A job's child jobs: the jobs queued when one of its runs ends (the trigger

@@ -45,7 +45,9 @@ pub async fn by_name(db: impl PgExecutor<'_>, username: &str) -> Result<Option<U
     .await?)
 }
 
-/// Inserts a user; returns None when the name is taken.
+/// Inserts a user with the grant `role` meant before namespaces (the role in `default`,
+/// and cluster admin for `admin`; see `user_roles::replace` for another); returns None
+/// when the name is taken.
 pub async fn create(
     db: impl PgExecutor<'_>,
     username: &str,
@@ -54,9 +56,14 @@ pub async fn create(
 ) -> Result<Option<User>, StoreError> {
     Ok(sqlx::query_as!(
         User,
-        r#"INSERT INTO users (username, password_hash, role) VALUES ($1, $2, $3)
-           ON CONFLICT (username) DO NOTHING
-           RETURNING id, username, password_hash, role AS "role: Role", disabled, created_at"#,
+        r#"WITH made AS (
+               INSERT INTO users (username, password_hash, role, cluster_admin) VALUES ($1, $2, $3, $3 = 'admin')
+               ON CONFLICT (username) DO NOTHING
+               RETURNING id, username, password_hash, role, disabled, created_at),
+           granted AS (
+               INSERT INTO user_roles (user_id, namespace, role) SELECT id, 'default', role FROM made)
+           SELECT id AS "id!", username AS "username!", password_hash AS "password_hash!", role AS "role!: Role",
+                  disabled AS "disabled!", created_at AS "created_at!" FROM made"#,
         username,
         password_hash,
         role as Role
@@ -187,5 +194,15 @@ pub async fn create_oidc(
         subject
     )
     .fetch_optional(db)
+    .await?)
+}
+
+/// Enabled cluster admins other than `except`.
+pub async fn other_active_cluster_admins(db: impl PgExecutor<'_>, except: i64) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM users WHERE cluster_admin AND NOT disabled AND id <> $1"#,
+        except
+    )
+    .fetch_one(db)
     .await?)
 }

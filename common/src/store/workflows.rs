@@ -22,8 +22,10 @@ use super::StoreError;
 pub struct Workflow {
     /// Id.
     pub id: i64,
-    /// Unique name.
+    /// Unique name within its namespace.
     pub name: String,
+    /// The namespace it belongs to (never changes); its steps' jobs are in it too.
+    pub namespace: String,
     /// What it is for.
     pub description: String,
     /// A paused workflow starts no new run (runs under way go on).
@@ -102,19 +104,32 @@ pub struct RunStep {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// Creates a workflow and its steps (in the caller's transaction).
+/// Creates a workflow and its steps in the namespace `default` (in the caller's
+/// transaction).
 pub async fn create(
     conn: &mut PgConnection,
     name: &str,
     description: &str,
     steps: &[Step],
 ) -> Result<Workflow, StoreError> {
+    create_in(conn, super::namespaces::DEFAULT, name, description, steps).await
+}
+
+/// Creates a workflow and its steps in `namespace` (in the caller's transaction).
+pub async fn create_in(
+    conn: &mut PgConnection,
+    namespace: &str,
+    name: &str,
+    description: &str,
+    steps: &[Step],
+) -> Result<Workflow, StoreError> {
     let workflow = sqlx::query_as!(
         Workflow,
-        "INSERT INTO workflows (name, description) VALUES ($1, $2)
-         RETURNING id, name, description, paused, version, created_at, updated_at, params_schema",
+        "INSERT INTO workflows (name, description, namespace) VALUES ($1, $2, $3)
+         RETURNING id, name, namespace, description, paused, version, created_at, updated_at, params_schema",
         name,
-        description
+        description,
+        namespace
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -145,18 +160,20 @@ async fn insert_steps(conn: &mut PgConnection, workflow_id: i64, steps: &[Step])
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Workflow>, StoreError> {
     Ok(sqlx::query_as!(
         Workflow,
-        "SELECT id, name, description, paused, version, created_at, updated_at, params_schema FROM workflows WHERE id = $1",
+        "SELECT id, name, namespace, description, paused, version, created_at, updated_at, params_schema FROM workflows WHERE id = $1",
         id
     )
     .fetch_optional(db)
     .await?)
 }
 
-/// Every workflow, by name.
-pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Workflow>, StoreError> {
+/// Every workflow, by name; only those of the namespaces `only` when given.
+pub async fn list(db: impl PgExecutor<'_>, only: Option<&[String]>) -> Result<Vec<Workflow>, StoreError> {
     Ok(sqlx::query_as!(
         Workflow,
-        "SELECT id, name, description, paused, version, created_at, updated_at, params_schema FROM workflows ORDER BY name"
+        "SELECT id, name, namespace, description, paused, version, created_at, updated_at, params_schema FROM workflows
+         WHERE $1::text[] IS NULL OR namespace = ANY($1) ORDER BY name",
+        only
     )
     .fetch_all(db)
     .await?)
@@ -183,7 +200,7 @@ pub async fn set_paused(
     Ok(sqlx::query_as!(
         Workflow,
         "UPDATE workflows SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-         RETURNING id, name, description, paused, version, created_at, updated_at, params_schema",
+         RETURNING id, name, namespace, description, paused, version, created_at, updated_at, params_schema",
         id,
         paused
     )
@@ -620,7 +637,7 @@ pub async fn replace(
         Workflow,
         "UPDATE workflows SET name = $2, description = $3, version = version + 1, updated_at = now()
          WHERE id = $1 AND ($4::BIGINT IS NULL OR version = $4)
-         RETURNING id, name, description, paused, version, created_at, updated_at, params_schema",
+         RETURNING id, name, namespace, description, paused, version, created_at, updated_at, params_schema",
         id,
         name,
         description,

@@ -846,7 +846,9 @@ async fn the_routing_and_workflow_migrations_upgrade_a_populated_database(pool: 
 /// keys but keeps every row, and the triggers that replace the keys' actions behave as
 /// the keys did (deleting a trigger forgets it in the history, deleting a job erases its
 /// ended and live runs); secrets sealed before binding are marked unbound, to be
-/// re-sealed by the manager.
+/// re-sealed by the manager; everything goes to the namespace `default`, today's admins
+/// become cluster admins and admins of `default`, the others keep their role there, and
+/// the audit entries of namespaced objects are of `default`.
 #[sqlx::test(migrations = false)]
 async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     const BEFORE_RELEASE: i64 = 2026112603000001;
@@ -888,6 +890,21 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     .execute(&pool)
     .await
     .expect("secret");
+    sqlx::query(
+        "INSERT INTO users (username, password_hash, role)
+         VALUES ('root', 'x', 'admin'), ('olga', 'x', 'operator'), ('vic', 'x', 'viewer')",
+    )
+    .execute(&pool)
+    .await
+    .expect("users");
+    sqlx::query(
+        "INSERT INTO audit_log (actor, action, object_type, object_id)
+         VALUES ('root', 'job.create', 'job', $1), ('root', 'user.create', 'user', 1)",
+    )
+    .bind(job)
+    .execute(&pool)
+    .await
+    .expect("audit entries");
 
     probactr_common::store::migrate(&pool)
         .await
@@ -942,6 +959,34 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         .await,
         2,
         "the partial indexes of the follow-ups exist"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM jobs WHERE namespace = 'default'").await
+            + count("SELECT count(*) FROM secrets WHERE namespace = 'default'").await,
+        2,
+        "existing objects are in default"
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM users JOIN user_roles ON user_roles.user_id = users.id
+             WHERE user_roles.namespace = 'default'
+               AND ((username = 'root' AND cluster_admin AND user_roles.role = 'admin')
+                 OR (username = 'olga' AND NOT cluster_admin AND user_roles.role = 'operator')
+                 OR (username = 'vic' AND NOT cluster_admin AND user_roles.role = 'viewer'))"
+        )
+        .await,
+        3,
+        "admins became cluster admins and admins of default; the others kept their role there"
+    );
+    assert_eq!(count("SELECT count(*) FROM user_roles").await, 3, "one role each");
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM audit_log
+             WHERE (object_type = 'job' AND namespace = 'default') OR (object_type = 'user' AND namespace IS NULL)"
+        )
+        .await,
+        2,
+        "audit entries of namespaced objects are of default; cluster-wide ones of none"
     );
     assert_eq!(
         count("SELECT count(*) FROM jobs WHERE params_schema IS NULL").await,

@@ -34,17 +34,15 @@ struct Feedback {
 async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> Result<Response, AdminError> {
     let who = &user.0;
     let rules = alerts::list_rules(&state.handles, who).await?;
-    let channels = if who.role.is_admin() {
-        alerts::list_channels(&state.handles, who).await?
-    } else {
-        Vec::new()
+    let channels = match alerts::list_channels(&state.handles, who).await {
+        Err(crate::error::ApiError::Forbidden(_)) => Vec::new(),
+        listed => listed?,
     };
-    let channel_names: HashMap<String, String> = store::alerts::channels::list(&state.handles.pool)
-        .await?
-        .into_iter()
-        .map(|c| (c.id.to_string(), c.name))
+    let channel_names: HashMap<String, String> = channels
+        .iter()
+        .map(|c| (c.id.to_string(), c.name.clone()))
         .collect();
-    let jobs: Vec<Value> = store::jobs::names(&state.handles.pool)
+    let jobs: Vec<Value> = store::jobs::names(&state.handles.pool, user.listing().as_deref())
         .await?
         .into_iter()
         .map(|(id, name)| json!({"id": id.to_string(), "name": name}))

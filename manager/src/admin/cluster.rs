@@ -18,8 +18,9 @@ use crate::state::AppState;
 
 /// `GET /executors`: executors and monitors.
 pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let executors = recent(service::cluster::processes(&state.handles, ProcessRole::Executor).await?);
-    let monitors = recent(service::cluster::processes(&state.handles, ProcessRole::Monitor).await?);
+    let executors =
+        recent(service::cluster::processes(&state.handles, &user.0, ProcessRole::Executor).await?);
+    let monitors = recent(service::cluster::processes(&state.handles, &user.0, ProcessRole::Monitor).await?);
     render(
         &state,
         "executors.html",
@@ -80,13 +81,15 @@ pub async fn audit(
     user: AdminUser,
     query: QueryParams,
 ) -> Result<Html<String>, AdminError> {
-    user.0.require(user.0.role.is_admin(), "read the audit log")?;
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
-    let filter = service::cluster::audit_filter(&query, &mut errors);
+    let mut filter = service::cluster::audit_filter(&query, &mut errors);
+    if filter.namespace.is_none() {
+        filter.namespace = user.namespace().map(str::to_owned);
+    }
     check(errors)?;
-    let Paged { items, total } = service::cluster::audit_log(&state.handles, &filter, page).await?;
-    let actors = service::cluster::audit_actors(&state.handles).await?;
+    let Paged { items, total } = service::cluster::audit_log(&state.handles, &user.0, &filter, page).await?;
+    let actors = service::cluster::audit_actors(&state.handles, &user.0).await?;
     let pager = Pager::new(page, items.len(), total);
     let entries: Vec<AuditRow> = items.into_iter().map(AuditRow::from).collect();
     let mut page_base = String::from("/audit?");
@@ -192,6 +195,7 @@ mod tests {
             object_type: "job".into(),
             object_id: Some(1),
             object_name: Some("a".into()),
+            namespace: Some("default".into()),
             before,
             after,
         };

@@ -30,11 +30,19 @@ pub async fn dashboard(
             query.text("range").unwrap_or_default()
         )
     });
-    let history = service::dashboard::dashboard(&state.handles, range).await?;
+    let history = service::dashboard::dashboard(&state.handles, &user.0, range, user.namespace()).await?;
     let chart = Chart::new(&history.buckets, range);
-    let shared = service::cluster::status(&state.handles).await?;
+    let shared = service::cluster::status_for(&state.handles, &user.0).await?;
     let status: &store::cluster::Status = &shared;
-    let jobs_total = service::jobs::count(&state.handles, &JobFilter::default()).await?;
+    let jobs_total = service::jobs::count(
+        &state.handles,
+        &user.0,
+        &JobFilter {
+            namespaces: user.namespace().map(|name| vec![name.to_owned()]),
+            ..JobFilter::default()
+        },
+    )
+    .await?;
     let runs_last_hour: i64 = status.runs_last_hour.values().sum();
     let failures_last_hour: i64 = ["failed", "timed_out", "abandoned"]
         .iter()

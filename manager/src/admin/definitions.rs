@@ -35,7 +35,9 @@ fn page_of(
 
 /// `GET /definitions`.
 pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
-    let text = Definitions::of(&state.handles, &user.0).export_yaml().await?;
+    let text = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?
+        .export_yaml()
+        .await?;
     page_of(
         &state,
         &user,
@@ -49,7 +51,9 @@ pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Resp
 
 /// `GET /definitions.yaml`: every job with its triggers, as a file.
 pub async fn download(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
-    let text = Definitions::of(&state.handles, &user.0).export_yaml().await?;
+    let text = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?
+        .export_yaml()
+        .await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/yaml; charset=utf-8"),
@@ -73,7 +77,7 @@ pub async fn upload(
     let text = form.get("yaml").unwrap_or_default().to_owned();
     let apply = form.get("action") == Some("apply");
     let prune = form.get("prune").is_some();
-    let definitions = Definitions::of(&state.handles, &user.0);
+    let definitions = Definitions::of(&state.handles, &user.0, user.definitions_namespace())?;
     let (status, outcome) = match definitions.apply_yaml(&text, !apply, prune).await {
         Ok(report) => {
             if apply {

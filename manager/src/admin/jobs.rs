@@ -39,6 +39,7 @@ pub async fn list(
     let q = query.text("q").map(str::to_owned);
     let filter = JobFilter {
         q: q.clone(),
+        namespaces: user.namespace().map(|name| vec![name.to_owned()]),
         ..JobFilter::default()
     };
     let found: Paged<JobView> = jobs::list(&state.handles, &user.0, &filter, page).await?;
@@ -199,20 +200,20 @@ async fn show_page(
     run_form: RunForm,
 ) -> Result<Html<String>, AdminError> {
     let id = job.id;
-    let triggers = service::triggers::list_for_job(&state.handles, id).await?;
+    let triggers = service::triggers::list_for_job(&state.handles, &user.0, id).await?;
     let filter = RunFilter {
         job_id: Some(id),
         ..RunFilter::default()
     };
-    let runs = service::runs::list(&state.handles, &filter, Page { limit: 10, offset: 0 })
+    let runs = service::runs::list(&state.handles, &user.0, &filter, Page { limit: 10, offset: 0 })
         .await?
         .items;
     let spec_pretty = serde_json::to_string_pretty(&job.spec).unwrap_or_default();
-    let can_edit = user.0.role.can_edit_job(job.kind);
+    let can_edit = user.0.can_edit_job(&job.namespace, job.kind);
     let next = format!("/jobs/{id}");
     let waiting = service::cluster::why_waiting(&state.handles, id).await?;
     let replicas = if job.mode == JobMode::Service {
-        jobs::replicas(&state.handles, id).await?
+        jobs::replicas(&state.handles, &user.0, id).await?
     } else {
         Vec::new()
     };
@@ -228,7 +229,12 @@ async fn show_page(
 fn kinds(user: &AdminUser) -> Vec<&'static str> {
     JobKind::ALL
         .iter()
-        .filter(|kind| user.0.role.can_edit_job(**kind))
+        .filter(|kind| {
+            user.2
+                .namespaces
+                .iter()
+                .any(|namespace| user.0.can_edit_job(namespace, **kind))
+        })
         .map(|kind| kind.as_str())
         .collect()
 }
@@ -367,7 +373,7 @@ fn render_form(
     let takeover_policies: Vec<&str> = OnExecutorLost::ALL.iter().map(|p| p.as_str()).collect();
     let routes: Vec<&str> = Route::ALL.iter().map(|r| r.as_str()).collect();
     let modes: Vec<&str> = JobMode::ALL.iter().map(|m| m.as_str()).collect();
-    let kind_hint = if user.0.role.is_admin() {
+    let kind_hint = if user.0.access.best_role().is_some_and(|role| role.is_admin()) {
         ""
     } else {
         "only admins define shell and http jobs"
@@ -375,7 +381,8 @@ fn render_form(
     let credentials = plain_credentials(form.values);
     let ctx = context! {
         job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict, credentials,
-        warning => form.warning, kinds => kinds(user), overlaps, takeover_policies, routes, modes, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
+        warning => form.warning, kinds => kinds(user),
+        create_namespaces => user.namespaces_where(|role| role.can_operate()), overlaps, takeover_policies, routes, modes, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
     };
     render_status(state, status, "job_form.html", ctx)
@@ -413,7 +420,9 @@ fn form_failure(
 
 /// `GET /jobs/new`.
 pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
-    user.0.require_operator("create jobs")?;
+    if user.namespaces_where(|role| role.can_operate()).is_empty() {
+        return Err(ApiError::Forbidden("you may create jobs in no namespace".into()).into());
+    }
     let values = default_values();
     render_form(
         &state,
@@ -452,7 +461,7 @@ pub async fn edit_form(
     Id(id): Id,
 ) -> Result<Response, AdminError> {
     let job = jobs::get(&state.handles, &user.0, id).await?;
-    user.0.require_job_kind(job.kind)?;
+    user.0.require_job_kind(&job.namespace, job.kind)?;
     let (values, warning) = values_of(&job);
     render_form(
         &state,

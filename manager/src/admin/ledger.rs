@@ -34,11 +34,12 @@ async fn page_of(
     days: i64,
     shown: Shown,
 ) -> Result<Response, AdminError> {
-    let trigger = triggers::get(&state.handles, id).await?;
+    let trigger = triggers::get(&state.handles, &user.0, id).await?;
     let now = Utc::now();
     let from = now - TimeDelta::days(days);
     let ledger = ledger::ledger(
         &state.handles,
+        &user.0,
         id,
         from,
         now + TimeDelta::hours(1),

@@ -18,6 +18,7 @@ mod forms;
 mod jobs;
 mod ledger;
 mod login;
+mod namespaces;
 mod runs;
 mod secrets;
 pub mod templates;
@@ -25,7 +26,7 @@ mod triggers;
 mod users;
 mod workflows;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -33,7 +34,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use minijinja::Value;
 
-use crate::auth::{oidc, secret, session, Principal, Via};
+use crate::auth::{oidc, secret, session, Principal, Role, Via};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -47,6 +48,10 @@ pub fn router() -> Router<AppState> {
         .route("/logout", post(login::logout))
         .route("/auth/oidc/login", get(login::sso_start))
         .route(oidc::CALLBACK_PATH, get(login::sso_callback))
+        .route("/namespace", get(switch_namespace))
+        .route("/namespaces", get(namespaces::page).post(namespaces::create))
+        .route("/namespaces/{name}", post(namespaces::update))
+        .route("/namespaces/{name}/delete", post(namespaces::delete))
         .route("/jobs", get(jobs::list))
         .route("/jobs/new", get(jobs::new_form).post(jobs::create))
         .route("/jobs/{id}", get(jobs::show))
@@ -203,21 +208,82 @@ fn error_page(status: StatusCode, message: &str) -> String {
 }
 
 /// The signed-in user of an admin page (session cookie only; bearer tokens are for the
-/// API), with the flash message the request carries.
+/// API), with the flash message the request carries and the namespaces the pages show.
 #[derive(Debug, Clone)]
-pub struct AdminUser(pub Principal, pub Option<String>);
+pub struct AdminUser(pub Principal, pub Option<String>, pub Scope);
+
+/// The namespaces of the header's switcher: every one the user sees, and the one chosen
+/// (kept in a cookie across pages; None: all of them).
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// The namespaces the user sees, by name.
+    pub namespaces: Vec<String>,
+    /// The one the pages are narrowed to.
+    pub chosen: Option<String>,
+}
+
+/// The cookie keeping the switcher's choice.
+pub const NAMESPACE_COOKIE: &str = "probactr_namespace";
 
 impl FromRequestParts<AppState> for AdminUser {
     type Rejection = AdminError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let cookie = session::cookie(&parts.headers).ok_or(AdminError::Login)?;
-        let principal = session::principal(&state.handles.pool, &cookie).await?;
+        let principal = session::principal(&state.handles.pool, &cookie)
+            .await?
+            .ok_or(AdminError::Login)?;
         let flash = flash::read(&parts.headers);
-        principal
-            .map(|principal| AdminUser(principal, flash))
-            .ok_or(AdminError::Login)
+        let namespaces = match principal.access.visible() {
+            Some(names) => names,
+            None => probactr_common::store::namespaces::names(&state.handles.pool)
+                .await
+                .map_err(ApiError::from)?,
+        };
+        // A choice the user no longer sees is forgotten (it shows all they see).
+        let chosen = chosen_namespace(&parts.headers).filter(|name| namespaces.contains(name));
+        Ok(AdminUser(principal, flash, Scope { namespaces, chosen }))
     }
+}
+
+/// The switcher's choice a request's cookies carry.
+fn chosen_namespace(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == NAMESPACE_COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// `GET /namespace?name=NAME&next=PATH`: the header's switcher; an empty name shows
+/// every namespace again.
+pub async fn switch_namespace(
+    State(state): State<AppState>,
+    user: AdminUser,
+    query: crate::input::QueryParams,
+) -> Response {
+    let name = query.text("name").unwrap_or_default().trim().to_owned();
+    let value = if user.2.namespaces.contains(&name) {
+        name
+    } else {
+        String::new()
+    };
+    let next = query
+        .text("next")
+        .filter(|next| is_local_path(next))
+        .unwrap_or("/")
+        .to_owned();
+    let max_age = if value.is_empty() { 0 } else { 365 * 24 * 3600 };
+    let cookie = session::cookie_header(NAMESPACE_COOKIE, &value, "/", max_age, state.cookie_secure);
+    let mut response = Redirect::to(&next).into_response();
+    response
+        .headers_mut()
+        .append(axum::http::header::SET_COOKIE, cookie);
+    response
 }
 
 impl AdminUser {
@@ -229,19 +295,67 @@ impl AdminUser {
         }
     }
 
-    /// What every page's layout needs: the user, the CSRF token, the active section.
+    /// The namespace the switcher narrowed the pages to (None: every one the user sees).
+    pub fn namespace(&self) -> Option<&str> {
+        self.2.chosen.as_deref()
+    }
+
+    /// The namespace the definitions page downloads and uploads: the chosen one, else
+    /// `default` when the user sees it, else the first they see.
+    pub fn definitions_namespace(&self) -> Option<&str> {
+        self.namespace().or_else(|| {
+            let default = probactr_common::store::namespaces::DEFAULT;
+            if self.0.access.sees(default) {
+                Some(default)
+            } else {
+                self.2.namespaces.first().map(String::as_str)
+            }
+        })
+    }
+
+    /// The namespaces a list shows: the chosen one, or every one the user sees (None
+    /// for a cluster admin: all).
+    pub fn listing(&self) -> Option<Vec<String>> {
+        self.0.access.listing(self.namespace())
+    }
+
+    /// The namespaces where the user may do what `allowed` says of a role (the create
+    /// forms' choices), the chosen one first.
+    pub fn namespaces_where(&self, allowed: impl Fn(Role) -> bool) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .2
+            .namespaces
+            .iter()
+            .filter(|name| self.0.access.role_in(name).is_some_and(&allowed))
+            .cloned()
+            .collect();
+        if let Some(chosen) = self.namespace() {
+            if let Some(at) = names.iter().position(|name| name == chosen) {
+                let first = names.remove(at);
+                names.insert(0, first);
+            }
+        }
+        names
+    }
+
+    /// What every page's layout needs: the user, the CSRF token, the active section, the
+    /// namespace switcher.
     pub fn layout(&self, active: &str) -> Value {
         let who = &self.0;
+        let best = who.access.best_role();
         minijinja::context! {
             user => minijinja::context! {
                 username => who.username,
-                role => who.role.as_str(),
-                can_operate => who.role.can_operate(),
-                is_admin => who.role.is_admin(),
+                role => if who.access.cluster_admin { "cluster admin" } else { best.map_or("no role", |role| role.as_str()) },
+                can_operate => best.is_some_and(|role| role.can_operate()),
+                is_admin => best.is_some_and(|role| role.is_admin()),
+                cluster_admin => who.access.cluster_admin,
             },
             csrf => self.csrf(),
             active => active,
             flash => self.1,
+            namespaces => self.2.namespaces,
+            namespace => self.2.chosen,
         }
     }
 }

@@ -37,7 +37,11 @@ pub async fn list(
     let page = query.page(&mut errors);
     let filter = service::runs::filter_from(&query, &mut errors);
     check(errors)?;
-    let runs = service::runs::list(&state.handles, &filter, page).await?;
+    let mut filter = filter;
+    if filter.namespaces.is_none() {
+        filter.namespaces = user.namespace().map(|name| vec![name.to_owned()]);
+    }
+    let runs = service::runs::list(&state.handles, &user.0, &filter, page).await?;
     let pager = Pager::new(page, runs.items.len(), runs.total);
     let mut page_base = String::from("/runs?");
     let mut given = std::collections::BTreeMap::new();
@@ -61,8 +65,8 @@ pub async fn show(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Html<String>, AdminError> {
-    let run = service::runs::get(&state.handles, id).await?;
-    let job_name = service::jobs::name_of(&state.handles, run.job_id)
+    let run = service::runs::get(&state.handles, &user.0, id).await?;
+    let job_name = service::jobs::name_of(&state.handles, &user.0, run.job_id)
         .await?
         .unwrap_or_default();
     let terminal = run.state.is_terminal();
@@ -71,7 +75,7 @@ pub async fn show(
     } else {
         None
     };
-    let output = service::runs::output(&state.handles, id, 0).await?;
+    let output = service::runs::output(&state.handles, &user.0, id, 0).await?;
     render(
         &state,
         "run.html",
@@ -82,10 +86,10 @@ pub async fn show(
 /// `GET /runs/{id}/output.txt`: the whole output, with its cut markers, as a download.
 pub async fn download_output(
     State(state): State<AppState>,
-    _user: AdminUser,
+    user: AdminUser,
     Id(id): Id,
 ) -> Result<Response, AdminError> {
-    let text = service::runs::output_text(&state.handles, id).await?;
+    let text = service::runs::output_text(&state.handles, &user.0, id).await?;
     let disposition = format!("attachment; filename=\"run-{id}-output.txt\"");
     Ok((
         [

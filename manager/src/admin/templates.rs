@@ -27,6 +27,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),
     ("secrets.html", include_str!("../../templates/secrets.html")),
+    ("namespaces.html", include_str!("../../templates/namespaces.html")),
     ("alerts.html", include_str!("../../templates/alerts.html")),
     (
         "notifications.html",

@@ -32,8 +32,8 @@ struct FormState<'a> {
 }
 
 /// The next instants of the saved trigger `id`, for comparison with an edit's preview.
-async fn current_instants(state: &AppState, id: Option<i64>) -> Option<Vec<DateTime<Utc>>> {
-    let trigger = triggers::get(&state.handles, id?).await.ok()?;
+async fn current_instants(state: &AppState, user: &AdminUser, id: Option<i64>) -> Option<Vec<DateTime<Utc>>> {
+    let trigger = triggers::get(&state.handles, &user.0, id?).await.ok()?;
     let schedule = probactr_common::schedule::TriggerSchedule::from_trigger(&trigger).ok()?;
     Some(schedule.upcoming(Utc::now(), PREVIEWED))
 }
@@ -138,7 +138,7 @@ async fn submit(
 ) -> Result<Response, AdminError> {
     check_csrf(user, form)?;
     let previewing = form.get("action") == Some("preview");
-    let current = current_instants(state, trigger_id).await;
+    let current = current_instants(state, user, trigger_id).await;
     let page = |status, errors, conflict, preview| {
         let view = FormState {
             job,
@@ -193,8 +193,8 @@ pub async fn new_form(
     user: AdminUser,
     Id(job_id): Id,
 ) -> Result<Response, AdminError> {
-    user.0.require_operator("create triggers")?;
     let job = jobs::get(&state.handles, &user.0, job_id).await?;
+    user.0.require_operator(&job.namespace, "create triggers")?;
     let values = default_values();
     let view = FormState {
         job: &job,
@@ -225,9 +225,9 @@ pub async fn edit_form(
     user: AdminUser,
     Id(id): Id,
 ) -> Result<Response, AdminError> {
-    user.0.require_operator("edit triggers")?;
-    let trigger = triggers::view(&state.handles, triggers::get(&state.handles, id).await?).await?;
+    let trigger = triggers::view(&state.handles, triggers::get(&state.handles, &user.0, id).await?).await?;
     let job = jobs::get(&state.handles, &user.0, trigger.trigger.job_id).await?;
+    user.0.require_operator(&job.namespace, "edit triggers")?;
     let mut values = values_of(&trigger.trigger);
     values.insert("params".to_owned(), params_text(&trigger.params));
     let view = FormState {
@@ -237,7 +237,7 @@ pub async fn edit_form(
         errors: FieldErrors::new(),
         conflict: None,
         preview: None,
-        current: current_instants(&state, Some(id)).await,
+        current: current_instants(&state, &user, Some(id)).await,
     };
     render_form(&state, &user, StatusCode::OK, view)
 }
@@ -249,7 +249,7 @@ pub async fn update(
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    let trigger = triggers::get(&state.handles, id).await?;
+    let trigger = triggers::get(&state.handles, &user.0, id).await?;
     let job = jobs::get(&state.handles, &user.0, trigger.job_id).await?;
     submit(&state, &user, &job, Some(id), &form).await
 }

@@ -34,10 +34,23 @@ async fn users_page(
     let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
     let mut form = page.form;
     form.remove("password");
-    form.entry("role".to_owned())
+    form.entry("role.default".to_owned())
         .or_insert_with(|| "viewer".to_owned());
-    let ctx = context! { users => list, roles, form, errors => page.errors, conflict => page.conflict, ..user.layout("users") };
+    let ctx = context! { users => list, roles, form, errors => page.errors, conflict => page.conflict,
+    all_namespaces => user.2.namespaces, ..user.layout("users") };
     render_status(state, status, "users.html", ctx)
+}
+
+/// The roles a user form gives, from its `role.NAMESPACE` selects (blank: no role).
+fn roles_of(user: &AdminUser, form: &FormData) -> serde_json::Map<String, serde_json::Value> {
+    user.2
+        .namespaces
+        .iter()
+        .filter_map(|namespace| {
+            let role = form.get(&format!("role.{namespace}")).unwrap_or_default();
+            (!role.is_empty()).then(|| (namespace.clone(), json!(role)))
+        })
+        .collect()
 }
 
 /// `GET /users`.
@@ -55,7 +68,8 @@ pub async fn create(
     let body = json!({
         "username": form.get("username").unwrap_or_default(),
         "password": form.get("password").unwrap_or_default(),
-        "role": form.get("role").unwrap_or_default(),
+        "cluster_admin": form.get("cluster_admin").is_some(),
+        "namespaces": roles_of(&user, &form),
     });
     match users::create(&state.handles, &user.0, body).await {
         Ok(_) => Ok(Redirect::to("/users").into_response()),
@@ -80,7 +94,8 @@ pub async fn update(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let mut body = json!({
-        "role": form.get("role").unwrap_or_default(),
+        "cluster_admin": form.get("cluster_admin").is_some(),
+        "namespaces": roles_of(&user, &form),
         "disabled": form.get("disabled").is_some(),
     });
     if let Some(password) = form.get("password").filter(|p| !p.is_empty()) {
@@ -139,6 +154,8 @@ pub async fn create_token(
         name: form.get("name").unwrap_or_default().to_owned(),
         origin: TokenOrigin::Personal,
         expires_in_days: None,
+        namespaces: None,
+        role: None,
     };
     let (_, token) = users::create_token(&state.handles, &user.0, request).await?;
     account_page(&state, &user, StatusCode::OK, FieldErrors::new(), Some(token)).await

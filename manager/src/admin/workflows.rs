@@ -20,7 +20,7 @@ use crate::state::AppState;
 
 /// `GET /workflows`.
 pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Html<String>, AdminError> {
-    let workflows = workflows::list(&state.handles).await?;
+    let workflows = workflows::list(&state.handles, user.listing().as_deref()).await?;
     render(
         &state,
         "workflows.html",
@@ -38,12 +38,11 @@ pub async fn show(
     let mut errors = FieldErrors::new();
     let selected = query.int("run", 1, i64::MAX, &mut errors);
     check(errors)?;
-    let workflow = workflows::get(&state.handles, id).await?;
+    let workflow = workflows::get(&state.handles, &user.0, id).await?;
     let run_id = selected.or_else(|| workflow.last_runs.first().map(|run| run.id));
     let run = match run_id {
-        Some(run_id) => {
-            Some(workflows::get_run(&state.handles, run_id).await?).filter(|run| run.run.workflow_id == id)
-        }
+        Some(run_id) => Some(workflows::get_run(&state.handles, &user.0, run_id).await?)
+            .filter(|run| run.run.workflow_id == id),
         None => None,
     };
     let steps: Vec<RunStep> = match &run {
@@ -66,7 +65,7 @@ pub async fn show(
             .collect(),
     };
     let dag = dag_svg(&steps, run.is_some());
-    let triggers = workflows::triggers(&state.handles, id).await?;
+    let triggers = workflows::triggers(&state.handles, &user.0, id).await?;
     let next = format!("/workflows/{id}");
     let ctx = context! {
         workflow, run, steps, dag, triggers, next, ..user.layout("workflows")

@@ -68,16 +68,20 @@ pub async fn create_token(
         return Err(ApiError::field("body", "username and password are required"));
     };
     let user = ratelimit::authenticate(&state, &username, &password, &address).await?;
+    let access = crate::auth::session_access(&state.handles.pool, user.id).await?;
+    let best = access.best_role();
     let who = Principal {
         user_id: user.id,
         username: user.username.clone(),
-        role: user.role(),
+        access,
         via: Via::Token(0),
     };
     let request = TokenRequest {
         name,
         origin: TokenOrigin::Login,
         expires_in_days: days.flatten(),
+        namespaces: None,
+        role: None,
     };
     let (token_id, token) = users::create_token(&state.handles, &who, request).await?;
     Ok((
@@ -85,7 +89,7 @@ pub async fn create_token(
         Json(IssuedToken {
             token,
             token_id,
-            role: user.role(),
+            role: best,
         }),
     ))
 }
@@ -114,10 +118,21 @@ pub async fn revoke_token(State(state): State<AppState>, who: Principal) -> Resu
         (status = OK, description = "The caller", body = Me),
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn me(who: Principal) -> Json<Me> {
-    Json(Me {
+pub async fn me(State(state): State<AppState>, who: Principal) -> Result<Json<Me>, ApiError> {
+    let namespaces = if who.access.cluster_admin {
+        probactr_common::store::namespaces::names(&state.handles.pool)
+            .await?
+            .into_iter()
+            .map(|name| (name, crate::auth::Role::Admin))
+            .collect()
+    } else {
+        who.access.roles.clone()
+    };
+    Ok(Json(Me {
         id: who.user_id,
+        role: who.access.best_role(),
+        cluster_admin: who.access.cluster_admin,
+        namespaces,
         username: who.username,
-        role: who.role,
-    })
+    }))
 }

@@ -288,8 +288,9 @@ pub struct IssuedToken {
     pub token: String,
     /// The token's id, to revoke it.
     pub token_id: i64,
-    /// The role it acts with.
-    pub role: Role,
+    /// The highest role it acts with anywhere (its roles per namespace are the user's;
+    /// see `GET /api/v1/me`).
+    pub role: Option<Role>,
 }
 
 /// The caller.
@@ -299,8 +300,13 @@ pub struct Me {
     pub id: i64,
     /// User name.
     pub username: String,
-    /// Role.
-    pub role: Role,
+    /// The highest role the caller has in any namespace (null: none).
+    pub role: Option<Role>,
+    /// Manages users, namespaces and executors; an admin in every namespace.
+    pub cluster_admin: bool,
+    /// The caller's role in each namespace (a cluster admin: in every namespace), as the
+    /// credentials of this request allow (a scoped token: only its namespaces, capped).
+    pub namespaces: std::collections::BTreeMap<String, Role>,
 }
 
 /// `POST /api/v1/users` (admin).
@@ -310,15 +316,46 @@ pub struct NewUserBody {
     pub username: String,
     /// At least 12 characters.
     pub password: String,
-    /// `admin`, `operator` or `viewer`.
-    pub role: Role,
+    /// Manages users, namespaces and executors; an admin in every namespace.
+    pub cluster_admin: Option<bool>,
+    /// The role (`viewer`, `operator`, `admin`) in each namespace.
+    pub namespaces: Option<std::collections::BTreeMap<String, Role>>,
+    /// The role in `default` (kept for older clients; same as `namespaces: {"default": …}`).
+    pub role: Option<Role>,
+}
+
+/// `PUT /api/v1/users/{id}/roles` (cluster admin).
+#[derive(Debug, ToSchema)]
+pub struct RolesBody {
+    /// Manages users, namespaces and executors; an admin in every namespace.
+    pub cluster_admin: bool,
+    /// The role in each namespace (the whole list: namespaces left out lose the role).
+    pub namespaces: std::collections::BTreeMap<String, Role>,
+}
+
+/// `POST /api/v1/namespaces` and `PATCH /api/v1/namespaces/{name}` (cluster admin).
+#[derive(Debug, ToSchema)]
+pub struct NamespaceBody {
+    /// Lower-case letters, digits and dashes, 1 to 63, starting and ending with a
+    /// letter or digit (create only: a name never changes).
+    pub name: Option<String>,
+    /// Free text, at most 1000 characters.
+    pub description: Option<String>,
+    /// At most this many of its runs claimed or running at once (null: no quota).
+    pub max_running: Option<i32>,
+    /// At most this many jobs (null: no quota).
+    pub max_jobs: Option<i32>,
 }
 
 /// `PATCH /api/v1/users/{id}` (admin).
 #[derive(Debug, ToSchema)]
 pub struct UserPatchBody {
-    /// New role.
+    /// New role in `default` (older clients).
     pub role: Option<Role>,
+    /// Cluster admin or not.
+    pub cluster_admin: Option<bool>,
+    /// The whole list of roles by namespace.
+    pub namespaces: Option<std::collections::BTreeMap<String, Role>>,
     /// Disabling a user ends their sessions and tokens.
     pub disabled: Option<bool>,
     /// A new password (ends their sessions).
@@ -341,6 +378,12 @@ pub struct NewTokenBody {
     pub name: Option<String>,
     /// Days until the token stops working by itself (1–3650; none: until revoked).
     pub expires_in_days: Option<i64>,
+    /// The namespaces it acts in (none: every one the caller may see); each one where the
+    /// caller has a role.
+    pub namespaces: Option<Vec<String>>,
+    /// The most it may do there (none: the caller's role); never more than the caller's.
+    /// A token with a scope is never a cluster admin.
+    pub role: Option<Role>,
 }
 
 /// A new API token of the caller; its secret is shown this once.

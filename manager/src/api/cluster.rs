@@ -15,8 +15,12 @@ use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
 use crate::state::AppState;
 
-async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    let items = service::cluster::processes(&state.handles, role).await?;
+async fn processes(
+    state: &AppState,
+    who: &Principal,
+    role: ProcessRole,
+) -> Result<Json<Paged<ProcessView>>, ApiError> {
+    let items = service::cluster::processes(&state.handles, who, role).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -29,12 +33,12 @@ async fn processes(state: &AppState, role: ProcessRole) -> Result<Json<Paged<Pro
     ))]
 pub async fn executors(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    processes(&state, ProcessRole::Executor).await
+    processes(&state, &who, ProcessRole::Executor).await
 }
 
-/// Stop an executor claiming new runs (those running go on) (operators).
+/// Stop an executor claiming new runs (those running go on) (cluster admins).
 #[utoipa::path(post, path = "/executors/{id}/cordon", operation_id = "cordon_executor", tag = "cluster",
     params(("id" = Uuid, Path, description = "The executor")),
     responses(
@@ -51,7 +55,7 @@ pub async fn cordon(
     route(&state, &who, &id, Routing::Cordon).await
 }
 
-/// Let a cordoned executor claim runs again (a draining one goes on draining) (operators).
+/// Let a cordoned executor claim runs again (a draining one goes on draining) (cluster admins).
 #[utoipa::path(post, path = "/executors/{id}/uncordon", operation_id = "uncordon_executor", tag = "cluster",
     params(("id" = Uuid, Path, description = "The executor")),
     responses(
@@ -70,7 +74,7 @@ pub async fn uncordon(
 
 /// Drain an executor: cordon it; at its next heartbeat it lets its running jobs finish
 /// (up to its `PROBACTR_DRAIN_TIMEOUT`, then stops and records the rest, which are taken
-/// over elsewhere per their job's policy) and exits, as on SIGTERM (operators).
+/// over elsewhere per their job's policy) and exits, as on SIGTERM (cluster admins).
 #[utoipa::path(post, path = "/executors/{id}/drain", operation_id = "drain_executor", tag = "cluster",
     params(("id" = Uuid, Path, description = "The executor")),
     responses(
@@ -107,9 +111,9 @@ async fn route(
     ))]
 pub async fn monitors(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    processes(&state, ProcessRole::Monitor).await
+    processes(&state, &who, ProcessRole::Monitor).await
 }
 
 /// The cluster at a glance: processes by state, the last hour's runs, recent failures,
@@ -120,18 +124,20 @@ pub async fn monitors(
         (status = OK, description = "The summary", body = Status),
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn status(State(state): State<AppState>, _who: Principal) -> Result<Json<Status>, ApiError> {
-    let status = service::cluster::status(&state.handles).await?;
+pub async fn status(State(state): State<AppState>, who: Principal) -> Result<Json<Status>, ApiError> {
+    let status = service::cluster::status_for(&state.handles, &who).await?;
     Ok(Json(Status::clone(&status)))
 }
 
-/// The audit log, newest first: who changed what, when, before and after (admins).
+/// The audit log, newest first: who changed what, when, before and after (cluster
+/// admins: every entry; a namespace's admins: that namespace's entries).
 #[utoipa::path(get, path = "/audit", operation_id = "list_audit", tag = "cluster",
     params(
         ("user" = Option<String>, Query, description = "Only what this user did (their name)"),
         ("object_type" = Option<String>, Query, description = "Only entries on this kind of object: job, trigger, run, user, token, secret, workflow…"),
         ("object" = Option<String>, Query, description = "Only entries on the object of this name (a trigger's or run's: its job's) or id"),
         ("action" = Option<String>, Query, description = "Only this action (`job.update`), or every action of a kind (`job`)"),
+        ("namespace" = Option<String>, Query, description = "Only entries on objects of this namespace"),
         ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
         ("offset" = Option<i64>, Query, description = "Items to skip"),
     ),
@@ -146,12 +152,11 @@ pub async fn audit(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<Entry>>, ApiError> {
-    who.require(who.role.is_admin(), "read the audit log")?;
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     let filter = service::cluster::audit_filter(&query, &mut errors);
     check(errors)?;
     Ok(Json(
-        service::cluster::audit_log(&state.handles, &filter, page).await?,
+        service::cluster::audit_log(&state.handles, &who, &filter, page).await?,
     ))
 }

@@ -17,6 +17,7 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/dashboard", operation_id = "dashboard", tag = "cluster",
     params(
         ("range" = Option<String>, Query, description = "1h (default), 24h or 7d"),
+        ("namespace" = Option<String>, Query, description = "Only this namespace's jobs (default: every namespace the caller sees)"),
     ),
     responses(
         (status = OK, description = "The range's history", body = Dashboard),
@@ -25,11 +26,13 @@ use crate::state::AppState;
     ))]
 pub async fn dashboard(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     query: QueryParams,
 ) -> Result<Json<Dashboard>, ApiError> {
     let mut errors = FieldErrors::new();
     let range = service::dashboard::range(&query, &mut errors);
     check(errors)?;
-    Ok(Json(service::dashboard::dashboard(&state.handles, range).await?))
+    Ok(Json(
+        service::dashboard::dashboard(&state.handles, &who, range, query.text("namespace")).await?,
+    ))
 }

@@ -33,7 +33,8 @@ pub struct ApplyReport {
 #[utoipa::path(post, path = "/definitions/apply", operation_id = "apply_definitions", tag = "jobs",
     params(
         ("dry_run" = Option<bool>, Query, description = "Only say what would change (default false)"),
-        ("prune" = Option<bool>, Query, description = "Also delete the jobs apply manages that the files no longer name"),
+        ("prune" = Option<bool>, Query, description = "Also delete the jobs apply manages that the files no longer name (in the namespace applied to only)"),
+        ("namespace" = Option<String>, Query, description = "The namespace the definitions go to (default `default`)"),
     ),
     request_body(content = String, description = "The definitions, YAML or JSON", content_type = "application/yaml"),
     responses(
@@ -54,7 +55,7 @@ pub async fn apply(
     let prune = query.flag("prune", &mut errors);
     check(errors)?;
     let text = String::from_utf8(body.to_vec()).map_err(|_| ApiError::field("body", "is not UTF-8 text"))?;
-    let report = Definitions::of(&state.handles, &who)
+    let report = Definitions::of(&state.handles, &who, query.text("namespace"))?
         .apply(&files_of(text), dry_run, prune)
         .await?;
     Ok(Json(ApplyReport {

@@ -25,6 +25,7 @@ use crate::state::AppState;
         ("q" = Option<String>, Query, description = "Case-insensitive text in the name or description"),
         ("kind" = Option<JobKind>, Query, description = "Only jobs of this kind"),
         ("paused" = Option<bool>, Query, description = "Only paused (true) or unpaused (false) jobs"),
+        ("namespace" = Option<String>, Query, description = "Only jobs of this namespace (default: every namespace the caller sees)"),
         ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
         ("offset" = Option<i64>, Query, description = "Items to skip"),
     ),
@@ -44,6 +45,7 @@ pub async fn list(
         q: query.text("q").map(str::to_owned),
         kind: query.choice::<JobKind>("kind", &mut errors),
         paused: query.choice::<bool>("paused", &mut errors),
+        namespaces: query.text("namespace").map(|name| vec![name.trim().to_owned()]),
     };
     check(errors)?;
     Ok(Json(jobs::list(&state.handles, &who, &filter, page).await?))
@@ -95,10 +97,10 @@ pub async fn get(
     ))]
 pub async fn replicas(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Json<Vec<ReplicaHolder>>, ApiError> {
-    Ok(Json(jobs::replicas(&state.handles, id).await?))
+    Ok(Json(jobs::replicas(&state.handles, &who, id).await?))
 }
 
 /// Edit a job: send the fields to change and the version you read, as `If-Match: "VERSION"`

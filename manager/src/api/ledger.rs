@@ -48,7 +48,7 @@ pub struct BackfillBody {
     ))]
 pub async fn ledger(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
     query: QueryParams,
 ) -> Result<Json<Ledger>, ApiError> {
@@ -63,7 +63,7 @@ pub async fn ledger(
         .unwrap_or(500);
     check(errors)?;
     Ok(Json(
-        ledger::ledger(&state.handles, id, from, to, limit as usize).await?,
+        ledger::ledger(&state.handles, &who, id, from, to, limit as usize).await?,
     ))
 }
 
@@ -85,6 +85,8 @@ pub async fn backfill(
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<BackfillAnswer>, ApiError> {
+    // A trigger the caller does not see is a 404 whatever the body says.
+    crate::service::triggers::get(&state.handles, &who, id).await?;
     let mut input = Input::new(body)?;
     let from = input.time("from");
     let from = input.required("from", from);
@@ -124,7 +126,7 @@ pub async fn backfill(
     ))]
 pub async fn forecast(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     query: QueryParams,
 ) -> Result<Json<ForecastAnswer>, ApiError> {
     let mut errors = FieldErrors::new();
@@ -135,5 +137,7 @@ pub async fn forecast(
         .unwrap_or(now + TimeDelta::hours(24));
     let job_id = query.int("job_id", 1, i64::MAX, &mut errors);
     check(errors)?;
-    Ok(Json(ledger::forecast(&state.handles, from, to, job_id).await?))
+    Ok(Json(
+        ledger::forecast(&state.handles, &who, from, to, job_id).await?,
+    ))
 }

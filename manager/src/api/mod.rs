@@ -14,6 +14,7 @@ mod definitions;
 mod health;
 mod jobs;
 mod ledger;
+mod namespaces;
 pub mod openapi;
 pub mod precondition;
 mod runs;
@@ -46,6 +47,9 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(users::change_password))
         .routes(routes!(users::list, users::create))
         .routes(routes!(users::update))
+        .routes(routes!(users::roles, users::set_roles))
+        .routes(routes!(namespaces::list, namespaces::create))
+        .routes(routes!(namespaces::get, namespaces::update, namespaces::delete))
         .routes(routes!(users::tokens, users::create_token))
         .routes(routes!(users::revoke_token))
         .routes(routes!(jobs::list, jobs::create))

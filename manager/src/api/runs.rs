@@ -39,6 +39,7 @@ use crate::streams::{StreamPermit, RECHECK_EVERY};
         ("until" = Option<String>, Query, description = "Queued before this instant (RFC 3339)"),
         ("min_duration_ms" = Option<i64>, Query, description = "Only runs that ran at least this many milliseconds"),
         ("sort" = Option<String>, Query, description = "`newest` (the default) or `duration` (longest first)"),
+        ("namespace" = Option<String>, Query, description = "Only runs of this namespace's jobs (default: every namespace the caller sees)"),
         ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
         ("offset" = Option<i64>, Query, description = "Items to skip"),
     ),
@@ -49,14 +50,14 @@ use crate::streams::{StreamPermit, RECHECK_EVERY};
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<RunSummary>>, ApiError> {
     let mut errors = FieldErrors::new();
     let page = query.page(&mut errors);
     let filter = runs::filter_from(&query, &mut errors);
     check(errors)?;
-    Ok(Json(runs::list(&state.handles, &filter, page).await?))
+    Ok(Json(runs::list(&state.handles, &who, &filter, page).await?))
 }
 
 /// Read a run with its stored output.
@@ -69,10 +70,10 @@ pub async fn list(
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Json<RunView>, ApiError> {
-    Ok(Json(runs::get(&state.handles, id).await?))
+    Ok(Json(runs::get(&state.handles, &who, id).await?))
 }
 
 /// Cancel a queued or running run (a running one is stopped within a second).
@@ -107,14 +108,14 @@ pub async fn cancel(
     ))]
 pub async fn output(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
     query: QueryParams,
 ) -> Result<Json<OutputPage>, ApiError> {
     let mut errors = FieldErrors::new();
     let offset = query.int("offset", 0, i64::MAX, &mut errors).unwrap_or(0);
     check(errors)?;
-    Ok(Json(runs::output(&state.handles, id, offset).await?))
+    Ok(Json(runs::output(&state.handles, &who, id, offset).await?))
 }
 
 /// How often a followed run's output is read again while nothing new came.
@@ -142,6 +143,8 @@ pub async fn stream(
     headers: HeaderMap,
     query: QueryParams,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    // A run the caller does not see is a 404 before anything else (no stream counted).
+    runs::check_visible(&state.handles, &who, id).await?;
     let Some(permit) = state.streams.open(who.user_id) else {
         tracing::info!(
             user.id = who.user_id,
@@ -161,7 +164,7 @@ pub async fn stream(
         .filter(|offset| *offset >= 0);
     let offset = query.int("offset", 0, i64::MAX, &mut errors);
     check(errors)?;
-    let first = runs::output(&state.handles, id, resumed.or(offset).unwrap_or(0)).await?;
+    let first = runs::output(&state.handles, &who, id, resumed.or(offset).unwrap_or(0)).await?;
     let now = Instant::now();
     let mut follow = Follow {
         ends_at: now + state.streams.max_age(),
@@ -235,7 +238,14 @@ impl Follow {
                 self.finished = true;
                 return Some(Event::default().event("error").data("the session or token ended"));
             }
-            match runs::output(&self.state.handles, self.run_id, self.offset).await {
+            match runs::output(
+                &self.state.handles,
+                &self.holder.principal,
+                self.run_id,
+                self.offset,
+            )
+            .await
+            {
                 Ok(page) => self.take(page),
                 Err(err) => {
                     tracing::warn!(run.id = self.run_id, error = %err, "cannot read a followed run's output");
@@ -256,7 +266,12 @@ impl Follow {
         }
         holder.checked_at = Instant::now();
         match crate::auth::still_valid(&self.state.handles.pool, &holder.principal, &holder.headers).await {
-            Ok(valid) => valid,
+            Ok(Some(now)) => {
+                // Roles changed meanwhile apply: a run no longer visible ends the stream.
+                holder.principal = now;
+                true
+            }
+            Ok(None) => false,
             Err(err) => {
                 tracing::warn!(run.id = self.run_id, error = %err, "cannot check a stream's session or token");
                 true

@@ -26,12 +26,12 @@ use crate::state::AppState;
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(job_id): Id,
 ) -> Result<Json<Paged<TriggerView>>, ApiError> {
     let items = triggers::with_params(
         &state.handles,
-        triggers::list_for_job(&state.handles, job_id).await?,
+        triggers::list_for_job(&state.handles, &who, job_id).await?,
     )
     .await?;
     let total = items.len() as i64;
@@ -76,11 +76,11 @@ pub async fn create(
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<TriggerView>, ApiError> {
     Ok(Tagged(
-        triggers::view(&state.handles, triggers::get(&state.handles, id).await?).await?,
+        triggers::view(&state.handles, triggers::get(&state.handles, &who, id).await?).await?,
     ))
 }
 

@@ -1,28 +1,28 @@
-//! `/api/v1/users` (admin), `/api/v1/me/password`, `/api/v1/tokens`.
+//! `/api/v1/users` (cluster admins), `/api/v1/users/{id}/roles`, `/api/v1/me/password`, `/api/v1/tokens`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use probactr_common::model::TokenOrigin;
-use probactr_common::store::{api_tokens::TokenInfo, users::User};
+use probactr_common::store::api_tokens::TokenInfo;
 use serde_json::Value;
 
-use super::bodies::{CreatedToken, NewTokenBody, NewUserBody, PasswordChangeBody, UserPatchBody};
+use super::bodies::{CreatedToken, NewTokenBody, NewUserBody, PasswordChangeBody, RolesBody, UserPatchBody};
 use super::Id;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input};
-use crate::service::users::{self, TokenRequest};
+use crate::service::users::{self, RolesView, TokenRequest, UserView};
 use crate::service::Paged;
 use crate::state::AppState;
 
 /// List users (admins).
 #[utoipa::path(get, path = "/users", operation_id = "list_users", tag = "users",
     responses(
-        (status = OK, description = "Every user", body = Paged<User>),
+        (status = OK, description = "Every user", body = Paged<UserView>),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<User>>, ApiError> {
+pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<UserView>>, ApiError> {
     let items = users::list(&state.handles, &who).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
@@ -32,7 +32,7 @@ pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<
 #[utoipa::path(post, path = "/users", operation_id = "create_user", tag = "users",
     request_body = NewUserBody,
     responses(
-        (status = CREATED, description = "The user", body = User),
+        (status = CREATED, description = "The user", body = UserView),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
@@ -40,7 +40,7 @@ pub async fn create(
     State(state): State<AppState>,
     who: Principal,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<User>), ApiError> {
+) -> Result<(StatusCode, Json<UserView>), ApiError> {
     Ok((
         StatusCode::CREATED,
         Json(users::create(&state.handles, &who, body).await?),
@@ -52,7 +52,7 @@ pub async fn create(
     params(("id" = i64, Path, description = "The user")),
     request_body = UserPatchBody,
     responses(
-        (status = OK, description = "The user as changed", body = User),
+        (status = OK, description = "The user as changed", body = UserView),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
         (status = NOT_FOUND, description = "No such user", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
@@ -62,7 +62,7 @@ pub async fn update(
     who: Principal,
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<User>, ApiError> {
+) -> Result<Json<UserView>, ApiError> {
     Ok(Json(users::update(&state.handles, &who, id, body).await?))
 }
 
@@ -115,11 +115,31 @@ pub async fn create_token(
     let name = input.text("name");
     let name = input.not_null("name", name).unwrap_or_default();
     let days = input.int("expires_in_days", 1, users::MAX_TOKEN_DAYS);
+    let role = input.choice::<crate::auth::Role>("role").flatten();
+    let namespaces = match input.raw("namespaces") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => {
+            let names: Vec<String> = items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            if names.len() != items.len() {
+                input.error("namespaces", "must be a list of namespace names");
+            }
+            Some(names)
+        }
+        Some(_) => {
+            input.error("namespaces", "must be a list of namespace names");
+            None
+        }
+    };
     input.finish()?;
     let request = TokenRequest {
         name,
         origin: TokenOrigin::Personal,
         expires_in_days: days.flatten(),
+        namespaces,
+        role,
     };
     let (id, token) = users::create_token(&state.handles, &who, request).await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { id, token })))
@@ -140,4 +160,41 @@ pub async fn revoke_token(
 ) -> Result<StatusCode, ApiError> {
     users::revoke_token(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A user's roles (cluster admins).
+#[utoipa::path(get, path = "/users/{id}/roles", operation_id = "get_user_roles", tag = "users",
+    params(("id" = i64, Path, description = "The user")),
+    responses(
+        (status = OK, description = "The user's roles", body = RolesView),
+        (status = NOT_FOUND, description = "No such user", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn roles(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<RolesView>, ApiError> {
+    Ok(Json(users::roles(&state.handles, &who, id).await?))
+}
+
+/// Replace a user's roles (cluster admins): the cluster admin flag and the whole list of
+/// roles by namespace.
+#[utoipa::path(put, path = "/users/{id}/roles", operation_id = "set_user_roles", tag = "users",
+    params(("id" = i64, Path, description = "The user")),
+    request_body = RolesBody,
+    responses(
+        (status = OK, description = "The user's roles as set", body = RolesView),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field (an unknown namespace), named", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such user", body = ErrorBody),
+        (status = CONFLICT, description = "The last enabled cluster admin would lose that role", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn set_roles(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<RolesView>, ApiError> {
+    Ok(Json(users::set_roles(&state.handles, &who, id, body).await?))
 }

@@ -35,17 +35,25 @@ pub struct StepRetried {
     pub run_id: i64,
 }
 
-/// Every workflow, with its steps and latest runs.
+/// Every workflow the caller sees, with its steps and latest runs.
 #[utoipa::path(get, path = "/workflows", operation_id = "list_workflows", tag = "workflows",
+    params(
+        ("namespace" = Option<String>, Query, description = "Only workflows of this namespace (default: every namespace the caller sees)"),
+    ),
     responses(
         (status = OK, description = "The workflows, by name", body = Paged<WorkflowView>),
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
+    query: crate::input::QueryParams,
 ) -> Result<Json<Paged<WorkflowView>>, ApiError> {
-    let items = workflows::list(&state.handles).await?;
+    let only = crate::service::jobs::scoped(
+        &who,
+        query.text("namespace").map(|name| vec![name.trim().to_owned()]),
+    );
+    let items = workflows::list(&state.handles, only.as_deref()).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -80,10 +88,10 @@ pub async fn create(
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(workflows::get(&state.handles, id).await?))
+    Ok(Tagged(workflows::get(&state.handles, &who, id).await?))
 }
 
 /// Replace a workflow's definition (the body of a create): name, description and steps.
@@ -196,10 +204,10 @@ pub async fn run_now(
     ))]
 pub async fn get_run(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Json<WorkflowRunView>, ApiError> {
-    Ok(Json(workflows::get_run(&state.handles, id).await?))
+    Ok(Json(workflows::get_run(&state.handles, &who, id).await?))
 }
 
 /// Cancel a workflow run: its pending steps will not start, its running steps' runs are
@@ -253,10 +261,10 @@ pub async fn retry_step(
     ))]
 pub async fn list_triggers(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     Id(id): Id,
 ) -> Result<Json<Paged<WorkflowTrigger>>, ApiError> {
-    let items = workflows::triggers(&state.handles, id).await?;
+    let items = workflows::triggers(&state.handles, &who, id).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }

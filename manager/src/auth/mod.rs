@@ -8,14 +8,22 @@
 //! session's CSRF token in `X-CSRF-Token`, since a browser attaches cookies to requests
 //! other sites make it send.
 //!
-//! Roles ([`Role`]):
+//! Roles ([`Role`]) are held per namespace ([`access`]); a cluster admin is an admin in
+//! every namespace and the only one who manages users, namespaces, executors (cordon,
+//! drain) and cluster-wide settings. In a namespace:
 //!
 //! | role | may |
 //! |---|---|
-//! | `viewer` | read everything except users and the audit log |
-//! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs |
-//! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), users, audit log |
+//! | `viewer` | read the namespace's jobs, triggers, runs and their output, workflows, alert rules, secret names |
+//! | `operator` | + pause, resume, run now, cancel; manage triggers; create and edit `noop` and `sleep` jobs, workflows and alert rules |
+//! | `admin` | + create and edit `shell` and `http` jobs (code execution and network access from executors), secrets and alert channels; read the namespace's audit log |
+//!
+//! Whatever is in a namespace where the caller has no role answers 404 and is never
+//! listed or counted. An API token may be scoped to some namespaces and capped at a role
+//! ([`access::TokenScope`]): it then acts with the lower of its user's role (read at each
+//! request) and its own, and is never a cluster admin.
 
+pub mod access;
 pub mod oidc;
 pub mod password;
 pub mod ratelimit;
@@ -28,7 +36,10 @@ use axum::http::{header, HeaderMap, Method};
 use probactr_common::model::JobKind;
 use probactr_common::store::api_tokens::NewToken;
 use probactr_common::store::{self, audit::Actor, StoreError};
-use sqlx::PgExecutor;
+use sqlx::PgPool;
+
+pub use access::Access;
+use access::TokenScope;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -59,8 +70,8 @@ pub struct Principal {
     pub user_id: i64,
     /// The user's name (as recorded in the audit log).
     pub username: String,
-    /// The user's role.
-    pub role: Role,
+    /// What the caller may do, namespace by namespace.
+    pub access: Access,
     /// Token or session.
     pub via: Via,
 }
@@ -74,50 +85,91 @@ impl Principal {
         }
     }
 
-    /// Ok when `allowed`, else a 403 saying what the role may not do.
-    pub fn require(&self, allowed: bool, what: &str) -> Result<(), ApiError> {
-        if allowed {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden(format!(
-                "the {} role may not {what}",
-                self.role
-            )))
-        }
+    /// The caller's role in `namespace`, or a 404 for the object `what` `id` in it.
+    pub fn role_for(&self, namespace: &str, what: &'static str, id: impl ToString) -> Result<Role, ApiError> {
+        self.access.role_for(namespace, what, id)
     }
 
-    /// 403 unless the caller may operate jobs.
-    pub fn require_operator(&self, what: &str) -> Result<(), ApiError> {
-        self.require(self.role.can_operate(), what)
+    /// 403 unless the caller may operate jobs in `namespace` (pause, resume, run now,
+    /// cancel, triggers); 404 for `what` `id` when the namespace is invisible to them.
+    pub fn require_operator(&self, namespace: &str, what: &str) -> Result<(), ApiError> {
+        let role = self.role_or_forbidden(namespace, what)?;
+        access::require(role, namespace, role.can_operate(), what)
     }
 
-    /// 403 unless the caller may define jobs of `kind`.
-    pub fn require_job_kind(&self, kind: JobKind) -> Result<(), ApiError> {
-        self.require(
-            self.role.can_edit_job(kind),
-            &format!("create, edit or delete {kind} jobs"),
-        )
+    /// 403 unless the caller is an admin of `namespace`.
+    pub fn require_admin(&self, namespace: &str, what: &str) -> Result<(), ApiError> {
+        let role = self.role_or_forbidden(namespace, what)?;
+        access::require(role, namespace, role.is_admin(), what)
+    }
+
+    /// 403 unless the caller may define jobs of `kind` in `namespace`.
+    pub fn require_job_kind(&self, namespace: &str, kind: JobKind) -> Result<(), ApiError> {
+        let what = format!("create, edit or delete {kind} jobs");
+        let role = self.role_or_forbidden(namespace, &what)?;
+        access::require(role, namespace, role.can_edit_job(kind), &what)
+    }
+
+    /// 403 unless the caller is a cluster admin.
+    pub fn require_cluster_admin(&self, what: &str) -> Result<(), ApiError> {
+        self.access.require_cluster_admin(what)
+    }
+
+    /// Whether the caller may define jobs of `kind` in `namespace`.
+    pub fn can_edit_job(&self, namespace: &str, kind: JobKind) -> bool {
+        self.access
+            .role_in(namespace)
+            .is_some_and(|role| role.can_edit_job(kind))
+    }
+
+    /// The role in a namespace the caller was already found to see (callers look the
+    /// object up first and answer 404 with [`Principal::role_for`]); a 403 otherwise.
+    fn role_or_forbidden(&self, namespace: &str, what: &str) -> Result<Role, ApiError> {
+        self.access.role_in(namespace).ok_or_else(|| {
+            ApiError::Forbidden(format!("you have no role in namespace {namespace} to {what}"))
+        })
     }
 }
 
+/// The rights of user `user_id` narrowed by `scope`.
+async fn access_of(pool: &PgPool, user_id: i64, scope: &TokenScope) -> Result<Access, StoreError> {
+    let mut conn = pool.acquire().await?;
+    let grant = store::user_roles::get(&mut conn, user_id).await?;
+    let all = if grant.cluster_admin && scope.is_scoped() {
+        store::namespaces::names(&mut *conn).await?
+    } else {
+        Vec::new()
+    };
+    Ok(Access::new(grant, scope, &all))
+}
+
 /// The caller behind a bearer token, if the token is valid.
-pub async fn principal_for_token(
-    db: impl PgExecutor<'_>,
-    token: &str,
-) -> Result<Option<Principal>, StoreError> {
-    let holder = store::api_tokens::holder(db, &secret::digest(token)).await?;
-    Ok(holder.map(|h| Principal {
+pub async fn principal_for_token(pool: &PgPool, token: &str) -> Result<Option<Principal>, StoreError> {
+    let Some(h) = store::api_tokens::holder(pool, &secret::digest(token)).await? else {
+        return Ok(None);
+    };
+    let token_id = h.secret_id.unwrap_or_default();
+    let scope = match store::api_tokens::scope(pool, token_id).await? {
+        Some((namespaces, role)) => TokenScope { namespaces, role },
+        None => TokenScope::default(),
+    };
+    Ok(Some(Principal {
         user_id: h.user_id,
-        role: h.role,
-        via: Via::Token(h.secret_id.unwrap_or_default()),
+        access: access_of(pool, h.user_id, &scope).await?,
+        via: Via::Token(token_id),
         username: h.username,
     }))
+}
+
+/// The rights of a user signed in with a session (no token scope).
+pub async fn session_access(pool: &PgPool, user_id: i64) -> Result<Access, StoreError> {
+    access_of(pool, user_id, &TokenScope::default()).await
 }
 
 /// A new API token (`token_hash` is ignored: the secret is made here); returns its id and
 /// the token (the only copy of the secret).
 pub async fn issue_token(
-    db: impl PgExecutor<'_>,
+    db: impl sqlx::PgExecutor<'_>,
     request: NewToken<'_>,
 ) -> Result<(i64, String), StoreError> {
     let token = secret::new_api_token();
@@ -147,12 +199,13 @@ fn bearer_in(headers: &HeaderMap) -> Option<&str> {
 /// Whether the session or token `principal` came with (in the request's `headers`)
 /// still opens the API, for the same user. Responses that last (live output streams) ask
 /// again while they are open, so that a logout, a revoked or expired token or a
-/// disabled user ends them.
+/// disabled user ends them. Answers the caller as they are now (their roles may have
+/// changed), or None when they no longer hold.
 pub async fn still_valid(
-    db: impl PgExecutor<'_>,
+    db: &PgPool,
     principal: &Principal,
     headers: &HeaderMap,
-) -> Result<bool, StoreError> {
+) -> Result<Option<Principal>, StoreError> {
     let again = match &principal.via {
         Via::Session { cookie, .. } => session::principal(db, cookie).await?,
         Via::Token(_) => match bearer_in(headers) {
@@ -160,7 +213,7 @@ pub async fn still_valid(
             None => None,
         },
     };
-    Ok(again.is_some_and(|again| again.user_id == principal.user_id))
+    Ok(again.filter(|again| again.user_id == principal.user_id))
 }
 
 /// Methods that never change state.

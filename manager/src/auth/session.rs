@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use probactr_common::store::{self, StoreError};
-use sqlx::PgExecutor;
+use sqlx::{PgExecutor, PgPool};
 
 use super::{secret, Principal, Via};
 
@@ -52,11 +52,13 @@ pub fn clear_cookie(secure: bool) -> HeaderValue {
 }
 
 /// The caller behind a session cookie, if the session is valid.
-pub async fn principal(db: impl PgExecutor<'_>, cookie: &str) -> Result<Option<Principal>, StoreError> {
-    let holder = store::sessions::holder(db, &secret::digest(cookie), IDLE_TIMEOUT).await?;
-    Ok(holder.map(|h| Principal {
+pub async fn principal(pool: &PgPool, cookie: &str) -> Result<Option<Principal>, StoreError> {
+    let Some(h) = store::sessions::holder(pool, &secret::digest(cookie), IDLE_TIMEOUT).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Principal {
         user_id: h.user_id,
-        role: h.role,
+        access: super::session_access(pool, h.user_id).await?,
         via: Via::Session {
             csrf: h.csrf_token.unwrap_or_default(),
             cookie: cookie.to_owned(),

@@ -38,8 +38,11 @@ pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 /// create and unchanged on an edit), with the problems met while reading it.
 #[derive(Debug, Clone, Default)]
 pub struct JobDraft {
-    /// Unique name.
+    /// Unique name within its namespace.
     pub name: Given<String>,
+    /// Its namespace (create: where it goes, `default` when absent; an edit may only
+    /// repeat the job's own).
+    pub namespace: Given<String>,
     /// What it runs.
     pub kind: Given<JobKind>,
     /// Free text.
@@ -110,6 +113,7 @@ impl JobDraft {
     fn read(input: &mut Input) -> JobDraft {
         let mut draft = JobDraft {
             name: input.text("name"),
+            namespace: input.text("namespace"),
             kind: input.choice("kind"),
             description: input.text("description"),
             spec: input.raw("spec"),
@@ -182,6 +186,11 @@ impl JobDraft {
         if let Some(name) = name {
             check_name(checks, &name);
             job.name = name;
+        }
+        if let (Some(base), Some(namespace)) = (base, checks.not_null("namespace", self.namespace)) {
+            if namespace != base.namespace {
+                checks.error("namespace", "namespace cannot change");
+            }
         }
         if let Some(description) = checks.not_null("description", self.description) {
             job.description = description;
@@ -350,6 +359,7 @@ impl JobPatch {
 fn definition_of(job: &Job) -> NewJob {
     NewJob {
         name: job.name.clone(),
+        namespace: job.namespace.clone(),
         description: job.description.clone(),
         kind: job.kind,
         spec: job.spec.clone(),

@@ -25,13 +25,28 @@ use crate::sealing;
 /// How long a channel test waits for a monitor to make its first attempt.
 const TEST_WAIT: Duration = Duration::from_secs(20);
 
-fn require_channels(who: &Principal) -> Result<(), ApiError> {
-    who.require(who.role.is_admin(), "manage alert channels")
+/// The namespace of channel `id` when `who` sees it (a 404 otherwise).
+async fn channel_namespace(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<String, ApiError> {
+    let namespace = store::namespaces::of_channels(&mut *conn)
+        .await?
+        .remove(&id)
+        .ok_or_else(|| ApiError::not_found("channel", id))?;
+    who.role_for(&namespace, "channel", id)?;
+    Ok(namespace)
 }
 
-fn require_rules(who: &Principal) -> Result<(), ApiError> {
-    who.require(who.role.can_operate(), "manage alert rules")
+/// The namespace of rule `id` when `who` sees it (a 404 otherwise).
+async fn rule_namespace(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<String, ApiError> {
+    let namespace = store::namespaces::of_rules(&mut *conn)
+        .await?
+        .remove(&id)
+        .ok_or_else(|| ApiError::not_found("alert rule", id))?;
+    who.role_for(&namespace, "alert rule", id)?;
+    Ok(namespace)
 }
+
+/// Channels and rules are made in `default` (the alert store takes no namespace yet).
+const NEW_ALERTS_NAMESPACE: &str = store::namespaces::DEFAULT;
 
 fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
     handles.secret_keys.as_deref().ok_or_else(|| {
@@ -71,13 +86,28 @@ fn name_taken(err: &sqlx::Error, constraint: &str) -> Option<ApiError> {
 
 /// Every channel.
 pub async fn list_channels(handles: &Handles, who: &Principal) -> Result<Vec<Channel>, ApiError> {
-    require_channels(who)?;
-    Ok(channels::list(&handles.pool).await?)
+    let admin_somewhere = who.access.cluster_admin || who.access.roles.values().any(|role| role.is_admin());
+    if !admin_somewhere {
+        return Err(ApiError::Forbidden(
+            "only a namespace's admins may manage its alert channels".into(),
+        ));
+    }
+    let namespaces = store::namespaces::of_channels(&handles.pool).await?;
+    let mut list = channels::list(&handles.pool).await?;
+    // Channels hold webhook addresses and mail recipients: their namespace's admins only.
+    list.retain(|channel| {
+        namespaces
+            .get(&channel.id)
+            .and_then(|namespace| who.access.role_in(namespace))
+            .is_some_and(|role| role.is_admin())
+    });
+    Ok(list)
 }
 
 /// One channel.
 pub async fn get_channel(handles: &Handles, who: &Principal, id: i64) -> Result<Channel, ApiError> {
-    require_channels(who)?;
+    let namespace = channel_namespace(&mut *handles.pool.acquire().await?, who, id).await?;
+    who.require_admin(&namespace, "manage alert channels")?;
     channels::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel", id))
@@ -103,7 +133,8 @@ pub async fn create_channel_in(
     who: &Principal,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
-    require_channels(who)?;
+    who.role_for(NEW_ALERTS_NAMESPACE, "namespace", NEW_ALERTS_NAMESPACE)?;
+    who.require_admin(NEW_ALERTS_NAMESPACE, "manage alert channels")?;
     if has_url(command.kind) && command.url.is_none() {
         return Err(ApiError::field("config.url", "is required"));
     }
@@ -161,7 +192,8 @@ pub async fn update_channel_in(
     id: i64,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
-    require_channels(who)?;
+    let namespace = channel_namespace(conn, who, id).await?;
+    who.require_admin(&namespace, "manage alert channels")?;
     let before = channels::get(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel", id))?;
@@ -208,8 +240,9 @@ pub async fn update_channel_in(
 
 /// Deletes a channel no rule sends to.
 pub async fn delete_channel(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
-    require_channels(who)?;
     let mut tx = handles.pool.begin().await?;
+    let namespace = channel_namespace(&mut tx, who, id).await?;
+    who.require_admin(&namespace, "manage alert channels")?;
     match channels::delete(&mut tx, id).await? {
         Deleted::Yes => {}
         Deleted::NotFound => return Err(ApiError::not_found("channel", id)),
@@ -220,7 +253,14 @@ pub async fn delete_channel(handles: &Handles, who: &Principal, id: i64) -> Resu
             )))
         }
     }
-    audit(&mut tx, who, "channel.delete", id, None, None).await?;
+    let change = Change {
+        action: "channel.delete",
+        object_type: "channel",
+        object_id: Some(id),
+        before: None,
+        after: None,
+    };
+    store::audit::record_in(&mut *tx, who.actor(), Some(&namespace), change).await?;
     tx.commit().await?;
     tracing::info!(channel.id = id, "alert channel deleted");
     Ok(())
@@ -237,7 +277,6 @@ pub struct TestResult {
 
 /// Queues a test message to a channel and waits for a monitor's first attempt.
 pub async fn test_channel(handles: &Handles, who: &Principal, id: i64) -> Result<TestResult, ApiError> {
-    require_channels(who)?;
     let channel = get_channel(handles, who, id).await?;
     let payload = json!({
         "event": "test",
@@ -291,12 +330,20 @@ pub async fn test_channel(handles: &Handles, who: &Principal, id: i64) -> Result
 }
 
 /// Every rule.
-pub async fn list_rules(handles: &Handles, _who: &Principal) -> Result<Vec<Rule>, ApiError> {
-    Ok(rules::list(&handles.pool).await?)
+pub async fn list_rules(handles: &Handles, who: &Principal) -> Result<Vec<Rule>, ApiError> {
+    let namespaces = store::namespaces::of_rules(&handles.pool).await?;
+    let mut list = rules::list(&handles.pool).await?;
+    list.retain(|rule| {
+        namespaces
+            .get(&rule.id)
+            .is_some_and(|namespace| who.access.sees(namespace))
+    });
+    Ok(list)
 }
 
 /// One rule.
-pub async fn get_rule(handles: &Handles, _who: &Principal, id: i64) -> Result<Rule, ApiError> {
+pub async fn get_rule(handles: &Handles, who: &Principal, id: i64) -> Result<Rule, ApiError> {
+    rule_namespace(&mut *handles.pool.acquire().await?, who, id).await?;
     rules::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("alert rule", id))
@@ -323,12 +370,32 @@ pub async fn save_rule_in(
     id: Option<i64>,
     fields: rules::RuleFields,
 ) -> Result<Rule, ApiError> {
-    require_rules(who)?;
-    let job_missing = match fields.job_id {
-        Some(job) if store::jobs::get(&mut *conn, job).await?.is_none() => Some(job),
-        _ => None,
+    let namespace = match id {
+        Some(id) => rule_namespace(conn, who, id).await?,
+        None => {
+            who.role_for(NEW_ALERTS_NAMESPACE, "namespace", NEW_ALERTS_NAMESPACE)?;
+            NEW_ALERTS_NAMESPACE.to_owned()
+        }
     };
-    let channels_missing = channels::missing(&mut *conn, &fields.channel_ids).await?;
+    who.require_operator(&namespace, "manage alert rules")?;
+    // A rule names a job and channels of its own namespace: others are unknown to it.
+    let job_missing = match fields.job_id {
+        Some(job) => match store::jobs::get(&mut *conn, job).await? {
+            Some(found) if found.namespace == namespace => None,
+            _ => Some(job),
+        },
+        None => None,
+    };
+    let channel_namespaces = store::namespaces::of_channels(&mut *conn).await?;
+    let mut channels_missing = channels::missing(&mut *conn, &fields.channel_ids).await?;
+    for id in &fields.channel_ids {
+        if channel_namespaces
+            .get(id)
+            .is_some_and(|theirs| *theirs != namespace)
+        {
+            channels_missing.push(*id);
+        }
+    }
     alert::missing_references(job_missing, &channels_missing)?;
     let before = match id {
         Some(id) => Some(
@@ -367,13 +434,21 @@ pub async fn save_rule_in(
 
 /// Deletes a rule.
 pub async fn delete_rule(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
-    require_rules(who)?;
     let mut tx = handles.pool.begin().await?;
+    let namespace = rule_namespace(&mut tx, who, id).await?;
+    who.require_operator(&namespace, "manage alert rules")?;
     let before = rules::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("alert rule", id))?;
     rules::delete(&mut *tx, id).await?;
-    audit(&mut tx, who, "alert_rule.delete", id, snapshot(&before), None).await?;
+    let change = Change {
+        action: "alert_rule.delete",
+        object_type: "alert_rule",
+        object_id: Some(id),
+        before: snapshot(&before),
+        after: None,
+    };
+    store::audit::record_in(&mut *tx, who.actor(), Some(&namespace), change).await?;
     tx.commit().await?;
     tracing::info!(rule.id = id, "alert rule deleted");
     Ok(())
@@ -382,11 +457,23 @@ pub async fn delete_rule(handles: &Handles, who: &Principal, id: i64) -> Result<
 /// The delivery log, newest first.
 pub async fn notifications(
     handles: &Handles,
-    _who: &Principal,
+    who: &Principal,
     filter: &Filter,
     page: Page,
 ) -> Result<Vec<Notification>, ApiError> {
-    Ok(notifications::list(&handles.pool, filter, page).await?)
+    let mut list = notifications::list(&handles.pool, filter, page).await?;
+    if who.access.cluster_admin {
+        return Ok(list);
+    }
+    // A message is seen in its channel's namespace (a deleted channel's: cluster admins).
+    let namespaces = store::namespaces::of_channels(&handles.pool).await?;
+    list.retain(|notification| {
+        notification
+            .channel_id
+            .and_then(|id| namespaces.get(&id))
+            .is_some_and(|namespace| who.access.sees(namespace))
+    });
+    Ok(list)
 }
 
 async fn audit(

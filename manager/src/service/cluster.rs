@@ -93,6 +93,31 @@ pub async fn status(handles: &Handles) -> Result<Arc<Status>, ApiError> {
         .await
 }
 
+/// The cluster summary as `who` may read it: whoever does not see every namespace gets
+/// the run counts, failures and next instants of their namespaces (and neither the
+/// per-minute counts nor the missed instants, which are cluster-wide).
+pub async fn status_for(handles: &Handles, who: &Principal) -> Result<Arc<Status>, ApiError> {
+    let status = status(handles).await?;
+    let sees_all = who.access.cluster_admin
+        || store::namespaces::names(&handles.pool)
+            .await?
+            .iter()
+            .all(|name| who.access.sees(name));
+    if sees_all {
+        return Ok(status);
+    }
+    let only = who.access.visible().unwrap_or_default();
+    let scoped = store::dashboard::scoped(&handles.pool, &only).await?;
+    Ok(Arc::new(Status {
+        processes: status.processes.clone(),
+        runs_last_hour: scoped.runs_last_hour,
+        runs_per_minute: Vec::new(),
+        recent_failures: scoped.recent_failures,
+        next_fires: scoped.next_fires,
+        missed_last_day: 0,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -211,12 +236,20 @@ pub struct ProcessView {
     pub drain_requested: bool,
 }
 
-/// Every registered process of `role`, newest first, executors with their running counts.
-pub async fn processes(handles: &Handles, role: ProcessRole) -> Result<Vec<ProcessView>, ApiError> {
+/// Every registered process of `role`, newest first, executors with their running counts
+/// (of the runs of the namespaces `who` sees).
+pub async fn processes(
+    handles: &Handles,
+    who: &Principal,
+    role: ProcessRole,
+) -> Result<Vec<ProcessView>, ApiError> {
     let processes = store::processes::list(&handles.pool, role).await?;
-    let running = match role {
-        ProcessRole::Executor => store::runs::history::active_by_executor(&handles.pool).await?,
-        ProcessRole::Monitor => BTreeMap::new(),
+    let running = match (role, who.access.visible()) {
+        (ProcessRole::Executor, None) => store::runs::history::active_by_executor(&handles.pool).await?,
+        (ProcessRole::Executor, Some(only)) => {
+            store::runs::history::active_by_executor_in(&handles.pool, &only).await?
+        }
+        (ProcessRole::Monitor, _) => BTreeMap::new(),
     };
     Ok(processes.into_iter().map(|p| view(p, role, &running)).collect())
 }
@@ -281,7 +314,7 @@ pub async fn route_executor(
         Routing::Uncordon => "executor.uncordon",
         Routing::Drain => "executor.drain",
     };
-    who.require_operator("cordon, uncordon or drain executors")?;
+    who.require_cluster_admin("cordon, uncordon or drain executors")?;
     let mut tx = handles.pool.begin().await?;
     let Some(process) = store::processes::route(&mut *tx, id, change).await? else {
         return Err(match store::processes::get(&mut *tx, id).await? {
@@ -311,11 +344,35 @@ pub async fn route_executor(
 /// A page of the audit log, newest first, of the entries `filter` selects.
 pub async fn audit_log(
     handles: &Handles,
+    who: &Principal,
     filter: &audit::Filter,
     page: Page,
 ) -> Result<Paged<Entry>, ApiError> {
-    let (items, total) = store::audit::list(&handles.pool, filter, page).await?;
+    let mut filter = filter.clone();
+    filter.visible = audit_scope(who)?;
+    let (items, total) = store::audit::list(&handles.pool, &filter, page).await?;
     Ok(Paged { items, total })
+}
+
+/// The namespaces whose audit entries `who` reads (None: every entry, cluster-wide ones
+/// included, for a cluster admin); 403 for whoever is an admin nowhere.
+pub fn audit_scope(who: &Principal) -> Result<Option<Vec<String>>, ApiError> {
+    if who.access.cluster_admin {
+        return Ok(None);
+    }
+    let admin_of: Vec<String> = who
+        .access
+        .roles
+        .iter()
+        .filter(|(_, role)| role.is_admin())
+        .map(|(name, _)| name.clone())
+        .collect();
+    if admin_of.is_empty() {
+        return Err(ApiError::Forbidden(
+            "only a namespace's admins may read its audit log".into(),
+        ));
+    }
+    Ok(Some(admin_of))
 }
 
 /// The longest text an audit filter accepts.
@@ -340,12 +397,16 @@ pub fn audit_filter(query: &QueryParams, errors: &mut FieldErrors) -> audit::Fil
         object_type: text("object_type"),
         object: text("object"),
         action: text("action"),
+        namespace: text("namespace"),
+        visible: None,
     }
 }
 
-/// The names of the users the audit log mentions (the admin's filter choices).
-pub async fn audit_actors(handles: &Handles) -> Result<Vec<String>, ApiError> {
-    Ok(store::audit::actors(&handles.pool).await?)
+/// The names of the users the audit entries `who` reads mention (the admin's filter
+/// choices).
+pub async fn audit_actors(handles: &Handles, who: &Principal) -> Result<Vec<String>, ApiError> {
+    let scope = audit_scope(who)?;
+    Ok(store::audit::actors(&handles.pool, scope.as_deref()).await?)
 }
 
 /// The numbers `/metrics` exports.

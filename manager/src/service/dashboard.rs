@@ -5,6 +5,7 @@
 use probactr_common::store::{self, dashboard::Dashboard, dashboard::Range};
 
 use super::Handles;
+use crate::auth::Principal;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::QueryParams;
 
@@ -13,7 +14,13 @@ pub fn range(query: &QueryParams, errors: &mut FieldErrors) -> Range {
     query.choice("range", errors).unwrap_or_default()
 }
 
-/// The history over `range`.
-pub async fn dashboard(handles: &Handles, range: Range) -> Result<Dashboard, ApiError> {
-    Ok(store::dashboard::dashboard(&handles.pool, range).await?)
+/// The history over `range` of the jobs `who` sees, of namespace `asked` when given.
+pub async fn dashboard(
+    handles: &Handles,
+    who: &Principal,
+    range: Range,
+    asked: Option<&str>,
+) -> Result<Dashboard, ApiError> {
+    let only = who.access.listing(asked);
+    Ok(store::dashboard::dashboard(&handles.pool, range, only.as_deref()).await?)
 }

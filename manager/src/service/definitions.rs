@@ -37,25 +37,88 @@ use crate::command::workflow::WorkflowDraft;
 use crate::command::{JobDraft, JobPatch, TriggerDraft};
 use crate::error::{ApiError, FieldErrors};
 
-/// The cluster's definitions as `who` sees and changes them.
+/// The definitions of one namespace as `who` sees and changes them.
 pub struct Definitions<'a> {
     handles: &'a Handles,
     who: &'a Principal,
+    namespace: String,
+    /// Whether the caller named the namespace (else files may name theirs).
+    named: bool,
 }
 
 impl<'a> Definitions<'a> {
-    /// The registry of `who`.
-    pub fn of(handles: &'a Handles, who: &'a Principal) -> Definitions<'a> {
-        Definitions { handles, who }
+    /// The registry of `who` in `namespace` (`default` when None); a 404 when `who` has
+    /// no role there.
+    pub fn of(
+        handles: &'a Handles,
+        who: &'a Principal,
+        namespace: Option<&str>,
+    ) -> Result<Definitions<'a>, ApiError> {
+        let named = namespace.is_some();
+        let namespace = namespace.unwrap_or(store::namespaces::DEFAULT).to_owned();
+        who.role_for(&namespace, "namespace", &namespace)?;
+        Ok(Definitions {
+            handles,
+            who,
+            namespace,
+            named,
+        })
+    }
+
+    /// The namespace files apply to: the one they name at their top (all the same one),
+    /// which must be the caller's when the caller named one; else the caller's.
+    fn namespace_of(&self, sources: &[Source]) -> Result<String, ApiError> {
+        let mut named: Vec<(&str, String)> = sources
+            .iter()
+            .filter_map(|source| source.namespace().map(|name| (name, source.namespace_at())))
+            .collect();
+        named.sort();
+        named.dedup_by(|a, b| a.0 == b.0);
+        match named.as_slice() {
+            [] => Ok(self.namespace.clone()),
+            [(name, at)] if !self.named || *name == self.namespace => {
+                self.who.role_for(name, "namespace", name).map_err(|_| {
+                    ApiError::Invalid(FieldErrors::from([(
+                        format!("{at}: namespace"),
+                        format!("no namespace {name} where you have a role"),
+                    )]))
+                })?;
+                Ok((*name).to_owned())
+            }
+            [(name, at)] => Err(ApiError::Invalid(FieldErrors::from([(
+                format!("{at}: namespace"),
+                format!("the file names namespace {name}, the request {}", self.namespace),
+            )]))),
+            several => Err(ApiError::Invalid(
+                several
+                    .iter()
+                    .map(|(name, at)| {
+                        (
+                            format!("{at}: namespace"),
+                            format!("the files name several namespaces ({name} here): apply one namespace at a time"),
+                        )
+                    })
+                    .collect(),
+            )),
+        }
     }
 
     /// Every job with its triggers, as YAML.
     pub async fn export_yaml(&self) -> Result<String, ApiError> {
         // One transaction: every object read as of one moment.
-        let session = InTransaction::over(self.handles, self.who, self.handles.pool.begin().await?);
-        let document = probactr_definitions::export(&session, None)
+        let session = InTransaction::over(
+            self.handles,
+            self.who,
+            &self.namespace,
+            self.handles.pool.begin().await?,
+        );
+        let mut document = probactr_definitions::export(&session, None)
             .await
             .map_err(|err| session.failed(err))?;
+        // The file says where its objects go.
+        if let Value::Object(map) = &mut document {
+            map.insert("namespace".into(), Value::String(self.namespace.clone()));
+        }
         Ok(probactr_definitions::yaml(&document))
     }
 
@@ -96,7 +159,7 @@ impl<'a> Definitions<'a> {
         dry_run: bool,
         prune: bool,
     ) -> Result<Report, ApiError> {
-        self.who.require_operator("apply definitions")?;
+        self.who.require_operator(&self.namespace, "apply definitions")?;
         let mut sources = Vec::new();
         let mut problems = FieldErrors::new();
         for (name, text) in files {
@@ -108,9 +171,17 @@ impl<'a> Definitions<'a> {
         if !problems.is_empty() {
             return Err(ApiError::Invalid(problems));
         }
+        let namespace = self.namespace_of(&sources)?;
+        self.who.require_operator(&namespace, "apply definitions")?;
+        let this = &Definitions {
+            handles: self.handles,
+            who: self.who,
+            namespace,
+            named: true,
+        };
         let sources = &sources;
         let report = retry_transient("definitions apply", move || async move {
-            self.apply_once(sources, dry_run, prune).await.map_err(Attempt)
+            this.apply_once(sources, dry_run, prune).await.map_err(Attempt)
         })
         .await
         .map_err(|Attempt(err)| err)?;
@@ -126,7 +197,7 @@ impl<'a> Definitions<'a> {
         // Held until the transaction ends: another apply waits here, so what the check
         // below read still holds when the changes are made.
         store::definitions::lock_apply(&mut *tx).await?;
-        let session = InTransaction::over(self.handles, self.who, tx);
+        let session = InTransaction::over(self.handles, self.who, &self.namespace, tx);
         let checked = probactr_definitions::apply(&Checking::over(&session), sources, false, prune).await;
         let report = checked.map_err(|err| session.failed(err))?;
         if dry_run {
@@ -229,14 +300,15 @@ impl Registry for Checking<'_> {
     }
 
     async fn create_job(&self, body: Value) -> Result<i64, Refusal> {
-        checked(self.inner.who.require_operator("create jobs"))?;
+        let ns = self.inner.namespace;
+        checked(self.inner.who.require_operator(ns, "create jobs"))?;
         let name = body["name"].as_str().unwrap_or_default().to_owned();
-        let draft = JobDraft::from_json(body);
+        let draft = JobDraft::from_json(in_namespace(body, ns));
         if let Some(kind) = draft.requested_kind() {
-            checked(self.inner.who.require_job_kind(kind))?;
+            checked(self.inner.who.require_job_kind(ns, kind))?;
         }
         let job = checked(draft.definition(None))?;
-        checked(self.inner.who.require_job_kind(job.kind))?;
+        checked(self.inner.who.require_job_kind(ns, job.kind))?;
         let mut created = self
             .created
             .lock()
@@ -250,7 +322,8 @@ impl Registry for Checking<'_> {
         if id >= FAKE_IDS {
             return Ok(());
         }
-        checked(self.inner.who.require_operator("edit jobs"))?;
+        let ns = self.inner.namespace;
+        checked(self.inner.who.require_operator(ns, "edit jobs"))?;
         let current = {
             let mut tx = self.inner.tx.lock().await;
             store::jobs::get(&mut **tx, id)
@@ -258,24 +331,39 @@ impl Registry for Checking<'_> {
                 .map_err(|err| self.inner.refused(err.into()))?
         }
         .ok_or_else(|| refusal(ApiError::not_found("job", id)))?;
-        checked(self.inner.who.require_job_kind(current.kind))?;
+        if current.namespace != ns {
+            return Err(refusal(ApiError::not_found("job", id)));
+        }
+        checked(self.inner.who.require_job_kind(ns, current.kind))?;
         let (_, job) = checked(JobPatch::from_json(body).definition(&current))?;
-        checked(self.inner.who.require_job_kind(job.kind))?;
+        checked(self.inner.who.require_job_kind(ns, job.kind))?;
         Ok(())
     }
 
     async fn delete_job(&self, _id: i64) -> Result<(), Refusal> {
-        checked(self.inner.who.require_operator("delete jobs"))
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "delete jobs"),
+        )
     }
 
     async fn create_trigger(&self, _job_id: i64, body: Value) -> Result<(), Refusal> {
-        checked(self.inner.who.require_operator("create triggers"))?;
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "create triggers"),
+        )?;
         checked(TriggerDraft::from_json(body).definition(None, Utc::now()))?;
         Ok(())
     }
 
     async fn delete_trigger(&self, _id: i64) -> Result<(), Refusal> {
-        checked(self.inner.who.require_operator("delete triggers"))
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "delete triggers"),
+        )
     }
 
     async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
@@ -297,7 +385,7 @@ impl Registry for Checking<'_> {
         checked(
             self.inner
                 .who
-                .require(self.inner.who.role.is_admin(), "manage alert channels"),
+                .require_admin(self.inner.namespace, "manage alert channels"),
         )?;
         let name = body["name"].as_str().unwrap_or_default().to_owned();
         checked(ChannelCommand::read(body))?;
@@ -326,7 +414,11 @@ impl Registry for Checking<'_> {
     }
 
     async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
-        checked(self.inner.who.require_operator("edit workflows"))?;
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "edit workflows"),
+        )?;
         let mut known: BTreeSet<i64> = self
             .inner
             .jobs()
@@ -354,6 +446,14 @@ impl Registry for Checking<'_> {
     async fn delete_workflow_trigger(&self, _workflow_id: i64, _id: i64) -> Result<(), Refusal> {
         Ok(())
     }
+}
+
+/// A create body with `namespace` set (the files' objects go to the apply's namespace).
+fn in_namespace(mut body: Value, namespace: &str) -> Value {
+    if let Some(map) = body.as_object_mut() {
+        map.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+    }
+    body
 }
 
 fn refusal(err: ApiError) -> Refusal {
@@ -385,6 +485,9 @@ fn json<T: serde::Serialize>(value: T) -> Value {
 pub struct InTransaction<'a> {
     handles: &'a Handles,
     who: &'a Principal,
+    /// The namespace read and written: every object listed is of it, and every object
+    /// made goes to it.
+    namespace: &'a str,
     tx: tokio::sync::Mutex<Transaction<'static, Postgres>>,
     /// The first error a call met, whole: the definitions crate keeps only its text, and
     /// the answer depends on its kind (aborted for concurrency, changed meanwhile…).
@@ -395,11 +498,13 @@ impl<'a> InTransaction<'a> {
     fn over(
         handles: &'a Handles,
         who: &'a Principal,
+        namespace: &'a str,
         tx: Transaction<'static, Postgres>,
     ) -> InTransaction<'a> {
         InTransaction {
             handles,
             who,
+            namespace,
             tx: tokio::sync::Mutex::new(tx),
             failure: Mutex::new(None),
         }
@@ -452,7 +557,11 @@ impl Registry for InTransaction<'_> {
             offset: 0,
         };
         let mut tx = self.tx.lock().await;
-        let listed = store::jobs::page_with_stats(&mut **tx, &JobFilter::default(), page).await;
+        let filter = JobFilter {
+            namespaces: Some(vec![self.namespace.to_owned()]),
+            ..JobFilter::default()
+        };
+        let listed = store::jobs::page_with_stats(&mut **tx, &filter, page).await;
         let rows = self.done(listed.map_err(ApiError::from))?;
         Ok(rows
             .into_iter()
@@ -464,9 +573,7 @@ impl Registry for InTransaction<'_> {
         let mut tx = self.tx.lock().await;
         let conn: &mut PgConnection = &mut tx;
         let listed = async {
-            store::jobs::get(&mut *conn, job_id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("job", job_id))?;
+            super::jobs::visible(&mut *conn, self.who, job_id, false).await?;
             let listed = store::triggers::list_for_job(&mut *conn, job_id).await?;
             triggers::with_params_from(&mut *conn, listed).await
         }
@@ -476,6 +583,7 @@ impl Registry for InTransaction<'_> {
 
     async fn create_job(&self, body: Value) -> Result<i64, Refusal> {
         let mut tx = self.tx.lock().await;
+        let body = in_namespace(body, self.namespace);
         let made = super::jobs::create_in(&mut tx, self.who, JobDraft::from_json(body)).await;
         self.done(made.map(|job| job.id))
     }
@@ -512,11 +620,23 @@ impl Registry for InTransaction<'_> {
     }
 
     async fn channels(&self) -> Result<Option<Vec<Value>>, Refusal> {
-        if !self.who.role.is_admin() {
+        if !self
+            .who
+            .access
+            .role_in(self.namespace)
+            .is_some_and(|role| role.is_admin())
+        {
             return Ok(None);
         }
         let mut tx = self.tx.lock().await;
-        let listed = store::alerts::channels::list(&mut **tx).await;
+        let listed = async {
+            let namespaces = store::namespaces::of_channels(&mut **tx).await?;
+            let mut channels = store::alerts::channels::list(&mut **tx).await?;
+            channels
+                .retain(|channel| namespaces.get(&channel.id).map(String::as_str) == Some(self.namespace));
+            Ok::<_, store::StoreError>(channels)
+        }
+        .await;
         let channels = self.done(listed.map_err(ApiError::from))?;
         Ok(Some(channels.into_iter().map(json).collect()))
     }
@@ -533,7 +653,13 @@ impl Registry for InTransaction<'_> {
 
     async fn rules(&self) -> Result<Vec<Value>, Refusal> {
         let mut tx = self.tx.lock().await;
-        let listed = store::alerts::rules::list(&mut **tx).await;
+        let listed = async {
+            let namespaces = store::namespaces::of_rules(&mut **tx).await?;
+            let mut rules = store::alerts::rules::list(&mut **tx).await?;
+            rules.retain(|rule| namespaces.get(&rule.id).map(String::as_str) == Some(self.namespace));
+            Ok::<_, store::StoreError>(rules)
+        }
+        .await;
         let rules = self.done(listed.map_err(ApiError::from))?;
         Ok(rules.into_iter().map(json).collect())
     }
@@ -547,14 +673,18 @@ impl Registry for InTransaction<'_> {
 
     async fn workflows(&self) -> Result<Vec<Value>, Refusal> {
         let mut tx = self.tx.lock().await;
-        let listed = workflows::list_in(&mut tx).await;
+        let listed =
+            workflows::list_in(&mut tx, Some(std::slice::from_ref(&self.namespace.to_owned()))).await;
         Ok(self.done(listed)?.into_iter().map(json).collect())
     }
 
     async fn put_workflow(&self, id: Option<i64>, body: Value) -> Result<i64, Refusal> {
         let mut tx = self.tx.lock().await;
         let saved = match id {
-            None => workflows::create_in(&mut tx, self.handles.secret_keys.as_deref(), self.who, body).await,
+            None => {
+                let body = in_namespace(body, self.namespace);
+                workflows::create_in(&mut tx, self.handles.secret_keys.as_deref(), self.who, body).await
+            }
             Some(id) => {
                 workflows::replace_in(
                     &mut tx,
@@ -572,7 +702,7 @@ impl Registry for InTransaction<'_> {
 
     async fn workflow_triggers(&self, workflow_id: i64) -> Result<Vec<Value>, Refusal> {
         let mut tx = self.tx.lock().await;
-        let listed = workflows::triggers_in(&mut tx, workflow_id).await;
+        let listed = workflows::triggers_in(&mut tx, self.who, workflow_id).await;
         Ok(self.done(listed)?.into_iter().map(json).collect())
     }
 

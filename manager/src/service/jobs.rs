@@ -66,8 +66,10 @@ pub struct StatsView {
 pub struct JobView {
     /// Id.
     pub id: i64,
-    /// Unique name.
+    /// Unique name within its namespace.
     pub name: String,
+    /// The namespace it belongs to (never changes).
+    pub namespace: String,
     /// Free text.
     pub description: String,
     /// shell, http, noop or sleep.
@@ -136,6 +138,7 @@ impl From<JobRow> for JobView {
         JobView {
             id: job.id,
             name: job.name,
+            namespace: job.namespace,
             description: job.description,
             kind: job.kind,
             spec: job.spec,
@@ -197,10 +200,44 @@ fn name_taken(err: StoreError) -> ApiError {
 
 /// One job, with statistics, as `who` may see it.
 pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<JobView, ApiError> {
-    store::jobs::get_with_stats(&handles.pool, id)
+    let row = store::jobs::get_with_stats(&handles.pool, id)
         .await?
-        .map(|row| JobView::from(row).visible_to(who))
-        .ok_or_else(|| ApiError::not_found("job", id))
+        .ok_or_else(|| ApiError::not_found("job", id))?;
+    who.role_for(&row.job.namespace, "job", id)?;
+    Ok(JobView::from(row).visible_to(who))
+}
+
+/// One job `who` sees (a 404 for any other); `lock` takes it FOR UPDATE.
+pub async fn visible(conn: &mut PgConnection, who: &Principal, id: i64, lock: bool) -> Result<Job, ApiError> {
+    let job = if lock {
+        store::jobs::get_for_update(&mut *conn, id).await?
+    } else {
+        store::jobs::get(&mut *conn, id).await?
+    };
+    let job = job.ok_or_else(|| ApiError::not_found("job", id))?;
+    who.role_for(&job.namespace, "job", id)?;
+    Ok(job)
+}
+
+/// 422 naming each secret the job's spec refers to (`{{ secrets.NAME }}`) that does not
+/// exist in the job's namespace: secrets are looked up in the job's own namespace only.
+async fn check_secrets(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
+    let mut named = probactr_common::secrets::references(&job.spec.to_string());
+    named.sort();
+    named.dedup();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let present = store::namespaces::secrets_present(&mut *conn, &job.namespace, &named).await?;
+    let missing: Vec<&String> = named.iter().filter(|name| !present.contains(name)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = missing.iter().map(|name| name.as_str()).collect();
+    Err(ApiError::field(
+        "spec",
+        format!("no secret {} in namespace {}", names.join(", "), job.namespace),
+    ))
 }
 
 /// A page of jobs, as `who` may see them.
@@ -210,7 +247,9 @@ pub async fn list(
     filter: &JobFilter,
     page: Page,
 ) -> Result<Paged<JobView>, ApiError> {
-    let (rows, total) = store::jobs::list_with_stats(&handles.pool, filter, page).await?;
+    let mut filter = filter.clone();
+    filter.namespaces = scoped(who, filter.namespaces.take());
+    let (rows, total) = store::jobs::list_with_stats(&handles.pool, &filter, page).await?;
     Ok(Paged {
         items: rows
             .into_iter()
@@ -220,11 +259,18 @@ pub async fn list(
     })
 }
 
+/// A list's namespaces narrowed to those `who` sees: `asked` holds the namespace the
+/// caller asked for (one at most), None for every one they see.
+pub fn scoped(who: &Principal, asked: Option<Vec<String>>) -> Option<Vec<String>> {
+    let asked = asked.and_then(|names| names.into_iter().next());
+    who.access.listing(asked.as_deref())
+}
+
 impl JobView {
     /// The job as `who` may see it: whoever may not edit it sees its possible secrets
     /// (shell `env` and HTTP `headers` values) as `***`.
     pub fn visible_to(mut self, who: &Principal) -> JobView {
-        if !who.role.can_edit_job(self.kind) {
+        if !who.can_edit_job(&self.namespace, self.kind) {
             self.spec = redact_secrets(&self.spec);
         }
         self
@@ -240,14 +286,19 @@ fn audited(job: &Job) -> Option<Value> {
     Some(value)
 }
 
-/// How many jobs match `filter`.
-pub async fn count(handles: &Handles, filter: &JobFilter) -> Result<i64, ApiError> {
-    Ok(store::jobs::count(&handles.pool, filter).await?)
+/// How many jobs `who` sees match `filter`.
+pub async fn count(handles: &Handles, who: &Principal, filter: &JobFilter) -> Result<i64, ApiError> {
+    let mut filter = filter.clone();
+    filter.namespaces = scoped(who, filter.namespaces.take());
+    Ok(store::jobs::count(&handles.pool, &filter).await?)
 }
 
-/// A job's name (None once it is deleted).
-pub async fn name_of(handles: &Handles, id: i64) -> Result<Option<String>, ApiError> {
-    Ok(store::jobs::get(&handles.pool, id).await?.map(|job| job.name))
+/// A job's name (None once it is deleted, or when `who` does not see it).
+pub async fn name_of(handles: &Handles, who: &Principal, id: i64) -> Result<Option<String>, ApiError> {
+    Ok(store::jobs::get(&handles.pool, id)
+        .await?
+        .filter(|job| who.access.sees(&job.namespace))
+        .map(|job| job.name))
 }
 
 /// Creates a job.
@@ -261,13 +312,34 @@ pub async fn create(handles: &Handles, who: &Principal, draft: JobDraft) -> Resu
 
 /// [`create`] in the caller's transaction (its audit row included); the job as written.
 pub async fn create_in(conn: &mut PgConnection, who: &Principal, draft: JobDraft) -> Result<Job, ApiError> {
-    who.require_operator("create jobs")?;
+    let asked = match &draft.namespace {
+        Some(None) => return Err(ApiError::field("namespace", "must not be null")),
+        Some(Some(name)) => Some(name.clone()),
+        None => None,
+    };
+    let namespace = super::namespaces::for_creation(conn, who, asked.as_deref()).await?;
+    who.require_operator(&namespace, "create jobs")?;
     if let Some(kind) = draft.requested_kind() {
-        who.require_job_kind(kind)?;
+        who.require_job_kind(&namespace, kind)?;
     }
-    let known = known_jobs(conn, &draft.children, None).await?;
+    let known = known_jobs(conn, &namespace, &draft.children, None).await?;
     let children = draft.children.checked(&JobChildren::default(), None, &known);
-    let (job, children) = with_children(draft.definition(None), children)?;
+    let (mut job, children) = with_children(draft.definition(None), children)?;
+    job.namespace = namespace.clone();
+    check_secrets(conn, &job).await?;
+    // The namespace's row is locked until the transaction ends, so that concurrent
+    // creations are counted one after the other against its quota.
+    let quota = store::namespaces::get_for_update(&mut *conn, &namespace)
+        .await?
+        .ok_or_else(|| ApiError::field("namespace", format!("no namespace {namespace}")))?;
+    if let Some(max_jobs) = quota.max_jobs {
+        let count = store::namespaces::job_count(&mut *conn, &namespace).await?;
+        if count >= i64::from(max_jobs) {
+            return Err(ApiError::Conflict(format!(
+                "namespace {namespace} holds {count} jobs, its quota (max_jobs {max_jobs})"
+            )));
+        }
+    }
     let created = store::jobs::insert(&mut *conn, &job).await.map_err(name_taken)?;
     store::jobs::set_children(&mut *conn, created.id, &children).await?;
     let change = Change {
@@ -302,19 +374,19 @@ pub async fn update_in(
     id: i64,
     patch: JobPatch,
 ) -> Result<Job, ApiError> {
-    who.require_operator("edit jobs")?;
-    let before = store::jobs::get_for_update(&mut *conn, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job", id))?;
-    who.require_job_kind(before.kind)?;
+    let before = visible(conn, who, id, true).await?;
+    let namespace = before.namespace.clone();
+    who.require_operator(&namespace, "edit jobs")?;
+    who.require_job_kind(&namespace, before.kind)?;
     if let Some(kind) = patch.draft.requested_kind() {
-        who.require_job_kind(kind)?;
+        who.require_job_kind(&namespace, kind)?;
     }
     let children_before = store::jobs::children(&mut *conn, id).await?.unwrap_or_default();
-    let known = known_jobs(conn, &patch.draft.children, Some(id)).await?;
+    let known = known_jobs(conn, &namespace, &patch.draft.children, Some(id)).await?;
     let children = patch.draft.children.checked(&children_before, Some(id), &known);
     let ((version, job), children) = with_children(patch.definition(&before), children)?;
-    who.require_job_kind(job.kind)?;
+    who.require_job_kind(&namespace, job.kind)?;
+    check_secrets(conn, &job).await?;
     refuse_deleted(&before)?;
     if version != before.version {
         return Err(stale_by(conn, "job", id, version, before.version).await);
@@ -347,10 +419,11 @@ pub async fn update_in(
     Ok(after)
 }
 
-/// The jobs the child lists of a draft may name; for an edit of job `own_id`, which of
-/// the named ones lead back to it.
+/// The jobs the child lists of a draft may name (those of its namespace); for an edit of
+/// job `own_id`, which of the named ones lead back to it.
 async fn known_jobs(
     conn: &mut PgConnection,
+    namespace: &str,
     children: &ChildDraft,
     own_id: Option<i64>,
 ) -> Result<KnownJobs, ApiError> {
@@ -358,7 +431,7 @@ async fn known_jobs(
     if !children.any_given() {
         return Ok(known);
     }
-    known.by_name = store::jobs::names(&mut *conn)
+    known.by_name = store::jobs::names(&mut *conn, Some(std::slice::from_ref(&namespace.to_owned())))
         .await?
         .into_iter()
         .map(|(id, name)| (name, id))
@@ -469,11 +542,9 @@ pub async fn delete_in(
     id: i64,
     erase_history: bool,
 ) -> Result<(), ApiError> {
-    who.require_operator("delete jobs")?;
-    let before = store::jobs::get_for_update(&mut *conn, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job", id))?;
-    who.require_job_kind(before.kind)?;
+    let before = visible(conn, who, id, true).await?;
+    who.require_operator(&before.namespace, "delete jobs")?;
+    who.require_job_kind(&before.namespace, before.kind)?;
     let workflows = store::workflows::names_using_job(&mut *conn, id).await?;
     if !workflows.is_empty() {
         return Err(ApiError::Conflict(format!(
@@ -527,11 +598,12 @@ pub async fn set_paused(
     id: i64,
     paused: bool,
 ) -> Result<JobView, ApiError> {
-    who.require_operator(if paused { "pause jobs" } else { "resume jobs" })?;
     let mut tx = handles.pool.begin().await?;
-    let before = store::jobs::get_for_update(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job", id))?;
+    let before = visible(&mut tx, who, id, true).await?;
+    who.require_operator(
+        &before.namespace,
+        if paused { "pause jobs" } else { "resume jobs" },
+    )?;
     refuse_deleted(&before)?;
     let after = store::jobs::set_paused(&mut *tx, id, paused)
         .await?
@@ -587,11 +659,9 @@ pub fn read_params(text: &str, wrapped: bool) -> Result<Value, ApiError> {
 /// Queues a run of a job now with `params` (a JSON object, `{}` for none); returns the
 /// run's id (the first of the instant's runs when the job's route fans out).
 pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
-    who.require_operator("run jobs")?;
     let mut tx = handles.pool.begin().await?;
-    let job = store::jobs::get(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job", id))?;
+    let job = visible(&mut tx, who, id, false).await?;
+    who.require_operator(&job.namespace, "run jobs")?;
     if job.paused {
         // Runs of a paused job are not claimed: queued now, it would wait unseen.
         return Err(ApiError::Conflict(format!(
@@ -640,9 +710,8 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
 }
 
 /// Which executor holds each live instance of a service (empty for a batch job).
-pub async fn replicas(handles: &Handles, id: i64) -> Result<Vec<ReplicaHolder>, ApiError> {
-    store::jobs::get(&handles.pool, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job", id))?;
+pub async fn replicas(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<ReplicaHolder>, ApiError> {
+    let mut conn = handles.pool.acquire().await?;
+    visible(&mut conn, who, id, false).await?;
     Ok(store::services::holders(&handles.pool, id).await?)
 }

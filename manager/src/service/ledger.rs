@@ -30,20 +30,28 @@ fn ledger_error(err: LedgerError) -> ApiError {
     }
 }
 
-async fn trigger_and_pause(handles: &Handles, id: i64) -> Result<(Trigger, bool), ApiError> {
+/// The trigger `id` (a 404 unless `who` sees its job's namespace), whether it or its job
+/// is paused, and its namespace.
+async fn trigger_and_pause(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+) -> Result<(Trigger, bool, String), ApiError> {
     let trigger = store::triggers::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
     let job = store::jobs::get(&handles.pool, trigger.job_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("job", trigger.job_id))?;
+        .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    who.role_for(&job.namespace, "trigger", id)?;
     let paused = trigger.paused || job.paused;
-    Ok((trigger, paused))
+    Ok((trigger, paused, job.namespace))
 }
 
 /// What became of a trigger's instants in `[from, to)`.
 pub async fn ledger(
     handles: &Handles,
+    who: &Principal,
     id: i64,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
@@ -52,7 +60,7 @@ pub async fn ledger(
     if to <= from {
         return Err(ApiError::field("to", "must be later than from"));
     }
-    let (trigger, paused) = trigger_and_pause(handles, id).await?;
+    let (trigger, paused, _) = trigger_and_pause(handles, who, id).await?;
     ledger::read(&handles.pool, &trigger, paused, from, to, limit.min(MAX_LEDGER))
         .await
         .map_err(ledger_error)
@@ -80,8 +88,8 @@ pub async fn backfill(
     dry_run: bool,
     max_concurrency: i32,
 ) -> Result<BackfillAnswer, ApiError> {
-    who.require_operator("backfill triggers")?;
-    let (trigger, _) = trigger_and_pause(handles, id).await?;
+    let (trigger, _, namespace) = trigger_and_pause(handles, who, id).await?;
+    who.require_operator(&namespace, "backfill triggers")?;
     let now = store::db_now(&handles.pool).await?;
     let mut errors = FieldErrors::new();
     if to < from {
@@ -190,6 +198,7 @@ pub struct ForecastAnswer {
 /// What fires when in `[from, to)`, across the triggers of unpaused jobs (or one job's).
 pub async fn forecast(
     handles: &Handles,
+    who: &Principal,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     job_id: Option<i64>,
@@ -198,12 +207,16 @@ pub async fn forecast(
         return Err(ApiError::field("to", "must be later than from"));
     }
     let names: std::collections::HashMap<i64, String> =
-        store::jobs::names(&handles.pool).await?.into_iter().collect();
+        store::jobs::names(&handles.pool, who.access.visible().as_deref())
+            .await?
+            .into_iter()
+            .collect();
     let mut items = Vec::new();
     let mut truncated = false;
     for watched in store::triggers::watched(&handles.pool).await? {
         let trigger = watched.trigger;
-        if job_id.is_some_and(|job| job != trigger.job_id) {
+        // Only the jobs the caller sees (names holds exactly those).
+        if job_id.is_some_and(|job| job != trigger.job_id) || !names.contains_key(&trigger.job_id) {
             continue;
         }
         let Ok(schedule) = TriggerSchedule::from_trigger(&trigger) else {

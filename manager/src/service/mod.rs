@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod definitions;
 pub mod jobs;
 pub mod ledger;
+pub mod namespaces;
 pub mod resume;
 pub mod runs;
 pub mod secrets;

@@ -24,6 +24,8 @@ pub struct RunView {
     pub id: i64,
     /// Its job.
     pub job_id: i64,
+    /// Its job's namespace.
+    pub namespace: String,
     /// The trigger that fired it.
     pub trigger_id: Option<i64>,
     /// The instant it was scheduled for.
@@ -85,6 +87,7 @@ impl From<Run> for RunView {
         RunView {
             id: run.id,
             job_id: run.job_id,
+            namespace: String::new(),
             trigger_id: run.trigger_id,
             scheduled_at: run.scheduled_at,
             attempt: run.attempt,
@@ -114,11 +117,35 @@ impl From<Run> for RunView {
     }
 }
 
-/// One run, output, checkpoint, parameters and output file included.
-pub async fn get(handles: &Handles, id: i64) -> Result<RunView, ApiError> {
+/// The namespace of a run (its job's) when `who` sees it; a 404 for run `id` otherwise.
+pub async fn namespace_of(
+    db: impl sqlx::PgExecutor<'_>,
+    who: &Principal,
+    id: i64,
+    job_id: i64,
+) -> Result<String, ApiError> {
+    let job = store::jobs::get(db, job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    who.role_for(&job.namespace, "run", id)?;
+    Ok(job.namespace)
+}
+
+/// Whether `who` sees run `id` (a 404 otherwise).
+pub async fn check_visible(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
     let run = store::runs::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
+    namespace_of(&handles.pool, who, id, run.job_id).await?;
+    Ok(())
+}
+
+/// One run, output, checkpoint, parameters and output file included.
+pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<RunView, ApiError> {
+    let run = store::runs::get(&handles.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    let namespace = namespace_of(&handles.pool, who, id, run.job_id).await?;
     let chain_id = run.first_run_id.unwrap_or(run.id);
     let checkpoint = store::checkpoints::info(&handles.pool, chain_id).await?;
     // Secret parameters are stored sealed and shown masked.
@@ -128,6 +155,7 @@ pub async fn get(handles: &Handles, id: i64) -> Result<RunView, ApiError> {
         checkpoint,
         params,
         step_output,
+        namespace,
         ..RunView::from(run)
     })
 }
@@ -170,12 +198,18 @@ pub fn cut_marker(bytes: i64) -> String {
 
 /// A run's output from `offset` (a byte offset; offsets from `next_offset` fall between
 /// chunks, one inside a chunk gets that chunk whole).
-pub async fn output(handles: &Handles, id: i64, offset: i64) -> Result<OutputPage, ApiError> {
+pub async fn output(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    offset: i64,
+) -> Result<OutputPage, ApiError> {
     // The state first: a run seen ended has stored all its output, so nothing stored
     // after this read can be missed by a reader who stops at `ended`.
     let run = store::runs::get(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
+    namespace_of(&handles.pool, who, id, run.job_id).await?;
     let stored = store::run_output::read(&handles.pool, id, offset, OUTPUT_PAGE).await?;
     let complete = (stored.len() as i64) < OUTPUT_PAGE;
     let ended = run.state.is_terminal() && complete;
@@ -222,11 +256,11 @@ pub async fn output(handles: &Handles, id: i64, offset: i64) -> Result<OutputPag
 }
 
 /// A run's whole output as text, with the cut markers (for a download).
-pub async fn output_text(handles: &Handles, id: i64) -> Result<String, ApiError> {
+pub async fn output_text(handles: &Handles, who: &Principal, id: i64) -> Result<String, ApiError> {
     let mut text = String::new();
     let mut offset = 0;
     loop {
-        let page = output(handles, id, offset).await?;
+        let page = output(handles, who, id, offset).await?;
         for chunk in &page.chunks {
             text.push_str(&chunk.text);
         }
@@ -251,6 +285,7 @@ pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
         until: query.time("until", errors),
         min_duration_ms: query.int("min_duration_ms", 0, i64::MAX, errors),
         sort: query.choice::<RunSort>("sort", errors).unwrap_or_default(),
+        namespaces: query.text("namespace").map(|name| vec![name.trim().to_owned()]),
     };
     if let (Some(since), Some(until)) = (filter.since, filter.until) {
         if until <= since {
@@ -261,8 +296,15 @@ pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
 }
 
 /// A page of runs, newest first.
-pub async fn list(handles: &Handles, filter: &RunFilter, page: Page) -> Result<Paged<RunSummary>, ApiError> {
-    let (items, total) = store::runs::history::list(&handles.pool, filter, page).await?;
+pub async fn list(
+    handles: &Handles,
+    who: &Principal,
+    filter: &RunFilter,
+    page: Page,
+) -> Result<Paged<RunSummary>, ApiError> {
+    let mut filter = filter.clone();
+    filter.namespaces = super::jobs::scoped(who, filter.namespaces.take());
+    let (items, total) = store::runs::history::list(&handles.pool, &filter, page).await?;
     Ok(Paged { items, total })
 }
 
@@ -278,11 +320,12 @@ pub struct Cancelled {
 
 /// Asks for a run to stop; 409 when it already ended.
 pub async fn cancel(handles: &Handles, who: &Principal, id: i64) -> Result<Cancelled, ApiError> {
-    who.require_operator("cancel runs")?;
     let mut tx = handles.pool.begin().await?;
     let before = store::runs::get(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
+    let namespace = namespace_of(&mut *tx, who, id, before.job_id).await?;
+    who.require_operator(&namespace, "cancel runs")?;
     if before.state.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "run {id} already ended ({})",

@@ -24,10 +24,23 @@ fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
     })
 }
 
+/// The namespace secrets are managed in here: the secret store addresses `default`
+/// (secrets of other namespaces are the executor's to look up).
+const SECRETS_NAMESPACE: &str = store::namespaces::DEFAULT;
+
+/// 404 unless `who` sees the secrets' namespace, 403 unless they are an admin there.
+fn require_secrets(who: &Principal) -> Result<(), ApiError> {
+    who.role_for(SECRETS_NAMESPACE, "namespace", SECRETS_NAMESPACE)?;
+    who.require_admin(SECRETS_NAMESPACE, "manage secrets")
+}
+
 /// Every secret (names and who set them, never values).
 pub async fn list(handles: &Handles, who: &Principal) -> Result<Vec<SecretInfo>, ApiError> {
-    who.require(who.role.is_admin(), "manage secrets")?;
-    Ok(store::secrets::list(&handles.pool).await?)
+    require_secrets(who)?;
+    let names = store::namespaces::secret_names(&handles.pool, SECRETS_NAMESPACE).await?;
+    let mut list = store::secrets::list(&handles.pool).await?;
+    list.retain(|secret| names.contains(&secret.name));
+    Ok(list)
 }
 
 /// Sets a secret's value; `must_exist` for a replacement (PUT), else creating is
@@ -39,7 +52,7 @@ pub async fn set(
     value: Option<&str>,
     must_exist: bool,
 ) -> Result<bool, ApiError> {
-    who.require(who.role.is_admin(), "manage secrets")?;
+    require_secrets(who)?;
     let mut errors = FieldErrors::new();
     if !secrets::is_valid_name(name) {
         errors.insert(
@@ -70,7 +83,7 @@ pub async fn set(
         before: None,
         after: Some(json!({"name": name, "key_id": sealed.key_id})),
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
+    store::audit::record_in(&mut *tx, who.actor(), Some(SECRETS_NAMESPACE), change).await?;
     tx.commit().await?;
     tracing::info!(secret.name = name, created, "secret set");
     Ok(created)
@@ -78,7 +91,7 @@ pub async fn set(
 
 /// Deletes a secret.
 pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<(), ApiError> {
-    who.require(who.role.is_admin(), "manage secrets")?;
+    require_secrets(who)?;
     let mut tx = handles.pool.begin().await?;
     if !store::secrets::delete(&mut *tx, name).await? {
         return Err(ApiError::not_found("secret", name));
@@ -90,7 +103,7 @@ pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<()
         before: Some(json!({"name": name})),
         after: None,
     };
-    store::audit::record(&mut *tx, who.actor(), change).await?;
+    store::audit::record_in(&mut *tx, who.actor(), Some(SECRETS_NAMESPACE), change).await?;
     tx.commit().await?;
     tracing::info!(secret.name = name, "secret deleted");
     Ok(())
@@ -126,7 +139,7 @@ async fn reseal_params(tx: &mut sqlx::PgConnection, keys: &Keyring) -> Result<()
 /// Re-seals every secret sealed under another key with the current one (after setting
 /// a new PROBACTR_SECRET_KEY and the old one as PROBACTR_SECRET_KEY_PREVIOUS).
 pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiError> {
-    who.require(who.role.is_admin(), "manage secrets")?;
+    who.require_cluster_admin("re-seal every secret of the cluster")?;
     let keys = keys(handles)?;
     let mut tx = handles.pool.begin().await?;
     let names = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;

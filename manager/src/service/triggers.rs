@@ -66,18 +66,32 @@ pub async fn view(handles: &Handles, trigger: Trigger) -> Result<TriggerView, Ap
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a trigger vanished")))
 }
 
-/// One trigger.
-pub async fn get(handles: &Handles, id: i64) -> Result<Trigger, ApiError> {
-    store::triggers::get(&handles.pool, id)
+/// One trigger `who` sees.
+pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<Trigger, ApiError> {
+    let trigger = store::triggers::get(&handles.pool, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("trigger", id))
+        .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    namespace_of(&mut *handles.pool.acquire().await?, who, &trigger).await?;
+    Ok(trigger)
 }
 
-/// A job's triggers (404 when the job does not exist).
-pub async fn list_for_job(handles: &Handles, job_id: i64) -> Result<Vec<Trigger>, ApiError> {
-    store::jobs::get(&handles.pool, job_id)
+/// The namespace of a trigger (its job's), when `who` sees it; a 404 for the trigger
+/// otherwise.
+async fn namespace_of(
+    conn: &mut PgConnection,
+    who: &Principal,
+    trigger: &Trigger,
+) -> Result<String, ApiError> {
+    let job = store::jobs::get(&mut *conn, trigger.job_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("job", job_id))?;
+        .ok_or_else(|| ApiError::not_found("trigger", trigger.id))?;
+    who.role_for(&job.namespace, "trigger", trigger.id)?;
+    Ok(job.namespace)
+}
+
+/// A job's triggers (404 when the job does not exist or `who` does not see it).
+pub async fn list_for_job(handles: &Handles, who: &Principal, job_id: i64) -> Result<Vec<Trigger>, ApiError> {
+    super::jobs::visible(&mut *handles.pool.acquire().await?, who, job_id, false).await?;
     Ok(store::triggers::list_for_job(&handles.pool, job_id).await?)
 }
 
@@ -103,11 +117,9 @@ pub async fn create_in(
     job_id: i64,
     draft: TriggerDraft,
 ) -> Result<Trigger, ApiError> {
-    who.require_operator("create triggers")?;
+    let job = super::jobs::visible(conn, who, job_id, false).await?;
+    who.require_operator(&job.namespace, "create triggers")?;
     let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
-    let job = store::jobs::get(&mut *conn, job_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job", job_id))?;
     let params = checked_params(job.params_schema.as_ref(), params, true, None, keys)?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
@@ -147,12 +159,13 @@ pub async fn update(
     id: i64,
     patch: TriggerPatch,
 ) -> Result<Trigger, ApiError> {
-    who.require_operator("edit triggers")?;
     let schedule_changed = patch.draft.changes_schedule();
     let mut tx = handles.pool.begin().await?;
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let namespace = namespace_of(&mut tx, who, &before).await?;
+    who.require_operator(&namespace, "edit triggers")?;
     let now = store::db_now(&mut *tx).await?;
     let (
         version,
@@ -214,10 +227,11 @@ pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<i64, 
 
 /// [`delete`] in the caller's transaction (its audit row included); the trigger's job.
 pub async fn delete_in(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<i64, ApiError> {
-    who.require_operator("delete triggers")?;
     let before = store::triggers::get_for_update(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let namespace = namespace_of(conn, who, &before).await?;
+    who.require_operator(&namespace, "delete triggers")?;
     store::triggers::delete(&mut *conn, id).await?;
     let change = Change {
         action: "trigger.delete",
@@ -226,7 +240,7 @@ pub async fn delete_in(conn: &mut PgConnection, who: &Principal, id: i64) -> Res
         before: snapshot(&before),
         after: None,
     };
-    store::audit::record(&mut *conn, who.actor(), change).await?;
+    store::audit::record_in(&mut *conn, who.actor(), Some(&namespace), change).await?;
     Ok(before.job_id)
 }
 
@@ -237,15 +251,19 @@ pub async fn set_paused(
     id: i64,
     paused: bool,
 ) -> Result<Trigger, ApiError> {
-    who.require_operator(if paused {
-        "pause triggers"
-    } else {
-        "resume triggers"
-    })?;
     let mut tx = handles.pool.begin().await?;
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
+    let namespace = namespace_of(&mut tx, who, &before).await?;
+    who.require_operator(
+        &namespace,
+        if paused {
+            "pause triggers"
+        } else {
+            "resume triggers"
+        },
+    )?;
     let mut after = store::triggers::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;

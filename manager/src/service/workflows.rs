@@ -55,7 +55,25 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<W
     let workflow = create_in(&mut tx, handles.secret_keys.as_deref(), who, body).await?;
     tx.commit().await?;
     tracing::info!(workflow.id = workflow.id, "workflow created");
-    get(handles, workflow.id).await
+    get(handles, who, workflow.id).await
+}
+
+/// One workflow `who` sees (a 404 for any other).
+async fn visible(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<Workflow, ApiError> {
+    let workflow = store::workflows::get(&mut *conn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+    who.role_for(&workflow.namespace, "workflow", id)?;
+    Ok(workflow)
+}
+
+/// Takes `namespace` out of a workflow body (the draft reads the rest).
+fn take_namespace(body: &mut Value) -> Result<Option<String>, ApiError> {
+    match body.as_object_mut().and_then(|map| map.remove("namespace")) {
+        None => Ok(None),
+        Some(Value::String(name)) => Ok(Some(name)),
+        Some(_) => Err(ApiError::field("namespace", "must be a namespace's name")),
+    }
 }
 
 /// [`create`] in the caller's transaction (its audit row included).
@@ -63,33 +81,39 @@ pub async fn create_in(
     conn: &mut PgConnection,
     keys: Option<&Keyring>,
     who: &Principal,
-    body: Value,
+    mut body: Value,
 ) -> Result<Workflow, ApiError> {
-    who.require_operator("create workflows")?;
-    let valid = validated(conn, keys, body).await?;
-    let workflow = store::workflows::create(conn, &valid.name, &valid.description, &valid.steps)
-        .await
-        .map_err(|err| name_taken(err, &valid.name))?;
+    let asked = take_namespace(&mut body)?;
+    let namespace = super::namespaces::for_creation(conn, who, asked.as_deref()).await?;
+    who.require_operator(&namespace, "create workflows")?;
+    let valid = validated(conn, keys, body, &namespace).await?;
+    let workflow =
+        store::workflows::create_in(conn, &namespace, &valid.name, &valid.description, &valid.steps)
+            .await
+            .map_err(|err| name_taken(err, &valid.name))?;
     store::workflows::set_params_schema(&mut *conn, workflow.id, valid.params_schema.as_ref()).await?;
     let change = Change {
         action: "workflow.create",
         object_type: "workflow",
         object_id: Some(workflow.id),
         before: None,
-        after: Some(json!({"name": workflow.name, "steps": valid.steps})),
+        after: Some(json!({"name": workflow.name, "namespace": workflow.namespace, "steps": valid.steps})),
     };
     store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(workflow)
 }
 
-/// A workflow body checked against the jobs its steps name.
+/// A workflow body checked against the jobs its steps name: jobs of the workflow's own
+/// namespace only (a job of another one is unknown to it).
 async fn validated(
     conn: &mut PgConnection,
     keys: Option<&Keyring>,
     body: Value,
+    namespace: &str,
 ) -> Result<ValidWorkflow, ApiError> {
     let draft = WorkflowDraft::from_json(body);
-    let jobs = store::jobs::get_many(&mut *conn, &draft.job_ids()).await?;
+    let mut jobs = store::jobs::get_many(&mut *conn, &draft.job_ids()).await?;
+    jobs.retain(|job| job.namespace == namespace);
     let existing: BTreeSet<i64> = jobs.iter().map(|job| job.id).collect();
     let schemas: BTreeMap<i64, Value> = jobs
         .into_iter()
@@ -129,7 +153,7 @@ pub async fn replace(
     .await?;
     tx.commit().await?;
     tracing::info!(workflow.id = id, version = workflow.version, "workflow replaced");
-    get(handles, id).await
+    get(handles, who, id).await
 }
 
 /// [`replace`] in the caller's transaction (its audit row included).
@@ -138,11 +162,15 @@ pub async fn replace_in(
     keys: Option<&Keyring>,
     who: &Principal,
     id: i64,
-    body: Value,
+    mut body: Value,
     expected_version: Option<i64>,
 ) -> Result<Workflow, ApiError> {
-    who.require_operator("edit workflows")?;
-    let valid = validated(conn, keys, body).await?;
+    let current = visible(conn, who, id).await?;
+    who.require_operator(&current.namespace, "edit workflows")?;
+    if take_namespace(&mut body)?.is_some_and(|asked| asked != current.namespace) {
+        return Err(ApiError::field("namespace", "namespace cannot change"));
+    }
+    let valid = validated(conn, keys, body, &current.namespace).await?;
     let before = store::workflows::steps(&mut *conn, id).await?;
     let replaced = store::workflows::replace(
         conn,
@@ -181,17 +209,15 @@ pub async fn replace_in(
 
 /// Deletes a workflow with its triggers and runs (the runs of its steps' jobs stay).
 pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<(), ApiError> {
-    who.require_operator("delete workflows")?;
     let mut tx = handles.pool.begin().await?;
-    let before = store::workflows::get(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+    let before = visible(&mut tx, who, id).await?;
+    who.require_operator(&before.namespace, "delete workflows")?;
     store::workflows::delete(&mut *tx, id).await?;
     let change = Change {
         action: "workflow.delete",
         object_type: "workflow",
         object_id: Some(id),
-        before: Some(json!({"name": before.name})),
+        before: Some(json!({"name": before.name, "namespace": before.namespace})),
         after: None,
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
@@ -200,11 +226,9 @@ pub async fn delete(handles: &Handles, who: &Principal, id: i64) -> Result<(), A
     Ok(())
 }
 
-/// One workflow with its steps and latest runs.
-pub async fn get(handles: &Handles, id: i64) -> Result<WorkflowView, ApiError> {
-    let workflow = store::workflows::get(&handles.pool, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+/// One workflow `who` sees, with its steps and latest runs.
+pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<WorkflowView, ApiError> {
+    let workflow = visible(&mut *handles.pool.acquire().await?, who, id).await?;
     view(handles, workflow).await
 }
 
@@ -230,15 +254,19 @@ async fn view_in(conn: &mut PgConnection, workflow: Workflow) -> Result<Workflow
     })
 }
 
-/// Every workflow, with its steps and latest runs.
-pub async fn list(handles: &Handles) -> Result<Vec<WorkflowView>, ApiError> {
-    list_in(&mut *handles.pool.acquire().await?).await
+/// Every workflow of the namespaces `only` (None: every one), with its steps and
+/// latest runs; callers narrow `only` to what the caller sees ([`super::jobs::scoped`]).
+pub async fn list(handles: &Handles, only: Option<&[String]>) -> Result<Vec<WorkflowView>, ApiError> {
+    list_in(&mut *handles.pool.acquire().await?, only).await
 }
 
 /// [`list`], read through the caller's connection (a transaction's).
-pub async fn list_in(conn: &mut PgConnection) -> Result<Vec<WorkflowView>, ApiError> {
+pub async fn list_in(
+    conn: &mut PgConnection,
+    only: Option<&[String]>,
+) -> Result<Vec<WorkflowView>, ApiError> {
     let mut views = Vec::new();
-    for workflow in store::workflows::list(&mut *conn).await? {
+    for workflow in store::workflows::list(&mut *conn, only).await? {
         views.push(view_in(conn, workflow).await?);
     }
     Ok(views)
@@ -251,12 +279,16 @@ pub async fn set_paused(
     id: i64,
     paused: bool,
 ) -> Result<WorkflowView, ApiError> {
-    who.require_operator(if paused {
-        "pause workflows"
-    } else {
-        "resume workflows"
-    })?;
     let mut tx = handles.pool.begin().await?;
+    let current = visible(&mut tx, who, id).await?;
+    who.require_operator(
+        &current.namespace,
+        if paused {
+            "pause workflows"
+        } else {
+            "resume workflows"
+        },
+    )?;
     let workflow = store::workflows::set_paused(&mut *tx, id, paused)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", id))?;
@@ -279,11 +311,9 @@ pub async fn set_paused(
 
 /// Starts a run of a workflow with `params` (a JSON object); returns its id.
 pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value) -> Result<i64, ApiError> {
-    who.require_operator("run workflows")?;
     let mut tx = handles.pool.begin().await?;
-    let workflow = store::workflows::get(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workflow", id))?;
+    let workflow = visible(&mut tx, who, id).await?;
+    who.require_operator(&workflow.namespace, "run workflows")?;
     if workflow.paused {
         return Err(ApiError::Conflict(format!(
             "workflow {} is paused: resume it to run it",
@@ -311,15 +341,25 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
     Ok(run_id)
 }
 
+/// The workflow of workflow run `id` when `who` sees it (a 404 for the run otherwise).
+async fn run_workflow(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<Workflow, ApiError> {
+    let run = store::workflows::get_run(&mut *conn, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow run", id))?;
+    let workflow = store::workflows::get(&mut *conn, run.workflow_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow run", id))?;
+    who.role_for(&workflow.namespace, "workflow run", id)?;
+    Ok(workflow)
+}
+
 /// One workflow run with its steps.
-pub async fn get_run(handles: &Handles, id: i64) -> Result<WorkflowRunView, ApiError> {
+pub async fn get_run(handles: &Handles, who: &Principal, id: i64) -> Result<WorkflowRunView, ApiError> {
+    let workflow = run_workflow(&mut *handles.pool.acquire().await?, who, id).await?;
     let run = store::workflows::get_run(&handles.pool, id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow run", id))?;
-    let workflow_name = store::workflows::get(&handles.pool, run.workflow_id)
-        .await?
-        .map(|workflow| workflow.name)
-        .unwrap_or_default();
+    let workflow_name = workflow.name;
     let steps = store::workflows::run_steps(&handles.pool, id).await?;
     Ok(WorkflowRunView {
         run: WorkflowRun {
@@ -334,8 +374,9 @@ pub async fn get_run(handles: &Handles, id: i64) -> Result<WorkflowRunView, ApiE
 /// Runs a failed or cancelled step again and continues the workflow run from there;
 /// returns the step's new run.
 pub async fn retry_step(handles: &Handles, who: &Principal, id: i64, step: &str) -> Result<i64, ApiError> {
-    who.require_operator("retry workflow steps")?;
     let mut tx = handles.pool.begin().await?;
+    let workflow = run_workflow(&mut tx, who, id).await?;
+    who.require_operator(&workflow.namespace, "retry workflow steps")?;
     let run_id = match store::workflows::retry_step(&mut tx, id, step).await? {
         Retry::Queued { run_id } => run_id,
         Retry::Missing => return Err(ApiError::not_found("workflow run step", format!("{id}/{step}"))),
@@ -365,8 +406,9 @@ pub async fn retry_step(handles: &Handles, who: &Principal, id: i64, step: &str)
 
 /// Cancels a running workflow run and the runs of its running steps.
 pub async fn cancel_run(handles: &Handles, who: &Principal, id: i64) -> Result<WorkflowRunView, ApiError> {
-    who.require_operator("cancel workflow runs")?;
     let mut tx = handles.pool.begin().await?;
+    let workflow = run_workflow(&mut tx, who, id).await?;
+    who.require_operator(&workflow.namespace, "cancel workflow runs")?;
     let Some(chains) = store::workflows::cancel_run(&mut tx, id).await? else {
         return match store::workflows::get_run(&mut *tx, id).await? {
             None => Err(ApiError::not_found("workflow run", id)),
@@ -391,7 +433,7 @@ pub async fn cancel_run(handles: &Handles, who: &Principal, id: i64) -> Result<W
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
     tracing::info!(workflow_run.id = id, "workflow run cancelled");
-    get_run(handles, id).await
+    get_run(handles, who, id).await
 }
 
 /// Creates a trigger of a workflow: `draft` is a job trigger's body (its `params` become
@@ -418,7 +460,8 @@ pub async fn create_trigger_in(
     workflow_id: i64,
     draft: TriggerDraft,
 ) -> Result<WorkflowTrigger, ApiError> {
-    who.require_operator("create workflow triggers")?;
+    let workflow = visible(conn, who, workflow_id).await?;
+    who.require_operator(&workflow.namespace, "create workflow triggers")?;
     let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
     if trigger.max_concurrency.is_some() {
         return Err(ApiError::field(
@@ -426,9 +469,6 @@ pub async fn create_trigger_in(
             "applies to job triggers only: bound the jobs of the steps instead",
         ));
     }
-    let workflow = store::workflows::get(&mut *conn, workflow_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
     let params = checked_params(workflow.params_schema.as_ref(), params, true, None, keys)?;
     // The first instant comes from PostgreSQL's clock, like every firing decision.
     let now = store::db_now(&mut *conn).await?;
@@ -455,19 +495,22 @@ pub async fn create_trigger_in(
     Ok(created)
 }
 
-/// A workflow's triggers (404 when the workflow does not exist).
-pub async fn triggers(handles: &Handles, workflow_id: i64) -> Result<Vec<WorkflowTrigger>, ApiError> {
-    triggers_in(&mut *handles.pool.acquire().await?, workflow_id).await
+/// A workflow's triggers (404 when the workflow does not exist or `who` does not see it).
+pub async fn triggers(
+    handles: &Handles,
+    who: &Principal,
+    workflow_id: i64,
+) -> Result<Vec<WorkflowTrigger>, ApiError> {
+    triggers_in(&mut *handles.pool.acquire().await?, who, workflow_id).await
 }
 
 /// [`triggers`], read through the caller's connection (a transaction's).
 pub async fn triggers_in(
     conn: &mut PgConnection,
+    who: &Principal,
     workflow_id: i64,
 ) -> Result<Vec<WorkflowTrigger>, ApiError> {
-    store::workflows::get(&mut *conn, workflow_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workflow", workflow_id))?;
+    visible(conn, who, workflow_id).await?;
     let mut triggers = store::workflows::triggers_of(&mut *conn, workflow_id).await?;
     triggers
         .iter_mut()
@@ -500,7 +543,11 @@ pub async fn delete_trigger_in(
     workflow_id: i64,
     id: i64,
 ) -> Result<(), ApiError> {
-    who.require_operator("delete workflow triggers")?;
+    let workflow = store::workflows::get(&mut *conn, workflow_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow trigger", id))?;
+    who.role_for(&workflow.namespace, "workflow trigger", id)?;
+    who.require_operator(&workflow.namespace, "delete workflow triggers")?;
     if !store::workflows::delete_trigger(&mut *conn, workflow_id, id).await? {
         return Err(ApiError::not_found("workflow trigger", id));
     }
@@ -511,6 +558,6 @@ pub async fn delete_trigger_in(
         before: Some(json!({"workflow_id": workflow_id})),
         after: None,
     };
-    store::audit::record(&mut *conn, who.actor(), change).await?;
+    store::audit::record_in(&mut *conn, who.actor(), Some(&workflow.namespace), change).await?;
     Ok(())
 }

@@ -552,6 +552,13 @@ async fn viewers_see_pages_but_cannot_change_anything(pool: PgPool) {
 async fn the_job_form_warns_of_credentials_typed_in_the_clear(pool: PgPool) {
     let app = TestApp::new(pool);
     let token = app.admin().await;
+    // A job may name only secrets that exist in its namespace.
+    sqlx::query(
+        "INSERT INTO secrets (name, key_id, nonce, ciphertext, updated_by) VALUES ('db', 'k', '\\x00', '\\x00', 'test')",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
     let job = app
         .job(
             &token,

@@ -41,6 +41,7 @@ mod end_to_end;
 mod health_auth;
 mod jobs;
 mod ledger;
+mod namespaces;
 mod output;
 mod runs_cluster;
 mod startup;
@@ -97,8 +98,27 @@ impl TestApp {
             origin: TokenOrigin::Personal,
             lifetime: None,
             token_hash: "",
+            namespaces: None,
+            role: None,
         };
         auth::issue_token(self.pool(), token).await.unwrap().1
+    }
+
+    /// A user with a role in each of `roles`' namespaces only (no cluster admin), and a
+    /// bearer token of theirs.
+    async fn user_in(&self, name: &str, roles: &[(&str, Role)]) -> String {
+        let token = self.user(name, Role::Viewer).await;
+        let id = store::users::by_name(self.pool(), name)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let roles = roles.iter().map(|(ns, role)| ((*ns).to_owned(), *role)).collect();
+        let mut conn = self.pool().acquire().await.unwrap();
+        store::user_roles::replace(&mut conn, id, false, &roles)
+            .await
+            .unwrap();
+        token
     }
 
     async fn admin(&self) -> String {

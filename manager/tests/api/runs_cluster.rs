@@ -270,10 +270,11 @@ async fn the_audit_log_names_objects_filters_and_records_one_entry_per_login(poo
 }
 
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
-async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
+async fn cluster_admins_cordon_uncordon_and_drain_executors(pool: PgPool) {
     let app = TestApp::new(pool);
     let viewer = app.user("vera", Role::Viewer).await;
     let operator = app.user("otto", Role::Operator).await;
+    let admin = app.admin().await;
     let mut executor = store::processes::Registration::this_process(ProcessRole::Executor, 8);
     executor.labels = probactr_common::labels::parse_labels("zone=a,gpu=1").unwrap();
     store::processes::register(app.pool(), &executor).await.unwrap();
@@ -289,13 +290,15 @@ async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     let path = |action: &str| format!("/api/v1/executors/{}/{action}", executor.id);
     let refused = app.post(&path("cordon"), &viewer, json!({})).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
-    let cordoned = app.post(&path("cordon"), &operator, json!({})).await;
+    let refused = app.post(&path("cordon"), &operator, json!({})).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+    let cordoned = app.post(&path("cordon"), &admin, json!({})).await;
     assert_eq!(cordoned.status, StatusCode::OK, "{}", cordoned.text);
     assert_eq!(cordoned.body["cordoned"], true);
     assert_eq!(cordoned.body["drain_requested"], false);
-    let uncordoned = app.post(&path("uncordon"), &operator, json!({})).await;
+    let uncordoned = app.post(&path("uncordon"), &admin, json!({})).await;
     assert_eq!(uncordoned.body["cordoned"], false);
-    let drained = app.post(&path("drain"), &operator, json!({})).await;
+    let drained = app.post(&path("drain"), &admin, json!({})).await;
     assert_eq!(drained.status, StatusCode::OK, "{}", drained.text);
     assert_eq!(drained.body["cordoned"], true);
     assert_eq!(drained.body["drain_requested"], true);
@@ -309,19 +312,17 @@ async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     let unknown = app
         .post(
             &format!("/api/v1/executors/{}/cordon", uuid::Uuid::new_v4()),
-            &operator,
+            &admin,
             json!({}),
         )
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text);
-    let not_an_id = app
-        .post("/api/v1/executors/nope/cordon", &operator, json!({}))
-        .await;
+    let not_an_id = app.post("/api/v1/executors/nope/cordon", &admin, json!({})).await;
     assert_eq!(not_an_id.status, StatusCode::NOT_FOUND, "{}", not_an_id.text);
     let a_monitor = app
         .post(
             &format!("/api/v1/executors/{}/drain", monitor.id),
-            &operator,
+            &admin,
             json!({}),
         )
         .await;
@@ -333,7 +334,7 @@ async fn operators_cordon_uncordon_and_drain_executors(pool: PgPool) {
     )
     .await
     .unwrap();
-    let stopped = app.post(&path("uncordon"), &operator, json!({})).await;
+    let stopped = app.post(&path("uncordon"), &admin, json!({})).await;
     assert_eq!(stopped.status, StatusCode::CONFLICT, "{}", stopped.text);
 
     let audited: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action LIKE 'executor.%'")

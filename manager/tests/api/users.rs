@@ -183,7 +183,7 @@ async fn users_and_account_pages(pool: PgPool) {
                 ("csrf", &b.csrf),
                 ("username", "<i>x</i>"),
                 ("password", "short"),
-                ("role", "viewer"),
+                ("role.default", "viewer"),
             ],
         )
         .await;
@@ -197,7 +197,7 @@ async fn users_and_account_pages(pool: PgPool) {
                 ("csrf", &b.csrf),
                 ("username", "walt"),
                 ("password", "long enough password"),
-                ("role", "operator"),
+                ("role.default", "operator"),
             ],
         )
         .await;
@@ -208,7 +208,7 @@ async fn users_and_account_pages(pool: PgPool) {
         .form(
             &format!("/users/{}", walt.id),
             &b.cookie,
-            &[("csrf", &b.csrf), ("role", "viewer")],
+            &[("csrf", &b.csrf), ("role.default", "viewer")],
         )
         .await;
     assert_eq!(demoted.status, StatusCode::SEE_OTHER);

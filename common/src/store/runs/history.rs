@@ -21,6 +21,8 @@ pub struct RunSummary {
     pub job_id: i64,
     /// Its job's name.
     pub job_name: String,
+    /// Its job's namespace.
+    pub namespace: String,
     /// The trigger that fired it (None for run-now and deleted triggers).
     pub trigger_id: Option<i64>,
     /// The instant it was scheduled for.
@@ -83,6 +85,8 @@ pub struct RunFilter {
     pub min_duration_ms: Option<i64>,
     /// In which order.
     pub sort: RunSort,
+    /// Only runs of jobs of these namespaces (None: every namespace).
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// The order of the run list.
@@ -146,6 +150,12 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &RunFilter) {
     if let Some(until) = filter.until {
         query.push(" AND runs.queued_at < ").push_bind(until);
     }
+    if let Some(namespaces) = &filter.namespaces {
+        query
+            .push(" AND jobs.namespace = ANY(")
+            .push_bind(namespaces.clone())
+            .push(")");
+    }
 }
 
 /// A page of runs, newest first, and how many match in all.
@@ -155,7 +165,7 @@ pub async fn list(
     page: Page,
 ) -> Result<(Vec<RunSummary>, i64), StoreError> {
     let mut query = QueryBuilder::<Postgres>::new(
-        "SELECT runs.id, runs.job_id, jobs.name AS job_name, runs.trigger_id, runs.scheduled_at,
+        "SELECT runs.id, runs.job_id, jobs.name AS job_name, jobs.namespace, runs.trigger_id, runs.scheduled_at,
                 runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id, runs.fence,
                 runs.queued_at, runs.started_at, runs.finished_at, runs.exit_code, runs.http_status,
                 runs.error, coalesce(runs.output, '') <> '' AS has_output,
@@ -185,6 +195,24 @@ pub async fn active_by_executor(db: impl PgExecutor<'_>) -> Result<BTreeMap<Uuid
         r#"SELECT executor_id AS "executor_id!", count(*) AS "count!" FROM runs
            WHERE state IN ('claimed', 'running') AND executor_id IS NOT NULL
            GROUP BY executor_id"#
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|row| (row.executor_id, row.count)).collect())
+}
+
+/// Runs claimed or running per executor, of the jobs of the namespaces `only`.
+pub async fn active_by_executor_in(
+    db: impl PgExecutor<'_>,
+    only: &[String],
+) -> Result<BTreeMap<Uuid, i64>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT runs.executor_id AS "executor_id!", count(*) AS "count!" FROM runs
+           JOIN jobs ON jobs.id = runs.job_id
+           WHERE runs.state IN ('claimed', 'running') AND runs.executor_id IS NOT NULL
+             AND jobs.namespace = ANY($1)
+           GROUP BY runs.executor_id"#,
+        only
     )
     .fetch_all(db)
     .await?;

@@ -62,6 +62,7 @@ pub fn job_draft(form: &FormData) -> JobDraft {
     let spec = kind.flatten().map(|kind| spec_body(form, kind, &mut problems));
     let mut draft = JobDraft {
         name: form.text("name"),
+        namespace: form.text("namespace"),
         kind,
         description: form.text("description"),
         spec,

@@ -142,18 +142,13 @@ async fn create(
 /// Sets the user's whole grant: the cluster admin flag and the roles per namespace.
 async fn apply(tx: &mut sqlx::PgConnection, user: &OidcUser, grants: &Grants) -> Result<(), Denial> {
     store::user_roles::replace(&mut *tx, user.id, grants.cluster_admin, &grants.namespaces).await?;
-    // The single role of the whole cluster that is still read besides (the highest one
-    // granted), kept in step until every check reads the roles per namespace.
-    let role = if grants.cluster_admin {
-        Role::Admin
-    } else {
-        grants
-            .namespaces
-            .values()
-            .copied()
-            .max_by_key(|role| Role::ALL.iter().position(|r| r == role))
-            .unwrap_or(Role::Viewer)
-    };
+    // `users.role` is kept as the role in `default` (what the API's older `role` field
+    // of a user reads and writes), like every other way of granting roles.
+    let role = grants
+        .namespaces
+        .get(store::namespaces::DEFAULT)
+        .copied()
+        .unwrap_or(Role::Viewer);
     store::users::set_access(&mut *tx, user.id, role, user.disabled).await?;
     Ok(())
 }

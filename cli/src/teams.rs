@@ -232,14 +232,14 @@ pub enum TokensCommand {
     /// List your tokens (never their secrets).
     List,
     /// Make a token, optionally confined to some namespaces and a role (a CI token that
-    /// runs one namespace's jobs: `--namespace payments --role operator`). It never gets
+    /// runs one namespace's jobs: `--namespaces payments --role operator`). It never gets
     /// more than you have. The secret is printed once.
     Create {
         /// A label.
         #[arg(long)]
         name: Option<String>,
-        /// Only these namespaces (repeatable; none: every namespace you may see).
-        #[arg(long = "namespace", value_name = "NAME")]
+        /// Only these namespaces (comma-separated; none: every namespace you may see).
+        #[arg(long = "namespaces", value_name = "NAME,…", value_delimiter = ',')]
         namespaces: Vec<String>,
         /// At most this role (viewer, operator or admin).
         #[arg(long)]

@@ -27,7 +27,7 @@ fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
 /// Every secret (names and who set them, never values).
 pub async fn list(handles: &Handles, who: &Principal) -> Result<Vec<SecretInfo>, ApiError> {
     who.require(who.role.is_admin(), "manage secrets")?;
-    Ok(store::secrets::list(&handles.pool).await?)
+    Ok(store::secrets::list(&handles.pool, Some(store::namespaces::DEFAULT)).await?)
 }
 
 /// Sets a secret's value; `must_exist` for a replacement (PUT), else creating is
@@ -57,12 +57,13 @@ pub async fn set(
         Some(_) => {}
     }
     check(errors)?;
-    let sealed = keys(handles)?.seal(&Owner::Secret(name.to_owned()), value.unwrap_or_default());
+    let namespace = store::namespaces::DEFAULT;
+    let sealed = keys(handles)?.seal(&Owner::secret(namespace, name), value.unwrap_or_default());
     let mut tx = handles.pool.begin().await?;
-    if must_exist && !store::secrets::exists(&mut *tx, name).await? {
+    if must_exist && !store::secrets::exists(&mut *tx, namespace, name).await? {
         return Err(ApiError::not_found("secret", name));
     }
-    let created = store::secrets::put(&mut *tx, name, &sealed, &who.username).await?;
+    let created = store::secrets::put(&mut *tx, namespace, name, &sealed, &who.username).await?;
     let change = Change {
         action: if created { "secret.create" } else { "secret.update" },
         object_type: "secret",
@@ -80,7 +81,7 @@ pub async fn set(
 pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<(), ApiError> {
     who.require(who.role.is_admin(), "manage secrets")?;
     let mut tx = handles.pool.begin().await?;
-    if !store::secrets::delete(&mut *tx, name).await? {
+    if !store::secrets::delete(&mut *tx, store::namespaces::DEFAULT, name).await? {
         return Err(ApiError::not_found("secret", name));
     }
     let change = Change {
@@ -129,13 +130,21 @@ pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiEr
     who.require(who.role.is_admin(), "manage secrets")?;
     let keys = keys(handles)?;
     let mut tx = handles.pool.begin().await?;
-    let names = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
-    for (name, sealed) in store::secrets::sealed(&mut *tx, &names).await? {
-        let owner = Owner::Secret(name.clone());
+    let stale = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
+    let mut names = Vec::with_capacity(stale.len());
+    for secret in stale {
+        let owner = Owner::secret(&secret.namespace, &secret.name);
         let value = keys
-            .open(&owner, &sealed)
+            .open(&owner, &secret.sealed)
             .map_err(|err| ApiError::Conflict(format!("cannot re-seal: {err}")))?;
-        store::secrets::reseal(&mut *tx, &name, &keys.seal(&owner, &value)).await?;
+        store::secrets::reseal(
+            &mut *tx,
+            &secret.namespace,
+            &secret.name,
+            &keys.seal(&owner, &value),
+        )
+        .await?;
+        names.push(secret.name);
     }
     // Alert channels' webhook secrets and URLs are sealed under the same keys.
     for channel in store::alerts::channels::sealed_under_other_keys(&mut *tx, keys.current_id()).await? {

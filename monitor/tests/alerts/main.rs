@@ -731,7 +731,7 @@ async fn a_rule_watches_only_its_namespace(pool_options: PgPoolOptions, options:
         throttle_secs: 0,
         enabled: true,
     };
-    let rule = rules::create(&mut *pool.acquire().await.unwrap(), &fields)
+    let rule = rules::create(&mut pool.acquire().await.unwrap(), &fields)
         .await
         .unwrap();
     let moves = [

@@ -38,6 +38,27 @@ pub struct StoredSecret {
     pub sealed: Sealed,
 }
 
+/// A stored secret from its columns.
+fn stored(
+    namespace: String,
+    name: String,
+    key_id: String,
+    nonce: Vec<u8>,
+    ciphertext: Vec<u8>,
+    bound: bool,
+) -> StoredSecret {
+    StoredSecret {
+        namespace,
+        name,
+        sealed: Sealed {
+            key_id,
+            nonce,
+            ciphertext,
+            bound,
+        },
+    }
+}
+
 /// Stores a sealed value under `name` in `namespace`, creating or replacing it; true when
 /// it was new.
 pub async fn put(
@@ -147,15 +168,15 @@ pub async fn sealed_for_job(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| StoredSecret {
-            namespace: row.namespace,
-            name: row.name,
-            sealed: Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: row.bound,
-            },
+        .map(|row| {
+            stored(
+                row.namespace,
+                row.name,
+                row.key_id,
+                row.nonce,
+                row.ciphertext,
+                row.bound,
+            )
         })
         .collect())
 }
@@ -171,15 +192,15 @@ pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<StoredSecret>,
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| StoredSecret {
-            namespace: row.namespace,
-            name: row.name,
-            sealed: Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: false,
-            },
+        .map(|row| {
+            stored(
+                row.namespace,
+                row.name,
+                row.key_id,
+                row.nonce,
+                row.ciphertext,
+                false,
+            )
         })
         .collect())
 }
@@ -198,15 +219,15 @@ pub async fn sealed_under_other_keys(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| StoredSecret {
-            namespace: row.namespace,
-            name: row.name,
-            sealed: Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: row.bound,
-            },
+        .map(|row| {
+            stored(
+                row.namespace,
+                row.name,
+                row.key_id,
+                row.nonce,
+                row.ciphertext,
+                row.bound,
+            )
         })
         .collect())
 }

@@ -17,6 +17,8 @@ use sqlx::PgPool;
 use support::{eventually, executor, fast_env, unique_prefix};
 use uuid::Uuid;
 
+use crate::routing::{ran_on, registered_id};
+
 async fn connect(pool_options: PgPoolOptions, options: PgConnectOptions) -> (PgPool, String) {
     let url = support::database_url(&options);
     let pool = pool_options.connect_with(options).await.expect("test database");
@@ -53,30 +55,6 @@ async fn states(pool: &PgPool, job_id: i64) -> HashMap<String, i64> {
         .unwrap()
         .into_iter()
         .collect()
-}
-
-/// Executors the ended runs of `job_id` ran on.
-async fn ran_on(pool: &PgPool, job_id: i64) -> HashMap<Uuid, i64> {
-    sqlx::query_as::<_, (Uuid, i64)>(
-        "SELECT executor_id, count(*) FROM runs WHERE job_id = $1 AND state = 'succeeded' GROUP BY executor_id",
-    )
-    .bind(job_id)
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .into_iter()
-    .collect()
-}
-
-async fn registered_id(pool: &PgPool, pid: i32) -> Uuid {
-    eventually(Duration::from_secs(20), "the executor registered", || async {
-        sqlx::query_scalar::<_, Uuid>("SELECT id FROM executors WHERE pid = $1 AND state = 'alive'")
-            .bind(pid)
-            .fetch_optional(pool)
-            .await
-            .unwrap()
-    })
-    .await
 }
 
 /// Three executors race for 30 runs of a namespace allowed 3 at once; each run writes a

@@ -18,6 +18,14 @@ pub struct QuotaUse {
 }
 
 impl QuotaUse {
+    fn new(namespace: String, running: i32, max_running: i32) -> QuotaUse {
+        QuotaUse {
+            namespace,
+            running,
+            max_running,
+        }
+    }
+
     /// Whether no more of the namespace's runs may be claimed now.
     pub fn full(&self) -> bool {
         self.running >= self.max_running
@@ -41,11 +49,7 @@ pub async fn of_queued_run(db: impl PgExecutor<'_>, run_id: i64) -> Result<Optio
     )
     .fetch_optional(db)
     .await?
-    .map(|row| QuotaUse {
-        namespace: row.name,
-        running: row.running,
-        max_running: row.max_running,
-    }))
+    .map(|row| QuotaUse::new(row.name, row.running, row.max_running)))
 }
 
 /// Why queued run `run_id` waits for its namespace: "namespace quota 5/5" while the quota
@@ -66,9 +70,5 @@ pub async fn of_namespace(db: impl PgExecutor<'_>, name: &str) -> Result<Option<
     )
     .fetch_optional(db)
     .await?
-    .map(|row| QuotaUse {
-        namespace: row.name,
-        running: row.running,
-        max_running: row.max_running,
-    }))
+    .map(|row| QuotaUse::new(row.name, row.running, row.max_running)))
 }

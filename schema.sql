@@ -335,6 +335,37 @@ BEGIN
 END $_$;
 
 --
+-- Name: probactr_namespace_capped(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_namespace_capped() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    counted INTEGER;
+BEGIN
+    IF TG_TABLE_NAME = 'jobs' THEN
+        NEW.namespace_capped := EXISTS (SELECT 1 FROM namespaces
+                                        WHERE name = NEW.namespace AND max_running IS NOT NULL);
+        RETURN NEW;
+    END IF;
+    IF (OLD.max_running IS NULL) <> (NEW.max_running IS NULL) THEN
+        UPDATE jobs SET namespace_capped = (NEW.max_running IS NOT NULL)
+        WHERE namespace = NEW.name AND namespace_capped <> (NEW.max_running IS NOT NULL);
+    END IF;
+    IF OLD.max_running IS NULL AND NEW.max_running IS NOT NULL THEN
+        WITH marked AS (
+            UPDATE runs_live SET quota_namespace = NEW.name
+            WHERE state IN ('claimed', 'running') AND quota_namespace IS NULL
+              AND job_id IN (SELECT id FROM jobs WHERE namespace = NEW.name)
+            RETURNING 1)
+        SELECT count(*) INTO counted FROM marked;
+        NEW.running := NEW.running + counted;
+    END IF;
+    RETURN NEW;
+END $$;
+
+--
 -- Name: probactr_next_attempt(bigint, bigint, integer, text, integer, bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -402,6 +433,18 @@ CREATE FUNCTION public.probactr_queue_run(job bigint, why text) RETURNS bigint
     AS $$
     INSERT INTO runs (job_id, scheduled_at, reason) VALUES (job, now(), why) RETURNING id
 $$;
+
+--
+-- Name: probactr_quota_release(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_quota_release() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE namespaces SET running = running - 1 WHERE name = OLD.quota_namespace;
+    RETURN NULL;
+END $$;
 
 --
 -- Name: probactr_route_live_run(); Type: FUNCTION; Schema: public; Owner: -
@@ -978,6 +1021,7 @@ CREATE TABLE public.jobs (
     deleted_at timestamp with time zone,
     params_schema jsonb,
     namespace text DEFAULT 'default'::text NOT NULL,
+    namespace_capped boolean DEFAULT false NOT NULL,
     CONSTRAINT jobs_fence_nonnegative CHECK ((fence >= 0)),
     CONSTRAINT jobs_kind_valid CHECK ((kind = ANY (ARRAY['shell'::text, 'http'::text, 'noop'::text, 'sleep'::text]))),
     CONSTRAINT jobs_managed_by_length CHECK (((managed_by IS NULL) OR ((char_length(managed_by) >= 1) AND (char_length(managed_by) <= 100)))),
@@ -1080,6 +1124,7 @@ CREATE TABLE public.namespaces (
     max_jobs integer,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    running integer DEFAULT 0 NOT NULL,
     CONSTRAINT namespaces_description_length CHECK ((char_length(description) <= 1000)),
     CONSTRAINT namespaces_max_jobs_nonnegative CHECK (((max_jobs IS NULL) OR (max_jobs >= 0))),
     CONSTRAINT namespaces_max_running_positive CHECK (((max_running IS NULL) OR (max_running >= 1))),
@@ -1254,6 +1299,7 @@ CREATE TABLE public.runs (
     shard_total integer,
     pinned_to uuid,
     replica integer,
+    quota_namespace text,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1299,6 +1345,7 @@ CREATE TABLE public.runs_done (
     shard_total integer,
     pinned_to uuid,
     replica integer,
+    quota_namespace text,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1344,6 +1391,7 @@ CREATE TABLE public.runs_done_default (
     shard_total integer,
     pinned_to uuid,
     replica integer,
+    quota_namespace text,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1401,6 +1449,7 @@ CREATE TABLE public.runs_invalid (
     shard_total integer,
     pinned_to uuid,
     replica integer,
+    quota_namespace text,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1445,6 +1494,7 @@ CREATE TABLE public.runs_live (
     shard_total integer,
     pinned_to uuid,
     replica integer,
+    quota_namespace text,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -2543,6 +2593,12 @@ CREATE TRIGGER executors_forget_in_history AFTER DELETE ON public.executors REFE
 CREATE TRIGGER jobs_erase_history AFTER DELETE ON public.jobs REFERENCING OLD TABLE AS erased_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_erase_job_history();
 
 --
+-- Name: jobs jobs_namespace_capped; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_namespace_capped BEFORE INSERT OR UPDATE OF namespace ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.probactr_namespace_capped();
+
+--
 -- Name: jobs jobs_stats_row; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2555,6 +2611,12 @@ CREATE TRIGGER jobs_stats_row AFTER INSERT ON public.jobs REFERENCING NEW TABLE 
 CREATE TRIGGER misfires_alert_events AFTER INSERT ON public.misfires REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_alert_misfires();
 
 --
+-- Name: namespaces namespaces_capped; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER namespaces_capped BEFORE UPDATE OF max_running ON public.namespaces FOR EACH ROW WHEN ((old.max_running IS DISTINCT FROM new.max_running)) EXECUTE FUNCTION public.probactr_namespace_capped();
+
+--
 -- Name: runs runs_advance; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2565,6 +2627,18 @@ CREATE TRIGGER runs_advance AFTER INSERT ON public.runs REFERENCING NEW TABLE AS
 --
 
 CREATE TRIGGER runs_alert_events AFTER INSERT ON public.runs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_alert_run_ends();
+
+--
+-- Name: runs_live runs_live_quota_left; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER runs_live_quota_left AFTER DELETE ON public.runs_live FOR EACH ROW WHEN (((old.quota_namespace IS NOT NULL) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])))) EXECUTE FUNCTION public.probactr_quota_release();
+
+--
+-- Name: runs_live runs_live_quota_requeued; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER runs_live_quota_requeued AFTER UPDATE OF state ON public.runs_live FOR EACH ROW WHEN (((old.quota_namespace IS NOT NULL) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])) AND (new.state = 'queued'::text))) EXECUTE FUNCTION public.probactr_quota_release();
 
 --
 -- Name: runs_live runs_live_route; Type: TRIGGER; Schema: public; Owner: -

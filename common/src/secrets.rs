@@ -22,6 +22,10 @@ use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+/// The namespace whose secrets are sealed as before namespaces existed (see
+/// `store::namespaces::DEFAULT`).
+const DEFAULT_NAMESPACE: &str = crate::store::namespaces::DEFAULT;
+
 /// What stands for a secret's value in output and errors.
 pub const MASK: &str = "***";
 
@@ -49,8 +53,13 @@ pub enum SecretError {
 /// as the owner it was sealed for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Owner {
-    /// The job secret of this name.
-    Secret(String),
+    /// The job secret of this name in this namespace.
+    Secret {
+        /// The namespace the secret belongs to.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// The signing secret of the alert channel of this id.
     ChannelSecret(i64),
     /// The URL of the alert channel of this id (webhook and Slack URLs are credentials).
@@ -61,11 +70,26 @@ pub enum Owner {
 }
 
 impl Owner {
+    /// The job secret `name` of `namespace`.
+    pub fn secret(namespace: &str, name: &str) -> Owner {
+        Owner::Secret {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
     /// The associated data: the owner's kind and identity, versioned, unambiguous (names
-    /// are letters, digits, `_`, `-` and `.`).
+    /// are letters, digits, `_`, `-` and `.`; namespaces letters, digits and `-`). A secret
+    /// of the `default` namespace keeps the data of the release before namespaces (its
+    /// values sealed then open unchanged); one of another namespace is bound to its
+    /// namespace too, so a value copied to a row of the same name in another namespace
+    /// does not open there.
     fn associated_data(&self) -> Vec<u8> {
         match self {
-            Owner::Secret(name) => format!("probactr/v1/secret/{name}"),
+            Owner::Secret { namespace, name } if namespace == DEFAULT_NAMESPACE => {
+                format!("probactr/v1/secret/{name}")
+            }
+            Owner::Secret { namespace, name } => format!("probactr/v2/secret/{namespace}/{name}"),
             Owner::ChannelSecret(id) => format!("probactr/v1/channel/{id}/secret"),
             Owner::ChannelUrl(id) => format!("probactr/v1/channel/{id}/url"),
             Owner::Param(name) => format!("probactr/v1/param/{name}"),
@@ -77,7 +101,10 @@ impl Owner {
 impl fmt::Display for Owner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Owner::Secret(name) => write!(f, "secret {name}"),
+            Owner::Secret { namespace, name } if namespace == DEFAULT_NAMESPACE => {
+                write!(f, "secret {name}")
+            }
+            Owner::Secret { namespace, name } => write!(f, "secret {name} of namespace {namespace}"),
             Owner::ChannelSecret(id) => write!(f, "the signing secret of alert channel {id}"),
             Owner::ChannelUrl(id) => write!(f, "the URL of alert channel {id}"),
             Owner::Param(name) => write!(f, "the secret parameter {name}"),
@@ -274,7 +301,7 @@ mod tests {
     #[test]
     fn sealed_values_open_with_their_key_only() {
         let ring = Keyring::new(key(1), None);
-        let owner = Owner::Secret("token".into());
+        let owner = Owner::secret("default", "token");
         let sealed = ring.seal(&owner, "s3cret");
         assert!(!String::from_utf8_lossy(&sealed.ciphertext).contains("s3cret"));
         assert_eq!(ring.open(&owner, &sealed).as_deref(), Ok("s3cret"));
@@ -303,11 +330,54 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_is_bound_to_its_namespace_and_default_ones_open_as_before_namespaces() {
+        let ring = Keyring::new(key(1), None);
+        // What a release before namespaces sealed for secret `db`: the default namespace's.
+        let nonce = [9u8; 12];
+        let before = Sealed {
+            key_id: key(1).id().to_owned(),
+            nonce: nonce.to_vec(),
+            ciphertext: key(1)
+                .cipher
+                .encrypt(
+                    &Nonce::from(nonce),
+                    Payload {
+                        msg: b"old".as_slice(),
+                        aad: b"probactr/v1/secret/db",
+                    },
+                )
+                .expect("seal"),
+            bound: true,
+        };
+        assert_eq!(
+            ring.open(&Owner::secret("default", "db"), &before).as_deref(),
+            Ok("old")
+        );
+        assert!(ring.open(&Owner::secret("payments", "db"), &before).is_err());
+        let of_payments = ring.seal(&Owner::secret("payments", "db"), "new");
+        assert_eq!(
+            ring.open(&Owner::secret("payments", "db"), &of_payments)
+                .as_deref(),
+            Ok("new")
+        );
+        for elsewhere in [Owner::secret("default", "db"), Owner::secret("reports", "db")] {
+            assert!(
+                ring.open(&elsewhere, &of_payments).is_err(),
+                "copied to {elsewhere}"
+            );
+        }
+        assert_eq!(
+            Owner::secret("payments", "db").to_string(),
+            "secret db of namespace payments"
+        );
+    }
+
+    #[test]
     fn a_value_opens_only_as_what_it_was_sealed_for() {
         let ring = Keyring::new(key(1), None);
-        let sealed = ring.seal(&Owner::Secret("db".into()), "s3cret");
+        let sealed = ring.seal(&Owner::secret("default", "db"), "s3cret");
         for other in [
-            Owner::Secret("api".into()),
+            Owner::secret("default", "api"),
             Owner::ChannelSecret(1),
             Owner::ChannelUrl(1),
         ] {
@@ -332,7 +402,7 @@ mod tests {
             bound: false,
         };
         assert_eq!(
-            ring.open(&Owner::Secret("db".into()), &legacy).as_deref(),
+            ring.open(&Owner::secret("default", "db"), &legacy).as_deref(),
             Ok("old")
         );
         let claimed = Sealed {
@@ -340,7 +410,7 @@ mod tests {
             ..legacy
         };
         assert!(
-            ring.open(&Owner::Secret("db".into()), &claimed).is_err(),
+            ring.open(&Owner::secret("default", "db"), &claimed).is_err(),
             "an unbound value marked bound does not open"
         );
     }

@@ -101,10 +101,11 @@ impl Attempt<'_> {
             }
         };
         let keys = self.shared.config.secret_keys.as_ref();
-        let (spec, mut secret_values) = match secrets::resolve(&self.shared.pool, keys, spec).await {
-            Ok(resolved) => (resolved.spec, resolved.values),
-            Err(why) => return self.refuse(started_at_claim, &why).await,
-        };
+        let (spec, mut secret_values) =
+            match secrets::resolve(&self.shared.pool, keys, self.job.id, spec).await {
+                Ok(resolved) => (resolved.spec, resolved.values),
+                Err(why) => return self.refuse(started_at_claim, &why).await,
+            };
         let prepared = match inputs::prepare(&self.shared.pool, &self.run, &self.job, keys, spec).await {
             Ok(prepared) => prepared,
             Err(why) => return self.refuse(started_at_claim, &why).await,

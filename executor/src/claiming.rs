@@ -95,7 +95,12 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
         with_locked: shared.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
     let claimed = retry_transient("claim queued runs", || {
-        runs::claim_within(&shared.pool, executor_id, &limits)
+        runs::claim_in_namespaces(
+            &shared.pool,
+            executor_id,
+            &limits,
+            shared.config.executor_namespaces.as_deref(),
+        )
     })
     .await?;
     if claimed.is_empty() {

@@ -158,7 +158,8 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     let executor_id = shared.registry.id();
     let mut tx = shared.pool.begin().await?;
     let ahead = shared.config.fire_ahead;
-    let due = triggers::claim_due(&mut tx, batch, ahead).await?;
+    let namespaces = shared.config.executor_namespaces.as_deref();
+    let due = triggers::claim_due_for(&mut tx, batch, ahead, namespaces).await?;
     let Some(now) = due.first().map(|due| due.db_now) else {
         tx.commit().await?;
         return Ok(FireReport::default());

@@ -17,9 +17,14 @@ pub struct Resolved {
     pub values: Vec<String>,
 }
 
-/// Fills in the secrets `spec` references; the error says which secret is missing or
-/// why none can be read.
-pub async fn resolve(pool: &PgPool, keys: Option<&Keyring>, spec: JobSpec) -> Result<Resolved, String> {
+/// Fills in the secrets `spec` (of job `job_id`) references, looked up in the job's own
+/// namespace; the error says which secret is missing or why none can be read.
+pub async fn resolve(
+    pool: &PgPool,
+    keys: Option<&Keyring>,
+    job_id: i64,
+    spec: JobSpec,
+) -> Result<Resolved, String> {
     let names = referenced(&spec);
     if names.is_empty() {
         return Ok(Resolved {
@@ -33,17 +38,21 @@ pub async fn resolve(pool: &PgPool, keys: Option<&Keyring>, spec: JobSpec) -> Re
             names[0]
         )
     })?;
-    let sealed = store::secrets::sealed(pool, &names)
+    let sealed = store::secrets::sealed_for_job(pool, job_id, &names)
         .await
         .map_err(|err| format!("cannot read the job's secrets: {err}"))?;
     let mut values = HashMap::new();
-    for (name, sealed) in sealed {
-        // Opened as the secret the job names: a value copied from another row does not
-        // open, and the error names the secret.
+    for secret in sealed {
+        // Opened as the secret the job names, in its namespace: a value copied from
+        // another row (of another name or namespace) does not open, and the error names
+        // the secret.
         let value = keys
-            .open(&secrets::Owner::Secret(name.clone()), &sealed)
+            .open(
+                &secrets::Owner::secret(&secret.namespace, &secret.name),
+                &secret.sealed,
+            )
             .map_err(|err| err.to_string())?;
-        values.insert(name, value);
+        values.insert(secret.name, value);
     }
     if let Some(missing) = names.iter().find(|name| !values.contains_key(*name)) {
         return Err(format!(

@@ -42,11 +42,12 @@ pub struct Bound {
 pub async fn bind_unbound(pool: &PgPool, keys: &Keyring) -> Result<Bound, StoreError> {
     let mut bound = Bound::default();
     let mut tx = pool.begin().await?;
-    for (name, sealed) in store::secrets::unbound(&mut tx).await? {
-        let owner = Owner::Secret(name.clone());
-        match keys.open(&owner, &sealed) {
+    for secret in store::secrets::unbound(&mut tx).await? {
+        let (namespace, name) = (secret.namespace, secret.name);
+        let owner = Owner::secret(&namespace, &name);
+        match keys.open(&owner, &secret.sealed) {
             Ok(value) => {
-                store::secrets::reseal(&mut *tx, &name, &keys.seal(&owner, &value)).await?;
+                store::secrets::reseal(&mut *tx, &namespace, &name, &keys.seal(&owner, &value)).await?;
                 bound.secrets += 1;
             }
             Err(err) => {

@@ -179,6 +179,30 @@ impl Env<'_> {
         })
     }
 
+    /// A list of namespace names (None when empty), each checked like `namespaces.name`.
+    pub(super) fn namespaces(&self, name: &'static str) -> Result<Option<Vec<String>>, ConfigError> {
+        let names = self.list(name);
+        let valid = |item: &str| {
+            let bytes = item.as_bytes();
+            (1..=63).contains(&bytes.len())
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                && bytes.first() != Some(&b'-')
+                && bytes.last() != Some(&b'-')
+        };
+        if let Some(bad) = names.iter().find(|item| !valid(item)) {
+            return Err(Env::invalid(
+                name,
+                &self.raw(name),
+                &format!(
+                    "namespace names a,b (lowercase letters, digits and inner dashes; {bad:?} is not one)"
+                ),
+            ));
+        }
+        Ok(Some(names).filter(|names| !names.is_empty()))
+    }
+
     pub(super) fn list(&self, name: &'static str) -> Vec<String> {
         self.raw(name)
             .split(',')

@@ -107,6 +107,8 @@ pub struct Config {
     pub executor_processes: u32,
     /// `PROBACTR_EXECUTOR_LABELS`.
     pub executor_labels: crate::labels::Labels,
+    /// `PROBACTR_EXECUTOR_NAMESPACES` (None when empty: every namespace).
+    pub executor_namespaces: Option<Vec<String>>,
     /// `PROBACTR_FIRE_BATCH`.
     pub fire_batch: u32,
     /// `PROBACTR_FIRE_AHEAD`.
@@ -252,6 +254,7 @@ impl Config {
             executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
             executor_processes: env.number("PROBACTR_EXECUTOR_PROCESSES", 1, 100_000)?,
             executor_labels: env.labels("PROBACTR_EXECUTOR_LABELS")?,
+            executor_namespaces: env.namespaces("PROBACTR_EXECUTOR_NAMESPACES")?,
             fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,
             fire_ahead: env.duration_or_zero("PROBACTR_FIRE_AHEAD", Duration::from_secs(10))?,
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,

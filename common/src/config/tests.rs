@@ -20,6 +20,16 @@ fn defaults_make_a_local_config() {
     assert_eq!(config.lock_lease, Duration::from_secs(30));
     assert_eq!(config.redis_prefix, "probactr:");
     assert_eq!(config.admin_password, None);
+    assert_eq!(config.executor_namespaces, None, "every namespace");
+}
+
+#[test]
+fn executor_namespaces_are_a_list_of_names() {
+    let config = config_with(&[("PROBACTR_EXECUTOR_NAMESPACES", " payments, team-2 ,")]).expect("valid");
+    assert_eq!(
+        config.executor_namespaces,
+        Some(vec!["payments".to_owned(), "team-2".to_owned()])
+    );
 }
 
 #[test]
@@ -62,6 +72,8 @@ fn a_bad_value_names_its_variable() {
         ("PROBACTR_LOG_FORMAT", "xml"),
         ("PROBACTR_COOKIE_SECURE", "maybe"),
         ("PROBACTR_LOCK_RETRY", "sometimes"),
+        ("PROBACTR_EXECUTOR_NAMESPACES", "payments,Reports"),
+        ("PROBACTR_EXECUTOR_NAMESPACES", "-a"),
     ];
     for (var, value) in cases {
         let err = config_with(&[(var, value)]).expect_err(var);

@@ -86,6 +86,11 @@ pub const VARS: &[Var] = &[
         help: "labels of an executor, name=value,name=value (zone=a,gpu=1): jobs with a selector run only on executors carrying all of its labels",
     },
     Var {
+        name: "PROBACTR_EXECUTOR_NAMESPACES",
+        default: "",
+        help: "namespaces an executor is dedicated to, a,b: it claims and starts only runs of jobs in those (empty: every namespace)",
+    },
+    Var {
         name: "PROBACTR_FIRE_BATCH",
         default: "500",
         help: "due triggers an executor fires per transaction",

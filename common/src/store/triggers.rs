@@ -162,7 +162,8 @@ pub struct DueTrigger {
     #[sqlx(flatten)]
     pub trigger: Trigger,
     /// Its job needs no lock (parallel, unbounded), and neither a selector nor a trigger
-    /// cap restricts where and how many run: its runs can start as they are fired.
+    /// cap nor a namespace quota restricts where and how many run, and this executor
+    /// takes its namespace: its runs can start as they are fired.
     pub lock_free: bool,
     /// Its job's route fans an instant out to several runs (broadcast, shard).
     pub fan_out: bool,
@@ -172,7 +173,8 @@ pub struct DueTrigger {
     pub db_now: DateTime<Utc>,
 }
 
-/// The due-trigger claim (`$1` batch, `$2` seconds of fire-ahead): up to a batch of
+/// The due-trigger claim (`$1` batch, `$2` seconds of fire-ahead, `$3` the namespaces
+/// whose runs this executor may start as it fires them, NULL: all): up to a batch of
 /// triggers of unpaused jobs due now or within the fire-ahead window, earliest first;
 /// triggers another executor is firing are skipped, not waited for. It also silences the
 /// change notification for the transaction (peers need no wake-up for instants this
@@ -183,7 +185,12 @@ pub const CLAIM_DUE_SQL: &str = include_str!("triggers/sql/claim_due.sql");
 // rows are read with `FromRow` instead, because `DueTrigger` embeds a `Trigger`, which
 // the checking macros cannot fill.
 const _: fn() = || {
-    let _ = sqlx::query_file!("src/store/triggers/sql/claim_due.sql", 0_i64, 0.0_f64);
+    let _ = sqlx::query_file!(
+        "src/store/triggers/sql/claim_due.sql",
+        0_i64,
+        0.0_f64,
+        None::<&[String]>
+    );
 };
 
 /// Locks up to `batch` triggers due within `ahead` (see [`CLAIM_DUE_SQL`]).
@@ -192,9 +199,21 @@ pub async fn claim_due(
     batch: i64,
     ahead: std::time::Duration,
 ) -> Result<Vec<DueTrigger>, StoreError> {
+    claim_due_for(conn, batch, ahead, None).await
+}
+
+/// Like [`claim_due`], for an executor that starts only runs of jobs in `namespaces`
+/// (None: every namespace): the others' runs are fired queued.
+pub async fn claim_due_for(
+    conn: &mut PgConnection,
+    batch: i64,
+    ahead: std::time::Duration,
+    namespaces: Option<&[String]>,
+) -> Result<Vec<DueTrigger>, StoreError> {
     Ok(sqlx::query_as::<_, DueTrigger>(CLAIM_DUE_SQL)
         .bind(batch)
         .bind(ahead.as_secs_f64())
+        .bind(namespaces)
         .fetch_all(conn)
         .await?)
 }

@@ -109,7 +109,10 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
         .await
         .expect("analyze");
 
-    let due_plan = explain(&pool, CLAIM_DUE_SQL, |q| q.bind(16_i64).bind(0.0_f64)).await;
+    let due_plan = explain(&pool, CLAIM_DUE_SQL, |q| {
+        q.bind(16_i64).bind(0.0_f64).bind(None::<Vec<String>>)
+    })
+    .await;
     println!("EXPLAIN claim_due:\n{due_plan}\n");
     assert!(
         due_plan.contains("triggers_due"),
@@ -117,7 +120,11 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     );
 
     let queued_plan = explain(&pool, CLAIM_QUEUED_SQL, |q| {
-        q.bind(Uuid::new_v4()).bind(16_i64).bind(true).bind(16_i64)
+        q.bind(Uuid::new_v4())
+            .bind(16_i64)
+            .bind(true)
+            .bind(16_i64)
+            .bind(None::<Vec<String>>)
     })
     .await;
     println!("EXPLAIN claim_queued:\n{queued_plan}\n");
@@ -128,7 +135,7 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
 
     // Executors run them with generic plans (planned once per connection): those walk
     // the same indexes.
-    let due_generic = explain_generic(&pool, CLAIM_DUE_SQL, "bigint, float8", "16, 0").await;
+    let due_generic = explain_generic(&pool, CLAIM_DUE_SQL, "bigint, float8, text[]", "16, 0, NULL").await;
     assert!(
         due_generic.contains("triggers_due"),
         "claim_due's generic plan does not use triggers_due:\n{due_generic}"
@@ -136,8 +143,8 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     let queued_generic = explain_generic(
         &pool,
         CLAIM_QUEUED_SQL,
-        "uuid, bigint, boolean, bigint",
-        &format!("'{}', 16, true, 16", Uuid::new_v4()),
+        "uuid, bigint, boolean, bigint, text[]",
+        &format!("'{}', 16, true, 16, NULL", Uuid::new_v4()),
     )
     .await;
     assert!(
@@ -217,7 +224,11 @@ async fn a_backlog_is_claimed_by_an_ordered_walk_before_any_analyze(pool: PgPool
         .await
         .expect("backlog");
     let plan = explain(&pool, CLAIM_QUEUED_SQL, |q| {
-        q.bind(Uuid::new_v4()).bind(256_i64).bind(true).bind(256_i64)
+        q.bind(Uuid::new_v4())
+            .bind(256_i64)
+            .bind(true)
+            .bind(256_i64)
+            .bind(None::<Vec<String>>)
     })
     .await;
     println!("EXPLAIN claim_queued:\n{plan}\n");

@@ -35,6 +35,7 @@ mod invariants;
 mod job_stats;
 mod lifecycle;
 mod process_rows;
+mod quota;
 mod reaping;
 mod retries;
 mod routing;

@@ -641,8 +641,8 @@ async fn secrets_reach_the_job_and_nothing_else(pool_options: PgPoolOptions, opt
     let keys = Keyring::new(SecretKey::parse(key_text).unwrap(), None);
     let value = "pa55-word-8c1e";
     for (name, value) in [("db_password", value), ("greeting", "hello")] {
-        let sealed = keys.seal(&Owner::Secret(name.into()), value);
-        probactr_common::store::secrets::put(&pool, name, &sealed, "test")
+        let sealed = keys.seal(&Owner::secret("default", name), value);
+        probactr_common::store::secrets::put(&pool, "default", name, &sealed, "test")
             .await
             .unwrap();
     }
@@ -761,8 +761,9 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     let secret = "Zq7pW3xK9vB2nM5tR8yL4cH6";
     probactr_common::store::secrets::put(
         &pool,
+        "default",
         "token",
-        &keys.seal(&Owner::Secret("token".into()), secret),
+        &keys.seal(&Owner::secret("default", "token"), secret),
         "test",
     )
     .await

@@ -2,10 +2,12 @@
 //! `probactr-executor` processes against PostgreSQL and Redis, [`jobs`] the job kinds
 //! against real processes and a loopback HTTP server, [`keys`] that job code cannot
 //! reach the executor's keys, [`routing`] where runs go (labels
-//! and selectors, cordon and drain).
+//! and selectors, cordon and drain), [`namespaces`] quotas, dedicated executors and
+//! secrets per namespace.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
 mod jobs;
 mod keys;
+mod namespaces;
 mod routing;

@@ -24,7 +24,7 @@ async fn connect(pool_options: PgPoolOptions, options: PgConnectOptions) -> (PgP
 }
 
 /// The executor id a process registered under (found by its pid).
-async fn registered_id(pool: &PgPool, pid: i32) -> Uuid {
+pub(crate) async fn registered_id(pool: &PgPool, pid: i32) -> Uuid {
     eventually(Duration::from_secs(20), "the executor registered", || async {
         sqlx::query_scalar::<_, Uuid>("SELECT id FROM executors WHERE pid = $1 AND state = 'alive'")
             .bind(pid)
@@ -42,7 +42,7 @@ fn noop(name: &str) -> NewJob {
 }
 
 /// Executors of each ended run of `job_id`, with how many each ran.
-async fn ran_on(pool: &PgPool, job_id: i64) -> HashMap<Uuid, i64> {
+pub(crate) async fn ran_on(pool: &PgPool, job_id: i64) -> HashMap<Uuid, i64> {
     sqlx::query_as::<_, (Uuid, i64)>(
         "SELECT executor_id, count(*) FROM runs WHERE job_id = $1 AND state = 'succeeded' GROUP BY executor_id",
     )

@@ -71,7 +71,7 @@ pub async fn show(
         .unwrap_or_default();
     let terminal = run.state.is_terminal();
     let waiting = if run.state == RunState::Queued {
-        service::cluster::why_waiting(&state.handles, run.job_id).await?
+        service::cluster::why_run_waits(&state.handles, run.id, run.job_id).await?
     } else {
         None
     };

@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use minijinja::context;
 
 use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use probactr_common::store::namespaces::DEFAULT;
+
 use crate::error::{ApiError, FieldErrors};
 use crate::service::secrets;
 use crate::state::AppState;
@@ -21,9 +23,11 @@ async fn secrets_page(
     errors: FieldErrors,
     conflict: Option<String>,
 ) -> Result<Response, AdminError> {
-    let list = secrets::list(&state.handles, &user.0).await?;
+    let list = secrets::list(&state.handles, &user.0, user.namespace()).await?;
     let enabled = state.handles.secret_keys.is_some();
-    let ctx = context! { secrets => list, form, errors, conflict, enabled, ..user.layout("secrets") };
+    let namespaces = user.namespaces_where(|role| role.is_admin());
+    let ctx =
+        context! { secrets => list, form, errors, conflict, enabled, namespaces, ..user.layout("secrets") };
     render_status(state, status, "secrets.html", ctx)
 }
 
@@ -48,12 +52,13 @@ pub async fn set(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let name = form.get("name").unwrap_or_default().trim().to_owned();
+    let namespace = form.get("namespace").unwrap_or(DEFAULT).trim().to_owned();
     let value = form.get("value").filter(|value| !value.is_empty());
-    match secrets::set(&state.handles, &user.0, &name, value, false).await {
+    match secrets::set(&state.handles, &user.0, &namespace, &name, value, false).await {
         Ok(_) => Ok(Redirect::to("/secrets").into_response()),
         Err(ApiError::Invalid(errors)) => {
             // The value is never sent back into the page.
-            let kept = HashMap::from([("name".to_owned(), name)]);
+            let kept = HashMap::from([("name".to_owned(), name), ("namespace".to_owned(), namespace)]);
             secrets_page(
                 &state,
                 &user,
@@ -79,14 +84,16 @@ pub async fn set(
     }
 }
 
-/// `POST /secrets/{name}/delete`.
+/// `POST /secrets/{name}/delete?namespace=NAME`.
 pub async fn delete(
     State(state): State<AppState>,
     user: AdminUser,
     Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
     form: FormData,
 ) -> Result<Redirect, AdminError> {
     check_csrf(&user, &form)?;
-    secrets::delete(&state.handles, &user.0, &name).await?;
+    let namespace = query.get("namespace").map_or(DEFAULT, String::as_str);
+    secrets::delete(&state.handles, &user.0, namespace, &name).await?;
     Ok(Redirect::to("/secrets"))
 }

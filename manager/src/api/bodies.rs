@@ -446,8 +446,11 @@ pub struct WorkflowStepBody {
 /// `POST /api/v1/secrets`.
 #[derive(Debug, ToSchema)]
 pub struct NewSecretBody {
-    /// 1 to 100 letters, digits, `_`, `-` or `.`; jobs reference it as `{{ secrets.NAME }}`.
+    /// 1 to 100 letters, digits, `_`, `-` or `.`; jobs of its namespace reference it as
+    /// `{{ secrets.NAME }}`.
     pub name: String,
+    /// Its namespace (default `default`): only that namespace's jobs can use it.
+    pub namespace: Option<String>,
     /// The value (never shown again).
     pub value: String,
 }

@@ -4,19 +4,21 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use probactr_common::store::namespaces::DEFAULT;
 use probactr_common::store::secrets::SecretInfo;
 use serde_json::Value;
 
 use super::bodies::{NewSecretBody, SecretValueBody};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
-use crate::input::{ApiJson, Input};
+use crate::input::{ApiJson, Input, QueryParams};
 use crate::service::secrets::{self, Rotated};
 use crate::service::Paged;
 use crate::state::AppState;
 
 /// Every secret: names, when and by whom they were set; never values.
 #[utoipa::path(get, path = "/secrets", operation_id = "list_secrets", tag = "secrets",
+    params(("namespace" = Option<String>, Query, description = "Only this namespace's secrets (default: every namespace where the caller is an admin)")),
     responses(
         (status = OK, description = "The secrets", body = Paged<SecretInfo>),
         (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
@@ -24,8 +26,9 @@ use crate::state::AppState;
 pub async fn list(
     State(state): State<AppState>,
     who: Principal,
+    query: QueryParams,
 ) -> Result<Json<Paged<SecretInfo>>, ApiError> {
-    let items = secrets::list(&state.handles, &who).await?;
+    let items = secrets::list(&state.handles, &who, query.text("namespace")).await?;
     let total = items.len() as i64;
     Ok(Json(Paged { items, total }))
 }
@@ -48,12 +51,17 @@ pub async fn create(
     let mut input = Input::new(body)?;
     let name = input.text("name");
     let name = input.required("name", name);
+    let namespace = input
+        .text("namespace")
+        .flatten()
+        .unwrap_or_else(|| DEFAULT.to_owned());
     let value = input.text("value");
     let value = input.required("value", value);
     input.finish()?;
     let created = secrets::set(
         &state.handles,
         &who,
+        &namespace,
         &name.unwrap_or_default(),
         value.as_deref(),
         false,
@@ -68,7 +76,8 @@ pub async fn create(
 
 /// Replace a secret's value.
 #[utoipa::path(put, path = "/secrets/{name}", operation_id = "update_secret", tag = "secrets",
-    params(("name" = String, Path, description = "The secret")),
+    params(("name" = String, Path, description = "The secret"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
     request_body = SecretValueBody,
     responses(
         (status = NO_CONTENT, description = "Replaced"),
@@ -80,19 +89,22 @@ pub async fn update(
     State(state): State<AppState>,
     who: Principal,
     Path(name): Path<String>,
+    query: QueryParams,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<StatusCode, ApiError> {
     let mut input = Input::new(body)?;
     let value = input.text("value");
     let value = input.required("value", value);
     input.finish()?;
-    secrets::set(&state.handles, &who, &name, value.as_deref(), true).await?;
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    secrets::set(&state.handles, &who, namespace, &name, value.as_deref(), true).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Delete a secret (jobs that reference it then fail, saying so).
 #[utoipa::path(delete, path = "/secrets/{name}", operation_id = "delete_secret", tag = "secrets",
-    params(("name" = String, Path, description = "The secret")),
+    params(("name" = String, Path, description = "The secret"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
     responses(
         (status = NO_CONTENT, description = "Deleted"),
         (status = NOT_FOUND, description = "No such secret", body = ErrorBody),
@@ -102,8 +114,10 @@ pub async fn delete(
     State(state): State<AppState>,
     who: Principal,
     Path(name): Path<String>,
+    query: QueryParams,
 ) -> Result<StatusCode, ApiError> {
-    secrets::delete(&state.handles, &who, &name).await?;
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    secrets::delete(&state.handles, &who, namespace, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -272,6 +272,15 @@ fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> P
     }
 }
 
+/// Why a queued run waits: its namespace's quota is full ("namespace quota 5/5"), or
+/// [`why_waiting`] of its job.
+pub async fn why_run_waits(handles: &Handles, run_id: i64, job_id: i64) -> Result<Option<String>, ApiError> {
+    match store::runs::quota::queued_reason(&handles.pool, run_id).await? {
+        Some(quota) => Ok(Some(quota)),
+        None => why_waiting(handles, job_id).await,
+    }
+}
+
 /// Why the queued runs of a job wait although slots may be free: no live, uncordoned
 /// executor carries its selector's labels ("no live executor matches gpu=1"), or none
 /// is live at all. None when some executor may claim them (or the job is gone).

@@ -24,22 +24,31 @@ fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
     })
 }
 
-/// The namespace secrets are managed in here: the secret store addresses `default`
-/// (secrets of other namespaces are the executor's to look up).
-const SECRETS_NAMESPACE: &str = store::namespaces::DEFAULT;
-
-/// 404 unless `who` sees the secrets' namespace, 403 unless they are an admin there.
-fn require_secrets(who: &Principal) -> Result<(), ApiError> {
-    who.role_for(SECRETS_NAMESPACE, "namespace", SECRETS_NAMESPACE)?;
-    who.require_admin(SECRETS_NAMESPACE, "manage secrets")
+/// 404 unless `who` sees `namespace`, 403 unless they are an admin there.
+fn require_secrets(who: &Principal, namespace: &str) -> Result<(), ApiError> {
+    who.role_for(namespace, "namespace", namespace)?;
+    who.require_admin(namespace, "manage secrets")
 }
 
-/// Every secret (names and who set them, never values).
-pub async fn list(handles: &Handles, who: &Principal) -> Result<Vec<SecretInfo>, ApiError> {
-    require_secrets(who)?;
-    let names = store::namespaces::secret_names(&handles.pool, SECRETS_NAMESPACE).await?;
-    let mut list = store::secrets::list(&handles.pool).await?;
-    list.retain(|secret| names.contains(&secret.name));
+/// The secrets of `namespace`, or of every namespace where the caller is an admin (names
+/// and who set them, never values).
+pub async fn list(
+    handles: &Handles,
+    who: &Principal,
+    namespace: Option<&str>,
+) -> Result<Vec<SecretInfo>, ApiError> {
+    let asked = who.access.listing(namespace);
+    let mut list = store::secrets::list(&handles.pool, namespace).await?;
+    // Secrets are an admin's business: their names show only where the caller is one.
+    list.retain(|secret| {
+        asked
+            .as_ref()
+            .is_none_or(|shown| shown.contains(&secret.namespace))
+            && who
+                .access
+                .role_in(&secret.namespace)
+                .is_some_and(|role| role.is_admin())
+    });
     Ok(list)
 }
 
@@ -48,11 +57,12 @@ pub async fn list(handles: &Handles, who: &Principal) -> Result<Vec<SecretInfo>,
 pub async fn set(
     handles: &Handles,
     who: &Principal,
+    namespace: &str,
     name: &str,
     value: Option<&str>,
     must_exist: bool,
 ) -> Result<bool, ApiError> {
-    require_secrets(who)?;
+    require_secrets(who, namespace)?;
     let mut errors = FieldErrors::new();
     if !secrets::is_valid_name(name) {
         errors.insert(
@@ -70,12 +80,12 @@ pub async fn set(
         Some(_) => {}
     }
     check(errors)?;
-    let sealed = keys(handles)?.seal(&Owner::Secret(name.to_owned()), value.unwrap_or_default());
+    let sealed = keys(handles)?.seal(&Owner::secret(namespace, name), value.unwrap_or_default());
     let mut tx = handles.pool.begin().await?;
-    if must_exist && !store::secrets::exists(&mut *tx, name).await? {
+    if must_exist && !store::secrets::exists(&mut *tx, namespace, name).await? {
         return Err(ApiError::not_found("secret", name));
     }
-    let created = store::secrets::put(&mut *tx, name, &sealed, &who.username).await?;
+    let created = store::secrets::put(&mut *tx, namespace, name, &sealed, &who.username).await?;
     let change = Change {
         action: if created { "secret.create" } else { "secret.update" },
         object_type: "secret",
@@ -83,17 +93,22 @@ pub async fn set(
         before: None,
         after: Some(json!({"name": name, "key_id": sealed.key_id})),
     };
-    store::audit::record_in(&mut *tx, who.actor(), Some(SECRETS_NAMESPACE), change).await?;
+    store::audit::record_in(&mut *tx, who.actor(), Some(namespace), change).await?;
     tx.commit().await?;
-    tracing::info!(secret.name = name, created, "secret set");
+    tracing::info!(
+        secret.namespace = namespace,
+        secret.name = name,
+        created,
+        "secret set"
+    );
     Ok(created)
 }
 
 /// Deletes a secret.
-pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<(), ApiError> {
-    require_secrets(who)?;
+pub async fn delete(handles: &Handles, who: &Principal, namespace: &str, name: &str) -> Result<(), ApiError> {
+    require_secrets(who, namespace)?;
     let mut tx = handles.pool.begin().await?;
-    if !store::secrets::delete(&mut *tx, name).await? {
+    if !store::secrets::delete(&mut *tx, namespace, name).await? {
         return Err(ApiError::not_found("secret", name));
     }
     let change = Change {
@@ -103,9 +118,9 @@ pub async fn delete(handles: &Handles, who: &Principal, name: &str) -> Result<()
         before: Some(json!({"name": name})),
         after: None,
     };
-    store::audit::record_in(&mut *tx, who.actor(), Some(SECRETS_NAMESPACE), change).await?;
+    store::audit::record_in(&mut *tx, who.actor(), Some(namespace), change).await?;
     tx.commit().await?;
-    tracing::info!(secret.name = name, "secret deleted");
+    tracing::info!(secret.namespace = namespace, secret.name = name, "secret deleted");
     Ok(())
 }
 
@@ -142,13 +157,21 @@ pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiEr
     who.require_cluster_admin("re-seal every secret of the cluster")?;
     let keys = keys(handles)?;
     let mut tx = handles.pool.begin().await?;
-    let names = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
-    for (name, sealed) in store::secrets::sealed(&mut *tx, &names).await? {
-        let owner = Owner::Secret(name.clone());
+    let stale = store::secrets::sealed_under_other_keys(&mut *tx, keys.current_id()).await?;
+    let mut names = Vec::with_capacity(stale.len());
+    for secret in stale {
+        let owner = Owner::secret(&secret.namespace, &secret.name);
         let value = keys
-            .open(&owner, &sealed)
+            .open(&owner, &secret.sealed)
             .map_err(|err| ApiError::Conflict(format!("cannot re-seal: {err}")))?;
-        store::secrets::reseal(&mut *tx, &name, &keys.seal(&owner, &value)).await?;
+        store::secrets::reseal(
+            &mut *tx,
+            &secret.namespace,
+            &secret.name,
+            &keys.seal(&owner, &value),
+        )
+        .await?;
+        names.push(secret.name);
     }
     // Alert channels' webhook secrets and URLs are sealed under the same keys.
     for channel in store::alerts::channels::sealed_under_other_keys(&mut *tx, keys.current_id()).await? {

@@ -89,14 +89,16 @@ async fn values_sealed_before_binding_are_bound_at_start(pool: PgPool) {
             failed: 0
         }
     );
-    let secret = store::secrets::sealed(&pool, &["db".to_owned()]).await.unwrap();
+    let secret = store::secrets::sealed(&pool, store::namespaces::DEFAULT, &["db".to_owned()])
+        .await
+        .unwrap();
     let (_, secret) = &secret[0];
     assert!(secret.bound);
     assert_eq!(
-        keys.open(&Owner::Secret("db".into()), secret).as_deref(),
+        keys.open(&Owner::secret("default", "db"), secret).as_deref(),
         Ok("old-password")
     );
-    assert!(keys.open(&Owner::Secret("other".into()), secret).is_err());
+    assert!(keys.open(&Owner::secret("default", "other"), secret).is_err());
     let parts = store::alerts::channels::sealed_under_other_keys(&pool, "none")
         .await
         .unwrap();

@@ -52,10 +52,13 @@ async fn handle(
     }
     if event.event == AlertEvent::RunFailed {
         if let Some(job_id) = event.job_id {
-            for rule in rules
-                .iter()
-                .filter(|rule| rule.watches(AlertEvent::ConsecutiveFailures, Some(job_id)))
-            {
+            for rule in rules.iter().filter(|rule| {
+                rule.watches(
+                    AlertEvent::ConsecutiveFailures,
+                    Some(job_id),
+                    event.job_namespace.as_deref(),
+                )
+            }) {
                 raise_failures_in_a_row(conn, rule, event, job_id, public_url).await?;
             }
         }
@@ -67,7 +70,7 @@ async fn handle(
 fn concerns(rule: &Rule, event: &OutboxEvent) -> bool {
     match event.rule_id {
         Some(id) => id == rule.id && rule.listens_for(event.event),
-        None => rule.watches(event.event, event.job_id),
+        None => rule.watches(event.event, event.job_id, event.job_namespace.as_deref()),
     }
 }
 

@@ -701,3 +701,92 @@ async fn the_reconciler_records_each_gap_once(pool_options: PgPoolOptions, optio
         .unwrap();
     assert_eq!(events, 1, "one stretch, one event");
 }
+
+/// A rule belongs to a namespace: it hears only of its namespace's jobs, and notifies
+/// only its namespace's channels (one of another namespace named by the rule gets
+/// nothing).
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn a_rule_watches_only_its_namespace(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = connect(pool_options, options).await;
+    for name in ["a", "b"] {
+        sqlx::query("INSERT INTO namespaces (name) VALUES ($1)")
+            .bind(name)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let of_a = Receiver::start().await;
+    let of_b = Receiver::start().await;
+    let channel_a = webhook(&pool, &of_a, None).await;
+    let channel_b = make_channel(
+        &pool,
+        "hook-b",
+        ChannelKind::Webhook,
+        json!({}),
+        Some(&of_b.url),
+        None,
+    )
+    .await;
+    let fields = RuleFields {
+        name: "failures".into(),
+        events: vec![AlertEvent::RunFailed],
+        job_id: None,
+        channel_ids: vec![channel_a, channel_b],
+        threshold: None,
+        duration_secs: None,
+        throttle_secs: 0,
+        enabled: true,
+    };
+    let rule = rules::create(&mut pool.acquire().await.unwrap(), &fields)
+        .await
+        .unwrap();
+    let moves = [
+        ("UPDATE alert_rules SET namespace = 'a' WHERE id = $1", rule.id),
+        (
+            "UPDATE alert_channels SET namespace = 'a' WHERE id = $1",
+            channel_a,
+        ),
+        (
+            "UPDATE alert_channels SET namespace = 'b' WHERE id = $1",
+            channel_b,
+        ),
+    ];
+    for (statement, id) in moves {
+        sqlx::query(statement).bind(id).execute(&pool).await.unwrap();
+    }
+    let mut failing = Vec::new();
+    for (name, namespace) in [("fails-in-b", "b"), ("fails-in-a", "a")] {
+        let job = shell_job(&pool, name, "exit 3", |_| {}).await;
+        sqlx::query("UPDATE jobs SET namespace = $2 WHERE id = $1")
+            .bind(job)
+            .bind(namespace)
+            .execute(&pool)
+            .await
+            .unwrap();
+        failing.push(job);
+    }
+    let env = env(&url, "namespaces");
+    let _executor = executor("executor", &env);
+    let _monitor = monitor("monitor", &env);
+    // b's failure first: the outbox is processed in order, so once a's message arrived,
+    // b's event was handled too.
+    for job in failing {
+        let run = runs::queue_now(&pool, job).await.unwrap();
+        eventually(Duration::from_secs(15), "the run failed", || async {
+            let run = runs::get(&pool, run.id).await.unwrap().unwrap();
+            run.state.is_terminal().then_some(())
+        })
+        .await;
+    }
+    let received = eventually(Duration::from_secs(20), "a's failure notified", || async {
+        let received = of_a.received();
+        (!received.is_empty()).then_some(received)
+    })
+    .await;
+    let jobs: Vec<Value> = received.iter().map(|m| m.json()["job"]["name"].clone()).collect();
+    assert_eq!(jobs, vec![json!("fails-in-a")], "only a's job: {jobs:?}");
+    assert!(
+        of_b.received().is_empty(),
+        "b's channel is not the rule's to notify"
+    );
+}

@@ -21,7 +21,10 @@ pub async fn raise_runs_too_long(
         r#"WITH long AS (
                SELECT id, job_id, trigger_id, executor_id, started_at FROM runs
                WHERE state = 'running' AND started_at < now() - make_interval(secs => $3)
-                 AND ($2::bigint IS NULL OR job_id = $2)),
+                 AND ($2::bigint IS NULL OR job_id = $2)
+                 -- Only jobs of the rule's namespace.
+                 AND job_id IN (SELECT jobs.id FROM jobs JOIN alert_rules ON alert_rules.namespace = jobs.namespace
+                                WHERE alert_rules.id = $1)),
            raised AS (
                INSERT INTO alert_conditions (rule_id, event, job_id, run_id)
                SELECT $1, 'run_too_long', long.job_id, long.id FROM long
@@ -55,6 +58,7 @@ pub async fn raise_no_success_within(
                CROSS JOIN LATERAL (SELECT max(last_success_at) AS success_at FROM job_stat_shards
                                    WHERE job_stat_shards.job_id = jobs.id) AS last
                WHERE NOT jobs.paused AND ($2::bigint IS NULL OR jobs.id = $2)
+                 AND jobs.namespace = (SELECT namespace FROM alert_rules WHERE id = $1)
                  AND greatest(coalesce(last.success_at, jobs.created_at),
                               (SELECT created_at FROM alert_rules WHERE id = $1))
                      < now() - make_interval(secs => $3)),

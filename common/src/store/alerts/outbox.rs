@@ -22,6 +22,8 @@ pub struct OutboxEvent {
     pub job_id: Option<i64>,
     /// The job's name, if it still exists.
     pub job_name: Option<String>,
+    /// The job's namespace, if it still exists: only rules of that namespace watch it.
+    pub job_namespace: Option<String>,
     /// The trigger, if any.
     pub trigger_id: Option<i64>,
     /// The run, if any.
@@ -40,6 +42,7 @@ pub async fn take(conn: &mut PgConnection, limit: i64) -> Result<Vec<OutboxEvent
     Ok(sqlx::query_as!(
         OutboxEvent,
         r#"SELECT alert_events.id, event AS "event: AlertEvent", rule_id, job_id, jobs.name AS "job_name?",
+                  jobs.namespace AS "job_namespace?",
                   trigger_id, run_id, executor_id, detail, occurred_at
            FROM alert_events LEFT JOIN jobs ON jobs.id = alert_events.job_id
            ORDER BY alert_events.id LIMIT $1

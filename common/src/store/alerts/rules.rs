@@ -14,7 +14,10 @@ use crate::store::StoreError;
 pub struct Rule {
     /// Id.
     pub id: i64,
-    /// Unique name.
+    /// The namespace it belongs to: it watches only that namespace's jobs and notifies
+    /// only its channels.
+    pub namespace: String,
+    /// Name, unique within its namespace.
     pub name: String,
     /// Events it listens for.
     pub events: Vec<AlertEvent>,
@@ -42,9 +45,15 @@ impl Rule {
         self.events.contains(&event)
     }
 
-    /// Whether an event about `job_id` (None: about the cluster) concerns this rule.
-    pub fn watches(&self, event: AlertEvent, job_id: Option<i64>) -> bool {
-        self.listens_for(event) && (event.is_cluster_wide() || self.job_id.is_none() || self.job_id == job_id)
+    /// Whether an event about `job_id` of namespace `job_namespace` (None: about the
+    /// cluster) concerns this rule: one about a job only if the job is in the rule's
+    /// namespace (a rule of one namespace never hears of another's jobs); one about the
+    /// cluster (executors) concerns the rules of every namespace.
+    pub fn watches(&self, event: AlertEvent, job_id: Option<i64>, job_namespace: Option<&str>) -> bool {
+        self.listens_for(event)
+            && (event.is_cluster_wide()
+                || (job_namespace == Some(self.namespace.as_str())
+                    && (self.job_id.is_none() || self.job_id == job_id)))
     }
 }
 
@@ -146,10 +155,14 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Rule>, StoreError> {
 async fn select(db: impl PgExecutor<'_>, id: Option<i64>) -> Result<Vec<Rule>, StoreError> {
     Ok(sqlx::query_as!(
         Rule,
-        r#"SELECT id, name, events AS "events: Vec<AlertEvent>", job_id, threshold, duration_secs, throttle_secs,
-                  enabled, created_at, updated_at,
-                  ARRAY(SELECT channel_id FROM alert_rule_channels WHERE rule_id = id ORDER BY channel_id) AS "channel_ids!"
-           FROM alert_rules WHERE $1::bigint IS NULL OR id = $1 ORDER BY name"#,
+        r#"SELECT id, namespace, name, events AS "events: Vec<AlertEvent>", job_id, threshold, duration_secs,
+                  throttle_secs, enabled, created_at, updated_at,
+                  -- Only channels of the rule's own namespace are notified.
+                  ARRAY(SELECT channel_id FROM alert_rule_channels
+                        JOIN alert_channels ON alert_channels.id = alert_rule_channels.channel_id
+                        WHERE rule_id = alert_rules.id AND alert_channels.namespace = alert_rules.namespace
+                        ORDER BY channel_id) AS "channel_ids!"
+           FROM alert_rules WHERE $1::bigint IS NULL OR id = $1 ORDER BY namespace, name"#,
         id
     )
     .fetch_all(db)

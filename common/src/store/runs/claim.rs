@@ -26,7 +26,13 @@ use crate::store::StoreError;
 /// it looked at stay queued for executors with processes to spare. A run pinned to an
 /// executor (a broadcast's, a shard's) is taken only there; a service's instance goes to
 /// an executor that holds none of the job's others while one can take it, one per
-/// statement.
+/// statement. `$5`, when not NULL, names the only namespaces whose runs are taken (an
+/// executor dedicated to them). A namespace with a `max_running` has its row locked and
+/// its count of runs in flight (`namespaces.running`) read and raised in the same
+/// statement: the claim takes no more of its runs than the quota leaves, and marks those
+/// it takes (`quota_namespace`), which give their places back when they leave
+/// claimed/running (see migration `2026120102000001` and docs/design.md, "Namespace
+/// quotas"). Runs of namespaces without one touch no namespace row.
 pub const CLAIM_QUEUED_SQL: &str = include_str!("sql/claim_queued.sql");
 
 // The claim is checked at build time like every other statement: the macro below is
@@ -38,7 +44,8 @@ const _: fn() = || {
         Uuid::nil(),
         0_i64,
         false,
-        0_i64
+        0_i64,
+        None::<&[String]>
     );
 };
 
@@ -49,7 +56,7 @@ pub async fn claim_queued(
     executor_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Run>, StoreError> {
-    let claimed = claim(db, executor_id, &ClaimLimits::runs(limit)).await?;
+    let claimed = claim(db, executor_id, &ClaimLimits::runs(limit), None).await?;
     Ok(claimed.into_iter().map(|claimed| claimed.run).collect())
 }
 
@@ -92,7 +99,18 @@ pub async fn claim_within(
     executor_id: Uuid,
     limits: &ClaimLimits,
 ) -> Result<Vec<ClaimedRun>, StoreError> {
-    claim(db, executor_id, limits).await
+    claim(db, executor_id, limits, None).await
+}
+
+/// Claims within `limits` only runs of jobs in `namespaces` (None: every namespace), for
+/// an executor dedicated to them.
+pub async fn claim_in_namespaces(
+    db: impl PgExecutor<'_>,
+    executor_id: Uuid,
+    limits: &ClaimLimits,
+    namespaces: Option<&[String]>,
+) -> Result<Vec<ClaimedRun>, StoreError> {
+    claim(db, executor_id, limits, namespaces).await
 }
 
 /// Like [`claim_queued`], but only runs that need no Redis lock (parallel jobs without
@@ -106,7 +124,7 @@ pub async fn claim_queued_lock_free(
         with_locked: false,
         ..ClaimLimits::runs(limit)
     };
-    let claimed = claim(db, executor_id, &limits).await?;
+    let claimed = claim(db, executor_id, &limits, None).await?;
     Ok(claimed.into_iter().map(|claimed| claimed.run).collect())
 }
 
@@ -114,12 +132,14 @@ async fn claim(
     db: impl PgExecutor<'_>,
     executor_id: Uuid,
     limits: &ClaimLimits,
+    namespaces: Option<&[String]>,
 ) -> Result<Vec<ClaimedRun>, StoreError> {
     Ok(sqlx::query_as::<_, ClaimedRun>(CLAIM_QUEUED_SQL)
         .bind(executor_id)
         .bind(limits.runs)
         .bind(limits.with_locked)
         .bind(limits.processes)
+        .bind(namespaces)
         .fetch_all(db)
         .await?)
 }

@@ -16,7 +16,7 @@
 //! | transition | from | to | function |
 //! |---|---|---|---|
 //! | queue | – | queued | [`queue_now`], [`queue_instants`] (backfills), [`insert_fired_runs`] (firing), [`queue_missing_service_instances`] (services), `probactr_queue_run` (workflow steps, child jobs); the next attempt in [`finish_many`] and [`reap`] (`probactr_next_attempt`) |
-//! | claim | queued | claimed, or running when no lock is needed | [`claim_within`] |
+//! | claim | queued | claimed, or running when no lock is needed | [`claim_within`], [`claim_in_namespaces`] (within a namespace's `max_running`: see [`quota`]) |
 //! | unclaim | claimed | queued | [`unclaim`], [`requeue_stale_claims`] (monitor) |
 //! | end before start | claimed | skipped, failed | [`end_claim`] |
 //! | start | claimed | running | [`start()`] |
@@ -42,6 +42,7 @@ pub mod finish;
 pub mod fired;
 pub mod history;
 pub mod queue;
+pub mod quota;
 pub mod reap;
 pub mod start;
 

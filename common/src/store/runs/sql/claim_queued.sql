@@ -2,7 +2,7 @@
 WITH picked AS (
     SELECT runs.id, runs.claim_order, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
            jobs.kind = 'shell' AS process, runs.trigger_id, runs.job_id,
-           runs.replica IS NOT NULL AS service,
+           runs.replica IS NOT NULL AS service, jobs.namespace, jobs.namespace_capped AS capped,
            runs.trigger_cap - (SELECT count(*) FROM runs_live AS active
                                WHERE active.trigger_id = runs.trigger_id AND runs.trigger_cap IS NOT NULL
                                  AND active.trigger_cap IS NOT NULL
@@ -10,10 +10,13 @@ WITH picked AS (
     FROM runs CROSS JOIN LATERAL (
         -- The job of each run walked to, looked up as the walk goes (OFFSET 0 keeps
         -- the planner from turning this into a join it may start from the jobs' side).
-        SELECT jobs.parallel, jobs.max_concurrency, jobs.kind, jobs.paused, jobs.selector, jobs.overlap
+        SELECT jobs.parallel, jobs.max_concurrency, jobs.kind, jobs.paused, jobs.selector, jobs.overlap,
+               jobs.namespace, jobs.namespace_capped
         FROM jobs WHERE jobs.id = runs.job_id OFFSET 0) AS jobs
     WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
       AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
+      -- An executor dedicated to namespaces takes only theirs.
+      AND ($5::text[] IS NULL OR jobs.namespace = ANY ($5::text[]))
       AND (runs.trigger_cap IS NULL OR runs.trigger_cap > (
            SELECT count(*) FROM runs_live AS active
            WHERE active.trigger_id = runs.trigger_id AND active.trigger_cap IS NOT NULL
@@ -38,25 +41,47 @@ WITH picked AS (
     ORDER BY runs.claim_order, runs.id
     LIMIT $2
     FOR UPDATE OF runs SKIP LOCKED),
+-- The namespaces with a quota whose runs were picked, locked in name order (claimers
+-- never wait for each other in a cycle). `FOR UPDATE` returns the latest committed count
+-- after waiting for a concurrent claimer, not the statement snapshot's: the room is
+-- exact. Nothing is read when no picked run is capped.
+quota AS MATERIALIZED (
+    SELECT namespaces.name, namespaces.max_running - namespaces.running AS room
+    FROM (SELECT DISTINCT namespace FROM picked WHERE capped) AS wanted
+    JOIN namespaces ON namespaces.name = wanted.namespace
+    ORDER BY namespaces.name
+    FOR UPDATE OF namespaces),
 taken AS (
-    SELECT id, lock_free FROM (
-        SELECT id, lock_free, process, trigger_room, service,
+    SELECT id, lock_free, namespace, capped FROM (
+        SELECT id, lock_free, process, trigger_room, service, namespace, capped,
+               CASE WHEN capped THEN row_number() OVER (PARTITION BY namespace, capped
+                                                        ORDER BY claim_order, id) END AS nth_of_namespace,
                row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
                row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
                row_number() OVER (PARTITION BY trigger_id, trigger_room IS NULL
                                   ORDER BY claim_order, id) AS nth_of_trigger
         FROM picked) AS ranked
     WHERE (NOT process OR nth <= $4) AND (trigger_room IS NULL OR nth_of_trigger <= trigger_room)
-      AND (NOT service OR nth_of_job = 1)),
+      AND (NOT service OR nth_of_job = 1)
+      -- A capped namespace's runs within its room (a quota removed meanwhile: no bound).
+      AND (NOT capped OR nth_of_namespace <= coalesce(
+           (SELECT quota.room FROM quota WHERE quota.name = ranked.namespace), nth_of_namespace))),
 claimed AS (
     -- The picked rows are locked and queued; the live partition is named so that
     -- only its id index can find them, whatever its statistics say.
     UPDATE runs_live AS runs SET executor_id = $1, claimed_at = now(),
                     state = CASE WHEN taken.lock_free THEN 'running' ELSE 'claimed' END,
                     started_at = CASE WHEN taken.lock_free THEN now() END,
-                    heartbeat_at = CASE WHEN taken.lock_free THEN now() END
+                    heartbeat_at = CASE WHEN taken.lock_free THEN now() END,
+                    quota_namespace = CASE WHEN taken.capped THEN taken.namespace END
     FROM taken WHERE runs.id = taken.id
-    RETURNING runs.*)
+    RETURNING runs.*),
+-- What the capped runs taken hold of their namespaces' quotas (the rows `quota` locked).
+counted AS (
+    UPDATE namespaces SET running = namespaces.running + held.runs
+    FROM (SELECT quota_namespace, count(*) AS runs FROM claimed
+          WHERE quota_namespace IS NOT NULL GROUP BY quota_namespace) AS held
+    WHERE namespaces.name = held.quota_namespace)
 SELECT claimed.*, jobs.version AS job_version
 FROM claimed JOIN jobs ON jobs.id = claimed.job_id
 ORDER BY claimed.claim_order, claimed.id

@@ -9,3 +9,4 @@ mod cluster;
 mod jobs;
 mod keys;
 mod routing;
+mod traces;

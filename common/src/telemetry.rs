@@ -14,7 +14,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Layer};
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 /// Whether traces are exported (set once by [`init`]); read on the hot path as one load.
 static TRACING: AtomicBool = AtomicBool::new(false);
@@ -63,30 +63,20 @@ pub fn init(config: &Config, service: &'static str) -> Telemetry {
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(colours);
-    let fmt = match config.log_format {
-        LogFormat::Json => fmt.json().flatten_event(true).boxed(),
-        LogFormat::Text => fmt.with_target(false).boxed(),
-    };
     let exporter = match otlp_settings() {
-        Ok(Some(())) => build_provider(service).map_err(|err| err.to_string()),
-        Ok(None) => Ok(None),
+        Ok(true) => build_provider(service).map(Some).map_err(|err| err.to_string()),
+        Ok(false) => Ok(None),
         Err(why) => Err(why),
     };
     let (provider, problem) = match exporter {
         Ok(provider) => (provider, None),
         Err(why) => (None, Some(why)),
     };
-    let otel = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("probactr"))
-            .with_tracked_inactivity(false)
-    });
-    let installed = tracing_subscriber::registry()
-        .with(fmt)
-        .with(otel)
-        .with(filter)
-        .try_init()
-        .is_ok();
+    // Each format is its own (monomorphised) stack: no dynamic call per log line.
+    let installed = match config.log_format {
+        LogFormat::Json => install(fmt.json().flatten_event(true), provider.as_ref(), filter),
+        LogFormat::Text => install(fmt.with_target(false), provider.as_ref(), filter),
+    };
     if let Some(why) = problem {
         tracing::error!(error = %why, "traces are not exported");
     }
@@ -102,21 +92,40 @@ pub fn init(config: &Config, service: &'static str) -> Telemetry {
     }
 }
 
+/// Installs logs in `fmt` and, with a provider, spans exported through it, both under
+/// `filter`; false when a subscriber was already installed.
+fn install<F>(fmt: F, provider: Option<&SdkTracerProvider>, filter: EnvFilter) -> bool
+where
+    F: Layer<Registry> + Send + Sync + 'static,
+{
+    let otel = provider.map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("probactr"))
+            .with_tracked_inactivity(false)
+    });
+    tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .with(filter)
+        .try_init()
+        .is_ok()
+}
+
 /// Whether the standard variables ask for OTLP traces: an endpoint is set, the SDK is
 /// not disabled, the traces exporter is not `none`; the protocol, when set, must be
 /// `http/protobuf` (the one this build speaks).
-fn otlp_settings() -> Result<Option<()>, String> {
+fn otlp_settings() -> Result<bool, String> {
     let set = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
     let endpoint = set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| set("OTEL_EXPORTER_OTLP_ENDPOINT"));
     if endpoint.is_none()
         || set("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true"))
         || set("OTEL_TRACES_EXPORTER").is_some_and(|value| value.eq_ignore_ascii_case("none"))
     {
-        return Ok(None);
+        return Ok(false);
     }
     let protocol = set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| set("OTEL_EXPORTER_OTLP_PROTOCOL"));
     match protocol.as_deref() {
-        None | Some("http/protobuf") => Ok(Some(())),
+        None | Some("http/protobuf") => Ok(true),
         Some(other) => Err(format!(
             "OTEL_EXPORTER_OTLP_PROTOCOL: {other:?} is not supported; use http/protobuf"
         )),
@@ -128,7 +137,7 @@ fn otlp_settings() -> Result<Option<()>, String> {
 /// resource from `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (the SDK reads them).
 fn build_provider(
     service: &'static str,
-) -> Result<Option<SdkTracerProvider>, opentelemetry_otlp::ExporterBuildError> {
+) -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
     use opentelemetry_otlp::{Protocol, WithExportConfig};
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -138,13 +147,11 @@ fn build_provider(
     if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
         resource = resource.with_service_name(service);
     }
-    Ok(Some(
-        SdkTracerProvider::builder()
-            .with_batch_exporter(exporter)
-            .with_id_generator(crate::run_trace::DerivedIds::default())
-            .with_resource(resource.build())
-            .build(),
-    ))
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_id_generator(crate::run_trace::DerivedIds::default())
+        .with_resource(resource.build())
+        .build())
 }
 
 /// Installs the Prometheus recorder. With `listen` set (`PROBACTR_METRICS_LISTEN`) it

@@ -139,51 +139,47 @@ impl RunTrace {
         Context::new().with_remote_span_context(parent)
     }
 
-    /// Exports the root span (the fire), from `start` to `end`.
-    pub fn root_span(
-        &self,
-        name: &'static str,
-        start: SystemTime,
-        end: SystemTime,
-        attributes: Vec<KeyValue>,
-    ) {
-        let Some(tracer) = telemetry::tracer() else {
-            return;
-        };
-        let builder = tracer
-            .span_builder(name)
-            .with_start_time(start)
-            .with_attributes(attributes);
-        // The SDK takes a span's ids from its generator: hand it this one's for the call.
-        FIXED_IDS.with(|ids| ids.set(Some((self.trace_id, self.root))));
-        let mut span = tracer.build_with_context(builder, &Context::new());
-        FIXED_IDS.with(|ids| ids.set(None));
-        span.end_with_timestamp(end);
+    /// Exports the root span (the fire).
+    pub fn root_span(&self, name: &'static str, span: Timed) {
+        export(name, span, &Context::new(), Some((self.trace_id, self.root)));
     }
 
-    /// Exports a span under the root, from `start` to `end` (the queue wait, the claim).
-    pub fn child_span(
-        &self,
-        name: &'static str,
-        start: SystemTime,
-        end: SystemTime,
-        attributes: Vec<KeyValue>,
-    ) {
-        let Some(tracer) = telemetry::tracer() else {
-            return;
-        };
-        let builder = tracer
-            .span_builder(name)
-            .with_start_time(start)
-            .with_attributes(attributes);
-        let mut span = tracer.build_with_context(builder, &self.parent());
-        span.end_with_timestamp(end);
+    /// Exports a span under the root (the queue wait, the claim).
+    pub fn child_span(&self, name: &'static str, span: Timed) {
+        export(name, span, &self.parent(), None);
     }
 
     /// Makes `span` (a `tracing` span not yet entered) a child of the run's root span.
     pub fn adopt(&self, span: &tracing::Span) {
         let _ = span.set_parent(self.parent());
     }
+}
+
+/// A span written after the fact: its times and attributes.
+#[derive(Debug, Clone)]
+pub struct Timed {
+    /// When it began.
+    pub start: SystemTime,
+    /// When it ended.
+    pub end: SystemTime,
+    /// Its attributes.
+    pub attributes: Vec<KeyValue>,
+}
+
+/// Exports one span in `parent`; `ids` fixes its trace and span ids (a root span).
+fn export(name: &'static str, timed: Timed, parent: &Context, ids: Option<(TraceId, SpanId)>) {
+    let Some(tracer) = telemetry::tracer() else {
+        return;
+    };
+    let builder = tracer
+        .span_builder(name)
+        .with_start_time(timed.start)
+        .with_attributes(timed.attributes);
+    // The SDK takes a span's ids from its generator: hand it these for the call.
+    FIXED_IDS.with(|fixed| fixed.set(ids));
+    let mut span = tracer.build_with_context(builder, parent);
+    FIXED_IDS.with(|fixed| fixed.set(None));
+    span.end_with_timestamp(timed.end);
 }
 
 fn derive(cluster: &Cluster, chain_id: i64) -> RunTrace {

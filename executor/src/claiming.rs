@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Job, Overlap, Run};
-use probactr_common::run_trace::RunTrace;
+use probactr_common::run_trace::{RunTrace, Timed};
 use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs;
 
@@ -141,8 +141,18 @@ fn trace_claims<'a>(claimed: impl Iterator<Item = &'a Run>, asked_at: std::time:
             ]
         };
         let claimed_at = run.claimed_at.map_or(answered_at, Into::into);
-        trace.child_span("queue wait", run.queued_at.into(), claimed_at, attributes());
-        trace.child_span("claim", asked_at, answered_at, attributes());
+        let queued = Timed {
+            start: run.queued_at.into(),
+            end: claimed_at,
+            attributes: attributes(),
+        };
+        trace.child_span("queue wait", queued);
+        let claim = Timed {
+            start: asked_at,
+            end: answered_at,
+            attributes: attributes(),
+        };
+        trace.child_span("claim", claim);
     }
 }
 

@@ -30,7 +30,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use opentelemetry::KeyValue;
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
-use probactr_common::run_trace::RunTrace;
+use probactr_common::run_trace::{RunTrace, Timed};
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs::{self, FiredRuns};
@@ -238,7 +238,12 @@ fn trace_fires(inserted: &[Run]) {
                 KeyValue::new("trigger.id", run.trigger_id.unwrap_or_default()),
                 KeyValue::new("scheduled_at", run.scheduled_at.to_rfc3339()),
             ];
-            trace.root_span("fire", run.queued_at.into(), fired_at, attributes);
+            let fire = Timed {
+                start: run.queued_at.into(),
+                end: fired_at,
+                attributes,
+            };
+            trace.root_span("fire", fire);
         }
     }
 }

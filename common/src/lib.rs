@@ -40,6 +40,7 @@ pub mod masking;
 pub mod model;
 pub mod params_schema;
 pub mod reach;
+pub mod run_trace;
 pub mod schedule;
 pub mod secrets;
 pub mod shutdown;

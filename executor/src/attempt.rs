@@ -26,6 +26,7 @@ use probactr_common::jobspec::JobSpec;
 use probactr_common::lock::{Acquire, Lease, Renewal, Want};
 use probactr_common::masking::Masker;
 use probactr_common::model::{Job, Overlap, Run, RunState};
+use probactr_common::run_trace::{self, RunTrace};
 use probactr_common::secrets::mask;
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
 use tokio_util::sync::CancellationToken;
@@ -67,7 +68,16 @@ pub async fn run_attempt(
     slot: Slot,
 ) {
     let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
-        trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id);
+        trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id,
+        trace_id = tracing::field::Empty, span_id = tracing::field::Empty);
+    // Each attempt (retry, takeover) is a span of its run's trace; its log lines name it.
+    if let Some(trace) = RunTrace::of(&run) {
+        trace.adopt(&span);
+        if let Some((trace_id, span_id)) = run_trace::ids_of(&span) {
+            span.record("trace_id", trace_id);
+            span.record("span_id", span_id);
+        }
+    }
     Attempt {
         shared,
         run,
@@ -78,6 +88,15 @@ pub async fn run_attempt(
     .execute(shutdown)
     .instrument(span)
     .await;
+}
+
+/// A span of the run's trace when traces are exported; otherwise none, which costs nothing.
+fn traced(span: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if probactr_common::telemetry::tracing_on() {
+        span()
+    } else {
+        tracing::Span::none()
+    }
 }
 
 struct Attempt<'a> {
@@ -125,7 +144,11 @@ impl Attempt<'_> {
             (None, None)
         } else {
             lock_asked_at = tokio::time::Instant::now();
-            let lease = match self.take_lock().await {
+            let lease = match self
+                .take_lock()
+                .instrument(traced(|| tracing::info_span!("lock")))
+                .await
+            {
                 Ok(lease) => lease,
                 Err(NoLock::Busy(why)) => return self.give_way(&why).await,
                 Err(NoLock::Unavailable(why)) => return self.put_back(LOCKS_UNAVAILABLE_DELAY, &why).await,
@@ -283,6 +306,7 @@ impl Attempt<'_> {
             account: None,
             work_dir: None,
             masker: Masker::new(secrets),
+            trace: run_trace::current_traceparent(),
         }
     }
 
@@ -475,7 +499,9 @@ impl Attempt<'_> {
             fence,
             finish,
         };
-        let done = self.shared.recorder.record(ending.clone()).await;
+        let done = (self.shared.recorder.record(ending.clone()))
+            .instrument(traced(|| tracing::info_span!("record")))
+            .await;
         let finish = &ending.finish;
         match done.write {
             Write::Stored => tracing::info!(state = %finish.state, exit_code = finish.exit_code,

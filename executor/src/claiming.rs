@@ -11,9 +11,11 @@ use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Job, Overlap, Run};
+use probactr_common::run_trace::{RunTrace, Timed};
 use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs;
 
+use opentelemetry::KeyValue;
 use uuid::Uuid;
 
 use crate::slot::Slot;
@@ -94,6 +96,7 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
         // reach Redis (or to this one once Redis answers again).
         with_locked: shared.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
+    let asked_at = std::time::SystemTime::now();
     let claimed = retry_transient("claim queued runs", || {
         runs::claim_in_namespaces(
             &shared.pool,
@@ -105,6 +108,9 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
     .await?;
     if claimed.is_empty() {
         return Ok(0);
+    }
+    if probactr_common::telemetry::tracing_on() {
+        trace_claims(claimed.iter().map(|claimed| &claimed.run), asked_at);
     }
     let wanted: Vec<(i64, i64)> = claimed
         .iter()
@@ -125,6 +131,36 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
     }
     Ok(count)
 }
+/// The queue wait (queued to claimed) and the claim (the statement) of each claimed run,
+/// as spans of its trace.
+fn trace_claims<'a>(claimed: impl Iterator<Item = &'a Run>, asked_at: std::time::SystemTime) {
+    let answered_at = std::time::SystemTime::now();
+    for run in claimed {
+        let Some(trace) = RunTrace::of(run) else {
+            continue;
+        };
+        let attributes = || {
+            vec![
+                KeyValue::new("run.id", run.id),
+                KeyValue::new("attempt", i64::from(run.attempt)),
+            ]
+        };
+        let claimed_at = run.claimed_at.map_or(answered_at, Into::into);
+        let queued = Timed {
+            start: run.queued_at.into(),
+            end: claimed_at,
+            attributes: attributes(),
+        };
+        trace.child_span("queue wait", queued);
+        let claim = Timed {
+            start: asked_at,
+            end: answered_at,
+            attributes: attributes(),
+        };
+        trace.child_span("claim", claim);
+    }
+}
+
 /// A non-parallel `overlap = queue` job runs one attempt at a time: of several of its runs
 /// claimed together, keep the oldest and return the others to the queue at once (the
 /// claim leaves them there while the kept one is active).

@@ -27,8 +27,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use opentelemetry::KeyValue;
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Misfire, Run, RunState, Trigger, FIRE_ALL_CAP};
+use probactr_common::run_trace::{RunTrace, Timed};
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs::{self, FiredRuns};
@@ -210,6 +212,9 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
             policy = %missed.policy, reason = %missed.reason, "instants missed");
     }
+    if probactr_common::telemetry::tracing_on() {
+        trace_fires(&inserted);
+    }
     let runs = inserted.len() as u64;
     let versions: HashMap<i64, i64> = due
         .iter()
@@ -221,6 +226,27 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         runs,
         missed: missed.iter().map(|m| m.count).sum(),
     })
+}
+
+/// The fire of each inserted run: the root span of its trace, at its insertion.
+fn trace_fires(inserted: &[Run]) {
+    let fired_at = std::time::SystemTime::now();
+    for run in inserted {
+        if let Some(trace) = RunTrace::of(run) {
+            let attributes = vec![
+                KeyValue::new("run.id", run.id),
+                KeyValue::new("job.id", run.job_id),
+                KeyValue::new("trigger.id", run.trigger_id.unwrap_or_default()),
+                KeyValue::new("scheduled_at", run.scheduled_at.to_rfc3339()),
+            ];
+            let fire = Timed {
+                start: run.queued_at.into(),
+                end: fired_at,
+                attributes,
+            };
+            trace.root_span("fire", fire);
+        }
+    }
 }
 
 /// Instants that get more runs than this executor alone should start: peers are told

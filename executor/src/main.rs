@@ -25,12 +25,15 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?
         .block_on(async {
-            telemetry::init(&config);
+            let telemetry = telemetry::init(&config, "probactr-executor");
             tracing::info!(config = %config.summary(), "probactr-executor starting");
             if let Err(err) = probactr_executor::workdir::init(config.work_dir.as_deref()) {
                 anyhow::bail!("cannot make the working directory of shell runs: {err} (PROBACTR_WORK_DIR)");
             }
-            probactr_executor::run(config, probactr_common::shutdown::on_signal()).await
+            let result = probactr_executor::run(config, probactr_common::shutdown::on_signal()).await;
+            // The last attempts' spans are exported before the process ends.
+            telemetry.shutdown();
+            result
         })
 }
 

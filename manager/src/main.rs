@@ -6,7 +6,10 @@ use probactr_common::{cli, config::Config, telemetry};
 async fn main() -> anyhow::Result<()> {
     cli::handle_args("probactr-manager", "web admin and REST API");
     let config = Config::from_env_or_exit("probactr-manager");
-    telemetry::init(&config);
+    let telemetry = telemetry::init(&config, "probactr-manager");
     tracing::info!(config = %config.summary(), "probactr-manager starting");
-    probactr_manager::run(config, probactr_common::shutdown::on_signal()).await
+    let result = probactr_manager::run(config, probactr_common::shutdown::on_signal()).await;
+    // The last spans (the shutdown's own) are exported before the process ends.
+    telemetry.shutdown();
+    result
 }

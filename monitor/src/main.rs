@@ -10,7 +10,10 @@ async fn main() -> anyhow::Result<()> {
     );
     let config = Config::from_env_or_exit("probactr-monitor");
     config.secret_keys_or_exit("probactr-monitor");
-    telemetry::init(&config);
+    let telemetry = telemetry::init(&config, "probactr-monitor");
     tracing::info!(config = %config.summary(), "probactr-monitor starting");
-    probactr_monitor::run(config, probactr_common::shutdown::on_signal()).await
+    let result = probactr_monitor::run(config, probactr_common::shutdown::on_signal()).await;
+    // The last spans (the shutdown's own) are exported before the process ends.
+    telemetry.shutdown();
+    result
 }

@@ -306,6 +306,41 @@ pub const VARS: &[Var] = &[
         default: "info",
         help: "log filter (tracing EnvFilter syntax)",
     },
+    Var {
+        name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+        default: "",
+        help: "traces: the OTLP/HTTP collector's base URL (/v1/traces is added); traces are off when neither endpoint is set",
+    },
+    Var {
+        name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        default: "",
+        help: "traces: the full URL spans are posted to (instead of the base URL)",
+    },
+    Var {
+        name: "OTEL_EXPORTER_OTLP_PROTOCOL",
+        default: "http/protobuf",
+        help: "traces: the OTLP protocol; only http/protobuf is spoken",
+    },
+    Var {
+        name: "OTEL_EXPORTER_OTLP_HEADERS",
+        default: "",
+        help: "traces: headers of every export, key=value,key2=value2 (a collector's token)",
+    },
+    Var {
+        name: "OTEL_SERVICE_NAME",
+        default: "",
+        help: "traces: the service name (the process's name, e.g. probactr-executor, when empty)",
+    },
+    Var {
+        name: "OTEL_TRACES_SAMPLER",
+        default: "parentbased_always_on",
+        help: "traces: the sampler; a run's trace is kept or dropped whole (always_off, traceidratio and their parentbased_ forms are honoured for runs)",
+    },
+    Var {
+        name: "OTEL_TRACES_SAMPLER_ARG",
+        default: "",
+        help: "traces: the ratio of traceidratio samplers (0 to 1)",
+    },
 ];
 
 /// The default of a variable (empty when it has none).

@@ -134,6 +134,12 @@ impl HttpRunner {
         for (name, value) in ctx.identity() {
             builder = builder.header(header_name(name), value);
         }
+        if let Some((parent, state)) = &ctx.trace {
+            builder = builder.header("traceparent", parent);
+            if let Some(state) = state {
+                builder = builder.header("tracestate", state);
+            }
+        }
         if let Some(body) = &spec.body {
             builder = builder.body(body.clone());
         }

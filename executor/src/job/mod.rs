@@ -106,6 +106,11 @@ pub struct JobContext {
     /// The run's secret values, masked in its output as it is read: before the output
     /// is cut into stored chunks or a tail, so no cut splits a value out of sight.
     pub masker: Masker,
+    /// The W3C `traceparent` of the attempt's span and its `tracestate` (if any), so job
+    /// code joins the run's trace: `TRACEPARENT`/`TRACESTATE` for a shell job, the
+    /// `traceparent`/`tracestate` headers for an HTTP job. `None` when traces are not
+    /// exported.
+    pub trace: Option<(String, Option<String>)>,
 }
 
 impl JobContext {
@@ -286,6 +291,7 @@ mod tests {
             account: None,
             work_dir: None,
             masker: Masker::default(),
+            trace: None,
         };
         let id = ctx.identity();
         assert_eq!(id[0], ("RUN_ID", "7".to_owned()));

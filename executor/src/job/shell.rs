@@ -221,6 +221,12 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
     for (name, value) in ctx.identity() {
         command.env(format!("PROBACTR_{name}"), value);
     }
+    if let Some((parent, state)) = &ctx.trace {
+        command.env("TRACEPARENT", parent);
+        if let Some(state) = state {
+            command.env("TRACESTATE", state);
+        }
+    }
     let checkpoint = ctx
         .checkpoint_file
         .as_deref()

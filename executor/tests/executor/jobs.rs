@@ -37,6 +37,7 @@ fn ctx() -> JobContext {
         account: None,
         work_dir: None,
         masker: Default::default(),
+        trace: None,
     }
 }
 

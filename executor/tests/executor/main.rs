@@ -11,3 +11,4 @@ mod jobs;
 mod keys;
 mod namespaces;
 mod routing;
+mod traces;

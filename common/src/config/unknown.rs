@@ -30,7 +30,7 @@ pub const JOB_VARS: &[&str] = &[
 ];
 
 /// `PROBACTR_*` names the command-line client (`probactr`) reads.
-pub const CLIENT_VARS: &[&str] = &["PROBACTR_URL", "PROBACTR_TOKEN"];
+pub const CLIENT_VARS: &[&str] = &["PROBACTR_URL", "PROBACTR_TOKEN", "PROBACTR_NAMESPACE"];
 
 /// Whether `name` is a `PROBACTR_*` name probactr knows without it being a setting of
 /// its processes (the scripts', the jobs', the client's).

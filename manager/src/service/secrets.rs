@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Handles;
-use crate::auth::Principal;
+use crate::auth::{Principal, Role};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::check;
 
@@ -37,6 +37,15 @@ pub async fn list(
     who: &Principal,
     namespace: Option<&str>,
 ) -> Result<Vec<SecretInfo>, ApiError> {
+    match namespace {
+        Some(namespace) => require_secrets(who, namespace)?,
+        None if who.access.best_role() != Some(Role::Admin) => {
+            return Err(ApiError::Forbidden(
+                "only a namespace's admins may manage its secrets".into(),
+            ))
+        }
+        None => {}
+    }
     let asked = who.access.listing(namespace);
     let mut list = store::secrets::list(&handles.pool, namespace).await?;
     // Secrets are an admin's business: their names show only where the caller is one.

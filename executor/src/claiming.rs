@@ -88,6 +88,14 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
         return Ok(0);
     }
     let executor_id = shared.registry.id();
+    if !shared
+        .registry
+        .may_act(executor_id, crate::liveness::give_up_after(shared))
+    {
+        // Claimed now, the run would be stopped before its job starts and spend an
+        // attempt: wait until a heartbeat proves this executor alive again.
+        return Ok(0);
+    }
     let limit = slots.len() as i64;
     let limits = runs::ClaimLimits {
         runs: limit,

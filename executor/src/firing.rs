@@ -173,12 +173,17 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         .iter()
         .map(|due| plan_stored_trigger(&due.trigger, horizon))
         .collect();
+    // Unproven liveness (right after an outage): queue every run rather than start one
+    // here that the start would stop at once, spending an attempt.
+    let may_start_here = shared
+        .registry
+        .may_act(executor_id, crate::liveness::give_up_after(shared));
     let mut slots = Vec::new();
     let mut fired = FiredRuns::default();
     let mut ahead_of_time = Vec::new();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
-            let slot = if due.lock_free && *instant <= now {
+            let slot = if may_start_here && due.lock_free && *instant <= now {
                 Slot::try_take(shared)
             } else {
                 None

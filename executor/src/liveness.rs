@@ -108,6 +108,10 @@ pub async fn heartbeat_loop(shared: Arc<Shared>, stop: CancellationToken) {
         let error = match tokio::time::timeout(bound, processes::heartbeat(&shared.liveness_pool, id)).await {
             Ok(Ok(Heartbeat::Alive)) => {
                 shared.registry.proved_alive(id, sent);
+                if stopped_for_silence {
+                    // Claims waited for this proof; runs queued meanwhile need no poll.
+                    shared.wakeups.runs.notify_one();
+                }
                 stopped_for_silence = false;
                 continue;
             }

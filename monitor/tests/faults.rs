@@ -1225,7 +1225,12 @@ async fn an_executor_cut_off_from_postgres_stops_its_jobs_and_is_reaped_once(
         "the job stopped at {stopped_wall}, after its executor's heartbeat timeout ({deadline}) \
          or its declaration as dead ({declared})"
     );
-    let abandoned = get_run(&pool, first).await;
+    // Declaring dead and abandoning the dead executor's runs are two statements of the
+    // reap pass: the run follows a moment after.
+    let abandoned = eventually(Duration::from_secs(5), "the cut-off run abandoned", || async {
+        Some(get_run(&pool, first).await).filter(|run| run.state != RunState::Running)
+    })
+    .await;
     assert_eq!(
         (abandoned.state, abandoned.reason.as_deref()),
         (RunState::Abandoned, Some("executor lost"))

@@ -7,7 +7,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
-use super::sessions::Holder;
 use super::StoreError;
 use crate::model::{Role, TokenOrigin};
 
@@ -37,22 +36,56 @@ pub struct TokenInfo {
     pub role: Option<Role>,
 }
 
-/// The holder of the live token whose digest is `token_hash`.
-pub async fn holder(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<Holder>, StoreError> {
+/// Everything a request carrying a token needs to know of its caller, read in one
+/// statement: the holder, the token's scope, and the holder's grant.
+#[derive(Debug, Clone)]
+pub struct Bearer {
+    /// The token's owner.
+    pub user_id: i64,
+    /// The owner's name.
+    pub username: String,
+    /// The token's id.
+    pub token_id: i64,
+    /// The namespaces the token is scoped to (None: every one its owner sees).
+    pub token_namespaces: Option<Vec<String>>,
+    /// The most the token may do (None: its owner's role).
+    pub token_role: Option<Role>,
+    /// Whether the owner is a cluster admin.
+    pub cluster_admin: bool,
+    /// The owner's roles: namespaces, and the role in each, in the same order.
+    pub role_namespaces: Vec<String>,
+    /// See `role_namespaces`.
+    pub role_kinds: Vec<Role>,
+    /// Every namespace, when a scoped token's owner is a cluster admin (the scope narrows
+    /// them); empty otherwise.
+    pub all_namespaces: Vec<String>,
+}
+
+/// The caller behind the live token whose digest is `token_hash`; touches its last-use
+/// time at most once a minute.
+pub async fn bearer(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<Bearer>, StoreError> {
     Ok(sqlx::query_as!(
-        Holder,
+        Bearer,
         r#"WITH found AS (
-             SELECT users.id AS user_id, users.username, users.role, api_tokens.id AS secret_id,
-                    NULL::text AS csrf_token, api_tokens.last_used_at
+             SELECT users.id AS user_id, users.username, users.cluster_admin, api_tokens.id AS token_id,
+                    api_tokens.namespaces AS token_namespaces, api_tokens.role AS token_role
              FROM api_tokens JOIN users ON users.id = api_tokens.user_id
              WHERE api_tokens.token_hash = $1 AND NOT users.disabled AND api_tokens.revoked_at IS NULL
                AND (api_tokens.expires_at IS NULL OR api_tokens.expires_at > now())),
          touched AS (
              UPDATE api_tokens SET last_used_at = now()
-             WHERE id = (SELECT secret_id FROM found)
+             WHERE id = (SELECT token_id FROM found)
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
-         SELECT user_id AS "user_id!", username AS "username!", role AS "role!: Role",
-                secret_id, csrf_token FROM found"#,
+         SELECT user_id AS "user_id!", username AS "username!", token_id AS "token_id!",
+                token_namespaces, token_role AS "token_role: Role", cluster_admin AS "cluster_admin!",
+                ARRAY(SELECT namespace FROM user_roles WHERE user_roles.user_id = found.user_id
+                      ORDER BY namespace) AS "role_namespaces!",
+                ARRAY(SELECT role FROM user_roles WHERE user_roles.user_id = found.user_id
+                      ORDER BY namespace) AS "role_kinds!: Vec<Role>",
+                CASE WHEN cluster_admin AND (token_namespaces IS NOT NULL OR token_role IS NOT NULL)
+                     THEN ARRAY(SELECT name FROM namespaces ORDER BY name)
+                     ELSE ARRAY[]::text[] END AS "all_namespaces!"
+         FROM found"#,
         token_hash
     )
     .fetch_optional(db)
@@ -148,19 +181,4 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<TokenInfo>, 
     )
     .fetch_optional(db)
     .await?)
-}
-
-/// The scope of token `id`: the namespaces it acts in and the role it is capped at (None
-/// for each when unscoped; None when the token does not exist).
-pub async fn scope(
-    db: impl PgExecutor<'_>,
-    id: i64,
-) -> Result<Option<(Option<Vec<String>>, Option<Role>)>, StoreError> {
-    let row = sqlx::query!(
-        r#"SELECT namespaces, role AS "role: Role" FROM api_tokens WHERE id = $1"#,
-        id
-    )
-    .fetch_optional(db)
-    .await?;
-    Ok(row.map(|row| (row.namespaces, row.role)))
 }

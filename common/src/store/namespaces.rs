@@ -181,28 +181,6 @@ pub async fn secrets_present(
     .await?)
 }
 
-/// The namespace of each alert channel, by id.
-pub async fn of_channels(
-    db: impl PgExecutor<'_>,
-) -> Result<std::collections::HashMap<i64, String>, StoreError> {
-    Ok(sqlx::query!("SELECT id, namespace FROM alert_channels")
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(|row| (row.id, row.namespace))
-        .collect())
-}
-
-/// The namespace of each alert rule, by id.
-pub async fn of_rules(db: impl PgExecutor<'_>) -> Result<std::collections::HashMap<i64, String>, StoreError> {
-    Ok(sqlx::query!("SELECT id, namespace FROM alert_rules")
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(|row| (row.id, row.namespace))
-        .collect())
-}
-
 /// The namespace of each secret's name in `name`'s view: the names of namespace `name`.
 pub async fn secret_names(db: impl PgExecutor<'_>, name: &str) -> Result<Vec<String>, StoreError> {
     Ok(sqlx::query_scalar!(

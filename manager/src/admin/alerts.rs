@@ -60,6 +60,8 @@ async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> 
     let kinds: Vec<&str> = ChannelKind::ALL.iter().map(|k| k.as_str()).collect();
     let ctx = context! {
         rules, channels, channel_names, jobs, job_names, events, kinds,
+        rule_namespaces => user.namespaces_where(|role| role.can_operate()),
+        channel_namespaces => user.namespaces_where(|role| role.is_admin()),
         form => feedback.form, errors => feedback.errors, notice => feedback.notice,
         problem => feedback.problem,
         ..user.layout("alerts")
@@ -143,7 +145,16 @@ fn channel_body(form: &FormData) -> Value {
             }
         }
     }
-    json!({"name": form.get("name").unwrap_or_default(), "kind": form.get("kind").unwrap_or_default(), "config": config})
+    let mut body = json!({"name": form.get("name").unwrap_or_default(), "kind": form.get("kind").unwrap_or_default(), "config": config});
+    with_namespace(&mut body, form);
+    body
+}
+
+/// The form's namespace, when it chose one (else the API's default).
+fn with_namespace(body: &mut Value, form: &FormData) {
+    if let Some(namespace) = form.get("namespace").map(str::trim).filter(|n| !n.is_empty()) {
+        body["namespace"] = json!(namespace);
+    }
 }
 
 /// The rule form as the body the API takes.
@@ -184,6 +195,7 @@ fn rule_body(form: &FormData) -> Value {
     } else if form.get("throttle_secs").is_some_and(|v| !v.trim().is_empty()) {
         body["throttle_secs"] = json!(form.get("throttle_secs"));
     }
+    with_namespace(&mut body, form);
     body
 }
 
@@ -287,6 +299,7 @@ pub async fn notifications(
         id: None,
         job_id: query.int("job_id", 1, i64::MAX, &mut errors),
         state: query.choice::<NotificationState>("state", &mut errors),
+        namespaces: None,
     };
     let page = query.page(&mut errors);
     let page = if errors.is_empty() {

@@ -24,7 +24,9 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[allow(dead_code)] // documents the body, which is read field by field
 pub struct ChannelBody {
-    /// Unique name.
+    /// Its namespace (default `default`); a replacement may repeat it, never change it.
+    namespace: Option<String>,
+    /// Name, unique within its namespace.
     name: String,
     /// `webhook`, `email` or `slack`.
     kind: ChannelKind,
@@ -40,7 +42,10 @@ pub struct ChannelBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[allow(dead_code)] // documents the body, which is read field by field
 pub struct RuleBody {
-    /// Unique name.
+    /// Its namespace (default `default`): it watches that namespace's jobs and sends to its
+    /// channels; a replacement may repeat it, never change it.
+    namespace: Option<String>,
+    /// Name, unique within its namespace.
     name: String,
     /// Events it listens for.
     events: Vec<AlertEvent>,
@@ -196,10 +201,10 @@ pub async fn create_rule(
     who: Principal,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Rule>), ApiError> {
-    let fields = alert::read_rule(body)?;
+    let command = alert::read_rule(body)?;
     Ok((
         StatusCode::CREATED,
-        Json(alerts::save_rule(&state.handles, &who, None, fields).await?),
+        Json(alerts::save_rule(&state.handles, &who, None, command).await?),
     ))
 }
 
@@ -235,9 +240,9 @@ pub async fn update_rule(
     Id(id): Id,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Rule>, ApiError> {
-    let fields = alert::read_rule(body)?;
+    let command = alert::read_rule(body)?;
     Ok(Json(
-        alerts::save_rule(&state.handles, &who, Some(id), fields).await?,
+        alerts::save_rule(&state.handles, &who, Some(id), command).await?,
     ))
 }
 
@@ -282,6 +287,7 @@ pub async fn notifications(
         id: None,
         job_id: query.int("job_id", 1, i64::MAX, &mut errors),
         state: query.choice::<NotificationState>("state", &mut errors),
+        namespaces: None,
     };
     check(errors)?;
     let items = alerts::notifications(&state.handles, &who, &filter, page).await?;

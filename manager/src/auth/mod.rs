@@ -40,6 +40,7 @@ use sqlx::PgPool;
 
 pub use access::Access;
 use access::TokenScope;
+use probactr_common::store::user_roles::Grant;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -143,21 +144,29 @@ async fn access_of(pool: &PgPool, user_id: i64, scope: &TokenScope) -> Result<Ac
     Ok(Access::new(grant, scope, &all))
 }
 
-/// The caller behind a bearer token, if the token is valid.
+/// The caller behind a bearer token, if the token is valid (one statement: tokens carry
+/// every request of scripts and the CLI).
 pub async fn principal_for_token(pool: &PgPool, token: &str) -> Result<Option<Principal>, StoreError> {
-    let Some(h) = store::api_tokens::holder(pool, &secret::digest(token)).await? else {
+    let Some(bearer) = store::api_tokens::bearer(pool, &secret::digest(token)).await? else {
         return Ok(None);
     };
-    let token_id = h.secret_id.unwrap_or_default();
-    let scope = match store::api_tokens::scope(pool, token_id).await? {
-        Some((namespaces, role)) => TokenScope { namespaces, role },
-        None => TokenScope::default(),
+    let scope = TokenScope {
+        namespaces: bearer.token_namespaces,
+        role: bearer.token_role,
+    };
+    let grant = Grant {
+        cluster_admin: bearer.cluster_admin,
+        roles: bearer
+            .role_namespaces
+            .into_iter()
+            .zip(bearer.role_kinds)
+            .collect(),
     };
     Ok(Some(Principal {
-        user_id: h.user_id,
-        access: access_of(pool, h.user_id, &scope).await?,
-        via: Via::Token(token_id),
-        username: h.username,
+        user_id: bearer.user_id,
+        access: Access::new(grant, &scope, &bearer.all_namespaces),
+        via: Via::Token(bearer.token_id),
+        username: bearer.username,
     }))
 }
 

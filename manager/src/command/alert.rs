@@ -32,6 +32,8 @@ pub enum SecretInput {
 /// A channel as asked for.
 #[derive(Debug, Clone)]
 pub struct ChannelCommand {
+    /// The namespace named in the body (a new channel's; None: `default`).
+    pub namespace: Option<String>,
     /// Name.
     pub name: String,
     /// Kind.
@@ -49,6 +51,7 @@ impl ChannelCommand {
     /// Reads and checks `{name, kind, config}`.
     pub fn read(body: Value) -> Result<ChannelCommand, ApiError> {
         let mut input = Input::new(body)?;
+        let namespace = input.text("namespace").flatten();
         let name = input.text("name");
         let name = input
             .required("name", name)
@@ -62,6 +65,7 @@ impl ChannelCommand {
             let (public, secret, url) = read_config(&mut config, kind);
             input.absorb(config);
             command = name.map(|name| ChannelCommand {
+                namespace,
                 name,
                 kind,
                 config: public,
@@ -154,9 +158,19 @@ fn checked_name(input: &mut Input, field: &str, name: String) -> Option<String> 
     }
 }
 
+/// An alert rule as a request gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleCommand {
+    /// The namespace named in the body (a new rule's; None: `default`).
+    pub namespace: Option<String>,
+    /// What the rule is made of.
+    pub fields: RuleFields,
+}
+
 /// Reads and checks an alert rule.
-pub fn read_rule(body: Value) -> Result<RuleFields, ApiError> {
+pub fn read_rule(body: Value) -> Result<RuleCommand, ApiError> {
     let mut input = Input::new(body)?;
+    let namespace = input.text("namespace").flatten();
     let name = input.text("name");
     let name = input
         .required("name", name)
@@ -205,7 +219,8 @@ pub fn read_rule(body: Value) -> Result<RuleFields, ApiError> {
         _ => None,
     };
     input.finish()?;
-    fields.ok_or_else(|| ApiError::field("body", "invalid"))
+    let fields = fields.ok_or_else(|| ApiError::field("body", "invalid"))?;
+    Ok(RuleCommand { namespace, fields })
 }
 
 fn events(value: &Value) -> Result<Vec<AlertEvent>, String> {

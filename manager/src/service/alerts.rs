@@ -18,7 +18,7 @@ use sqlx::PgConnection;
 use super::snapshot;
 use super::Handles;
 use crate::auth::Principal;
-use crate::command::alert::{self, ChannelCommand, SecretInput};
+use crate::command::alert::{self, ChannelCommand, RuleCommand, SecretInput};
 use crate::error::ApiError;
 use crate::sealing;
 
@@ -27,26 +27,42 @@ const TEST_WAIT: Duration = Duration::from_secs(20);
 
 /// The namespace of channel `id` when `who` sees it (a 404 otherwise).
 async fn channel_namespace(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<String, ApiError> {
-    let namespace = store::namespaces::of_channels(&mut *conn)
+    let namespace = channels::get(&mut *conn, id)
         .await?
-        .remove(&id)
-        .ok_or_else(|| ApiError::not_found("channel", id))?;
+        .ok_or_else(|| ApiError::not_found("channel", id))?
+        .namespace;
     who.role_for(&namespace, "channel", id)?;
     Ok(namespace)
 }
 
 /// The namespace of rule `id` when `who` sees it (a 404 otherwise).
 async fn rule_namespace(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<String, ApiError> {
-    let namespace = store::namespaces::of_rules(&mut *conn)
+    let namespace = rules::get(&mut *conn, id)
         .await?
-        .remove(&id)
-        .ok_or_else(|| ApiError::not_found("alert rule", id))?;
+        .ok_or_else(|| ApiError::not_found("alert rule", id))?
+        .namespace;
     who.role_for(&namespace, "alert rule", id)?;
     Ok(namespace)
 }
 
-/// Channels and rules are made in `default` (the alert store takes no namespace yet).
-const NEW_ALERTS_NAMESPACE: &str = store::namespaces::DEFAULT;
+/// The namespace a new channel or rule goes to: the one its body names, else `default`;
+/// a 404 when `who` has no role there.
+fn new_object_namespace<'a>(who: &Principal, named: Option<&'a str>) -> Result<&'a str, ApiError> {
+    let namespace = named.unwrap_or(store::namespaces::DEFAULT);
+    who.role_for(namespace, "namespace", namespace)?;
+    Ok(namespace)
+}
+
+/// A change naming another namespace than the object's: objects do not move.
+fn stays_in(namespace: &str, named: Option<&str>, object: &str) -> Result<(), ApiError> {
+    match named {
+        Some(other) if other != namespace => Err(ApiError::field(
+            "namespace",
+            format!("the {object} is in namespace {namespace}; it cannot move (create it in {other})"),
+        )),
+        _ => Ok(()),
+    }
+}
 
 fn keys(handles: &Handles) -> Result<&Keyring, ApiError> {
     handles.secret_keys.as_deref().ok_or_else(|| {
@@ -92,13 +108,11 @@ pub async fn list_channels(handles: &Handles, who: &Principal) -> Result<Vec<Cha
             "only a namespace's admins may manage its alert channels".into(),
         ));
     }
-    let namespaces = store::namespaces::of_channels(&handles.pool).await?;
     let mut list = channels::list(&handles.pool).await?;
     // Channels hold webhook addresses and mail recipients: their namespace's admins only.
     list.retain(|channel| {
-        namespaces
-            .get(&channel.id)
-            .and_then(|namespace| who.access.role_in(namespace))
+        who.access
+            .role_in(&channel.namespace)
             .is_some_and(|role| role.is_admin())
     });
     Ok(list)
@@ -133,8 +147,8 @@ pub async fn create_channel_in(
     who: &Principal,
     command: ChannelCommand,
 ) -> Result<Channel, ApiError> {
-    who.role_for(NEW_ALERTS_NAMESPACE, "namespace", NEW_ALERTS_NAMESPACE)?;
-    who.require_admin(NEW_ALERTS_NAMESPACE, "manage alert channels")?;
+    let namespace = new_object_namespace(who, command.namespace.as_deref())?;
+    who.require_admin(namespace, "manage alert channels")?;
     if has_url(command.kind) && command.url.is_none() {
         return Err(ApiError::field("config.url", "is required"));
     }
@@ -153,6 +167,7 @@ pub async fn create_channel_in(
     };
     let new = NewChannel {
         id,
+        namespace,
         name: &command.name,
         kind: command.kind,
         config: &config,
@@ -194,6 +209,7 @@ pub async fn update_channel_in(
 ) -> Result<Channel, ApiError> {
     let namespace = channel_namespace(conn, who, id).await?;
     who.require_admin(&namespace, "manage alert channels")?;
+    stays_in(&namespace, command.namespace.as_deref(), "channel")?;
     let before = channels::get(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel", id))?;
@@ -331,13 +347,8 @@ pub async fn test_channel(handles: &Handles, who: &Principal, id: i64) -> Result
 
 /// Every rule.
 pub async fn list_rules(handles: &Handles, who: &Principal) -> Result<Vec<Rule>, ApiError> {
-    let namespaces = store::namespaces::of_rules(&handles.pool).await?;
     let mut list = rules::list(&handles.pool).await?;
-    list.retain(|rule| {
-        namespaces
-            .get(&rule.id)
-            .is_some_and(|namespace| who.access.sees(namespace))
-    });
+    list.retain(|rule| who.access.sees(&rule.namespace));
     Ok(list)
 }
 
@@ -354,10 +365,10 @@ pub async fn save_rule(
     handles: &Handles,
     who: &Principal,
     id: Option<i64>,
-    fields: rules::RuleFields,
+    command: RuleCommand,
 ) -> Result<Rule, ApiError> {
     let mut tx = handles.pool.begin().await?;
-    let rule = save_rule_in(&mut tx, who, id, fields).await?;
+    let rule = save_rule_in(&mut tx, who, id, command).await?;
     tx.commit().await?;
     tracing::info!(rule.id = rule.id, created = id.is_none(), "alert rule saved");
     Ok(rule)
@@ -368,14 +379,19 @@ pub async fn save_rule_in(
     conn: &mut PgConnection,
     who: &Principal,
     id: Option<i64>,
-    fields: rules::RuleFields,
+    command: RuleCommand,
 ) -> Result<Rule, ApiError> {
+    let RuleCommand {
+        namespace: named,
+        fields,
+    } = command;
     let namespace = match id {
-        Some(id) => rule_namespace(conn, who, id).await?,
-        None => {
-            who.role_for(NEW_ALERTS_NAMESPACE, "namespace", NEW_ALERTS_NAMESPACE)?;
-            NEW_ALERTS_NAMESPACE.to_owned()
+        Some(id) => {
+            let namespace = rule_namespace(conn, who, id).await?;
+            stays_in(&namespace, named.as_deref(), "rule")?;
+            namespace
         }
+        None => new_object_namespace(who, named.as_deref())?.to_owned(),
     };
     who.require_operator(&namespace, "manage alert rules")?;
     // A rule names a job and channels of its own namespace: others are unknown to it.
@@ -386,7 +402,7 @@ pub async fn save_rule_in(
         },
         None => None,
     };
-    let channel_namespaces = store::namespaces::of_channels(&mut *conn).await?;
+    let channel_namespaces = channels::namespaces(&mut *conn).await?;
     let mut channels_missing = channels::missing(&mut *conn, &fields.channel_ids).await?;
     for id in &fields.channel_ids {
         if channel_namespaces
@@ -406,7 +422,7 @@ pub async fn save_rule_in(
         None => None,
     };
     let saved = match id {
-        None => rules::create(conn, &fields).await.map(Some),
+        None => rules::create(conn, &namespace, &fields).await.map(Some),
         Some(id) => rules::replace(conn, id, &fields).await,
     }
     .map_err(|err| match err {
@@ -461,19 +477,13 @@ pub async fn notifications(
     filter: &Filter,
     page: Page,
 ) -> Result<Vec<Notification>, ApiError> {
-    let mut list = notifications::list(&handles.pool, filter, page).await?;
-    if who.access.cluster_admin {
-        return Ok(list);
-    }
-    // A message is seen in its channel's namespace (a deleted channel's: cluster admins).
-    let namespaces = store::namespaces::of_channels(&handles.pool).await?;
-    list.retain(|notification| {
-        notification
-            .channel_id
-            .and_then(|id| namespaces.get(&id))
-            .is_some_and(|namespace| who.access.sees(namespace))
-    });
-    Ok(list)
+    // A message is seen in its channel's namespace (a deleted channel's: cluster admins),
+    // filtered before paging so a page is full.
+    let filter = Filter {
+        namespaces: who.access.visible(),
+        ..filter.clone()
+    };
+    Ok(notifications::list(&handles.pool, &filter, page).await?)
 }
 
 async fn audit(

@@ -630,10 +630,8 @@ impl Registry for InTransaction<'_> {
         }
         let mut tx = self.tx.lock().await;
         let listed = async {
-            let namespaces = store::namespaces::of_channels(&mut **tx).await?;
             let mut channels = store::alerts::channels::list(&mut **tx).await?;
-            channels
-                .retain(|channel| namespaces.get(&channel.id).map(String::as_str) == Some(self.namespace));
+            channels.retain(|channel| channel.namespace == self.namespace);
             Ok::<_, store::StoreError>(channels)
         }
         .await;
@@ -642,7 +640,7 @@ impl Registry for InTransaction<'_> {
     }
 
     async fn put_channel(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
-        let command = ChannelCommand::read(body).map_err(refusal)?;
+        let command = ChannelCommand::read(in_namespace(body, self.namespace)).map_err(refusal)?;
         let mut tx = self.tx.lock().await;
         let saved = match id {
             None => alerts::create_channel_in(&mut tx, self.handles, self.who, command).await,
@@ -654,9 +652,8 @@ impl Registry for InTransaction<'_> {
     async fn rules(&self) -> Result<Vec<Value>, Refusal> {
         let mut tx = self.tx.lock().await;
         let listed = async {
-            let namespaces = store::namespaces::of_rules(&mut **tx).await?;
             let mut rules = store::alerts::rules::list(&mut **tx).await?;
-            rules.retain(|rule| namespaces.get(&rule.id).map(String::as_str) == Some(self.namespace));
+            rules.retain(|rule| rule.namespace == self.namespace);
             Ok::<_, store::StoreError>(rules)
         }
         .await;
@@ -665,9 +662,9 @@ impl Registry for InTransaction<'_> {
     }
 
     async fn put_rule(&self, id: Option<i64>, body: Value) -> Result<(), Refusal> {
-        let fields = alert::read_rule(body).map_err(refusal)?;
+        let command = alert::read_rule(in_namespace(body, self.namespace)).map_err(refusal)?;
         let mut tx = self.tx.lock().await;
-        let saved = alerts::save_rule_in(&mut tx, self.who, id, fields).await;
+        let saved = alerts::save_rule_in(&mut tx, self.who, id, command).await;
         self.done(saved.map(drop))
     }
 

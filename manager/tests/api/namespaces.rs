@@ -180,6 +180,8 @@ struct Bravo {
     workflow: i64,
     workflow_run: i64,
     workflow_trigger: i64,
+    channel: i64,
+    rule: i64,
 }
 
 async fn fill_bravo(app: &TestApp, admin: &str) -> Bravo {
@@ -229,7 +231,30 @@ async fn fill_bravo(app: &TestApp, admin: &str) -> Bravo {
         "{}",
         workflow_trigger.text
     );
+    let channel = app
+        .post(
+            "/api/v1/channels",
+            admin,
+            json!({"name": "bravo-mail", "kind": "email", "namespace": "bravo",
+                   "config": {"to": ["ops@bravo.example"]}}),
+        )
+        .await;
+    assert_eq!(channel.status, StatusCode::CREATED, "{}", channel.text);
+    assert_eq!(channel.body["namespace"], "bravo", "{}", channel.text);
+    let channel = channel.body["id"].as_i64().unwrap();
+    let rule = app
+        .post(
+            "/api/v1/alert-rules",
+            admin,
+            json!({"name": "bravo-failures", "namespace": "bravo", "events": ["run_failed"],
+                   "job_id": job, "channel_ids": [channel]}),
+        )
+        .await;
+    assert_eq!(rule.status, StatusCode::CREATED, "{}", rule.text);
+    assert_eq!(rule.body["namespace"], "bravo", "{}", rule.text);
     Bravo {
+        channel,
+        rule: rule.body["id"].as_i64().unwrap(),
         job,
         trigger: trigger.body["id"].as_i64().unwrap(),
         run: run.body["run_id"].as_i64().unwrap(),
@@ -251,6 +276,10 @@ fn filled(path: &str, bravo: &Bravo) -> String {
         bravo.workflow.to_string()
     } else if path.starts_with("/api/v1/workflow-runs/") {
         bravo.workflow_run.to_string()
+    } else if path.starts_with("/api/v1/channels/") {
+        bravo.channel.to_string()
+    } else if path.starts_with("/api/v1/alert-rules/") {
+        bravo.rule.to_string()
     } else if path.starts_with("/api/v1/executors/") {
         "00000000-0000-0000-0000-000000000001".to_owned()
     } else {
@@ -326,6 +355,60 @@ async fn a_role_in_one_namespace_reveals_nothing_of_another(pool: PgPool) {
         }
     }
     assert!(probed > 60, "only {probed} routes probed");
+    // Alice's probes changed nothing of bravo's alerts, and named they are unknown to her.
+    for (path, id) in [("channels", bravo.channel), ("alert-rules", bravo.rule)] {
+        let uri = format!("/api/v1/{path}/{id}");
+        assert_eq!(app.get(&uri, &admin).await.status, StatusCode::OK, "{uri}");
+        assert_eq!(app.get(&uri, &alice).await.status, StatusCode::NOT_FOUND, "{uri}");
+    }
+    // Alice makes alert rules and channels in her own namespace, and cannot move them.
+    let mine = app
+        .post(
+            "/api/v1/channels",
+            &alice,
+            json!({"name": "alpha-mail", "kind": "email", "namespace": "alpha",
+                   "config": {"to": ["ops@alpha.example"]}}),
+        )
+        .await;
+    assert_eq!(mine.status, StatusCode::CREATED, "{}", mine.text);
+    let moved = app
+        .call(
+            Method::PUT,
+            &format!("/api/v1/channels/{}", mine.body["id"]),
+            Some(&alice),
+            Some(
+                json!({"name": "alpha-mail", "kind": "email", "namespace": "default",
+                        "config": {"to": ["ops@alpha.example"]}}),
+            ),
+        )
+        .await;
+    assert_field(&moved, "namespace");
+    let rule = app
+        .post(
+            "/api/v1/alert-rules",
+            &alice,
+            json!({"name": "alpha-failures", "namespace": "alpha", "events": ["run_failed"],
+                   "channel_ids": [mine.body["id"]]}),
+        )
+        .await;
+    assert_eq!(rule.status, StatusCode::CREATED, "{}", rule.text);
+    // Bravo's channel is unknown to a rule of alpha.
+    let borrowed = app
+        .post(
+            "/api/v1/alert-rules",
+            &alice,
+            json!({"name": "borrowing", "namespace": "alpha", "events": ["run_failed"],
+                   "channel_ids": [bravo.channel]}),
+        )
+        .await;
+    assert_eq!(
+        borrowed.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        borrowed.text
+    );
+    let channels = app.get("/api/v1/channels", &alice).await;
+    assert_eq!(channels.body["total"], 1, "{}", channels.text);
 
     // The lists show alpha's objects, and counts only those.
     let jobs = app.get("/api/v1/jobs", &alice).await;

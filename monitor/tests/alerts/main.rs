@@ -59,6 +59,7 @@ async fn make_channel(
     }
     let new = channels::NewChannel {
         id,
+        namespace: "default",
         name,
         kind,
         config: &config,
@@ -99,7 +100,7 @@ async fn rule(
     };
     tune(&mut fields);
     let mut conn = pool.acquire().await.unwrap();
-    rules::create(&mut conn, &fields).await.unwrap();
+    rules::create(&mut conn, "default", &fields).await.unwrap();
 }
 
 async fn shell_job(pool: &PgPool, name: &str, script: &str, tune: impl FnOnce(&mut NewJob)) -> i64 {
@@ -536,6 +537,7 @@ async fn an_unreachable_receiver_is_retried_then_marked_failed(
     let id = channels::reserve_id(&pool).await.unwrap();
     let legacy = channels::NewChannel {
         id,
+        namespace: "default",
         name: "refusing",
         kind: ChannelKind::Webhook,
         config: &json!({"url": refusing_url}),
@@ -737,7 +739,7 @@ async fn a_rule_watches_only_its_namespace(pool_options: PgPoolOptions, options:
         throttle_secs: 0,
         enabled: true,
     };
-    let rule = rules::create(&mut pool.acquire().await.unwrap(), &fields)
+    let rule = rules::create(&mut pool.acquire().await.unwrap(), "default", &fields)
         .await
         .unwrap();
     let moves = [

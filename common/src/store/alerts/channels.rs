@@ -17,7 +17,9 @@ use crate::store::StoreError;
 pub struct Channel {
     /// Id.
     pub id: i64,
-    /// Unique name.
+    /// The namespace it belongs to: only that namespace's rules send to it.
+    pub namespace: String,
+    /// Name, unique within its namespace.
     pub name: String,
     /// Kind.
     pub kind: ChannelKind,
@@ -61,7 +63,9 @@ pub enum Deleted {
 pub struct NewChannel<'a> {
     /// The reserved id.
     pub id: i64,
-    /// Unique name.
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// Name, unique within its namespace.
     pub name: &'a str,
     /// Kind.
     pub kind: ChannelKind,
@@ -88,10 +92,10 @@ pub async fn create(db: impl PgExecutor<'_>, new: &NewChannel<'_>) -> Result<Cha
     Ok(sqlx::query_as!(
         Channel,
         r#"INSERT INTO alert_channels (id, name, kind, config, secret_key_id, secret_nonce, secret_sealed,
-                                      secret_bound, url_key_id, url_nonce, url_sealed, url_bound)
+                                      secret_bound, url_key_id, url_nonce, url_sealed, url_bound, namespace)
            OVERRIDING SYSTEM VALUE
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           RETURNING id, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+           RETURNING id, namespace, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
                      created_at, updated_at"#,
         new.id,
         new.name,
@@ -105,6 +109,7 @@ pub async fn create(db: impl PgExecutor<'_>, new: &NewChannel<'_>) -> Result<Cha
         url.map(|s| s.nonce.as_slice()),
         url.map(|s| s.ciphertext.as_slice()),
         url.is_none_or(|s| s.bound),
+        new.namespace,
     )
     .fetch_one(db)
     .await?)
@@ -139,7 +144,7 @@ pub async fn update(
                url_bound = COALESCE($12, url_bound),
                updated_at = now()
            WHERE id = $1
-           RETURNING id, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
+           RETURNING id, namespace, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
                      created_at, updated_at"#,
         id,
         name,
@@ -162,7 +167,7 @@ pub async fn update(
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Channel>, StoreError> {
     Ok(sqlx::query_as!(
         Channel,
-        r#"SELECT id, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
+        r#"SELECT id, namespace, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
                   created_at, updated_at
            FROM alert_channels WHERE id = $1"#,
         id
@@ -171,13 +176,13 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Channel>, St
     .await?)
 }
 
-/// Every channel, by name.
+/// Every channel, by namespace and name.
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Channel>, StoreError> {
     Ok(sqlx::query_as!(
         Channel,
-        r#"SELECT id, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
+        r#"SELECT id, namespace, name, kind AS "kind: ChannelKind", config, secret_sealed IS NOT NULL AS "has_secret!",
                   created_at, updated_at
-           FROM alert_channels ORDER BY name"#
+           FROM alert_channels ORDER BY namespace, name"#
     )
     .fetch_all(db)
     .await?)
@@ -350,4 +355,16 @@ pub async fn reseal(
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// The namespace of each alert channel, by id.
+pub async fn namespaces(
+    db: impl PgExecutor<'_>,
+) -> Result<std::collections::HashMap<i64, String>, StoreError> {
+    Ok(sqlx::query!("SELECT id, namespace FROM alert_channels")
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row.namespace))
+        .collect())
 }

@@ -211,6 +211,9 @@ pub struct Filter {
     pub job_id: Option<i64>,
     /// Only in this state.
     pub state: Option<NotificationState>,
+    /// Only messages sent through channels of these namespaces (None: every message,
+    /// those of deleted channels included).
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// The delivery log, newest first.
@@ -229,12 +232,15 @@ pub async fn list(
            FROM notification_log
            WHERE ($1::bigint IS NULL OR id = $1) AND ($2::bigint IS NULL OR job_id = $2)
              AND ($3::text IS NULL OR state = $3)
+             AND ($6::text[] IS NULL
+                  OR channel_id IN (SELECT id FROM alert_channels WHERE namespace = ANY($6)))
            ORDER BY id DESC LIMIT $4 OFFSET $5"#,
         filter.id,
         filter.job_id,
         filter.state.map(|s| s.as_str()),
         page.limit,
-        page.offset
+        page.offset,
+        filter.namespaces.as_deref()
     )
     .fetch_all(db)
     .await?)

@@ -78,11 +78,16 @@ pub struct RuleFields {
     pub enabled: bool,
 }
 
-/// Creates a rule with its channels.
-pub async fn create(conn: &mut PgConnection, fields: &RuleFields) -> Result<Rule, StoreError> {
+/// Creates a rule with its channels in `namespace`.
+pub async fn create(
+    conn: &mut PgConnection,
+    namespace: &str,
+    fields: &RuleFields,
+) -> Result<Rule, StoreError> {
     let id = sqlx::query_scalar!(
-        "INSERT INTO alert_rules (name, events, job_id, threshold, duration_secs, throttle_secs, enabled)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        "INSERT INTO alert_rules (namespace, name, events, job_id, threshold, duration_secs, throttle_secs, enabled)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        namespace,
         fields.name,
         &fields.events as &[AlertEvent],
         fields.job_id,

@@ -512,3 +512,44 @@ pub async fn forget_child(db: impl PgExecutor<'_>, id: i64) -> Result<(), StoreE
     .await?;
     Ok(())
 }
+
+/// A job as the capacity forecast weighs it: its name, the executor labels it needs, and
+/// its typical duration (the 90th percentile of its runs that ran to an end within
+/// `within_secs`; None without such runs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Demand {
+    /// Id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Labels an executor must carry to run it.
+    pub selector: serde_json::Value,
+    /// p90 duration in seconds.
+    pub p90_secs: Option<f64>,
+}
+
+/// The jobs of the namespaces `only` (None: every job) with their selectors and typical
+/// durations.
+pub async fn demand(
+    db: impl PgExecutor<'_>,
+    only: Option<&[String]>,
+    within_secs: i64,
+) -> Result<Vec<Demand>, StoreError> {
+    Ok(sqlx::query_as!(
+        Demand,
+        r#"SELECT jobs.id, jobs.name, jobs.selector,
+                  (SELECT extract(epoch FROM percentile_cont(0.9)
+                                  WITHIN GROUP (ORDER BY runs.finished_at - runs.started_at))::float8
+                   FROM runs
+                   WHERE runs.job_id = jobs.id AND runs.state IN ('succeeded', 'failed', 'timed_out')
+                     AND runs.started_at IS NOT NULL
+                     AND runs.finished_at >= now() - make_interval(secs => $2::bigint)) AS p90_secs
+           FROM jobs
+           WHERE ($1::text[] IS NULL OR jobs.namespace = ANY($1)) AND jobs.deleted_at IS NULL
+           ORDER BY jobs.id"#,
+        only as Option<&[String]>,
+        within_secs,
+    )
+    .fetch_all(db)
+    .await?)
+}

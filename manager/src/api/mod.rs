@@ -8,6 +8,7 @@
 mod alerts;
 mod auth;
 pub mod bodies;
+mod capacity;
 mod cluster;
 mod dashboard;
 mod definitions;
@@ -80,6 +81,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(ledger::ledger))
         .routes(routes!(ledger::backfill))
         .routes(routes!(ledger::forecast))
+        .routes(routes!(capacity::capacity_forecast))
         .routes(routes!(secrets::list, secrets::create))
         .routes(routes!(secrets::update, secrets::delete))
         .routes(routes!(secrets::rotate))

@@ -5,6 +5,7 @@
 //! answers with an [`crate::error::ApiError`] the two front ends render their own way.
 
 pub mod alerts;
+pub mod capacity;
 pub mod cluster;
 pub mod dashboard;
 pub mod definitions;

@@ -525,3 +525,64 @@ async fn resuming_a_paused_job_fires_nothing_for_the_paused_instants_which_the_l
         "paused instants are not missed ones"
     );
 }
+
+/// A job firing every 15 s from 03:00 to 03:59 UTC that takes a minute keeps four runs
+/// going all that hour: twice what one executor of capacity 2 takes. The forecast flags
+/// that hour's buckets and none of the hours around it.
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn the_capacity_forecast_flags_the_hour_demand_exceeds_capacity(pool: PgPool) {
+    let app = TestApp::new(pool.clone());
+    let admin = app.admin().await;
+    let mut executor =
+        store::processes::Registration::this_process(probactr_common::model::ProcessRole::Executor, 2);
+    executor.labels = BTreeMap::new();
+    store::processes::register(&pool, &executor).await.unwrap();
+    let job = app.job(&admin, noop("three-oclock-rush")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "cron", "cron": "*/15 * 3 * * *", "timezone": "UTC"}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    // Its history: five runs of a minute each.
+    for ago in 1..=5 {
+        sqlx::query(
+            "INSERT INTO runs (job_id, scheduled_at, state, queued_at, started_at, finished_at)
+             SELECT $1, t - interval '61 seconds', 'succeeded', t - interval '61 seconds',
+                    t - interval '60 seconds', t
+             FROM (SELECT now() - make_interval(hours => $2) AS t) AS at",
+        )
+        .bind(job["id"].as_i64().unwrap())
+        .bind(ago)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+
+    let bad = app.get("/api/v1/forecast/capacity?hours=0", &admin).await;
+    assert_field(&bad, "hours");
+    let forecast = app.get("/api/v1/forecast/capacity?hours=24", &admin).await;
+    assert_eq!(forecast.status, StatusCode::OK, "{}", forecast.text);
+    let cluster = &forecast.body["groups"][0];
+    assert_eq!(cluster["capacity"], 2, "{}", forecast.text);
+    assert_eq!(cluster["peak"], 4, "{}", forecast.text);
+    let buckets = cluster["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 24 * 12);
+    for bucket in buckets {
+        let start: DateTime<Utc> = bucket["start"].as_str().unwrap().parse().unwrap();
+        let hour = start.format("%H").to_string();
+        let minute: u32 = start.format("%M").to_string().parse().unwrap();
+        match hour.as_str() {
+            "03" => {
+                assert_eq!(bucket["demand"], 4, "{bucket}");
+                assert_eq!(bucket["shortfall"], true, "{bucket}");
+            }
+            // The runs of 03:59 end within the first bucket of four o'clock.
+            "04" if minute == 0 => {}
+            _ => assert_eq!(bucket["shortfall"], false, "{bucket}"),
+        }
+    }
+    assert!(forecast.body["estimated_jobs"].as_array().unwrap().is_empty());
+}

@@ -1,5 +1,5 @@
 //! `run_inputs` and `run_outputs`: what a run is given (its parameters, the run whose end
-//! queued it, the workflow step it is) and what an attempt hands on (the JSON object it
+//! queued it, the workflow step it is, the run it re-runs) and what an attempt hands on (the JSON object it
 //! wrote to `PROBACTR_OUTPUT_FILE`). Inputs are keyed by the first attempt of a chain, so
 //! retries and takeovers see the same; a trigger's `params` are defaults under them.
 
@@ -36,6 +36,38 @@ pub async fn set_params(db: impl PgExecutor<'_>, run_id: i64, params: &Value) ->
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Gives the first attempt `run_id` of a re-run the parameters the run `original` saw
+/// (the chain `original_chain`, with its trigger's defaults merged in, so the re-run sees
+/// the same without its trigger) and records which run it repeats.
+pub async fn set_rerun(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    original: i64,
+    original_chain: i64,
+    original_trigger: Option<i64>,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "INSERT INTO run_inputs (run_id, params, rerun_of) VALUES ($1, probactr_run_params($3, $4), $2)",
+        run_id,
+        original,
+        original_chain,
+        original_trigger
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The run the chain `chain_id` re-runs, if it is a re-run.
+pub async fn rerun_of(db: impl PgExecutor<'_>, chain_id: i64) -> Result<Option<i64>, StoreError> {
+    Ok(
+        sqlx::query_scalar!("SELECT rerun_of FROM run_inputs WHERE run_id = $1", chain_id)
+            .fetch_optional(db)
+            .await?
+            .flatten(),
+    )
 }
 
 /// The parameters a run sees (its trigger's defaults under its own; `{}` without any).

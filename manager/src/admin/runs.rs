@@ -101,6 +101,21 @@ pub async fn download_output(
         .into_response())
 }
 
+/// `POST /runs/{id}/rerun`: the new run's page.
+pub async fn rerun(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let new = service::runs::rerun(&state.handles, &user.0, id).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/runs/{new}")),
+        &format!("Run #{new} queued: a re-run of #{id}"),
+    ))
+}
+
 /// `POST /runs/{id}/cancel`.
 pub async fn cancel(
     State(state): State<AppState>,

@@ -66,6 +66,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
+        .routes(routes!(runs::rerun))
         .routes(routes!(runs::output))
         .routes(routes!(runs::stream))
         .routes(routes!(cluster::executors))

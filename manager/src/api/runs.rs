@@ -15,6 +15,7 @@ use futures_util::stream::Stream;
 use probactr_common::model::RunState;
 use probactr_common::store::runs::history::RunSummary;
 
+use super::bodies::RunQueued;
 use super::Id;
 use crate::auth::Principal;
 
@@ -91,6 +92,25 @@ pub async fn cancel(
     Id(id): Id,
 ) -> Result<Json<Cancelled>, ApiError> {
     Ok(Json(runs::cancel(&state.handles, &who, id).await?))
+}
+
+/// Run a run's job again with the parameters that run saw (its trigger's defaults
+/// included); the new run records which run it repeats (`rerun_of`).
+#[utoipa::path(post, path = "/runs/{id}/rerun", operation_id = "rerun_run", tag = "runs",
+    params(("id" = i64, Path, description = "The run to repeat")),
+    responses(
+        (status = ACCEPTED, description = "Queued; an executor picks it up", body = RunQueued),
+        (status = CONFLICT, description = "The job is paused or a service", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such run", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn rerun(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<(axum::http::StatusCode, Json<RunQueued>), ApiError> {
+    let run_id = runs::rerun(&state.handles, &who, id).await?;
+    Ok((axum::http::StatusCode::ACCEPTED, Json(RunQueued { run_id })))
 }
 
 /// Read a run's output from an offset: what exists so far, the offset to ask for next,

@@ -662,19 +662,7 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
     let mut tx = handles.pool.begin().await?;
     let job = visible(&mut tx, who, id, false).await?;
     who.require_operator(&job.namespace, "run jobs")?;
-    if job.paused {
-        // Runs of a paused job are not claimed: queued now, it would wait unseen.
-        return Err(ApiError::Conflict(format!(
-            "job {} is paused: resume it to run it",
-            job.name
-        )));
-    }
-    if job.mode == JobMode::Service {
-        return Err(ApiError::Conflict(format!(
-            "job {} is a service: its replicas run continuously (pause, resume or change replicas instead)",
-            job.name
-        )));
-    }
+    check_runnable_by_hand(&job)?;
     let params = &params::checked(
         job.params_schema.as_ref(),
         params,
@@ -707,6 +695,25 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
     tx.commit().await?;
     tracing::info!(job.id = id, run.id = run.id, "run queued by hand");
     Ok(run.id)
+}
+
+/// Refuses a run by hand of a job that would not run it: a paused job (its runs are not
+/// claimed: queued now, one would wait unseen) or a service (its replicas run
+/// continuously).
+pub fn check_runnable_by_hand(job: &Job) -> Result<(), ApiError> {
+    if job.paused {
+        return Err(ApiError::Conflict(format!(
+            "job {} is paused: resume it to run it",
+            job.name
+        )));
+    }
+    if job.mode == JobMode::Service {
+        return Err(ApiError::Conflict(format!(
+            "job {} is a service: its replicas run continuously (pause, resume or change replicas instead)",
+            job.name
+        )));
+    }
+    Ok(())
 }
 
 /// Which executor holds each live instance of a service (empty for a batch job).

@@ -80,6 +80,8 @@ pub struct RunView {
     pub pinned_to: Option<uuid::Uuid>,
     /// A service instance's slot.
     pub replica: Option<i32>,
+    /// The run it re-runs (started by hand with that run's parameters), if any.
+    pub rerun_of: Option<i64>,
 }
 
 impl From<Run> for RunView {
@@ -113,6 +115,7 @@ impl From<Run> for RunView {
             shard_total: run.shard_total,
             pinned_to: run.pinned_to,
             replica: run.replica,
+            rerun_of: None,
         }
     }
 }
@@ -151,13 +154,54 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<RunView,
     // Secret parameters are stored sealed and shown masked.
     let params = masked(&store::run_inputs::params_of(&handles.pool, chain_id, run.trigger_id).await?);
     let step_output = store::run_inputs::output_of(&handles.pool, id).await?;
+    let rerun_of = store::run_inputs::rerun_of(&handles.pool, chain_id).await?;
     Ok(RunView {
         checkpoint,
         params,
         step_output,
+        rerun_of,
         namespace,
         ..RunView::from(run)
     })
+}
+
+/// Starts a new run of run `id`'s job with the parameters run `id` saw (its trigger's
+/// defaults included), recording which run it repeats; returns the new run's id.
+pub async fn rerun(handles: &Handles, who: &Principal, id: i64) -> Result<i64, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let original = store::runs::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    let namespace = namespace_of(&mut *tx, who, id, original.job_id).await?;
+    who.require_operator(&namespace, "run jobs")?;
+    let job = store::jobs::get(&mut *tx, original.job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    super::jobs::check_runnable_by_hand(&job)?;
+    let chain = original.first_run_id.unwrap_or(original.id);
+    let runs = store::runs::queue_now_fanned_out(&mut *tx, job.id).await?;
+    let Some(first) = runs.first().map(|run| run.id) else {
+        return Err(ApiError::not_found("run", id));
+    };
+    for run in &runs {
+        store::run_inputs::set_rerun(&mut *tx, run.id, id, chain, original.trigger_id).await?;
+    }
+    let change = Change {
+        action: "run.rerun",
+        object_type: "run",
+        object_id: Some(first),
+        before: None,
+        after: Some(json!({"rerun_of": id, "job_id": job.id, "namespace": namespace})),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(
+        run.id = first,
+        rerun_of = id,
+        job.id = job.id,
+        "run re-run by hand"
+    );
+    Ok(first)
 }
 
 /// A piece of a run's output as readers get it.

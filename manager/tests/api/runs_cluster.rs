@@ -481,3 +481,79 @@ async fn runs_filter_by_job_name_trigger_executor_dates_and_duration(pool: PgPoo
     assert!(!page.text.contains(&format!("/runs/{other}\"")), "another job's");
     assert!(page.text.contains("5.0 s"), "durations shown");
 }
+
+/// A re-run repeats a run's parameters (its trigger's defaults included), records which
+/// run it repeats, and is for operators; the run page offers it once the run ended.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_rerun_repeats_the_parameters_of_the_run(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let viewer = app.user("vera", Role::Viewer).await;
+    let job = app.job(&admin, noop("report")).await;
+    let queued = app
+        .post(
+            &format!("/api/v1/jobs/{}/run", job["id"]),
+            &admin,
+            json!({"params": {"region": "eu", "day": "2026-11-25"}}),
+        )
+        .await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.text);
+    let first = queued.body["run_id"].as_i64().unwrap();
+    sqlx::query("UPDATE runs SET state = 'failed', finished_at = now() WHERE id = $1")
+        .bind(first)
+        .execute(app.pool())
+        .await
+        .unwrap();
+
+    let refused = app
+        .post(&format!("/api/v1/runs/{first}/rerun"), &viewer, json!({}))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+    let again = app
+        .post(&format!("/api/v1/runs/{first}/rerun"), &admin, json!({}))
+        .await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
+    let second = again.body["run_id"].as_i64().unwrap();
+    let run = app.get(&format!("/api/v1/runs/{second}"), &admin).await;
+    assert_eq!(
+        run.body["params"],
+        json!({"region": "eu", "day": "2026-11-25"}),
+        "{}",
+        run.text
+    );
+    assert_eq!(run.body["rerun_of"], first, "{}", run.text);
+    assert_eq!(run.body["state"], "queued");
+    assert_eq!(
+        app.post("/api/v1/runs/999999/rerun", &admin, json!({}))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+
+    // In the admin: the ended run offers a re-run, which opens the new run's page.
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/runs/{first}"), &browser.cookie).await;
+    assert!(
+        page.text.contains(&format!("&#x2f;runs&#x2f;{first}&#x2f;rerun")),
+        "{}",
+        page.text
+    );
+    let submitted = app
+        .form(
+            &format!("/runs/{first}/rerun"),
+            &browser.cookie,
+            &[("csrf", &browser.csrf)],
+        )
+        .await;
+    assert_eq!(submitted.status, StatusCode::SEE_OTHER, "{}", submitted.text);
+    let third = app.get("/api/v1/runs", &admin).await.body["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let page = app.page(&format!("/runs/{third}"), &browser.cookie).await;
+    assert!(
+        page.text
+            .contains(&format!("re-run of <a href=\"/runs/{first}\">")),
+        "{}",
+        page.text
+    );
+}

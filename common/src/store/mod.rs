@@ -19,6 +19,7 @@ pub mod definitions;
 pub mod functions;
 pub mod housekeeping;
 pub mod idempotency;
+pub mod job_versions;
 pub mod jobs;
 pub mod login_failures;
 pub mod namespaces;

@@ -13,6 +13,7 @@ mod cluster;
 mod dashboard;
 mod definitions;
 mod health;
+mod job_versions;
 mod jobs;
 mod ledger;
 mod namespaces;
@@ -67,6 +68,9 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
         .routes(routes!(runs::rerun))
+        .routes(routes!(job_versions::list))
+        .routes(routes!(job_versions::get))
+        .routes(routes!(job_versions::restore))
         .routes(routes!(runs::output))
         .routes(routes!(runs::stream))
         .routes(routes!(cluster::executors))

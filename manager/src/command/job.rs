@@ -356,7 +356,7 @@ impl JobPatch {
 }
 
 /// A stored job's definition, the base an edit is laid over.
-fn definition_of(job: &Job) -> NewJob {
+pub fn definition_of(job: &Job) -> NewJob {
     NewJob {
         name: job.name.clone(),
         namespace: job.namespace.clone(),

@@ -189,7 +189,7 @@ impl From<JobRow> for JobView {
 }
 
 /// A store error, with the name's uniqueness turned into a field error.
-fn name_taken(err: StoreError) -> ApiError {
+pub(super) fn name_taken(err: StoreError) -> ApiError {
     match &err {
         StoreError::Database(db) if store::is_unique_violation(db, "jobs_name_unique") => {
             ApiError::field("name", "is already taken by another job")
@@ -221,7 +221,10 @@ pub async fn visible(conn: &mut PgConnection, who: &Principal, id: i64, lock: bo
 
 /// 422 naming each secret the job's spec refers to (`{{ secrets.NAME }}`) that does not
 /// exist in the job's namespace: secrets are looked up in the job's own namespace only.
-async fn check_secrets(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
+pub(super) async fn check_secrets(
+    conn: &mut PgConnection,
+    job: &store::jobs::NewJob,
+) -> Result<(), ApiError> {
     let mut named = probactr_common::secrets::references(&job.spec.to_string());
     named.sort();
     named.dedup();
@@ -278,7 +281,7 @@ impl JobView {
 }
 
 /// A job as the audit log keeps it: its possible secrets redacted.
-fn audited(job: &Job) -> Option<Value> {
+pub(super) fn audited(job: &Job) -> Option<Value> {
     let mut value = snapshot(job)?;
     if let Some(spec) = value.get("spec") {
         value["spec"] = redact_secrets(spec);
@@ -342,6 +345,7 @@ pub async fn create_in(conn: &mut PgConnection, who: &Principal, draft: JobDraft
     }
     let created = store::jobs::insert(&mut *conn, &job).await.map_err(name_taken)?;
     store::jobs::set_children(&mut *conn, created.id, &children).await?;
+    super::job_versions::keep(&mut *conn, who, &created, &job, "create", None).await?;
     let change = Change {
         action: "job.create",
         object_type: "job",
@@ -403,11 +407,13 @@ pub async fn update_in(
             ));
         }
     }
+    super::job_versions::keep_before(&mut *conn, &before).await?;
     let after = store::jobs::update(&mut *conn, id, version, &job)
         .await
         .map_err(name_taken)?
         .ok_or_else(|| stale("job", id, version, before.version))?;
     store::jobs::set_children(&mut *conn, id, &children).await?;
+    super::job_versions::keep(&mut *conn, who, &after, &job, "update", None).await?;
     let change = Change {
         action: "job.update",
         object_type: "job",
@@ -581,7 +587,7 @@ pub async fn delete_in(
 }
 
 /// Refuses changes to a deleted job (its history is only there to be read).
-fn refuse_deleted(job: &Job) -> Result<(), ApiError> {
+pub(super) fn refuse_deleted(job: &Job) -> Result<(), ApiError> {
     match job.deleted_at {
         Some(_) => Err(ApiError::Conflict(format!(
             "{} was deleted; its history is kept to be read, not changed",

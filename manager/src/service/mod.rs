@@ -9,6 +9,7 @@ pub mod capacity;
 pub mod cluster;
 pub mod dashboard;
 pub mod definitions;
+pub mod job_versions;
 pub mod jobs;
 pub mod ledger;
 pub mod namespaces;

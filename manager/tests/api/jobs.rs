@@ -1109,3 +1109,74 @@ async fn a_secret_param_reaches_the_job_and_is_masked_everywhere_else(pool: PgPo
         "{before} → {after}"
     );
 }
+
+/// Every change keeps the job's whole definition as a version; restoring one brings that
+/// definition back exactly, as a new version.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_restored_version_brings_back_the_exact_definition(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let viewer = app.user("vera", Role::Viewer).await;
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "sleeper", "kind": "sleep", "spec": {"millis": 100}, "description": "first",
+                   "timeout_secs": 60}),
+        )
+        .await;
+    let id = job["id"].as_i64().unwrap();
+    let edited = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": job["version"], "description": "second", "spec": {"millis": 900},
+                   "timeout_secs": 30}),
+        )
+        .await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.text);
+
+    let versions = app.get(&format!("/api/v1/jobs/{id}/versions"), &viewer).await;
+    assert_eq!(versions.status, StatusCode::OK, "{}", versions.text);
+    assert_eq!(versions.body["total"], 2, "{}", versions.text);
+    let newest = &versions.body["items"][0];
+    assert_eq!(
+        (newest["action"].as_str(), newest["actor"].as_str()),
+        (Some("update"), Some("admin"))
+    );
+    assert_eq!(newest["definition"]["description"], "second");
+    let first = app.get(&format!("/api/v1/jobs/{id}/versions/1"), &viewer).await;
+    assert_eq!(first.body["definition"]["spec"]["millis"], 100, "{}", first.text);
+
+    let refused = app
+        .post(
+            &format!("/api/v1/jobs/{id}/versions/1/restore"),
+            &viewer,
+            json!({}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+    let restored = app
+        .post(
+            &format!("/api/v1/jobs/{id}/versions/1/restore"),
+            &admin,
+            json!({}),
+        )
+        .await;
+    assert_eq!(restored.status, StatusCode::OK, "{}", restored.text);
+    let now = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
+    assert_eq!(now["description"], "first");
+    assert_eq!(now["spec"], job["spec"]);
+    assert_eq!(now["timeout_secs"], job["timeout_secs"]);
+    let versions = app.get(&format!("/api/v1/jobs/{id}/versions"), &admin).await;
+    assert_eq!(versions.body["total"], 3, "{}", versions.text);
+    assert_eq!(versions.body["items"][0]["action"], "restore");
+    assert_eq!(versions.body["items"][0]["restored_from"], 1);
+    let missing = app
+        .post(
+            &format!("/api/v1/jobs/{id}/versions/99/restore"),
+            &admin,
+            json!({}),
+        )
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+}

@@ -286,6 +286,7 @@ fn filled(path: &str, bravo: &Bravo) -> String {
         "1".to_owned()
     };
     path.replace("{id}", &id)
+        .replace("{version}", "1")
         .replace("{trigger_id}", &bravo.workflow_trigger.to_string())
         .replace(
             "{name}",

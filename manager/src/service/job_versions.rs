@@ -1,0 +1,117 @@
+//! A job's versions: its whole definition as each change left it, and restoring an
+//! earlier one (which makes a new version, so a restore can itself be undone).
+
+use probactr_common::jobspec::redact_secrets;
+use probactr_common::model::Job;
+use probactr_common::store::job_versions::{self, JobVersion, Made};
+use probactr_common::store::jobs::NewJob;
+use probactr_common::store::{self, audit::Change};
+use sqlx::PgConnection;
+
+use super::jobs::{self, JobView};
+use super::Handles;
+use crate::auth::Principal;
+use crate::command::job::definition_of;
+use crate::error::ApiError;
+
+/// Keeps `definition` as the version `job` now has, made by `who`.
+pub async fn keep(
+    conn: &mut PgConnection,
+    who: &Principal,
+    job: &Job,
+    definition: &NewJob,
+    action: &str,
+    restored_from: Option<i64>,
+) -> Result<(), ApiError> {
+    let made = Made {
+        actor: &who.username,
+        action,
+        restored_from,
+    };
+    job_versions::record(conn, job.id, job.version, definition, made).await?;
+    Ok(())
+}
+
+/// Keeps the version a job had before versions were kept, before it is first changed
+/// (nothing when that version is already kept).
+pub async fn keep_before(conn: &mut PgConnection, job: &Job) -> Result<(), ApiError> {
+    let made = Made {
+        actor: "unknown",
+        action: "before",
+        restored_from: None,
+    };
+    job_versions::record(conn, job.id, job.version, &definition_of(job), made).await?;
+    Ok(())
+}
+
+/// The kept versions of job `id`, newest first, secret values masked.
+pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<JobVersion>, ApiError> {
+    let mut conn = handles.pool.acquire().await?;
+    jobs::visible(&mut conn, who, id, false).await?;
+    Ok(job_versions::list(&mut *conn, id)
+        .await?
+        .into_iter()
+        .map(masked)
+        .collect())
+}
+
+/// Version `version` of job `id`, secret values masked.
+pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<JobVersion, ApiError> {
+    let mut conn = handles.pool.acquire().await?;
+    jobs::visible(&mut conn, who, id, false).await?;
+    job_versions::get(&mut *conn, id, version)
+        .await?
+        .map(masked)
+        .ok_or_else(|| ApiError::not_found("job version", version))
+}
+
+/// Makes version `version` of job `id` its current definition again, as a new version.
+pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<JobView, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let before = jobs::visible(&mut tx, who, id, true).await?;
+    who.require_operator(&before.namespace, "edit jobs")?;
+    who.require_job_kind(&before.namespace, before.kind)?;
+    jobs::refuse_deleted(&before)?;
+    let kept = job_versions::get(&mut *tx, id, version)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job version", version))?;
+    let mut definition: NewJob = serde_json::from_value(kept.definition).map_err(|err| {
+        ApiError::Conflict(format!(
+            "version {version} of job {id} cannot be read back ({err}); edit the job instead"
+        ))
+    })?;
+    // A job does not move between namespaces.
+    definition.namespace = before.namespace.clone();
+    who.require_job_kind(&before.namespace, definition.kind)?;
+    jobs::check_secrets(&mut tx, &definition).await?;
+    keep_before(&mut tx, &before).await?;
+    let after = store::jobs::update(&mut *tx, id, before.version, &definition)
+        .await
+        .map_err(jobs::name_taken)?
+        .ok_or_else(|| jobs::stale("job", id, before.version, before.version))?;
+    keep(&mut tx, who, &after, &definition, "restore", Some(version)).await?;
+    let change = Change {
+        action: "job.restore",
+        object_type: "job",
+        object_id: Some(id),
+        before: jobs::audited(&before),
+        after: jobs::audited(&after),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(
+        job.id = id,
+        restored_from = version,
+        version = after.version,
+        "job version restored"
+    );
+    jobs::get(handles, who, id).await
+}
+
+/// A version as shown: secret values in its spec masked.
+fn masked(mut version: JobVersion) -> JobVersion {
+    if let Some(spec) = version.definition.get("spec") {
+        version.definition["spec"] = redact_secrets(spec);
+    }
+    version
+}

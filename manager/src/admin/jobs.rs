@@ -193,6 +193,21 @@ fn params_from_form(job: &JobView, form: &FormData) -> (Value, HashMap<String, S
     (Value::Object(params), values)
 }
 
+/// `POST /jobs/{id}/versions/{version}/restore`: back to the job's page.
+pub async fn restore_version(
+    State(state): State<AppState>,
+    user: AdminUser,
+    axum::extract::Path((id, version)): axum::extract::Path<(i64, i64)>,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let job = service::job_versions::restore(&state.handles, &user.0, id, version).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/jobs/{id}")),
+        &format!("Version {version} restored as version {}", job.version),
+    ))
+}
+
 async fn show_page(
     state: &AppState,
     user: &AdminUser,
@@ -220,8 +235,9 @@ async fn show_page(
     let children = jobs::children_named(&state.handles, &job).await?;
     let run_params = run_params(&job);
     let (run_values, run_errors) = (run_form.values, run_form.errors);
+    let history = service::job_versions::history(&state.handles, &user.0, id).await?;
     let ctx = context! { job, triggers, runs, spec_pretty, can_edit, next, waiting, replicas, children,
-    run_params, run_values, run_errors, ..user.layout("jobs") };
+    run_params, run_values, run_errors, history, ..user.layout("jobs") };
     render(state, "job.html", ctx)
 }
 

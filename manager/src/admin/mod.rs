@@ -80,6 +80,10 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/runs/{id}/rerun", post(runs::rerun))
+        .route(
+            "/jobs/{id}/versions/{version}/restore",
+            post(jobs::restore_version),
+        )
         .route("/runs/{id}/output.txt", get(runs::download_output))
         .route("/executors", get(cluster::executors))
         .route("/executors/{id}/{action}", post(cluster::route_executor))

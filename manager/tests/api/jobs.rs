@@ -1179,4 +1179,25 @@ async fn a_restored_version_brings_back_the_exact_definition(pool: PgPool) {
         )
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+
+    // The job's page lists the history with what each version changed, and restores.
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/jobs/{id}"), &browser.cookie).await;
+    assert!(page.text.contains("id=\"history\""), "{}", page.text);
+    assert!(
+        page.text
+            .contains("<b>description</b>: <code>&quot;first&quot;</code> → <code>&quot;second&quot;</code>"),
+        "{}",
+        page.text
+    );
+    let submitted = app
+        .form(
+            &format!("/jobs/{id}/versions/2/restore"),
+            &browser.cookie,
+            &[("csrf", &browser.csrf)],
+        )
+        .await;
+    assert_eq!(submitted.status, StatusCode::SEE_OTHER, "{}", submitted.text);
+    let now = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
+    assert_eq!(now["description"], "second");
 }

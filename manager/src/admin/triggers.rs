@@ -153,6 +153,7 @@ async fn submit(
     };
     let result = if previewing {
         let request = PreviewRequest {
+            job_id: Some(Some(job.id)),
             draft: trigger_draft(form),
             ..PreviewRequest::default()
         };

@@ -90,6 +90,7 @@
     function refresh() {
       var kind = value(form, "kind");
       var body = { kind: kind, timezone: value(form, "timezone") || "UTC", count: 5,
+                   job_id: Number(form.getAttribute("data-job-id")),
                    start_at: asTime(value(form, "start_at")), end_at: asTime(value(form, "end_at")) };
       if (kind === "cron") { body.cron = value(form, "cron"); }
       if (kind === "interval") { body.interval_secs = Number(value(form, "interval_secs")); }
@@ -111,6 +112,13 @@
             list.appendChild(item);
           });
           if (data.instants.length === 0) { list.textContent = "This schedule has no instant left."; }
+          if (data.resolved_cron) {
+            var resolved = document.createElement("p");
+            resolved.textContent = "H resolves to " + data.resolved_cron + " for this job.";
+            panel.replaceChildren(resolved, list);
+            localTimes(panel);
+            return;
+          }
         } else if (data.error) {
           var fields = data.error.fields || {};
           Object.keys(fields).forEach(function (field) {

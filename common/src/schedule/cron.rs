@@ -36,6 +36,8 @@ pub struct CronSpec {
     /// The fields, when days are picked by the month's shape (`L`, `W`, `#`): croner is
     /// then given every day and these judge each day it finds.
     month_days: Option<CronFields>,
+    /// What fixed the `H` items (None: the expression was read without one).
+    seed: Option<u64>,
 }
 
 /// How many days in a row a search skips for not matching the days picked by the month's
@@ -74,8 +76,8 @@ impl CronSpec {
         CronSpec::parse_seeded(expr, timezone, None)
     }
 
-    /// [`CronSpec::parse`] for a trigger, whose `H` items take the values `seed` (the
-    /// trigger's id) fixes; without a seed an `H` is refused.
+    /// [`CronSpec::parse`] for a trigger, whose `H` items take the values `seed` (see
+    /// [`super::hash_seed`]) fixes; without a seed an `H` is refused.
     pub fn parse_seeded(expr: &str, timezone: &str, seed: Option<u64>) -> Result<CronSpec, ScheduleError> {
         let fields = CronFields::parse(expr, seed)?;
         let timezone = parse_timezone(timezone)?;
@@ -89,12 +91,19 @@ impl CronSpec {
             timezone,
             matcher: Box::new(matcher),
             month_days: fields.has_month_days().then_some(fields),
+            seed,
         })
     }
 
     /// The expression as given, with white space normalised to single spaces.
     pub fn expression(&self) -> &str {
         &self.expression
+    }
+
+    /// The expression with its `H` items replaced by the values they take (for previews
+    /// and the forecast); None when it holds no `H`.
+    pub fn resolved_expression(&self) -> Option<String> {
+        super::resolved_cron(&self.expression, self.seed?).ok().flatten()
     }
 
     /// The zone local times are read in.

@@ -1,6 +1,7 @@
 //! `H` in a cron field: a value fixed per trigger rather than written by hand, so that a
 //! thousand triggers written `H H * * *` fire at a thousand different times of the day
-//! instead of all at midnight. The value comes from a seed (the trigger's id) through a
+//! instead of all at midnight. The value comes from a seed (see [`super::hash_seed`]: the
+//! trigger's job's id) through a
 //! hash of our own, so it never changes for a trigger — not with a new compiler, not
 //! after a restart — and is the same in every process.
 //!

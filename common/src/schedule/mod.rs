@@ -35,6 +35,9 @@
 //! with the other items of their field (`1,15,L`) and count as restricted for the day
 //! rule; they are read in the trigger's zone like every field.
 //!
+//! **Hashed values.** `H`, `H(a-b)`, `H/n` and `H(a-b)/n` in any field take a value fixed
+//! per trigger by a seed, its job's id (see [`hash_seed`] and the `hashed` module).
+//!
 //! **Nicknames.** `@yearly` (or `@annually`) is `0 0 0 1 1 *`, `@monthly` `0 0 0 1 * *`,
 //! `@weekly` `0 0 0 * * 0`, `@daily` (or `@midnight`) `0 0 0 * * *`, `@hourly`
 //! `0 0 * * * *`. No year field is accepted.
@@ -106,7 +109,7 @@ mod tests;
 use cron::parse_timezone;
 pub use cron::CronSpec;
 
-/// The expression a trigger with `H` items actually follows (`H H * * *` for trigger 42
+/// The expression a trigger with `H` items actually follows (`H H * * *` for job 42
 /// reads, say, `0 17 3 * * *`), for previews; None when `expr` holds no `H`.
 pub fn resolved_cron(expr: &str, seed: u64) -> Result<Option<String>, ScheduleError> {
     let given = fields::CronFields::texts(expr, None);
@@ -114,6 +117,15 @@ pub fn resolved_cron(expr: &str, seed: u64) -> Result<Option<String>, ScheduleEr
         return Ok(None);
     }
     Ok(Some(fields::CronFields::texts(expr, Some(seed))?.join(" ")))
+}
+
+/// The seed of a trigger's `H` items: the id of its job (of its workflow, for a workflow
+/// trigger). Not the trigger's own id: that is known only once the trigger is inserted,
+/// and the preview of a trigger being written (and the check of its definition) must
+/// resolve `H` exactly as the stored trigger will. So a job's triggers written alike
+/// resolve alike, and a thousand jobs written `H H * * *` spread over the day.
+pub fn hash_seed(job_id: i64) -> u64 {
+    job_id as u64
 }
 
 /// The longest a zone's clock has ever jumped forward is a day (Pacific/Apia skipped
@@ -204,8 +216,10 @@ pub struct Instants {
 
 impl TriggerSchedule {
     /// Builds and validates a schedule from a trigger's columns. `anchor` is used for an
-    /// interval without `start_at` (pass the trigger's creation time). Each error names
-    /// the column at fault: `cron`/`cron.*`, `timezone`, `interval_secs`, `at`, `end_at`.
+    /// interval without `start_at` (pass the trigger's creation time); `seed` fixes the
+    /// values of the cron's `H` items (see [`hash_seed`]; None refuses an `H`). Each error
+    /// names the column at fault: `cron`/`cron.*`, `timezone`, `interval_secs`, `at`,
+    /// `end_at`.
     #[allow(clippy::too_many_arguments)] // one argument per column of `triggers`
     pub fn from_parts(
         kind: TriggerKind,
@@ -216,6 +230,7 @@ impl TriggerSchedule {
         start_at: Option<DateTime<Utc>>,
         end_at: Option<DateTime<Utc>>,
         anchor: DateTime<Utc>,
+        seed: Option<u64>,
     ) -> Result<TriggerSchedule, ScheduleError> {
         let timezone_checked = parse_timezone(timezone)?;
         reject_unless(kind == TriggerKind::Cron, cron.is_some(), "cron", kind)?;
@@ -234,7 +249,7 @@ impl TriggerSchedule {
         let schedule = match kind {
             TriggerKind::Cron => {
                 let text = cron.ok_or_else(|| required("cron", kind))?;
-                Schedule::Cron(CronSpec::parse(text, timezone_checked.name())?)
+                Schedule::Cron(CronSpec::parse_seeded(text, timezone_checked.name(), seed)?)
             }
             TriggerKind::Interval => Schedule::Interval {
                 every: interval_every(interval_secs.ok_or_else(|| required("interval_secs", kind))?)?,
@@ -265,6 +280,7 @@ impl TriggerSchedule {
             trigger.start_at,
             trigger.end_at,
             trigger.created_at,
+            Some(hash_seed(trigger.job_id)),
         )?;
         if trigger.kind != TriggerKind::Once {
             // A one-shot trigger's instant is what it was made for, even when already past.

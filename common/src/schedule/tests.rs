@@ -1,4 +1,4 @@
-use chrono::{LocalResult, Offset, TimeZone};
+use chrono::{LocalResult, Offset, TimeZone, Timelike};
 use chrono_tz::Tz;
 
 use super::fields::CronFields;
@@ -381,7 +381,8 @@ fn from_parts_validates_each_column() {
             None,
             None,
             None,
-            now
+            now,
+            None
         )),
         "interval_secs"
     );
@@ -394,13 +395,14 @@ fn from_parts_validates_each_column() {
             None,
             None,
             None,
-            now
+            now,
+            None
         )),
         "interval_secs"
     );
     assert_eq!(
         field_of(TriggerSchedule::from_parts(
-            I, None, "UTC", None, None, None, None, now
+            I, None, "UTC", None, None, None, None, now, None
         )),
         "interval_secs"
     );
@@ -413,13 +415,14 @@ fn from_parts_validates_each_column() {
             None,
             None,
             None,
-            now
+            now,
+            None
         )),
         "interval_secs"
     );
     assert_eq!(
         field_of(TriggerSchedule::from_parts(
-            C, None, "UTC", None, None, None, None, now
+            C, None, "UTC", None, None, None, None, now, None
         )),
         "cron"
     );
@@ -432,7 +435,8 @@ fn from_parts_validates_each_column() {
             None,
             None,
             None,
-            now
+            now,
+            None
         )),
         "cron.minute"
     );
@@ -445,7 +449,8 @@ fn from_parts_validates_each_column() {
             None,
             None,
             None,
-            now
+            now,
+            None
         )),
         "timezone"
     );
@@ -458,13 +463,14 @@ fn from_parts_validates_each_column() {
             None,
             None,
             None,
-            now
+            now,
+            None
         )),
         "interval_secs"
     );
     assert_eq!(
         field_of(TriggerSchedule::from_parts(
-            O, None, "UTC", None, None, None, None, now
+            O, None, "UTC", None, None, None, None, now, None
         )),
         "at"
     );
@@ -477,7 +483,8 @@ fn from_parts_validates_each_column() {
             Some(now),
             None,
             None,
-            now
+            now,
+            None
         )),
         "cron"
     );
@@ -490,7 +497,8 @@ fn from_parts_validates_each_column() {
             Some(now),
             Some(later),
             Some(now),
-            now
+            now,
+            None
         )),
         "end_at"
     );
@@ -503,12 +511,14 @@ fn from_parts_validates_each_column() {
             Some(now),
             Some(now),
             Some(now),
-            now
+            now,
+            None
         )),
         "end_at"
     );
     assert!(
-        TriggerSchedule::from_parts(O, None, "UTC", None, Some(now), Some(now), Some(later), now).is_ok()
+        TriggerSchedule::from_parts(O, None, "UTC", None, Some(now), Some(now), Some(later), now, None)
+            .is_ok()
     );
 }
 
@@ -525,6 +535,7 @@ fn from_parts_anchors_intervals_at_start_else_at_creation() {
         None,
         None,
         created,
+        None,
     )
     .expect("valid interval");
     assert_eq!(
@@ -540,6 +551,7 @@ fn from_parts_anchors_intervals_at_start_else_at_creation() {
         Some(start),
         None,
         created,
+        None,
     )
     .expect("valid interval");
     assert_eq!(anchored_at_start.next_after(created), Some(start));
@@ -1201,4 +1213,32 @@ fn hashed_fields_need_a_seed_and_resolve_per_trigger() {
     }
     let bad = CronSpec::parse_seeded("0 H(50-70) * * * *", "UTC", Some(3)).expect_err("out of range");
     assert_eq!(bad.field, "cron.minute");
+}
+
+#[test]
+fn a_thousand_hashed_triggers_spread_over_the_hour_and_the_night() {
+    use crate::model::TriggerKind;
+    let created = "2026-03-01T00:00:00Z";
+    let mut per_minute = [0u32; 60];
+    let mut per_hour = [0u32; 24];
+    for job_id in 1..=1000 {
+        let mut trigger = stored_trigger(TriggerKind::Cron, created);
+        trigger.job_id = job_id;
+        trigger.timezone = "UTC".into();
+        trigger.cron = Some("H H(0-7) * * *".into());
+        let schedule = TriggerSchedule::from_trigger(&trigger).expect("seeded by its job");
+        let first = schedule.next_after(utc(created)).expect("fires daily");
+        per_minute[first.minute() as usize] += 1;
+        per_hour[first.hour() as usize] += 1;
+        // The same job's trigger, read again, resolves alike.
+        assert_eq!(TriggerSchedule::from_trigger(&trigger).expect("again"), schedule);
+    }
+    // 1000 over 60 minutes is about 17 each: every minute used, none above three times that.
+    assert!(per_minute.iter().all(|n| (1..=50).contains(n)), "{per_minute:?}");
+    // H(0-7): eight hours of about 125 each, none outside them.
+    assert!(
+        per_hour[..8].iter().all(|n| (60..=250).contains(n)),
+        "{per_hour:?}"
+    );
+    assert!(per_hour[8..].iter().all(|n| *n == 0), "{per_hour:?}");
 }

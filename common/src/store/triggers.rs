@@ -10,7 +10,7 @@ use sqlx::{PgConnection, PgExecutor};
 use super::StoreError;
 
 use crate::model::{Misfire, Trigger, TriggerKind};
-use crate::schedule::{ScheduleError, TriggerSchedule};
+use crate::schedule::{hash_seed, ScheduleError, TriggerSchedule};
 
 /// What it takes to create a trigger.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,8 +83,13 @@ impl NewTrigger {
     }
 
     /// The schedule this definition describes, validated; `anchor` is the creation time
-    /// (intervals count from `start_at`, else from it).
-    pub fn schedule(&self, anchor: DateTime<Utc>) -> Result<TriggerSchedule, ScheduleError> {
+    /// (intervals count from `start_at`, else from it); `seed` fixes its `H` items (see
+    /// [`crate::schedule::hash_seed`]; None refuses an `H`).
+    pub fn schedule(
+        &self,
+        anchor: DateTime<Utc>,
+        seed: Option<u64>,
+    ) -> Result<TriggerSchedule, ScheduleError> {
         TriggerSchedule::from_parts(
             self.kind,
             self.cron.as_deref(),
@@ -94,6 +99,7 @@ impl NewTrigger {
             self.start_at,
             self.end_at,
             anchor,
+            seed,
         )
     }
 }
@@ -116,7 +122,7 @@ pub async fn create(
     trigger: &NewTrigger,
     now: DateTime<Utc>,
 ) -> Result<Trigger, CreateTriggerError> {
-    let schedule = trigger.schedule(now)?;
+    let schedule = trigger.schedule(now, Some(hash_seed(job_id)))?;
     let next_fire_at = schedule.first_at_or_after(now);
     let row = sqlx::query_as!(
         Trigger,

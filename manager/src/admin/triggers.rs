@@ -26,7 +26,7 @@ struct FormState<'a> {
     values: &'a HashMap<String, String>,
     errors: FieldErrors,
     conflict: Option<String>,
-    preview: Option<Vec<DateTime<Utc>>>,
+    preview: Option<triggers::Preview>,
     /// The saved trigger's next instants (an edit), shown beside the preview.
     current: Option<Vec<DateTime<Utc>>>,
 }
@@ -153,15 +153,16 @@ async fn submit(
     };
     let result = if previewing {
         let request = PreviewRequest {
+            job_id: Some(Some(job.id)),
             draft: trigger_draft(form),
             ..PreviewRequest::default()
         };
-        triggers::preview(request).map(|p| Some(p.instants))
+        triggers::preview(request).map(Some)
     } else {
         save(state, user, job.id, trigger_id, form).await.map(|_| None)
     };
     match result {
-        Ok(Some(instants)) => page(StatusCode::OK, FieldErrors::new(), None, Some(instants)),
+        Ok(Some(preview)) => page(StatusCode::OK, FieldErrors::new(), None, Some(preview)),
         Ok(None) => Ok(flash::redirect(
             Redirect::to(&format!("/jobs/{}", job.id)),
             &format!("Trigger of job {} saved", job.name),

@@ -231,6 +231,11 @@ pub struct PreviewBody {
     pub count: Option<i64>,
     /// List instants from this one on. Default now.
     pub after: Option<DateTime<Utc>>,
+    /// The job the trigger is for: required for a cron with `H`, whose values its id
+    /// fixes (a trigger's `H` is seeded by its job's id, or its workflow's).
+    pub job_id: Option<i64>,
+    /// The workflow the trigger is for, instead of `job_id`.
+    pub workflow_id: Option<i64>,
     /// `cron`, `interval` or `once`.
     pub kind: TriggerKind,
     /// The definition.
@@ -241,7 +246,9 @@ pub struct PreviewBody {
 /// A trigger's fields besides its kind.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TriggerFields {
-    /// For `cron`: six fields with seconds (`0 */5 * * * *`) or five without.
+    /// For `cron`: six fields with seconds (`0 */5 * * * *`) or five without; `H`,
+    /// `H(a-b)`, `H/n` take values fixed by the job's id (the workflow's for a workflow
+    /// trigger), so triggers written `H H * * *` spread over the day.
     pub cron: Option<String>,
     /// For `cron`: an IANA time zone. Default UTC.
     pub timezone: Option<String>,

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
-use probactr_common::schedule::TriggerSchedule;
+use probactr_common::schedule::{self, TriggerSchedule};
 use probactr_common::store::triggers::NewTrigger;
 use probactr_common::{params_schema, secrets};
 use serde_json::Value;
@@ -59,6 +59,10 @@ pub struct PreviewRequest {
     pub count: Given<i64>,
     /// From when (the draft is anchored there, like a trigger created then).
     pub after: Given<DateTime<Utc>>,
+    /// The job the trigger is for: its id fixes the values of the cron's `H` items.
+    pub job_id: Given<i64>,
+    /// The workflow the trigger is for (instead of a job), likewise.
+    pub workflow_id: Given<i64>,
     /// The definition to preview.
     pub draft: TriggerDraft,
 }
@@ -69,10 +73,18 @@ impl PreviewRequest {
         let (mut input, problems) = lenient_input(body);
         let count = input.int("count", i64::MIN, i64::MAX);
         let after = input.time("after");
+        let job_id = input.int("job_id", 1, i64::MAX);
+        let workflow_id = input.int("workflow_id", 1, i64::MAX);
         let mut draft = TriggerDraft::read(&mut input);
         draft.problems = problems;
         draft.problems.extend(input.into_errors());
-        PreviewRequest { count, after, draft }
+        PreviewRequest {
+            count,
+            after,
+            job_id,
+            workflow_id,
+            draft,
+        }
     }
 
     /// The count (`default` when not given, at most `max`), the start, and the
@@ -83,7 +95,16 @@ impl PreviewRequest {
             .not_null("count", self.count)
             .map_or(Some(default), |c| checks.within("count", c, 1, max));
         let after = checks.not_null("after", self.after).unwrap_or_else(Utc::now);
-        let definition = self.draft.apply(None, after, &mut checks);
+        let owner = checks
+            .not_null("job_id", self.job_id)
+            .or_else(|| checks.not_null("workflow_id", self.workflow_id));
+        if owner.is_none() && self.draft.has_hashed_cron() {
+            checks.error(
+                "job_id",
+                "required to preview a cron with H: the job's (or workflow_id's) id fixes its values",
+            );
+        }
+        let definition = self.draft.apply(None, after, owner, &mut checks);
         checks.verdict(
             count
                 .zip(definition)
@@ -131,6 +152,12 @@ impl TriggerDraft {
         }
     }
 
+    /// Whether the draft's cron holds an `H` item.
+    fn has_hashed_cron(&self) -> bool {
+        let cron = self.cron.as_ref().and_then(Option::as_deref);
+        cron.is_some_and(|text| matches!(schedule::resolved_cron(text, 0), Ok(Some(_))))
+    }
+
     /// Whether the draft touches what decides the instants (an edit of one of these
     /// recomputes the next instant).
     pub fn changes_schedule(&self) -> bool {
@@ -144,15 +171,26 @@ impl TriggerDraft {
     }
 
     /// The definition to store: the draft laid over `base` (an edit) or the defaults (a
-    /// create, where `kind` is required), with its schedule anchored at `anchor`; else
-    /// every bad field.
-    pub fn definition(self, base: Option<&Trigger>, anchor: DateTime<Utc>) -> Result<Definition, ApiError> {
+    /// create, where `kind` is required), with its schedule anchored at `anchor` and its
+    /// `H` items resolved for the job (or workflow) `owner`; else every bad field.
+    pub fn definition(
+        self,
+        base: Option<&Trigger>,
+        anchor: DateTime<Utc>,
+        owner: i64,
+    ) -> Result<Definition, ApiError> {
         let mut checks = Checks::after_reading(&self.problems);
-        let definition = self.apply(base, anchor, &mut checks);
+        let definition = self.apply(base, anchor, Some(owner), &mut checks);
         checks.verdict(definition)
     }
 
-    fn apply(self, base: Option<&Trigger>, anchor: DateTime<Utc>, checks: &mut Checks) -> Option<Definition> {
+    fn apply(
+        self,
+        base: Option<&Trigger>,
+        anchor: DateTime<Utc>,
+        owner: Option<i64>,
+        checks: &mut Checks,
+    ) -> Option<Definition> {
         let kind = match base {
             Some(trigger) => checks.not_null("kind", self.kind).or(Some(trigger.kind)),
             None => checks.required("kind", self.kind),
@@ -211,8 +249,9 @@ impl TriggerDraft {
         if kind.is_none() || checks.failed() {
             return None;
         }
+        // Without an owner (a preview that names none) an H is refused, as said above.
         let schedule = trigger
-            .schedule(anchor)
+            .schedule(anchor, owner.map(schedule::hash_seed))
             .map_err(|err| checks.error(&err.field, err.message))
             .ok()?;
         Some(Definition {
@@ -240,7 +279,9 @@ impl TriggerPatch {
         let mut checks = Checks::after_reading(&self.draft.problems);
         let version = checks.required("version", self.version);
         let version = version.and_then(|v| checks.within("version", v, 1, i64::MAX));
-        let definition = self.draft.apply(Some(base), base.created_at, &mut checks);
+        let definition = self
+            .draft
+            .apply(Some(base), base.created_at, Some(base.job_id), &mut checks);
         checks.verdict(version.zip(definition))
     }
 }

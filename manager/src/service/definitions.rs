@@ -348,13 +348,13 @@ impl Registry for Checking<'_> {
         )
     }
 
-    async fn create_trigger(&self, _job_id: i64, body: Value) -> Result<(), Refusal> {
+    async fn create_trigger(&self, job_id: i64, body: Value) -> Result<(), Refusal> {
         checked(
             self.inner
                 .who
                 .require_operator(self.inner.namespace, "create triggers"),
         )?;
-        checked(TriggerDraft::from_json(body).definition(None, Utc::now()))?;
+        checked(TriggerDraft::from_json(body).definition(None, Utc::now(), job_id))?;
         Ok(())
     }
 
@@ -438,8 +438,8 @@ impl Registry for Checking<'_> {
         self.inner.workflow_triggers(workflow_id).await
     }
 
-    async fn create_workflow_trigger(&self, _workflow_id: i64, body: Value) -> Result<(), Refusal> {
-        checked(TriggerDraft::from_json(body).definition(None, Utc::now()))?;
+    async fn create_workflow_trigger(&self, workflow_id: i64, body: Value) -> Result<(), Refusal> {
+        checked(TriggerDraft::from_json(body).definition(None, Utc::now(), workflow_id))?;
         Ok(())
     }
 

@@ -184,6 +184,10 @@ pub struct Forecast {
     /// occurs twice that day; it fires once, at the first) or `skipped` (its local time
     /// does not exist that day; it fires at this instant instead).
     pub dst: Option<String>,
+    /// Set when the trigger's cron holds `H` items: the expression they resolve to, which
+    /// moved this instant from where the written text alone would put it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_cron: Option<String>,
 }
 
 /// The forecast and whether it was cut at its bound.
@@ -229,6 +233,10 @@ pub async fn forecast(
         );
         truncated |= found.total > found.instants.len() as u64;
         let zone: Tz = trigger.timezone.parse().unwrap_or(chrono_tz::UTC);
+        let resolved_cron = match &schedule.schedule {
+            Schedule::Cron(spec) => spec.resolved_expression(),
+            _ => None,
+        };
         for instant in found.instants {
             let local = instant.with_timezone(&zone);
             items.push(Forecast {
@@ -242,6 +250,7 @@ pub async fn forecast(
                     Schedule::Cron(spec) => dst_effect(spec, instant),
                     _ => None,
                 },
+                resolved_cron: resolved_cron.clone(),
             });
         }
     }

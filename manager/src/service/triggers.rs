@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::model::{JobMode, Trigger};
+use probactr_common::schedule::Schedule;
 use probactr_common::store::audit::Change;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
@@ -119,7 +120,7 @@ pub async fn create_in(
 ) -> Result<Trigger, ApiError> {
     let job = super::jobs::visible(conn, who, job_id, false).await?;
     who.require_operator(&job.namespace, "create triggers")?;
-    let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
+    let Definition { trigger, params, .. } = draft.definition(None, Utc::now(), job_id)?;
     let params = checked_params(job.params_schema.as_ref(), params, true, None, keys)?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
@@ -291,12 +292,20 @@ pub async fn set_paused(
 pub struct Preview {
     /// The next instants, in order (fewer when the schedule runs out).
     pub instants: Vec<DateTime<Utc>>,
+    /// The cron expression its `H` items resolve to for the job or workflow named
+    /// (absent when the cron holds no `H`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_cron: Option<String>,
 }
 
 /// The next instants of a definition: up to `count` (default [`DEFAULT_PREVIEW`]) from
 /// `after` (default now).
 pub fn preview(request: PreviewRequest) -> Result<Preview, ApiError> {
     let (count, after, Definition { schedule, .. }) = request.definition(DEFAULT_PREVIEW, MAX_PREVIEW)?;
+    let resolved_cron = match &schedule.schedule {
+        Schedule::Cron(spec) => spec.resolved_expression(),
+        _ => None,
+    };
     let count = usize::try_from(count).unwrap_or(1);
     // Like a trigger created at `after`: its first instant may be `after` itself.
     let first = schedule.first_at_or_after(after);
@@ -304,5 +313,8 @@ pub fn preview(request: PreviewRequest) -> Result<Preview, ApiError> {
     if let Some(first) = first {
         instants.extend(schedule.upcoming(first, count.saturating_sub(1)));
     }
-    Ok(Preview { instants })
+    Ok(Preview {
+        instants,
+        resolved_cron,
+    })
 }

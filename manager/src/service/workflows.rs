@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Utc;
-use probactr_common::store;
 use probactr_common::store::audit::Change;
 use probactr_common::store::workflows::{Retry, RunStep, Step, Workflow, WorkflowRun, WorkflowTrigger};
+use probactr_common::{schedule, store};
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
@@ -462,7 +462,7 @@ pub async fn create_trigger_in(
 ) -> Result<WorkflowTrigger, ApiError> {
     let workflow = visible(conn, who, workflow_id).await?;
     who.require_operator(&workflow.namespace, "create workflow triggers")?;
-    let Definition { trigger, params, .. } = draft.definition(None, Utc::now())?;
+    let Definition { trigger, params, .. } = draft.definition(None, Utc::now(), workflow_id)?;
     if trigger.max_concurrency.is_some() {
         return Err(ApiError::field(
             "max_concurrency",
@@ -473,7 +473,7 @@ pub async fn create_trigger_in(
     // The first instant comes from PostgreSQL's clock, like every firing decision.
     let now = store::db_now(&mut *conn).await?;
     let schedule = trigger
-        .schedule(now)
+        .schedule(now, Some(schedule::hash_seed(workflow_id)))
         .map_err(|err| ApiError::field(err.field, err.message))?;
     let params = params.unwrap_or_else(|| json!({}));
     let created = store::workflows::create_trigger(

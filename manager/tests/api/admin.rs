@@ -385,6 +385,11 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
     assert_eq!(preview.status, StatusCode::OK, "{}", preview.text);
     assert!(preview.text.contains("Next instants") && preview.text.contains("12:00:00"));
     assert_eq!(app.count("triggers").await, 0, "a preview saves nothing");
+    let hashed_fields = as_refs(&cron("preview", "H H(0-7) * * *"));
+    let hashed_pairs: Vec<(&str, &str)> = hashed_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let hashed = app.form(&trigger_uri, &b.cookie, &hashed_pairs).await;
+    assert_eq!(hashed.status, StatusCode::OK, "{}", hashed.text);
+    assert!(hashed.text.contains("id=\"resolved-cron\""), "{}", hashed.text);
     let bad_fields = as_refs(&cron("save", "0 99 * * * *"));
     let bad_pairs: Vec<(&str, &str)> = bad_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let bad = app.form(&trigger_uri, &b.cookie, &bad_pairs).await;

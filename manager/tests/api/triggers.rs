@@ -166,3 +166,57 @@ async fn schedule_preview_lists_instants(pool: PgPool) {
         "count",
     );
 }
+
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_hashed_trigger_fires_at_the_instants_its_preview_showed(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("hashed")).await;
+    let cron = "H H(0-7) * * *";
+    let unseeded = json!({"kind": "cron", "cron": cron});
+    assert_field(
+        &app.post("/api/v1/schedule/preview", &admin, unseeded).await,
+        "job_id",
+    );
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "cron", "cron": cron, "timezone": "Europe/Berlin"}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(created.body["cron"], cron, "the text is stored as written");
+    let preview = app
+        .post(
+            "/api/v1/schedule/preview",
+            &admin,
+            json!({"kind": "cron", "cron": cron, "timezone": "Europe/Berlin", "job_id": job["id"],
+                   "after": created.body["created_at"], "count": 3}),
+        )
+        .await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.text);
+    let instants = preview.body["instants"].as_array().unwrap().clone();
+    assert_eq!(created.body["next_fire_at"], instants[0], "{}", preview.text);
+    let resolved = preview.body["resolved_cron"]
+        .as_str()
+        .expect("H resolved")
+        .to_owned();
+    let hour: u32 = resolved.split(' ').nth(2).unwrap().parse().expect("an hour");
+    assert!(hour <= 7, "{resolved}");
+
+    let (from, to) = (instants[0].as_str().unwrap(), instants[2].as_str().unwrap());
+    let forecast = app
+        .get(
+            &format!("/api/v1/forecast?from={from}&to={to}&job_id={}", job["id"]).replace('+', "%2B"),
+            &admin,
+        )
+        .await;
+    assert_eq!(forecast.status, StatusCode::OK, "{}", forecast.text);
+    let items = forecast.body["items"].as_array().unwrap();
+    let forecast_instants: Vec<&Value> = items.iter().map(|item| &item["instant"]).collect();
+    assert_eq!(forecast_instants, instants[..2].iter().collect::<Vec<_>>());
+    assert!(items
+        .iter()
+        .all(|item| item["resolved_cron"] == resolved.as_str()));
+}

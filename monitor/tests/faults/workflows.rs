@@ -330,7 +330,7 @@ async fn a_workflow_trigger_starts_one_workflow_run_per_instant(
     let now = probactr_common::store::db_now(&mut *tx).await.unwrap();
     let every_two = NewTrigger::interval(2);
     let first = every_two
-        .schedule(now)
+        .schedule(now, Some(probactr_common::schedule::hash_seed(workflow.id)))
         .unwrap()
         .first_at_or_after(now + TimeDelta::seconds(1));
     let trigger =

@@ -1001,6 +1001,26 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         2,
         "the run state machine's database functions are installed on an upgraded cluster"
     );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM namespaces
+             WHERE name = 'default' AND max_running IS NULL AND max_jobs IS NULL AND running = 0"
+        )
+        .await,
+        1,
+        "default has no quota, and its counter of running runs starts at zero (the run is queued)"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM jobs WHERE NOT namespace_capped").await,
+        1,
+        "an existing job is not capped: its claims pay nothing for quotas"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM job_versions").await
+            + count("SELECT count(*) FROM run_inputs WHERE rerun_of IS NOT NULL").await,
+        0,
+        "no version is invented for an existing job, no run becomes a re-run"
+    );
 
     sqlx::query("DELETE FROM triggers WHERE id = $1")
         .bind(trigger)

@@ -1005,3 +1005,68 @@ async fn namespaces_scope_listings_and_every_object_has_commands(
     let status = text(&run(&["status"], "").stdout);
     assert!(status.contains("executors:") && !status.contains('{'), "{status}");
 }
+
+const FOUR_FAULTS: &str = r#"jobs:
+  - name: faulty
+    kind: shell
+    spec: {args: ["--all"]}
+    timeout_secs: 99999999
+    triggers:
+      - kind: cron
+        cron: "61 * * * *"
+        timezone: Mars/Olympus
+"#;
+
+/// A dry run checks as much as an apply and names every problem at once, each with its
+/// file, line and field; the API lists them in `errors` too.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn apply_dry_run_lists_every_fault_at_once(_pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("faults.yaml");
+    std::fs::write(&file, FOUR_FAULTS).unwrap();
+    let none: &[(&str, &str)] = &[];
+    let dry = probactr(
+        home,
+        none,
+        &["apply", "-f", file.to_str().unwrap(), "--dry-run"],
+        "",
+    );
+    assert_eq!(dry.status.code(), Some(1));
+    let message = text(&dry.stderr);
+    for fault in [
+        "faults.yaml:4: spec.program:",
+        "faults.yaml:5: timeout_secs:",
+        "faults.yaml:8: cron",
+        "faults.yaml:9: timezone:",
+    ] {
+        assert!(message.contains(fault), "{fault:?} in {message}");
+    }
+
+    let token: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/probactr/credentials.json")).unwrap(),
+    )
+    .unwrap();
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/v1/definitions/apply?dry_run=true", cluster.url))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .header("content-type", "application/yaml")
+        .body(FOUR_FAULTS)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 422);
+    let body = json_of(answer).await;
+    let errors = body["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 4, "{body}");
+    let lines: Vec<i64> = errors.iter().map(|e| e["line"].as_i64().unwrap()).collect();
+    assert_eq!(lines, [4, 5, 8, 9], "{body}");
+    assert_eq!(
+        body["error"]["fields"].as_object().unwrap().len(),
+        4,
+        "the old shape holds"
+    );
+}

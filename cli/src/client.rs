@@ -225,6 +225,13 @@ fn refusal(status: StatusCode, body: &Value, text: &str) -> Refusal {
         .get("message")
         .and_then(Value::as_str)
         .unwrap_or("request refused");
+    if let Some(listed) = body.get("errors").and_then(Value::as_array) {
+        // A refused apply lists its problems in the files' order.
+        return Refusal {
+            message: format!("{message} ({status})"),
+            fields: listed.iter().map(listed_problem).collect(),
+        };
+    }
     let fields = error
         .get("fields")
         .and_then(Value::as_object)
@@ -239,6 +246,19 @@ fn refusal(status: StatusCode, body: &Value, text: &str) -> Refusal {
         message: format!("{message} ({status})"),
         fields,
     }
+}
+
+/// One problem of an apply's `errors` as (`FILE:LINE: field`, problem).
+fn listed_problem(problem: &Value) -> (String, String) {
+    let text = |field: &str| problem[field].as_str().unwrap_or_default().to_owned();
+    let mut at = text("file");
+    if let Some(line) = problem["line"].as_u64() {
+        at.push_str(&format!(":{line}"));
+    }
+    if let Some(field) = problem["field"].as_str() {
+        at.push_str(&format!(": {field}"));
+    }
+    (at, text("message"))
 }
 
 fn describe(err: &reqwest::Error) -> String {

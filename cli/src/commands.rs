@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::client::{Client, ClientError};
 use crate::credentials;
 use crate::output::{self, Format};
-use crate::{teams, Command};
+use crate::{alerts, instants, secrets, teams, watch, workflows, Command};
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,8 +166,17 @@ pub async fn run(command: Command, format: Format, namespace: Option<String>) ->
         Command::Namespaces(command) => teams::namespaces(&connect()?, command, format).await,
         Command::Users(command) => teams::users(&connect()?, command, format).await,
         Command::Tokens(command) => teams::tokens(&connect()?, command, format).await,
+        Command::Workflows(command) => workflows::workflows(&connect()?, command, format).await,
+        Command::Secrets(command) => secrets::secrets(&connect()?, command, format).await,
+        Command::Alerts(command) => alerts::alerts(&connect()?, command, format).await,
+        Command::Ledger(span) => instants::ledger(&connect()?, span, format).await,
+        Command::Forecast(span) => instants::forecast(&connect()?, span, format).await,
         Command::Status => {
-            output::one(format, &connect()?.get("/status").await?);
+            let status = connect()?.get("/status").await?;
+            match format {
+                Format::Table => print!("{}", status_summary(&status)),
+                _ => output::one(format, &status),
+            }
             Ok(Exit::Success)
         }
         Command::Export { job } => {
@@ -205,6 +214,62 @@ pub async fn run(command: Command, format: Format, namespace: Option<String>) ->
         }
         Command::Completions { .. } => Ok(Exit::Success),
     }
+}
+
+/// `probactr status` for people: processes and runs in counts, then the latest failures
+/// and the next instants to fire.
+fn status_summary(status: &Value) -> String {
+    let counts = |map: &Value| -> String {
+        let counted: Vec<String> = map
+            .as_object()
+            .map(|map| map.iter().map(|(what, n)| format!("{n} {what}")).collect())
+            .unwrap_or_default();
+        if counted.is_empty() {
+            "none".to_owned()
+        } else {
+            counted.join(", ")
+        }
+    };
+    let mut text = String::new();
+    for (role, states) in status["processes"].as_object().into_iter().flatten() {
+        text.push_str(&format!("{:<20}{}\n", format!("{role}s:"), counts(states)));
+    }
+    text.push_str(&format!(
+        "{:<20}{}\n",
+        "runs, last hour:",
+        counts(&status["runs_last_hour"])
+    ));
+    text.push_str(&format!(
+        "{:<20}{}\n",
+        "missed, last 24 h:", status["missed_last_day"]
+    ));
+    let failures = status["recent_failures"].as_array().cloned().unwrap_or_default();
+    if !failures.is_empty() {
+        text.push_str("\nRecent failures\n");
+        text.push_str(&output::table(
+            &failures,
+            &[
+                ("run_id", "RUN"),
+                ("job_name", "JOB"),
+                ("state", "STATE"),
+                ("finished_at", "FINISHED"),
+                ("error", "ERROR"),
+            ],
+        ));
+    }
+    let next = status["next_fires"].as_array().cloned().unwrap_or_default();
+    if !next.is_empty() {
+        text.push_str("\nNext to fire\n");
+        text.push_str(&output::table(
+            &next,
+            &[
+                ("job_name", "JOB"),
+                ("trigger_id", "TRIGGER"),
+                ("next_fire_at", "AT"),
+            ],
+        ));
+    }
+    text
 }
 
 /// The definition files of `path` (a file, or every `.yaml`/`.yml` file of a directory)
@@ -302,7 +367,7 @@ fn prompt(question: &str) -> anyhow::Result<String> {
 
 /// The job named `name` (its id is what the API takes), in the client's namespace, or in
 /// the one namespace the caller sees that has a job of that name.
-async fn job_named(client: &Client, name: &str) -> anyhow::Result<Value> {
+pub async fn job_named(client: &Client, name: &str) -> anyhow::Result<Value> {
     let page = client.get(&format!("/jobs?q={}&limit=500", encode(name))).await?;
     let mut named: Vec<Value> = items(&page)
         .into_iter()
@@ -439,8 +504,14 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
                 .context("the manager answered without a run id")?;
             eprintln!("Run #{run_id} of {name} queued");
             if wait {
-                let run = until_ended(client, run_id).await?;
-                output::one(format, &run);
+                let run = watch::follow(client, run_id).await?;
+                let summary = watch::summary(&run, &name);
+                if format == Format::Table {
+                    println!("{summary}");
+                } else {
+                    eprintln!("{summary}");
+                    output::one(format, &run);
+                }
                 return Ok(if run["state"] == "succeeded" {
                     Exit::Success
                 } else {
@@ -466,7 +537,7 @@ fn confirm(name: &str, erase_history: bool) -> anyhow::Result<bool> {
 }
 
 /// `--param KEY=VALUE` options as the run's parameters (a JSON object of strings).
-fn run_params(given: &[String]) -> anyhow::Result<serde_json::Map<String, Value>> {
+pub fn run_params(given: &[String]) -> anyhow::Result<serde_json::Map<String, Value>> {
     let mut params = serde_json::Map::new();
     for pair in given {
         let Some((key, value)) = pair.split_once('=') else {
@@ -545,44 +616,6 @@ fn print_chunks(chunks: &[Value]) -> anyhow::Result<()> {
     stdout.flush()?;
     stderr.flush()?;
     Ok(())
-}
-
-/// Polls a run until it reaches a final state (its last attempt's, when it is retried).
-async fn until_ended(client: &Client, run_id: i64) -> anyhow::Result<Value> {
-    let mut current = run_id;
-    loop {
-        let run = client.get(&format!("/runs/{current}")).await?;
-        let state = run["state"].as_str().unwrap_or_default();
-        if !["queued", "claimed", "running"].contains(&state) {
-            if let Some(retry) = retry_of(client, &run).await? {
-                current = retry;
-                continue;
-            }
-            return Ok(run);
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-/// The next attempt of an ended run, when its job retries it.
-async fn retry_of(client: &Client, run: &Value) -> anyhow::Result<Option<i64>> {
-    if !["failed", "timed_out", "abandoned"].contains(&run["state"].as_str().unwrap_or_default()) {
-        return Ok(None);
-    }
-    let first = run["first_run_id"]
-        .as_i64()
-        .or_else(|| run["id"].as_i64())
-        .unwrap_or_default();
-    let attempt = run["attempt"].as_i64().unwrap_or(1);
-    let page = client
-        .get(&format!("/runs?job_id={}&limit=50", run["job_id"]))
-        .await?;
-    Ok(items(&page)
-        .iter()
-        .find(|other| {
-            other["first_run_id"].as_i64() == Some(first) && other["attempt"].as_i64() == Some(attempt + 1)
-        })
-        .and_then(|other| other["id"].as_i64()))
 }
 
 const RUN_COLUMNS: &[(&str, &str)] = &[

@@ -1,12 +1,19 @@
 //! `probactr`: the command-line client of probactr's REST API — log in, list and operate
-//! jobs, runs, triggers and executors, and follow a run to its end. It talks only to the
-//! API, with the token `probactr login` saved (or `PROBACTR_URL` and `PROBACTR_TOKEN`).
+//! jobs, runs, triggers, workflows, secrets, alerts and executors, read the ledger and
+//! the forecast, and follow a run to its end. It talks only to the API, with the token
+//! `probactr login` saved (or `PROBACTR_URL` and `PROBACTR_TOKEN`).
 
+mod alerts;
 mod client;
 mod commands;
 mod credentials;
+mod instants;
 mod output;
+mod secrets;
 mod teams;
+mod times;
+mod watch;
+mod workflows;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -29,6 +36,9 @@ pub struct Cli {
         global = true
     )]
     pub format: Format,
+    /// Show and read times in UTC (default: the local zone; tables name it).
+    #[arg(long, global = true)]
+    pub utc: bool,
     /// Only this namespace: lists show its objects, names are looked up in it, and
     /// definitions are exported from and applied to it.
     #[arg(short = 'n', long = "namespace", env = "PROBACTR_NAMESPACE", global = true)]
@@ -66,6 +76,20 @@ pub enum Command {
     /// Executors.
     #[command(subcommand)]
     Executors(commands::ExecutorsCommand),
+    /// Workflows: list, show, run, pause, resume; cancel a workflow run.
+    #[command(subcommand)]
+    Workflows(workflows::WorkflowsCommand),
+    /// Secrets, by name (values are never shown): list, set, delete.
+    #[command(subcommand)]
+    Secrets(secrets::SecretsCommand),
+    /// Alert rules and channels: list, show, delete.
+    #[command(subcommand)]
+    Alerts(alerts::AlertsCommand),
+    /// What became of each instant of the triggers (ran, skipped, missed…), default the
+    /// last 24 hours and the next one.
+    Ledger(instants::Span),
+    /// What will fire when (default the next 24 hours), instants a DST change moves marked.
+    Forecast(instants::Span),
     /// Namespaces: teams' shares of the cluster, with their quotas.
     #[command(subcommand)]
     Namespaces(teams::NamespacesCommand),
@@ -106,6 +130,7 @@ pub enum Command {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let cli = Cli::parse();
+    times::choose(cli.utc);
     let result = match cli.command {
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "probactr", &mut std::io::stdout());

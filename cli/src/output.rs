@@ -1,6 +1,9 @@
-//! How answers are printed: an aligned table for people, JSON or YAML for scripts.
+//! How answers are printed: an aligned table for people (times to the second in the
+//! chosen zone, which headings name), JSON or YAML (as the API answered) for scripts.
 
 use serde_json::Value;
+
+use crate::times;
 
 /// The output format (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,14 +31,32 @@ pub fn one(format: Format, value: &Value) {
         Format::Yaml => println!("{}", yaml(value)),
         Format::Table => {
             if let Value::Object(map) = value {
-                let width = map.keys().map(String::len).max().unwrap_or(0);
-                for (key, field) in map {
-                    println!("{key:width$}  {}", cell(field));
-                }
+                print!("{}", fields(map));
             } else {
                 println!("{}", cell(value));
             }
         }
+    }
+}
+
+/// One object as `field  value` lines, aligned; times in the chosen zone, named.
+pub fn fields(map: &serde_json::Map<String, Value>) -> String {
+    let keys: Vec<String> = map.keys().map(|key| heading_of(key, key)).collect();
+    let width = keys.iter().map(String::len).max().unwrap_or(0);
+    keys.iter()
+        .zip(map.values())
+        .map(|(key, field)| format!("{key:width$}  {}\n", cell(field)))
+        .collect()
+}
+
+/// A column's heading: with the zone its times are shown in, for a time field (`*_at`,
+/// `instant`).
+fn heading_of(field: &str, heading: &str) -> String {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    if last.ends_with("_at") || last == "instant" {
+        format!("{heading} ({})", times::zone().label())
+    } else {
+        heading.to_owned()
     }
 }
 
@@ -50,13 +71,17 @@ pub fn table(items: &[Value], columns: &[(&str, &str)]) -> String {
                 .collect()
         })
         .collect();
-    let widths: Vec<usize> = columns
+    let headings: Vec<String> = columns
+        .iter()
+        .map(|(field, heading)| heading_of(field, heading))
+        .collect();
+    let widths: Vec<usize> = headings
         .iter()
         .enumerate()
-        .map(|(i, (_, heading))| {
+        .map(|(i, heading)| {
             rows.iter()
                 .map(|row| row[i].chars().count())
-                .chain([heading.len()])
+                .chain([heading.chars().count()])
                 .max()
                 .unwrap_or(0)
         })
@@ -69,7 +94,7 @@ pub fn table(items: &[Value], columns: &[(&str, &str)]) -> String {
             .collect();
         padded.join("  ").trim_end().to_owned() + "\n"
     };
-    let mut text = line(columns.iter().map(|(_, heading)| heading.to_string()).collect());
+    let mut text = line(headings.clone());
     for row in rows {
         text.push_str(&line(row));
     }
@@ -84,7 +109,9 @@ fn pointer<'a>(item: &'a Value, field: &str) -> &'a Value {
 fn cell(value: &Value) -> String {
     match value {
         Value::Null => "-".into(),
-        Value::String(text) => text.lines().next().unwrap_or("").to_owned(),
+        Value::String(text) => {
+            times::shown(text).unwrap_or_else(|| text.lines().next().unwrap_or("").to_owned())
+        }
         Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(","),
         other => other.to_string(),
     }
@@ -99,6 +126,14 @@ pub fn yaml(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn tables_show_times_to_the_second_in_the_named_zone() {
+        crate::times::choose(true);
+        let items = [json!({"id": 1, "finished_at": "2026-11-26T07:46:04.123456Z"})];
+        let text = table(&items, &[("id", "ID"), ("finished_at", "FINISHED")]);
+        assert_eq!(text, "ID  FINISHED (UTC)\n1   2026-11-26 07:46:04\n");
+    }
 
     #[test]
     fn tables_align_and_show_absent_values_as_a_dash() {

@@ -800,3 +800,273 @@ async fn workflows_child_jobs_and_trigger_params_round_trip(
         text(&refused.stderr)
     );
 }
+
+/// `jobs run --wait` shows the run's states and output lines while it runs (on standard
+/// error), then one line: state, duration, exit code (on standard output).
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn jobs_run_wait_shows_progress_before_the_end(
+    _pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    use std::io::BufRead;
+
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let gate_dir = tempfile::tempdir().unwrap();
+    let gate = gate_dir.path().join("gate");
+    let script = format!(
+        "echo first line; while [ ! -e '{}' ]; do sleep 0.05; done; echo last line",
+        gate.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gated.yaml");
+    std::fs::write(
+        &file,
+        serde_json::json!({"jobs": [{"name": "gated", "kind": "shell", "timeout_secs": 120,
+                                       "spec": {"program": script, "shell": true}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let none: &[(&str, &str)] = &[];
+    let applied = probactr(home, none, &["apply", "-f", file.to_str().unwrap()], "");
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+
+    let mut child = Command::new(workspace_binary("probactr"))
+        .args(["jobs", "run", "gated", "--wait", "--utc"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let seen = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        while let Ok(line) = lines.recv_timeout(Duration::from_secs(60)) {
+            let done = line.contains("| first line");
+            seen.push(line);
+            if done {
+                break;
+            }
+        }
+        (seen, lines)
+    })
+    .await
+    .unwrap();
+    let (seen, lines) = seen;
+    assert!(
+        seen.iter().any(|line| line.ends_with("] running (attempt 1)")),
+        "the state change is shown: {seen:?}"
+    );
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("  | first line"),
+        "{seen:?}"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "shown before the run ended");
+
+    std::fs::write(&gate, b"").unwrap();
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    reader.join().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(output.status.success(), "{rest:?}");
+    assert!(rest.contains(&"  | last line".to_owned()), "{rest:?}");
+    let summary = text(&output.stdout);
+    assert!(
+        summary.starts_with("Run #")
+            && summary.contains(" of gated succeeded in ")
+            && summary.ends_with("(exit code 0)\n"),
+        "{summary}"
+    );
+    assert_eq!(summary.lines().count(), 1, "{summary}");
+}
+
+const NAMESPACED: &str = r#"jobs:
+  - name: tick
+    kind: noop
+    triggers:
+      - {kind: interval, interval_secs: 600}
+workflows:
+  - name: etl
+    steps:
+      - {name: first, job: tick}
+"#;
+
+/// `-n` and `PROBACTR_NAMESPACE` scope listings; workflows, secrets, alerts, the ledger
+/// and the forecast have commands whose `-o json` parses; `status` reads as a summary.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn namespaces_scope_listings_and_every_object_has_commands(
+    _pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let none: &[(&str, &str)] = &[];
+    let run = |args: &[&str], stdin: &str| -> Output {
+        let out = probactr(home, none, args, stdin);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        out
+    };
+    let json = |args: &[&str]| -> Vec<Value> {
+        let out = run(args, "");
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|err| panic!("{args:?}: {err}: {}", text(&out.stdout)))
+    };
+    run(&["namespaces", "create", "payments"], "");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("payments.yaml");
+    std::fs::write(&file, NAMESPACED).unwrap();
+    run(&["-n", "payments", "apply", "-f", file.to_str().unwrap()], "");
+    let hello = dir.path().join("hello.yaml");
+    std::fs::write(
+        &hello,
+        "channels:\n  - {name: ops-hook, kind: webhook, config: {url: \"https://hooks.example.com/ops\"}}\n\
+         alert_rules:\n  - {name: hello-failures, events: [run_failed], job: hello, channels: [ops-hook]}\n\
+         jobs:\n  - {name: hello, kind: noop}\n",
+    )
+    .unwrap();
+    run(&["apply", "-f", hello.to_str().unwrap()], "");
+
+    assert_eq!(json(&["jobs", "list", "-o", "json"]).len(), 2);
+    let scoped = json(&["-n", "payments", "jobs", "list", "-o", "json"]);
+    assert_eq!(scoped.len(), 1);
+    assert_eq!(scoped[0]["name"], "tick");
+    let by_env = probactr(
+        home,
+        &[("PROBACTR_NAMESPACE", "payments")],
+        &["jobs", "list", "-o", "json"],
+        "",
+    );
+    let by_env: Vec<Value> = serde_json::from_slice(&by_env.stdout).unwrap();
+    assert_eq!(by_env.len(), 1, "PROBACTR_NAMESPACE scopes too");
+
+    let workflows = json(&["-n", "payments", "workflows", "list", "-o", "json"]);
+    assert_eq!(workflows[0]["name"], "etl");
+    assert!(json(&["-n", "default", "workflows", "list", "-o", "json"]).is_empty());
+    run(&["-n", "payments", "workflows", "run", "etl"], "");
+    run(&["-n", "payments", "workflows", "pause", "etl"], "");
+    let shown = text(&run(&["-n", "payments", "workflows", "get", "etl"], "").stdout);
+    assert!(
+        shown.contains("paused") && shown.contains("STEPS") && shown.contains("first"),
+        "{shown}"
+    );
+
+    run(&["-n", "payments", "secrets", "set", "db-password"], "s3cret\n");
+    let listed = run(&["-n", "payments", "secrets", "list", "-o", "json"], "");
+    assert!(!text(&listed.stdout).contains("s3cret"), "never a value");
+    let secrets: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(secrets[0]["name"], "db-password");
+    assert!(json(&["-n", "default", "secrets", "list", "-o", "json"]).is_empty());
+    run(&["-n", "payments", "secrets", "delete", "db-password"], "");
+
+    let rules = json(&["-n", "default", "alerts", "rules", "list", "-o", "json"]);
+    assert_eq!(rules[0]["name"], "hello-failures");
+    assert!(json(&["-n", "payments", "alerts", "rules", "list", "-o", "json"]).is_empty());
+    let channel = run(&["alerts", "channels", "get", "ops-hook", "-o", "json"], "");
+    let channel: Value = serde_json::from_slice(&channel.stdout).unwrap();
+    assert_eq!(channel["kind"], "webhook");
+    run(&["alerts", "rules", "delete", "hello-failures"], "");
+    assert!(json(&["alerts", "rules", "list", "-o", "json"]).is_empty());
+
+    let forecast = json(&["-n", "payments", "forecast", "--until", "+2h", "-o", "json"]);
+    assert!(
+        !forecast.is_empty() && forecast.iter().all(|f| f["job_name"] == "tick"),
+        "{forecast:?}"
+    );
+    assert!(json(&["-n", "default", "forecast", "-o", "json"]).is_empty());
+    let table = text(&run(&["forecast", "--job", "tick", "--utc"], "").stdout);
+    assert!(table.starts_with("INSTANT (UTC) "), "{table}");
+    json(&["ledger", "--job", "tick", "--from", "-1h", "-o", "json"]);
+    let bad = probactr(home, none, &["ledger", "--from", "someday"], "");
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("--from: \"someday\""),
+        "{}",
+        text(&bad.stderr)
+    );
+
+    let status = text(&run(&["status"], "").stdout);
+    assert!(status.contains("executors:") && !status.contains('{'), "{status}");
+}
+
+const FOUR_FAULTS: &str = r#"jobs:
+  - name: faulty
+    kind: shell
+    spec: {args: ["--all"]}
+    timeout_secs: 99999999
+    triggers:
+      - kind: cron
+        cron: "61 * * * *"
+        timezone: Mars/Olympus
+"#;
+
+/// A dry run checks as much as an apply and names every problem at once, each with its
+/// file, line and field; the API lists them in `errors` too.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn apply_dry_run_lists_every_fault_at_once(_pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let cluster = cluster(&options).await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    login(&cluster, home);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("faults.yaml");
+    std::fs::write(&file, FOUR_FAULTS).unwrap();
+    let none: &[(&str, &str)] = &[];
+    let dry = probactr(
+        home,
+        none,
+        &["apply", "-f", file.to_str().unwrap(), "--dry-run"],
+        "",
+    );
+    assert_eq!(dry.status.code(), Some(1));
+    let message = text(&dry.stderr);
+    for fault in [
+        "faults.yaml:4: spec.program:",
+        "faults.yaml:5: timeout_secs:",
+        "faults.yaml:8: cron",
+        "faults.yaml:9: timezone:",
+    ] {
+        assert!(message.contains(fault), "{fault:?} in {message}");
+    }
+
+    let token: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/probactr/credentials.json")).unwrap(),
+    )
+    .unwrap();
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/v1/definitions/apply?dry_run=true", cluster.url))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .header("content-type", "application/yaml")
+        .body(FOUR_FAULTS)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 422);
+    let body = json_of(answer).await;
+    let errors = body["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 4, "{body}");
+    let lines: Vec<i64> = errors.iter().map(|e| e["line"].as_i64().unwrap()).collect();
+    assert_eq!(lines, [4, 5, 8, 9], "{body}");
+    assert_eq!(
+        body["error"]["fields"].as_object().unwrap().len(),
+        4,
+        "the old shape holds"
+    );
+}

@@ -16,27 +16,85 @@ pub struct Report {
 
 /// Makes the server match the files; with `dry_run`, only says what it would change;
 /// with `prune`, also deletes the jobs apply manages that the files no longer name.
+/// Stops at the first refusal.
 pub async fn apply(
     registry: &impl Registry,
     sources: &[Source],
     dry_run: bool,
     prune: bool,
 ) -> Result<Report, DefinitionError> {
+    let mut faults = Faults::default();
+    run(registry, sources, dry_run, prune, &mut faults).await
+}
+
+/// Goes through the files as [`apply`] does (a registry that only validates, like the
+/// manager's, writes nothing), but past every refusal: the error names every problem of
+/// every object at once, each with its file, line and field.
+pub async fn check(
+    registry: &impl Registry,
+    sources: &[Source],
+    prune: bool,
+) -> Result<Report, DefinitionError> {
+    let mut faults = Faults {
+        gather: true,
+        found: Vec::new(),
+    };
+    let report = run(registry, sources, false, prune, &mut faults).await?;
+    if faults.found.is_empty() {
+        Ok(report)
+    } else {
+        Err(DefinitionError(faults.found.join("\n")))
+    }
+}
+
+/// The refusals a check met: kept so that it goes on (when gathering), else the first
+/// one ends the apply.
+#[derive(Default)]
+pub(crate) struct Faults {
+    gather: bool,
+    found: Vec<String>,
+}
+
+impl Faults {
+    /// An object's outcome: a refusal kept when gathering, else passed on.
+    fn keep(&mut self, outcome: Result<(), DefinitionError>) -> Result<(), DefinitionError> {
+        match outcome {
+            Err(err) if self.gather => {
+                self.found.push(err.0);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+async fn run(
+    registry: &impl Registry,
+    sources: &[Source],
+    dry_run: bool,
+    prune: bool,
+    faults: &mut Faults,
+) -> Result<Report, DefinitionError> {
     let mut changes = Vec::new();
     for source in sources {
-        alerting::apply_channels(registry, source, dry_run, &mut changes).await?;
+        let outcome = alerting::apply_channels(registry, source, dry_run, &mut changes).await;
+        faults.keep(outcome)?;
     }
     let wanted = wanted_jobs(sources);
     for job in &wanted {
-        apply_job(registry, job, dry_run, &mut changes).await?;
+        let outcome = apply_job(registry, job, dry_run, &mut changes, faults).await;
+        faults.keep(outcome)?;
     }
     // Once every job exists, a child list may name any of them.
     for job in &wanted {
-        apply_children(registry, job, dry_run, &mut changes).await?;
+        let outcome = apply_children(registry, job, dry_run, &mut changes).await;
+        faults.keep(outcome)?;
     }
     for source in sources {
-        workflows::apply(registry, source, dry_run, &mut changes).await?;
-        alerting::apply_rules(registry, source, dry_run, &mut changes).await?;
+        let outcome = workflows::apply(registry, source, dry_run, &mut changes).await;
+        faults.keep(outcome)?;
+        let outcome = alerting::apply_rules(registry, source, dry_run, &mut changes).await;
+        faults.keep(outcome)?;
     }
     if prune {
         let named: Vec<&str> = wanted
@@ -75,13 +133,18 @@ pub(crate) fn located_in(
     refusal: Refusal,
     fields_under: &str,
 ) -> DefinitionError {
-    let mut out = format!("{}: {}", source.at(pointer), refusal.message);
+    // Bad fields say it all; the refusal's own message ("invalid input") would be one
+    // more line that names no problem.
+    let mut lines = Vec::new();
+    if refusal.fields.is_empty() {
+        lines.push(format!("{}: {}", source.at(pointer), refusal.message));
+    }
     for (field, problem) in &refusal.fields {
         let field = field.trim_start_matches("config.");
         let at = format!("{pointer}{fields_under}/{}", field.replace('.', "/"));
-        out.push_str(&format!("\n{}: {field}: {problem}", source.at(&at)));
+        lines.push(format!("{}: {field}: {problem}", source.at(&at)));
     }
-    DefinitionError(out)
+    DefinitionError(lines.join("\n"))
 }
 
 pub(crate) fn wanted_jobs(sources: &[Source]) -> Vec<Wanted<'_>> {
@@ -128,6 +191,7 @@ pub(crate) async fn apply_job(
     wanted: &Wanted<'_>,
     dry_run: bool,
     changes: &mut Vec<String>,
+    faults: &mut Faults,
 ) -> Result<(), DefinitionError> {
     let name = wanted.definition["name"].as_str().unwrap_or_default().to_owned();
     let existing = registry
@@ -146,10 +210,27 @@ pub(crate) async fn apply_job(
             }
             let mut body = wanted.definition.clone();
             body.insert("managed_by".into(), json!(MANAGER));
-            registry
+            let created = registry
                 .create_job(Value::Object(body))
                 .await
-                .map_err(|err| located(wanted, err, ""))?
+                .map_err(|err| located(wanted, err, ""));
+            match created {
+                Ok(id) => id,
+                Err(refused) => {
+                    faults.keep(Err(refused))?;
+                    // Gathering: the triggers are checked too, under the id a checking
+                    // registry lists the refused job with (none: nothing to check them on).
+                    let listed = registry.jobs().await?;
+                    let Some(id) = listed
+                        .iter()
+                        .find(|job| job["name"] == name.as_str())
+                        .and_then(|job| job["id"].as_i64())
+                    else {
+                        return Ok(());
+                    };
+                    id
+                }
+            }
         }
         Some(job) => {
             let mut differences = differences(&wanted.definition, &job);
@@ -169,16 +250,17 @@ pub(crate) async fn apply_job(
                     }
                     patch.insert("version".into(), job["version"].clone());
                     patch.insert("managed_by".into(), json!(MANAGER));
-                    registry
+                    let updated = registry
                         .update_job(id, Value::Object(patch))
                         .await
-                        .map_err(|err| located(wanted, err, ""))?;
+                        .map_err(|err| located(wanted, err, ""));
+                    faults.keep(updated)?;
                 }
             }
             id
         }
     };
-    apply_triggers(registry, wanted, &name, job_id, dry_run, changes).await
+    apply_triggers(registry, wanted, &name, job_id, dry_run, changes, faults).await
 }
 
 /// Sets a job's child lists (by name) where they differ from the files'.
@@ -225,15 +307,17 @@ pub(crate) async fn apply_triggers(
     job_id: i64,
     dry_run: bool,
     changes: &mut Vec<String>,
+    faults: &mut Faults,
 ) -> Result<(), DefinitionError> {
     let (missing, existing) = unmatched_triggers(&wanted.triggers, registry.triggers(job_id).await?);
     for (t, trigger) in missing {
         changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
         if !dry_run {
-            registry
+            let created = registry
                 .create_trigger(job_id, trigger.clone())
                 .await
-                .map_err(|err| located(wanted, err, &format!("/triggers/{t}")))?;
+                .map_err(|err| located(wanted, err, &format!("/triggers/{t}")));
+            faults.keep(created)?;
         }
     }
     for stale in existing {

@@ -43,7 +43,7 @@ use std::future::Future;
 
 use serde_json::Value;
 
-pub use apply::{apply, Report};
+pub use apply::{apply, check, Report};
 pub use export::export;
 pub use source::{read, read_text, Source};
 pub use yaml::yaml;

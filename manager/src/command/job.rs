@@ -33,6 +33,9 @@ pub const MAX_SHARDS: i64 = 1000;
 pub const MAX_REPLICAS: i64 = 100;
 /// The longest retry backoff, in seconds (a week).
 pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
+/// The longest a run may be given (24 days): a longer timeout is a typo (a 99999999 s
+/// timeout is three years), and a run that long is stuck, not working.
+pub const MAX_TIMEOUT_SECS: i64 = 24 * 24 * 3600;
 
 /// A job's definition as given: every field optional (absent means the default on a
 /// create and unchanged on an edit), with the problems met while reading it.
@@ -214,7 +217,7 @@ impl JobDraft {
             job.overlap = overlap;
         }
         let timeout = checks.not_null("timeout_secs", self.timeout_secs);
-        if let Some(timeout) = timeout.and_then(|t| checks.within("timeout_secs", t, 1, INT4_MAX)) {
+        if let Some(timeout) = timeout.and_then(|t| checks.within("timeout_secs", t, 1, MAX_TIMEOUT_SECS)) {
             job.timeout_secs = timeout as i32;
         }
         let attempts = checks.not_null("retry.max_attempts", self.retry_max_attempts);

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
-use probactr_common::schedule::{self, TriggerSchedule};
+use probactr_common::schedule::{self, CronSpec, TriggerSchedule};
 use probactr_common::store::triggers::NewTrigger;
 use probactr_common::{params_schema, secrets};
 use serde_json::Value;
@@ -252,13 +252,27 @@ impl TriggerDraft {
         // Without an owner (a preview that names none) an H is refused, as said above.
         let schedule = trigger
             .schedule(anchor, owner.map(schedule::hash_seed))
-            .map_err(|err| checks.error(&err.field, err.message))
+            .map_err(|err| {
+                cron_behind_bad_zone(&trigger, &err.field, checks);
+                checks.error(&err.field, err.message)
+            })
             .ok()?;
         Some(Definition {
             trigger,
             schedule,
             params,
         })
+    }
+}
+
+/// A bad zone stops the schedule's check before its cron: the cron is read alone (in
+/// UTC), so that both are named at once.
+fn cron_behind_bad_zone(trigger: &NewTrigger, failed: &str, checks: &mut Checks) {
+    let Some(cron) = trigger.cron.as_deref().filter(|_| failed == "timezone") else {
+        return;
+    };
+    if let Err(err) = CronSpec::parse_seeded(cron, "UTC", Some(0)) {
+        checks.error(&err.field, err.message);
     }
 }
 

@@ -7,7 +7,8 @@
 //! applies never interleave): the whole apply is first run against [`Checking`], a
 //! registry that reads the server but only validates what would be written (every job,
 //! trigger, channel, rule and workflow body through the same command checks as the API),
-//! then for real through [`InTransaction`], whose writes (with their audit rows) are
+//! going on past each problem so that one answer names them all (a dry run, the admin's
+//! Preview and an apply refused alike), then for real through [`InTransaction`], whose writes (with their audit rows) are
 //! committed only when every one succeeded. A file with a bad object is refused (422,
 //! naming file, line and field); a write the database refuses (a name taken meanwhile, a
 //! constraint) rolls everything back (422, or 409 for an object changed meanwhile). A
@@ -198,7 +199,8 @@ impl<'a> Definitions<'a> {
         // below read still holds when the changes are made.
         store::definitions::lock_apply(&mut *tx).await?;
         let session = InTransaction::over(self.handles, self.who, &self.namespace, tx);
-        let checked = probactr_definitions::apply(&Checking::over(&session), sources, false, prune).await;
+        // Every problem of every object is found before the answer names them all.
+        let checked = probactr_definitions::check(&Checking::over(&session), sources, prune).await;
         let report = checked.map_err(|err| session.failed(err))?;
         if dry_run {
             // Dropped, the transaction rolls back (it wrote nothing).
@@ -307,14 +309,20 @@ impl Registry for Checking<'_> {
         if let Some(kind) = draft.requested_kind() {
             checked(self.inner.who.require_job_kind(ns, kind))?;
         }
-        let job = checked(draft.definition(None))?;
+        let job = draft.definition(None);
+        // Listed even when refused, so that the check goes on with its triggers and the
+        // objects naming it, and names their own problems rather than its absence.
+        let id = {
+            let mut created = self
+                .created
+                .lock()
+                .map_err(|_| refusal(ApiError::Internal(anyhow::anyhow!("poisoned"))))?;
+            let id = FAKE_IDS + created.len() as i64;
+            created.push((id, name));
+            id
+        };
+        let job = checked(job)?;
         checked(self.inner.who.require_job_kind(ns, job.kind))?;
-        let mut created = self
-            .created
-            .lock()
-            .map_err(|_| refusal(ApiError::Internal(anyhow::anyhow!("poisoned"))))?;
-        let id = FAKE_IDS + created.len() as i64;
-        created.push((id, name));
         Ok(id)
     }
 

@@ -3,7 +3,7 @@
 //! against real processes and a loopback HTTP server, [`keys`] that job code cannot
 //! reach the executor's keys, [`routing`] where runs go (labels
 //! and selectors, cordon and drain), [`namespaces`] quotas, dedicated executors and
-//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps).
+//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;

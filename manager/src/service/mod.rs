@@ -11,6 +11,7 @@ pub mod definitions;
 pub mod jobs;
 pub mod ledger;
 pub mod namespaces;
+pub mod pools;
 pub mod resume;
 pub mod runs;
 pub mod secrets;

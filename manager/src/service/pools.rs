@@ -35,6 +35,19 @@ pub async fn list(
     Ok(store::pools::list(&handles.pool, shown.as_deref()).await?)
 }
 
+/// [`list`], each pool with its holders and waiting runs (the admin's pools page).
+pub async fn list_with_holders(
+    handles: &Handles,
+    who: &Principal,
+    namespace: Option<&str>,
+) -> Result<Vec<PoolView>, ApiError> {
+    let mut views = Vec::new();
+    for pool in list(handles, who, namespace).await? {
+        views.push(get(handles, who, &pool.namespace, &pool.name).await?);
+    }
+    Ok(views)
+}
+
 /// Pool `name` of `namespace` with its holders and waiting runs (404 when the caller
 /// has no role there, as when it does not exist).
 pub async fn get(

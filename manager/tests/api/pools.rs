@@ -1,6 +1,6 @@
 //! Pools through the API: created and resized by a namespace's admins, taken by jobs of
-//! that namespace only (checked, named in the error), kept while a job takes them, and
-//! the reason a run waits for one.
+//! that namespace only (checked, named in the error), kept while a job takes them, the
+//! reason a run waits for one, and the admin's pools page.
 
 use super::*;
 
@@ -102,6 +102,15 @@ async fn pools_are_checked_taken_by_jobs_and_kept_while_taken(pool: PgPool) {
     assert_eq!(
         (shown.body["slots"].clone(), shown.body["waiting"].clone()),
         (json!(4), json!(1))
+    );
+
+    let browser = app.browser("admin").await;
+    let page = app.page("/pools", &browser.cookie).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains("licence-server") && page.text.contains("2/4"),
+        "{}",
+        page.text
     );
 
     // Without the job, it goes.

@@ -75,10 +75,12 @@ taken AS (
     SELECT id, lock_free, namespace, capped, trigger_id, trigger_capped, pool_id, pool_slots FROM (
         SELECT id, lock_free, process, service, namespace, capped, trigger_id, trigger_capped,
                pool, pool_slots,
-               (SELECT pool_quota.id FROM pool_quota
-                WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) AS pool_id,
-               (SELECT pool_quota.room FROM pool_quota
-                WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) AS pool_room,
+               CASE WHEN pool IS NOT NULL THEN
+                   (SELECT pool_quota.id FROM pool_quota
+                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_id,
+               CASE WHEN pool IS NOT NULL THEN
+                   (SELECT pool_quota.room FROM pool_quota
+                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_room,
                CASE WHEN pool IS NOT NULL THEN sum(pool_slots) OVER (PARTITION BY namespace, pool
                                                                      ORDER BY claim_order, id) END AS pool_weight,
                CASE WHEN capped THEN row_number() OVER (PARTITION BY namespace, capped

@@ -442,7 +442,15 @@ CREATE FUNCTION public.probactr_quota_release() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    UPDATE namespaces SET running = running - 1 WHERE name = OLD.quota_namespace;
+    IF OLD.quota_namespace IS NOT NULL THEN
+        UPDATE namespaces SET running = running - 1 WHERE name = OLD.quota_namespace;
+    END IF;
+    IF OLD.quota_trigger IS NOT NULL THEN
+        UPDATE triggers SET running = running - 1 WHERE id = OLD.quota_trigger;
+    END IF;
+    IF OLD.quota_pool IS NOT NULL THEN
+        UPDATE pools SET used = used - OLD.quota_pool_slots WHERE id = OLD.quota_pool;
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -589,6 +597,29 @@ BEGIN
         END IF;
     END LOOP;
     RETURN NULL;
+END $$;
+
+--
+-- Name: probactr_trigger_capped(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_trigger_capped() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    counted INTEGER;
+BEGIN
+    UPDATE runs_live SET trigger_cap = NEW.max_concurrency
+    WHERE trigger_id = NEW.id AND state = 'queued';
+    IF OLD.max_concurrency IS NULL AND NEW.max_concurrency IS NOT NULL THEN
+        WITH marked AS (
+            UPDATE runs_live SET quota_trigger = NEW.id
+            WHERE trigger_id = NEW.id AND state IN ('claimed', 'running') AND quota_trigger IS NULL
+            RETURNING 1)
+        SELECT count(*) INTO counted FROM marked;
+        NEW.running := NEW.running + counted;
+    END IF;
+    RETURN NEW;
 END $$;
 
 --
@@ -1022,6 +1053,8 @@ CREATE TABLE public.jobs (
     params_schema jsonb,
     namespace text DEFAULT 'default'::text NOT NULL,
     namespace_capped boolean DEFAULT false NOT NULL,
+    pool text,
+    pool_slots integer DEFAULT 1 NOT NULL,
     CONSTRAINT jobs_fence_nonnegative CHECK ((fence >= 0)),
     CONSTRAINT jobs_kind_valid CHECK ((kind = ANY (ARRAY['shell'::text, 'http'::text, 'noop'::text, 'sleep'::text]))),
     CONSTRAINT jobs_managed_by_length CHECK (((managed_by IS NULL) OR ((char_length(managed_by) >= 1) AND (char_length(managed_by) <= 100)))),
@@ -1031,6 +1064,7 @@ CREATE TABLE public.jobs (
     CONSTRAINT jobs_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
     CONSTRAINT jobs_on_executor_lost_valid CHECK ((on_executor_lost = ANY (ARRAY['rerun'::text, 'fail'::text]))),
     CONSTRAINT jobs_overlap_valid CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue'::text]))),
+    CONSTRAINT jobs_pool_slots_positive CHECK ((pool_slots >= 1)),
     CONSTRAINT jobs_priority_range CHECK (((priority >= '-100'::integer) AND (priority <= 100))),
     CONSTRAINT jobs_replicas_range CHECK (((replicas >= 1) AND (replicas <= 100))),
     CONSTRAINT jobs_retry_attempts_positive CHECK (((retry_max_attempts >= 1) AND (retry_max_attempts <= 100))),
@@ -1210,6 +1244,35 @@ CREATE TABLE public.oidc_logins (
 );
 
 --
+-- Name: pools; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pools (
+    id bigint NOT NULL,
+    namespace text DEFAULT 'default'::text NOT NULL,
+    name text NOT NULL,
+    slots integer NOT NULL,
+    used integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT pools_name_valid CHECK ((name ~ '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$'::text)),
+    CONSTRAINT pools_slots_positive CHECK ((slots >= 1))
+);
+
+--
+-- Name: pools_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.pools ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.pools_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: run_checkpoints; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1300,6 +1363,9 @@ CREATE TABLE public.runs (
     pinned_to uuid,
     replica integer,
     quota_namespace text,
+    quota_trigger bigint,
+    quota_pool bigint,
+    quota_pool_slots integer,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1346,6 +1412,9 @@ CREATE TABLE public.runs_done (
     pinned_to uuid,
     replica integer,
     quota_namespace text,
+    quota_trigger bigint,
+    quota_pool bigint,
+    quota_pool_slots integer,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1392,6 +1461,9 @@ CREATE TABLE public.runs_done_default (
     pinned_to uuid,
     replica integer,
     quota_namespace text,
+    quota_trigger bigint,
+    quota_pool bigint,
+    quota_pool_slots integer,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1450,6 +1522,9 @@ CREATE TABLE public.runs_invalid (
     pinned_to uuid,
     replica integer,
     quota_namespace text,
+    quota_trigger bigint,
+    quota_pool bigint,
+    quota_pool_slots integer,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1495,6 +1570,9 @@ CREATE TABLE public.runs_live (
     pinned_to uuid,
     replica integer,
     quota_namespace text,
+    quota_trigger bigint,
+    quota_pool bigint,
+    quota_pool_slots integer,
     CONSTRAINT runs_attempt_chain CHECK (((attempt = 1) = (first_run_id IS NULL))),
     CONSTRAINT runs_attempt_positive CHECK ((attempt >= 1)),
     CONSTRAINT runs_finished_when_terminal CHECK (((state = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text])) OR (finished_at IS NOT NULL))),
@@ -1558,6 +1636,7 @@ CREATE TABLE public.triggers (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     max_concurrency integer,
     params jsonb DEFAULT '{}'::jsonb NOT NULL,
+    running integer DEFAULT 0 NOT NULL,
     CONSTRAINT triggers_interval_positive CHECK (((interval_secs IS NULL) OR (interval_secs > 0))),
     CONSTRAINT triggers_kind_fields CHECK ((((kind = 'cron'::text) AND (cron IS NOT NULL) AND (interval_secs IS NULL) AND (at IS NULL)) OR ((kind = 'interval'::text) AND (interval_secs IS NOT NULL) AND (cron IS NULL) AND (at IS NULL)) OR ((kind = 'once'::text) AND (at IS NOT NULL) AND (cron IS NULL) AND (interval_secs IS NULL)))),
     CONSTRAINT triggers_kind_valid CHECK ((kind = ANY (ARRAY['cron'::text, 'interval'::text, 'once'::text]))),
@@ -1951,6 +2030,20 @@ ALTER TABLE ONLY public.oidc_logins
     ADD CONSTRAINT oidc_logins_pkey PRIMARY KEY (binding_hash);
 
 --
+-- Name: pools pools_name_unique; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pools
+    ADD CONSTRAINT pools_name_unique UNIQUE (namespace, name);
+
+--
+-- Name: pools pools_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pools
+    ADD CONSTRAINT pools_pkey PRIMARY KEY (id);
+
+--
 -- Name: run_checkpoints run_checkpoints_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2149,6 +2242,12 @@ CREATE INDEX executors_live_heartbeat ON public.executors USING btree (last_hear
 CREATE INDEX idempotency_keys_created_at ON public.idempotency_keys USING btree (created_at);
 
 --
+-- Name: jobs_pool; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_pool ON public.jobs USING btree (namespace, pool) WHERE (pool IS NOT NULL);
+
+--
 -- Name: jobs_with_followers; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2237,12 +2336,6 @@ CREATE INDEX runs_active_by_executor ON public.runs_live USING btree (executor_i
 --
 
 CREATE INDEX runs_active_by_job ON public.runs_live USING btree (job_id) WHERE (state = ANY (ARRAY['claimed'::text, 'running'::text]));
-
---
--- Name: runs_active_by_trigger; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_active_by_trigger ON public.runs_live USING btree (trigger_id) WHERE ((state = ANY (ARRAY['claimed'::text, 'running'::text])) AND (trigger_cap IS NOT NULL));
 
 --
 -- Name: runs_chain_attempt; Type: INDEX; Schema: public; Owner: -
@@ -2632,13 +2725,13 @@ CREATE TRIGGER runs_alert_events AFTER INSERT ON public.runs REFERENCING NEW TAB
 -- Name: runs_live runs_live_quota_left; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER runs_live_quota_left AFTER DELETE ON public.runs_live FOR EACH ROW WHEN (((old.quota_namespace IS NOT NULL) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])))) EXECUTE FUNCTION public.probactr_quota_release();
+CREATE TRIGGER runs_live_quota_left AFTER DELETE ON public.runs_live FOR EACH ROW WHEN ((((old.quota_namespace IS NOT NULL) OR (old.quota_trigger IS NOT NULL) OR (old.quota_pool IS NOT NULL)) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])))) EXECUTE FUNCTION public.probactr_quota_release();
 
 --
 -- Name: runs_live runs_live_quota_requeued; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER runs_live_quota_requeued AFTER UPDATE OF state ON public.runs_live FOR EACH ROW WHEN (((old.quota_namespace IS NOT NULL) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])) AND (new.state = 'queued'::text))) EXECUTE FUNCTION public.probactr_quota_release();
+CREATE TRIGGER runs_live_quota_requeued AFTER UPDATE OF state ON public.runs_live FOR EACH ROW WHEN ((((old.quota_namespace IS NOT NULL) OR (old.quota_trigger IS NOT NULL) OR (old.quota_pool IS NOT NULL)) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])) AND (new.state = 'queued'::text))) EXECUTE FUNCTION public.probactr_quota_release();
 
 --
 -- Name: runs_live runs_live_route; Type: TRIGGER; Schema: public; Owner: -
@@ -2663,6 +2756,12 @@ CREATE TRIGGER runs_stats_inserted AFTER INSERT ON public.runs REFERENCING NEW T
 --
 
 CREATE TRIGGER runs_stats_updated AFTER UPDATE ON public.runs REFERENCING OLD TABLE AS previous_runs NEW TABLE AS updated_runs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_job_stats_updated();
+
+--
+-- Name: triggers triggers_capped; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER triggers_capped BEFORE UPDATE OF max_concurrency ON public.triggers FOR EACH ROW WHEN ((old.max_concurrency IS DISTINCT FROM new.max_concurrency)) EXECUTE FUNCTION public.probactr_trigger_capped();
 
 --
 -- Name: triggers triggers_changed; Type: TRIGGER; Schema: public; Owner: -
@@ -2781,6 +2880,13 @@ ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
 
 --
+-- Name: jobs jobs_pool_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_pool_fkey FOREIGN KEY (namespace, pool) REFERENCES public.pools(namespace, name);
+
+--
 -- Name: misfires misfires_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2807,6 +2913,13 @@ ALTER TABLE ONLY public.notifications
 
 ALTER TABLE ONLY public.notifications
     ADD CONSTRAINT notifications_rule_id_fkey FOREIGN KEY (rule_id) REFERENCES public.alert_rules(id) ON DELETE SET NULL;
+
+--
+-- Name: pools pools_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pools
+    ADD CONSTRAINT pools_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
 
 --
 -- Name: run_checkpoints run_checkpoints_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -408,6 +408,10 @@ pub struct Job {
     pub deleted_at: Option<DateTime<Utc>>,
     /// Its declared run parameters (see `params_schema`); None: free parameters.
     pub params_schema: Option<serde_json::Value>,
+    /// The pool of its namespace whose slots its runs hold (None: none).
+    pub pool: Option<String>,
+    /// The slots of `pool` each of its runs holds.
+    pub pool_slots: i32,
 }
 
 /// A row of `triggers`.

@@ -47,6 +47,8 @@ pub(crate) const JOB_FIELDS: &[&str] = &[
     "mode",
     "replicas",
     "params_schema",
+    "pool",
+    "pool_slots",
 ];
 /// The fields of a trigger a definition carries.
 pub(crate) const TRIGGER_FIELDS: &[&str] = &[

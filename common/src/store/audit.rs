@@ -72,6 +72,7 @@ pub const NAMESPACED: &[&str] = &[
     "workflow_run",
     "workflow_trigger",
     "secret",
+    "pool",
     "channel",
     "alert_channel",
     "alert_rule",

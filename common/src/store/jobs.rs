@@ -59,6 +59,16 @@ pub struct NewJob {
     /// Its declared run parameters, as checked (None: free parameters).
     #[serde(default)]
     pub params_schema: Option<serde_json::Value>,
+    /// The pool of its namespace whose slots its runs hold (None: none).
+    #[serde(default)]
+    pub pool: Option<String>,
+    /// The slots of `pool` each of its runs holds.
+    #[serde(default = "one_slot")]
+    pub pool_slots: i32,
+}
+
+fn one_slot() -> i32 {
+    1
 }
 
 fn default_namespace() -> String {
@@ -92,6 +102,8 @@ impl NewJob {
             mode: JobMode::Batch,
             replicas: 1,
             params_schema: None,
+            pool: None,
+            pool_slots: 1,
         }
     }
 }
@@ -103,10 +115,10 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
                             on_executor_lost, max_takeovers, selector, priority, stop_grace_secs,
-                            route, shards, mode, replicas, params_schema, namespace)
+                            route, shards, mode, replicas, params_schema, namespace, pool, pool_slots)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                   $18, $19, $20, $21, $22, $23)
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+                   $18, $19, $20, $21, $22, $23, $24, $25)
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -129,7 +141,9 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.mode as JobMode,
         job.replicas,
         job.params_schema,
-        job.namespace
+        job.namespace,
+        job.pool,
+        job.pool_slots
     )
     .fetch_one(db)
     .await?)
@@ -138,7 +152,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -149,7 +163,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         id,
         paused
     )
@@ -160,7 +174,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -307,7 +321,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -328,10 +342,10 @@ pub async fn update(
                            managed_by = $14, on_executor_lost = $15, max_takeovers = $16,
                            selector = $17, priority = $18, stop_grace_secs = $19,
                            route = $20, shards = $21, mode = $22, replicas = $23,
-                           params_schema = $24,
+                           params_schema = $24, pool = $25, pool_slots = $26,
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         id,
         version,
         job.name,
@@ -355,7 +369,9 @@ pub async fn update(
         job.shards,
         job.mode as JobMode,
         job.replicas,
-        job.params_schema
+        job.params_schema,
+        job.pool,
+        job.pool_slots
     )
     .fetch_optional(db)
     .await?)
@@ -368,11 +384,11 @@ pub async fn update(
 pub async fn retire(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(sqlx::query_as!(
         Job,
-        r#"UPDATE jobs SET deleted_at = now(), paused = true, managed_by = NULL,
+        r#"UPDATE jobs SET deleted_at = now(), paused = true, managed_by = NULL, pool = NULL,
                            name = left(name, 170) || ' (deleted #' || id || ')',
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND deleted_at IS NULL
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         id
     )
     .fetch_optional(db)

@@ -24,6 +24,7 @@ pub mod jobs;
 pub mod login_failures;
 pub mod namespaces;
 pub mod oidc_logins;
+pub mod pools;
 pub mod processes;
 pub mod retry;
 pub mod run_inputs;

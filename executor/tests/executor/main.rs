@@ -3,10 +3,11 @@
 //! against real processes and a loopback HTTP server, [`keys`] that job code cannot
 //! reach the executor's keys, [`routing`] where runs go (labels
 //! and selectors, cordon and drain), [`namespaces`] quotas, dedicated executors and
-//! secrets per namespace.
+//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
+mod flow;
 mod jobs;
 mod keys;
 mod namespaces;

@@ -19,13 +19,13 @@ use uuid::Uuid;
 
 use crate::routing::{ran_on, registered_id};
 
-async fn connect(pool_options: PgPoolOptions, options: PgConnectOptions) -> (PgPool, String) {
+pub(crate) async fn connect(pool_options: PgPoolOptions, options: PgConnectOptions) -> (PgPool, String) {
     let url = support::database_url(&options);
     let pool = pool_options.connect_with(options).await.expect("test database");
     (pool, url)
 }
 
-async fn make_namespace(pool: &PgPool, name: &str, max_running: Option<i32>) {
+pub(crate) async fn make_namespace(pool: &PgPool, name: &str, max_running: Option<i32>) {
     sqlx::query("INSERT INTO namespaces (name, max_running) VALUES ($1, $2)")
         .bind(name)
         .bind(max_running)
@@ -35,7 +35,7 @@ async fn make_namespace(pool: &PgPool, name: &str, max_running: Option<i32>) {
 }
 
 /// Inserts `job` into `namespace`.
-async fn job_in(pool: &PgPool, namespace: &str, job: &NewJob) -> i64 {
+pub(crate) async fn job_in(pool: &PgPool, namespace: &str, job: &NewJob) -> i64 {
     let job = jobs::insert(pool, job).await.unwrap();
     sqlx::query("UPDATE jobs SET namespace = $2 WHERE id = $1")
         .bind(job.id)
@@ -47,7 +47,7 @@ async fn job_in(pool: &PgPool, namespace: &str, job: &NewJob) -> i64 {
 }
 
 /// The states of `job_id`'s runs, counted.
-async fn states(pool: &PgPool, job_id: i64) -> HashMap<String, i64> {
+pub(crate) async fn states(pool: &PgPool, job_id: i64) -> HashMap<String, i64> {
     sqlx::query_as::<_, (String, i64)>("SELECT state, count(*) FROM runs WHERE job_id = $1 GROUP BY state")
         .bind(job_id)
         .fetch_all(pool)

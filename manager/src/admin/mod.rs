@@ -19,6 +19,7 @@ mod jobs;
 mod ledger;
 mod login;
 mod namespaces;
+mod pools;
 mod runs;
 mod secrets;
 pub mod templates;
@@ -97,6 +98,7 @@ pub fn router() -> Router<AppState> {
         .route("/alerts/rules", post(alerts::create_rule))
         .route("/alerts/rules/{id}/delete", post(alerts::delete_rule))
         .route("/notifications", get(alerts::notifications))
+        .route("/pools", get(pools::list))
         .route("/secrets", get(secrets::list).post(secrets::set))
         .route("/secrets/{name}/delete", post(secrets::delete))
         .route("/users", get(users::list).post(users::create))

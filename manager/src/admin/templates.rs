@@ -26,6 +26,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("run.html", include_str!("../../templates/run.html")),
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),
+    ("pools.html", include_str!("../../templates/pools.html")),
     ("secrets.html", include_str!("../../templates/secrets.html")),
     ("namespaces.html", include_str!("../../templates/namespaces.html")),
     ("alerts.html", include_str!("../../templates/alerts.html")),

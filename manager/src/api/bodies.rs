@@ -94,6 +94,11 @@ pub struct JobFields {
     /// workflow step parameters are checked against them (a 422 names `params.NAME`),
     /// undeclared ones refused, defaults filled in. Null: parameters are free.
     pub params_schema: Option<std::collections::BTreeMap<String, ParamDeclaration>>,
+    /// A pool of the job's namespace (`/api/v1/pools`) whose slots its runs hold: runs
+    /// wait queued while it is full. Null: none.
+    pub pool: Option<String>,
+    /// The slots of `pool` each run holds (1 to the pool's slots, default 1).
+    pub pool_slots: Option<i32>,
     /// Child jobs queued when a run succeeds, by id or name; each child run gets the
     /// parent run's parameters and `PROBACTR_PARENT_RUN_ID`. A list that would loop back
     /// to the job is refused.
@@ -467,4 +472,22 @@ pub struct NewSecretBody {
 pub struct SecretValueBody {
     /// The new value (never shown again).
     pub value: String,
+}
+
+/// `POST /api/v1/pools`.
+#[derive(Debug, ToSchema)]
+pub struct NewPoolBody {
+    /// 1 to 63 lowercase letters, digits or `-`; jobs of its namespace take it as `pool: NAME`.
+    pub name: String,
+    /// Its namespace (default `default`): only that namespace's jobs can take it.
+    pub namespace: Option<String>,
+    /// The weight of runs it holds at once (1 to 100000).
+    pub slots: i32,
+}
+
+/// `PATCH /api/v1/pools/{name}`.
+#[derive(Debug, ToSchema)]
+pub struct PoolSlotsBody {
+    /// The weight of runs it holds at once (1 to 100000).
+    pub slots: i32,
 }

@@ -18,6 +18,7 @@ mod jobs;
 mod ledger;
 mod namespaces;
 pub mod openapi;
+mod pools;
 pub mod precondition;
 mod runs;
 mod secrets;
@@ -90,6 +91,8 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(secrets::list, secrets::create))
         .routes(routes!(secrets::update, secrets::delete))
         .routes(routes!(secrets::rotate))
+        .routes(routes!(pools::list, pools::create))
+        .routes(routes!(pools::get, pools::update, pools::delete))
         .routes(routes!(alerts::list_channels, alerts::create_channel))
         .routes(routes!(
             alerts::get_channel,

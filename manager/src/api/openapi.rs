@@ -38,6 +38,10 @@ pub fn skeleton() -> OpenApi {
             "Named values jobs reference as {{ secrets.NAME }}; write-only",
         ),
         (
+            "pools",
+            "Scarce things jobs share: a pool's slots bound its jobs' runs at once",
+        ),
+        (
             "operations",
             "Health, readiness and metrics, without authentication",
         ),

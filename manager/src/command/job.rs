@@ -88,6 +88,10 @@ pub struct JobDraft {
     pub replicas: Given<i64>,
     /// Declared run parameters, as given (null: free parameters).
     pub params_schema: Option<Value>,
+    /// The pool of its namespace its runs hold slots of (null: none).
+    pub pool: Given<String>,
+    /// The slots of the pool each run holds.
+    pub pool_slots: Given<i64>,
     /// Child jobs, as given (lists of job ids or names).
     pub children: ChildDraft,
     /// Problems met while reading, by field.
@@ -136,6 +140,8 @@ impl JobDraft {
             mode: input.choice("mode"),
             replicas: input.int("replicas", i64::MIN, i64::MAX),
             params_schema: input.raw("params_schema"),
+            pool: input.text("pool"),
+            pool_slots: input.int("pool_slots", i64::MIN, i64::MAX),
             children: ChildDraft {
                 on_success: input.raw("on_success"),
                 on_failure: input.raw("on_failure"),
@@ -233,6 +239,18 @@ impl JobDraft {
         }
         if let Some(paused) = checks.not_null("paused", self.paused) {
             job.paused = paused;
+        }
+        if let Some(pool) = self.pool {
+            match pool.map(|p| p.trim().to_owned()) {
+                Some(p) if p.is_empty() || p.chars().count() > 63 => {
+                    checks.error("pool", "must be a pool's name (1 to 63 characters), or null")
+                }
+                other => job.pool = other,
+            }
+        }
+        let slots = checks.not_null("pool_slots", self.pool_slots);
+        if let Some(slots) = slots.and_then(|s| checks.within("pool_slots", s, 1, INT4_MAX)) {
+            job.pool_slots = slots as i32;
         }
         if let Some(managed_by) = self.managed_by {
             match managed_by.map(|m| m.trim().to_owned()) {
@@ -384,6 +402,8 @@ pub fn definition_of(job: &Job) -> NewJob {
         mode: job.mode,
         replicas: job.replicas,
         params_schema: job.params_schema.clone(),
+        pool: job.pool.clone(),
+        pool_slots: job.pool_slots,
     }
 }
 

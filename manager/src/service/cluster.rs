@@ -275,10 +275,13 @@ fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> P
 /// Why a queued run waits: its namespace's quota is full ("namespace quota 5/5"), or
 /// [`why_waiting`] of its job.
 pub async fn why_run_waits(handles: &Handles, run_id: i64, job_id: i64) -> Result<Option<String>, ApiError> {
-    match store::runs::quota::queued_reason(&handles.pool, run_id).await? {
-        Some(quota) => Ok(Some(quota)),
-        None => why_waiting(handles, job_id).await,
+    if let Some(quota) = store::runs::quota::queued_reason(&handles.pool, run_id).await? {
+        return Ok(Some(quota));
     }
+    if let Some(pool) = store::pools::queued_reason(&handles.pool, run_id).await? {
+        return Ok(Some(pool));
+    }
+    why_waiting(handles, job_id).await
 }
 
 /// Why the queued runs of a job wait although slots may be free: no live, uncordoned

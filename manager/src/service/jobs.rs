@@ -113,6 +113,10 @@ pub struct JobView {
     /// default, secret}}` (null: parameters are free).
     #[schema(value_type = Option<Object>)]
     pub params_schema: Option<Value>,
+    /// The pool of its namespace whose slots its runs hold (null: none).
+    pub pool: Option<String>,
+    /// The slots of `pool` each run holds.
+    pub pool_slots: i32,
     /// When the job was deleted with its history kept (null for a job in use).
     pub deleted_at: Option<DateTime<Utc>>,
     /// Jobs queued when a run succeeds (their runs get this run's params and
@@ -162,6 +166,8 @@ impl From<JobRow> for JobView {
             mode: job.mode,
             replicas: job.replicas,
             params_schema: job.params_schema,
+            pool: job.pool,
+            pool_slots: job.pool_slots,
             deleted_at: job.deleted_at,
             on_success: row.on_success,
             on_failure: row.on_failure,
@@ -330,6 +336,7 @@ pub async fn create_in(conn: &mut PgConnection, who: &Principal, draft: JobDraft
     let (mut job, children) = with_children(draft.definition(None), children)?;
     job.namespace = namespace.clone();
     check_secrets(conn, &job).await?;
+    check_pool(conn, &job).await?;
     // The namespace's row is locked until the transaction ends, so that concurrent
     // creations are counted one after the other against its quota.
     let quota = store::namespaces::get_for_update(&mut *conn, &namespace)
@@ -391,6 +398,7 @@ pub async fn update_in(
     let ((version, job), children) = with_children(patch.definition(&before), children)?;
     who.require_job_kind(&namespace, job.kind)?;
     check_secrets(conn, &job).await?;
+    check_pool(conn, &job).await?;
     refuse_deleted(&before)?;
     if version != before.version {
         return Err(stale_by(conn, "job", id, version, before.version).await);
@@ -423,6 +431,23 @@ pub async fn update_in(
     };
     store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(after)
+}
+
+/// A job's pool must be one of its namespace's, with at least the slots each run holds.
+async fn check_pool(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
+    let Some(name) = &job.pool else {
+        return Ok(());
+    };
+    let pool = store::pools::get(&mut *conn, &job.namespace, name)
+        .await?
+        .ok_or_else(|| ApiError::field("pool", format!("no pool {name} in namespace {}", job.namespace)))?;
+    if job.pool_slots > pool.slots {
+        return Err(ApiError::field(
+            "pool_slots",
+            format!("must be at most the {} slots of pool {name}", pool.slots),
+        ));
+    }
+    Ok(())
 }
 
 /// The jobs the child lists of a draft may name (those of its namespace); for an edit of

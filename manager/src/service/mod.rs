@@ -13,6 +13,7 @@ pub mod job_versions;
 pub mod jobs;
 pub mod ledger;
 pub mod namespaces;
+pub mod pools;
 pub mod resume;
 pub mod runs;
 pub mod secrets;

@@ -43,6 +43,7 @@ mod jobs;
 mod ledger;
 mod namespaces;
 mod output;
+mod pools;
 mod runs_cluster;
 mod startup;
 mod triggers;

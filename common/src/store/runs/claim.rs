@@ -16,7 +16,7 @@ use crate::store::StoreError;
 /// with a selector is taken only by an executor carrying all of its labels (the
 /// executor's labels are read once per statement, the selector only of jobs that have
 /// one); a run of a trigger with a cap stays queued while that many of the trigger's
-/// runs are claimed or running, and one statement takes no more than the cap leaves. Runs of paused jobs, runs
+/// runs are claimed or running, and one statement takes no more than the cap leaves (exactly: see below). Runs of paused jobs, runs
 /// waiting out a retry backoff, and runs of a non-parallel `overlap = queue` job that
 /// already has an active attempt stay queued (claiming them would only make them wait
 /// for the lock). Runs that need no lock — parallel jobs without a concurrency bound —
@@ -32,7 +32,12 @@ use crate::store::StoreError;
 /// statement: the claim takes no more of its runs than the quota leaves, and marks those
 /// it takes (`quota_namespace`), which give their places back when they leave
 /// claimed/running (see migration `2026120102000001` and docs/design.md, "Namespace
-/// quotas"). Runs of namespaces without one touch no namespace row.
+/// quotas"). Runs of namespaces without one touch no namespace row. A trigger's cap and a
+/// job's pool are held the same way, after the namespaces: the rows of the capped
+/// triggers (`triggers.running`) and of the pools (`pools.used`, by weight `pool_slots`)
+/// whose runs were picked are locked, read and raised, and the runs marked
+/// (`quota_trigger`, `quota_pool`); a run whose trigger has no cap and whose job takes no
+/// pool touches neither (see migration `2026120201000001`).
 pub const CLAIM_QUEUED_SQL: &str = include_str!("sql/claim_queued.sql");
 
 // The claim is checked at build time like every other statement: the macro below is

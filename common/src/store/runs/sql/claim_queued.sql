@@ -3,24 +3,27 @@ WITH picked AS (
     SELECT runs.id, runs.claim_order, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
            jobs.kind = 'shell' AS process, runs.trigger_id, runs.job_id,
            runs.replica IS NOT NULL AS service, jobs.namespace, jobs.namespace_capped AS capped,
-           runs.trigger_cap - (SELECT count(*) FROM runs_live AS active
-                               WHERE active.trigger_id = runs.trigger_id AND runs.trigger_cap IS NOT NULL
-                                 AND active.trigger_cap IS NOT NULL
-                                 AND active.state IN ('claimed', 'running')) AS trigger_room
+           runs.trigger_cap IS NOT NULL AS trigger_capped, jobs.pool, jobs.pool_slots
     FROM runs CROSS JOIN LATERAL (
         -- The job of each run walked to, looked up as the walk goes (OFFSET 0 keeps
         -- the planner from turning this into a join it may start from the jobs' side).
         SELECT jobs.parallel, jobs.max_concurrency, jobs.kind, jobs.paused, jobs.selector, jobs.overlap,
-               jobs.namespace, jobs.namespace_capped
+               jobs.namespace, jobs.namespace_capped, jobs.pool, jobs.pool_slots
         FROM jobs WHERE jobs.id = runs.job_id OFFSET 0) AS jobs
     WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
       AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
       -- An executor dedicated to namespaces takes only theirs.
       AND ($5::text[] IS NULL OR jobs.namespace = ANY ($5::text[]))
-      AND (runs.trigger_cap IS NULL OR runs.trigger_cap > (
-           SELECT count(*) FROM runs_live AS active
-           WHERE active.trigger_id = runs.trigger_id AND active.trigger_cap IS NOT NULL
-             AND active.state IN ('claimed', 'running')))
+      -- A capped trigger's runs are passed over while its count, as of this snapshot, is
+      -- full (the count the claim locks below is the one that bounds them).
+      AND (runs.trigger_cap IS NULL OR (SELECT capped.running < capped.max_concurrency
+                                        FROM triggers AS capped
+                                        WHERE capped.id = runs.trigger_id) IS NOT FALSE)
+      -- Likewise a pool's runs while, as of this snapshot, the run would not fit.
+      AND (jobs.pool IS NULL OR (SELECT shared.used + jobs.pool_slots <= shared.slots
+                                 FROM pools AS shared
+                                 WHERE shared.namespace = jobs.namespace AND shared.name = jobs.pool)
+                                IS NOT FALSE)
       -- A process declared dead, or cordoned, gets nothing, even if it has not noticed yet.
       AND EXISTS (SELECT 1 FROM executors
                   WHERE executors.id = $1 AND executors.state = 'alive' AND NOT executors.cordoned)
@@ -51,18 +54,50 @@ quota AS MATERIALIZED (
     JOIN namespaces ON namespaces.name = wanted.namespace
     ORDER BY namespaces.name
     FOR UPDATE OF namespaces),
+-- The same for the capped triggers whose runs were picked, locked in id order after the
+-- namespaces (reading `quota` first keeps every claimer's lock order the same).
+trigger_quota AS MATERIALIZED (
+    SELECT triggers.id, triggers.max_concurrency - triggers.running AS room
+    FROM (SELECT DISTINCT trigger_id FROM picked WHERE trigger_capped) AS wanted
+    JOIN triggers ON triggers.id = wanted.trigger_id
+    CROSS JOIN (SELECT count(*) FROM quota) AS namespaces_first
+    ORDER BY triggers.id
+    FOR UPDATE OF triggers),
+-- The same for the pools of the picked runs, locked last, in id order.
+pool_quota AS MATERIALIZED (
+    SELECT pools.id, pools.namespace, pools.name, pools.slots - pools.used AS room
+    FROM (SELECT DISTINCT namespace, pool FROM picked WHERE pool IS NOT NULL) AS wanted
+    JOIN pools ON pools.namespace = wanted.namespace AND pools.name = wanted.pool
+    CROSS JOIN (SELECT count(*) FROM trigger_quota) AS triggers_first
+    ORDER BY pools.id
+    FOR UPDATE OF pools),
 taken AS (
-    SELECT id, lock_free, namespace, capped FROM (
-        SELECT id, lock_free, process, trigger_room, service, namespace, capped,
+    SELECT id, lock_free, namespace, capped, trigger_id, trigger_capped, pool_id, pool_slots FROM (
+        SELECT id, lock_free, process, service, namespace, capped, trigger_id, trigger_capped,
+               pool, pool_slots,
+               CASE WHEN pool IS NOT NULL THEN
+                   (SELECT pool_quota.id FROM pool_quota
+                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_id,
+               CASE WHEN pool IS NOT NULL THEN
+                   (SELECT pool_quota.room FROM pool_quota
+                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_room,
+               CASE WHEN pool IS NOT NULL THEN sum(pool_slots) OVER (PARTITION BY namespace, pool
+                                                                     ORDER BY claim_order, id) END AS pool_weight,
                CASE WHEN capped THEN row_number() OVER (PARTITION BY namespace, capped
                                                         ORDER BY claim_order, id) END AS nth_of_namespace,
                row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
                row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
-               row_number() OVER (PARTITION BY trigger_id, trigger_room IS NULL
-                                  ORDER BY claim_order, id) AS nth_of_trigger
+               CASE WHEN trigger_capped THEN row_number() OVER (PARTITION BY trigger_id, trigger_capped
+                                                                ORDER BY claim_order, id) END AS nth_of_trigger
         FROM picked) AS ranked
-    WHERE (NOT process OR nth <= $4) AND (trigger_room IS NULL OR nth_of_trigger <= trigger_room)
-      AND (NOT service OR nth_of_job = 1)
+    WHERE (NOT process OR nth <= $4) AND (NOT service OR nth_of_job = 1)
+      -- A capped trigger's runs within its room (a cap removed meanwhile: no bound).
+      AND (NOT trigger_capped OR nth_of_trigger <= coalesce(
+           (SELECT trigger_quota.room FROM trigger_quota WHERE trigger_quota.id = ranked.trigger_id),
+           nth_of_trigger))
+      -- A pool's runs while the weight of those before them and theirs fits in its room
+      -- (a pool that no longer exists: no bound).
+      AND (pool IS NULL OR pool_weight <= coalesce(pool_room, pool_weight))
       -- A capped namespace's runs within its room (a quota removed meanwhile: no bound).
       AND (NOT capped OR nth_of_namespace <= coalesce(
            (SELECT quota.room FROM quota WHERE quota.name = ranked.namespace), nth_of_namespace))),
@@ -73,7 +108,10 @@ claimed AS (
                     state = CASE WHEN taken.lock_free THEN 'running' ELSE 'claimed' END,
                     started_at = CASE WHEN taken.lock_free THEN now() END,
                     heartbeat_at = CASE WHEN taken.lock_free THEN now() END,
-                    quota_namespace = CASE WHEN taken.capped THEN taken.namespace END
+                    quota_namespace = CASE WHEN taken.capped THEN taken.namespace END,
+                    quota_trigger = CASE WHEN taken.trigger_capped THEN taken.trigger_id END,
+                    quota_pool = taken.pool_id,
+                    quota_pool_slots = CASE WHEN taken.pool_id IS NOT NULL THEN taken.pool_slots END
     FROM taken WHERE runs.id = taken.id
     RETURNING runs.*),
 -- What the capped runs taken hold of their namespaces' quotas (the rows `quota` locked).
@@ -81,7 +119,19 @@ counted AS (
     UPDATE namespaces SET running = namespaces.running + held.runs
     FROM (SELECT quota_namespace, count(*) AS runs FROM claimed
           WHERE quota_namespace IS NOT NULL GROUP BY quota_namespace) AS held
-    WHERE namespaces.name = held.quota_namespace)
+    WHERE namespaces.name = held.quota_namespace),
+-- And of their triggers' caps (the rows `trigger_quota` locked).
+counted_by_trigger AS (
+    UPDATE triggers SET running = triggers.running + held.runs
+    FROM (SELECT quota_trigger, count(*) AS runs FROM claimed
+          WHERE quota_trigger IS NOT NULL GROUP BY quota_trigger) AS held
+    WHERE triggers.id = held.quota_trigger),
+-- And of their pools' slots (the rows `pool_quota` locked).
+counted_by_pool AS (
+    UPDATE pools SET used = pools.used + held.slots
+    FROM (SELECT quota_pool, sum(quota_pool_slots) AS slots FROM claimed
+          WHERE quota_pool IS NOT NULL GROUP BY quota_pool) AS held
+    WHERE pools.id = held.quota_pool)
 SELECT claimed.*, jobs.version AS job_version
 FROM claimed JOIN jobs ON jobs.id = claimed.job_id
 ORDER BY claimed.claim_order, claimed.id

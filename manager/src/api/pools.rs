@@ -1,0 +1,143 @@
+//! `/api/v1/pools`: scarce things a namespace's jobs share, `{name, slots}`. A job takes
+//! one with `pool` and `pool_slots`; its runs wait queued while the pool is full.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use probactr_common::store::namespaces::DEFAULT;
+use probactr_common::store::pools::Pool;
+use serde_json::Value;
+
+use super::bodies::{NewPoolBody, PoolSlotsBody};
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::input::{ApiJson, Input, QueryParams};
+use crate::service::pools::{self, PoolView, MAX_SLOTS};
+use crate::service::Paged;
+use crate::state::AppState;
+
+/// Every pool the caller sees, with the slots used now.
+#[utoipa::path(get, path = "/pools", operation_id = "list_pools", tag = "pools",
+    params(("namespace" = Option<String>, Query, description = "Only this namespace's pools (default: every namespace the caller sees)")),
+    responses(
+        (status = OK, description = "The pools", body = Paged<Pool>),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    query: QueryParams,
+) -> Result<Json<Paged<Pool>>, ApiError> {
+    let items = pools::list(&state.handles, &who, query.text("namespace")).await?;
+    let total = items.len() as i64;
+    Ok(Json(Paged { items, total }))
+}
+
+/// Create a pool (admins of its namespace).
+#[utoipa::path(post, path = "/pools", operation_id = "create_pool", tag = "pools",
+    request_body = NewPoolBody,
+    responses(
+        (status = CREATED, description = "Created", body = Pool),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = CONFLICT, description = "The namespace already has a pool so named", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn create(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<Pool>), ApiError> {
+    let mut input = Input::new(body)?;
+    let name = input.text("name");
+    let name = input.required("name", name);
+    let namespace = input
+        .text("namespace")
+        .flatten()
+        .unwrap_or_else(|| DEFAULT.to_owned());
+    let slots = input.int("slots", 1, MAX_SLOTS);
+    let slots = input.required("slots", slots);
+    input.finish()?;
+    let pool = pools::create(
+        &state.handles,
+        &who,
+        &namespace,
+        &name.unwrap_or_default(),
+        slots.unwrap_or_default() as i32,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(pool)))
+}
+
+/// A pool: its slots, the runs holding them and how many wait.
+#[utoipa::path(get, path = "/pools/{name}", operation_id = "get_pool", tag = "pools",
+    params(("name" = String, Path, description = "The pool"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
+    responses(
+        (status = OK, description = "The pool", body = PoolView),
+        (status = NOT_FOUND, description = "No such pool", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn get(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    query: QueryParams,
+) -> Result<Json<PoolView>, ApiError> {
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    Ok(Json(pools::get(&state.handles, &who, namespace, &name).await?))
+}
+
+/// Change a pool's slots (admins of its namespace). Runs holding slots keep them.
+#[utoipa::path(patch, path = "/pools/{name}", operation_id = "update_pool", tag = "pools",
+    params(("name" = String, Path, description = "The pool"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
+    request_body = PoolSlotsBody,
+    responses(
+        (status = OK, description = "The pool", body = Pool),
+        (status = NOT_FOUND, description = "No such pool", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn update(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    query: QueryParams,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<Pool>, ApiError> {
+    let mut input = Input::new(body)?;
+    let slots = input.int("slots", 1, MAX_SLOTS);
+    let slots = input.required("slots", slots);
+    input.finish()?;
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let pool = pools::set_slots(
+        &state.handles,
+        &who,
+        namespace,
+        &name,
+        slots.unwrap_or_default() as i32,
+    )
+    .await?;
+    Ok(Json(pool))
+}
+
+/// Delete a pool (admins of its namespace); 409 naming the jobs that take it.
+#[utoipa::path(delete, path = "/pools/{name}", operation_id = "delete_pool", tag = "pools",
+    params(("name" = String, Path, description = "The pool"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such pool", body = ErrorBody),
+        (status = CONFLICT, description = "Jobs take it (named)", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    query: QueryParams,
+) -> Result<StatusCode, ApiError> {
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    pools::delete(&state.handles, &who, namespace, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

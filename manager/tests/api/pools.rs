@@ -1,0 +1,130 @@
+//! Pools through the API: created and resized by a namespace's admins, taken by jobs of
+//! that namespace only (checked, named in the error), kept while a job takes them, the
+//! reason a run waits for one, and the admin's pools page.
+
+use super::*;
+
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn pools_are_checked_taken_by_jobs_and_kept_while_taken(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let created = app
+        .post(
+            "/api/v1/pools",
+            &admin,
+            json!({"name": "licence-server", "slots": 3}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(
+        (created.body["slots"].clone(), created.body["used"].clone()),
+        (json!(3), json!(0))
+    );
+    let again = app
+        .post(
+            "/api/v1/pools",
+            &admin,
+            json!({"name": "licence-server", "slots": 1}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text);
+    let bad = app
+        .post(
+            "/api/v1/pools",
+            &admin,
+            json!({"name": "licence-server", "slots": 0}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("slots"), "{}", bad.text);
+
+    // A job takes an existing pool of its namespace, within its slots.
+    let unknown = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "export", "kind": "noop", "pool": "nope"}),
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(unknown.text.contains("no pool nope"), "{}", unknown.text);
+    let heavy = app
+        .post(
+            "/api/v1/jobs",
+            &admin,
+            json!({"name": "export", "kind": "noop", "pool": "licence-server", "pool_slots": 4}),
+        )
+        .await;
+    assert_eq!(heavy.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(heavy.text.contains("pool_slots"), "{}", heavy.text);
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "export", "kind": "noop", "pool": "licence-server", "pool_slots": 2}),
+        )
+        .await;
+    assert_eq!(
+        (job["pool"].clone(), job["pool_slots"].clone()),
+        (json!("licence-server"), json!(2))
+    );
+
+    // Kept while a job takes it; the answer names the job.
+    let refused = app
+        .call(Method::DELETE, "/api/v1/pools/licence-server", Some(&admin), None)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    assert!(refused.text.contains("export"), "{}", refused.text);
+
+    // A queued run that does not fit waits, saying why.
+    let run = store::runs::queue_now(app.pool(), job["id"].as_i64().unwrap())
+        .await
+        .unwrap();
+    sqlx::query("UPDATE pools SET used = 2")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        store::pools::queued_reason(app.pool(), run.id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("pool licence-server 2/3")
+    );
+    let resized = app
+        .patch("/api/v1/pools/licence-server", &admin, json!({"slots": 4}))
+        .await;
+    assert_eq!(resized.status, StatusCode::OK, "{}", resized.text);
+    assert_eq!(
+        store::pools::queued_reason(app.pool(), run.id).await.unwrap(),
+        None
+    );
+    let shown = app.get("/api/v1/pools/licence-server", &admin).await;
+    assert_eq!(
+        (shown.body["slots"].clone(), shown.body["waiting"].clone()),
+        (json!(4), json!(1))
+    );
+
+    let browser = app.browser("admin").await;
+    let page = app.page("/pools", &browser.cookie).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains("licence-server") && page.text.contains("2/4"),
+        "{}",
+        page.text
+    );
+
+    // Without the job, it goes.
+    let job_id = job["id"].as_i64().unwrap();
+    let patched = app
+        .patch(
+            &format!("/api/v1/jobs/{job_id}"),
+            &admin,
+            json!({"version": job["version"], "pool": null}),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
+    let deleted = app
+        .call(Method::DELETE, "/api/v1/pools/licence-server", Some(&admin), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
+}

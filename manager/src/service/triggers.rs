@@ -170,7 +170,9 @@ pub async fn create_in(
         webhook,
         ..
     } = draft.definition(None, Utc::now())?;
-    let params = checked_params(job.params_schema.as_ref(), params, true, None, keys)?;
+    // A webhook's runs get their parameters from each delivery, checked then.
+    let creating = trigger.kind != TriggerKind::Webhook;
+    let params = checked_params(job.params_schema.as_ref(), params, creating, None, keys)?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
             "job_id",

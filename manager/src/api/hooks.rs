@@ -12,13 +12,12 @@ use crate::error::{ApiError, ErrorBody};
 use crate::service::webhooks;
 use crate::state::AppState;
 
-/// Start a run of a webhook trigger's job. The body (JSON when the trigger maps it to
-/// parameters with `params_from`) is checked against the trigger's signature settings;
+/// Start a run of a webhook trigger's job. The body is whatever the sender posts (JSON
+/// when the trigger maps it to parameters with `params_from`); it is checked against the trigger's signature settings;
 /// a delivery id already accepted within 24 h (the trigger's `dedup_header`) answers 200
 /// with the first delivery's run and starts nothing.
 #[utoipa::path(post, path = "/hooks/{token}", operation_id = "deliver_webhook", tag = "triggers", security(()),
     params(("token" = String, Path, description = "The webhook's token, from its URL")),
-    request_body(content = Object, description = "Whatever the sender posts; read only through `params_from`"),
     responses(
         (status = ACCEPTED, description = "A run was queued: `{\"run_id\": ID}`"),
         (status = OK, description = "A repeat of an accepted delivery: `{\"run_id\": ID, \"duplicate\": true}`"),

@@ -71,6 +71,7 @@ impl JsonPath {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::JsonPath;
     use serde_json::json;

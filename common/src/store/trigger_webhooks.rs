@@ -123,7 +123,11 @@ pub async fn update(db: impl PgExecutor<'_>, trigger_id: i64, settings: &Setting
 
 /// Replaces a webhook's token by another (the previous URL stops working at once); false
 /// when the trigger has no webhook.
-pub async fn set_token(db: impl PgExecutor<'_>, trigger_id: i64, token_digest: &str) -> Result<bool, StoreError> {
+pub async fn set_token(
+    db: impl PgExecutor<'_>,
+    trigger_id: i64,
+    token_digest: &str,
+) -> Result<bool, StoreError> {
     let done = sqlx::query!(
         "UPDATE trigger_webhooks SET token_digest = $2, token_rotated_at = now() WHERE trigger_id = $1",
         trigger_id,

@@ -11,14 +11,14 @@ use super::Id;
 use crate::auth::Principal;
 use crate::command::trigger::PreviewRequest;
 use crate::command::{TriggerDraft, TriggerPatch};
-use crate::error::{ApiError, ErrorBody};
 use crate::error::FieldErrors;
+use crate::error::{ApiError, ErrorBody};
 use crate::input::{check, ApiJson, QueryParams};
 use crate::service::triggers::{self, Preview, TriggerView};
 use crate::service::webhooks::{self, HookUrl};
-use probactr_common::store::webhook_deliveries::Delivery;
 use crate::service::Paged;
 use crate::state::AppState;
+use probactr_common::store::webhook_deliveries::Delivery;
 
 /// List a job's triggers.
 #[utoipa::path(get, path = "/jobs/{id}/triggers", operation_id = "list_triggers", tag = "triggers",

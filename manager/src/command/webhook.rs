@@ -123,9 +123,7 @@ fn read_signature(input: &mut Input) -> Given<SignatureSpec> {
 }
 
 fn read_params_from(input: &mut Input) -> Given<Map<String, Value>> {
-    let Some(given) = input.raw("params_from") else {
-        return None;
-    };
+    let given = input.raw("params_from")?;
     let map = match given {
         Value::Null => return Some(None),
         Value::Object(map) => map,

@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::model::{JobMode, Trigger, TriggerKind};
-use probactr_common::store::trigger_webhooks::Webhook;
 use probactr_common::store::audit::Change;
+use probactr_common::store::trigger_webhooks::Webhook;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -13,8 +13,8 @@ use sqlx::PgConnection;
 use std::collections::HashMap;
 
 use super::jobs::{stale, stale_by};
-use super::webhooks::HookUrl;
 use super::snapshot;
+use super::webhooks::HookUrl;
 use super::Handles;
 use crate::auth::Principal;
 use crate::command::trigger::{checked_params, Definition, PreviewRequest};
@@ -67,7 +67,10 @@ pub async fn with_params_from(
     triggers: Vec<Trigger>,
 ) -> Result<Vec<TriggerView>, ApiError> {
     let ids: Vec<i64> = triggers.iter().map(|trigger| trigger.id).collect();
-    let params: HashMap<i64, Value> = store::triggers::params_of(&mut *db, &ids).await?.into_iter().collect();
+    let params: HashMap<i64, Value> = store::triggers::params_of(&mut *db, &ids)
+        .await?
+        .into_iter()
+        .collect();
     let hook_ids: Vec<i64> = triggers
         .iter()
         .filter(|trigger| trigger.kind == TriggerKind::Webhook)
@@ -194,7 +197,9 @@ pub async fn create_in(
         store::triggers::set_params(&mut *conn, created.id, params).await?;
     }
     let webhook_token = match created.kind {
-        TriggerKind::Webhook => Some(super::webhooks::create_in(&mut *conn, keys, created.id, &webhook).await?),
+        TriggerKind::Webhook => {
+            Some(super::webhooks::create_in(&mut *conn, keys, created.id, &webhook).await?)
+        }
         _ => None,
     };
     let change = Change {

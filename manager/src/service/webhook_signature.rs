@@ -28,7 +28,13 @@ pub enum SignatureError {
 
 /// Checks `header` (the signature header's value) against the HMAC of `body` under
 /// `secret`, at Unix time `now`.
-pub fn verify(header: Option<&str>, prefix: &str, secret: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
+pub fn verify(
+    header: Option<&str>,
+    prefix: &str,
+    secret: &str,
+    body: &[u8],
+    now: i64,
+) -> Result<(), SignatureError> {
     let header = header.ok_or(SignatureError::Missing)?;
     let elements: Vec<&str> = header.split(',').map(str::trim).collect();
     let timestamp = (prefix != "t=")
@@ -63,6 +69,7 @@ pub fn verify(header: Option<&str>, prefix: &str, secret: &str, body: &[u8], now
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -81,7 +88,10 @@ mod tests {
             verify(Some(&github), "sha256=", "other-key", body, 0),
             Err(SignatureError::Mismatch)
         );
-        assert_eq!(verify(None, "sha256=", "s3cret-key", body, 0), Err(SignatureError::Missing));
+        assert_eq!(
+            verify(None, "sha256=", "s3cret-key", body, 0),
+            Err(SignatureError::Missing)
+        );
 
         let signed = [b"1700000000.".as_slice(), body].concat();
         let stripe = format!("t=1700000000,v1={},v0=00", sign("whsec", &signed));

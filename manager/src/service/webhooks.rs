@@ -212,7 +212,12 @@ impl Reply {
 
 /// Receives a delivery to the webhook of `token`. An unknown token is a 404 that records
 /// nothing (it names no trigger); every other delivery is recorded with its outcome.
-pub async fn receive(handles: &Handles, token: &str, headers: &HeaderMap, body: &[u8]) -> Result<Reply, ApiError> {
+pub async fn receive(
+    handles: &Handles,
+    token: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Reply, ApiError> {
     let mut tx = handles.pool.begin().await?;
     let Some(receiver) = trigger_webhooks::receiver_for_update(&mut tx, &secret::digest(token)).await? else {
         return Err(ApiError::not_found("hook", "?"));
@@ -258,7 +263,10 @@ async fn decide(
 ) -> Result<Reply, ApiError> {
     let settings = &receiver.settings;
     if receiver.paused {
-        return Ok(Reply::refused(StatusCode::CONFLICT, "the trigger or its job is paused"));
+        return Ok(Reply::refused(
+            StatusCode::CONFLICT,
+            "the trigger or its job is paused",
+        ));
     }
     let counted = webhook_deliveries::counted_last_minute(&mut *conn, receiver.trigger_id).await?;
     if counted >= i64::from(settings.rate_per_minute) {
@@ -269,18 +277,26 @@ async fn decide(
     }
     if let Some(signature) = &settings.signature {
         let keys = handles.secret_keys.as_deref().ok_or_else(|| {
-            ApiError::Unavailable("this manager has no PROBACTR_SECRET_KEY to open the webhook secret".to_owned())
+            ApiError::Unavailable(
+                "this manager has no PROBACTR_SECRET_KEY to open the webhook secret".to_owned(),
+            )
         })?;
         let secret = keys
             .open(&Owner::WebhookSecret(receiver.trigger_id), &signature.secret)
             .map_err(|err| ApiError::Internal(err.into()))?;
-        let header = headers.get(signature.header.as_str()).and_then(|v| v.to_str().ok());
-        if let Err(err) = webhook_signature::verify(header, &signature.prefix, &secret, body, Utc::now().timestamp()) {
+        let header = headers
+            .get(signature.header.as_str())
+            .and_then(|v| v.to_str().ok());
+        if let Err(err) =
+            webhook_signature::verify(header, &signature.prefix, &secret, body, Utc::now().timestamp())
+        {
             return Ok(Reply::refused(StatusCode::UNAUTHORIZED, err.to_string()));
         }
     }
     if let Some(delivery_id) = delivery_id {
-        if let Some(run_id) = webhook_deliveries::accepted_run(&mut *conn, receiver.trigger_id, delivery_id).await? {
+        if let Some(run_id) =
+            webhook_deliveries::accepted_run(&mut *conn, receiver.trigger_id, delivery_id).await?
+        {
             return Ok(Reply {
                 status: StatusCode::OK,
                 run_id,
@@ -335,8 +351,8 @@ fn mapped_params(params_from: &Value, body: &[u8]) -> Result<Value, String> {
     let Some(mapping) = params_from.as_object().filter(|m| !m.is_empty()) else {
         return Ok(json!({}));
     };
-    let document: Value =
-        serde_json::from_slice(body).map_err(|_| "the body is not JSON, and params_from reads it".to_owned())?;
+    let document: Value = serde_json::from_slice(body)
+        .map_err(|_| "the body is not JSON, and params_from reads it".to_owned())?;
     let mut params = Map::new();
     for (name, path) in mapping {
         let path = path

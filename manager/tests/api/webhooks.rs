@@ -35,7 +35,8 @@ impl TestApp {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        self.send(request.body(Body::from(body.to_owned())).unwrap()).await
+        self.send(request.body(Body::from(body.to_owned())).unwrap())
+            .await
     }
 }
 
@@ -49,7 +50,10 @@ async fn signed_deliveries_start_runs_with_the_body_as_parameters_once(pool: PgP
         "sha": {"type": "string", "pattern": "[0-9a-f]+"}
     });
     let job = app
-        .job(&admin, json!({"name": "build", "kind": "noop", "params_schema": schema}))
+        .job(
+            &admin,
+            json!({"name": "build", "kind": "noop", "params_schema": schema}),
+        )
         .await;
     let created = app
         .post(
@@ -70,12 +74,23 @@ async fn signed_deliveries_start_runs_with_the_body_as_parameters_once(pool: PgP
     assert!(path.starts_with("/hooks/whk_") && path.len() > 60, "{path}");
     let trigger = format!("/api/v1/triggers/{}", created.body["id"]);
     let read = app.get(&trigger, &admin).await;
-    assert!(read.body["webhook_url"].is_null(), "the URL is shown once: {}", read.text);
+    assert!(
+        read.body["webhook_url"].is_null(),
+        "the URL is shown once: {}",
+        read.text
+    );
     assert_eq!(read.body["webhook"]["has_secret"], true);
 
     let push = r#"{"ref": "main", "head_commit": {"id": "abc123"}}"#;
     let forged = app
-        .deliver(&path, push, &[("X-Hub-Signature-256", "sha256=00ff"), ("X-GitHub-Delivery", "d-1")])
+        .deliver(
+            &path,
+            push,
+            &[
+                ("X-Hub-Signature-256", "sha256=00ff"),
+                ("X-GitHub-Delivery", "d-1"),
+            ],
+        )
         .await;
     assert_eq!(forged.status, StatusCode::UNAUTHORIZED, "{}", forged.text);
     let unsigned = app.deliver(&path, push, &[("X-GitHub-Delivery", "d-1")]).await;
@@ -83,17 +98,28 @@ async fn signed_deliveries_start_runs_with_the_body_as_parameters_once(pool: PgP
     assert_eq!(app.count("runs").await, 0, "a bad signature starts nothing");
 
     let signature = github_signature(push);
-    let signed = [("X-Hub-Signature-256", signature.as_str()), ("X-GitHub-Delivery", "d-1")];
+    let signed = [
+        ("X-Hub-Signature-256", signature.as_str()),
+        ("X-GitHub-Delivery", "d-1"),
+    ];
     let accepted = app.deliver(&path, push, &signed).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
     let run_id = accepted.body["run_id"].as_i64().unwrap();
     let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
-    assert_eq!(run.body["params"], json!({"ref": "main", "sha": "abc123"}), "{}", run.text);
+    assert_eq!(
+        run.body["params"],
+        json!({"ref": "main", "sha": "abc123"}),
+        "{}",
+        run.text
+    );
     assert_eq!(run.body["trigger_id"], created.body["id"]);
 
     let replay = app.deliver(&path, push, &signed).await;
     assert_eq!(replay.status, StatusCode::OK, "{}", replay.text);
-    assert_eq!(replay.body["run_id"], run_id, "a repeat answers with the first run");
+    assert_eq!(
+        replay.body["run_id"], run_id,
+        "a repeat answers with the first run"
+    );
     assert_eq!(replay.body["duplicate"], true);
     assert_eq!(app.count("runs").await, 1, "a repeat starts nothing");
 
@@ -103,11 +129,23 @@ async fn signed_deliveries_start_runs_with_the_body_as_parameters_once(pool: PgP
         .deliver(
             &path,
             no_ref,
-            &[("X-Hub-Signature-256", no_ref_signature.as_str()), ("X-GitHub-Delivery", "d-2")],
+            &[
+                ("X-Hub-Signature-256", no_ref_signature.as_str()),
+                ("X-GitHub-Delivery", "d-2"),
+            ],
         )
         .await;
-    assert_eq!(invalid.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", invalid.text);
-    assert!(invalid.text.contains("params.ref"), "names the parameter: {}", invalid.text);
+    assert_eq!(
+        invalid.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        invalid.text
+    );
+    assert!(
+        invalid.text.contains("params.ref"),
+        "names the parameter: {}",
+        invalid.text
+    );
     assert_eq!(app.count("runs").await, 1);
 
     let deliveries = app.get(&format!("{trigger}/deliveries"), &admin).await;
@@ -120,7 +158,13 @@ async fn signed_deliveries_start_runs_with_the_body_as_parameters_once(pool: PgP
         .collect();
     assert_eq!(
         outcomes,
-        [("refused", 422), ("duplicate", 200), ("accepted", 202), ("refused", 401), ("refused", 401)]
+        [
+            ("refused", 422),
+            ("duplicate", 200),
+            ("accepted", 202),
+            ("refused", 401),
+            ("refused", 401)
+        ]
     );
 }
 
@@ -140,12 +184,20 @@ async fn a_rotated_token_retires_the_old_url_and_deliveries_are_rate_limited(poo
     assert_field(&bad, "params_from.ref");
     assert_field(&bad, "dedup_header");
     let cron_with_hook = app
-        .post(&triggers, &admin, json!({"kind": "cron", "cron": "0 * * * * *", "rate_per_minute": 5}))
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "cron", "cron": "0 * * * * *", "rate_per_minute": 5}),
+        )
         .await;
     assert_field(&cron_with_hook, "rate_per_minute");
 
     let created = app
-        .post(&triggers, &admin, json!({"kind": "webhook", "rate_per_minute": 2}))
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "webhook", "rate_per_minute": 2}),
+        )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let old = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();

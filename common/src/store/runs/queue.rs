@@ -37,7 +37,11 @@ pub async fn queue_now_fanned_out(db: impl PgExecutor<'_>, job_id: i64) -> Resul
 /// Queues the runs of a webhook trigger's delivery (one per target of the job's route),
 /// as runs of that trigger. Deliveries to one trigger are decided one at a time, and each
 /// takes the clock after its predecessor committed, so their instants never collide.
-pub async fn queue_delivered(db: impl PgExecutor<'_>, job_id: i64, trigger_id: i64) -> Result<Vec<Run>, StoreError> {
+pub async fn queue_delivered(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    trigger_id: i64,
+) -> Result<Vec<Run>, StoreError> {
     Ok(sqlx::query_as!(
         Run,
         r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, shard, shard_total, pinned_to)

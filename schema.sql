@@ -1613,6 +1613,29 @@ CREATE TABLE public.sessions (
 );
 
 --
+-- Name: trigger_webhooks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.trigger_webhooks (
+    trigger_id bigint NOT NULL,
+    token_digest text NOT NULL,
+    signature_header text,
+    signature_prefix text DEFAULT ''::text NOT NULL,
+    signature_algorithm text,
+    secret_key_id text,
+    secret_nonce bytea,
+    secret_sealed bytea,
+    params_from jsonb DEFAULT '{}'::jsonb NOT NULL,
+    dedup_header text,
+    rate_per_minute integer DEFAULT 60 NOT NULL,
+    token_rotated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT trigger_webhooks_algorithm_valid CHECK ((signature_algorithm = 'hmac-sha256'::text)),
+    CONSTRAINT trigger_webhooks_params_from_object CHECK ((jsonb_typeof(params_from) = 'object'::text)),
+    CONSTRAINT trigger_webhooks_rate_positive CHECK (((rate_per_minute >= 1) AND (rate_per_minute <= 100000))),
+    CONSTRAINT trigger_webhooks_signature_whole CHECK ((((signature_header IS NULL) = (signature_algorithm IS NULL)) AND ((signature_header IS NULL) = (secret_sealed IS NULL)) AND ((secret_key_id IS NULL) = (secret_nonce IS NULL)) AND ((secret_nonce IS NULL) = (secret_sealed IS NULL))))
+);
+
+--
 -- Name: triggers; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1638,14 +1661,15 @@ CREATE TABLE public.triggers (
     params jsonb DEFAULT '{}'::jsonb NOT NULL,
     running integer DEFAULT 0 NOT NULL,
     CONSTRAINT triggers_interval_positive CHECK (((interval_secs IS NULL) OR (interval_secs > 0))),
-    CONSTRAINT triggers_kind_fields CHECK ((((kind = 'cron'::text) AND (cron IS NOT NULL) AND (interval_secs IS NULL) AND (at IS NULL)) OR ((kind = 'interval'::text) AND (interval_secs IS NOT NULL) AND (cron IS NULL) AND (at IS NULL)) OR ((kind = 'once'::text) AND (at IS NOT NULL) AND (cron IS NULL) AND (interval_secs IS NULL)))),
-    CONSTRAINT triggers_kind_valid CHECK ((kind = ANY (ARRAY['cron'::text, 'interval'::text, 'once'::text]))),
+    CONSTRAINT triggers_kind_fields CHECK ((((kind = 'cron'::text) AND (cron IS NOT NULL) AND (interval_secs IS NULL) AND (at IS NULL)) OR ((kind = 'interval'::text) AND (interval_secs IS NOT NULL) AND (cron IS NULL) AND (at IS NULL)) OR ((kind = 'once'::text) AND (at IS NOT NULL) AND (cron IS NULL) AND (interval_secs IS NULL)) OR ((kind = 'webhook'::text) AND (cron IS NULL) AND (interval_secs IS NULL) AND (at IS NULL)))),
+    CONSTRAINT triggers_kind_valid CHECK ((kind = ANY (ARRAY['cron'::text, 'interval'::text, 'once'::text, 'webhook'::text]))),
     CONSTRAINT triggers_max_concurrency_positive CHECK (((max_concurrency IS NULL) OR (max_concurrency >= 1))),
     CONSTRAINT triggers_misfire_threshold_positive CHECK ((misfire_threshold_secs > 0)),
     CONSTRAINT triggers_misfire_valid CHECK ((misfire = ANY (ARRAY['fire_once'::text, 'skip'::text, 'fire_all'::text]))),
     CONSTRAINT triggers_params_object CHECK ((jsonb_typeof(params) = 'object'::text)),
     CONSTRAINT triggers_timezone_nonempty CHECK (((char_length(timezone) >= 1) AND (char_length(timezone) <= 64))),
     CONSTRAINT triggers_version_positive CHECK ((version >= 1)),
+    CONSTRAINT triggers_webhook_unscheduled CHECK (((kind <> 'webhook'::text) OR (next_fire_at IS NULL))),
     CONSTRAINT triggers_window_ordered CHECK (((start_at IS NULL) OR (end_at IS NULL) OR (end_at > start_at)))
 );
 
@@ -1699,6 +1723,35 @@ CREATE TABLE public.users (
 
 ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME public.users_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.webhook_deliveries (
+    id bigint NOT NULL,
+    trigger_id bigint NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    delivery_id text,
+    outcome text NOT NULL,
+    status integer NOT NULL,
+    reason text,
+    run_id bigint,
+    CONSTRAINT webhook_deliveries_outcome_valid CHECK ((outcome = ANY (ARRAY['accepted'::text, 'duplicate'::text, 'refused'::text])))
+);
+
+--
+-- Name: webhook_deliveries_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.webhook_deliveries ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.webhook_deliveries_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
@@ -2086,6 +2139,20 @@ ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id_hash);
 
 --
+-- Name: trigger_webhooks trigger_webhooks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.trigger_webhooks
+    ADD CONSTRAINT trigger_webhooks_pkey PRIMARY KEY (trigger_id);
+
+--
+-- Name: trigger_webhooks trigger_webhooks_token_unique; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.trigger_webhooks
+    ADD CONSTRAINT trigger_webhooks_token_unique UNIQUE (token_digest);
+
+--
 -- Name: triggers triggers_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2119,6 +2186,13 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_username_unique UNIQUE (username);
+
+--
+-- Name: webhook_deliveries webhook_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
 
 --
 -- Name: workflow_run_steps workflow_run_steps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2540,6 +2614,18 @@ CREATE INDEX triggers_job ON public.triggers USING btree (job_id);
 --
 
 CREATE INDEX user_roles_namespace ON public.user_roles USING btree (namespace);
+
+--
+-- Name: webhook_deliveries_received; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_deliveries_received ON public.webhook_deliveries USING btree (received_at);
+
+--
+-- Name: webhook_deliveries_trigger; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_deliveries_trigger ON public.webhook_deliveries USING btree (trigger_id, received_at DESC);
 
 --
 -- Name: workflow_run_steps_running; Type: INDEX; Schema: public; Owner: -
@@ -2964,6 +3050,13 @@ ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
+-- Name: trigger_webhooks trigger_webhooks_trigger_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.trigger_webhooks
+    ADD CONSTRAINT trigger_webhooks_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE CASCADE;
+
+--
 -- Name: triggers triggers_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2983,6 +3076,13 @@ ALTER TABLE ONLY public.user_roles
 
 ALTER TABLE ONLY public.user_roles
     ADD CONSTRAINT user_roles_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: webhook_deliveries webhook_deliveries_trigger_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE CASCADE;
 
 --
 -- Name: workflow_run_steps workflow_run_steps_workflow_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -32,6 +32,7 @@ pub mod fence;
 #[cfg(feature = "http-guard")]
 pub mod http_guard;
 pub mod jobspec;
+pub mod json_path;
 pub mod labels;
 pub mod ledger;
 pub mod lock;

@@ -165,6 +165,8 @@ text_enum! {
         Interval => "interval",
         /// One instant.
         Once => "once",
+        /// No instant: a run per delivery to its secret URL (`POST /hooks/{token}`).
+        Webhook => "webhook",
     }
 }
 

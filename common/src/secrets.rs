@@ -67,6 +67,8 @@ pub enum Owner {
     /// The value of the run parameter of this name declared `secret` (see
     /// `params_schema`).
     Param(String),
+    /// The signing secret of the webhook trigger of this id.
+    WebhookSecret(i64),
 }
 
 impl Owner {
@@ -93,6 +95,7 @@ impl Owner {
             Owner::ChannelSecret(id) => format!("probactr/v1/channel/{id}/secret"),
             Owner::ChannelUrl(id) => format!("probactr/v1/channel/{id}/url"),
             Owner::Param(name) => format!("probactr/v1/param/{name}"),
+            Owner::WebhookSecret(id) => format!("probactr/v1/trigger/{id}/webhook-secret"),
         }
         .into_bytes()
     }
@@ -108,6 +111,7 @@ impl fmt::Display for Owner {
             Owner::ChannelSecret(id) => write!(f, "the signing secret of alert channel {id}"),
             Owner::ChannelUrl(id) => write!(f, "the URL of alert channel {id}"),
             Owner::Param(name) => write!(f, "the secret parameter {name}"),
+            Owner::WebhookSecret(id) => write!(f, "the webhook secret of trigger {id}"),
         }
     }
 }

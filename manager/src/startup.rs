@@ -114,7 +114,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         ),
         None => None,
     };
-    let state = AppState::new(pool, &config.redis_url)
+    let mut state = AppState::new(pool, &config.redis_url)
         .context("while building the state")?
         .with_cookie_secure(config.cookie_secure)
         .with_trusted_proxies(&config.trusted_proxies)
@@ -122,6 +122,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .with_secret_keys(Some(secret_keys))
         .with_sso(sso)
         .with_local_login(config.local_login.clone());
+    state.handles.public_url = config.public_url.trim_end_matches('/').to_owned();
     if let Some(sso) = state.sso.clone() {
         // Discovery in the background: the provider being down must not keep the
         // manager from serving (password logins, the API); logins discover again.

@@ -199,7 +199,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROBACTR_PUBLIC_URL",
         default: "http://127.0.0.1:8080",
-        help: "the manager's address as users reach it, for links in alerts",
+        help: "the manager's address as users reach it, for links in alerts and the URLs of webhook triggers",
     },
     Var {
         name: "PROBACTR_ALERT_RETRY_FOR",

@@ -174,6 +174,8 @@ pub enum Schedule {
     },
     /// One instant.
     Once(DateTime<Utc>),
+    /// No instant (a webhook trigger runs on deliveries, not on a clock).
+    Never,
 }
 
 /// The span a trigger may fire in, both ends inclusive, either end open.
@@ -256,6 +258,7 @@ impl TriggerSchedule {
                 anchor: start_at.unwrap_or(anchor),
             },
             TriggerKind::Once => Schedule::Once(at.ok_or_else(|| required("at", kind))?),
+            TriggerKind::Webhook => Schedule::Never,
         };
         Ok(TriggerSchedule {
             schedule,
@@ -304,6 +307,7 @@ impl TriggerSchedule {
             Schedule::Cron(spec) => spec.next_after(search_from),
             Schedule::Interval { every, anchor } => interval_next_after(*anchor, *every, search_from),
             Schedule::Once(at) => Some(*at).filter(|at| *at > search_from),
+            Schedule::Never => None,
         }?;
         Some(next).filter(|next| self.window.contains(*next))
     }
@@ -329,7 +333,9 @@ impl TriggerSchedule {
             Schedule::Interval { every, anchor } => {
                 self.interval_between(*anchor, *every, after, until, limit)
             }
-            Schedule::Cron(_) | Schedule::Once(_) => self.counted_between(after, until, limit),
+            Schedule::Cron(_) | Schedule::Once(_) | Schedule::Never => {
+                self.counted_between(after, until, limit)
+            }
         }
     }
 

@@ -59,7 +59,8 @@ pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError>
     Ok(())
 }
 
-/// Deletes misfire records and dead or stopped process rows older than `retention`.
+/// Deletes misfire records, webhook deliveries and dead or stopped process rows older
+/// than `retention`.
 pub async fn prune_records(db: impl PgExecutor<'_> + Copy, retention: Duration) -> Result<u64, StoreError> {
     let secs = retention.as_secs_f64();
     let misfires = sqlx::query!(
@@ -75,5 +76,6 @@ pub async fn prune_records(db: impl PgExecutor<'_> + Copy, retention: Duration) 
     )
     .execute(db)
     .await?;
-    Ok(misfires.rows_affected() + processes.rows_affected())
+    let deliveries = super::webhook_deliveries::prune(db, secs).await?;
+    Ok(misfires.rows_affected() + processes.rows_affected() + deliveries)
 }

@@ -33,9 +33,11 @@ pub mod runs;
 pub mod secrets;
 pub mod services;
 pub mod sessions;
+pub mod trigger_webhooks;
 pub mod triggers;
 pub mod user_roles;
 pub mod users;
+pub mod webhook_deliveries;
 pub mod workflows;
 
 use std::time::Duration;

@@ -183,7 +183,9 @@ async fn save(
     form: &FormData,
 ) -> Result<Trigger, ApiError> {
     match trigger_id {
-        None => triggers::create(&state.handles, &user.0, job_id, trigger_draft(form)).await,
+        None => triggers::create(&state.handles, &user.0, job_id, trigger_draft(form))
+            .await
+            .map(|created| created.trigger),
         Some(id) => triggers::update(&state.handles, &user.0, id, trigger_patch(form)).await,
     }
 }

@@ -209,7 +209,7 @@ pub struct SleepSpecBody {
 /// `POST /api/v1/jobs/{id}/triggers`: a schedule for the job.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct NewTriggerBody {
-    /// `cron`, `interval` or `once`; send the kind's own field too.
+    /// `cron`, `interval`, `once` or `webhook`; send the kind's own field too.
     pub kind: TriggerKind,
     /// The kind's field and the optional ones.
     #[serde(flatten)]
@@ -277,6 +277,32 @@ pub struct TriggerFields {
     /// Parameters of its runs (an object): defaults that a run's own parameters override.
     #[schema(value_type = Option<Object>)]
     pub params: Option<serde_json::Value>,
+    /// For `webhook`: check each delivery's signature (null: unsigned deliveries).
+    pub signature: Option<WebhookSignatureBody>,
+    /// For `webhook`: run parameter name to a path into the JSON body, such as
+    /// `{"ref": "$.ref", "sha": "$.head_commit.id"}` (`$`, `.name`, `[index]`).
+    #[schema(value_type = Option<Object>)]
+    pub params_from: Option<serde_json::Value>,
+    /// For `webhook`: the header naming a delivery (`X-GitHub-Delivery`); a repeat within
+    /// 24 h answers with the first run and starts nothing.
+    pub dedup_header: Option<String>,
+    /// For `webhook`: deliveries accepted per minute (default 60); more answer 429.
+    pub rate_per_minute: Option<i32>,
+}
+
+/// How a webhook trigger checks a delivery's signature: an HMAC-SHA256 of the body (of
+/// `t.body` when the header carries a `t=` time, as Stripe's does), in hex, after
+/// `prefix`, in `header`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookSignatureBody {
+    /// The header carrying it: `X-Hub-Signature-256` (GitHub), `Stripe-Signature`.
+    pub header: String,
+    /// The shared secret (write-only: sealed, never shown).
+    pub secret: String,
+    /// `hmac-sha256` (the default and only one).
+    pub algorithm: Option<String>,
+    /// What precedes the hex MAC: `sha256=` (GitHub), `v1=` (Stripe). Default none.
+    pub prefix: Option<String>,
 }
 
 /// `POST /api/v1/auth/token`.

@@ -2,8 +2,8 @@
 //! `/readyz` and `/metrics`.
 //!
 //! Handlers are thin: extract, call [`crate::service`], wrap the answer. Every route but
-//! `POST /api/v1/auth/token`, the OpenAPI document and the operational endpoints needs a
-//! [`crate::auth::Principal`].
+//! `POST /api/v1/auth/token`, the OpenAPI document, the operational endpoints and the
+//! webhook deliveries (`POST /hooks/{token}`) needs a [`crate::auth::Principal`].
 
 mod alerts;
 mod auth;
@@ -13,6 +13,7 @@ mod cluster;
 mod dashboard;
 mod definitions;
 mod health;
+mod hooks;
 mod job_versions;
 mod jobs;
 mod ledger;
@@ -65,6 +66,8 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(triggers::get, triggers::update, triggers::delete))
         .routes(routes!(triggers::pause))
         .routes(routes!(triggers::resume))
+        .routes(routes!(triggers::rotate_token))
+        .routes(routes!(triggers::deliveries))
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
@@ -124,6 +127,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(health::metrics))
+        .routes(routes!(hooks::deliver))
 }
 
 async fn not_found() -> ApiError {

@@ -11,11 +11,14 @@ use super::Id;
 use crate::auth::Principal;
 use crate::command::trigger::PreviewRequest;
 use crate::command::{TriggerDraft, TriggerPatch};
+use crate::error::FieldErrors;
 use crate::error::{ApiError, ErrorBody};
-use crate::input::ApiJson;
+use crate::input::{check, ApiJson, QueryParams};
 use crate::service::triggers::{self, Preview, TriggerView};
+use crate::service::webhooks::{self, HookUrl};
 use crate::service::Paged;
 use crate::state::AppState;
+use probactr_common::store::webhook_deliveries::Delivery;
 
 /// List a job's triggers.
 #[utoipa::path(get, path = "/jobs/{id}/triggers", operation_id = "list_triggers", tag = "triggers",
@@ -38,7 +41,8 @@ pub async fn list(
     Ok(Json(Paged { items, total }))
 }
 
-/// Add a trigger to a job (cron, interval or once); executors see it within a second.
+/// Add a trigger to a job (cron, interval, once or webhook); executors see it within a
+/// second. A webhook trigger's answer carries its URL (`webhook_url`), shown this once.
 #[utoipa::path(post, path = "/jobs/{id}/triggers", operation_id = "create_trigger", tag = "triggers",
     params(("id" = i64, Path, description = "The job")),
     request_body = NewTriggerBody,
@@ -57,7 +61,7 @@ pub async fn create(
     Ok((
         StatusCode::CREATED,
         Tagged(
-            triggers::view(
+            triggers::created_view(
                 &state.handles,
                 triggers::create(&state.handles, &who, job_id, TriggerDraft::from_json(body)).await?,
             )
@@ -179,4 +183,49 @@ async fn paused(
     ))]
 pub async fn preview(_who: Principal, ApiJson(body): ApiJson<Value>) -> Result<Json<Preview>, ApiError> {
     Ok(Json(triggers::preview(PreviewRequest::from_json(body))?))
+}
+
+/// Give a webhook trigger a new URL: the previous one stops working at once; the new one
+/// is in this answer only.
+#[utoipa::path(post, path = "/triggers/{id}/rotate-token", operation_id = "rotate_trigger_token", tag = "triggers",
+    params(("id" = i64, Path, description = "The webhook trigger")),
+    responses(
+        (status = OK, description = "The new URL, shown this once", body = HookUrl),
+        (status = CONFLICT, description = "The trigger is not a webhook", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn rotate_token(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<Json<HookUrl>, ApiError> {
+    Ok(Json(webhooks::rotate_token(&state.handles, &who, id).await?))
+}
+
+/// A webhook trigger's deliveries, newest first: accepted (with the run), repeated, or
+/// refused (with the reason). Kept for the records retention.
+#[utoipa::path(get, path = "/triggers/{id}/deliveries", operation_id = "list_trigger_deliveries", tag = "triggers",
+    params(
+        ("id" = i64, Path, description = "The trigger"),
+        ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
+        ("offset" = Option<i64>, Query, description = "Items to skip"),
+    ),
+    responses(
+        (status = OK, description = "A page of deliveries", body = Paged<Delivery>),
+        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn deliveries(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+    query: QueryParams,
+) -> Result<Json<Paged<Delivery>>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let page = query.page(&mut errors);
+    check(errors)?;
+    Ok(Json(
+        webhooks::deliveries(&state.handles, &who, id, page.limit, page.offset).await?,
+    ))
 }

@@ -7,6 +7,7 @@ use probactr_common::store::triggers::NewTrigger;
 use probactr_common::{params_schema, secrets};
 use serde_json::Value;
 
+use super::webhook::WebhookDraft;
 use super::{lenient_input, Checks, INT4_MAX};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{Given, Input};
@@ -39,6 +40,8 @@ pub struct TriggerDraft {
     pub max_concurrency: Given<i64>,
     /// Parameters of its runs, under those given to a run (an object; null: none).
     pub params: Option<Value>,
+    /// The webhook settings (kind webhook only).
+    pub webhook: WebhookDraft,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -122,6 +125,8 @@ pub struct Definition {
     pub schedule: TriggerSchedule,
     /// Its runs' default parameters, when given (None: unchanged).
     pub params: Option<Value>,
+    /// The webhook settings as given (a webhook trigger's; empty for the other kinds).
+    pub webhook: WebhookDraft,
 }
 
 impl TriggerDraft {
@@ -148,6 +153,7 @@ impl TriggerDraft {
             paused: input.boolean("paused"),
             max_concurrency: input.int("max_concurrency", i64::MIN, i64::MAX),
             params: input.raw("params"),
+            webhook: WebhookDraft::read(input),
             problems: FieldErrors::new(),
         }
     }
@@ -196,6 +202,18 @@ impl TriggerDraft {
             None => checks.required("kind", self.kind),
         };
         let mut trigger = base.map_or_else(|| NewTrigger::once(Utc::now()), definition_of);
+        let webhook_before = base.map(|t| t.kind == TriggerKind::Webhook);
+        if let (Some(before), Some(kind)) = (webhook_before, kind) {
+            if before != (kind == TriggerKind::Webhook) {
+                checks.error(
+                    "kind",
+                    "a trigger cannot become or stop being a webhook: create a new trigger instead",
+                );
+            }
+        }
+        if kind != Some(TriggerKind::Webhook) {
+            self.webhook.reject_all(checks);
+        }
         if let Some(kind) = kind {
             // A change of kind drops the previous kind's own field unless it is given.
             if base.is_none() || trigger.kind != kind {
@@ -261,6 +279,7 @@ impl TriggerDraft {
             trigger,
             schedule,
             params,
+            webhook: self.webhook,
         })
     }
 }

@@ -19,6 +19,8 @@ pub mod runs;
 pub mod secrets;
 pub mod triggers;
 pub mod users;
+pub mod webhook_signature;
+pub mod webhooks;
 pub mod workflows;
 
 use std::sync::Arc;
@@ -46,7 +48,13 @@ pub struct Handles {
     pub status_cache: Arc<StatusCache>,
     /// How old a served cluster summary may be.
     pub status_max_age: Duration,
+    /// The manager's address as users reach it (`PROBACTR_PUBLIC_URL`), for the URLs of
+    /// webhook triggers.
+    pub public_url: String,
 }
+
+/// The manager's address when `PROBACTR_PUBLIC_URL` is not set.
+const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:8080";
 
 impl Handles {
     /// Handles over a pool, with the default hashing cost, no keys and a fresh cache.
@@ -57,6 +65,7 @@ impl Handles {
             secret_keys: None,
             status_cache: Arc::default(),
             status_max_age: STATUS_MAX_AGE,
+            public_url: DEFAULT_PUBLIC_URL.to_owned(),
         }
     }
 }

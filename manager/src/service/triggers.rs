@@ -3,17 +3,19 @@
 //! Every write wakes the executors through the database's NOTIFY trigger.
 
 use chrono::{DateTime, Utc};
-use probactr_common::model::{JobMode, Trigger};
+use probactr_common::model::{JobMode, Trigger, TriggerKind};
 use probactr_common::schedule::Schedule;
 use probactr_common::store::audit::Change;
+use probactr_common::store::trigger_webhooks::Webhook;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
 use serde_json::{json, Value};
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::PgConnection;
 use std::collections::HashMap;
 
 use super::jobs::{stale, stale_by};
 use super::snapshot;
+use super::webhooks::HookUrl;
 use super::Handles;
 use crate::auth::Principal;
 use crate::command::trigger::{checked_params, Definition, PreviewRequest};
@@ -27,7 +29,8 @@ pub const DEFAULT_PREVIEW: i64 = 5;
 /// The most instants one preview lists.
 pub const MAX_PREVIEW: i64 = 100;
 
-/// A trigger as the API shows it: its row and its runs' default parameters.
+/// A trigger as the API shows it: its row, its runs' default parameters, and a webhook
+/// trigger's settings (its URL only in the answer that made the URL).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TriggerView {
     /// The trigger.
@@ -36,24 +39,59 @@ pub struct TriggerView {
     /// Parameters of its runs, under those given to a run.
     #[schema(value_type = Object)]
     pub params: Value,
+    /// A webhook trigger's settings (its secret only as `has_secret`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<Webhook>,
+    /// A webhook trigger's URL, in the answer that creates it only: keep it, it is not
+    /// shown again (`POST /api/v1/triggers/{id}/rotate-token` makes a new one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_url: Option<HookUrl>,
+}
+
+/// A trigger just created, with the token of its URL when it is a webhook.
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// The trigger.
+    pub trigger: Trigger,
+    /// A webhook trigger's token, shown once.
+    pub webhook_token: Option<String>,
 }
 
 /// `triggers` with their parameters.
 pub async fn with_params(handles: &Handles, triggers: Vec<Trigger>) -> Result<Vec<TriggerView>, ApiError> {
-    with_params_from(&handles.pool, triggers).await
+    with_params_from(&mut *handles.pool.acquire().await?, triggers).await
 }
 
 /// [`with_params`], read through `db` (a transaction's connection).
 pub async fn with_params_from(
-    db: impl PgExecutor<'_>,
+    db: &mut PgConnection,
     triggers: Vec<Trigger>,
 ) -> Result<Vec<TriggerView>, ApiError> {
     let ids: Vec<i64> = triggers.iter().map(|trigger| trigger.id).collect();
-    let params: HashMap<i64, Value> = store::triggers::params_of(db, &ids).await?.into_iter().collect();
+    let params: HashMap<i64, Value> = store::triggers::params_of(&mut *db, &ids)
+        .await?
+        .into_iter()
+        .collect();
+    let hook_ids: Vec<i64> = triggers
+        .iter()
+        .filter(|trigger| trigger.kind == TriggerKind::Webhook)
+        .map(|trigger| trigger.id)
+        .collect();
+    let mut hooks: HashMap<i64, Webhook> = HashMap::new();
+    if !hook_ids.is_empty() {
+        hooks.extend(
+            store::trigger_webhooks::of_triggers(&mut *db, &hook_ids)
+                .await?
+                .into_iter()
+                .map(|hook| (hook.trigger_id, hook)),
+        );
+    }
     Ok(triggers
         .into_iter()
         .map(|trigger| TriggerView {
             params: params.get(&trigger.id).map(masked).unwrap_or_else(|| json!({})),
+            webhook: hooks.remove(&trigger.id),
+            webhook_url: None,
             trigger,
         })
         .collect())
@@ -78,7 +116,7 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<Trigger,
 
 /// The namespace of a trigger (its job's), when `who` sees it; a 404 for the trigger
 /// otherwise.
-async fn namespace_of(
+pub(crate) async fn namespace_of(
     conn: &mut PgConnection,
     who: &Principal,
     trigger: &Trigger,
@@ -102,12 +140,22 @@ pub async fn create(
     who: &Principal,
     job_id: i64,
     draft: TriggerDraft,
-) -> Result<Trigger, ApiError> {
+) -> Result<Created, ApiError> {
     let mut tx = handles.pool.begin().await?;
     let created = create_in(&mut tx, handles.secret_keys.as_deref(), who, job_id, draft).await?;
     tx.commit().await?;
-    tracing::info!(job.id = job_id, trigger.id = created.id, next_fire_at = ?created.next_fire_at, "trigger created");
+    tracing::info!(job.id = job_id, trigger.id = created.trigger.id, next_fire_at = ?created.trigger.next_fire_at,
+        "trigger created");
     Ok(created)
+}
+
+/// The view of a trigger just created: with its webhook's URL, shown this once.
+pub async fn created_view(handles: &Handles, created: Created) -> Result<TriggerView, ApiError> {
+    let mut view = view(handles, created.trigger).await?;
+    view.webhook_url = created
+        .webhook_token
+        .map(|token| super::webhooks::url_of(handles, &token));
+    Ok(view)
 }
 
 /// [`create`] in the caller's transaction (its audit row included).
@@ -117,11 +165,18 @@ pub async fn create_in(
     who: &Principal,
     job_id: i64,
     draft: TriggerDraft,
-) -> Result<Trigger, ApiError> {
+) -> Result<Created, ApiError> {
     let job = super::jobs::visible(conn, who, job_id, false).await?;
     who.require_operator(&job.namespace, "create triggers")?;
-    let Definition { trigger, params, .. } = draft.definition(None, Utc::now(), job_id)?;
-    let params = checked_params(job.params_schema.as_ref(), params, true, None, keys)?;
+    let Definition {
+        trigger,
+        params,
+        webhook,
+        ..
+    } = draft.definition(None, Utc::now(), job_id)?;
+    // A webhook's runs get their parameters from each delivery, checked then.
+    let creating = trigger.kind != TriggerKind::Webhook;
+    let params = checked_params(job.params_schema.as_ref(), params, creating, None, keys)?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
             "job_id",
@@ -142,6 +197,12 @@ pub async fn create_in(
     if let Some(params) = &params {
         store::triggers::set_params(&mut *conn, created.id, params).await?;
     }
+    let webhook_token = match created.kind {
+        TriggerKind::Webhook => {
+            Some(super::webhooks::create_in(&mut *conn, keys, created.id, &webhook).await?)
+        }
+        _ => None,
+    };
     let change = Change {
         action: "trigger.create",
         object_type: "trigger",
@@ -150,7 +211,10 @@ pub async fn create_in(
         after: snapshot(&created),
     };
     store::audit::record(&mut *conn, who.actor(), change).await?;
-    Ok(created)
+    Ok(Created {
+        trigger: created,
+        webhook_token,
+    })
 }
 
 /// Edits a trigger; the patch must carry the `version` the caller read.
@@ -174,6 +238,7 @@ pub async fn update(
             trigger,
             schedule: next,
             params,
+            webhook,
         },
     ) = patch.definition(&before)?;
     if version != before.version {
@@ -204,6 +269,7 @@ pub async fn update(
     if let Some(params) = &params {
         store::triggers::set_params(&mut *tx, id, params).await?;
     }
+    super::webhooks::update_in(&mut tx, handles.secret_keys.as_deref(), id, &webhook).await?;
     let change = Change {
         action: "trigger.update",
         object_type: "trigger",

@@ -48,6 +48,7 @@ mod runs_cluster;
 mod startup;
 mod triggers;
 mod users;
+mod webhooks;
 mod workflows;
 
 /// The app over a test database, and helpers to call it.

@@ -34,6 +34,28 @@ pub async fn queue_now_fanned_out(db: impl PgExecutor<'_>, job_id: i64) -> Resul
     .await?)
 }
 
+/// Queues the runs of a webhook trigger's delivery (one per target of the job's route),
+/// as runs of that trigger. Deliveries to one trigger are decided one at a time, and each
+/// takes the clock after its predecessor committed, so their instants never collide.
+pub async fn queue_delivered(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    trigger_id: i64,
+) -> Result<Vec<Run>, StoreError> {
+    Ok(sqlx::query_as!(
+        Run,
+        r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, shard, shard_total, pinned_to)
+           SELECT $1, $2, delivered.at, target.shard, target.shard_total, target.pinned_to
+           FROM probactr_run_targets($1) AS target CROSS JOIN (SELECT clock_timestamp() AS at) AS delivered
+           ORDER BY target.shard
+           RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
+        job_id,
+        trigger_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
 /// Queues `count` run-now runs of one job in one statement (benchmarks, bulk tools).
 pub async fn queue_many_now(db: impl PgExecutor<'_>, job_id: i64, count: i64) -> Result<u64, StoreError> {
     let done = sqlx::query!(

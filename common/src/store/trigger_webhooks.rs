@@ -1,0 +1,252 @@
+//! `trigger_webhooks`: what a webhook trigger has besides its `triggers` row — the digest
+//! of its URL's token, its signature checking (the secret sealed, bound to the trigger,
+//! never read back by the API), how its body maps to run parameters, the header that
+//! names a delivery, and its rate. Deliveries look their trigger up by the token's digest.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgConnection, PgExecutor};
+
+use super::StoreError;
+use crate::secrets::Sealed;
+
+/// Deliveries a webhook accepts per minute when its trigger does not say.
+pub const DEFAULT_RATE_PER_MINUTE: i32 = 60;
+
+/// The one signature algorithm webhooks check.
+pub const HMAC_SHA256: &str = "hmac-sha256";
+
+/// A webhook's settings as the API shows them: the secret only as `has_secret`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Webhook {
+    /// Its trigger.
+    pub trigger_id: i64,
+    /// The header carrying the signature (None: deliveries are not signed).
+    pub signature_header: Option<String>,
+    /// What precedes the hex signature in that header (`sha256=`).
+    pub signature_prefix: String,
+    /// `hmac-sha256` when signed.
+    pub signature_algorithm: Option<String>,
+    /// Whether a signing secret is stored.
+    pub has_secret: bool,
+    /// Run parameter name to path into the JSON body.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub params_from: serde_json::Value,
+    /// The header naming a delivery, for repeats within 24 h.
+    pub dedup_header: Option<String>,
+    /// Deliveries accepted per minute.
+    pub rate_per_minute: i32,
+    /// When the URL's token was made.
+    pub token_rotated_at: DateTime<Utc>,
+}
+
+/// Signature checking as stored.
+#[derive(Debug, Clone)]
+pub struct Signature {
+    /// The header carrying it.
+    pub header: String,
+    /// What precedes the hex MAC in the header.
+    pub prefix: String,
+    /// The algorithm (`hmac-sha256`).
+    pub algorithm: String,
+    /// The secret, sealed for [`crate::secrets::Owner::WebhookSecret`].
+    pub secret: Sealed,
+}
+
+/// A webhook's settings as written.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Signature checking (None: none).
+    pub signature: Option<Signature>,
+    /// Run parameter name to path into the JSON body.
+    pub params_from: serde_json::Value,
+    /// The header naming a delivery.
+    pub dedup_header: Option<String>,
+    /// Deliveries accepted per minute.
+    pub rate_per_minute: i32,
+}
+
+/// Creates the webhook of a trigger with the digest of its token.
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    trigger_id: i64,
+    token_digest: &str,
+    settings: &Settings,
+) -> Result<(), StoreError> {
+    let signature = settings.signature.as_ref();
+    sqlx::query!(
+        "INSERT INTO trigger_webhooks (trigger_id, token_digest, signature_header, signature_prefix,
+                                       signature_algorithm, secret_key_id, secret_nonce, secret_sealed,
+                                       params_from, dedup_header, rate_per_minute)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        trigger_id,
+        token_digest,
+        signature.map(|s| s.header.as_str()),
+        signature.map_or("", |s| s.prefix.as_str()),
+        signature.map(|s| s.algorithm.as_str()),
+        signature.map(|s| s.secret.key_id.as_str()),
+        signature.map(|s| s.secret.nonce.as_slice()),
+        signature.map(|s| s.secret.ciphertext.as_slice()),
+        settings.params_from,
+        settings.dedup_header,
+        settings.rate_per_minute
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Replaces a webhook's settings (its token stays).
+pub async fn update(db: impl PgExecutor<'_>, trigger_id: i64, settings: &Settings) -> Result<(), StoreError> {
+    let signature = settings.signature.as_ref();
+    sqlx::query!(
+        "UPDATE trigger_webhooks
+         SET signature_header = $2, signature_prefix = $3, signature_algorithm = $4, secret_key_id = $5,
+             secret_nonce = $6, secret_sealed = $7, params_from = $8, dedup_header = $9, rate_per_minute = $10
+         WHERE trigger_id = $1",
+        trigger_id,
+        signature.map(|s| s.header.as_str()),
+        signature.map_or("", |s| s.prefix.as_str()),
+        signature.map(|s| s.algorithm.as_str()),
+        signature.map(|s| s.secret.key_id.as_str()),
+        signature.map(|s| s.secret.nonce.as_slice()),
+        signature.map(|s| s.secret.ciphertext.as_slice()),
+        settings.params_from,
+        settings.dedup_header,
+        settings.rate_per_minute
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Replaces a webhook's token by another (the previous URL stops working at once); false
+/// when the trigger has no webhook.
+pub async fn set_token(
+    db: impl PgExecutor<'_>,
+    trigger_id: i64,
+    token_digest: &str,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query!(
+        "UPDATE trigger_webhooks SET token_digest = $2, token_rotated_at = now() WHERE trigger_id = $1",
+        trigger_id,
+        token_digest
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The webhooks of the given triggers (those that have one).
+pub async fn of_triggers(db: impl PgExecutor<'_>, trigger_ids: &[i64]) -> Result<Vec<Webhook>, StoreError> {
+    Ok(sqlx::query_as!(
+        Webhook,
+        r#"SELECT trigger_id, signature_header, signature_prefix, signature_algorithm,
+                  secret_sealed IS NOT NULL AS "has_secret!", params_from, dedup_header, rate_per_minute,
+                  token_rotated_at
+           FROM trigger_webhooks WHERE trigger_id = ANY($1) ORDER BY trigger_id"#,
+        trigger_ids
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// The stored signature of a trigger's webhook (None: unsigned, or no webhook).
+pub async fn signature(db: impl PgExecutor<'_>, trigger_id: i64) -> Result<Option<Signature>, StoreError> {
+    let row = sqlx::query!(
+        "SELECT signature_header, signature_prefix, signature_algorithm, secret_key_id, secret_nonce, secret_sealed
+         FROM trigger_webhooks WHERE trigger_id = $1",
+        trigger_id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.and_then(|row| {
+        Some(Signature {
+            header: row.signature_header?,
+            prefix: row.signature_prefix,
+            algorithm: row.signature_algorithm?,
+            secret: Sealed {
+                key_id: row.secret_key_id?,
+                nonce: row.secret_nonce?,
+                ciphertext: row.secret_sealed?,
+                bound: true,
+            },
+        })
+    }))
+}
+
+/// What a delivery needs of the webhook its token names, with its trigger and job.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    /// The trigger.
+    pub trigger_id: i64,
+    /// Its job.
+    pub job_id: i64,
+    /// The job's namespace.
+    pub namespace: String,
+    /// The trigger or its job is paused.
+    pub paused: bool,
+    /// The job's declared parameters.
+    pub params_schema: Option<serde_json::Value>,
+    /// The settings.
+    pub settings: Settings,
+}
+
+/// The webhook whose token has this digest, locked for the rest of the transaction so
+/// that deliveries to one trigger are decided one at a time (its rate and its repeats
+/// are then exact); None when no webhook has it.
+pub async fn receiver_for_update(
+    conn: &mut PgConnection,
+    token_digest: &str,
+) -> Result<Option<Receiver>, StoreError> {
+    let row = sqlx::query!(
+        r#"SELECT hooks.trigger_id, triggers.job_id, jobs.namespace, (triggers.paused OR jobs.paused) AS "paused!",
+                  jobs.params_schema, hooks.signature_header, hooks.signature_prefix, hooks.signature_algorithm,
+                  hooks.secret_key_id, hooks.secret_nonce, hooks.secret_sealed, hooks.params_from,
+                  hooks.dedup_header, hooks.rate_per_minute
+           FROM trigger_webhooks AS hooks
+           JOIN triggers ON triggers.id = hooks.trigger_id
+           JOIN jobs ON jobs.id = triggers.job_id
+           WHERE hooks.token_digest = $1 AND jobs.deleted_at IS NULL
+           FOR UPDATE OF hooks"#,
+        token_digest
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|row| {
+        let signature = match (
+            row.signature_header,
+            row.signature_algorithm,
+            row.secret_key_id,
+            row.secret_nonce,
+            row.secret_sealed,
+        ) {
+            (Some(header), Some(algorithm), Some(key_id), Some(nonce), Some(ciphertext)) => Some(Signature {
+                header,
+                prefix: row.signature_prefix,
+                algorithm,
+                secret: Sealed {
+                    key_id,
+                    nonce,
+                    ciphertext,
+                    bound: true,
+                },
+            }),
+            _ => None,
+        };
+        Receiver {
+            trigger_id: row.trigger_id,
+            job_id: row.job_id,
+            namespace: row.namespace,
+            paused: row.paused,
+            params_schema: row.params_schema,
+            settings: Settings {
+                signature,
+                params_from: row.params_from,
+                dedup_header: row.dedup_header,
+                rate_per_minute: row.rate_per_minute,
+            },
+        }
+    }))
+}

@@ -1,0 +1,220 @@
+//! Webhook triggers: `POST /hooks/{token}` signed (GitHub's form) or not, a bad
+//! signature refused and a good one accepted, a repeated delivery id answered with the
+//! first run, the body's values reaching the run as parameters (checked against the
+//! job's schema), the rate, a rotated token retiring the old URL, and every delivery
+//! listed.
+
+use hmac::{Hmac, Mac};
+use probactr_common::secrets::{Keyring, SecretKey};
+use probactr_testkit::TEST_SECRET_KEY;
+use sha2::Sha256;
+
+use super::*;
+
+const SECRET: &str = "hook-signing-secret";
+
+fn with_key(app: &mut TestApp) {
+    let key = SecretKey::parse(TEST_SECRET_KEY).unwrap();
+    app.state = app.state.clone().with_secret_keys(Some(Keyring::new(key, None)));
+    app.app = probactr_manager::app(app.state.clone());
+}
+
+fn github_signature(body: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body.as_bytes());
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+impl TestApp {
+    /// Posts `body` to a webhook path with `headers`, without any credential.
+    async fn deliver(&self, path: &str, body: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request.body(Body::from(body.to_owned())).unwrap())
+            .await
+    }
+}
+
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn signed_deliveries_start_runs_with_the_body_as_parameters_once(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let schema = json!({
+        "ref": {"type": "string", "required": true},
+        "sha": {"type": "string", "pattern": "[0-9a-f]+"}
+    });
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "build", "kind": "noop", "params_schema": schema}),
+        )
+        .await;
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({
+                "kind": "webhook",
+                "signature": {"header": "X-Hub-Signature-256", "secret": SECRET, "algorithm": "hmac-sha256", "prefix": "sha256="},
+                "params_from": {"ref": "$.ref", "sha": "$.head_commit.id"},
+                "dedup_header": "X-GitHub-Delivery"
+            }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert!(created.body["next_fire_at"].is_null(), "a webhook has no instant");
+    assert!(!created.text.contains(SECRET), "the secret is never shown");
+    let path = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();
+    assert!(path.starts_with("/hooks/whk_") && path.len() > 60, "{path}");
+    let trigger = format!("/api/v1/triggers/{}", created.body["id"]);
+    let read = app.get(&trigger, &admin).await;
+    assert!(
+        read.body["webhook_url"].is_null(),
+        "the URL is shown once: {}",
+        read.text
+    );
+    assert_eq!(read.body["webhook"]["has_secret"], true);
+
+    let push = r#"{"ref": "main", "head_commit": {"id": "abc123"}}"#;
+    let forged = app
+        .deliver(
+            &path,
+            push,
+            &[
+                ("X-Hub-Signature-256", "sha256=00ff"),
+                ("X-GitHub-Delivery", "d-1"),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::UNAUTHORIZED, "{}", forged.text);
+    let unsigned = app.deliver(&path, push, &[("X-GitHub-Delivery", "d-1")]).await;
+    assert_eq!(unsigned.status, StatusCode::UNAUTHORIZED, "{}", unsigned.text);
+    assert_eq!(app.count("runs").await, 0, "a bad signature starts nothing");
+
+    let signature = github_signature(push);
+    let signed = [
+        ("X-Hub-Signature-256", signature.as_str()),
+        ("X-GitHub-Delivery", "d-1"),
+    ];
+    let accepted = app.deliver(&path, push, &signed).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let run_id = accepted.body["run_id"].as_i64().unwrap();
+    let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+    assert_eq!(
+        run.body["params"],
+        json!({"ref": "main", "sha": "abc123"}),
+        "{}",
+        run.text
+    );
+    assert_eq!(run.body["trigger_id"], created.body["id"]);
+
+    let replay = app.deliver(&path, push, &signed).await;
+    assert_eq!(replay.status, StatusCode::OK, "{}", replay.text);
+    assert_eq!(
+        replay.body["run_id"], run_id,
+        "a repeat answers with the first run"
+    );
+    assert_eq!(replay.body["duplicate"], true);
+    assert_eq!(app.count("runs").await, 1, "a repeat starts nothing");
+
+    let no_ref = r#"{"head_commit": {"id": "abc123"}}"#;
+    let no_ref_signature = github_signature(no_ref);
+    let invalid = app
+        .deliver(
+            &path,
+            no_ref,
+            &[
+                ("X-Hub-Signature-256", no_ref_signature.as_str()),
+                ("X-GitHub-Delivery", "d-2"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        invalid.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        invalid.text
+    );
+    assert!(
+        invalid.text.contains("params.ref"),
+        "names the parameter: {}",
+        invalid.text
+    );
+    assert_eq!(app.count("runs").await, 1);
+
+    let deliveries = app.get(&format!("{trigger}/deliveries"), &admin).await;
+    assert_eq!(deliveries.body["total"], 5, "{}", deliveries.text);
+    let outcomes: Vec<(&str, i64)> = deliveries.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["outcome"].as_str().unwrap(), d["status"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("refused", 422),
+            ("duplicate", 200),
+            ("accepted", 202),
+            ("refused", 401),
+            ("refused", 401)
+        ]
+    );
+}
+
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn a_rotated_token_retires_the_old_url_and_deliveries_are_rate_limited(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("hooked")).await;
+    let triggers = format!("/api/v1/jobs/{}/triggers", job["id"]);
+    let bad = app
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "webhook", "params_from": {"ref": "ref"}, "dedup_header": "not a header"}),
+        )
+        .await;
+    assert_field(&bad, "params_from.ref");
+    assert_field(&bad, "dedup_header");
+    let cron_with_hook = app
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "cron", "cron": "0 * * * * *", "rate_per_minute": 5}),
+        )
+        .await;
+    assert_field(&cron_with_hook, "rate_per_minute");
+
+    let created = app
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "webhook", "rate_per_minute": 2}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let old = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();
+    assert_eq!(app.deliver(&old, "{}", &[]).await.status, StatusCode::ACCEPTED);
+
+    let rotate = format!("/api/v1/triggers/{}/rotate-token", created.body["id"]);
+    let rotated = app.post(&rotate, &admin, json!({})).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.text);
+    let new = rotated.body["path"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+    assert_eq!(app.deliver(&old, "{}", &[]).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.deliver(&new, "{}", &[]).await.status, StatusCode::ACCEPTED);
+    let limited = app.deliver(&new, "{}", &[]).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.text);
+    assert_eq!(app.count("runs").await, 2);
+    assert_eq!(
+        app.deliver("/hooks/whk_unknown", "{}", &[]).await.status,
+        StatusCode::NOT_FOUND
+    );
+}

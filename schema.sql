@@ -1016,6 +1016,20 @@ CREATE VIEW public.job_stats AS
   GROUP BY job_stat_shards.job_id;
 
 --
+-- Name: job_versions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_versions (
+    job_id bigint NOT NULL,
+    version bigint NOT NULL,
+    definition jsonb NOT NULL,
+    actor text NOT NULL,
+    action text NOT NULL,
+    restored_from bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: jobs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1297,8 +1311,15 @@ CREATE TABLE public.run_inputs (
     workflow_run_id bigint,
     step_name text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    rerun_of bigint,
     CONSTRAINT run_inputs_params_object CHECK ((jsonb_typeof(params) = 'object'::text))
 );
+
+--
+-- Name: COLUMN run_inputs.rerun_of; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.run_inputs.rerun_of IS 'The run this one re-runs (same parameters), if any';
 
 --
 -- Name: run_output; Type: TABLE; Schema: public; Owner: -
@@ -2025,6 +2046,13 @@ ALTER TABLE ONLY public.idempotency_keys
 
 ALTER TABLE ONLY public.job_stat_shards
     ADD CONSTRAINT job_stat_shards_pkey PRIMARY KEY (job_id, shard);
+
+--
+-- Name: job_versions job_versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_versions
+    ADD CONSTRAINT job_versions_pkey PRIMARY KEY (job_id, version);
 
 --
 -- Name: jobs jobs_name_unique; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2957,6 +2985,13 @@ ALTER TABLE ONLY public.backfills
 
 ALTER TABLE ONLY public.job_stat_shards
     ADD CONSTRAINT job_stats_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: job_versions job_versions_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_versions
+    ADD CONSTRAINT job_versions_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
 
 --
 -- Name: jobs jobs_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

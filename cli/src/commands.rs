@@ -67,6 +67,19 @@ pub enum JobsCommand {
         #[arg(long)]
         wait: bool,
     },
+    /// List a job's kept versions, newest first: who changed what, and when.
+    History {
+        /// Its name.
+        name: String,
+    },
+    /// Make an earlier version of a job its definition again (as a new version).
+    Restore {
+        /// Its name.
+        name: String,
+        /// The version to bring back (see `jobs history`).
+        #[arg(long)]
+        version: i64,
+    },
 }
 
 /// `probactr runs …`.
@@ -99,6 +112,11 @@ pub enum RunsCommand {
     },
     /// Cancel a run.
     Cancel {
+        /// Its id.
+        id: i64,
+    },
+    /// Run a run's job again with the parameters that run saw.
+    Rerun {
         /// Its id.
         id: i64,
     },
@@ -402,6 +420,14 @@ pub fn encode(text: &str) -> String {
         .collect()
 }
 
+const VERSION_COLUMNS: &[(&str, &str)] = &[
+    ("version", "VERSION"),
+    ("action", "MADE BY"),
+    ("actor", "WHO"),
+    ("restored_from", "RESTORED FROM"),
+    ("created_at", "WHEN"),
+];
+
 const JOB_COLUMNS: &[(&str, &str)] = &[
     ("name", "NAME"),
     ("namespace", "NAMESPACE"),
@@ -457,6 +483,24 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
             output::list(format, &items(&page), JOB_COLUMNS);
         }
         JobsCommand::Get { name } => output::one(format, &job_named(client, &name).await?),
+        JobsCommand::History { name } => {
+            let job = job_named(client, &name).await?;
+            let page = client.get(&format!("/jobs/{}/versions", job["id"])).await?;
+            output::list(format, &items(&page), VERSION_COLUMNS);
+        }
+        JobsCommand::Restore { name, version } => {
+            let job = job_named(client, &name).await?;
+            let restored = client
+                .post(
+                    &format!("/jobs/{}/versions/{version}/restore", job["id"]),
+                    &json!({}),
+                )
+                .await?;
+            eprintln!(
+                "Job {name}: version {version} restored as version {}",
+                restored["version"]
+            );
+        }
         JobsCommand::Pause { name } => {
             let job = job_named(client, &name).await?;
             client
@@ -651,6 +695,11 @@ async fn runs_command(client: &Client, command: RunsCommand, format: Format) -> 
                     run["state"].as_str().unwrap_or_default()
                 );
             }
+        }
+        RunsCommand::Rerun { id } => {
+            let queued = client.post(&format!("/runs/{id}/rerun"), &json!({})).await?;
+            eprintln!("Run #{} queued: a re-run of #{id}", queued["run_id"]);
+            println!("{}", queued["run_id"]);
         }
         RunsCommand::Cancel { id } => {
             let answer = client.post(&format!("/runs/{id}/cancel"), &json!({})).await?;

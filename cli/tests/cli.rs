@@ -894,6 +894,21 @@ async fn jobs_run_wait_shows_progress_before_the_end(
         "{summary}"
     );
     assert_eq!(summary.lines().count(), 1, "{summary}");
+
+    // The run again, by its id; and the job's history.
+    let first: i64 = summary["Run #".len()..]
+        .split(' ')
+        .next()
+        .and_then(|id| id.parse().ok())
+        .expect("the run's id");
+    let rerun = probactr(home, none, &["runs", "rerun", &first.to_string()], "");
+    assert!(rerun.status.success(), "{}", text(&rerun.stderr));
+    let second: i64 = text(&rerun.stdout).trim().parse().expect("the new run's id");
+    assert!(second > first);
+    let history = probactr(home, none, &["jobs", "history", "gated", "-o", "json"], "");
+    assert!(history.status.success(), "{}", text(&history.stderr));
+    let versions: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    assert_eq!(versions[0]["action"], "create", "{versions}");
 }
 
 const NAMESPACED: &str = r#"jobs:

@@ -87,13 +87,15 @@ pub async fn accepted_run(
 }
 
 /// Deliveries of a trigger counted against its rate in the last minute: all but those
-/// refused for the rate itself (a sender retrying too fast does not lock itself out).
+/// refused for the rate itself (a sender retrying too fast does not lock itself out) and
+/// those refused for their signature (401: anyone with the URL but not the secret must
+/// not exhaust the rate of the legitimate sender).
 pub async fn counted_last_minute(db: impl PgExecutor<'_>, trigger_id: i64) -> Result<i64, StoreError> {
-    Ok(sqlx::query_scalar!(
-        r#"SELECT count(*) AS "count!" FROM webhook_deliveries
-           WHERE trigger_id = $1 AND received_at > now() - interval '1 minute' AND status <> 429"#,
-        trigger_id
+    Ok(sqlx::query_scalar::<_, i64>(
+        "SELECT count(*) FROM webhook_deliveries
+         WHERE trigger_id = $1 AND received_at > now() - interval '1 minute' AND status NOT IN (401, 429)",
     )
+    .bind(trigger_id)
     .fetch_one(db)
     .await?)
 }

@@ -1,7 +1,7 @@
 //! Webhook triggers: their settings (the signing secret sealed, bound to the trigger),
 //! their URL's token (made at creation and on rotation, shown once, stored as a digest),
 //! the list of their deliveries, and receiving a delivery: find the trigger by the token,
-//! then rate, signature, repeat and parameters, each refusal recorded with its reason,
+//! then signature, pause, rate, repeat and parameters, each refusal recorded with its reason,
 //! else a run of the trigger's job with the parameters the body maps to.
 
 use axum::http::{HeaderMap, StatusCode};
@@ -262,19 +262,6 @@ async fn decide(
     delivery_id: Option<&str>,
 ) -> Result<Reply, ApiError> {
     let settings = &receiver.settings;
-    if receiver.paused {
-        return Ok(Reply::refused(
-            StatusCode::CONFLICT,
-            "the trigger or its job is paused",
-        ));
-    }
-    let counted = webhook_deliveries::counted_last_minute(&mut *conn, receiver.trigger_id).await?;
-    if counted >= i64::from(settings.rate_per_minute) {
-        return Ok(Reply::refused(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("more than {} deliveries a minute", settings.rate_per_minute),
-        ));
-    }
     if let Some(signature) = &settings.signature {
         let keys = handles.secret_keys.as_deref().ok_or_else(|| {
             ApiError::Unavailable(
@@ -287,11 +274,32 @@ async fn decide(
         let header = headers
             .get(signature.header.as_str())
             .and_then(|v| v.to_str().ok());
-        if let Err(err) =
-            webhook_signature::verify(header, &signature.prefix, &secret, body, Utc::now().timestamp())
-        {
+        let timestamped = webhook_signature::is_timestamped(&signature.header, &signature.prefix);
+        if let Err(err) = webhook_signature::verify(
+            header,
+            &signature.prefix,
+            timestamped,
+            &secret,
+            body,
+            Utc::now().timestamp(),
+        ) {
             return Ok(Reply::refused(StatusCode::UNAUTHORIZED, err.to_string()));
         }
+    }
+    // Only after the signature: a sender without the secret learns nothing of the
+    // trigger's state and is not counted against its rate.
+    if receiver.paused {
+        return Ok(Reply::refused(
+            StatusCode::CONFLICT,
+            "the trigger or its job is paused",
+        ));
+    }
+    let counted = webhook_deliveries::counted_last_minute(&mut *conn, receiver.trigger_id).await?;
+    if counted >= i64::from(settings.rate_per_minute) {
+        return Ok(Reply::refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("more than {} deliveries a minute", settings.rate_per_minute),
+        ));
     }
     if let Some(delivery_id) = delivery_id {
         if let Some(run_id) =

@@ -218,3 +218,59 @@ async fn a_rotated_token_retires_the_old_url_and_deliveries_are_rate_limited(poo
         StatusCode::NOT_FOUND
     );
 }
+
+fn stripe_signature(time: i64, body: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(format!("{time}.{body}").as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn a_stripe_delivery_replayed_without_its_time_and_unsigned_ones_neither_start_nor_count(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("stripe")).await;
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({
+                "kind": "webhook",
+                "signature": {"header": "Stripe-Signature", "secret": SECRET, "algorithm": "hmac-sha256", "prefix": "v1="},
+                "rate_per_minute": 1
+            }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let path = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();
+
+    // A capture of `t=T,v1=M` over `T.body`, sent again as `v1=M` with the body `T.body`.
+    let captured = stripe_signature(1_700_000_000, "{}");
+    let replay = app
+        .deliver(
+            &path,
+            "1700000000.{}",
+            &[("Stripe-Signature", &format!("v1={captured}"))],
+        )
+        .await;
+    assert_eq!(replay.status, StatusCode::UNAUTHORIZED, "{}", replay.text);
+    for _ in 0..2 {
+        let unsigned = app.deliver(&path, "{}", &[]).await;
+        assert_eq!(unsigned.status, StatusCode::UNAUTHORIZED, "{}", unsigned.text);
+    }
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let header = format!("t={now},v1={}", stripe_signature(now, "{}"));
+    let signed = app.deliver(&path, "{}", &[("Stripe-Signature", &header)]).await;
+    assert_eq!(
+        signed.status,
+        StatusCode::ACCEPTED,
+        "refused deliveries do not use up the rate: {}",
+        signed.text
+    );
+    assert_eq!(app.count("runs").await, 1);
+}

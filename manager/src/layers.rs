@@ -3,9 +3,13 @@
 //! draining manager cannot hang), compression, a request body limit, and the security
 //! headers of every response (a strict Content-Security-Policy: only this site's own
 //! script file and stylesheet; no inline script or style, no foreign origin), and
-//! `Cache-Control: no-store` on everything but the static files.
+//! `Cache-Control: no-store` on everything but the static files. Request spans carry
+//! the path with a webhook URL's token hidden ([`loggable_path`]).
 
+use std::borrow::Cow;
 use std::time::Duration;
+
+use axum::extract::Request;
 
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::Router;
@@ -32,6 +36,31 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 /// by byte (BREACH). JSON, CSS and JavaScript hold no such secret.
 fn compressible() -> impl Predicate {
     DefaultPredicate::new().and(NotForContentType::const_new("text/html"))
+}
+
+/// Where a webhook's URL starts; what follows is its token, a credential.
+const HOOKS_PATH: &str = "/hooks/";
+
+/// `path` fit for logs: the token of a webhook URL (`/hooks/{token}`) is a credential,
+/// so it and anything after it are written `***`.
+pub fn loggable_path(path: &str) -> Cow<'_, str> {
+    match path.find(HOOKS_PATH) {
+        Some(at) if path.len() > at + HOOKS_PATH.len() => {
+            Cow::Owned(format!("{}{HOOKS_PATH}***", &path[..at]))
+        }
+        _ => Cow::Borrowed(path),
+    }
+}
+
+/// The span of a request (tower-http's default fields, the path made loggable).
+fn request_span(request: &Request) -> tracing::Span {
+    let query = request.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+    tracing::debug_span!(
+        "request",
+        method = %request.method(),
+        uri = %format_args!("{}{query}", loggable_path(request.uri().path())),
+        version = ?request.version(),
+    )
 }
 
 /// Wraps the router in the middleware stack.
@@ -68,5 +97,19 @@ pub fn apply(router: Router) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             REQUEST_TIMEOUT,
         ))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable_path;
+
+    #[test]
+    fn a_webhook_token_never_reaches_the_logs() {
+        assert_eq!(loggable_path("/hooks/whk_0123abcd"), "/hooks/***");
+        assert_eq!(loggable_path("/hooks/whk_0123abcd/extra"), "/hooks/***");
+        assert_eq!(loggable_path("//hooks/whk_0123abcd"), "//hooks/***");
+        assert_eq!(loggable_path("/api/v1/jobs/7"), "/api/v1/jobs/7");
+        assert_eq!(loggable_path("/hooks/"), "/hooks/");
+    }
 }

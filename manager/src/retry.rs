@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use probactr_common::store::retry::{retry_transient, Transient};
 
 use crate::error::{ApiError, Busy};
-use crate::layers::BODY_LIMIT;
+use crate::layers::{loggable_path, BODY_LIMIT};
 
 /// A response marked [`Busy`], as a failure the retry loop recognizes.
 struct Aborted(Response);
@@ -48,7 +48,7 @@ pub async fn retry_aborted(request: Request, next: Next) -> Response {
             .into_response()
         }
     };
-    let what = format!("{} {}", head.method, head.uri.path());
+    let what = format!("{} {}", head.method, loggable_path(head.uri.path()));
     let outcome = retry_transient(&what, || {
         let request = Request::from_parts(head.clone(), Body::from(body.clone()));
         let next = next.clone();

@@ -68,6 +68,26 @@ pub fn checked(
     Ok(Value::Object(schema.seal_secrets(checked, keys)))
 }
 
+/// Refuses, naming each under `prefix`, the parameters `stored` (a `params_schema`)
+/// requires without a default that `given` (all the parameters a run will see, checked
+/// each already) leaves out.
+pub fn complete(stored: Option<&Value>, given: &Value, prefix: &str) -> Result<(), ApiError> {
+    let Some(schema) = schema_of(stored)? else {
+        return Ok(());
+    };
+    let missing: FieldErrors = schema
+        .params
+        .iter()
+        .filter(|(name, spec)| spec.required && spec.default.is_none() && given.get(name.as_str()).is_none())
+        .map(|(name, _)| (format!("{prefix}.{name}"), "is required".to_owned()))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid(missing))
+    }
+}
+
 fn invalid(problems: Problems, prefix: &str) -> ApiError {
     let errors: FieldErrors = problems
         .into_iter()

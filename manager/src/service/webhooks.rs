@@ -317,12 +317,15 @@ async fn decide(
         Ok(params) => params,
         Err(reason) => return Ok(Reply::refused(StatusCode::UNPROCESSABLE_ENTITY, reason)),
     };
-    let checked = params::checked(
+    let trigger_params = store::triggers::params_of(&mut *conn, &[receiver.trigger_id])
+        .await?
+        .pop()
+        .map_or_else(|| json!({}), |(_, params)| params);
+    let checked = own_params(
         receiver.params_schema.as_ref(),
+        &trigger_params,
         &params,
-        params::Given::Whole,
         handles.secret_keys.as_deref(),
-        "params",
     );
     let params = match checked {
         Ok(params) => params,
@@ -351,6 +354,23 @@ async fn decide(
         duplicate: false,
         error: None,
     })
+}
+
+/// A delivery's own parameters: those the body maps to, each checked (and sealed when
+/// secret) but no default filled in, so that the run sees them over its trigger's
+/// `params` (`probactr_run_params`) and the schema's defaults under both (filled when it
+/// starts). Together with the trigger's, they must give every required parameter.
+fn own_params(
+    schema: Option<&Value>,
+    trigger_params: &Value,
+    mapped: &Value,
+    keys: Option<&Keyring>,
+) -> Result<Value, ApiError> {
+    let own = params::checked(schema, mapped, params::Given::Part, keys, "params")?;
+    let mut seen = trigger_params.as_object().cloned().unwrap_or_default();
+    seen.extend(own.as_object().cloned().unwrap_or_default());
+    params::complete(schema, &Value::Object(seen), "params")?;
+    Ok(own)
 }
 
 /// The run parameters `params_from` maps the body to: a path that names nothing leaves

@@ -274,3 +274,41 @@ async fn a_stripe_delivery_replayed_without_its_time_and_unsigned_ones_neither_s
     );
     assert_eq!(app.count("runs").await, 1);
 }
+
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn a_delivery_runs_with_its_body_over_the_trigger_params(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let schema = json!({
+        "env": {"type": "string", "default": "dev"},
+        "region": {"type": "string", "required": true},
+        "ref": {"type": "string"}
+    });
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "deploy", "kind": "noop", "params_schema": schema}),
+        )
+        .await;
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({
+                "kind": "webhook",
+                "params": {"env": "prod", "region": "eu", "ref": "stable"},
+                "params_from": {"ref": "$.ref"}
+            }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let path = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();
+
+    let accepted = app.deliver(&path, r#"{"ref": "main"}"#, &[]).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let run_id = accepted.body["run_id"].as_i64().unwrap();
+    let run = app.get(&format!("/api/v1/runs/{run_id}"), &admin).await;
+    assert_eq!(run.body["params"]["env"], "prod", "{}", run.text);
+    assert_eq!(run.body["params"]["region"], "eu", "{}", run.text);
+    assert_eq!(run.body["params"]["ref"], "main", "the body's over the trigger's");
+}

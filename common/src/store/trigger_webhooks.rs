@@ -121,6 +121,16 @@ pub async fn update(db: impl PgExecutor<'_>, trigger_id: i64, settings: &Setting
     Ok(())
 }
 
+/// The trigger whose webhook's token has this digest, unlocked.
+async fn trigger_of_token(db: impl PgExecutor<'_>, token_digest: &str) -> Result<Option<i64>, StoreError> {
+    Ok(
+        sqlx::query_scalar::<_, i64>("SELECT trigger_id FROM trigger_webhooks WHERE token_digest = $1")
+            .bind(token_digest)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
 /// Replaces a webhook's token by another (the previous URL stops working at once); false
 /// when the trigger has no webhook.
 pub async fn set_token(
@@ -196,10 +206,26 @@ pub struct Receiver {
 /// The webhook whose token has this digest, locked for the rest of the transaction so
 /// that deliveries to one trigger are decided one at a time (its rate and its repeats
 /// are then exact); None when no webhook has it.
+///
+/// Locks in the one order of every writer of a webhook (rotate-token, edits): its
+/// `triggers` row first, then its `trigger_webhooks` row. Locking the webhook first would
+/// deadlock against them, since the delivery's inserts take a key-share lock on the
+/// `triggers` row they refer to.
 pub async fn receiver_for_update(
     conn: &mut PgConnection,
     token_digest: &str,
 ) -> Result<Option<Receiver>, StoreError> {
+    let Some(trigger_id) = trigger_of_token(&mut *conn, token_digest).await? else {
+        return Ok(None);
+    };
+    if super::triggers::get_for_update(&mut *conn, trigger_id)
+        .await?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    // A rotation committed in between leaves this token naming nothing: the select below
+    // then finds no row.
     let row = sqlx::query!(
         r#"SELECT hooks.trigger_id, triggers.job_id, jobs.namespace, (triggers.paused OR jobs.paused) AS "paused!",
                   jobs.params_schema, hooks.signature_header, hooks.signature_prefix, hooks.signature_algorithm,

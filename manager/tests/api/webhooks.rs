@@ -312,3 +312,48 @@ async fn a_delivery_runs_with_its_body_over_the_trigger_params(pool: PgPool) {
     assert_eq!(run.body["params"]["region"], "eu", "{}", run.text);
     assert_eq!(run.body["params"]["ref"], "main", "the body's over the trigger's");
 }
+
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn a_delivery_waits_for_an_edit_of_its_trigger_instead_of_deadlocking(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("edited")).await;
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "webhook"}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let id = created.body["id"].as_i64().unwrap();
+    let path = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();
+
+    // An edit's order: the trigger's row, then its webhook's.
+    let mut edit = app.pool().begin().await.unwrap();
+    // Were there a deadlock, the edit would see it first and be its victim (the delivery
+    // is run again, unseen, by the retry of aborted requests).
+    sqlx::query("SET LOCAL deadlock_timeout = '10ms'")
+        .execute(&mut *edit)
+        .await
+        .unwrap();
+    store::triggers::get_for_update(&mut *edit, id)
+        .await
+        .unwrap()
+        .unwrap();
+    let editing = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let updated = sqlx::query("UPDATE trigger_webhooks SET rate_per_minute = 5 WHERE trigger_id = $1")
+            .bind(id)
+            .execute(&mut *edit)
+            .await;
+        edit.commit().await.unwrap();
+        updated
+    };
+    let (delivered, updated) = tokio::join!(app.deliver(&path, "{}", &[]), editing);
+    assert!(
+        updated.is_ok(),
+        "the edit is not a deadlock's victim: {updated:?}"
+    );
+    assert_eq!(delivered.status, StatusCode::ACCEPTED, "{}", delivered.text);
+}

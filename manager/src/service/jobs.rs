@@ -434,11 +434,13 @@ pub async fn update_in(
 }
 
 /// A job's pool must be one of its namespace's, with at least the slots each run holds.
-async fn check_pool(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
+/// The pool stays share-locked until the caller's transaction ends, so that a concurrent
+/// resize (which refuses to strand a job) sees this job's weight.
+pub(crate) async fn check_pool(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
     let Some(name) = &job.pool else {
         return Ok(());
     };
-    let pool = store::pools::get(&mut *conn, &job.namespace, name)
+    let pool = store::pools::get_for_share(&mut *conn, &job.namespace, name)
         .await?
         .ok_or_else(|| ApiError::field("pool", format!("no pool {name} in namespace {}", job.namespace)))?;
     if job.pool_slots > pool.slots {

@@ -403,18 +403,7 @@ pub async fn update_in(
     if version != before.version {
         return Err(stale_by(conn, "job", id, version, before.version).await);
     }
-    if job.mode == JobMode::Service && before.mode != JobMode::Service {
-        let triggers = store::triggers::list_for_job(&mut *conn, id).await?;
-        if !triggers.is_empty() {
-            return Err(ApiError::field(
-                "mode",
-                format!(
-                    "a service takes no triggers: delete the job's {} trigger(s) first",
-                    triggers.len()
-                ),
-            ));
-        }
-    }
+    refuse_triggered_service(conn, &before, &job).await?;
     super::job_versions::keep_before(&mut *conn, &before).await?;
     let after = store::jobs::update(&mut *conn, id, version, &job)
         .await
@@ -431,6 +420,28 @@ pub async fn update_in(
     };
     store::audit::record(&mut *conn, who.actor(), change).await?;
     Ok(after)
+}
+
+/// A job becoming a service must have no triggers (a service is kept running, not fired).
+pub(crate) async fn refuse_triggered_service(
+    conn: &mut PgConnection,
+    before: &Job,
+    job: &store::jobs::NewJob,
+) -> Result<(), ApiError> {
+    if job.mode != JobMode::Service || before.mode == JobMode::Service {
+        return Ok(());
+    }
+    let triggers = store::triggers::list_for_job(&mut *conn, before.id).await?;
+    if triggers.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::field(
+        "mode",
+        format!(
+            "a service takes no triggers: delete the job's {} trigger(s) first",
+            triggers.len()
+        ),
+    ))
 }
 
 /// A job's pool must be one of its namespace's, with at least the slots each run holds.

@@ -79,6 +79,24 @@ pub async fn get(db: impl PgExecutor<'_>, namespace: &str, name: &str) -> Result
     .await?)
 }
 
+/// Pool `name` of `namespace`, its row share-locked until the transaction ends so that a
+/// concurrent resize waits for the caller (None: no such pool).
+pub async fn get_for_share(
+    db: impl PgExecutor<'_>,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Pool>, StoreError> {
+    Ok(sqlx::query_as!(
+        Pool,
+        "SELECT namespace, name, slots, used, created_at, updated_at FROM pools
+         WHERE namespace = $1 AND name = $2 FOR SHARE",
+        namespace,
+        name
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
 /// Sets the slots of pool `name` of `namespace` (None: no such pool). Runs already holding
 /// slots keep them; fewer slots than are used hold new runs back until enough end.
 pub async fn set_slots(
@@ -126,6 +144,28 @@ pub async fn jobs_using(
     )
     .fetch_all(db)
     .await?)
+}
+
+/// The jobs taking pool `name` of `namespace` whose runs each hold more than `slots`, by
+/// name, with the slots each run holds (what a resize to `slots` would leave unclaimable).
+pub async fn jobs_wider_than(
+    db: impl PgExecutor<'_>,
+    namespace: &str,
+    name: &str,
+    slots: i32,
+) -> Result<Vec<(String, i32)>, StoreError> {
+    Ok(sqlx::query!(
+        "SELECT name, pool_slots FROM jobs WHERE namespace = $1 AND pool = $2 AND pool_slots > $3
+         ORDER BY name",
+        namespace,
+        name,
+        slots
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| (row.name, row.pool_slots))
+    .collect())
 }
 
 /// Why queued run `run_id` waits for its job's pool: "pool licence-server 3/3" while the

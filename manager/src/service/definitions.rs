@@ -276,6 +276,18 @@ impl<'a> Checking<'a> {
     fn created(&self) -> Vec<(i64, String)> {
         self.created.lock().map(|c| c.clone()).unwrap_or_default()
     }
+
+    /// The pool check the real write makes (the pool exists in the namespace and holds
+    /// the job's weight), so that a dry run refuses what the apply would.
+    async fn pool_checked(&self, job: &mut store::jobs::NewJob) -> Result<(), Refusal> {
+        job.namespace = self.inner.namespace.to_owned();
+        let mut tx = self.inner.tx.lock().await;
+        match super::jobs::check_pool(&mut tx, job).await {
+            Err(err @ ApiError::Invalid(_)) => Err(refusal(err)),
+            Err(err) => Err(self.inner.refused(err)),
+            Ok(()) => Ok(()),
+        }
+    }
 }
 
 /// A bad body's refusal, as the API would answer it.
@@ -321,8 +333,9 @@ impl Registry for Checking<'_> {
             created.push((id, name));
             id
         };
-        let job = checked(job)?;
+        let mut job = checked(job)?;
         checked(self.inner.who.require_job_kind(ns, job.kind))?;
+        self.pool_checked(&mut job).await?;
         Ok(id)
     }
 
@@ -343,8 +356,9 @@ impl Registry for Checking<'_> {
             return Err(refusal(ApiError::not_found("job", id)));
         }
         checked(self.inner.who.require_job_kind(ns, current.kind))?;
-        let (_, job) = checked(JobPatch::from_json(body).definition(&current))?;
+        let (_, mut job) = checked(JobPatch::from_json(body).definition(&current))?;
         checked(self.inner.who.require_job_kind(ns, job.kind))?;
+        self.pool_checked(&mut job).await?;
         Ok(())
     }
 

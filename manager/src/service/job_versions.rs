@@ -65,7 +65,8 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> R
         .ok_or_else(|| ApiError::not_found("job version", version))
 }
 
-/// Makes version `version` of job `id` its current definition again, as a new version.
+/// Makes version `version` of job `id` its current definition again, as a new version,
+/// checked as an edit is; the job keeps its current pause and owner, and its children.
 pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<JobView, ApiError> {
     let mut tx = handles.pool.begin().await?;
     let before = jobs::visible(&mut tx, who, id, true).await?;
@@ -80,10 +81,16 @@ pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) 
             "version {version} of job {id} cannot be read back ({err}); edit the job instead"
         ))
     })?;
-    // A job does not move between namespaces.
+    // A job does not move between namespaces; its pause (perhaps for an incident) and its
+    // owner are its current state, not part of the definition brought back.
     definition.namespace = before.namespace.clone();
+    definition.paused = before.paused;
+    definition.managed_by = before.managed_by.clone();
     who.require_job_kind(&before.namespace, definition.kind)?;
+    // The checks an edit makes: what the version names may have changed since.
     jobs::check_secrets(&mut tx, &definition).await?;
+    jobs::check_pool(&mut tx, &definition).await?;
+    jobs::refuse_triggered_service(&mut tx, &before, &definition).await?;
     keep_before(&mut tx, &before).await?;
     let after = store::jobs::update(&mut *tx, id, before.version, &definition)
         .await

@@ -403,18 +403,7 @@ pub async fn update_in(
     if version != before.version {
         return Err(stale_by(conn, "job", id, version, before.version).await);
     }
-    if job.mode == JobMode::Service && before.mode != JobMode::Service {
-        let triggers = store::triggers::list_for_job(&mut *conn, id).await?;
-        if !triggers.is_empty() {
-            return Err(ApiError::field(
-                "mode",
-                format!(
-                    "a service takes no triggers: delete the job's {} trigger(s) first",
-                    triggers.len()
-                ),
-            ));
-        }
-    }
+    refuse_triggered_service(conn, &before, &job).await?;
     super::job_versions::keep_before(&mut *conn, &before).await?;
     let after = store::jobs::update(&mut *conn, id, version, &job)
         .await
@@ -433,12 +422,36 @@ pub async fn update_in(
     Ok(after)
 }
 
+/// A job becoming a service must have no triggers (a service is kept running, not fired).
+pub(crate) async fn refuse_triggered_service(
+    conn: &mut PgConnection,
+    before: &Job,
+    job: &store::jobs::NewJob,
+) -> Result<(), ApiError> {
+    if job.mode != JobMode::Service || before.mode == JobMode::Service {
+        return Ok(());
+    }
+    let triggers = store::triggers::list_for_job(&mut *conn, before.id).await?;
+    if triggers.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::field(
+        "mode",
+        format!(
+            "a service takes no triggers: delete the job's {} trigger(s) first",
+            triggers.len()
+        ),
+    ))
+}
+
 /// A job's pool must be one of its namespace's, with at least the slots each run holds.
-async fn check_pool(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
+/// The pool stays share-locked until the caller's transaction ends, so that a concurrent
+/// resize (which refuses to strand a job) sees this job's weight.
+pub(crate) async fn check_pool(conn: &mut PgConnection, job: &store::jobs::NewJob) -> Result<(), ApiError> {
     let Some(name) = &job.pool else {
         return Ok(());
     };
-    let pool = store::pools::get(&mut *conn, &job.namespace, name)
+    let pool = store::pools::get_for_share(&mut *conn, &job.namespace, name)
         .await?
         .ok_or_else(|| ApiError::field("pool", format!("no pool {name} in namespace {}", job.namespace)))?;
     if job.pool_slots > pool.slots {

@@ -107,7 +107,8 @@ pub async fn create(
     Ok(pool)
 }
 
-/// Sets the slots of pool `name` of `namespace` (admins).
+/// Sets the slots of pool `name` of `namespace` (admins); 409 naming the jobs whose runs
+/// each hold more than `slots` (their runs could never be claimed again).
 pub async fn set_slots(
     handles: &Handles,
     who: &Principal,
@@ -121,9 +122,12 @@ pub async fn set_slots(
     let before = store::pools::get(&mut *tx, namespace, name)
         .await?
         .ok_or_else(|| ApiError::not_found("pool", name))?;
+    // The update locks the pool's row first: a job edit checks its weight under a share
+    // lock on it (see `jobs::check_pool`), so the jobs read next are all there are.
     let pool = store::pools::set_slots(&mut *tx, namespace, name, slots)
         .await?
         .ok_or_else(|| ApiError::not_found("pool", name))?;
+    refuse_stranding(&mut tx, namespace, name, slots).await?;
     let change = Change {
         action: "pool.update",
         object_type: "pool",
@@ -140,6 +144,28 @@ pub async fn set_slots(
         "pool resized"
     );
     Ok(pool)
+}
+
+/// A resize to `slots` must leave room for a run of every job taking the pool: the claim
+/// needs `used + pool_slots <= slots`, so a wider job would queue forever.
+async fn refuse_stranding(
+    conn: &mut sqlx::PgConnection,
+    namespace: &str,
+    name: &str,
+    slots: i32,
+) -> Result<(), ApiError> {
+    let wider = store::pools::jobs_wider_than(&mut *conn, namespace, name, slots).await?;
+    if wider.is_empty() {
+        return Ok(());
+    }
+    let jobs: Vec<String> = wider
+        .iter()
+        .map(|(job, pool_slots)| format!("{job} (pool_slots {pool_slots})"))
+        .collect();
+    Err(ApiError::Conflict(format!(
+        "pool {name} cannot shrink to {slots} slots: job(s) {} take more per run; lower their pool_slots first",
+        jobs.join(", ")
+    )))
 }
 
 /// Deletes pool `name` of `namespace` (admins); 409 naming the jobs that take it.

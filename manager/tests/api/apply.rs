@@ -56,6 +56,19 @@ async fn one_invalid_object_changes_nothing(pool: PgPool) {
 
     // Fixed, a dry run says what would change and changes nothing; then it applies.
     let fixed = text.replace("timeout_secs: -5", "timeout_secs: 5");
+    // A dry run checks pools as the apply does: a job created or edited to take a pool
+    // the namespace lacks is refused on `pool`.
+    let poolless = fixed
+        .replace("description: changed by the file", "pool: nowhere")
+        .replace("name: fresh\n", "name: fresh\n    pool: nowhere\n");
+    let dry = app.apply(&admin, "?dry_run=true", &poolless).await;
+    assert_eq!(dry.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", dry.text);
+    let fields = field_errors(&dry);
+    assert_eq!(
+        fields.keys().filter(|at| at.ends_with("pool")).count(),
+        2,
+        "both jobs refused on pool: {fields:?}"
+    );
     let dry = app.apply(&admin, "?dry_run=true", &fixed).await;
     assert_eq!(dry.status, StatusCode::OK, "{}", dry.text);
     assert_eq!(dry.body["dry_run"], true);

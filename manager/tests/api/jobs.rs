@@ -1200,4 +1200,57 @@ async fn a_restored_version_brings_back_the_exact_definition(pool: PgPool) {
     assert_eq!(submitted.status, StatusCode::SEE_OTHER, "{}", submitted.text);
     let now = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
     assert_eq!(now["description"], "second");
+
+    // A restore keeps the job's current pause: one paused during an incident stays paused.
+    let paused = app
+        .post(&format!("/api/v1/jobs/{id}/pause"), &admin, json!({}))
+        .await;
+    assert_eq!(paused.status, StatusCode::OK, "{}", paused.text);
+    let restored = app
+        .post(
+            &format!("/api/v1/jobs/{id}/versions/1/restore"),
+            &admin,
+            json!({}),
+        )
+        .await;
+    assert_eq!(restored.status, StatusCode::OK, "{}", restored.text);
+    assert_eq!(restored.body["paused"], true, "{}", restored.text);
+
+    // A restore is checked as an edit is: a version naming a since-deleted pool is refused
+    // on `pool`, and the job is left as it was.
+    let created = app
+        .post("/api/v1/pools", &admin, json!({"name": "scratch", "slots": 2}))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let pooled = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": restored.body["version"], "pool": "scratch"}),
+        )
+        .await;
+    assert_eq!(pooled.status, StatusCode::OK, "{}", pooled.text);
+    let unpooled = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": pooled.body["version"], "pool": null}),
+        )
+        .await;
+    assert_eq!(unpooled.status, StatusCode::OK, "{}", unpooled.text);
+    let deleted = app
+        .call(Method::DELETE, "/api/v1/pools/scratch", Some(&admin), None)
+        .await;
+    assert!(deleted.status.is_success(), "{}", deleted.text);
+    let gone = app
+        .post(
+            &format!("/api/v1/jobs/{id}/versions/{}/restore", pooled.body["version"]),
+            &admin,
+            json!({}),
+        )
+        .await;
+    assert_eq!(gone.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", gone.text);
+    assert!(gone.text.contains("pool"), "{}", gone.text);
+    let now = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
+    assert_eq!(now["version"], unpooled.body["version"]);
 }

@@ -75,6 +75,16 @@ async fn pools_are_checked_taken_by_jobs_and_kept_while_taken(pool: PgPool) {
     assert_eq!(refused.status, StatusCode::CONFLICT);
     assert!(refused.text.contains("export"), "{}", refused.text);
 
+    // Not shrunk below a job's weight (its runs could never be claimed): the answer names
+    // the job and its pool_slots, and the pool keeps its slots.
+    let shrunk = app
+        .patch("/api/v1/pools/licence-server", &admin, json!({"slots": 1}))
+        .await;
+    assert_eq!(shrunk.status, StatusCode::CONFLICT, "{}", shrunk.text);
+    assert!(shrunk.text.contains("export (pool_slots 2)"), "{}", shrunk.text);
+    let kept = app.get("/api/v1/pools/licence-server", &admin).await;
+    assert_eq!(kept.body["slots"], json!(3));
+
     // A queued run that does not fit waits, saying why.
     let run = store::runs::queue_now(app.pool(), job["id"].as_i64().unwrap())
         .await

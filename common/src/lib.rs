@@ -11,6 +11,8 @@
 //! - [`reach`]: start-up's bounded wait for PostgreSQL and Redis.
 //! - [`store`]: the connection pool, the migrator and the named queries over the model.
 //! - [`schedule`]: cron (with seconds and a time zone), interval and one-shot instants.
+//! - [`capacity`]: the capacity forecast (demand of the coming hours against the live
+//!   executors), shared by the manager's API and the monitor's `capacity_shortfall` alert.
 //! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
 //! - [`lock`]: the Redis mutex and permit set (efficiency: contention stays cheap).
 //! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
@@ -25,6 +27,7 @@
 
 pub mod account;
 pub mod backoff;
+pub mod capacity;
 pub mod cidr;
 pub mod cli;
 pub mod config;

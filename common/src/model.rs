@@ -323,6 +323,9 @@ text_enum! {
         NoExecutor => "no_executor",
         /// The first success after an alerted failure.
         Recovered => "recovered",
+        /// The capacity forecast sees, within `duration_secs` ahead, more runs due at once
+        /// than the live executors that may run them can hold.
+        CapacityShortfall => "capacity_shortfall",
     }
 }
 

@@ -1,11 +1,15 @@
 // probactr admin: optional enhancements; every page works without this script.
-// 1. Times are shown in the viewer's time zone (the UTC value stays in the tooltip).
+// 1. Times are shown in the viewer's time zone, named; the tooltip holds the UTC value
+//    and the relative form ("3 min ago", "in 12 s"), kept current.
 // 2. The trigger form previews the next instants as you type (the "Preview" button
 //    does the same without JavaScript) and shows only the fields of the chosen kind.
 // 3. The job form shows only the spec fieldset of the chosen kind (without JavaScript
 //    every kind's fieldset shows, each labelled, and the server reads the chosen one).
 // 4. The page of a running run follows its output live (server-sent events from the
 //    API); without JavaScript it reloads every 5 s.
+// 5. Lists that change (runs, the dashboard, the cluster) update in place: the page's
+//    live regions are fetched again and swapped, never over what the user is typing or
+//    has focused, with a toggle to pause; without JavaScript the page reloads.
 (function () {
   "use strict";
 
@@ -32,12 +36,31 @@
     return when.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   }
 
+  // "in 12 s", "3 min ago", "2 h ago", "5 days ago": the largest whole unit.
+  function relativeText(when, now) {
+    var secs = Math.round((when.getTime() - now) / 1000);
+    var size = Math.abs(secs);
+    var units = [[86400, "days"], [3600, "h"], [60, "min"], [1, "s"]];
+    var text = "now";
+    for (var i = 0; i < units.length; i++) {
+      if (size >= units[i][0]) {
+        var count = Math.floor(size / units[i][0]);
+        text = count + " " + (units[i][1] === "days" && count === 1 ? "day" : units[i][1]);
+        break;
+      }
+    }
+    if (text === "now") { return text; }
+    return secs > 0 ? "in " + text : text + " ago";
+  }
+
   function localTimes(root) {
+    var now = Date.now();
     root.querySelectorAll("time[datetime]").forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) { return; }
       el.textContent = localText(when);
-      el.title = utcText(when);
+      el.title = utcText(when) + " · " + relativeText(when, now);
+      el.setAttribute("data-relative", relativeText(when, now));
     });
   }
 
@@ -171,10 +194,55 @@
     });
   }
 
+  // Every `meta[name=live-refresh]` seconds, the page is fetched again and each element
+  // with `data-live` and an id is replaced by its fresh copy, unless it holds the focus.
+  function liveUpdates() {
+    var meta = document.querySelector('meta[name="live-refresh"]');
+    var secs = meta ? parseInt(meta.getAttribute("content"), 10) : 0;
+    if (!(secs > 0) || !document.querySelector("[data-live][id]") || !window.fetch) { return; }
+    var paused = false;
+    var updates = 0;
+    var toggle = document.createElement("button");
+    toggle.type = "button";
+    toggle.className = "live-toggle";
+    toggle.id = "live-toggle";
+    function label() {
+      toggle.textContent = paused ? "Resume live updates" : "Pause live updates";
+      toggle.setAttribute("aria-pressed", paused ? "true" : "false");
+    }
+    label();
+    toggle.addEventListener("click", function () { paused = !paused; label(); });
+    var heading = document.querySelector("main h1");
+    if (heading) { heading.insertAdjacentElement("afterend", toggle); }
+    function refresh() {
+      if (paused || document.hidden) { return; }
+      fetch(window.location.href, { credentials: "same-origin", headers: { accept: "text/html" } })
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (html) {
+          if (!html) { return; }
+          var fresh = new DOMParser().parseFromString(html, "text/html");
+          document.querySelectorAll("[data-live][id]").forEach(function (region) {
+            var copy = fresh.getElementById(region.id);
+            if (copy && !region.contains(document.activeElement)) {
+              region.replaceWith(document.importNode(copy, true));
+            }
+          });
+          localTimes(document);
+          updates += 1;
+          document.body.setAttribute("data-live-updates", String(updates));
+        })
+        .catch(function () { /* the next tick tries again */ });
+    }
+    window.setInterval(refresh, secs * 1000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var output = document.getElementById("run-output");
     if (output) { followOutput(output); }
     localTimes(document);
+    liveUpdates();
+    // Relative forms age: refresh them while the page stays open.
+    window.setInterval(function () { localTimes(document); }, 15000);
     var form = document.querySelector("form[data-live-preview]");
     if (form) { kindFields(form); livePreview(form); }
     var jobForm = document.querySelector("form[data-job-form]");

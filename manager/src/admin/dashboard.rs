@@ -1,10 +1,14 @@
 //! The dashboard (`GET /?range=1h|24h|7d`): the cluster's cards, a stacked bar chart of
 //! runs per minute by outcome drawn as inline SVG on the server (no script), the slowest
-//! and the most failing jobs of the range, the next instants and the latest failures.
+//! and the most failing jobs of the range, the capacity forecast of the next 24 hours
+//! (runs at once against the live executors' capacity), the next instants and the latest
+//! failures.
 
 use axum::extract::State;
 use axum::response::Html;
+use chrono::{DateTime, Utc};
 use minijinja::context;
+use probactr_common::capacity::CapacityForecast;
 use probactr_common::model::ProcessRole;
 use probactr_common::store::dashboard::{Bucket, Range};
 use probactr_common::store::{self, jobs::JobFilter};
@@ -32,6 +36,14 @@ pub async fn dashboard(
     });
     let history = service::dashboard::dashboard(&state.handles, &user.0, range, user.namespace()).await?;
     let chart = Chart::new(&history.buckets, range);
+    // The forecast is an aid: a page without it is better than no page.
+    let capacity = match service::capacity::forecast(&state.handles, &user.0, FORECAST_HOURS).await {
+        Ok(forecast) => CapacityChart::new(&forecast),
+        Err(err) => {
+            tracing::warn!(error = %err, "the dashboard's capacity forecast failed");
+            None
+        }
+    };
     let shared = service::cluster::status_for(&state.handles, &user.0).await?;
     let status: &store::cluster::Status = &shared;
     let jobs_total = service::jobs::count(
@@ -54,7 +66,7 @@ pub async fn dashboard(
     let ranges: Vec<&str> = Range::ALL.iter().map(|r| r.as_str()).collect();
     let ctx = context! {
         status, jobs_total, runs_last_hour, failures_last_hour, executors_alive, executors_dead,
-        chart, history, ranges, range => range.as_str(), range_notice,
+        chart, capacity, history, ranges, range => range.as_str(), range_notice,
         ..user.layout("dashboard")
     };
     render(&state, "dashboard.html", ctx)
@@ -69,9 +81,9 @@ const RIGHT: f64 = 8.0;
 const TOP: f64 = 10.0;
 const BOTTOM: f64 = 22.0;
 
-/// A stacked bar chart of runs per minute by outcome, laid out for an SVG.
-#[derive(Debug, Clone, Serialize)]
-struct Chart {
+/// The drawing area and the plot's edges, shared by the dashboard's charts.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Frame {
     width: f64,
     height: f64,
     /// The plot's edges: left, right, top and bottom (the x axis).
@@ -79,6 +91,22 @@ struct Chart {
     right: f64,
     top: f64,
     bottom: f64,
+}
+
+const FRAME: Frame = Frame {
+    width: WIDTH,
+    height: HEIGHT,
+    left: LEFT,
+    right: WIDTH - RIGHT,
+    top: TOP,
+    bottom: HEIGHT - BOTTOM,
+};
+
+/// A stacked bar chart of runs per minute by outcome, laid out for an SVG.
+#[derive(Debug, Clone, Serialize)]
+struct Chart {
+    #[serde(flatten)]
+    frame: Frame,
     bars: Vec<Bar>,
     /// Horizontal grid lines with their runs-per-minute labels.
     ticks: Vec<Tick>,
@@ -181,12 +209,7 @@ impl Chart {
             })
             .collect();
         Chart {
-            width: WIDTH,
-            height: HEIGHT,
-            left: LEFT,
-            right: WIDTH - RIGHT,
-            top: TOP,
-            bottom,
+            frame: FRAME,
             bars,
             ticks,
             since: match range {
@@ -201,6 +224,84 @@ impl Chart {
             },
             totals,
         }
+    }
+}
+
+/// The hours the dashboard's capacity forecast covers.
+const FORECAST_HOURS: i64 = 24;
+
+/// The whole cluster's forecast as bars of runs at once per bucket, with the capacity
+/// as a line; buckets over it are drawn apart.
+#[derive(Debug, Clone, Serialize)]
+struct CapacityChart {
+    #[serde(flatten)]
+    frame: Frame,
+    bars: Vec<Bar>,
+    ticks: Vec<Tick>,
+    /// The capacity line's height.
+    capacity_y: f64,
+    capacity: i64,
+    executors: usize,
+    peak: u32,
+    shortfalls: usize,
+    buckets: usize,
+    /// The first bucket over capacity.
+    first_shortfall: Option<DateTime<Utc>>,
+}
+
+impl CapacityChart {
+    fn new(forecast: &CapacityForecast) -> Option<CapacityChart> {
+        let cluster = forecast.groups.first()?;
+        let scale_top = f64::from(cluster.peak).max(cluster.capacity as f64).max(1.0);
+        let plot_height = HEIGHT - TOP - BOTTOM;
+        let bottom = HEIGHT - BOTTOM;
+        let slot = (WIDTH - LEFT - RIGHT) / cluster.buckets.len().max(1) as f64;
+        let bars = cluster
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, bucket)| {
+                let height = f64::from(bucket.demand) / scale_top * plot_height;
+                Bar {
+                    x: round(LEFT + slot * i as f64),
+                    width: round(slot.max(0.5)),
+                    title: format!(
+                        "{}: {} runs at once{}",
+                        bucket.start.format("%Y-%m-%d %H:%M UTC"),
+                        bucket.demand,
+                        if bucket.shortfall { ", over capacity" } else { "" }
+                    ),
+                    segments: vec![Segment {
+                        class: if bucket.shortfall { "shortfall" } else { "demand" },
+                        y: round(bottom - height),
+                        height: round(height),
+                    }],
+                }
+            })
+            .collect();
+        let ticks = [0.0, 0.5, 1.0]
+            .into_iter()
+            .map(|share| Tick {
+                y: round(bottom - share * plot_height),
+                label: format!("{:.0}", share * scale_top),
+            })
+            .collect();
+        Some(CapacityChart {
+            frame: FRAME,
+            bars,
+            ticks,
+            capacity_y: round(bottom - cluster.capacity as f64 / scale_top * plot_height),
+            capacity: cluster.capacity,
+            executors: cluster.executors,
+            peak: cluster.peak,
+            shortfalls: cluster.shortfalls,
+            buckets: cluster.buckets.len(),
+            first_shortfall: cluster
+                .buckets
+                .iter()
+                .find(|bucket| bucket.shortfall)
+                .map(|bucket| bucket.start),
+        })
     }
 }
 
@@ -244,14 +345,51 @@ mod tests {
         let classes: Vec<&str> = peak.iter().map(|s| s.class).collect();
         assert_eq!(classes, ["succeeded", "failed", "not-run"]);
         // The peak bar fills the plot from the x axis to its top.
-        assert_eq!(peak[0].y + peak[0].height, chart.bottom);
-        assert_eq!(peak[2].y, chart.top);
+        assert_eq!(peak[0].y + peak[0].height, chart.frame.bottom);
+        assert_eq!(peak[2].y, chart.frame.top);
         assert_eq!(peak[0].height, 2.0 * peak[1].height);
         assert_eq!(chart.ticks.last().map(|t| t.label.as_str()), Some("4"));
         assert_eq!(
             (chart.totals.succeeded, chart.totals.failed, chart.totals.not_run),
             (3, 2, 1)
         );
+    }
+
+    #[test]
+    fn the_capacity_chart_marks_buckets_over_capacity() {
+        use probactr_common::capacity::{Bucket as Demand, Group};
+        let start = Utc::now();
+        let bucket = |demand, shortfall| Demand {
+            start,
+            demand,
+            shortfall,
+        };
+        let forecast = CapacityForecast {
+            from: start,
+            until: start,
+            bucket_secs: 300,
+            groups: vec![Group {
+                selector: None,
+                jobs: vec!["nightly".into()],
+                executors: 1,
+                capacity: 2,
+                peak: 4,
+                shortfalls: 1,
+                buckets: vec![bucket(1, false), bucket(4, true), bucket(0, false)],
+            }],
+            estimated_jobs: vec![],
+            truncated: false,
+        };
+        let chart = CapacityChart::new(&forecast).expect("a chart of the cluster's group");
+        let classes: Vec<&str> = chart.bars.iter().map(|bar| bar.segments[0].class).collect();
+        assert_eq!(classes, ["demand", "shortfall", "demand"]);
+        // The peak fills the plot; the capacity line sits halfway.
+        assert_eq!(chart.bars[1].segments[0].y, chart.frame.top);
+        assert_eq!(
+            chart.capacity_y,
+            round((chart.frame.top + chart.frame.bottom) / 2.0)
+        );
+        assert_eq!(chart.first_shortfall, Some(start));
     }
 
     #[test]

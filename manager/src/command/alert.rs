@@ -1,6 +1,7 @@
 //! Alert channels and rules as commands: read from an API body or an admin form, checked
 //! here, every bad field named at once.
 
+use probactr_common::capacity;
 use probactr_common::masked_url;
 use probactr_common::model::{AlertEvent, ChannelKind};
 use probactr_common::store::alerts::rules::RuleFields;
@@ -199,6 +200,15 @@ pub fn read_rule(body: Value) -> Result<RuleCommand, ApiError> {
     let throttle_secs = input.int("throttle_secs", 0, 7 * 86_400).flatten().unwrap_or(300);
     let enabled = input.boolean("enabled").flatten().unwrap_or(true);
     if let Some(events) = &events {
+        let ahead_limit = capacity::MAX_HOURS * 3600;
+        if events.contains(&AlertEvent::CapacityShortfall)
+            && duration_secs.is_some_and(|secs| secs > ahead_limit)
+        {
+            input.error(
+                "duration_secs",
+                format!("looks at most {ahead_limit} s ahead for capacity_shortfall"),
+            );
+        }
         for needs_duration in [AlertEvent::RunTooLong, AlertEvent::NoSuccessWithin] {
             if events.contains(&needs_duration) && duration_secs.is_none() && !input.has_errors() {
                 input.error("duration_secs", format!("is required for {needs_duration}"));

@@ -473,6 +473,12 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
         let text = &dashboard.text;
         assert!(text.contains("<svg class=\"chart\" id=\"runs-chart\""), "{text}");
         assert!(text.contains(">runs per minute</text>"), "{text}");
+        // And the capacity forecast of the next day.
+        assert!(
+            text.contains("<svg class=\"chart\" id=\"capacity-chart\""),
+            "{text}"
+        );
+        assert!(text.contains("id=\"capacity-summary\""), "{text}");
         assert!(text.contains("<rect class=\"not-run\""), "{range}: {text}");
         for link in ["/?range=1h", "/?range=24h", "/?range=7d"] {
             assert!(text.contains(&format!("href=\"{link}\"")), "{link}: {text}");

@@ -148,6 +148,12 @@ pub fn summarize(payload: &Value) -> String {
         }
         Ok(AlertEvent::NoExecutor) => "triggers are due and no executor is alive".to_owned(),
         Ok(AlertEvent::Recovered) => format!("{job} recovered: it succeeded again"),
+        Ok(AlertEvent::CapacityShortfall) => {
+            let demand = number("/detail/demand").unwrap_or(0);
+            let capacity = number("/detail/capacity").unwrap_or(0);
+            let start = text("/detail/start");
+            format!("capacity shortfall ahead: {demand} runs at once from {start}, executors hold {capacity}")
+        }
         Err(_) => return text("/summary").to_owned(),
     };
     if payload.get("follow_up").and_then(Value::as_bool) == Some(true) {

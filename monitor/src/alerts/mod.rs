@@ -22,6 +22,9 @@ use deliver::Sender;
 
 /// Pause between two passes over the outbox and the throttle windows.
 const TICK: Duration = Duration::from_millis(500);
+/// How often the capacity forecast is weighed for `capacity_shortfall` rules: it reads
+/// every trigger, and its buckets are five minutes wide.
+const FORECAST_EVERY: Duration = Duration::from_secs(60);
 /// Notifications one monitor sends at once.
 const SENDERS: usize = 3;
 /// The longest pause between two attempts of a failing delivery.
@@ -71,12 +74,17 @@ async fn process_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
 }
 
 async fn conditions_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
+    let mut last_forecast: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(monitor.config.reap_interval) => {}
         }
-        match process::evaluate_conditions(&monitor.pool).await {
+        let forecast = last_forecast.is_none_or(|at| at.elapsed() >= FORECAST_EVERY);
+        if forecast {
+            last_forecast = Some(tokio::time::Instant::now());
+        }
+        match process::evaluate_conditions(&monitor.pool, forecast).await {
             Ok(0) => {}
             Ok(raised) => tracing::info!(raised, "alert conditions raised"),
             Err(err) => tracing::warn!(error = %err, "alert conditions could not be evaluated"),

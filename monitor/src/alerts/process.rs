@@ -3,6 +3,7 @@
 //! window; send the follow-ups of windows that closed with folded events; evaluate the
 //! conditions that are not one state change.
 
+use probactr_common::capacity;
 use probactr_common::model::AlertEvent;
 use probactr_common::store::alerts::conditions;
 use probactr_common::store::alerts::notifications::{self, NewNotification};
@@ -22,6 +23,8 @@ const DEFAULT_THRESHOLD: i32 = 3;
 const DEFAULT_TOO_LONG_SECS: i32 = 3600;
 /// `no_success_within` when a rule sets no duration.
 const DEFAULT_NO_SUCCESS_SECS: i32 = 86_400;
+/// How far ahead `capacity_shortfall` looks when a rule sets no duration.
+const DEFAULT_SHORTFALL_AHEAD_SECS: i32 = 3600;
 
 /// Processes one batch of outbox events; returns how many it took.
 pub async fn process_events(pool: &PgPool, public_url: &str) -> Result<usize, StoreError> {
@@ -194,8 +197,9 @@ pub async fn send_follow_ups(pool: &PgPool, public_url: &str) -> Result<usize, S
 }
 
 /// Evaluates the conditions of every enabled rule, then ends what successes and live
-/// executors ended; returns how many occurrences it raised.
-pub async fn evaluate_conditions(pool: &PgPool) -> Result<u64, StoreError> {
+/// executors ended; returns how many occurrences it raised. The capacity forecast is
+/// weighed only when `forecast` is true (it reads every trigger: the caller spaces it).
+pub async fn evaluate_conditions(pool: &PgPool, forecast: bool) -> Result<u64, StoreError> {
     let mut raised = 0;
     for rule in rules::enabled(pool).await? {
         for &event in &rule.events {
@@ -209,6 +213,7 @@ pub async fn evaluate_conditions(pool: &PgPool) -> Result<u64, StoreError> {
                     conditions::raise_no_success_within(pool, rule.id, rule.job_id, secs).await?
                 }
                 AlertEvent::NoExecutor => conditions::raise_no_executor(pool, rule.id).await?,
+                AlertEvent::CapacityShortfall if forecast => capacity_shortfall(pool, &rule).await?,
                 _ => 0,
             };
         }
@@ -216,4 +221,33 @@ pub async fn evaluate_conditions(pool: &PgPool) -> Result<u64, StoreError> {
     raised += conditions::recover(pool).await?;
     conditions::clear_ended(pool).await?;
     Ok(raised)
+}
+
+/// Raises the rule's `capacity_shortfall` when the forecast of its namespace's jobs sees a
+/// bucket over capacity within `duration_secs` ahead, and ends it when none is.
+async fn capacity_shortfall(pool: &PgPool, rule: &Rule) -> Result<u64, StoreError> {
+    let ahead = chrono::TimeDelta::seconds(i64::from(
+        rule.duration_secs.unwrap_or(DEFAULT_SHORTFALL_AHEAD_SECS),
+    ));
+    let now = probactr_common::store::db_now(pool).await?;
+    let from = capacity::bucket_start(now);
+    // Whole hours covering the look-ahead from the current bucket's start.
+    let hours = ((now + ahead - from).num_seconds() + 3599) / 3600;
+    let only = [rule.namespace.clone()];
+    let forecast = capacity::forecast(pool, Some(&only), from, hours).await?;
+    match forecast.first_shortfall(now + ahead) {
+        Some(shortfall) => {
+            let detail = serde_json::to_value(&shortfall).unwrap_or_default();
+            let raised = conditions::raise_capacity_shortfall(pool, rule.id, &detail).await?;
+            if raised > 0 {
+                tracing::info!(rule.id = rule.id, start = %shortfall.start, demand = shortfall.demand,
+                    capacity = shortfall.capacity, "capacity shortfall ahead");
+            }
+            Ok(raised)
+        }
+        None => {
+            conditions::end_capacity_shortfall(pool, rule.id).await?;
+            Ok(0)
+        }
+    }
 }

@@ -333,6 +333,7 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
             AlertEvent::NoExecutor,
             AlertEvent::RunAbandoned,
             AlertEvent::FireMissed,
+            AlertEvent::CapacityShortfall,
         ],
         None,
         channel,
@@ -369,11 +370,16 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
     .unwrap();
     let env = env(&url, "conditions");
     let _monitor = monitor("monitor", &env);
-    eventually(Duration::from_secs(15), "no executor", || async {
-        events_of(&receiver.received())
-            .contains(&"no_executor".to_owned())
-            .then_some(())
-    })
+    // No executor is alive: every instant of the coming hour is over capacity.
+    eventually(
+        Duration::from_secs(15),
+        "no executor, and a capacity shortfall ahead",
+        || async {
+            let events = events_of(&receiver.received());
+            (events.contains(&"no_executor".to_owned()) && events.contains(&"capacity_shortfall".to_owned()))
+                .then_some(())
+        },
+    )
     .await;
     let mut executor = executor("executor", &env);
     eventually(

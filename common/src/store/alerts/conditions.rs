@@ -1,5 +1,5 @@
 //! `alert_conditions`: conditions that are not one state change (a run running too long,
-//! a job without success, no executor, failures in a row, a job failing until it
+//! a job without success, no executor, a capacity shortfall ahead, failures in a row, a job failing until it
 //! recovers), raised once per occurrence. Each `raise_*` function records the occurrences
 //! it finds and puts an event for each new one in the outbox, in one statement, so two
 //! monitors evaluating the same rule raise it once.
@@ -99,6 +99,39 @@ pub async fn raise_no_executor(db: impl PgExecutor<'_>, rule_id: i64) -> Result<
     .execute(db)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// Raises `capacity_shortfall` for the rule unless it is already raised; `detail`
+/// describes the bucket. Returns how many events were raised (0 or 1).
+pub async fn raise_capacity_shortfall(
+    db: impl PgExecutor<'_>,
+    rule_id: i64,
+    detail: &serde_json::Value,
+) -> Result<u64, StoreError> {
+    let done = sqlx::query!(
+        r#"WITH raised AS (
+               INSERT INTO alert_conditions (rule_id, event) VALUES ($1, 'capacity_shortfall')
+               ON CONFLICT DO NOTHING RETURNING rule_id)
+           INSERT INTO alert_events (event, rule_id, detail)
+           SELECT 'capacity_shortfall', $1, $2 FROM raised"#,
+        rule_id,
+        detail
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Ends the rule's `capacity_shortfall` (the forecast fits again): a later shortfall is a
+/// new occurrence.
+pub async fn end_capacity_shortfall(db: impl PgExecutor<'_>, rule_id: i64) -> Result<(), StoreError> {
+    sqlx::query!(
+        "DELETE FROM alert_conditions WHERE rule_id = $1 AND event = 'capacity_shortfall'",
+        rule_id
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// The job's failures in a row: final attempts that failed since its last success.

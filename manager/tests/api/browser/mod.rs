@@ -391,6 +391,20 @@ async fn scenario(session: Session, app: TestApp, password: String) {
         .unwrap();
     let instants = previewed.find_all(Locator::Css("li")).await.unwrap();
     assert_eq!(instants.len(), 5, "the preview lists 5 instants");
+    // Each time carries its relative form (the instants are seconds away, so it may
+    // already have passed when the script runs).
+    let relative = instants[0]
+        .find(Locator::Css("time"))
+        .await
+        .unwrap()
+        .attr("data-relative")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        relative.starts_with("in ") || relative.ends_with(" ago") || relative == "now",
+        "relative form: {relative}"
+    );
     session.screenshot("trigger-preview").await;
     session.press("main form", "Save").await;
     session
@@ -410,6 +424,35 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     })
     .await;
     session.screenshot("runs").await;
+
+    // The list updates in place: a filter being typed survives the update.
+    session
+        .type_into("form.filters input[name=job]", "half-typed")
+        .await;
+    eventually(
+        Duration::from_secs(15),
+        "a live update of the runs list",
+        || async {
+            let body = session.client.find(Locator::Css("body")).await.ok()?;
+            let updates = body.attr("data-live-updates").await.ok()??;
+            (updates.parse::<u32>().ok()? >= 1).then_some(())
+        },
+    )
+    .await;
+    let typed = session
+        .client
+        .find(Locator::Css("form.filters input[name=job]"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap();
+    assert_eq!(
+        typed.as_deref(),
+        Some("half-typed"),
+        "the filter being typed is kept"
+    );
+    assert_eq!(session.path().await, "/runs", "no reload");
 
     // Open its output: the run page shows it, HTML as text.
     let row_output = format!("a[href=\"{run_link}#output\"]");

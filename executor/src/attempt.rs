@@ -465,7 +465,10 @@ impl Attempt<'_> {
             Overlap::Skip => self.end_before_start(RunState::Skipped, why).await,
             Overlap::Queue => self.put_back(requeue_delay(), why).await,
             Overlap::BufferOne => self.buffer_or_skip(why).await,
-            Overlap::Replace => self.replace_running(why).await,
+            Overlap::Replace if !self.job.parallel => self.replace_running(why).await,
+            // A parallel job's attempts are not one "running attempt" to replace: the run
+            // waits for a permit, as with `queue`.
+            Overlap::Replace => self.put_back(requeue_delay(), why).await,
         }
     }
 
@@ -494,8 +497,9 @@ impl Attempt<'_> {
     async fn replace_running(&self, why: &str) {
         let pool = &self.shared.pool;
         match runs::waiting_beside(pool, self.job.id, self.run.id).await {
-            Ok(waiting) if waiting.later.is_some() => {
-                let later = waiting.later.unwrap_or_default();
+            Ok(runs::Waiting {
+                later: Some(later), ..
+            }) => {
                 let reason = format!("overlap: replace: run {later} of a later instant replaces it");
                 return self.end_before_start(RunState::Skipped, &reason).await;
             }

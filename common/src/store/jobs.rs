@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
-use crate::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route};
+use crate::model::{
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route,
+};
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
 #[derive(Debug, Clone, Serialize, Deserialize)]

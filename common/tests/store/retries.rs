@@ -165,7 +165,12 @@ async fn the_retry_delay_is_fixed_or_doubling_up_to_its_bound_and_jittered(pool:
             j.retry_jitter = jitter;
         }
     };
-    let fixed = make_job(&pool, "fixed", policy(RetryBackoff::Fixed, None, RetryJitter::None)).await;
+    let fixed = make_job(
+        &pool,
+        "fixed",
+        policy(RetryBackoff::Fixed, None, RetryJitter::None),
+    )
+    .await;
     let doubling = make_job(
         &pool,
         "doubling",
@@ -181,7 +186,10 @@ async fn the_retry_delay_is_fixed_or_doubling_up_to_its_bound_and_jittered(pool:
 
     for attempt in 1..=4 {
         let wait = retry_delay(&pool, fixed.id, attempt).await;
-        assert!((9.9..=10.0).contains(&wait), "fixed after attempt {attempt}: {wait}");
+        assert!(
+            (9.9..=10.0).contains(&wait),
+            "fixed after attempt {attempt}: {wait}"
+        );
     }
     for (attempt, expected) in [(1, 10.0), (2, 20.0), (3, 25.0), (4, 25.0)] {
         let wait = retry_delay(&pool, doubling.id, attempt).await;
@@ -195,7 +203,10 @@ async fn the_retry_delay_is_fixed_or_doubling_up_to_its_bound_and_jittered(pool:
     for _ in 0..40 {
         draws.push(retry_delay(&pool, jittered.id, 3).await);
     }
-    assert!(draws.iter().all(|d| (-0.1..=40.0).contains(d)), "within [0, 40]: {draws:?}");
+    assert!(
+        draws.iter().all(|d| (-0.1..=40.0).contains(d)),
+        "within [0, 40]: {draws:?}"
+    );
     assert!(draws.iter().any(|d| *d < 20.0), "some short: {draws:?}");
     assert!(draws.iter().any(|d| *d > 20.0), "some long: {draws:?}");
 }

@@ -45,11 +45,18 @@ impl RetryDraft {
         let backoff_secs = retry.int("backoff_secs", i64::MIN, i64::MAX);
         // A job's view shows both names; they may come back together, alike.
         if initial_secs.is_some() && backoff_secs.is_some() && initial_secs != backoff_secs {
-            retry.error("initial_secs", "differs from backoff_secs, its older name: give one");
+            retry.error(
+                "initial_secs",
+                "differs from backoff_secs, its older name: give one",
+            );
         }
         RetryDraft {
             max_attempts: retry.int("max_attempts", i64::MIN, i64::MAX),
-            initial_name: if backoff_secs.is_some() { "retry.backoff_secs" } else { "" },
+            initial_name: if backoff_secs.is_some() {
+                "retry.backoff_secs"
+            } else {
+                ""
+            },
             initial_secs: initial_secs.or(backoff_secs),
             backoff: retry.choice("backoff"),
             max_secs: retry.int("max_secs", i64::MIN, i64::MAX),
@@ -62,7 +69,8 @@ impl RetryDraft {
     /// job's own), recording every bad field.
     pub fn apply(self, job: &mut NewJob, creating: bool, checks: &mut Checks) {
         let attempts = checks.not_null("retry.max_attempts", self.max_attempts);
-        if let Some(attempts) = attempts.and_then(|a| checks.within("retry.max_attempts", a, 1, MAX_ATTEMPTS)) {
+        if let Some(attempts) = attempts.and_then(|a| checks.within("retry.max_attempts", a, 1, MAX_ATTEMPTS))
+        {
             job.retry_max_attempts = attempts as i32;
         }
         let initial_name = match self.initial_name {
@@ -109,7 +117,12 @@ fn checked_retry_on(given: Value) -> Result<Option<RetryOn>, (String, String)> {
     let mut fields = match given {
         Value::Null => return Ok(None),
         Value::Object(fields) => fields,
-        _ => return Err(("retry.retry_on".to_owned(), "must be an object or null".to_owned())),
+        _ => {
+            return Err((
+                "retry.retry_on".to_owned(),
+                "must be an object or null".to_owned(),
+            ))
+        }
     };
     let exit_codes = codes(fields.remove("exit_codes"), 0, 255).map_err(|p| (field("exit_codes"), p))?;
     let http_statuses =
@@ -143,7 +156,11 @@ fn codes(given: Option<Value>, min: i64, max: i64) -> Result<Vec<i32>, String> {
     }
     let mut codes = items
         .iter()
-        .map(|item| item.as_i64().filter(|n| (min..=max).contains(n)).map(|n| n as i32))
+        .map(|item| {
+            item.as_i64()
+                .filter(|n| (min..=max).contains(n))
+                .map(|n| n as i32)
+        })
         .collect::<Option<Vec<i32>>>()
         .ok_or_else(problem)?;
     codes.sort_unstable();

@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::redact_secrets;
-use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route};
+use probactr_common::model::{
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route,
+};
 use probactr_common::store::services::ReplicaHolder;
 use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobChildren, jobs::JobFilter, jobs::JobRow};

@@ -184,7 +184,10 @@ async fn job_validation_names_each_field_and_changes_nothing(pool: PgPool) {
             json!({"name": "a", "kind": "noop", "retry": {"retry_on": {"signals": [9]}}}),
             "retry.retry_on.signals",
         ),
-        (json!({"name": "a", "kind": "noop", "overlap": "stack"}), "overlap"),
+        (
+            json!({"name": "a", "kind": "noop", "overlap": "stack"}),
+            "overlap",
+        ),
         (json!({"name": "a", "kind": "noop", "colour": "red"}), "colour"),
         (json!(["not", "an", "object"]), "body"),
     ];
@@ -1300,13 +1303,23 @@ async fn the_retry_policy_and_overlap_are_stored_and_shown(pool: PgPool) {
         .await;
     assert_eq!(created["overlap"], "replace");
     let retry = &created["retry"];
-    for field in ["max_attempts", "backoff", "initial_secs", "max_secs", "jitter", "retry_on"] {
+    for field in [
+        "max_attempts",
+        "backoff",
+        "initial_secs",
+        "max_secs",
+        "jitter",
+        "retry_on",
+    ] {
         assert_eq!(retry[field], policy[field], "{field}");
     }
     assert_eq!(retry["backoff_secs"], 30, "the older name shows the same");
 
     let plain = app
-        .job(&admin, json!({"name": "plain", "kind": "noop", "overlap": "buffer_one"}))
+        .job(
+            &admin,
+            json!({"name": "plain", "kind": "noop", "overlap": "buffer_one"}),
+        )
         .await;
     assert_eq!(plain["overlap"], "buffer_one");
     assert_eq!(plain["retry"]["jitter"], "full", "a new job's default");
@@ -1323,5 +1336,9 @@ async fn the_retry_policy_and_overlap_are_stored_and_shown(pool: PgPool) {
     assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
     assert_eq!(patched.body["retry"]["initial_secs"], 5);
     assert_eq!(patched.body["retry"]["jitter"], "full", "an edit keeps it");
-    assert_eq!(patched.body["retry"]["retry_on"], Value::Null, "empty: every failure");
+    assert_eq!(
+        patched.body["retry"]["retry_on"],
+        Value::Null,
+        "empty: every failure"
+    );
 }

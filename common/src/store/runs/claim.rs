@@ -203,7 +203,11 @@ pub struct Waiting {
 }
 
 /// The runs of `job_id` waiting beside `run_id` (see [`Waiting`]).
-pub async fn waiting_beside(db: impl PgExecutor<'_>, job_id: i64, run_id: i64) -> Result<Waiting, StoreError> {
+pub async fn waiting_beside(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    run_id: i64,
+) -> Result<Waiting, StoreError> {
     let row = sqlx::query!(
         "SELECT min(id) FILTER (WHERE id < $2) AS earlier, max(id) FILTER (WHERE id > $2) AS later
          FROM runs_live WHERE job_id = $1 AND state IN ('queued', 'claimed') AND id <> $2",

@@ -127,7 +127,9 @@ fn retry_draft(form: &FormData, problems: &mut FieldErrors) -> RetryDraft {
 /// `retry_on` from its fields (None when the form has none of them: it keeps the job's).
 fn retry_on_fields(form: &FormData, problems: &mut FieldErrors) -> Option<Value> {
     const LISTS: [&str; 2] = ["exit_codes", "http_statuses"];
-    let shown = LISTS.iter().any(|key| form.get(&format!("retry.retry_on.{key}")).is_some());
+    let shown = LISTS
+        .iter()
+        .any(|key| form.get(&format!("retry.retry_on.{key}")).is_some());
     if !shown {
         return None;
     }
@@ -150,7 +152,10 @@ fn retry_on_fields(form: &FormData, problems: &mut FieldErrors) -> Option<Value>
             }
         }
     }
-    on.insert("timeouts".to_owned(), json!(form.checked("retry.retry_on.timeouts")));
+    on.insert(
+        "timeouts".to_owned(),
+        json!(form.checked("retry.retry_on.timeouts")),
+    );
     Some(Value::Object(on))
 }
 
@@ -435,11 +440,43 @@ mod tests {
     use super::super::tests::form;
     use super::*;
     use crate::error::ApiError;
+    use probactr_common::model::{RetryBackoff, RetryJitter};
 
     /// The spec of a new job's form made of `pairs`, and the form's own problems.
     fn new_job_spec(pairs: &[(&str, &str)]) -> (Value, FieldErrors) {
         let draft = job_draft(&form(pairs));
         (draft.spec.unwrap_or(Value::Null), draft.problems)
+    }
+
+    /// The retry policy's advanced fields: lists read as numbers, a timeout box, bad
+    /// lists named; a form without them leaves `retry_on` as it is.
+    #[test]
+    fn retry_fields_become_the_policy() {
+        let draft = job_draft(&form(&[
+            ("kind", "noop"),
+            ("retry.backoff", "fixed"),
+            ("retry.max_secs", ""),
+            ("retry.jitter", "none"),
+            ("retry.retry_on.exit_codes", "75, 111"),
+            ("retry.retry_on.http_statuses", ""),
+            ("retry.retry_on.timeouts", "on"),
+        ]));
+        assert!(draft.problems.is_empty(), "{:?}", draft.problems);
+        assert_eq!(draft.retry.backoff, Some(Some(RetryBackoff::Fixed)));
+        assert_eq!(draft.retry.max_secs, Some(None), "emptied: no bound");
+        assert_eq!(draft.retry.jitter, Some(Some(RetryJitter::None)));
+        assert_eq!(
+            draft.retry.retry_on,
+            Some(json!({"exit_codes": [75, 111], "http_statuses": [], "timeouts": true}))
+        );
+        let bad = job_draft(&form(&[("kind", "noop"), ("retry.retry_on.exit_codes", "75, x")]));
+        assert!(
+            bad.problems.contains_key("retry.retry_on.exit_codes"),
+            "{:?}",
+            bad.problems
+        );
+        let without = job_draft(&form(&[("kind", "noop")]));
+        assert_eq!((without.retry.retry_on, without.retry.max_secs), (None, None));
     }
 
     #[test]

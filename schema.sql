@@ -71,8 +71,10 @@ BEGIN
                AS taken_over) AS takeover
     CROSS JOIN LATERAL (VALUES
         (CASE WHEN ended.state IN ('failed', 'timed_out', 'abandoned')
-                   AND ended.attempt >= jobs.retry_max_attempts
-                   AND NOT takeover.taken_over THEN 'run_failed' END),
+                   AND NOT takeover.taken_over
+                   AND NOT EXISTS (SELECT 1 FROM probactr_next_attempt(
+                       ended.id, ended.first_run_id, ended.attempt, ended.state, ended.exit_code,
+                       ended.http_status, NULL, ended.job_id, false)) THEN 'run_failed' END),
         (CASE ended.state WHEN 'timed_out' THEN 'run_timed_out'
                           WHEN 'abandoned' THEN 'run_abandoned'
                           WHEN 'missed' THEN 'fire_missed' END)) AS kinds (event)
@@ -366,14 +368,18 @@ BEGIN
 END $$;
 
 --
--- Name: probactr_next_attempt(bigint, bigint, integer, text, integer, bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: probactr_next_attempt(bigint, bigint, integer, text, integer, integer, integer, bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.probactr_next_attempt(ended_id bigint, ended_chain bigint, ended_attempt integer, ended_state text, ended_replica integer, ended_job bigint, executor_lost boolean) RETURNS TABLE(available_at timestamp with time zone, reason text)
+CREATE FUNCTION public.probactr_next_attempt(ended_id bigint, ended_chain bigint, ended_attempt integer, ended_state text, ended_exit_code integer, ended_http_status integer, ended_replica integer, ended_job bigint, executor_lost boolean) RETURNS TABLE(available_at timestamp with time zone, reason text)
     LANGUAGE sql STABLE
     AS $$
     SELECT CASE WHEN plan.takeover THEN now()
-                ELSE now() + make_interval(secs => jobs.retry_backoff_secs * power(2, ended_attempt - 1)) END,
+                ELSE now() + make_interval(secs =>
+                    least(CASE WHEN jobs.retry_backoff = 'fixed' THEN jobs.retry_backoff_secs
+                               ELSE jobs.retry_backoff_secs * power(2, least(ended_attempt - 1, 60)) END,
+                          coalesce(jobs.retry_max_secs, 'Infinity'::float8))
+                    * CASE WHEN jobs.retry_jitter = 'full' THEN random() ELSE 1 END) END,
            CASE WHEN plan.takeover
                 THEN 'takeover ' || (plan.takeovers + 1) || ' of ' || jobs.max_takeovers || ': run '
                      || ended_id || ' lost its executor'
@@ -392,7 +398,11 @@ CREATE FUNCTION public.probactr_next_attempt(ended_id bigint, ended_chain bigint
     WHERE jobs.id = ended_job
       AND ended_replica IS NULL
       AND (plan.takeover
-           OR (ended_state IN ('failed', 'timed_out', 'abandoned') AND ended_attempt < jobs.retry_max_attempts))
+           OR (ended_state IN ('failed', 'timed_out', 'abandoned') AND ended_attempt < jobs.retry_max_attempts
+               AND (jobs.retry_on IS NULL OR ended_state = 'abandoned'
+                    OR (ended_state = 'timed_out' AND jobs.retry_on @> '{"timeouts": true}')
+                    OR coalesce(jobs.retry_on -> 'exit_codes' @> to_jsonb(ended_exit_code), false)
+                    OR coalesce(jobs.retry_on -> 'http_statuses' @> to_jsonb(ended_http_status), false))))
 $$;
 
 --
@@ -1069,6 +1079,10 @@ CREATE TABLE public.jobs (
     namespace_capped boolean DEFAULT false NOT NULL,
     pool text,
     pool_slots integer DEFAULT 1 NOT NULL,
+    retry_backoff text DEFAULT 'exponential'::text NOT NULL,
+    retry_max_secs integer,
+    retry_jitter text DEFAULT 'none'::text NOT NULL,
+    retry_on jsonb,
     CONSTRAINT jobs_fence_nonnegative CHECK ((fence >= 0)),
     CONSTRAINT jobs_kind_valid CHECK ((kind = ANY (ARRAY['shell'::text, 'http'::text, 'noop'::text, 'sleep'::text]))),
     CONSTRAINT jobs_managed_by_length CHECK (((managed_by IS NULL) OR ((char_length(managed_by) >= 1) AND (char_length(managed_by) <= 100)))),
@@ -1077,12 +1091,16 @@ CREATE TABLE public.jobs (
     CONSTRAINT jobs_mode_valid CHECK ((mode = ANY (ARRAY['batch'::text, 'service'::text]))),
     CONSTRAINT jobs_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
     CONSTRAINT jobs_on_executor_lost_valid CHECK ((on_executor_lost = ANY (ARRAY['rerun'::text, 'fail'::text]))),
-    CONSTRAINT jobs_overlap_valid CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue'::text]))),
+    CONSTRAINT jobs_overlap_valid CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue'::text, 'replace'::text, 'buffer_one'::text]))),
     CONSTRAINT jobs_pool_slots_positive CHECK ((pool_slots >= 1)),
     CONSTRAINT jobs_priority_range CHECK (((priority >= '-100'::integer) AND (priority <= 100))),
     CONSTRAINT jobs_replicas_range CHECK (((replicas >= 1) AND (replicas <= 100))),
     CONSTRAINT jobs_retry_attempts_positive CHECK (((retry_max_attempts >= 1) AND (retry_max_attempts <= 100))),
     CONSTRAINT jobs_retry_backoff_nonnegative CHECK ((retry_backoff_secs >= 0)),
+    CONSTRAINT jobs_retry_backoff_valid CHECK ((retry_backoff = ANY (ARRAY['fixed'::text, 'exponential'::text]))),
+    CONSTRAINT jobs_retry_jitter_valid CHECK ((retry_jitter = ANY (ARRAY['full'::text, 'none'::text]))),
+    CONSTRAINT jobs_retry_max_secs_valid CHECK ((retry_max_secs >= retry_backoff_secs)),
+    CONSTRAINT jobs_retry_on_object CHECK ((jsonb_typeof(retry_on) = 'object'::text)),
     CONSTRAINT jobs_route_valid CHECK ((route = ANY (ARRAY['any'::text, 'broadcast'::text, 'shard'::text]))),
     CONSTRAINT jobs_selector_object CHECK ((jsonb_typeof(selector) = 'object'::text)),
     CONSTRAINT jobs_shards_range CHECK (((shards >= 1) AND (shards <= 1000))),

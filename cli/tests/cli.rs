@@ -285,7 +285,8 @@ jobs:
       program: /bin/true
       args: ["--day", "today"]
     timeout_secs: 600
-    retry: {max_attempts: 3, backoff_secs: 30}
+    overlap: replace
+    retry: {max_attempts: 3, backoff: fixed, initial_secs: 30, max_secs: 60, jitter: none, retry_on: {exit_codes: [75]}}
     triggers:
       - kind: cron
         cron: "0 0 2 * * *"
@@ -371,6 +372,10 @@ async fn apply_and_export_keep_definitions_in_files(_pool_options: PgPoolOptions
     assert!(exported.status.success(), "{}", text(&exported.stderr));
     let yaml = text(&exported.stdout);
     assert!(yaml.contains("timeout_secs: 900"), "{yaml}");
+    assert!(
+        yaml.contains("overlap: replace") && yaml.contains("jitter: none") && yaml.contains("75"),
+        "the overlap and retry policy are exported: {yaml}"
+    );
     assert!(
         yaml.contains("job: nightly-export") && yaml.contains("- ops-hook"),
         "{yaml}"

@@ -120,6 +120,55 @@ text_enum! {
         Skip => "skip",
         /// Leave it queued for a later claim.
         Queue => "queue",
+        /// Stop the running attempt (SIGTERM, the job's `stop_grace_secs`, SIGKILL), then
+        /// start this one.
+        Replace => "replace",
+        /// Leave one run waiting behind the running one; skip later ones, with the reason.
+        BufferOne => "buffer_one",
+    }
+}
+
+text_enum! {
+    /// How the delay before a retry grows with the attempts.
+    RetryBackoff {
+        /// The same delay every time.
+        Fixed => "fixed",
+        /// The delay doubles with each attempt.
+        Exponential => "exponential",
+    }
+}
+
+text_enum! {
+    /// Whether the delay before a retry is randomised (so that jobs failing together do
+    /// not retry together).
+    RetryJitter {
+        /// A random delay between zero and the computed one.
+        Full => "full",
+        /// Exactly the computed delay.
+        None => "none",
+    }
+}
+
+/// Which failures a job retries (a job without one retries every failure). A failure is
+/// retried when it matches any of them; a run abandoned by its executor always is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RetryOn {
+    /// Exit codes of a shell job that are retried.
+    #[serde(default)]
+    pub exit_codes: Vec<i32>,
+    /// HTTP statuses of an HTTP job that are retried.
+    #[serde(default)]
+    pub http_statuses: Vec<i32>,
+    /// Whether a timed-out attempt is retried.
+    #[serde(default)]
+    pub timeouts: bool,
+}
+
+impl RetryOn {
+    /// Whether it names no failure at all (then every failure is retried).
+    pub fn is_empty(&self) -> bool {
+        self.exit_codes.is_empty() && self.http_statuses.is_empty() && !self.timeouts
     }
 }
 
@@ -393,6 +442,12 @@ pub struct Job {
     pub timeout_secs: i32,
     pub retry_max_attempts: i32,
     pub retry_backoff_secs: i32,
+    pub retry_backoff: RetryBackoff,
+    pub retry_max_secs: Option<i32>,
+    pub retry_jitter: RetryJitter,
+    /// Which failures are retried (None: every failure).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<RetryOn>))]
+    pub retry_on: Option<sqlx::types::Json<RetryOn>>,
     pub paused: bool,
     pub fence: i64,
     pub version: i64,

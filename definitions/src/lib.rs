@@ -10,7 +10,7 @@
 //!     kind: shell
 //!     spec: {program: /opt/export.sh, env: {DB: "{{ secrets.db }}"}}
 //!     timeout_secs: 7200
-//!     retry: {max_attempts: 3, backoff_secs: 60}
+//!     retry: {max_attempts: 3, initial_secs: 60, retry_on: {exit_codes: [75]}}
 //!     triggers:
 //!       - {kind: cron, cron: "0 0 2 * * *", timezone: Europe/Berlin}
 //! ```

@@ -3,7 +3,11 @@
 //! ```text
 //! claimed ─ lock or permit (jittered retry within the start budget) ─┬─ busy ─▶ overlap policy
 //!                                                                    │         (skip: record skipped,
-//!                                                                    │          queue: back in the queue)
+//!                                                                    │          queue: back in the queue,
+//!                                                                    │          buffer_one: the first waiting
+//!                                                                    │            run back, later ones skipped,
+//!                                                                    │          replace: stop the running
+//!                                                                    │            attempt, back in the queue)
 //!         start: state = running + next fencing token (one UPDATE) ──┤─ PostgreSQL says another attempt
 //!                                                                    │  of this non-parallel job runs ─▶ overlap policy
 //!         execute, renewing the lease every lease/3, ────────────────┤─ renewal lost ─▶ stop point: SIGTERM,
@@ -459,15 +463,58 @@ impl Attempt<'_> {
     async fn give_way(&self, why: &str) {
         match self.job.overlap {
             Overlap::Skip => self.end_before_start(RunState::Skipped, why).await,
-            Overlap::Queue => {
-                let delay = Backoff::FullJitter {
-                    base: Duration::from_millis(250),
-                    cap: Duration::from_secs(2),
+            Overlap::Queue => self.put_back(requeue_delay(), why).await,
+            Overlap::BufferOne => self.buffer_or_skip(why).await,
+            Overlap::Replace if !self.job.parallel => self.replace_running(why).await,
+            // A parallel job's attempts are not one "running attempt" to replace: the run
+            // waits for a permit, as with `queue`.
+            Overlap::Replace => self.put_back(requeue_delay(), why).await,
+        }
+    }
+
+    /// `buffer_one`: the earliest waiting run of the job stays queued behind the running
+    /// one; any later one is skipped, naming the run it gave way to.
+    async fn buffer_or_skip(&self, why: &str) {
+        match runs::waiting_beside(&self.shared.pool, self.job.id, self.run.id).await {
+            Ok(waiting) => match waiting.earlier {
+                Some(buffered) => {
+                    let reason = format!("overlap: buffer_one: run {buffered} already waits ({why})");
+                    self.end_before_start(RunState::Skipped, &reason).await;
                 }
-                .delay(2);
-                self.put_back(delay, why).await;
+                None => self.put_back(requeue_delay(), why).await,
+            },
+            // Unsure whether another run waits: waiting is the safe side (never lost).
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot read the job's waiting runs; re-queued");
+                self.put_back(requeue_delay(), why).await;
             }
         }
+    }
+
+    /// `replace`: asks the job's running attempt to stop (its executor gives it SIGTERM,
+    /// the job's grace, then SIGKILL) and waits in the queue for the lock it frees. A run
+    /// that a later instant already follows is skipped: the newest instant replaces.
+    async fn replace_running(&self, why: &str) {
+        let pool = &self.shared.pool;
+        match runs::waiting_beside(pool, self.job.id, self.run.id).await {
+            Ok(runs::Waiting {
+                later: Some(later), ..
+            }) => {
+                let reason = format!("overlap: replace: run {later} of a later instant replaces it");
+                return self.end_before_start(RunState::Skipped, &reason).await;
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "cannot read the job's waiting runs"),
+        }
+        match runs::request_replace(pool, self.job.id, self.run.id).await {
+            Ok(stopping) if !stopping.is_empty() => {
+                tracing::info!(stopping = ?stopping, "overlap replace: the running attempt was asked to stop")
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "cannot ask the running attempt to stop; retrying"),
+        }
+        // Short: the lock frees as soon as the stopped attempt is recorded.
+        self.put_back(Duration::from_millis(200), why).await;
     }
 
     async fn end_before_start(&self, state: RunState, reason: &str) {
@@ -519,6 +566,16 @@ impl Attempt<'_> {
             Err(err) => tracing::warn!(error = %err, "cannot release the lock; it expires with its lease"),
         }
     }
+}
+
+/// How long a run given way to waits before its next claim (jittered, so that several
+/// waiting runs do not retry in step).
+fn requeue_delay() -> Duration {
+    Backoff::FullJitter {
+        base: Duration::from_millis(250),
+        cap: Duration::from_secs(2),
+    }
+    .delay(2)
 }
 
 /// Counts a run that began executing, with how late it started.

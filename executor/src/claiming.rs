@@ -171,7 +171,8 @@ fn trace_claims<'a>(claimed: impl Iterator<Item = &'a Run>, asked_at: std::time:
 
 /// A non-parallel `overlap = queue` job runs one attempt at a time: of several of its runs
 /// claimed together, keep the oldest and return the others to the queue at once (the
-/// claim leaves them there while the kept one is active).
+/// claim leaves them there while the kept one is active). A `buffer_one` job's runs are
+/// all kept: those behind a waiting one are claimed to be skipped.
 async fn one_per_queueing_job(
     shared: &Shared,
     claimed: Vec<Run>,

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
-use crate::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use crate::model::{
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route,
+};
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,8 +34,20 @@ pub struct NewJob {
     pub timeout_secs: i32,
     /// Attempts in all, the first included.
     pub retry_max_attempts: i32,
-    /// Seconds between attempts (doubled each time).
+    /// Seconds before the first retry (the `initial_secs` of the policy).
     pub retry_backoff_secs: i32,
+    /// How the delay grows with the attempts.
+    #[serde(default = "exponential")]
+    pub retry_backoff: RetryBackoff,
+    /// The longest delay, in seconds (None: no bound).
+    #[serde(default)]
+    pub retry_max_secs: Option<i32>,
+    /// Whether the delay is randomised.
+    #[serde(default = "no_jitter")]
+    pub retry_jitter: RetryJitter,
+    /// Which failures are retried (None: every failure).
+    #[serde(default)]
+    pub retry_on: Option<RetryOn>,
     /// Created paused?
     pub paused: bool,
     /// Who manages its definition (None: people, through the admin or the API).
@@ -67,6 +81,14 @@ pub struct NewJob {
     pub pool_slots: i32,
 }
 
+fn exponential() -> RetryBackoff {
+    RetryBackoff::Exponential
+}
+
+fn no_jitter() -> RetryJitter {
+    RetryJitter::None
+}
+
 fn one_slot() -> i32 {
     1
 }
@@ -90,6 +112,10 @@ impl NewJob {
             timeout_secs: 3600,
             retry_max_attempts: 1,
             retry_backoff_secs: 10,
+            retry_backoff: RetryBackoff::Exponential,
+            retry_max_secs: None,
+            retry_jitter: RetryJitter::None,
+            retry_on: None,
             paused: false,
             managed_by: None,
             on_executor_lost: OnExecutorLost::Rerun,
@@ -115,10 +141,11 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
                             on_executor_lost, max_takeovers, selector, priority, stop_grace_secs,
-                            route, shards, mode, replicas, params_schema, namespace, pool, pool_slots)
+                            route, shards, mode, replicas, params_schema, namespace, pool, pool_slots,
+                            retry_backoff, retry_max_secs, retry_jitter, retry_on)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                   $18, $19, $20, $21, $22, $23, $24, $25)
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+                   $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -143,7 +170,11 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.params_schema,
         job.namespace,
         job.pool,
-        job.pool_slots
+        job.pool_slots,
+        job.retry_backoff as RetryBackoff,
+        job.retry_max_secs,
+        job.retry_jitter as RetryJitter,
+        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>
     )
     .fetch_one(db)
     .await?)
@@ -152,7 +183,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -163,7 +194,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         id,
         paused
     )
@@ -174,7 +205,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -321,7 +352,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -343,9 +374,11 @@ pub async fn update(
                            selector = $17, priority = $18, stop_grace_secs = $19,
                            route = $20, shards = $21, mode = $22, replicas = $23,
                            params_schema = $24, pool = $25, pool_slots = $26,
+                           retry_backoff = $27, retry_max_secs = $28, retry_jitter = $29,
+                           retry_on = $30,
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         id,
         version,
         job.name,
@@ -371,7 +404,11 @@ pub async fn update(
         job.replicas,
         job.params_schema,
         job.pool,
-        job.pool_slots
+        job.pool_slots,
+        job.retry_backoff as RetryBackoff,
+        job.retry_max_secs,
+        job.retry_jitter as RetryJitter,
+        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>
     )
     .fetch_optional(db)
     .await?)
@@ -388,7 +425,7 @@ pub async fn retire(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, Sto
                            name = left(name, 170) || ' (deleted #' || id || ')',
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND deleted_at IS NULL
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
         id
     )
     .fetch_optional(db)

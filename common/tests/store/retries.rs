@@ -1,6 +1,7 @@
 //! Retry policy.
 
 use super::*;
+use probactr_common::model::{RetryBackoff, RetryJitter, RetryOn};
 
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn failures_queue_retries_up_to_the_limit_with_backoff(pool: PgPool) {
@@ -135,4 +136,125 @@ async fn default_policy_does_not_retry(pool: PgPool) {
         count(&pool, "SELECT count(*) FROM runs WHERE job_id = $1", job.id).await,
         1
     );
+}
+
+/// The delay `probactr_next_attempt` gives the next attempt of `job_id` after attempt
+/// `attempt` failed, in seconds (its own statement: jitter drawn anew each call).
+async fn retry_delay(pool: &PgPool, job_id: i64, attempt: i32) -> f64 {
+    sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM available_at - now())::float8
+         FROM probactr_next_attempt(0, NULL, $2, 'failed', 1, NULL, NULL, $1, false)",
+    )
+    .bind(job_id)
+    .bind(attempt)
+    .fetch_one(pool)
+    .await
+    .expect("a retry")
+}
+
+/// The next attempt's delay: `fixed` repeats `initial_secs`, `exponential` doubles it
+/// up to `max_secs`, and full jitter draws it between zero and that (spread, not fixed).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn the_retry_delay_is_fixed_or_doubling_up_to_its_bound_and_jittered(pool: PgPool) {
+    let policy = |backoff, max_secs, jitter| {
+        move |j: &mut NewJob| {
+            j.retry_max_attempts = 10;
+            j.retry_backoff_secs = 10;
+            j.retry_backoff = backoff;
+            j.retry_max_secs = max_secs;
+            j.retry_jitter = jitter;
+        }
+    };
+    let fixed = make_job(
+        &pool,
+        "fixed",
+        policy(RetryBackoff::Fixed, None, RetryJitter::None),
+    )
+    .await;
+    let doubling = make_job(
+        &pool,
+        "doubling",
+        policy(RetryBackoff::Exponential, Some(25), RetryJitter::None),
+    )
+    .await;
+    let jittered = make_job(
+        &pool,
+        "jittered",
+        policy(RetryBackoff::Exponential, None, RetryJitter::Full),
+    )
+    .await;
+
+    for attempt in 1..=4 {
+        let wait = retry_delay(&pool, fixed.id, attempt).await;
+        assert!(
+            (9.9..=10.0).contains(&wait),
+            "fixed after attempt {attempt}: {wait}"
+        );
+    }
+    for (attempt, expected) in [(1, 10.0), (2, 20.0), (3, 25.0), (4, 25.0)] {
+        let wait = retry_delay(&pool, doubling.id, attempt).await;
+        assert!(
+            (expected - 0.1..=expected).contains(&wait),
+            "exponential after attempt {attempt}: {wait}, expected {expected} (max_secs 25)"
+        );
+    }
+    // Attempt 3 failed: up to 40 s. 40 draws all in one half: 2^-39.
+    let mut draws = Vec::new();
+    for _ in 0..40 {
+        draws.push(retry_delay(&pool, jittered.id, 3).await);
+    }
+    assert!(
+        draws.iter().all(|d| (-0.1..=40.0).contains(d)),
+        "within [0, 40]: {draws:?}"
+    );
+    assert!(draws.iter().any(|d| *d < 20.0), "some short: {draws:?}");
+    assert!(draws.iter().any(|d| *d > 20.0), "some long: {draws:?}");
+}
+
+/// `retry_on` names the failures retried: exit 75 and HTTP 503 are, exit 1 and a timeout
+/// are not; a run abandoned by its executor is, whatever it names. Without one, every
+/// failure is (see `failures_queue_retries_up_to_the_limit_with_backoff`).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn retry_on_retries_only_the_failures_it_names(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "picky", |j| {
+        j.retry_max_attempts = 3;
+        j.retry_on = Some(RetryOn {
+            exit_codes: vec![75],
+            http_statuses: vec![503],
+            timeouts: false,
+        });
+    })
+    .await;
+    let ends = [
+        (RunState::Failed, Some(75), None, true),
+        (RunState::Failed, Some(1), None, false),
+        (RunState::Failed, None, Some(503), true),
+        (RunState::Failed, None, Some(500), false),
+        (RunState::TimedOut, None, None, false),
+    ];
+    for (state, exit_code, http_status, retried) in ends {
+        let (run, fence) = running_exclusive(&pool, job.id, ex).await;
+        let finish = Finish {
+            exit_code,
+            http_status,
+            ..ended(state)
+        };
+        let done = runs::finish(&pool, run.id, ex, Some(fence), &finish)
+            .await
+            .expect("finish");
+        assert_eq!(
+            done.retry_run_id.is_some(),
+            retried,
+            "{state} exit {exit_code:?} http {http_status:?}"
+        );
+    }
+    let abandoned: Option<(Option<chrono::DateTime<chrono::Utc>>,)> = sqlx::query_as(
+        "SELECT available_at FROM probactr_next_attempt(0, NULL, 1, 'abandoned', NULL, NULL, NULL, $1, false)",
+    )
+    .bind(job.id)
+    .fetch_optional(&pool)
+    .await
+    .expect("next attempt");
+    assert!(abandoned.is_some(), "an abandoned run is retried");
 }

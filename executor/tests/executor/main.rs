@@ -3,7 +3,8 @@
 //! against real processes and a loopback HTTP server, [`keys`] that job code cannot
 //! reach the executor's keys, [`routing`] where runs go (labels
 //! and selectors, cordon and drain), [`namespaces`] quotas, dedicated executors and
-//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools).
+//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools),
+//! [`overlap`] the overlap policies that act on a busy job (replace, buffer_one).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
@@ -11,5 +12,6 @@ mod flow;
 mod jobs;
 mod keys;
 mod namespaces;
+mod overlap;
 mod routing;
 mod traces;

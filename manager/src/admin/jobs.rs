@@ -9,7 +9,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
 use probactr_common::jobspec::{FollowRedirects, HTTP_METHODS};
 use probactr_common::labels;
-use probactr_common::model::{JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use probactr_common::model::{JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, Route};
 use probactr_common::params_schema::ParamsSchema;
 use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 use serde::Serialize;
@@ -277,6 +277,20 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
             "retry.backoff_secs".to_owned(),
             job.retry.backoff_secs.to_string(),
         ),
+        ("retry.backoff".to_owned(), job.retry.backoff.to_string()),
+        (
+            "retry.max_secs".to_owned(),
+            job.retry.max_secs.map(|m| m.to_string()).unwrap_or_default(),
+        ),
+        ("retry.jitter".to_owned(), job.retry.jitter.to_string()),
+        (
+            "retry.retry_on.exit_codes".to_owned(),
+            codes_text(job.retry.retry_on.as_ref().map(|on| &on.exit_codes)),
+        ),
+        (
+            "retry.retry_on.http_statuses".to_owned(),
+            codes_text(job.retry.retry_on.as_ref().map(|on| &on.http_statuses)),
+        ),
         ("on_executor_lost".to_owned(), job.on_executor_lost.to_string()),
         ("max_takeovers".to_owned(), job.max_takeovers.to_string()),
         ("stop_grace_secs".to_owned(), job.stop_grace_secs.to_string()),
@@ -300,7 +314,17 @@ fn values_of(job: &JobView) -> (HashMap<String, String>, Option<String>) {
     if job.paused {
         values.insert("paused".to_owned(), "on".to_owned());
     }
+    if job.retry.retry_on.as_ref().is_some_and(|on| on.timeouts) {
+        values.insert("retry.retry_on.timeouts".to_owned(), "on".to_owned());
+    }
     (values, warning)
+}
+
+/// Exit codes or HTTP statuses as the form's lists show them.
+fn codes_text(codes: Option<&Vec<i32>>) -> String {
+    codes
+        .map(|codes| codes.iter().map(i32::to_string).collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
 }
 
 /// A job's declared parameters as the form's textarea shows them (empty: none).
@@ -322,6 +346,8 @@ fn default_values() -> HashMap<String, String> {
         ("timeout_secs", "3600"),
         ("retry.max_attempts", "1"),
         ("retry.backoff_secs", "10"),
+        ("retry.backoff", "exponential"),
+        ("retry.jitter", "full"),
         ("on_executor_lost", "rerun"),
         ("max_takeovers", "3"),
         ("stop_grace_secs", "10"),
@@ -389,6 +415,8 @@ fn render_form(
     let takeover_policies: Vec<&str> = OnExecutorLost::ALL.iter().map(|p| p.as_str()).collect();
     let routes: Vec<&str> = Route::ALL.iter().map(|r| r.as_str()).collect();
     let modes: Vec<&str> = JobMode::ALL.iter().map(|m| m.as_str()).collect();
+    let retry_backoffs: Vec<&str> = RetryBackoff::ALL.iter().map(|b| b.as_str()).collect();
+    let retry_jitters: Vec<&str> = RetryJitter::ALL.iter().map(|j| j.as_str()).collect();
     let kind_hint = if user.0.access.best_role().is_some_and(|role| role.is_admin()) {
         ""
     } else {
@@ -398,7 +426,7 @@ fn render_form(
     let ctx = context! {
         job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict, credentials,
         warning => form.warning, kinds => kinds(user),
-        create_namespaces => user.namespaces_where(|role| role.can_operate()), overlaps, takeover_policies, routes, modes, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
+        create_namespaces => user.namespaces_where(|role| role.can_operate()), overlaps, takeover_policies, routes, modes, retry_backoffs, retry_jitters, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
     };
     render_status(state, status, "job_form.html", ctx)

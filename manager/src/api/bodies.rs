@@ -53,7 +53,10 @@ pub struct JobFields {
     pub parallel: Option<bool>,
     /// Bound on overlapping attempts of a parallel job; null for none.
     pub max_concurrency: Option<i32>,
-    /// When a non-parallel job is busy: `skip` the new run, or `queue` it. Default skip.
+    /// When a non-parallel job is busy: `skip` the new run, `queue` it, `replace` the
+    /// running attempt (stopped with SIGTERM, `stop_grace_secs`, SIGKILL; then the new one
+    /// starts), or `buffer_one` (one run waits behind the running one; later ones are
+    /// skipped). Default skip.
     pub overlap: Option<Overlap>,
     /// Seconds an attempt may run. Default 3600.
     pub timeout_secs: Option<i32>,
@@ -149,8 +152,33 @@ pub enum JobRef {
 pub struct RetryBody {
     /// Attempts in all, the first included (1–100). Default 1: no retry.
     pub max_attempts: Option<i32>,
-    /// Seconds before the second attempt, doubled for each later one (0–604800).
+    /// `fixed` (the same delay each time) or `exponential` (default: doubled for each
+    /// later attempt).
+    pub backoff: Option<String>,
+    /// Seconds before the second attempt (0–604800). Default 10.
+    pub initial_secs: Option<i32>,
+    /// The older name of `initial_secs`.
     pub backoff_secs: Option<i32>,
+    /// The longest delay, in seconds (at least `initial_secs`; null: no bound).
+    pub max_secs: Option<i32>,
+    /// `full` (default for a new job: a random delay up to the computed one, so that
+    /// jobs failing together do not retry together) or `none`.
+    pub jitter: Option<String>,
+    /// Which failures are retried: `{"exit_codes": [75], "http_statuses": [503],
+    /// "timeouts": true}`; a failure matching any is retried. Null or empty: every
+    /// failure. A run abandoned by its executor always is.
+    pub retry_on: Option<RetryOnBody>,
+}
+
+/// Which failures a job retries, as sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryOnBody {
+    /// Exit codes of a shell job (0–255).
+    pub exit_codes: Option<Vec<i32>>,
+    /// HTTP statuses of an HTTP job (100–599).
+    pub http_statuses: Option<Vec<i32>>,
+    /// Whether a timed-out attempt is retried.
+    pub timeouts: Option<bool>,
 }
 
 /// A job's definition; which one depends on the job's `kind`.

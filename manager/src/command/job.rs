@@ -8,6 +8,7 @@ use probactr_common::store::jobs::{JobChildren, NewJob};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::retry::RetryDraft;
 use super::{lenient_input, Checks, INT4_MAX};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{Given, Input};
@@ -16,8 +17,6 @@ use crate::input::{Given, Input};
 pub const MAX_NAME_CHARS: usize = 200;
 /// The longest description accepted.
 pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
-/// The most attempts a retry policy may allow.
-pub const MAX_ATTEMPTS: i64 = 100;
 /// The most takeovers a job may allow.
 pub const MAX_TAKEOVERS: i64 = 100;
 /// The longest grace between SIGTERM and SIGKILL, in seconds (an hour).
@@ -31,8 +30,6 @@ pub const MAX_PRIORITY: i64 = 100;
 pub const MAX_SHARDS: i64 = 1000;
 /// The most instances a service keeps running.
 pub const MAX_REPLICAS: i64 = 100;
-/// The longest retry backoff, in seconds (a week).
-pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 /// The longest a run may be given (24 days): a longer timeout is a typo (a 99999999 s
 /// timeout is three years), and a run that long is stuck, not working.
 pub const MAX_TIMEOUT_SECS: i64 = 24 * 24 * 3600;
@@ -60,10 +57,8 @@ pub struct JobDraft {
     pub overlap: Given<Overlap>,
     /// Seconds an attempt may run.
     pub timeout_secs: Given<i64>,
-    /// Attempts in all, the first included.
-    pub retry_max_attempts: Given<i64>,
-    /// Seconds before the second attempt.
-    pub retry_backoff_secs: Given<i64>,
+    /// The retry policy (`retry`).
+    pub retry: RetryDraft,
     /// Paused jobs are neither fired nor claimed.
     pub paused: Given<bool>,
     /// Who manages the definition (`probactr apply`); null: people.
@@ -151,8 +146,7 @@ impl JobDraft {
         };
         match input.object("retry") {
             Some(Some(mut retry)) => {
-                draft.retry_max_attempts = retry.int("max_attempts", i64::MIN, i64::MAX);
-                draft.retry_backoff_secs = retry.int("backoff_secs", i64::MIN, i64::MAX);
+                draft.retry = RetryDraft::read(&mut retry);
                 input.absorb(retry);
             }
             Some(None) => input.error("retry", "must not be null"),
@@ -226,17 +220,7 @@ impl JobDraft {
         if let Some(timeout) = timeout.and_then(|t| checks.within("timeout_secs", t, 1, MAX_TIMEOUT_SECS)) {
             job.timeout_secs = timeout as i32;
         }
-        let attempts = checks.not_null("retry.max_attempts", self.retry_max_attempts);
-        if let Some(attempts) = attempts.and_then(|a| checks.within("retry.max_attempts", a, 1, MAX_ATTEMPTS))
-        {
-            job.retry_max_attempts = attempts as i32;
-        }
-        let backoff = checks.not_null("retry.backoff_secs", self.retry_backoff_secs);
-        if let Some(backoff) =
-            backoff.and_then(|b| checks.within("retry.backoff_secs", b, 0, MAX_BACKOFF_SECS))
-        {
-            job.retry_backoff_secs = backoff as i32;
-        }
+        self.retry.apply(&mut job, base.is_none(), checks);
         if let Some(paused) = checks.not_null("paused", self.paused) {
             job.paused = paused;
         }
@@ -390,6 +374,10 @@ pub fn definition_of(job: &Job) -> NewJob {
         timeout_secs: job.timeout_secs,
         retry_max_attempts: job.retry_max_attempts,
         retry_backoff_secs: job.retry_backoff_secs,
+        retry_backoff: job.retry_backoff,
+        retry_max_secs: job.retry_max_secs,
+        retry_jitter: job.retry_jitter,
+        retry_on: job.retry_on.as_ref().map(|on| on.0.clone()),
         paused: job.paused,
         managed_by: job.managed_by.clone(),
         on_executor_lost: job.on_executor_lost,

@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::redact_secrets;
-use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use probactr_common::model::{
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route,
+};
 use probactr_common::store::services::ReplicaHolder;
 use probactr_common::store::{self, StoreError};
 use probactr_common::store::{audit::Change, jobs::JobChildren, jobs::JobFilter, jobs::JobRow};
@@ -27,8 +29,19 @@ use probactr_common::params_schema::masked;
 pub struct RetryView {
     /// Attempts in all, the first included.
     pub max_attempts: i32,
-    /// Seconds before the second attempt; doubled for each later one.
+    /// How the delay grows: `fixed`, or `exponential` (doubled for each later attempt).
+    pub backoff: RetryBackoff,
+    /// Seconds before the second attempt.
+    pub initial_secs: i32,
+    /// The same as `initial_secs` (its older name).
     pub backoff_secs: i32,
+    /// The longest delay, in seconds (null: no bound).
+    pub max_secs: Option<i32>,
+    /// `full`: a random delay up to the computed one; `none`: exactly it.
+    pub jitter: RetryJitter,
+    /// Which failures are retried (null: every failure). A run abandoned by its
+    /// executor always is.
+    pub retry_on: Option<RetryOn>,
 }
 
 /// A job's all-time run statistics: counters updated as runs end, so reading them costs
@@ -152,7 +165,12 @@ impl From<JobRow> for JobView {
             timeout_secs: job.timeout_secs,
             retry: RetryView {
                 max_attempts: job.retry_max_attempts,
+                backoff: job.retry_backoff,
+                initial_secs: job.retry_backoff_secs,
                 backoff_secs: job.retry_backoff_secs,
+                max_secs: job.retry_max_secs,
+                jitter: job.retry_jitter,
+                retry_on: job.retry_on.map(|on| on.0),
             },
             paused: job.paused,
             managed_by: job.managed_by,

@@ -156,6 +156,38 @@ async fn job_validation_names_each_field_and_changes_nothing(pool: PgPool) {
             json!({"name": "a", "kind": "noop", "retry": {"tries": 2}}),
             "retry.tries",
         ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"initial_secs": -1}}),
+            "retry.initial_secs",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"initial_secs": 60, "max_secs": 30}}),
+            "retry.max_secs",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"backoff": "linear"}}),
+            "retry.backoff",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"jitter": "some"}}),
+            "retry.jitter",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"retry_on": {"exit_codes": [75, 300]}}}),
+            "retry.retry_on.exit_codes",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"retry_on": {"http_statuses": "503"}}}),
+            "retry.retry_on.http_statuses",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "retry": {"retry_on": {"signals": [9]}}}),
+            "retry.retry_on.signals",
+        ),
+        (
+            json!({"name": "a", "kind": "noop", "overlap": "stack"}),
+            "overlap",
+        ),
         (json!({"name": "a", "kind": "noop", "colour": "red"}), "colour"),
         (json!(["not", "an", "object"]), "body"),
     ];
@@ -1253,4 +1285,60 @@ async fn a_restored_version_brings_back_the_exact_definition(pool: PgPool) {
     assert!(gone.text.contains("pool"), "{}", gone.text);
     let now = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
     assert_eq!(now["version"], unpooled.body["version"]);
+}
+
+/// The retry policy's shape: given in full it is shown back as given; a new job's
+/// jitter is full unless given, an edit keeps it, and an empty `retry_on` is none.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn the_retry_policy_and_overlap_are_stored_and_shown(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let policy = json!({"max_attempts": 4, "backoff": "fixed", "initial_secs": 30, "max_secs": 30,
+                        "jitter": "none", "retry_on": {"exit_codes": [75], "http_statuses": [], "timeouts": true}});
+    let created = app
+        .job(
+            &admin,
+            json!({"name": "picky", "kind": "noop", "overlap": "replace", "retry": policy}),
+        )
+        .await;
+    assert_eq!(created["overlap"], "replace");
+    let retry = &created["retry"];
+    for field in [
+        "max_attempts",
+        "backoff",
+        "initial_secs",
+        "max_secs",
+        "jitter",
+        "retry_on",
+    ] {
+        assert_eq!(retry[field], policy[field], "{field}");
+    }
+    assert_eq!(retry["backoff_secs"], 30, "the older name shows the same");
+
+    let plain = app
+        .job(
+            &admin,
+            json!({"name": "plain", "kind": "noop", "overlap": "buffer_one"}),
+        )
+        .await;
+    assert_eq!(plain["overlap"], "buffer_one");
+    assert_eq!(plain["retry"]["jitter"], "full", "a new job's default");
+    assert_eq!(plain["retry"]["backoff"], "exponential");
+    assert_eq!(plain["retry"]["retry_on"], Value::Null);
+    let id = plain["id"].as_i64().unwrap();
+    let patched = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": 1, "retry": {"backoff_secs": 5, "retry_on": {}}}),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
+    assert_eq!(patched.body["retry"]["initial_secs"], 5);
+    assert_eq!(patched.body["retry"]["jitter"], "full", "an edit keeps it");
+    assert_eq!(
+        patched.body["retry"]["retry_on"],
+        Value::Null,
+        "empty: every failure"
+    );
 }

@@ -22,6 +22,25 @@ pub async fn request_cancel(
     )
 }
 
+/// `overlap = replace`: asks the running attempts of `job_id` to stop for run `run_id`
+/// (their executors stop them as on a cancellation: SIGTERM, the job's grace, SIGKILL).
+/// Returns the runs flagged now (none when they already were).
+pub async fn request_replace(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    run_id: i64,
+) -> Result<Vec<i64>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        "UPDATE runs_live SET cancel_requested_at = now(), reason = 'overlap: replaced by run ' || $2
+         WHERE job_id = $1 AND state = 'running' AND id <> $2 AND cancel_requested_at IS NULL
+         RETURNING id",
+        job_id,
+        run_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
 /// The executor's running runs whose cancellation was requested.
 pub async fn cancel_requested(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<Vec<i64>, StoreError> {
     Ok(sqlx::query_scalar!(

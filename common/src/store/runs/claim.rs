@@ -17,9 +17,10 @@ use crate::store::StoreError;
 /// executor's labels are read once per statement, the selector only of jobs that have
 /// one); a run of a trigger with a cap stays queued while that many of the trigger's
 /// runs are claimed or running, and one statement takes no more than the cap leaves (exactly: see below). Runs of paused jobs, runs
-/// waiting out a retry backoff, and runs of a non-parallel `overlap = queue` job that
-/// already has an active attempt stay queued (claiming them would only make them wait
-/// for the lock). Runs that need no lock — parallel jobs without a concurrency bound —
+/// waiting out a retry backoff, and runs of a non-parallel `overlap = queue` or
+/// `buffer_one` job that already has an active attempt stay queued (claiming them would
+/// only make them wait for the lock) — but for a `buffer_one` job's runs behind one
+/// already waiting, taken to be skipped. Runs that need no lock — parallel jobs without a concurrency bound —
 /// are started in the same statement: claim and start cost one round trip together.
 /// `$3` false takes only those (an executor that cannot reach Redis leaves the others to
 /// its peers). At most `$4` of the runs taken are shell jobs (each a process): the others
@@ -189,4 +190,34 @@ pub async fn end_claim(
     .fetch_optional(db)
     .await?;
     Ok(ended.is_some())
+}
+
+/// The other runs of a job waiting to start (queued, or claimed and not started) beside
+/// one of them, in the order they were born: what `buffer_one` and `replace` decide on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    /// The first born before it, if any.
+    pub earlier: Option<i64>,
+    /// The last born after it, if any.
+    pub later: Option<i64>,
+}
+
+/// The runs of `job_id` waiting beside `run_id` (see [`Waiting`]).
+pub async fn waiting_beside(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    run_id: i64,
+) -> Result<Waiting, StoreError> {
+    let row = sqlx::query!(
+        "SELECT min(id) FILTER (WHERE id < $2) AS earlier, max(id) FILTER (WHERE id > $2) AS later
+         FROM runs_live WHERE job_id = $1 AND state IN ('queued', 'claimed') AND id <> $2",
+        job_id,
+        run_id
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(Waiting {
+        earlier: row.earlier,
+        later: row.later,
+    })
 }

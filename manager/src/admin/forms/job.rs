@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::FormData;
 use crate::command::job::ChildDraft;
+use crate::command::retry::RetryDraft;
 use crate::command::{JobDraft, JobPatch};
 use crate::error::FieldErrors;
 
@@ -25,6 +26,12 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "max_concurrency",
     "retry.max_attempts",
     "retry.backoff_secs",
+    "retry.backoff",
+    "retry.max_secs",
+    "retry.jitter",
+    "retry.retry_on.exit_codes",
+    "retry.retry_on.http_statuses",
+    "retry.retry_on.timeouts",
     "on_executor_lost",
     "max_takeovers",
     "stop_grace_secs",
@@ -70,8 +77,7 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         max_concurrency: form.whole_or_null("max_concurrency", &mut problems),
         overlap: form.choice("overlap", &mut problems),
         timeout_secs: form.whole_if_filled("timeout_secs", &mut problems),
-        retry_max_attempts: form.whole_if_filled("retry.max_attempts", &mut problems),
-        retry_backoff_secs: form.whole_if_filled("retry.backoff_secs", &mut problems),
+        retry: retry_draft(form, &mut problems),
         paused: Some(Some(form.checked("paused"))),
         // The form leaves who manages the job as it is.
         managed_by: None,
@@ -99,6 +105,58 @@ pub fn job_draft(form: &FormData) -> JobDraft {
     };
     draft.problems = problems;
     draft
+}
+
+/// The retry policy of the form's advanced part. `retry.backoff_secs` is the form's name
+/// of `initial_secs`; the failures retried are comma-separated lists.
+fn retry_draft(form: &FormData, problems: &mut FieldErrors) -> RetryDraft {
+    RetryDraft {
+        max_attempts: form.whole_if_filled("retry.max_attempts", problems),
+        initial_secs: form.whole_if_filled("retry.backoff_secs", problems),
+        initial_name: "retry.backoff_secs",
+        backoff: form.choice("retry.backoff", problems),
+        max_secs: match form.get("retry.max_secs") {
+            Some(_) => form.whole_or_null("retry.max_secs", problems),
+            None => None,
+        },
+        jitter: form.choice("retry.jitter", problems),
+        retry_on: retry_on_fields(form, problems),
+    }
+}
+
+/// `retry_on` from its fields (None when the form has none of them: it keeps the job's).
+fn retry_on_fields(form: &FormData, problems: &mut FieldErrors) -> Option<Value> {
+    const LISTS: [&str; 2] = ["exit_codes", "http_statuses"];
+    let shown = LISTS
+        .iter()
+        .any(|key| form.get(&format!("retry.retry_on.{key}")).is_some());
+    if !shown {
+        return None;
+    }
+    let mut on = Map::new();
+    for key in LISTS {
+        let field = format!("retry.retry_on.{key}");
+        let text = form.filled(&field).unwrap_or_default();
+        let numbers: Result<Vec<i64>, _> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::parse::<i64>)
+            .collect();
+        match numbers {
+            Ok(numbers) => {
+                on.insert(key.to_owned(), json!(numbers));
+            }
+            Err(_) => {
+                problems.insert(field, "must be whole numbers, comma-separated".to_owned());
+            }
+        }
+    }
+    on.insert(
+        "timeouts".to_owned(),
+        json!(form.checked("retry.retry_on.timeouts")),
+    );
+    Some(Value::Object(on))
 }
 
 /// The command of an edited job's form: its fields and the `version` it was read at.
@@ -382,11 +440,43 @@ mod tests {
     use super::super::tests::form;
     use super::*;
     use crate::error::ApiError;
+    use probactr_common::model::{RetryBackoff, RetryJitter};
 
     /// The spec of a new job's form made of `pairs`, and the form's own problems.
     fn new_job_spec(pairs: &[(&str, &str)]) -> (Value, FieldErrors) {
         let draft = job_draft(&form(pairs));
         (draft.spec.unwrap_or(Value::Null), draft.problems)
+    }
+
+    /// The retry policy's advanced fields: lists read as numbers, a timeout box, bad
+    /// lists named; a form without them leaves `retry_on` as it is.
+    #[test]
+    fn retry_fields_become_the_policy() {
+        let draft = job_draft(&form(&[
+            ("kind", "noop"),
+            ("retry.backoff", "fixed"),
+            ("retry.max_secs", ""),
+            ("retry.jitter", "none"),
+            ("retry.retry_on.exit_codes", "75, 111"),
+            ("retry.retry_on.http_statuses", ""),
+            ("retry.retry_on.timeouts", "on"),
+        ]));
+        assert!(draft.problems.is_empty(), "{:?}", draft.problems);
+        assert_eq!(draft.retry.backoff, Some(Some(RetryBackoff::Fixed)));
+        assert_eq!(draft.retry.max_secs, Some(None), "emptied: no bound");
+        assert_eq!(draft.retry.jitter, Some(Some(RetryJitter::None)));
+        assert_eq!(
+            draft.retry.retry_on,
+            Some(json!({"exit_codes": [75, 111], "http_statuses": [], "timeouts": true}))
+        );
+        let bad = job_draft(&form(&[("kind", "noop"), ("retry.retry_on.exit_codes", "75, x")]));
+        assert!(
+            bad.problems.contains_key("retry.retry_on.exit_codes"),
+            "{:?}",
+            bad.problems
+        );
+        let without = job_draft(&form(&[("kind", "noop")]));
+        assert_eq!((without.retry.retry_on, without.retry.max_secs), (None, None));
     }
 
     #[test]
@@ -405,8 +495,8 @@ mod tests {
         assert_eq!(draft.kind, Some(Some(JobKind::Sleep)));
         assert_eq!(draft.spec, Some(json!({"millis": 5})));
         assert_eq!(draft.timeout_secs, Some(Some(30)));
-        assert_eq!(draft.retry_max_attempts, Some(Some(2)));
-        assert_eq!(draft.retry_backoff_secs, None, "an empty field keeps what was");
+        assert_eq!(draft.retry.max_attempts, Some(Some(2)));
+        assert_eq!(draft.retry.initial_secs, None, "an empty field keeps what was");
         assert_eq!(draft.parallel, Some(Some(true)));
         assert_eq!(draft.paused, Some(Some(false)));
         assert_eq!(draft.max_concurrency, Some(None), "emptied: no bound");

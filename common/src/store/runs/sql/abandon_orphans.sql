@@ -24,6 +24,7 @@ retry AS (
             ended.shard, ended.shard_total, ended.pinned_to
      FROM ended
      CROSS JOIN LATERAL probactr_next_attempt(ended.id, ended.first_run_id, ended.attempt, ended.state,
+                                              ended.exit_code, ended.http_status,
                                               ended.replica, ended.job_id, true) AS next
      ON CONFLICT DO NOTHING
      RETURNING id, first_run_id)

@@ -38,9 +38,15 @@ WITH picked AS (
            OR NOT EXISTS (SELECT 1 FROM runs_live AS mine
                           WHERE mine.executor_id = $1 AND mine.job_id = runs.job_id
                             AND mine.replica IS NOT NULL AND mine.state IN ('claimed', 'running')))
-      AND (jobs.parallel OR jobs.overlap = 'skip' OR NOT EXISTS (
+      -- A non-parallel job's runs wait unclaimed while it is active, unless its overlap
+      -- policy decides on them now (skip, replace), or they are `buffer_one` runs behind
+      -- one already waiting (taken to be skipped).
+      AND (jobs.parallel OR jobs.overlap IN ('skip', 'replace') OR NOT EXISTS (
            SELECT 1 FROM runs AS active
-           WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running')))
+           WHERE active.job_id = runs.job_id AND active.state IN ('claimed', 'running'))
+           OR (jobs.overlap = 'buffer_one' AND EXISTS (
+               SELECT 1 FROM runs_live AS ahead
+               WHERE ahead.job_id = runs.job_id AND ahead.state = 'queued' AND ahead.id < runs.id)))
     ORDER BY runs.claim_order, runs.id
     LIMIT $2
     FOR UPDATE OF runs SKIP LOCKED),

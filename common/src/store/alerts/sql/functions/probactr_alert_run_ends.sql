@@ -1,7 +1,9 @@
 -- probactr_alert_run_ends: current body (first defined in 20261124000005_alerts.sql, last in 20261124000010_takeover.sql).
 --
 -- An attempt abandoned because its executor died is not the chain's last while a
--- takeover is left: `run_failed` waits for the attempt that is.
+-- takeover is left, nor is a failure the retry policy retries (`probactr_next_attempt`,
+-- the one place that decides: attempts left and `retry_on`): `run_failed` waits for the
+-- attempt that is.
 CREATE OR REPLACE FUNCTION probactr_alert_run_ends() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM alert_rules WHERE enabled) THEN
@@ -26,8 +28,10 @@ BEGIN
                AS taken_over) AS takeover
     CROSS JOIN LATERAL (VALUES
         (CASE WHEN ended.state IN ('failed', 'timed_out', 'abandoned')
-                   AND ended.attempt >= jobs.retry_max_attempts
-                   AND NOT takeover.taken_over THEN 'run_failed' END),
+                   AND NOT takeover.taken_over
+                   AND NOT EXISTS (SELECT 1 FROM probactr_next_attempt(
+                       ended.id, ended.first_run_id, ended.attempt, ended.state, ended.exit_code,
+                       ended.http_status, NULL, ended.job_id, false)) THEN 'run_failed' END),
         (CASE ended.state WHEN 'timed_out' THEN 'run_timed_out'
                           WHEN 'abandoned' THEN 'run_abandoned'
                           WHEN 'missed' THEN 'fire_missed' END)) AS kinds (event)

@@ -25,6 +25,7 @@ pub mod login_failures;
 pub mod namespaces;
 pub mod oidc_logins;
 pub mod pools;
+pub mod rates;
 pub mod processes;
 pub mod retry;
 pub mod run_inputs;

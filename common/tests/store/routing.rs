@@ -279,4 +279,20 @@ async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool)
     let second = runs::claim_queued(&pool, ex, 20).await.expect("claim");
     assert_eq!((taken(in_pool.id, &second), taken(rated.id, &second)), (2, 2));
     assert_eq!(waiting(in_pool.id).await.as_deref(), Some("rate partner-api 2/3600s"));
+
+    // A triggered run waiting for a rate past its trigger's misfire threshold is not
+    // marked missed: it waits its turn.
+    let trigger = triggers::create(&pool, in_pool.id, &NewTrigger::interval(3600), Utc::now())
+        .await
+        .expect("trigger");
+    sqlx::query(
+        "UPDATE runs SET trigger_id = $1, queued_at = now() - interval '1 hour'
+         WHERE job_id = $2 AND state = 'queued'",
+    )
+    .bind(trigger.id)
+    .bind(in_pool.id)
+    .execute(&pool)
+    .await
+    .expect("age the waiting run");
+    assert!(runs::expire_stale_queued(&pool).await.expect("expire").is_empty());
 }

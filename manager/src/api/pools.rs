@@ -132,7 +132,7 @@ pub async fn update(
 /// is recorded against `rate.limit`, `rate.per_secs` or `rate`.
 fn read_rate(input: &mut Input) -> Option<Option<Rate>> {
     let given = input.raw("rate")?;
-    rate::checked(&given, &mut |field, message| input.error(field, message))
+    rate::checked(&given, &mut |field: &str, message: String| input.error(field, message))
 }
 
 /// Delete a pool (admins of its namespace); 409 naming the jobs that take it.

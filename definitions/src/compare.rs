@@ -123,7 +123,8 @@ pub(crate) fn same_webhook(wanted: &Value, existing: &Value) -> bool {
             "signature" => same_signature(given, hook),
             "params_from" => same(given, &hook["params_from"]) && same(&hook["params_from"], given),
             "rate_per_minute" if given.is_null() => hook["rate_per_minute"] == json!(60),
-            _ => given == &hook[*field],
+            "dedup_header" => lowercase(given) == lowercase(&hook["dedup_header"]),
+            _ => same(given, &hook[*field]),
         },
     })
 }
@@ -131,14 +132,18 @@ pub(crate) fn same_webhook(wanted: &Value, existing: &Value) -> bool {
 /// Whether a wanted `signature` (null: unsigned) is the server's, secret aside (header
 /// names compared without case, the server's defaults where it leaves one out).
 fn same_signature(given: &Value, hook: &Value) -> bool {
-    let header = |value: &Value| value.as_str().map(str::to_ascii_lowercase);
     if given.is_null() {
         return hook["signature_header"].is_null();
     }
-    header(&given["header"]) == header(&hook["signature_header"])
+    lowercase(&given["header"]) == lowercase(&hook["signature_header"])
         && given["prefix"].as_str().unwrap_or_default() == hook["signature_prefix"].as_str().unwrap_or_default()
         && given["algorithm"].as_str().unwrap_or("hmac-sha256")
             == hook["signature_algorithm"].as_str().unwrap_or("hmac-sha256")
+}
+
+/// A header name as compared (HTTP header names are case-insensitive).
+fn lowercase(header: &Value) -> Option<String> {
+    header.as_str().map(str::to_ascii_lowercase)
 }
 
 /// Whether the server's trigger `existing` is the wanted one as written.

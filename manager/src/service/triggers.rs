@@ -243,7 +243,7 @@ pub async fn update_in(
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let namespace = namespace_of(&mut tx, who, &before).await?;
+    let namespace = namespace_of(&mut *tx, who, &before).await?;
     who.require_operator(&namespace, "edit triggers")?;
     let now = store::db_now(&mut *tx).await?;
     let (
@@ -256,7 +256,7 @@ pub async fn update_in(
         },
     ) = patch.definition(&before)?;
     if version != before.version {
-        return Err(stale_by(&mut tx, "trigger", id, version, before.version).await);
+        return Err(stale_by(&mut *tx, "trigger", id, version, before.version).await);
     }
     let schema = store::jobs::get(&mut *tx, before.job_id)
         .await?

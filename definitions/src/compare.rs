@@ -136,7 +136,8 @@ fn same_signature(given: &Value, hook: &Value) -> bool {
         return hook["signature_header"].is_null();
     }
     lowercase(&given["header"]) == lowercase(&hook["signature_header"])
-        && given["prefix"].as_str().unwrap_or_default() == hook["signature_prefix"].as_str().unwrap_or_default()
+        && given["prefix"].as_str().unwrap_or_default()
+            == hook["signature_prefix"].as_str().unwrap_or_default()
         && given["algorithm"].as_str().unwrap_or("hmac-sha256")
             == hook["signature_algorithm"].as_str().unwrap_or("hmac-sha256")
 }

@@ -227,7 +227,12 @@ async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool)
     use probactr_common::store::{pools, rates};
 
     let ex = make_executor(&pool).await;
-    let hourly = |limit| Some(Rate { limit, per_secs: 3600 });
+    let hourly = |limit| {
+        Some(Rate {
+            limit,
+            per_secs: 3600,
+        })
+    };
     pools::create(&pool, "default", "partner-api", 100, hourly(2))
         .await
         .expect("pool")
@@ -250,7 +255,11 @@ async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool)
     let first = runs::claim_queued(&pool, ex, 20).await.expect("claim");
     let taken = |job: i64, runs: &[Run]| runs.iter().filter(|r| r.job_id == job).count();
     assert_eq!(
-        (taken(in_pool.id, &first), taken(rated.id, &first), taken(free.id, &first)),
+        (
+            taken(in_pool.id, &first),
+            taken(rated.id, &first),
+            taken(free.id, &first)
+        ),
         (2, 3, 5),
         "the pool's rate, the job's rate, no rate"
     );
@@ -258,15 +267,19 @@ async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool)
     let waiting = |job: i64| {
         let pool = pool.clone();
         async move {
-            let id: i64 = sqlx::query_scalar("SELECT id FROM runs WHERE job_id = $1 AND state = 'queued' LIMIT 1")
-                .bind(job)
-                .fetch_one(&pool)
-                .await
-                .expect("a queued run");
+            let id: i64 =
+                sqlx::query_scalar("SELECT id FROM runs WHERE job_id = $1 AND state = 'queued' LIMIT 1")
+                    .bind(job)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("a queued run");
             rates::queued_reason(&pool, id).await.expect("reason")
         }
     };
-    assert_eq!(waiting(in_pool.id).await.as_deref(), Some("rate partner-api 2/3600s"));
+    assert_eq!(
+        waiting(in_pool.id).await.as_deref(),
+        Some("rate partner-api 2/3600s")
+    );
     assert_eq!(waiting(rated.id).await.as_deref(), Some("rate rated 3/3600s"));
 
     // An hour later, as far as the windows know: as many again.
@@ -278,7 +291,10 @@ async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool)
     }
     let second = runs::claim_queued(&pool, ex, 20).await.expect("claim");
     assert_eq!((taken(in_pool.id, &second), taken(rated.id, &second)), (2, 2));
-    assert_eq!(waiting(in_pool.id).await.as_deref(), Some("rate partner-api 2/3600s"));
+    assert_eq!(
+        waiting(in_pool.id).await.as_deref(),
+        Some("rate partner-api 2/3600s")
+    );
 
     // A triggered run waiting for a rate past its trigger's misfire threshold is not
     // marked missed: it waits its turn.

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::bodies::{NewPoolBody, PoolSlotsBody};
 use crate::auth::Principal;
-use crate::error::{ApiError, ErrorBody};
 use crate::command::rate;
+use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input, QueryParams};
 use crate::service::pools::{self, PoolChange, PoolView, MAX_SLOTS};
 use crate::service::Paged;
@@ -132,7 +132,9 @@ pub async fn update(
 /// is recorded against `rate.limit`, `rate.per_secs` or `rate`.
 fn read_rate(input: &mut Input) -> Option<Option<Rate>> {
     let given = input.raw("rate")?;
-    rate::checked(&given, &mut |field: &str, message: String| input.error(field, message))
+    rate::checked(&given, &mut |field: &str, message: String| {
+        input.error(field, message)
+    })
 }
 
 /// Delete a pool (admins of its namespace); 409 naming the jobs that take it.

@@ -256,7 +256,10 @@ impl JobDraft {
             job.pool_slots = slots as i32;
         }
         let mut report = |field: &str, message: String| checks.error(field, message);
-        if let Some(rate) = self.rate.and_then(|rate| super::rate::checked(&rate, &mut report)) {
+        if let Some(rate) = self
+            .rate
+            .and_then(|rate| super::rate::checked(&rate, &mut report))
+        {
             job.rate = rate;
         }
         if let Some(managed_by) = self.managed_by {

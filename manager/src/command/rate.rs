@@ -17,11 +17,20 @@ pub fn checked(value: &Value, report: &mut dyn FnMut(&str, String)) -> Option<Op
         return Some(None);
     }
     let Some(parts) = value.as_object() else {
-        report("rate", "must be an object {\"limit\": N, \"per_secs\": S}, or null".to_owned());
+        report(
+            "rate",
+            "must be an object {\"limit\": N, \"per_secs\": S}, or null".to_owned(),
+        );
         return None;
     };
-    if let Some(unknown) = parts.keys().find(|key| !matches!(key.as_str(), "limit" | "per_secs")) {
-        report(&format!("rate.{unknown}"), "unknown field (a rate has limit and per_secs)".to_owned());
+    if let Some(unknown) = parts
+        .keys()
+        .find(|key| !matches!(key.as_str(), "limit" | "per_secs"))
+    {
+        report(
+            &format!("rate.{unknown}"),
+            "unknown field (a rate has limit and per_secs)".to_owned(),
+        );
     }
     let limit = bounded(parts.get("limit"), "rate.limit", MAX_LIMIT, report);
     let per_secs = bounded(parts.get("per_secs"), "rate.per_secs", MAX_PER_SECS, report);
@@ -30,7 +39,12 @@ pub fn checked(value: &Value, report: &mut dyn FnMut(&str, String)) -> Option<Op
 }
 
 /// A whole number from 1 to `max`, required.
-fn bounded(value: Option<&Value>, field: &str, max: i64, report: &mut dyn FnMut(&str, String)) -> Option<i32> {
+fn bounded(
+    value: Option<&Value>,
+    field: &str,
+    max: i64,
+    report: &mut dyn FnMut(&str, String),
+) -> Option<i32> {
     match value.and_then(Value::as_i64) {
         Some(number) if (1..=max).contains(&number) => i32::try_from(number).ok(),
         _ => {

@@ -155,7 +155,10 @@ async fn rates_are_checked_shown_and_say_why_a_run_waits(pool: PgPool) {
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(bad.text.contains("rate.limit"), "{}", bad.text);
-    assert_eq!(app.get("/api/v1/pools/partner-api", &admin).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get("/api/v1/pools/partner-api", &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
     let created = app
         .post(
             "/api/v1/pools",
@@ -187,7 +190,11 @@ async fn rates_are_checked_shown_and_say_why_a_run_waits(pool: PgPool) {
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(refused.text.contains("rate.per_secs"), "{}", refused.text);
     let page = app.page(&format!("/jobs/{id}"), &browser.cookie).await;
-    assert!(page.text.contains("at most 20 start(s) in any 10 s"), "{}", page.text);
+    assert!(
+        page.text.contains("at most 20 start(s) in any 10 s"),
+        "{}",
+        page.text
+    );
 
     // A full window: its queued runs wait, saying why.
     let run = store::runs::queue_now(app.pool(), id).await.unwrap();

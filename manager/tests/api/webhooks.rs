@@ -399,7 +399,10 @@ async fn a_key_rotation_reseals_the_signature_secret(pool: PgPool) {
 
     // Only the new key now: the re-sealed secret still checks signatures.
     let only_new = SecretKey::parse("AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=").unwrap();
-    app.state = app.state.clone().with_secret_keys(Some(Keyring::new(only_new, None)));
+    app.state = app
+        .state
+        .clone()
+        .with_secret_keys(Some(Keyring::new(only_new, None)));
     app.app = probactr_manager::app(app.state.clone());
     let push = r#"{"ref": "main"}"#;
     let signature = github_signature(push);
@@ -450,7 +453,9 @@ async fn definitions_edit_a_webhook_in_place_and_carry_a_rate(pool: PgPool) {
         .unwrap();
     let job = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
     assert_eq!(job["rate"], json!({"limit": 20, "per_secs": 10}));
-    let listed = app.get(&format!("/api/v1/jobs/{}/triggers", job["id"]), &admin).await;
+    let listed = app
+        .get(&format!("/api/v1/jobs/{}/triggers", job["id"]), &admin)
+        .await;
     let trigger = listed.body["items"][0].clone();
     assert_eq!(trigger["webhook"]["has_secret"], true, "{}", listed.text);
     async fn digest(pool: &PgPool) -> String {
@@ -467,15 +472,25 @@ async fn definitions_edit_a_webhook_in_place_and_carry_a_rate(pool: PgPool) {
     let dry = app.apply(&admin, "?dry_run=true", &changed).await;
     assert_eq!(dry.status, StatusCode::OK, "{}", dry.text);
     assert!(
-        dry.text.contains(&format!("~ trigger {} of build", trigger["id"])) && !dry.text.contains(SECRET),
+        dry.text
+            .contains(&format!("~ trigger {} of build", trigger["id"]))
+            && !dry.text.contains(SECRET),
         "{}",
         dry.text
     );
     let applied = app.apply(&admin, "", &changed).await;
     assert_eq!(applied.status, StatusCode::OK, "{}", applied.text);
-    let listed = app.get(&format!("/api/v1/jobs/{}/triggers", job["id"]), &admin).await;
+    let listed = app
+        .get(&format!("/api/v1/jobs/{}/triggers", job["id"]), &admin)
+        .await;
     assert_eq!(listed.body["total"], 1, "{}", listed.text);
-    assert_eq!(listed.body["items"][0]["id"], trigger["id"], "edited, not recreated");
-    assert_eq!(listed.body["items"][0]["webhook"]["params_from"], json!({"ref": "$.after"}));
+    assert_eq!(
+        listed.body["items"][0]["id"], trigger["id"],
+        "edited, not recreated"
+    );
+    assert_eq!(
+        listed.body["items"][0]["webhook"]["params_from"],
+        json!({"ref": "$.after"})
+    );
     assert_eq!(digest(app.pool()).await, token, "the URL stays");
 }

@@ -313,6 +313,13 @@ impl probactr_definitions::Registry for Client {
         Ok(())
     }
 
+    async fn update_trigger(&self, id: i64, body: Value) -> Result<(), Refusal> {
+        self.call(Method::PATCH, &format!("/triggers/{id}"), Some(&body))
+            .await
+            .map_err(refused)?;
+        Ok(())
+    }
+
     async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {
         self.delete(&format!("/triggers/{id}")).await.map_err(refused)?;
         Ok(())

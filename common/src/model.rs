@@ -472,6 +472,29 @@ pub struct Job {
     pub pool: Option<String>,
     /// The slots of `pool` each of its runs holds.
     pub pool_slots: i32,
+    /// At most so many of its runs start in a window (None: no bound).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Rate>))]
+    pub rate: Option<sqlx::types::Json<Rate>>,
+}
+
+/// A rate limit of a job or a pool: at most `limit` starts (claims) in any window of
+/// `per_secs` seconds, across the cluster. Runs past it stay queued until the window
+/// allows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Rate {
+    /// Starts allowed in a window (at least 1).
+    pub limit: i32,
+    /// The window, in seconds (at least 1).
+    pub per_secs: i32,
+}
+
+impl Rate {
+    /// The reason shown on a queued run held back by the rate of `name` (a job or a
+    /// pool): "rate nightly-api 20/10s".
+    pub fn reason(&self, name: &str) -> String {
+        format!("rate {name} {}/{}s", self.limit, self.per_secs)
+    }
 }
 
 /// A row of `triggers`.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::compare::{describe, differences, short, unmatched_triggers};
+use crate::compare::{describe, differences, paired_webhooks, short, unmatched_triggers};
 use crate::fields::{child_names, names_by_id, trigger_definition, CHILD_FIELDS};
 use crate::source::Source;
 use crate::{alerting, workflows, DefinitionError, Refusal, Registry, MANAGER};
@@ -309,7 +309,23 @@ pub(crate) async fn apply_triggers(
     changes: &mut Vec<String>,
     faults: &mut Faults,
 ) -> Result<(), DefinitionError> {
-    let (missing, existing) = unmatched_triggers(&wanted.triggers, registry.triggers(job_id).await?);
+    let (mut missing, mut existing) = unmatched_triggers(&wanted.triggers, registry.triggers(job_id).await?);
+    for (t, trigger, current) in paired_webhooks(&mut missing, &mut existing) {
+        changes.push(format!(
+            "~ trigger {} of {name}: {}",
+            current["id"],
+            describe(trigger)
+        ));
+        if !dry_run {
+            let mut patch = trigger.as_object().cloned().unwrap_or_default();
+            patch.insert("version".into(), current["version"].clone());
+            let edited = registry
+                .update_trigger(current["id"].as_i64().unwrap_or_default(), Value::Object(patch))
+                .await
+                .map_err(|err| located(wanted, err, &format!("/triggers/{t}")));
+            faults.keep(edited)?;
+        }
+    }
     for (t, trigger) in missing {
         changes.push(format!("+ trigger of {name}: {}", describe(trigger)));
         if !dry_run {

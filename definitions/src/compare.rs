@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::fields::{trigger_default, TRIGGER_FIELDS};
+use crate::fields::{trigger_default, TRIGGER_FIELDS, WEBHOOK_FIELDS};
 
 /// Whether an object of the files must be put, and under which id (None: created):
 /// None when the server already has it as written. Records the change.
@@ -65,7 +65,14 @@ pub(crate) fn short(value: Option<&Value>) -> String {
 }
 
 pub(crate) fn describe(trigger: &Value) -> String {
-    let object = trigger.as_object().cloned().unwrap_or_default();
+    let mut object = trigger.as_object().cloned().unwrap_or_default();
+    // A webhook's signing secret is never printed.
+    if let Some(secret) = object
+        .get_mut("signature")
+        .and_then(|signature| signature.get_mut("secret"))
+    {
+        *secret = json!("***");
+    }
     object
         .iter()
         .map(|(k, v)| {
@@ -104,6 +111,70 @@ pub(crate) fn normalize_time(value: Value) -> Value {
     }
 }
 
+/// Whether the server's webhook settings (`webhook` of its trigger) are those a wanted
+/// trigger gives: only the fields it gives are compared, and of `signature` all but the
+/// secret, which the server never shows back (a changed secret alone is set with the
+/// API, not detected here).
+pub(crate) fn same_webhook(wanted: &Value, existing: &Value) -> bool {
+    let hook = &existing["webhook"];
+    WEBHOOK_FIELDS.iter().all(|field| match wanted.get(*field) {
+        None => true,
+        Some(given) => match *field {
+            "signature" => same_signature(given, hook),
+            "params_from" => same(given, &hook["params_from"]) && same(&hook["params_from"], given),
+            "rate_per_minute" if given.is_null() => hook["rate_per_minute"] == json!(60),
+            "dedup_header" => lowercase(given) == lowercase(&hook["dedup_header"]),
+            _ => same(given, &hook[*field]),
+        },
+    })
+}
+
+/// Whether a wanted `signature` (null: unsigned) is the server's, secret aside (header
+/// names compared without case, the server's defaults where it leaves one out).
+fn same_signature(given: &Value, hook: &Value) -> bool {
+    if given.is_null() {
+        return hook["signature_header"].is_null();
+    }
+    lowercase(&given["header"]) == lowercase(&hook["signature_header"])
+        && given["prefix"].as_str().unwrap_or_default()
+            == hook["signature_prefix"].as_str().unwrap_or_default()
+        && given["algorithm"].as_str().unwrap_or("hmac-sha256")
+            == hook["signature_algorithm"].as_str().unwrap_or("hmac-sha256")
+}
+
+/// A header name as compared (HTTP header names are case-insensitive).
+fn lowercase(header: &Value) -> Option<String> {
+    header.as_str().map(str::to_ascii_lowercase)
+}
+
+/// Whether the server's trigger `existing` is the wanted one as written.
+fn same_trigger(wanted: &Value, key: &[(String, Value)], existing: &Value) -> bool {
+    canonical(existing) == key && (existing["kind"] != "webhook" || same_webhook(wanted, existing))
+}
+
+/// The wanted webhook triggers among `missing` each paired with one of the server's
+/// webhook triggers among `stale`, in order: a changed webhook is edited in place, so
+/// that its URL (its token) stays. Returns the pairs (wanted index, wanted, server's)
+/// and leaves the others in `missing` and `stale`.
+pub(crate) fn paired_webhooks<'a>(
+    missing: &mut Vec<(usize, &'a Value)>,
+    stale: &mut Vec<Value>,
+) -> Vec<(usize, &'a Value, Value)> {
+    let mut pairs = Vec::new();
+    let mut left = Vec::new();
+    for (t, wanted) in missing.drain(..) {
+        let hook = (wanted["kind"] == "webhook")
+            .then(|| stale.iter().position(|e| e["kind"] == "webhook"))
+            .flatten();
+        match hook {
+            Some(found) => pairs.push((t, wanted, stale.remove(found))),
+            None => left.push((t, wanted)),
+        }
+    }
+    *missing = left;
+    pairs
+}
+
 /// The wanted triggers the server lacks (with their index), and the server's triggers
 /// no wanted one matches.
 pub(crate) fn unmatched_triggers(
@@ -113,7 +184,7 @@ pub(crate) fn unmatched_triggers(
     let mut missing = Vec::new();
     for (t, trigger) in wanted.iter().enumerate() {
         let key = canonical(trigger);
-        match existing.iter().position(|e| canonical(e) == key) {
+        match existing.iter().position(|e| same_trigger(trigger, &key, e)) {
             Some(found) => {
                 existing.remove(found);
             }

@@ -49,6 +49,7 @@ pub(crate) const JOB_FIELDS: &[&str] = &[
     "params_schema",
     "pool",
     "pool_slots",
+    "rate",
 ];
 /// The fields of a trigger a definition carries.
 pub(crate) const TRIGGER_FIELDS: &[&str] = &[
@@ -65,6 +66,10 @@ pub(crate) const TRIGGER_FIELDS: &[&str] = &[
     "max_concurrency",
     "params",
 ];
+
+/// The fields of a webhook trigger a definition carries besides [`TRIGGER_FIELDS`]
+/// (`signature` with its secret: the server never shows it back).
+pub(crate) const WEBHOOK_FIELDS: &[&str] = &["signature", "params_from", "dedup_header", "rate_per_minute"];
 
 /// A trigger's value of `field` when a definition leaves it out (the server's default).
 pub(crate) fn trigger_default(field: &str) -> Value {

@@ -63,6 +63,8 @@ pub trait Registry {
     fn delete_job(&self, id: i64) -> impl Future<Output = Result<(), Refusal>> + Send;
     /// Creates a trigger of a job from an API body.
     fn create_trigger(&self, job_id: i64, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
+    /// Edits a trigger with an API body (`version` included).
+    fn update_trigger(&self, id: i64, body: Value) -> impl Future<Output = Result<(), Refusal>> + Send;
     /// Deletes a trigger.
     fn delete_trigger(&self, id: i64) -> impl Future<Output = Result<(), Refusal>> + Send;
     /// Every alert channel (`Channel`), or None when the caller may not manage them.

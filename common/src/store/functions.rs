@@ -40,6 +40,7 @@
 //! | `probactr_forget_executor_in_history` (`executors_forget_in_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it` |
 //! | `probactr_quota_release` (`runs_live_quota_left`, `runs_live_quota_requeued`), `probactr_namespace_capped` (`jobs_namespace_capped`, `namespaces_capped`) | `common/tests/store/quota.rs`; `executor/tests/executor/namespaces.rs`: `max_running_holds_with_three_executors_racing` |
 //! | `probactr_quota_release` for triggers' caps and pools, `probactr_trigger_capped` (`triggers_capped`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`; `executor/tests/executor/flow.rs`: `a_trigger_cap_holds_with_three_executors_racing`, `a_pool_holds_across_executors_and_a_dead_holders_slot_waits_for_the_reap` |
+//! | `probactr_rate_room`, `probactr_rate_stamp`, `probactr_job_rate_window` (`jobs_rate_window`) | `executor/tests/executor/flow.rs`: `a_rate_holds_across_executors` |
 //! | `probactr_notify_triggers` (`triggers_changed`, `workflow_triggers_changed`) | `common/tests/store/functions.rs`: `changed_triggers_and_queued_runs_notify_unless_quiet`; `executor/tests/executor/cluster.rs`: `a_new_trigger_wakes_sleeping_executors` |
 //! | `probactr_job_stats_add`, `probactr_job_stats_created` (`jobs_stats_row`), `probactr_job_stats_inserted` (`runs_stats_inserted`), `probactr_job_stats_updated` (`runs_stats_updated`) | `common/tests/store/job_stats.rs`: `every_way_a_run_ends_is_counted_once`, `job_stats_outlive_pruned_runs_and_go_with_their_job`, `opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock` |
 //! | `probactr_workflow_start_step`, `probactr_workflow_advance` | `monitor/tests/faults/workflows.rs`: `a_diamond_fans_out_fans_in_skips_and_resumes_after_a_retry`; `manager/tests/api/workflows.rs`: `workflows_are_checked_run_cancelled_retried_and_paused` |
@@ -110,6 +111,8 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     function!("runs/sql/functions/probactr_quota_release.sql"),
     function!("runs/sql/functions/probactr_namespace_capped.sql"),
     function!("runs/sql/functions/probactr_trigger_capped.sql"),
+    function!("runs/sql/functions/probactr_rate_room.sql"),
+    function!("runs/sql/functions/probactr_rate_stamp.sql"),
     // Triggers: wake-ups when they change.
     function!("triggers/sql/functions/probactr_notify_triggers.sql"),
     // Jobs: the statistics counters.
@@ -117,6 +120,7 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     function!("jobs/sql/functions/probactr_job_stats_created.sql"),
     function!("jobs/sql/functions/probactr_job_stats_inserted.sql"),
     function!("jobs/sql/functions/probactr_job_stats_updated.sql"),
+    function!("jobs/sql/functions/probactr_job_rate_window.sql"),
     // Workflows and child jobs: what an ended run starts.
     function!("workflows/sql/functions/probactr_workflow_start_step.sql"),
     function!("workflows/sql/functions/probactr_workflow_advance.sql"),

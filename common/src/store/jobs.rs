@@ -3,11 +3,13 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::types::Json;
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
 use crate::model::{
-    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route,
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Rate,
+    Route,
 };
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
@@ -79,6 +81,9 @@ pub struct NewJob {
     /// The slots of `pool` each of its runs holds.
     #[serde(default = "one_slot")]
     pub pool_slots: i32,
+    /// At most so many of its runs start in a window (None: no bound).
+    #[serde(default)]
+    pub rate: Option<Rate>,
 }
 
 fn exponential() -> RetryBackoff {
@@ -130,6 +135,7 @@ impl NewJob {
             params_schema: None,
             pool: None,
             pool_slots: 1,
+            rate: None,
         }
     }
 }
@@ -142,10 +148,10 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
                             on_executor_lost, max_takeovers, selector, priority, stop_grace_secs,
                             route, shards, mode, replicas, params_schema, namespace, pool, pool_slots,
-                            retry_backoff, retry_max_secs, retry_jitter, retry_on)
+                            retry_backoff, retry_max_secs, retry_jitter, retry_on, rate)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                   $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+                   $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>""#,
         job.name,
         job.description,
         job.kind as JobKind,
@@ -174,7 +180,8 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
         job.retry_backoff as RetryBackoff,
         job.retry_max_secs,
         job.retry_jitter as RetryJitter,
-        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>
+        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>,
+        job.rate.map(Json) as Option<Json<Rate>>
     )
     .fetch_one(db)
     .await?)
@@ -183,7 +190,7 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
 /// One job by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>" FROM jobs WHERE id = $1"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -194,7 +201,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
     Ok(sqlx::query_as!(
         Job,
         r#"UPDATE jobs SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>""#,
         id,
         paused
     )
@@ -205,7 +212,7 @@ pub async fn set_paused(db: impl PgExecutor<'_>, id: i64, paused: bool) -> Resul
 /// Several jobs by id (the ones that exist).
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = ANY($1)"#, ids)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>" FROM jobs WHERE id = ANY($1)"#, ids)
             .fetch_all(db)
             .await?,
     )
@@ -352,7 +359,7 @@ pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<J
 /// One job, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, StoreError> {
     Ok(
-        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots FROM jobs WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query_as!(Job, r#"SELECT id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>" FROM jobs WHERE id = $1 FOR UPDATE"#, id)
             .fetch_optional(db)
             .await?,
     )
@@ -375,10 +382,10 @@ pub async fn update(
                            route = $20, shards = $21, mode = $22, replicas = $23,
                            params_schema = $24, pool = $25, pool_slots = $26,
                            retry_backoff = $27, retry_max_secs = $28, retry_jitter = $29,
-                           retry_on = $30,
+                           retry_on = $30, rate = $31,
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>""#,
         id,
         version,
         job.name,
@@ -408,7 +415,8 @@ pub async fn update(
         job.retry_backoff as RetryBackoff,
         job.retry_max_secs,
         job.retry_jitter as RetryJitter,
-        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>
+        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>,
+        job.rate.map(Json) as Option<Json<Rate>>
     )
     .fetch_optional(db)
     .await?)
@@ -425,7 +433,7 @@ pub async fn retire(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Job>, Sto
                            name = left(name, 170) || ' (deleted #' || id || ')',
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND deleted_at IS NULL
-           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots"#,
+           RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>""#,
         id
     )
     .fetch_optional(db)

@@ -26,6 +26,7 @@ pub mod namespaces;
 pub mod oidc_logins;
 pub mod pools;
 pub mod processes;
+pub mod rates;
 pub mod retry;
 pub mod run_inputs;
 pub mod run_output;

@@ -5,9 +5,11 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use sqlx::types::Json;
 use sqlx::PgExecutor;
 
 use super::StoreError;
+use crate::model::Rate;
 
 /// A pool as it stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,6 +23,10 @@ pub struct Pool {
     pub slots: i32,
     /// The slots held now by runs claimed or running.
     pub used: i32,
+    /// At most `limit` runs of its jobs start in any window of `per_secs` seconds
+    /// (null: no bound).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Rate>))]
+    pub rate: Option<Json<Rate>>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When its slots last changed.
@@ -40,15 +46,17 @@ pub async fn create(
     namespace: &str,
     name: &str,
     slots: i32,
+    rate: Option<Rate>,
 ) -> Result<Option<Pool>, StoreError> {
     Ok(sqlx::query_as!(
         Pool,
-        "INSERT INTO pools (namespace, name, slots) VALUES ($1, $2, $3)
+        r#"INSERT INTO pools (namespace, name, slots, rate) VALUES ($1, $2, $3, $4)
          ON CONFLICT (namespace, name) DO NOTHING
-         RETURNING namespace, name, slots, used, created_at, updated_at",
+         RETURNING namespace, name, slots, used, rate AS "rate: Json<Rate>", created_at, updated_at"#,
         namespace,
         name,
-        slots
+        slots,
+        rate.map(Json) as Option<Json<Rate>>
     )
     .fetch_optional(db)
     .await?)
@@ -58,8 +66,8 @@ pub async fn create(
 pub async fn list(db: impl PgExecutor<'_>, namespaces: Option<&[String]>) -> Result<Vec<Pool>, StoreError> {
     Ok(sqlx::query_as!(
         Pool,
-        "SELECT namespace, name, slots, used, created_at, updated_at FROM pools
-         WHERE $1::text[] IS NULL OR namespace = ANY ($1) ORDER BY namespace, name",
+        r#"SELECT namespace, name, slots, used, rate AS "rate: Json<Rate>", created_at, updated_at FROM pools
+         WHERE $1::text[] IS NULL OR namespace = ANY ($1) ORDER BY namespace, name"#,
         namespaces
     )
     .fetch_all(db)
@@ -70,8 +78,8 @@ pub async fn list(db: impl PgExecutor<'_>, namespaces: Option<&[String]>) -> Res
 pub async fn get(db: impl PgExecutor<'_>, namespace: &str, name: &str) -> Result<Option<Pool>, StoreError> {
     Ok(sqlx::query_as!(
         Pool,
-        "SELECT namespace, name, slots, used, created_at, updated_at FROM pools
-         WHERE namespace = $1 AND name = $2",
+        r#"SELECT namespace, name, slots, used, rate AS "rate: Json<Rate>", created_at, updated_at FROM pools
+         WHERE namespace = $1 AND name = $2"#,
         namespace,
         name
     )
@@ -88,8 +96,8 @@ pub async fn get_for_share(
 ) -> Result<Option<Pool>, StoreError> {
     Ok(sqlx::query_as!(
         Pool,
-        "SELECT namespace, name, slots, used, created_at, updated_at FROM pools
-         WHERE namespace = $1 AND name = $2 FOR SHARE",
+        r#"SELECT namespace, name, slots, used, rate AS "rate: Json<Rate>", created_at, updated_at FROM pools
+         WHERE namespace = $1 AND name = $2 FOR SHARE"#,
         namespace,
         name
     )
@@ -107,11 +115,31 @@ pub async fn set_slots(
 ) -> Result<Option<Pool>, StoreError> {
     Ok(sqlx::query_as!(
         Pool,
-        "UPDATE pools SET slots = $3, updated_at = now() WHERE namespace = $1 AND name = $2
-         RETURNING namespace, name, slots, used, created_at, updated_at",
+        r#"UPDATE pools SET slots = $3, updated_at = now() WHERE namespace = $1 AND name = $2
+         RETURNING namespace, name, slots, used, rate AS "rate: Json<Rate>", created_at, updated_at"#,
         namespace,
         name,
         slots
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Sets the rate of pool `name` of `namespace` (None: no bound); the starts already
+/// counted stay, so a new rate counts them too (None: no such pool).
+pub async fn set_rate(
+    db: impl PgExecutor<'_>,
+    namespace: &str,
+    name: &str,
+    rate: Option<Rate>,
+) -> Result<Option<Pool>, StoreError> {
+    Ok(sqlx::query_as!(
+        Pool,
+        r#"UPDATE pools SET rate = $3, updated_at = now() WHERE namespace = $1 AND name = $2
+         RETURNING namespace, name, slots, used, rate AS "rate: Json<Rate>", created_at, updated_at"#,
+        namespace,
+        name,
+        rate.map(Json) as Option<Json<Rate>>
     )
     .fetch_optional(db)
     .await?)
@@ -174,10 +202,10 @@ pub async fn jobs_wider_than(
 pub async fn queued_reason(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<String>, StoreError> {
     Ok(sqlx::query_as!(
         Pool,
-        "SELECT pools.namespace, pools.name, pools.slots, pools.used, pools.created_at, pools.updated_at
+        r#"SELECT pools.namespace, pools.name, pools.slots, pools.used, pools.rate AS "rate: Json<Rate>", pools.created_at, pools.updated_at
          FROM runs_live AS runs JOIN jobs ON jobs.id = runs.job_id
          JOIN pools ON pools.namespace = jobs.namespace AND pools.name = jobs.pool
-         WHERE runs.id = $1 AND runs.state = 'queued' AND pools.used + jobs.pool_slots > pools.slots",
+         WHERE runs.id = $1 AND runs.state = 'queued' AND pools.used + jobs.pool_slots > pools.slots"#,
         run_id
     )
     .fetch_optional(db)

@@ -186,6 +186,57 @@ pub async fn signature(db: impl PgExecutor<'_>, trigger_id: i64) -> Result<Optio
     }))
 }
 
+/// The signature secrets of webhooks sealed under another key than `key_id`, by trigger
+/// id (what a key rotation re-seals).
+pub async fn secrets_under_other_keys(
+    db: impl PgExecutor<'_>,
+    key_id: &str,
+) -> Result<Vec<(i64, Sealed)>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT trigger_id, secret_key_id AS "key_id!", secret_nonce AS "nonce!", secret_sealed AS "ciphertext!"
+           FROM trigger_webhooks
+           WHERE secret_sealed IS NOT NULL AND secret_key_id <> $1 ORDER BY trigger_id"#,
+        key_id
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let sealed = Sealed {
+                key_id: row.key_id,
+                nonce: row.nonce,
+                ciphertext: row.ciphertext,
+                bound: true,
+            };
+            (row.trigger_id, sealed)
+        })
+        .collect())
+}
+
+/// Replaces the signature secret of trigger `trigger_id`'s webhook, sealed as `was`, by
+/// the same secret sealed anew; false when it changed meanwhile (an edit's new secret
+/// is kept, not overwritten by the old one).
+pub async fn reseal_secret(
+    db: impl PgExecutor<'_>,
+    trigger_id: i64,
+    was: &Sealed,
+    sealed: &Sealed,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query!(
+        "UPDATE trigger_webhooks SET secret_key_id = $3, secret_nonce = $4, secret_sealed = $5
+         WHERE trigger_id = $1 AND secret_nonce = $2",
+        trigger_id,
+        was.nonce.as_slice(),
+        sealed.key_id.as_str(),
+        sealed.nonce.as_slice(),
+        sealed.ciphertext.as_slice()
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// What a delivery needs of the webhook its token names, with its trigger and job.
 #[derive(Debug, Clone)]
 pub struct Receiver {

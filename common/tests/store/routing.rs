@@ -218,3 +218,97 @@ async fn a_trigger_cap_bounds_its_runs_in_flight(pool: PgPool) {
     assert_eq!(runs::claim_queued(&pool, ex, 10).await.expect("claim").len(), 1);
     assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
 }
+
+/// A pool's rate and a job's rate each bound the starts in their window, whatever the
+/// slots left; the runs past it stay queued, saying why, and go once the window moves on.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool) {
+    use probactr_common::model::Rate;
+    use probactr_common::store::{pools, rates};
+
+    let ex = make_executor(&pool).await;
+    let hourly = |limit| {
+        Some(Rate {
+            limit,
+            per_secs: 3600,
+        })
+    };
+    pools::create(&pool, "default", "partner-api", 100, hourly(2))
+        .await
+        .expect("pool")
+        .expect("a new pool");
+    let in_pool = make_job(&pool, "in-pool", |j| {
+        j.parallel = true;
+        j.pool = Some("partner-api".to_owned());
+    })
+    .await;
+    let rated = make_job(&pool, "rated", |j| {
+        j.parallel = true;
+        j.rate = hourly(3);
+    })
+    .await;
+    let free = make_job(&pool, "free", |j| j.parallel = true).await;
+    for job in [in_pool.id, rated.id, free.id] {
+        runs::queue_many_now(&pool, job, 5).await.expect("queue");
+    }
+
+    let first = runs::claim_queued(&pool, ex, 20).await.expect("claim");
+    let taken = |job: i64, runs: &[Run]| runs.iter().filter(|r| r.job_id == job).count();
+    assert_eq!(
+        (
+            taken(in_pool.id, &first),
+            taken(rated.id, &first),
+            taken(free.id, &first)
+        ),
+        (2, 3, 5),
+        "the pool's rate, the job's rate, no rate"
+    );
+    assert!(runs::claim_queued(&pool, ex, 20).await.expect("claim").is_empty());
+    let waiting = |job: i64| {
+        let pool = pool.clone();
+        async move {
+            let id: i64 =
+                sqlx::query_scalar("SELECT id FROM runs WHERE job_id = $1 AND state = 'queued' LIMIT 1")
+                    .bind(job)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("a queued run");
+            rates::queued_reason(&pool, id).await.expect("reason")
+        }
+    };
+    assert_eq!(
+        waiting(in_pool.id).await.as_deref(),
+        Some("rate partner-api 2/3600s")
+    );
+    assert_eq!(waiting(rated.id).await.as_deref(), Some("rate rated 3/3600s"));
+
+    // An hour later, as far as the windows know: as many again.
+    for moved in [
+        "UPDATE pools SET rate_starts = array(SELECT s - interval '1 hour' FROM unnest(rate_starts) AS s)",
+        "UPDATE job_rate_windows SET starts = array(SELECT s - interval '1 hour' FROM unnest(starts) AS s)",
+    ] {
+        sqlx::query(moved).execute(&pool).await.expect("move the window");
+    }
+    let second = runs::claim_queued(&pool, ex, 20).await.expect("claim");
+    assert_eq!((taken(in_pool.id, &second), taken(rated.id, &second)), (2, 2));
+    assert_eq!(
+        waiting(in_pool.id).await.as_deref(),
+        Some("rate partner-api 2/3600s")
+    );
+
+    // A triggered run waiting for a rate past its trigger's misfire threshold is not
+    // marked missed: it waits its turn.
+    let trigger = triggers::create(&pool, in_pool.id, &NewTrigger::interval(3600), Utc::now())
+        .await
+        .expect("trigger");
+    sqlx::query(
+        "UPDATE runs SET trigger_id = $1, queued_at = now() - interval '1 hour'
+         WHERE job_id = $2 AND state = 'queued'",
+    )
+    .bind(trigger.id)
+    .bind(in_pool.id)
+    .execute(&pool)
+    .await
+    .expect("age the waiting run");
+    assert!(runs::expire_stale_queued(&pool).await.expect("expire").is_empty());
+}

@@ -1,12 +1,13 @@
-//! Flow control across jobs with real executors: a trigger's cap and a pool's slots hold
-//! however many executors claim at once, measured from what the jobs themselves saw; a
-//! slot held by a run of a dead executor is freed by the reap, not before.
+//! Flow control across jobs with real executors: a trigger's cap, a pool's slots and a
+//! rate hold however many executors claim at once, measured from what the jobs
+//! themselves saw (or their start times); a slot held by a run of a dead executor is
+//! freed by the reap, not before.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use probactr_common::model::{JobKind, OnExecutorLost};
+use probactr_common::model::{JobKind, OnExecutorLost, Rate};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::pools;
 use probactr_common::store::triggers::{self, NewTrigger};
@@ -158,7 +159,7 @@ async fn a_pool_holds_across_executors_and_a_dead_holders_slot_waits_for_the_rea
     options: PgConnectOptions,
 ) {
     let (pool, url) = connect(pool_options, options).await;
-    pools::create(&pool, "default", "licence-server", 3)
+    pools::create(&pool, "default", "licence-server", 3, None)
         .await
         .unwrap();
     let marks = Marks::new();
@@ -245,4 +246,44 @@ async fn a_pool_holds_across_executors_and_a_dead_holders_slot_waits_for_the_rea
         .unwrap()
         .unwrap();
     assert_eq!(after.used, 0, "every slot given back: {after:?}");
+}
+
+/// A job's rate of 5 starts per 2 s, two executors claiming at once: from the runs' own
+/// start times, no 2 s holds more than 5 of the 20, and they start in four windows
+/// (about 6 s), not much later: the claim is woken when a window opens.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn a_rate_holds_across_executors(pool_options: PgPoolOptions, options: PgConnectOptions) {
+    let (pool, url) = connect(pool_options, options).await;
+    let mut job = NewJob::new("partner-api", JobKind::Noop, json!({}));
+    job.parallel = true;
+    job.rate = Some(Rate {
+        limit: 5,
+        per_secs: 2,
+    });
+    let job = jobs::insert(&pool, &job).await.unwrap().id;
+    let env = fast_env(&url, &unique_prefix("rate"));
+    let _executors: Vec<_> = (1..=2)
+        .map(|n| executor(&format!("executor-{n}"), &env))
+        .collect();
+    runs::queue_many_now(&pool, job, 20).await.unwrap();
+    let done = all_ended(&pool, job, 20).await;
+    assert_eq!(done, HashMap::from([("succeeded".to_owned(), 20)]));
+
+    let starts: Vec<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("SELECT started_at FROM runs WHERE job_id = $1 ORDER BY started_at")
+            .bind(job)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    for six in starts.windows(6) {
+        assert!(
+            six[5] - six[0] >= chrono::TimeDelta::seconds(2),
+            "6 starts within 2 s: {six:?}"
+        );
+    }
+    let span = starts[19] - starts[0];
+    assert!(
+        span < chrono::TimeDelta::seconds(8),
+        "20 starts at 5 per 2 s took {span} (the windows were not used)"
+    );
 }

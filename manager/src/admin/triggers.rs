@@ -9,6 +9,7 @@ use axum::response::{Redirect, Response};
 use chrono::{DateTime, Utc};
 use minijinja::context;
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
+use probactr_common::store::webhook_deliveries::Delivery;
 
 use super::forms::{trigger_draft, trigger_patch};
 use super::{check_csrf, flash, next_or, render_status, AdminError, AdminUser, FormData};
@@ -16,7 +17,7 @@ use crate::api::Id;
 use crate::command::trigger::PreviewRequest;
 use crate::error::{ApiError, FieldErrors};
 use crate::service::jobs::{self, JobView};
-use crate::service::triggers;
+use crate::service::{triggers, webhooks};
 use crate::state::AppState;
 
 /// What a trigger form page shows.
@@ -29,6 +30,8 @@ struct FormState<'a> {
     preview: Option<triggers::Preview>,
     /// The saved trigger's next instants (an edit), shown beside the preview.
     current: Option<Vec<DateTime<Utc>>>,
+    /// The latest deliveries of a saved webhook trigger (None: not one).
+    deliveries: Option<Vec<Delivery>>,
 }
 
 /// The next instants of the saved trigger `id`, for comparison with an edit's preview.
@@ -59,6 +62,23 @@ fn fold_cron_errors(mut errors: FieldErrors) -> FieldErrors {
     errors
 }
 
+/// How many of a webhook's latest deliveries its page lists.
+const DELIVERIES_SHOWN: i64 = 50;
+
+/// The latest deliveries of `trigger` when it is a webhook, newest first, accepted or
+/// refused with the reason.
+async fn latest_deliveries(
+    state: &AppState,
+    user: &AdminUser,
+    trigger: &Trigger,
+) -> Result<Option<Vec<Delivery>>, AdminError> {
+    if trigger.kind != TriggerKind::Webhook {
+        return Ok(None);
+    }
+    let listed = webhooks::deliveries(&state.handles, &user.0, trigger.id, DELIVERIES_SHOWN, 0).await?;
+    Ok(Some(listed.items))
+}
+
 fn render_form(
     state: &AppState,
     user: &AdminUser,
@@ -71,6 +91,7 @@ fn render_form(
     let ctx = context! {
         job => form.job, trigger_id => form.trigger_id, form => form.values, errors,
         conflict => form.conflict, preview => form.preview, current => form.current, kinds, misfires,
+        deliveries => form.deliveries,
         ..user.layout("jobs")
     };
     render_status(state, status, "trigger_form.html", ctx)
@@ -148,6 +169,7 @@ async fn submit(
             conflict,
             preview,
             current: current.clone(),
+            deliveries: None,
         };
         render_form(state, user, status, view)
     };
@@ -207,6 +229,7 @@ pub async fn new_form(
         conflict: None,
         preview: None,
         current: None,
+        deliveries: None,
     };
     render_form(&state, &user, StatusCode::OK, view)
 }
@@ -241,6 +264,7 @@ pub async fn edit_form(
         conflict: None,
         preview: None,
         current: current_instants(&state, &user, Some(id)).await,
+        deliveries: latest_deliveries(&state, &user, &trigger.trigger).await?,
     };
     render_form(&state, &user, StatusCode::OK, view)
 }

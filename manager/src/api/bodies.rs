@@ -102,6 +102,10 @@ pub struct JobFields {
     pub pool: Option<String>,
     /// The slots of `pool` each run holds (1 to the pool's slots, default 1).
     pub pool_slots: Option<i32>,
+    /// At most `limit` of its runs start in any window of `per_secs` seconds, across
+    /// the cluster (limit 1 to 10000, per_secs 1 to 604800); runs past it wait queued.
+    /// Null: no bound.
+    pub rate: Option<probactr_common::model::Rate>,
     /// Child jobs queued when a run succeeds, by id or name; each child run gets the
     /// parent run's parameters and `PROBACTR_PARENT_RUN_ID`. A list that would loop back
     /// to the job is refused.
@@ -537,11 +541,16 @@ pub struct NewPoolBody {
     pub namespace: Option<String>,
     /// The weight of runs it holds at once (1 to 100000).
     pub slots: i32,
+    /// At most `limit` runs of its jobs start in any window of `per_secs` seconds, across
+    /// the cluster (limit 1 to 10000, per_secs 1 to 604800). Null or absent: no bound.
+    pub rate: Option<probactr_common::model::Rate>,
 }
 
-/// `PATCH /api/v1/pools/{name}`.
+/// `PATCH /api/v1/pools/{name}`: slots, rate or both.
 #[derive(Debug, ToSchema)]
 pub struct PoolSlotsBody {
     /// The weight of runs it holds at once (1 to 100000).
-    pub slots: i32,
+    pub slots: Option<i32>,
+    /// Its rate, as in `POST`; null removes it.
+    pub rate: Option<probactr_common::model::Rate>,
 }

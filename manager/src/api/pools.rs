@@ -1,18 +1,21 @@
-//! `/api/v1/pools`: scarce things a namespace's jobs share, `{name, slots}`. A job takes
-//! one with `pool` and `pool_slots`; its runs wait queued while the pool is full.
+//! `/api/v1/pools`: scarce things a namespace's jobs share, `{name, slots, rate}`. A job
+//! takes one with `pool` and `pool_slots`; its runs wait queued while the pool is full or
+//! its rate allows no start.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use probactr_common::model::Rate;
 use probactr_common::store::namespaces::DEFAULT;
 use probactr_common::store::pools::Pool;
 use serde_json::Value;
 
 use super::bodies::{NewPoolBody, PoolSlotsBody};
 use crate::auth::Principal;
+use crate::command::rate;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input, QueryParams};
-use crate::service::pools::{self, PoolView, MAX_SLOTS};
+use crate::service::pools::{self, PoolChange, PoolView, MAX_SLOTS};
 use crate::service::Paged;
 use crate::state::AppState;
 
@@ -56,6 +59,7 @@ pub async fn create(
         .unwrap_or_else(|| DEFAULT.to_owned());
     let slots = input.int("slots", 1, MAX_SLOTS);
     let slots = input.required("slots", slots);
+    let rate = read_rate(&mut input).flatten();
     input.finish()?;
     let pool = pools::create(
         &state.handles,
@@ -63,6 +67,7 @@ pub async fn create(
         &namespace,
         &name.unwrap_or_default(),
         slots.unwrap_or_default() as i32,
+        rate,
     )
     .await?;
     Ok((StatusCode::CREATED, Json(pool)))
@@ -87,7 +92,8 @@ pub async fn get(
     Ok(Json(pools::get(&state.handles, &who, namespace, &name).await?))
 }
 
-/// Change a pool's slots (admins of its namespace). Runs holding slots keep them.
+/// Change a pool's slots, its rate or both (admins of its namespace). Runs holding slots
+/// keep them; starts already counted count against a new rate.
 #[utoipa::path(patch, path = "/pools/{name}", operation_id = "update_pool", tag = "pools",
     params(("name" = String, Path, description = "The pool"),
            ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
@@ -107,18 +113,28 @@ pub async fn update(
 ) -> Result<Json<Pool>, ApiError> {
     let mut input = Input::new(body)?;
     let slots = input.int("slots", 1, MAX_SLOTS);
-    let slots = input.required("slots", slots);
+    let slots = input.not_null("slots", slots);
+    let rate = read_rate(&mut input);
+    if slots.is_none() && rate.is_none() && !input.has_errors() {
+        input.error("slots", "give slots, rate or both");
+    }
     input.finish()?;
     let namespace = query.text("namespace").unwrap_or(DEFAULT);
-    let pool = pools::set_slots(
-        &state.handles,
-        &who,
-        namespace,
-        &name,
-        slots.unwrap_or_default() as i32,
-    )
-    .await?;
+    let change = PoolChange {
+        slots: slots.map(|slots| slots as i32),
+        rate,
+    };
+    let pool = pools::update(&state.handles, &who, namespace, &name, change).await?;
     Ok(Json(pool))
+}
+
+/// The body's `rate`: absent (None), null (`Some(None)`: no bound) or a rate; a bad one
+/// is recorded against `rate.limit`, `rate.per_secs` or `rate`.
+fn read_rate(input: &mut Input) -> Option<Option<Rate>> {
+    let given = input.raw("rate")?;
+    rate::checked(&given, &mut |field: &str, message: String| {
+        input.error(field, message)
+    })
 }
 
 /// Delete a pool (admins of its namespace); 409 naming the jobs that take it.

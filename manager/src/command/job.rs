@@ -87,6 +87,8 @@ pub struct JobDraft {
     pub pool: Given<String>,
     /// The slots of the pool each run holds.
     pub pool_slots: Given<i64>,
+    /// At most so many starts in a window, as given (null: none).
+    pub rate: Option<Value>,
     /// Child jobs, as given (lists of job ids or names).
     pub children: ChildDraft,
     /// Problems met while reading, by field.
@@ -137,6 +139,7 @@ impl JobDraft {
             params_schema: input.raw("params_schema"),
             pool: input.text("pool"),
             pool_slots: input.int("pool_slots", i64::MIN, i64::MAX),
+            rate: input.raw("rate"),
             children: ChildDraft {
                 on_success: input.raw("on_success"),
                 on_failure: input.raw("on_failure"),
@@ -235,6 +238,13 @@ impl JobDraft {
         let slots = checks.not_null("pool_slots", self.pool_slots);
         if let Some(slots) = slots.and_then(|s| checks.within("pool_slots", s, 1, INT4_MAX)) {
             job.pool_slots = slots as i32;
+        }
+        let mut report = |field: &str, message: String| checks.error(field, message);
+        if let Some(rate) = self
+            .rate
+            .and_then(|rate| super::rate::checked(&rate, &mut report))
+        {
+            job.rate = rate;
         }
         if let Some(managed_by) = self.managed_by {
             match managed_by.map(|m| m.trim().to_owned()) {
@@ -392,6 +402,7 @@ pub fn definition_of(job: &Job) -> NewJob {
         params_schema: job.params_schema.clone(),
         pool: job.pool.clone(),
         pool_slots: job.pool_slots,
+        rate: job.rate.map(|rate| rate.0),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod alert;
 pub mod job;
 pub mod params;
 pub mod retry;
+pub mod rate;
 pub mod trigger;
 pub mod webhook;
 pub mod workflow;

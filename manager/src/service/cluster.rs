@@ -272,7 +272,8 @@ fn view(process: Process, role: ProcessRole, running: &BTreeMap<Uuid, i64>) -> P
     }
 }
 
-/// Why a queued run waits: its namespace's quota is full ("namespace quota 5/5"), or
+/// Why a queued run waits: its namespace's quota is full ("namespace quota 5/5"), its
+/// pool ("pool licence-server 3/3"), a rate ("rate nightly-api 20/10s"), or
 /// [`why_waiting`] of its job.
 pub async fn why_run_waits(handles: &Handles, run_id: i64, job_id: i64) -> Result<Option<String>, ApiError> {
     if let Some(quota) = store::runs::quota::queued_reason(&handles.pool, run_id).await? {
@@ -280,6 +281,9 @@ pub async fn why_run_waits(handles: &Handles, run_id: i64, job_id: i64) -> Resul
     }
     if let Some(pool) = store::pools::queued_reason(&handles.pool, run_id).await? {
         return Ok(Some(pool));
+    }
+    if let Some(rate) = store::rates::queued_reason(&handles.pool, run_id).await? {
+        return Ok(Some(rate));
     }
     why_waiting(handles, job_id).await
 }

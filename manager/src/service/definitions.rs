@@ -35,7 +35,7 @@ use super::{alerts, triggers, workflows};
 use crate::auth::Principal;
 use crate::command::alert::{self, ChannelCommand};
 use crate::command::workflow::WorkflowDraft;
-use crate::command::{JobDraft, JobPatch, TriggerDraft};
+use crate::command::{JobDraft, JobPatch, TriggerDraft, TriggerPatch};
 use crate::error::{ApiError, FieldErrors};
 
 /// The definitions of one namespace as `who` sees and changes them.
@@ -380,6 +380,24 @@ impl Registry for Checking<'_> {
         Ok(())
     }
 
+    async fn update_trigger(&self, id: i64, body: Value) -> Result<(), Refusal> {
+        checked(
+            self.inner
+                .who
+                .require_operator(self.inner.namespace, "edit triggers"),
+        )?;
+        let before = {
+            let mut tx = self.inner.tx.lock().await;
+            store::triggers::get(&mut **tx, id).await
+        };
+        let before = self
+            .inner
+            .done(before.map_err(ApiError::from))?
+            .ok_or_else(|| refusal(ApiError::not_found("trigger", id)))?;
+        checked(TriggerPatch::from_json(body).definition(&before))?;
+        Ok(())
+    }
+
     async fn delete_trigger(&self, _id: i64) -> Result<(), Refusal> {
         checked(
             self.inner
@@ -633,6 +651,19 @@ impl Registry for InTransaction<'_> {
         )
         .await;
         self.done(made.map(drop))
+    }
+
+    async fn update_trigger(&self, id: i64, body: Value) -> Result<(), Refusal> {
+        let mut tx = self.tx.lock().await;
+        let edited = triggers::update_in(
+            &mut tx,
+            self.handles.secret_keys.as_deref(),
+            self.who,
+            id,
+            TriggerPatch::from_json(body),
+        )
+        .await;
+        self.done(edited.map(drop))
     }
 
     async fn delete_trigger(&self, id: i64) -> Result<(), Refusal> {

@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::{
-    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Route,
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Rate,
+    Route,
 };
 use probactr_common::store::services::ReplicaHolder;
 use probactr_common::store::{self, StoreError};
@@ -130,6 +131,8 @@ pub struct JobView {
     pub pool: Option<String>,
     /// The slots of `pool` each run holds.
     pub pool_slots: i32,
+    /// At most `limit` of its runs start in any window of `per_secs` seconds (null: no bound).
+    pub rate: Option<Rate>,
     /// When the job was deleted with its history kept (null for a job in use).
     pub deleted_at: Option<DateTime<Utc>>,
     /// Jobs queued when a run succeeds (their runs get this run's params and
@@ -186,6 +189,7 @@ impl From<JobRow> for JobView {
             params_schema: job.params_schema,
             pool: job.pool,
             pool_slots: job.pool_slots,
+            rate: job.rate.map(|rate| rate.0),
             deleted_at: job.deleted_at,
             on_success: row.on_success,
             on_failure: row.on_failure,

@@ -1,7 +1,8 @@
-//! Pools: scarce things a namespace's jobs share (`{name, slots}`), listed with what
+//! Pools: scarce things a namespace's jobs share (`{name, slots, rate}`), listed with what
 //! holds them, created, resized and deleted (admins of the namespace; anyone with a role
 //! there reads them). A pool a job takes cannot be deleted: the answer names the jobs.
 
+use probactr_common::model::Rate;
 use probactr_common::store::{self, audit::Change, pools::Holder, pools::Pool};
 use serde::Serialize;
 use serde_json::json;
@@ -69,13 +70,15 @@ pub async fn get(
     })
 }
 
-/// Creates pool `name` with `slots` in `namespace` (admins); 409 when the name is taken.
+/// Creates pool `name` with `slots` (and a `rate`, if given) in `namespace` (admins);
+/// 409 when the name is taken.
 pub async fn create(
     handles: &Handles,
     who: &Principal,
     namespace: &str,
     name: &str,
     slots: i32,
+    rate: Option<Rate>,
 ) -> Result<Pool, ApiError> {
     who.role_for(namespace, "namespace", namespace)?;
     who.require_admin(namespace, "manage pools")?;
@@ -86,7 +89,7 @@ pub async fn create(
         ));
     }
     let mut tx = handles.pool.begin().await?;
-    let pool = store::pools::create(&mut *tx, namespace, name, slots)
+    let pool = store::pools::create(&mut *tx, namespace, name, slots, rate)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("namespace {namespace} already has a pool {name}")))?;
     let change = Change {
@@ -94,7 +97,7 @@ pub async fn create(
         object_type: "pool",
         object_id: None,
         before: None,
-        after: Some(json!({"name": name, "slots": slots})),
+        after: Some(json!({"name": name, "slots": slots, "rate": rate})),
     };
     store::audit::record_in(&mut *tx, who.actor(), Some(namespace), change).await?;
     tx.commit().await?;
@@ -102,19 +105,30 @@ pub async fn create(
         pool.namespace = namespace,
         pool.name = name,
         slots,
+        rate = ?rate,
         "pool created"
     );
     Ok(pool)
 }
 
-/// Sets the slots of pool `name` of `namespace` (admins); 409 naming the jobs whose runs
-/// each hold more than `slots` (their runs could never be claimed again).
-pub async fn set_slots(
+/// What an edit of a pool changes (None: left as it is).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PoolChange {
+    /// Its slots.
+    pub slots: Option<i32>,
+    /// Its rate (`Some(None)`: no bound any more).
+    pub rate: Option<Option<Rate>>,
+}
+
+/// Changes the slots and the rate of pool `name` of `namespace` (admins); 409 naming the
+/// jobs whose runs each hold more than the new slots (their runs could never be claimed
+/// again).
+pub async fn update(
     handles: &Handles,
     who: &Principal,
     namespace: &str,
     name: &str,
-    slots: i32,
+    change: PoolChange,
 ) -> Result<Pool, ApiError> {
     who.role_for(namespace, "pool", name)?;
     who.require_admin(namespace, "manage pools")?;
@@ -122,26 +136,35 @@ pub async fn set_slots(
     let before = store::pools::get(&mut *tx, namespace, name)
         .await?
         .ok_or_else(|| ApiError::not_found("pool", name))?;
-    // The update locks the pool's row first: a job edit checks its weight under a share
-    // lock on it (see `jobs::check_pool`), so the jobs read next are all there are.
-    let pool = store::pools::set_slots(&mut *tx, namespace, name, slots)
-        .await?
-        .ok_or_else(|| ApiError::not_found("pool", name))?;
-    refuse_stranding(&mut tx, namespace, name, slots).await?;
+    let mut pool = before.clone();
+    if let Some(slots) = change.slots {
+        // The update locks the pool's row first: a job edit checks its weight under a
+        // share lock on it (see `jobs::check_pool`), so the jobs read next are all there are.
+        pool = store::pools::set_slots(&mut *tx, namespace, name, slots)
+            .await?
+            .ok_or_else(|| ApiError::not_found("pool", name))?;
+        refuse_stranding(&mut tx, namespace, name, slots).await?;
+    }
+    if let Some(rate) = change.rate {
+        pool = store::pools::set_rate(&mut *tx, namespace, name, rate)
+            .await?
+            .ok_or_else(|| ApiError::not_found("pool", name))?;
+    }
     let change = Change {
         action: "pool.update",
         object_type: "pool",
         object_id: None,
-        before: Some(json!({"name": name, "slots": before.slots})),
-        after: Some(json!({"name": name, "slots": slots})),
+        before: Some(json!({"name": name, "slots": before.slots, "rate": before.rate})),
+        after: Some(json!({"name": name, "slots": pool.slots, "rate": pool.rate})),
     };
     store::audit::record_in(&mut *tx, who.actor(), Some(namespace), change).await?;
     tx.commit().await?;
     tracing::info!(
         pool.namespace = namespace,
         pool.name = name,
-        slots,
-        "pool resized"
+        slots = pool.slots,
+        rate = ?pool.rate.map(|rate| rate.0),
+        "pool changed"
     );
     Ok(pool)
 }

@@ -160,6 +160,21 @@ async fn reseal_params(tx: &mut sqlx::PgConnection, keys: &Keyring) -> Result<()
     Ok(())
 }
 
+/// Re-seals the signature secrets of webhook triggers sealed under another key.
+async fn reseal_webhook_secrets(tx: &mut sqlx::PgConnection, keys: &Keyring) -> Result<(), ApiError> {
+    for (trigger_id, sealed) in
+        store::trigger_webhooks::secrets_under_other_keys(&mut *tx, keys.current_id()).await?
+    {
+        let owner = Owner::WebhookSecret(trigger_id);
+        let secret = keys
+            .open(&owner, &sealed)
+            .map_err(|err| ApiError::Conflict(format!("cannot re-seal: {err}")))?;
+        store::trigger_webhooks::reseal_secret(&mut *tx, trigger_id, &sealed, &keys.seal(&owner, &secret))
+            .await?;
+    }
+    Ok(())
+}
+
 /// Re-seals every secret sealed under another key with the current one (after setting
 /// a new PROBACTR_SECRET_KEY and the old one as PROBACTR_SECRET_KEY_PREVIOUS).
 pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiError> {
@@ -203,6 +218,7 @@ pub async fn rotate(handles: &Handles, who: &Principal) -> Result<Rotated, ApiEr
         .await?;
     }
     reseal_params(&mut tx, keys).await?;
+    reseal_webhook_secrets(&mut tx, keys).await?;
     let change = Change {
         action: "secret.rotate",
         object_type: "secret",

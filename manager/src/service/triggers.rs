@@ -224,12 +224,26 @@ pub async fn update(
     id: i64,
     patch: TriggerPatch,
 ) -> Result<Trigger, ApiError> {
-    let schedule_changed = patch.draft.changes_schedule();
     let mut tx = handles.pool.begin().await?;
+    let after = update_in(&mut tx, handles.secret_keys.as_deref(), who, id, patch).await?;
+    tx.commit().await?;
+    tracing::info!(trigger.id = id, next_fire_at = ?after.next_fire_at, "trigger updated");
+    Ok(after)
+}
+
+/// [`update`] in the caller's transaction (its audit row included).
+pub async fn update_in(
+    tx: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    id: i64,
+    patch: TriggerPatch,
+) -> Result<Trigger, ApiError> {
+    let schedule_changed = patch.draft.changes_schedule();
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
         .ok_or_else(|| ApiError::not_found("trigger", id))?;
-    let namespace = namespace_of(&mut tx, who, &before).await?;
+    let namespace = namespace_of(&mut *tx, who, &before).await?;
     who.require_operator(&namespace, "edit triggers")?;
     let now = store::db_now(&mut *tx).await?;
     let (
@@ -242,7 +256,7 @@ pub async fn update(
         },
     ) = patch.definition(&before)?;
     if version != before.version {
-        return Err(stale_by(&mut tx, "trigger", id, version, before.version).await);
+        return Err(stale_by(&mut *tx, "trigger", id, version, before.version).await);
     }
     let schema = store::jobs::get(&mut *tx, before.job_id)
         .await?
@@ -251,13 +265,7 @@ pub async fn update(
         .await?
         .pop()
         .map(|(_, params)| params);
-    let params = checked_params(
-        schema.as_ref(),
-        params,
-        false,
-        stored.as_ref(),
-        handles.secret_keys.as_deref(),
-    )?;
+    let params = checked_params(schema.as_ref(), params, false, stored.as_ref(), keys)?;
     let next_fire_at = if schedule_changed {
         next.first_at_or_after(now)
     } else {
@@ -269,7 +277,7 @@ pub async fn update(
     if let Some(params) = &params {
         store::triggers::set_params(&mut *tx, id, params).await?;
     }
-    super::webhooks::update_in(&mut tx, handles.secret_keys.as_deref(), id, &webhook).await?;
+    super::webhooks::update_in(&mut *tx, keys, id, &webhook).await?;
     let change = Change {
         action: "trigger.update",
         object_type: "trigger",
@@ -278,8 +286,6 @@ pub async fn update(
         after: snapshot(&after),
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
-    tx.commit().await?;
-    tracing::info!(trigger.id = id, next_fire_at = ?after.next_fire_at, "trigger updated");
     Ok(after)
 }
 

@@ -138,3 +138,84 @@ async fn pools_are_checked_taken_by_jobs_and_kept_while_taken(pool: PgPool) {
         .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
 }
+
+/// Rates of pools and jobs: checked (a 422 naming `rate.limit` or `rate.per_secs`, and
+/// nothing changed), shown by the API and the admin's pages, removed with null, and the
+/// reason a run waits for one.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn rates_are_checked_shown_and_say_why_a_run_waits(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let bad = app
+        .post(
+            "/api/v1/pools",
+            &admin,
+            json!({"name": "partner-api", "slots": 3, "rate": {"limit": 0, "per_secs": 10}}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("rate.limit"), "{}", bad.text);
+    assert_eq!(
+        app.get("/api/v1/pools/partner-api", &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let created = app
+        .post(
+            "/api/v1/pools",
+            &admin,
+            json!({"name": "partner-api", "slots": 3, "rate": {"limit": 20, "per_secs": 10}}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(created.body["rate"], json!({"limit": 20, "per_secs": 10}));
+    let browser = app.browser("admin").await;
+    let page = app.page("/pools", &browser.cookie).await;
+    assert!(page.text.contains("20 per 10 s"), "{}", page.text);
+
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "nightly-api", "kind": "noop", "rate": {"limit": 20, "per_secs": 10}}),
+        )
+        .await;
+    assert_eq!(job["rate"], json!({"limit": 20, "per_secs": 10}));
+    let id = job["id"].as_i64().unwrap();
+    let refused = app
+        .patch(
+            &format!("/api/v1/jobs/{id}"),
+            &admin,
+            json!({"version": job["version"], "rate": {"limit": 5, "per_secs": "soon"}}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text.contains("rate.per_secs"), "{}", refused.text);
+    let page = app.page(&format!("/jobs/{id}"), &browser.cookie).await;
+    assert!(
+        page.text.contains("at most 20 start(s) in any 10 s"),
+        "{}",
+        page.text
+    );
+
+    // A full window: its queued runs wait, saying why.
+    let run = store::runs::queue_now(app.pool(), id).await.unwrap();
+    sqlx::query("UPDATE job_rate_windows SET starts = array_fill(now(), ARRAY[20])")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        store::rates::queued_reason(app.pool(), run.id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("rate nightly-api 20/10s")
+    );
+
+    let removed = app
+        .patch("/api/v1/pools/partner-api", &admin, json!({"rate": null}))
+        .await;
+    assert_eq!(removed.status, StatusCode::OK, "{}", removed.text);
+    assert_eq!(
+        (removed.body["rate"].clone(), removed.body["slots"].clone()),
+        (Value::Null, json!(3))
+    );
+}

@@ -357,3 +357,140 @@ async fn a_delivery_waits_for_an_edit_of_its_trigger_instead_of_deadlocking(pool
     );
     assert_eq!(delivered.status, StatusCode::ACCEPTED, "{}", delivered.text);
 }
+
+/// A key rotation re-seals a webhook's signature secret under the new key; deliveries
+/// signed with the same secret are still accepted after it, and listed on the trigger's
+/// admin page.
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn a_key_rotation_reseals_the_signature_secret(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let job = app.job(&admin, json!({"name": "build", "kind": "noop"})).await;
+    let created = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({
+                "kind": "webhook",
+                "signature": {"header": "X-Hub-Signature-256", "secret": SECRET, "prefix": "sha256="}
+            }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let path = created.body["webhook_url"]["path"].as_str().unwrap().to_owned();
+    async fn key_id(pool: &PgPool) -> String {
+        sqlx::query_scalar("SELECT secret_key_id FROM trigger_webhooks")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    }
+    let before = key_id(app.pool()).await;
+
+    let new_key = SecretKey::parse("AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=").unwrap();
+    let old_key = SecretKey::parse(TEST_SECRET_KEY).unwrap();
+    let keys = Keyring::new(new_key, Some(old_key));
+    let new_id = keys.current_id().to_owned();
+    app.state = app.state.clone().with_secret_keys(Some(keys));
+    app.app = probactr_manager::app(app.state.clone());
+    let rotated = app.post("/api/v1/secrets/rotate", &admin, json!({})).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.text);
+    assert_eq!(key_id(app.pool()).await, new_id, "moved from {before}");
+
+    // Only the new key now: the re-sealed secret still checks signatures.
+    let only_new = SecretKey::parse("AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=").unwrap();
+    app.state = app
+        .state
+        .clone()
+        .with_secret_keys(Some(Keyring::new(only_new, None)));
+    app.app = probactr_manager::app(app.state.clone());
+    let push = r#"{"ref": "main"}"#;
+    let signature = github_signature(push);
+    let accepted = app
+        .deliver(&path, push, &[("X-Hub-Signature-256", signature.as_str())])
+        .await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+
+    // The trigger's admin page lists its deliveries, with the run each started.
+    let run_id = accepted.body["run_id"].as_i64().unwrap();
+    let browser = app.browser("admin").await;
+    let page = app
+        .page(&format!("/triggers/{}/edit", created.body["id"]), &browser.cookie)
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains("Deliveries") && page.text.contains(&format!("/runs/{run_id}")),
+        "{}",
+        page.text
+    );
+}
+
+/// Definitions carry a webhook trigger's fields and a job's rate: a changed webhook field
+/// edits the trigger in place (its id and URL stay; the dry run says so, masking the
+/// secret), the same file again changes nothing.
+#[sqlx::test(migrator = "store::TEST_MIGRATOR")]
+async fn definitions_edit_a_webhook_in_place_and_carry_a_rate(pool: PgPool) {
+    let mut app = TestApp::new(pool);
+    with_key(&mut app);
+    let admin = app.admin().await;
+    let file = format!(
+        "jobs:
+  - name: build
+    kind: noop
+    rate: {{limit: 20, per_secs: 10}}
+    triggers:
+      - kind: webhook
+        signature: {{header: X-Hub-Signature-256, secret: {SECRET}, prefix: sha256=}}
+        params_from: {{ref: $.ref}}
+        dedup_header: X-GitHub-Delivery
+"
+    );
+    let applied = app.apply(&admin, "", &file).await;
+    assert_eq!(applied.status, StatusCode::OK, "{}", applied.text);
+    let id: i64 = sqlx::query_scalar("SELECT id FROM jobs WHERE name = 'build'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let job = app.get(&format!("/api/v1/jobs/{id}"), &admin).await.body;
+    assert_eq!(job["rate"], json!({"limit": 20, "per_secs": 10}));
+    let listed = app
+        .get(&format!("/api/v1/jobs/{}/triggers", job["id"]), &admin)
+        .await;
+    let trigger = listed.body["items"][0].clone();
+    assert_eq!(trigger["webhook"]["has_secret"], true, "{}", listed.text);
+    async fn digest(pool: &PgPool) -> String {
+        sqlx::query_scalar("SELECT token_digest FROM trigger_webhooks")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    }
+    let token = digest(app.pool()).await;
+
+    let again = app.apply(&admin, "?dry_run=true", &file).await;
+    assert_eq!(again.body["changes"], json!([]), "{}", again.text);
+    let changed = file.replace("$.ref", "$.after");
+    let dry = app.apply(&admin, "?dry_run=true", &changed).await;
+    assert_eq!(dry.status, StatusCode::OK, "{}", dry.text);
+    assert!(
+        dry.text
+            .contains(&format!("~ trigger {} of build", trigger["id"]))
+            && !dry.text.contains(SECRET),
+        "{}",
+        dry.text
+    );
+    let applied = app.apply(&admin, "", &changed).await;
+    assert_eq!(applied.status, StatusCode::OK, "{}", applied.text);
+    let listed = app
+        .get(&format!("/api/v1/jobs/{}/triggers", job["id"]), &admin)
+        .await;
+    assert_eq!(listed.body["total"], 1, "{}", listed.text);
+    assert_eq!(
+        listed.body["items"][0]["id"], trigger["id"],
+        "edited, not recreated"
+    );
+    assert_eq!(
+        listed.body["items"][0]["webhook"]["params_from"],
+        json!({"ref": "$.after"})
+    );
+    assert_eq!(digest(app.pool()).await, token, "the URL stays");
+}

@@ -38,7 +38,12 @@ use crate::store::StoreError;
 /// triggers (`triggers.running`) and of the pools (`pools.used`, by weight `pool_slots`)
 /// whose runs were picked are locked, read and raised, and the runs marked
 /// (`quota_trigger`, `quota_pool`); a run whose trigger has no cap and whose job takes no
-/// pool touches neither (see migration `2026120201000001`).
+/// pool touches neither (see migration `2026120201000001`). A rate (`{"limit": N,
+/// "per_secs": S}`) of a job or of its pool is held the same way, last: the row keeping
+/// its latest starts (the pool's, the job's `job_rate_windows`) is locked, the starts of
+/// the last S seconds counted, no more runs taken than N less that count, and the
+/// instant of those taken added (see migration `2026120303000001`); runs whose job and
+/// pool have no rate read none of it.
 pub const CLAIM_QUEUED_SQL: &str = include_str!("sql/claim_queued.sql");
 
 // The claim is checked at build time like every other statement: the macro below is

@@ -90,7 +90,8 @@ pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<V
 /// Marks missed the queued first attempts of triggered runs that waited longer than
 /// their trigger's misfire threshold (no executor was free to take them, or none could
 /// lock them). The wait counts from when the run was queued: giving a run back to the
-/// queue (which moves its `available_at`) does not make it young again.
+/// queue (which moves its `available_at`) does not make it young again. Runs of a job
+/// with a rate, or in a pool with one, are never marked missed: they wait their turn.
 pub async fn expire_stale_queued(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
     Ok(
         sqlx::query_file_scalar!("src/store/runs/sql/expire_stale_queued.sql")

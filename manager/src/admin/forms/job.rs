@@ -93,9 +93,10 @@ pub fn job_draft(form: &FormData) -> JobDraft {
         // JSON in a textarea; empty: none declared (parameters are free), not `{}`
         // (which would declare that the job takes none).
         params_schema: form.json_or_null("params_schema", &mut problems),
-        // The form has no pool fields yet: it leaves the job's pool as it is.
+        // The form has no pool or rate fields yet: it leaves the job's as they are.
         pool: None,
         pool_slots: None,
+        rate: None,
         children: ChildDraft {
             on_success: form.jobs("on_success"),
             on_failure: form.jobs("on_failure"),

@@ -3,12 +3,13 @@ WITH picked AS (
     SELECT runs.id, runs.claim_order, (jobs.parallel AND jobs.max_concurrency IS NULL) AS lock_free,
            jobs.kind = 'shell' AS process, runs.trigger_id, runs.job_id,
            runs.replica IS NOT NULL AS service, jobs.namespace, jobs.namespace_capped AS capped,
-           runs.trigger_cap IS NOT NULL AS trigger_capped, jobs.pool, jobs.pool_slots
+           runs.trigger_cap IS NOT NULL AS trigger_capped, jobs.pool, jobs.pool_slots,
+           jobs.rate AS job_rate
     FROM runs CROSS JOIN LATERAL (
         -- The job of each run walked to, looked up as the walk goes (OFFSET 0 keeps
         -- the planner from turning this into a join it may start from the jobs' side).
         SELECT jobs.parallel, jobs.max_concurrency, jobs.kind, jobs.paused, jobs.selector, jobs.overlap,
-               jobs.namespace, jobs.namespace_capped, jobs.pool, jobs.pool_slots
+               jobs.namespace, jobs.namespace_capped, jobs.pool, jobs.pool_slots, jobs.rate
         FROM jobs WHERE jobs.id = runs.job_id OFFSET 0) AS jobs
     WHERE runs.state = 'queued' AND runs.available_at <= now() AND NOT jobs.paused
       AND ($3 OR (jobs.parallel AND jobs.max_concurrency IS NULL))
@@ -19,10 +20,17 @@ WITH picked AS (
       AND (runs.trigger_cap IS NULL OR (SELECT capped.running < capped.max_concurrency
                                         FROM triggers AS capped
                                         WHERE capped.id = runs.trigger_id) IS NOT FALSE)
-      -- Likewise a pool's runs while, as of this snapshot, the run would not fit.
+      -- Likewise a pool's runs while, as of this snapshot, the run would not fit or the
+      -- pool's rate allows no start.
       AND (jobs.pool IS NULL OR (SELECT shared.used + jobs.pool_slots <= shared.slots
+                                        AND (shared.rate IS NULL
+                                             OR probactr_rate_room(shared.rate, shared.rate_starts) > 0)
                                  FROM pools AS shared
                                  WHERE shared.namespace = jobs.namespace AND shared.name = jobs.pool)
+                                IS NOT FALSE)
+      -- And a job's runs while its rate allows no start.
+      AND (jobs.rate IS NULL OR (SELECT probactr_rate_room(jobs.rate, recent.starts) > 0
+                                 FROM job_rate_windows AS recent WHERE recent.job_id = runs.job_id)
                                 IS NOT FALSE)
       -- A process declared dead, or cordoned, gets nothing, even if it has not noticed yet.
       AND EXISTS (SELECT 1 FROM executors
@@ -69,24 +77,40 @@ trigger_quota AS MATERIALIZED (
     CROSS JOIN (SELECT count(*) FROM quota) AS namespaces_first
     ORDER BY triggers.id
     FOR UPDATE OF triggers),
--- The same for the pools of the picked runs, locked last, in id order.
+-- The same for the pools of the picked runs, locked after the triggers, in id order,
+-- with the starts their rates allow (NULL: no rate).
 pool_quota AS MATERIALIZED (
-    SELECT pools.id, pools.namespace, pools.name, pools.slots - pools.used AS room
+    SELECT pools.id, pools.namespace, pools.name, pools.slots - pools.used AS room,
+           CASE WHEN pools.rate IS NOT NULL THEN probactr_rate_room(pools.rate, pools.rate_starts) END AS rate_room
     FROM (SELECT DISTINCT namespace, pool FROM picked WHERE pool IS NOT NULL) AS wanted
     JOIN pools ON pools.namespace = wanted.namespace AND pools.name = wanted.pool
     CROSS JOIN (SELECT count(*) FROM trigger_quota) AS triggers_first
     ORDER BY pools.id
     FOR UPDATE OF pools),
+-- The recent starts of the jobs with a rate whose runs were picked, locked last, in job
+-- id order; nothing is read when no picked run's job has a rate.
+job_rate_quota AS MATERIALIZED (
+    SELECT recent.job_id, wanted.job_rate, probactr_rate_room(wanted.job_rate, recent.starts) AS room
+    FROM (SELECT DISTINCT job_id, job_rate FROM picked WHERE job_rate IS NOT NULL) AS wanted
+    JOIN job_rate_windows AS recent ON recent.job_id = wanted.job_id
+    CROSS JOIN (SELECT count(*) FROM pool_quota) AS pools_first
+    ORDER BY recent.job_id
+    FOR UPDATE OF recent),
 taken AS (
     SELECT id, lock_free, namespace, capped, trigger_id, trigger_capped, pool_id, pool_slots FROM (
         SELECT id, lock_free, process, service, namespace, capped, trigger_id, trigger_capped,
-               pool, pool_slots,
+               pool, pool_slots, job_id, job_rate,
                CASE WHEN pool IS NOT NULL THEN
                    (SELECT pool_quota.id FROM pool_quota
                     WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_id,
                CASE WHEN pool IS NOT NULL THEN
                    (SELECT pool_quota.room FROM pool_quota
                     WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_room,
+               CASE WHEN pool IS NOT NULL THEN
+                   (SELECT pool_quota.rate_room FROM pool_quota
+                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_rate_room,
+               CASE WHEN pool IS NOT NULL THEN row_number() OVER (PARTITION BY namespace, pool
+                                                                  ORDER BY claim_order, id) END AS nth_of_pool,
                CASE WHEN pool IS NOT NULL THEN sum(pool_slots) OVER (PARTITION BY namespace, pool
                                                                      ORDER BY claim_order, id) END AS pool_weight,
                CASE WHEN capped THEN row_number() OVER (PARTITION BY namespace, capped
@@ -104,6 +128,12 @@ taken AS (
       -- A pool's runs while the weight of those before them and theirs fits in its room
       -- (a pool that no longer exists: no bound).
       AND (pool IS NULL OR pool_weight <= coalesce(pool_room, pool_weight))
+      -- A rated pool's or job's first runs, as many as their rates allow now (no rate
+      -- any more, or a pool that no longer exists: no bound).
+      AND (pool IS NULL OR nth_of_pool <= coalesce(pool_rate_room, nth_of_pool))
+      AND (job_rate IS NULL OR nth_of_job <= coalesce(
+           (SELECT job_rate_quota.room FROM job_rate_quota WHERE job_rate_quota.job_id = ranked.job_id),
+           nth_of_job))
       -- A capped namespace's runs within its room (a quota removed meanwhile: no bound).
       AND (NOT capped OR nth_of_namespace <= coalesce(
            (SELECT quota.room FROM quota WHERE quota.name = ranked.namespace), nth_of_namespace))),
@@ -132,12 +162,25 @@ counted_by_trigger AS (
     FROM (SELECT quota_trigger, count(*) AS runs FROM claimed
           WHERE quota_trigger IS NOT NULL GROUP BY quota_trigger) AS held
     WHERE triggers.id = held.quota_trigger),
--- And of their pools' slots (the rows `pool_quota` locked).
+-- And of their pools' slots and rates' starts (the rows `pool_quota` locked).
 counted_by_pool AS (
-    UPDATE pools SET used = pools.used + held.slots
-    FROM (SELECT quota_pool, sum(quota_pool_slots) AS slots FROM claimed
+    UPDATE pools SET used = pools.used + held.slots,
+                     rate_starts = CASE WHEN pools.rate IS NULL THEN pools.rate_starts
+                                        ELSE probactr_rate_stamp(pools.rate, pools.rate_starts, held.runs) END
+    FROM (SELECT quota_pool, sum(quota_pool_slots) AS slots, count(*) AS runs FROM claimed
           WHERE quota_pool IS NOT NULL GROUP BY quota_pool) AS held
-    WHERE pools.id = held.quota_pool)
+    WHERE pools.id = held.quota_pool),
+-- And of their jobs' rates (the rows `job_rate_quota` locked; the claimed runs are not
+-- even read when it is empty).
+stamped_by_job AS (
+    UPDATE job_rate_windows AS recent
+    SET starts = probactr_rate_stamp(job_rate_quota.job_rate, recent.starts, held.runs)
+    FROM (SELECT job_id, count(*) AS runs FROM claimed
+          WHERE EXISTS (SELECT FROM job_rate_quota)
+            AND job_id IN (SELECT job_rate_quota.job_id FROM job_rate_quota)
+          GROUP BY job_id) AS held
+    JOIN job_rate_quota ON job_rate_quota.job_id = held.job_id
+    WHERE recent.job_id = held.job_id)
 SELECT claimed.*, jobs.version AS job_version
 FROM claimed JOIN jobs ON jobs.id = claimed.job_id
 ORDER BY claimed.claim_order, claimed.id

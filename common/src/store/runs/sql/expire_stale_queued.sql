@@ -1,11 +1,19 @@
 -- Marks missed the queued first attempts of triggered runs that waited in the queue
--- longer than their trigger's misfire threshold.
+-- longer than their trigger's misfire threshold (but for runs of jobs with a rate).
 -- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
 -- an ended run (`ended`), which the statements after read like rows of `runs`.
 WITH gone AS (
      DELETE FROM runs_live AS runs USING triggers
      WHERE triggers.id = runs.trigger_id AND runs.state = 'queued' AND runs.attempt = 1
        AND runs.queued_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
+       -- A run held back by a rate (its job's or its pool's) waits its turn: none is
+       -- lost for it.
+       AND NOT EXISTS (SELECT 1 FROM jobs
+                       WHERE jobs.id = runs.job_id
+                         AND (jobs.rate IS NOT NULL
+                              OR EXISTS (SELECT 1 FROM pools
+                                         WHERE pools.namespace = jobs.namespace AND pools.name = jobs.pool
+                                           AND pools.rate IS NOT NULL)))
      RETURNING runs.*),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)

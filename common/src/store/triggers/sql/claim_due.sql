@@ -3,8 +3,9 @@ WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
 SELECT triggers.*,
        (jobs.parallel AND jobs.max_concurrency IS NULL AND triggers.max_concurrency IS NULL
         AND jobs.selector = '{}'::jsonb AND jobs.route = 'any' AND jobs.mode = 'batch'
-        -- A quota or a pool is held by the claim only; a dedicated executor starts only its own.
-        AND NOT jobs.namespace_capped AND jobs.pool IS NULL
+        -- A quota, a pool or a rate is held by the claim only; a dedicated executor starts
+        -- only its own.
+        AND NOT jobs.namespace_capped AND jobs.pool IS NULL AND jobs.rate IS NULL
         AND ($3::text[] IS NULL OR jobs.namespace = ANY ($3::text[]))) AS lock_free,
        jobs.route <> 'any' AS fan_out,
        jobs.version AS job_version, now() AS db_now

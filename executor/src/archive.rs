@@ -57,7 +57,10 @@ impl Spool {
         let (uploads, inbox) = mpsc::unbounded_channel();
         let left = spooled(&dir);
         if !left.is_empty() {
-            tracing::info!(runs = left.len(), "uploading the output a previous process left in the spool");
+            tracing::info!(
+                runs = left.len(),
+                "uploading the output a previous process left in the spool"
+            );
         }
         tokio::spawn(upload_loop(pool, archive, dir.clone(), left, inbox));
         Ok(Spool { dir, uploads })
@@ -124,12 +127,17 @@ fn spooled(dir: &Path) -> VecDeque<i64> {
     let mut runs = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some(stem) = path.file_stem().and_then(|stem| stem.to_str()) else { continue };
+        let Some(stem) = path.file_stem().and_then(|stem| stem.to_str()) else {
+            continue;
+        };
         let Ok(run_id) = stem.parse::<i64>() else { continue };
         match path.extension().and_then(|ext| ext.to_str()) {
             Some("gz") => runs.push(run_id),
             Some("partial") if is_stale(&entry) => {
-                tracing::warn!(run.id = run_id, "removing the spooled output of a run a dead process left unfinished");
+                tracing::warn!(
+                    run.id = run_id,
+                    "removing the spooled output of a run a dead process left unfinished"
+                );
                 let _ = std::fs::remove_file(&path);
             }
             _ => {}

@@ -34,8 +34,8 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::checkpoint::{self, Checkpointer};
-use crate::progress;
 use crate::job::{self, Ending, Execution, JobContext, Limits};
+use crate::progress;
 use crate::registry::{StopHandle, StopReason};
 use crate::slot::Slot;
 use crate::workdir::RunDir;

@@ -165,8 +165,13 @@ fn spool(config: &Config, pool: &sqlx::PgPool) -> anyhow::Result<Option<archive:
         return Ok(None);
     };
     let client = probactr_common::archive::OutputArchive::new(location).context("PROBACTR_OUTPUT_ARCHIVE")?;
-    let spool = archive::Spool::start(config.output_spool.clone(), client, pool.clone())
-        .with_context(|| format!("PROBACTR_OUTPUT_SPOOL: cannot create {}", config.output_spool.display()))?;
+    let spool =
+        archive::Spool::start(config.output_spool.clone(), client, pool.clone()).with_context(|| {
+            format!(
+                "PROBACTR_OUTPUT_SPOOL: cannot create {}",
+                config.output_spool.display()
+            )
+        })?;
     tracing::info!(bucket = %location.bucket, prefix = %location.prefix, "archiving runs' output");
     Ok(Some(spool))
 }

@@ -51,7 +51,10 @@ pub fn read(path: &Path) -> Option<Report> {
     }
     let text = std::fs::read_to_string(path).ok()?;
     let mut report: Report = serde_json::from_str(&text).ok()?;
-    if report.percent.is_some_and(|percent| !(0.0..=100.0).contains(&percent)) {
+    if report
+        .percent
+        .is_some_and(|percent| !(0.0..=100.0).contains(&percent))
+    {
         return None;
     }
     if let Some((cut, _)) = report.message.char_indices().nth(MAX_MESSAGE) {
@@ -70,7 +73,9 @@ pub async fn watch(pool: PgPool, run_id: i64, path: PathBuf, masker: Masker, don
             () = done.cancelled() => return,
             () = tokio::time::sleep(POLL_EVERY) => {}
         }
-        let Ok(modified) = std::fs::metadata(&path).and_then(|meta| meta.modified()) else { continue };
+        let Ok(modified) = std::fs::metadata(&path).and_then(|meta| meta.modified()) else {
+            continue;
+        };
         if seen == Some(modified) {
             continue;
         }

@@ -166,7 +166,10 @@ async fn progress_of(handles: &Handles, run: &Run) -> Result<Option<RunProgress>
     };
     Ok(Some(RunProgress {
         percent: report.as_ref().and_then(|report| report.percent),
-        message: report.as_ref().map(|report| report.message.clone()).unwrap_or_default(),
+        message: report
+            .as_ref()
+            .map(|report| report.message.clone())
+            .unwrap_or_default(),
         reported_at: report.as_ref().map(|report| report.reported_at),
         estimated_end: after(typical.p50_secs),
         estimated_end_p90: after(typical.p90_secs),

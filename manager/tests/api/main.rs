@@ -35,9 +35,9 @@ mod oidc;
 mod openapi;
 
 mod admin;
-mod archive;
 mod alerts;
 mod apply;
+mod archive;
 mod concurrency;
 mod dashboard;
 mod end_to_end;

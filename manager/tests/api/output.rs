@@ -404,7 +404,12 @@ async fn a_sessions_stream_ends_at_logout(pool: PgPool) {
 }
 
 /// Reads the run's view until `until` holds for it, or panics after a generous while.
-pub(super) async fn run_until(app: &TestApp, token: &str, run_id: i64, until: impl Fn(&Value) -> bool) -> Value {
+pub(super) async fn run_until(
+    app: &TestApp,
+    token: &str,
+    run_id: i64,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         let run = app.get(&format!("/api/v1/runs/{run_id}"), token).await;
@@ -412,7 +417,11 @@ pub(super) async fn run_until(app: &TestApp, token: &str, run_id: i64, until: im
         if until(&run.body) {
             return run.body;
         }
-        assert!(tokio::time::Instant::now() < deadline, "gave up waiting: {}", run.text);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {}",
+            run.text
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

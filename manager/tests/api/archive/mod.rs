@@ -57,7 +57,10 @@ impl S3 {
                 assert!(answer.status().is_success(), "bucket: {}", answer.status());
                 break;
             }
-            assert!(tokio::time::Instant::now() < deadline, "moto_server did not answer");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "moto_server did not answer"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         S3 {
@@ -100,7 +103,9 @@ async fn a_runs_full_output_is_read_from_the_archive_and_gone_after_retention(po
     let config = executor_config_with(&pool, &settings);
     let archive = OutputArchive::new(config.output_archive.as_ref().unwrap()).unwrap();
 
-    let mut state = AppState::new(pool.clone(), &redis_url()).unwrap().with_fast_hashing();
+    let mut state = AppState::new(pool.clone(), &redis_url())
+        .unwrap()
+        .with_fast_hashing();
     state.handles.archive = Some(archive.clone());
     let app = TestApp {
         app: probactr_manager::app(state.clone()),
@@ -134,12 +139,20 @@ async fn a_runs_full_output_is_read_from_the_archive_and_gone_after_retention(po
             assert_eq!(full.body["ended"], true);
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the output never reached the archive");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the output never reached the archive"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0, "the spool is emptied");
+    assert_eq!(
+        std::fs::read_dir(spool.path()).unwrap().count(),
+        0,
+        "the spool is emptied"
+    );
     assert_field(
-        &app.get(&format!("/api/v1/runs/{run_id}/output?full=maybe"), &admin).await,
+        &app.get(&format!("/api/v1/runs/{run_id}/output?full=maybe"), &admin)
+            .await,
         "full",
     );
     shutdown.cancel();
@@ -162,7 +175,10 @@ async fn a_runs_full_output_is_read_from_the_archive_and_gone_after_retention(po
     while archive.read(run_id).await.unwrap().is_some()
         || !archived_outputs::orphans(&pool, 10).await.unwrap().is_empty()
     {
-        assert!(tokio::time::Instant::now() < deadline, "retention left the archived output");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "retention left the archived output"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(

@@ -882,6 +882,21 @@ ALTER TABLE public.api_tokens ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: archived_outputs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.archived_outputs (
+    run_id bigint NOT NULL,
+    archived_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE archived_outputs; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.archived_outputs IS 'Runs whose full output is in the output archive';
+
+--
 -- Name: audit_log; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1364,6 +1379,23 @@ CREATE TABLE public.run_outputs (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT run_outputs_object CHECK ((jsonb_typeof(output) = 'object'::text))
 );
+
+--
+-- Name: run_progress; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.run_progress (
+    run_id bigint NOT NULL,
+    percent real,
+    message text DEFAULT ''::text NOT NULL,
+    reported_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE run_progress; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.run_progress IS 'The latest progress a running job reported';
 
 --
 -- Name: runs; Type: TABLE; Schema: public; Owner: -
@@ -2031,6 +2063,13 @@ ALTER TABLE ONLY public.api_tokens
     ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
 
 --
+-- Name: archived_outputs archived_outputs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.archived_outputs
+    ADD CONSTRAINT archived_outputs_pkey PRIMARY KEY (run_id);
+
+--
 -- Name: audit_log audit_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2169,6 +2208,13 @@ ALTER TABLE ONLY public.run_output
 
 ALTER TABLE ONLY public.run_outputs
     ADD CONSTRAINT run_outputs_pkey PRIMARY KEY (run_id);
+
+--
+-- Name: run_progress run_progress_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.run_progress
+    ADD CONSTRAINT run_progress_pkey PRIMARY KEY (run_id);
 
 --
 -- Name: secrets secrets_pkey; Type: CONSTRAINT; Schema: public; Owner: -

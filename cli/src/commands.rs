@@ -624,16 +624,28 @@ fn typed_params(
 /// How often `runs logs --follow` asks for more output while nothing new came.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 
-/// Prints a run's output from the output endpoint, page after page; with `follow`,
-/// keeps reading while the run runs, until it has ended and all its output is printed.
+/// Prints a run's output: without `follow`, the whole of it (`full=true`: from the output
+/// archive when the cluster keeps one); with `follow`, page after page while the run
+/// runs, until it has ended and all its output is printed.
 async fn print_output(client: &Client, run_id: i64, follow: bool) -> anyhow::Result<()> {
+    if !follow {
+        let page = client.get(&format!("/runs/{run_id}/output?full=true")).await?;
+        return print_chunks(&page["chunks"].as_array().cloned().unwrap_or_default());
+    }
     let mut offset = 0;
+    let mut reported = (Value::Null, Value::Null);
     loop {
         let page = client
             .get(&format!("/runs/{run_id}/output?offset={offset}"))
             .await?;
         let chunks = page["chunks"].as_array().cloned().unwrap_or_default();
         print_chunks(&chunks)?;
+        let progress = &page["progress"];
+        let report = (progress["percent"].clone(), progress["message"].clone());
+        if progress.is_object() && report != reported {
+            eprintln!("{}", describe_progress(progress));
+            reported = report;
+        }
         let next = page["next_offset"].as_i64().unwrap_or(offset);
         let ended = page["ended"].as_bool().unwrap_or(true);
         if ended || (!follow && chunks.is_empty()) {
@@ -644,6 +656,23 @@ async fn print_output(client: &Client, run_id: i64, follow: bool) -> anyhow::Res
         }
         offset = next;
     }
+}
+
+/// A progress line: `[progress 42% rows 420/1000 · ends about 2030-01-01T10:00:00Z]`.
+fn describe_progress(progress: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(percent) = progress["percent"].as_f64() {
+        parts.push(format!("{percent:.0}%"));
+    }
+    if let Some(message) = progress["message"].as_str().filter(|message| !message.is_empty()) {
+        parts.push(message.to_owned());
+    }
+    let mut line = format!("[progress {}", parts.join(" "));
+    if let Some(end) = progress["estimated_end"].as_str() {
+        line.push_str(&format!(" · ends about {end}"));
+    }
+    line.push(']');
+    line
 }
 
 /// Writes chunks as they come: stderr's to standard error, the rest to standard output.

@@ -23,9 +23,12 @@
 //! - [`fence`]: PostgreSQL fencing tokens (correctness: a stale holder cannot write).
 //! - [`telemetry`]: one `init()` for structured logs.
 //! - [`shutdown`]: a cancellation token cancelled on SIGTERM or Ctrl-C.
+//! - `archive` (feature `archive`): runs' full output in S3-compatible storage.
 //! - [`cli`]: `--help` / `--version` handling shared by the three binaries.
 
 pub mod account;
+#[cfg(feature = "archive")]
+pub mod archive;
 pub mod backoff;
 pub mod capacity;
 pub mod cidr;

@@ -39,6 +39,7 @@ use uuid::Uuid;
 
 use crate::checkpoint::{self, Checkpointer};
 use crate::job::{self, Ending, Execution, JobContext, Limits};
+use crate::progress;
 use crate::registry::{StopHandle, StopReason};
 use crate::slot::Slot;
 use crate::workdir::RunDir;
@@ -230,6 +231,19 @@ impl Attempt<'_> {
         context.checkpoint_file = checkpointer.as_ref().map(|c| c.path().to_path_buf());
         context.work_dir = work_dir.as_ref().map(|dir| dir.path().to_path_buf());
         context.account = account;
+        let watching = context.work_dir.as_deref().map(|dir| {
+            let path = progress::file_in(dir);
+            context
+                .inputs
+                .push(("PROGRESS_FILE".to_owned(), path.display().to_string()));
+            tokio::spawn(progress::watch(
+                self.shared.pool.clone(),
+                self.run.id,
+                path,
+                context.masker.clone(),
+                job_ended.clone(),
+            ))
+        });
         let limits = Limits {
             stop_grace: self.stop_grace(),
             ..Limits::new(self.timeout())
@@ -244,6 +258,10 @@ impl Attempt<'_> {
         )
         .await;
         job_ended.cancel();
+        if let Some(watching) = watching {
+            // Before the directory (and the file in it) goes.
+            let _ = watching.await;
+        }
         if let Some(dir) = work_dir {
             // Whatever the job left there may be large: removed off the runtime's threads.
             tokio::task::spawn_blocking(move || drop(dir));

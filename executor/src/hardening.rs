@@ -37,6 +37,8 @@ fn secret_names() -> Vec<&'static str> {
     FILE_SETTINGS
         .iter()
         .flat_map(|&(name, file_var)| [name, file_var])
+        // The output archive's credentials, read into the configuration before this.
+        .chain(["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"])
         .collect()
 }
 

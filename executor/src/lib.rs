@@ -23,6 +23,7 @@
 //! through the API (`POST /api/v1/executors/{id}/drain`), which the next heartbeat
 //! brings; a cordon (the claim checks it) only stops new claims.
 
+pub mod archive;
 pub mod attempt;
 pub mod checkpoint;
 pub mod claiming;
@@ -33,6 +34,7 @@ pub mod job;
 pub mod job_cache;
 pub mod live_output;
 pub mod liveness;
+pub mod progress;
 pub mod recorder;
 pub mod registry;
 pub mod secrets;
@@ -146,7 +148,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),
         recorder: recorder::Recorder::start(pool.clone()),
-        output: live_output::OutputWriter::start(pool.clone(), config.output_limit),
+        output: live_output::OutputWriter::start(pool.clone(), config.output_limit, spool(&config, &pool)?),
         config,
         pool,
         locks,
@@ -155,6 +157,23 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         job_cache: job_cache::JobCache::default(),
         wakeups: wakeup::Wakeups::default(),
     }))
+}
+
+/// The output archive's spool and uploader, when `PROBACTR_OUTPUT_ARCHIVE` is set.
+fn spool(config: &Config, pool: &sqlx::PgPool) -> anyhow::Result<Option<archive::Spool>> {
+    let Some(location) = &config.output_archive else {
+        return Ok(None);
+    };
+    let client = probactr_common::archive::OutputArchive::new(location).context("PROBACTR_OUTPUT_ARCHIVE")?;
+    let spool =
+        archive::Spool::start(config.output_spool.clone(), client, pool.clone()).with_context(|| {
+            format!(
+                "PROBACTR_OUTPUT_SPOOL: cannot create {}",
+                config.output_spool.display()
+            )
+        })?;
+    tracing::info!(bucket = %location.bucket, prefix = %location.prefix, "archiving runs' output");
+    Ok(Some(spool))
 }
 
 /// Publishes the Redis lock counters as metrics once a second (attempts per acquisition

@@ -24,6 +24,12 @@
 //! output. While PostgreSQL does not answer, the close gives up after [`CLOSE_WAIT`] (the
 //! end must still be recorded) and the writer keeps trying in the background.
 //!
+//! # The archive
+//!
+//! With an output archive (`PROBACTR_OUTPUT_ARCHIVE`), every piece is also appended, whole
+//! and masked, to the run's spool file ([`crate::archive`]), completed at the close and
+//! uploaded after the run's end. Without one, nothing more is done.
+//!
 //! # Secrets
 //!
 //! The collectors mask the run's secret values (and their encoded forms) as they read,
@@ -35,6 +41,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+use crate::archive::{Spool, SpoolFile};
 use probactr_common::masking::Masker;
 use probactr_common::store::run_output::{self, Cut, NewChunk};
 use sqlx::PgPool;
@@ -135,10 +142,11 @@ impl OutputTap {
 }
 
 impl OutputWriter {
-    /// Starts the writer task on `pool`, keeping `limit` bytes per run.
-    pub fn start(pool: PgPool, limit: u64) -> OutputWriter {
+    /// Starts the writer task on `pool`, keeping `limit` bytes per run, and each run's
+    /// full output in the `spool` when there is an archive.
+    pub fn start(pool: PgPool, limit: u64, spool: Option<Spool>) -> OutputWriter {
         let (sender, inbox) = mpsc::channel(QUEUE);
-        tokio::spawn(write_loop(pool, limit, inbox));
+        tokio::spawn(write_loop(pool, limit, spool, inbox));
         OutputWriter { sender }
     }
 
@@ -166,7 +174,7 @@ impl OutputWriter {
     }
 }
 
-async fn write_loop(pool: PgPool, limit: u64, mut inbox: mpsc::Receiver<Message>) {
+async fn write_loop(pool: PgPool, limit: u64, spool: Option<Spool>, mut inbox: mpsc::Receiver<Message>) {
     let mut runs: HashMap<i64, RunOutput> = HashMap::new();
     let mut waiting: u64 = 0;
     let mut flush_at: Option<Instant> = None;
@@ -177,7 +185,9 @@ async fn write_loop(pool: PgPool, limit: u64, mut inbox: mpsc::Receiver<Message>
                 let soon = Instant::now() + FLUSH_EVERY;
                 match message {
                     Message::Open { run_id, secrets } => {
-                        runs.insert(run_id, RunOutput::new(limit, secrets));
+                        let mut run = RunOutput::new(limit, secrets);
+                        run.spool = spool.as_ref().and_then(|spool| spool.create(run_id));
+                        runs.insert(run_id, run);
                     }
                     Message::Bytes { run_id, stream, bytes } => {
                         let Some(run) = runs.get_mut(&run_id) else { continue };
@@ -189,6 +199,9 @@ async fn write_loop(pool: PgPool, limit: u64, mut inbox: mpsc::Receiver<Message>
                     Message::Close { run_id, stored } => match runs.get_mut(&run_id) {
                         Some(run) => {
                             run.close(stored);
+                            if let (Some(spool), Some(file)) = (&spool, run.spool.take()) {
+                                spool.complete(file);
+                            }
                             flush_at = Some(Instant::now());
                         }
                         None => {
@@ -271,6 +284,8 @@ struct RunOutput {
     /// Per stream, the start of a character whose other bytes have not come yet.
     partial: [Vec<u8>; 2],
     closed: Option<oneshot::Sender<()>>,
+    /// The whole output, for the archive (None without one).
+    spool: Option<SpoolFile>,
 }
 
 impl RunOutput {
@@ -288,6 +303,7 @@ impl RunOutput {
             cut_to: None,
             partial: [Vec::new(), Vec::new()],
             closed: None,
+            spool: None,
         }
     }
 
@@ -315,6 +331,9 @@ impl RunOutput {
     }
 
     fn place(&mut self, stream: Stream, mut data: Vec<u8>) {
+        if self.spool.is_some() {
+            self.spool_piece(&data);
+        }
         let offset = self.next_offset;
         self.next_offset += data.len() as u64;
         if self.head_left == 0 {
@@ -333,6 +352,16 @@ impl RunOutput {
         self.head_left = 0;
         self.head_end = Some(offset + take as u64);
         self.push_tail(offset + take as u64, stream, rest);
+    }
+
+    /// Appends a piece to the spool file; a run whose file fails is not archived.
+    fn spool_piece(&mut self, data: &[u8]) {
+        let text = self.text(data);
+        let Some(file) = &mut self.spool else { return };
+        if let Err(err) = file.write(&text) {
+            tracing::warn!(error = %err, "cannot spool a run's output; it will not be archived");
+            self.spool = None;
+        }
     }
 
     /// Adds to the tail and drops its oldest bytes beyond the budget.

@@ -123,6 +123,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .with_sso(sso)
         .with_local_login(config.local_login.clone());
     state.handles.public_url = config.public_url.trim_end_matches('/').to_owned();
+    state.handles.archive = config
+        .output_archive
+        .as_ref()
+        .map(probactr_common::archive::OutputArchive::new)
+        .transpose()
+        .context("PROBACTR_OUTPUT_ARCHIVE")?;
     if let Some(sso) = state.sso.clone() {
         // Discovery in the background: the provider being down must not keep the
         // manager from serving (password logins, the API); logins discover again.

@@ -236,9 +236,31 @@
     window.setInterval(refresh, secs * 1000);
   }
 
+  // Keeps a running run's progress (what its job last reported) up to date.
+  function followProgress(dd) {
+    var run = dd.getAttribute("data-run");
+    var bar = dd.querySelector("progress");
+    var text = dd.querySelector(".progress-text");
+    function refresh() {
+      fetch("/api/v1/runs/" + run, { credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (view) {
+          if (!view || !view.progress) { return; }
+          var p = view.progress;
+          if (p.percent !== null && p.percent !== undefined) { bar.value = p.percent; }
+          text.textContent = (p.percent !== null && p.percent !== undefined ? Math.round(p.percent) + "% " : "") + (p.message || "");
+          setTimeout(refresh, 2000);
+        })
+        .catch(function () { setTimeout(refresh, 5000); });
+    }
+    setTimeout(refresh, 2000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var output = document.getElementById("run-output");
     if (output) { followOutput(output); }
+    var progress = document.getElementById("run-progress");
+    if (progress) { followProgress(progress); }
     localTimes(document);
     liveUpdates();
     // Relative forms age: refresh them while the page stays open.

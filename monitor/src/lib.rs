@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use probactr_common::archive::OutputArchive;
 use probactr_common::backoff::Backoff;
 use probactr_common::config::Config;
 use probactr_common::lock::Locks;
@@ -54,6 +55,8 @@ pub struct Monitor {
     pub locks: Locks,
     /// This monitor's registered id (renewed if it is itself declared dead).
     pub id: Mutex<Uuid>,
+    /// The output archive (`PROBACTR_OUTPUT_ARCHIVE`), whose objects retention deletes.
+    pub archive: Option<OutputArchive>,
 }
 
 /// Runs a monitor until `shutdown` is cancelled.
@@ -78,7 +81,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     else {
         return Ok(());
     };
+    let archive = config
+        .output_archive
+        .as_ref()
+        .map(OutputArchive::new)
+        .transpose()
+        .context("PROBACTR_OUTPUT_ARCHIVE")?;
     let monitor = Arc::new(Monitor {
+        archive,
         config,
         pool,
         locks,

@@ -23,9 +23,12 @@ use probactr_common::store::idempotency;
 use probactr_common::store::retry::retry_transient;
 use probactr_common::store::run_inputs;
 use probactr_common::store::runs::{self, EndedRun};
-use probactr_common::store::{checkpoints, processes, run_output, services, StoreError};
+use probactr_common::store::{
+    archived_outputs, checkpoints, processes, run_output, run_progress, services, StoreError,
+};
 
 use crate::Monitor;
+use probactr_common::archive::OutputArchive;
 
 /// Rows deleted per retention statement.
 const PRUNE_BATCH: i64 = 1000;
@@ -218,6 +221,29 @@ async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut R
     }
 }
 
+/// Deletes the archived output of runs gone, a batch at a time. An archive that does not
+/// answer keeps its objects (and their rows) until the next round.
+async fn prune_archive(monitor: &Monitor, archive: &OutputArchive) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    loop {
+        let orphans = archived_outputs::orphans(&monitor.pool, PRUNE_BATCH).await?;
+        let mut gone = Vec::with_capacity(orphans.len());
+        for run_id in &orphans {
+            match archive.delete(*run_id).await {
+                Ok(()) => gone.push(*run_id),
+                Err(err) => {
+                    tracing::warn!(run.id = run_id, error = %err, "cannot delete the run's archived output; trying again later");
+                    break;
+                }
+            }
+        }
+        deleted += archived_outputs::forget(&monitor.pool, &gone).await?;
+        if gone.len() < orphans.len() || orphans.len() < PRUNE_BATCH as usize {
+            return Ok(deleted);
+        }
+    }
+}
+
 async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     let retention = monitor.config.retention;
     let mut pruned = retry_transient("maintain run partitions", || {
@@ -240,6 +266,10 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
         if deleted < PRUNE_BATCH as u64 {
             break;
         }
+    }
+    pruned += run_progress::purge(&monitor.pool, PRUNE_BATCH).await?;
+    if let Some(archive) = &monitor.archive {
+        pruned += prune_archive(monitor, archive).await?;
     }
     // Idempotency keys are kept 24 hours whatever the retention (a promise to clients).
     loop {

@@ -26,6 +26,21 @@ impl Env<'_> {
         self.raw(name)
     }
 
+    /// `s3://BUCKET/PREFIX`, or None when empty.
+    pub(super) fn archive(&self, name: &'static str) -> Result<Option<super::ArchiveLocation>, ConfigError> {
+        let value = self.raw(name);
+        if value.trim().is_empty() {
+            return Ok(None);
+        }
+        let mut location = super::ArchiveLocation::parse(&value)
+            .ok_or_else(|| Self::invalid(name, &value, "s3://BUCKET/PREFIX (a bucket name in lower case)"))?;
+        location.aws = super::ARCHIVE_AWS_VARS
+            .iter()
+            .filter_map(|&aws| (self.lookup)(aws).map(|value| (aws, value)))
+            .collect();
+        Ok(Some(location))
+    }
+
     pub(super) fn invalid(name: &'static str, value: &str, expected: &str) -> ConfigError {
         ConfigError::Invalid {
             var: name,

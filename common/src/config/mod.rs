@@ -119,6 +119,10 @@ pub struct Config {
     pub retention: Duration,
     /// `PROBACTR_OUTPUT_LIMIT`, in bytes.
     pub output_limit: u64,
+    /// `PROBACTR_OUTPUT_ARCHIVE` (None when empty: no archive).
+    pub output_archive: Option<ArchiveLocation>,
+    /// `PROBACTR_OUTPUT_SPOOL`.
+    pub output_spool: std::path::PathBuf,
     /// `PROBACTR_HTTP_ALLOW`.
     pub http_allow: Vec<String>,
     /// `PROBACTR_HTTP_DENY`.
@@ -165,6 +169,72 @@ pub struct Config {
     pub log_format: LogFormat,
     /// `RUST_LOG`.
     pub log_filter: String,
+}
+
+/// Where runs' full output is archived: `s3://BUCKET/PREFIX`, with the storage's
+/// endpoint, region and credentials from the standard `AWS_*` variables.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ArchiveLocation {
+    /// The bucket.
+    pub bucket: String,
+    /// The key prefix, without slashes at either end (empty: the bucket's root).
+    pub prefix: String,
+    /// The `AWS_*` variables that were set ([`ARCHIVE_AWS_VARS`]), as (name, value).
+    pub aws: Vec<(&'static str, String)>,
+}
+
+/// The `AWS_*` variables the output archive reads (those of S3-compatible storage that
+/// apply to one bucket).
+pub const ARCHIVE_AWS_VARS: &[&str] = &[
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ALLOW_HTTP",
+    "AWS_VIRTUAL_HOSTED_STYLE_REQUEST",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_METADATA_ENDPOINT",
+    "AWS_IMDSV1_FALLBACK",
+    "AWS_SERVER_SIDE_ENCRYPTION",
+    "AWS_SSE_KMS_KEY_ID",
+];
+
+impl std::fmt::Debug for ArchiveLocation {
+    // The credentials are never printed: the names that were set only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.aws.iter().map(|(name, _)| *name).collect();
+        f.debug_struct("ArchiveLocation")
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("aws", &names)
+            .finish()
+    }
+}
+
+impl ArchiveLocation {
+    /// Reads `s3://BUCKET[/PREFIX]`; None when it is not one.
+    pub fn parse(value: &str) -> Option<ArchiveLocation> {
+        let rest = value.trim().strip_prefix("s3://")?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let valid_bucket = !bucket.is_empty()
+            && bucket
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'));
+        valid_bucket.then(|| ArchiveLocation {
+            bucket: bucket.to_owned(),
+            prefix: prefix.trim_matches('/').to_owned(),
+            aws: Vec::new(),
+        })
+    }
 }
 
 /// A name of `PROBACTR_JOB_ENV_PASSTHROUGH`: a variable name, or a prefix followed by
@@ -260,6 +330,13 @@ impl Config {
             drain_timeout: env.duration("PROBACTR_DRAIN_TIMEOUT")?,
             retention: env.duration("PROBACTR_RETENTION")?,
             output_limit: env.bytes("PROBACTR_OUTPUT_LIMIT", 1024, 1 << 30)?,
+            output_archive: env.archive("PROBACTR_OUTPUT_ARCHIVE")?,
+            output_spool: Some(env.text("PROBACTR_OUTPUT_SPOOL"))
+                .filter(|dir| !dir.trim().is_empty())
+                .map_or_else(
+                    || std::env::temp_dir().join("probactr-output-spool"),
+                    std::path::PathBuf::from,
+                ),
             http_allow: env.list("PROBACTR_HTTP_ALLOW"),
             http_deny: env.list("PROBACTR_HTTP_DENY"),
             job_env_passthrough: env.list("PROBACTR_JOB_ENV_PASSTHROUGH"),

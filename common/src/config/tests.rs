@@ -60,6 +60,21 @@ fn sizes_parse_in_bytes_kib_and_mib() {
 }
 
 #[test]
+fn the_output_archive_is_an_s3_bucket_and_prefix() {
+    assert_eq!(config_with(&[]).expect("defaults").output_archive, None);
+    let config = config_with(&[("PROBACTR_OUTPUT_ARCHIVE", "s3://runs-out/probactr/prod/")]).expect("valid");
+    let location = config.output_archive.expect("set");
+    assert_eq!(
+        (location.bucket.as_str(), location.prefix.as_str()),
+        ("runs-out", "probactr/prod")
+    );
+    for bad in ["runs-out", "s3://", "gs://bucket/x", "s3://Bad_Bucket/x"] {
+        let err = config_with(&[("PROBACTR_OUTPUT_ARCHIVE", bad)]).expect_err(bad);
+        assert!(err.to_string().contains("PROBACTR_OUTPUT_ARCHIVE"), "{err}");
+    }
+}
+
+#[test]
 fn a_bad_value_names_its_variable() {
     let cases = [
         ("PROBACTR_HEARTBEAT_INTERVAL", "fast"),

@@ -16,6 +16,7 @@ pub const JOB_VARS: &[&str] = &[
     "PROBACTR_ATTEMPT",
     "PROBACTR_FENCE",
     "PROBACTR_CHECKPOINT_FILE",
+    "PROBACTR_PROGRESS_FILE",
     "PROBACTR_PARAMS",
     // `PROBACTR_PARAM_<KEY>`, one per top-level parameter.
     "PROBACTR_PARAM",

@@ -116,6 +116,16 @@ pub const VARS: &[Var] = &[
         help: "how much output a run keeps (bytes, or with KiB/MiB): its first half and its last half, the middle cut",
     },
     Var {
+        name: "PROBACTR_OUTPUT_ARCHIVE",
+        default: "",
+        help: "s3://BUCKET/PREFIX: every run's full output, gzip-compressed, is kept there (endpoint, region and credentials from the AWS_* variables); off when empty",
+    },
+    Var {
+        name: "PROBACTR_OUTPUT_SPOOL",
+        default: "",
+        help: "where an executor keeps runs' full output until the archive stored it, one directory per executor (`probactr-output-spool` in the system's temporary directory when empty)",
+    },
+    Var {
         name: "PROBACTR_HTTP_ALLOW",
         default: "",
         help:

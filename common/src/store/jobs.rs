@@ -614,3 +614,36 @@ pub async fn demand(
     .fetch_all(db)
     .await?)
 }
+
+/// A job's typical durations: the median and 90th percentile, in seconds, of its runs
+/// that ran to an end within `within_secs` (None without such runs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TypicalDuration {
+    /// The median.
+    pub p50_secs: Option<f64>,
+    /// The 90th percentile.
+    pub p90_secs: Option<f64>,
+}
+
+/// [`TypicalDuration`] of one job (a running run's estimated end).
+pub async fn typical_duration(
+    db: impl PgExecutor<'_>,
+    job_id: i64,
+    within_secs: i64,
+) -> Result<TypicalDuration, StoreError> {
+    Ok(sqlx::query_as!(
+        TypicalDuration,
+        r#"SELECT extract(epoch FROM percentile_cont(0.5)
+                  WITHIN GROUP (ORDER BY finished_at - started_at))::float8 AS p50_secs,
+                  extract(epoch FROM percentile_cont(0.9)
+                  WITHIN GROUP (ORDER BY finished_at - started_at))::float8 AS p90_secs
+           FROM runs
+           WHERE job_id = $1 AND state IN ('succeeded', 'failed', 'timed_out')
+             AND started_at IS NOT NULL
+             AND finished_at >= now() - make_interval(secs => $2::bigint)"#,
+        job_id,
+        within_secs,
+    )
+    .fetch_one(db)
+    .await?)
+}

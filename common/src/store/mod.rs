@@ -10,6 +10,7 @@
 
 pub mod alerts;
 pub mod api_tokens;
+pub mod archived_outputs;
 pub mod audit;
 pub mod backfills;
 pub mod checkpoints;
@@ -30,6 +31,7 @@ pub mod rates;
 pub mod retry;
 pub mod run_inputs;
 pub mod run_output;
+pub mod run_progress;
 pub mod runs;
 pub mod secrets;
 pub mod services;

@@ -114,16 +114,20 @@ pub async fn rerun(
 }
 
 /// Read a run's output from an offset: what exists so far, the offset to ask for next,
-/// and whether the run has ended (then nothing follows).
+/// and whether the run has ended (then nothing follows). With `full=true`, the whole
+/// output in one chunk: from the output archive when it holds the run's, else the head
+/// and tail PostgreSQL keeps.
 #[utoipa::path(get, path = "/runs/{id}/output", operation_id = "get_run_output", tag = "runs",
     params(
         ("id" = i64, Path, description = "The run"),
         ("offset" = Option<i64>, Query, description = "Byte offset to read from: 0 (the default), or a `next_offset`"),
+        ("full" = Option<bool>, Query, description = "`true`: the whole output (from the output archive when it holds it) in one chunk; `offset` must then be 0"),
     ),
     responses(
         (status = OK, description = "The output from the offset", body = OutputPage),
         (status = NOT_FOUND, description = "No such run", body = ErrorBody),
-        (status = UNPROCESSABLE_ENTITY, description = "A bad offset, named", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "A bad offset or full, named", body = ErrorBody),
+        (status = SERVICE_UNAVAILABLE, description = "`full=true` and the output archive does not answer", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn output(
@@ -134,8 +138,20 @@ pub async fn output(
 ) -> Result<Json<OutputPage>, ApiError> {
     let mut errors = FieldErrors::new();
     let offset = query.int("offset", 0, i64::MAX, &mut errors).unwrap_or(0);
+    let full = query.flag("full", &mut errors);
+    if full && offset != 0 {
+        errors.insert("offset".to_owned(), "must be 0 (or absent) with full=true".into());
+    }
     check(errors)?;
-    Ok(Json(runs::output(&state.handles, &who, id, offset).await?))
+    if full {
+        return Ok(Json(runs::full_output(&state.handles, &who, id).await?));
+    }
+    let mut page = runs::output(&state.handles, &who, id, offset).await?;
+    if !page.ended {
+        // Followers (`probactr runs logs --follow`) show how far along it is.
+        page.progress = runs::progress(&state.handles, &who, id).await?;
+    }
+    Ok(Json(page))
 }
 
 /// How often a followed run's output is read again while nothing new came.

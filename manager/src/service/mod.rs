@@ -51,6 +51,8 @@ pub struct Handles {
     /// The manager's address as users reach it (`PROBACTR_PUBLIC_URL`), for the URLs of
     /// webhook triggers.
     pub public_url: String,
+    /// The output archive (`PROBACTR_OUTPUT_ARCHIVE`), which serves runs' full output.
+    pub archive: Option<probactr_common::archive::OutputArchive>,
 }
 
 /// The manager's address when `PROBACTR_PUBLIC_URL` is not set.
@@ -66,6 +68,7 @@ impl Handles {
             status_cache: Arc::default(),
             status_max_age: STATUS_MAX_AGE,
             public_url: DEFAULT_PUBLIC_URL.to_owned(),
+            archive: None,
         }
     }
 }

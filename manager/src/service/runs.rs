@@ -82,7 +82,29 @@ pub struct RunView {
     pub replica: Option<i32>,
     /// The run it re-runs (started by hand with that run's parameters), if any.
     pub rerun_of: Option<i64>,
+    /// While it runs: what its job last reported (`PROBACTR_PROGRESS_FILE`) and when it
+    /// should end, from its job's previous durations; null once it ended (and in lists).
+    pub progress: Option<RunProgress>,
 }
+
+/// A running run's progress and estimated end.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunProgress {
+    /// How far along (0 to 100), as the job last said; null when it did not say.
+    pub percent: Option<f32>,
+    /// What the job last said it is doing (empty when it said nothing).
+    pub message: String,
+    /// When the executor read the job's last report; null without one.
+    pub reported_at: Option<DateTime<Utc>>,
+    /// Its start plus the median duration of its job's runs of the last 30 days; null
+    /// without such runs.
+    pub estimated_end: Option<DateTime<Utc>>,
+    /// Its start plus their 90th percentile: later than this is unusual.
+    pub estimated_end_p90: Option<DateTime<Utc>>,
+}
+
+/// How far back the durations an end is estimated from go.
+const ESTIMATE_HISTORY_SECS: i64 = 30 * 86_400;
 
 impl From<Run> for RunView {
     fn from(run: Run) -> Self {
@@ -116,8 +138,42 @@ impl From<Run> for RunView {
             pinned_to: run.pinned_to,
             replica: run.replica,
             rerun_of: None,
+            progress: None,
         }
     }
+}
+
+/// A run's progress as `who` may see it: None unless it runs.
+pub async fn progress(handles: &Handles, who: &Principal, id: i64) -> Result<Option<RunProgress>, ApiError> {
+    let run = store::runs::get(&handles.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    namespace_of(&handles.pool, who, id, run.job_id).await?;
+    progress_of(handles, &run).await
+}
+
+/// A running run's progress: its job's last report and the estimated end (None for a run
+/// not running: no statement is spent on it).
+async fn progress_of(handles: &Handles, run: &Run) -> Result<Option<RunProgress>, ApiError> {
+    let (RunState::Running, Some(started_at)) = (run.state, run.started_at) else {
+        return Ok(None);
+    };
+    let report = store::run_progress::get(&handles.pool, run.id).await?;
+    let typical = store::jobs::typical_duration(&handles.pool, run.job_id, ESTIMATE_HISTORY_SECS).await?;
+    let after = |secs: Option<f64>| {
+        secs.and_then(|secs| chrono::Duration::try_milliseconds((secs * 1000.0) as i64))
+            .map(|took| started_at + took)
+    };
+    Ok(Some(RunProgress {
+        percent: report.as_ref().and_then(|report| report.percent),
+        message: report
+            .as_ref()
+            .map(|report| report.message.clone())
+            .unwrap_or_default(),
+        reported_at: report.as_ref().map(|report| report.reported_at),
+        estimated_end: after(typical.p50_secs),
+        estimated_end_p90: after(typical.p90_secs),
+    }))
 }
 
 /// The namespace of a run (its job's) when `who` sees it; a 404 for run `id` otherwise.
@@ -155,7 +211,9 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<RunView,
     let params = masked(&store::run_inputs::params_of(&handles.pool, chain_id, run.trigger_id).await?);
     let step_output = store::run_inputs::output_of(&handles.pool, id).await?;
     let rerun_of = store::run_inputs::rerun_of(&handles.pool, chain_id).await?;
+    let progress = progress_of(handles, &run).await?;
     Ok(RunView {
+        progress,
         checkpoint,
         params,
         step_output,
@@ -230,6 +288,9 @@ pub struct OutputPage {
     pub next_offset: i64,
     /// Whether the run has ended and this is the end of its output: nothing will follow.
     pub ended: bool,
+    /// While the run runs, its progress and estimated end (the API's output reads only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<RunProgress>,
 }
 
 /// The most chunks one read returns (the next read continues from `next_offset`).
@@ -261,6 +322,7 @@ pub async fn output(
     if stored.is_empty() && offset == 0 {
         if let Some(text) = run.output.filter(|text| !text.is_empty()) {
             return Ok(OutputPage {
+                progress: None,
                 run_id: id,
                 state: run.state,
                 next_offset: text.len() as i64,
@@ -291,6 +353,7 @@ pub async fn output(
         });
     }
     Ok(OutputPage {
+        progress: None,
         run_id: id,
         state: run.state,
         chunks,
@@ -299,20 +362,66 @@ pub async fn output(
     })
 }
 
-/// A run's whole output as text, with the cut markers (for a download).
+/// A run's whole output as text: from the output archive when it holds the run's (the
+/// full output), else what PostgreSQL keeps, with the cut markers (for a download).
 pub async fn output_text(handles: &Handles, who: &Principal, id: i64) -> Result<String, ApiError> {
-    let mut text = String::new();
-    let mut offset = 0;
-    loop {
-        let page = output(handles, who, id, offset).await?;
-        for chunk in &page.chunks {
-            text.push_str(&chunk.text);
-        }
-        if page.chunks.is_empty() || page.next_offset <= offset || (page.chunks.len() as i64) < OUTPUT_PAGE {
-            return Ok(text);
-        }
-        offset = page.next_offset;
+    let page = full_output(handles, who, id).await?;
+    Ok(page.chunks.into_iter().map(|chunk| chunk.text).collect())
+}
+
+/// A run's whole output as one page (`?full=true`): the archive's in one `output` chunk
+/// when it holds the run's, else every chunk PostgreSQL keeps (head and tail, with the
+/// cut marker).
+pub async fn full_output(handles: &Handles, who: &Principal, id: i64) -> Result<OutputPage, ApiError> {
+    let Some(text) = archived_output(handles, who, id).await? else {
+        return stored_output(handles, who, id).await;
+    };
+    let run = store::runs::get(&handles.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    Ok(OutputPage {
+        progress: None,
+        run_id: id,
+        state: run.state,
+        next_offset: text.len() as i64,
+        ended: run.state.is_terminal(),
+        chunks: vec![OutputChunk {
+            offset: 0,
+            stream: "output".to_owned(),
+            text,
+        }],
+    })
+}
+
+/// A run's output from the archive; None without an archive or before the run's output
+/// reached it. An archive that does not answer is a 503 (the request may be retried).
+async fn archived_output(handles: &Handles, who: &Principal, id: i64) -> Result<Option<String>, ApiError> {
+    let Some(archive) = &handles.archive else {
+        return Ok(None);
+    };
+    let run = store::runs::get(&handles.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    namespace_of(&handles.pool, who, id, run.job_id).await?;
+    archive.read(id).await.map_err(|err| {
+        tracing::warn!(run.id = id, error = %err, "cannot read the run's archived output");
+        ApiError::Unavailable("the output archive does not answer; try again".to_owned())
+    })
+}
+
+/// A run's output as PostgreSQL keeps it, every page in one, with the cut markers.
+async fn stored_output(handles: &Handles, who: &Principal, id: i64) -> Result<OutputPage, ApiError> {
+    let mut whole = output(handles, who, id, 0).await?;
+    let mut more = whole.chunks.len() as i64 >= OUTPUT_PAGE;
+    while more {
+        let page = output(handles, who, id, whole.next_offset).await?;
+        more = page.chunks.len() as i64 >= OUTPUT_PAGE && page.next_offset > whole.next_offset;
+        whole.chunks.extend(page.chunks);
+        whole.next_offset = whole.next_offset.max(page.next_offset);
+        whole.ended = page.ended;
+        whole.state = page.state;
     }
+    Ok(whole)
 }
 
 /// The run list's filters from a query string (the API's and the admin's), every bad

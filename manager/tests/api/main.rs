@@ -5,7 +5,9 @@
 //! (installed by `tests/api/browser/install.sh`); its screenshots land in `target/browser/`.
 //! The [`openapi`] module checks the generated API document against the API. The
 //! [`oidc`] module logs in through a real OpenID provider (npm's `oidc-provider`,
-//! installed by `tests/api/oidc/install.sh`), in the same headless Chromium.
+//! installed by `tests/api/oidc/install.sh`), in the same headless Chromium. The
+//! [`archive`] module keeps runs' output in moto's S3-compatible server (installed by
+//! `tests/api/archive/install.sh`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -35,6 +37,7 @@ mod openapi;
 mod admin;
 mod alerts;
 mod apply;
+mod archive;
 mod concurrency;
 mod dashboard;
 mod end_to_end;

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 
 /// An executor running in this process until the returned token is cancelled.
-fn start_executor(
+pub(super) fn start_executor(
     pool: &PgPool,
     settings: &[(&str, &str)],
 ) -> (CancellationToken, tokio::task::JoinHandle<anyhow::Result<()>>) {
@@ -30,7 +30,7 @@ fn gated_job(name: &str, gate: &Path) -> Value {
     json!({"name": name, "kind": "shell", "spec": {"program": script, "shell": true}, "timeout_secs": 120})
 }
 
-async fn run_now(app: &TestApp, token: &str, job: &Value) -> i64 {
+pub(super) async fn run_now(app: &TestApp, token: &str, job: &Value) -> i64 {
     let queued = app
         .post(&format!("/api/v1/jobs/{}/run", job["id"]), token, json!({}))
         .await;
@@ -401,4 +401,67 @@ async fn a_sessions_stream_ends_at_logout(pool: PgPool) {
         }
     }
     assert!(received.contains("event: error"), "{received}");
+}
+
+/// Reads the run's view until `until` holds for it, or panics after a generous while.
+pub(super) async fn run_until(
+    app: &TestApp,
+    token: &str,
+    run_id: i64,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = app.get(&format!("/api/v1/runs/{run_id}"), token).await;
+        assert_eq!(run.status, StatusCode::OK, "{}", run.text);
+        if until(&run.body) {
+            return run.body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {}",
+            run.text
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn progress_written_by_the_job_is_seen_while_it_runs(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let script = format!(
+        r#"printf '{{"percent": 42, "message": "rows 420/1000"}}' > "$PROBACTR_PROGRESS_FILE"; while [ ! -e '{}' ]; do sleep 0.05; done"#,
+        gate.display()
+    );
+    let job = app
+        .job(
+            &admin,
+            json!({"name": "progressing", "kind": "shell", "spec": {"program": script, "shell": true}, "timeout_secs": 120}),
+        )
+        .await;
+    let (shutdown, executor) = start_executor(app.pool(), &[]);
+    // A first run through the open gate: the duration the second one's end is estimated from.
+    std::fs::write(&gate, b"").unwrap();
+    let first = run_now(&app, &admin, &job).await;
+    let ended = run_until(&app, &admin, first, |run| run["state"] == "succeeded").await;
+    assert_eq!(ended["progress"], Value::Null, "an ended run shows no progress");
+    std::fs::remove_file(&gate).unwrap();
+
+    let run_id = run_now(&app, &admin, &job).await;
+    let running = run_until(&app, &admin, run_id, |run| run["progress"]["percent"] == 42.0).await;
+    assert_eq!(running["state"], "running");
+    assert_eq!(running["progress"]["message"], "rows 420/1000");
+    assert!(running["progress"]["estimated_end"].is_string(), "{running}");
+    // Followers of the output see it too.
+    let page = app.get(&format!("/api/v1/runs/{run_id}/output"), &admin).await;
+    assert_eq!(page.body["progress"]["percent"], 42.0, "{}", page.text);
+
+    std::fs::write(&gate, b"").unwrap();
+    let ended = run_until(&app, &admin, run_id, |run| run["state"] == "succeeded").await;
+    assert_eq!(ended["progress"], Value::Null);
+    shutdown.cancel();
+    executor.await.unwrap().unwrap();
 }

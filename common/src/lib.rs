@@ -11,6 +11,8 @@
 //! - [`reach`]: start-up's bounded wait for PostgreSQL and Redis.
 //! - [`store`]: the connection pool, the migrator and the named queries over the model.
 //! - [`schedule`]: cron (with seconds and a time zone), interval and one-shot instants.
+//! - [`calendar`]: calendars of days a trigger skips or keeps to, and the iCalendar import.
+//! - [`maintenance`]: maintenance windows (skip or defer the instants they cover).
 //! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
 //! - [`lock`]: the Redis mutex and permit set (efficiency: contention stays cheap).
 //! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
@@ -25,6 +27,7 @@
 
 pub mod account;
 pub mod backoff;
+pub mod calendar;
 pub mod cidr;
 pub mod cli;
 pub mod config;
@@ -36,6 +39,7 @@ pub mod json_path;
 pub mod labels;
 pub mod ledger;
 pub mod lock;
+pub mod maintenance;
 pub mod masked_url;
 pub mod masking;
 pub mod model;

@@ -64,6 +64,10 @@ pub(crate) const TRIGGER_FIELDS: &[&str] = &[
     "paused",
     "max_concurrency",
     "params",
+    "calendar",
+    "calendar_mode",
+    "jitter_secs",
+    "max_fires",
 ];
 
 /// A trigger's value of `field` when a definition leaves it out (the server's default).

@@ -3,11 +3,13 @@
 //! against real processes and a loopback HTTP server, [`keys`] that job code cannot
 //! reach the executor's keys, [`routing`] where runs go (labels
 //! and selectors, cordon and drain), [`namespaces`] quotas, dedicated executors and
-//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools).
+//! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools),
+//! [`holds`] what holds instants back (calendars, maintenance windows, jitter, max_fires).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
 mod flow;
+mod holds;
 mod jobs;
 mod keys;
 mod namespaces;

@@ -34,6 +34,7 @@ mod openapi;
 
 mod admin;
 mod alerts;
+mod calendars;
 mod apply;
 mod concurrency;
 mod dashboard;

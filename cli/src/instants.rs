@@ -171,4 +171,3 @@ fn mark(instant: &Value) -> Value {
         Value::String(marks.join("; "))
     }
 }
-}

@@ -620,8 +620,8 @@ pub struct Extras {
 /// The [`Extras`] of the given triggers, by id.
 pub async fn extras_of(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<(i64, Extras)>, StoreError> {
     let rows = sqlx::query!(
-        r#"SELECT triggers.id, calendars.name AS "calendar?", triggers.calendar_mode, triggers.jitter_secs,
-                  triggers.max_fires, triggers.fires
+        r#"SELECT triggers.id AS "id!", calendars.name AS "calendar?", triggers.calendar_mode, triggers.jitter_secs,
+                  triggers.max_fires, triggers.fires AS "fires!"
            FROM triggers LEFT JOIN calendars ON calendars.id = triggers.calendar_id
            WHERE triggers.id = ANY ($1)"#,
         ids

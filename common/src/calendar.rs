@@ -103,7 +103,10 @@ impl Calendar {
         let date = instant.with_timezone(&self.zone).date_naive();
         self.dates.contains(&date)
             || self.weekdays.contains(&date.weekday())
-            || self.ranges.iter().any(|range| range.from <= date && date <= range.to)
+            || self
+                .ranges
+                .iter()
+                .any(|range| range.from <= date && date <= range.to)
     }
 }
 
@@ -269,9 +272,11 @@ mod tests {
         let (_, business) = year_2027(&closed);
         // 2027 has 261 weekdays; 24 December is a Friday (25, 26: the weekend).
         assert_eq!(business.len(), 260);
-        assert!(business
-            .iter()
-            .all(|at| at.with_timezone(&chrono_tz::Europe::Berlin).weekday().number_from_monday() <= 5));
+        assert!(business.iter().all(|at| at
+            .with_timezone(&chrono_tz::Europe::Berlin)
+            .weekday()
+            .number_from_monday()
+            <= 5));
         // The same days as an `only` calendar of the business days themselves.
         let open = Days {
             dates: business
@@ -306,7 +311,12 @@ mod tests {
             ..Days::default()
         };
         assert_eq!(Calendar::new("x", "UTC", &bad_day).unwrap_err().field, "weekdays");
-        assert_eq!(Calendar::new("x", "Mars/Base", &Days::default()).unwrap_err().field, "timezone");
+        assert_eq!(
+            Calendar::new("x", "Mars/Base", &Days::default())
+                .unwrap_err()
+                .field,
+            "timezone"
+        );
         let backwards = Days {
             ranges: vec![DateRange {
                 from: date("2027-01-02"),

@@ -213,9 +213,7 @@ pub fn held<'a>(
     if let Some(window) = covering(windows, instant, job) {
         return Some(Held::Maintenance(window));
     }
-    calendar
-        .filter(|rule| rule.excludes(instant))
-        .map(Held::Calendar)
+    calendar.filter(|rule| rule.excludes(instant)).map(Held::Calendar)
 }
 
 /// Whether a recorded reason says an instant was skipped on purpose (a pause, a

@@ -40,7 +40,11 @@ pub struct Holds {
 }
 
 /// Reads what holds back the instants of `due` up to `horizon`.
-pub async fn read(conn: &mut PgConnection, due: &[DueTrigger], horizon: DateTime<Utc>) -> Result<Holds, StoreError> {
+pub async fn read(
+    conn: &mut PgConnection,
+    due: &[DueTrigger],
+    horizon: DateTime<Utc>,
+) -> Result<Holds, StoreError> {
     let with_calendar: Vec<i64> = due
         .iter()
         .filter(|due| due.calendar_id.is_some())
@@ -62,7 +66,10 @@ pub async fn read(conn: &mut PgConnection, due: &[DueTrigger], horizon: DateTime
     let windows = store::maintenance::overlapping(&mut *conn, earliest, horizon).await?;
     let jobs = if windows.iter().any(Window::needs_job_facts) {
         let ids: Vec<i64> = due.iter().map(|due| due.trigger.job_id).collect();
-        store::jobs::scope_facts(&mut *conn, &ids).await?.into_iter().collect()
+        store::jobs::scope_facts(&mut *conn, &ids)
+            .await?
+            .into_iter()
+            .collect()
     } else {
         HashMap::new()
     };
@@ -72,7 +79,12 @@ pub async fn read(conn: &mut PgConnection, due: &[DueTrigger], horizon: DateTime
 impl Holds {
     /// Takes the held-back instants out of `plan` (moving its next firing for a deferring
     /// window, ending it at `max_fires`); returns the skipped stretches to record.
-    pub fn apply(&self, due: &DueTrigger, plan: &mut TriggerPlan, horizon: DateTime<Utc>) -> Vec<MissedInstants> {
+    pub fn apply(
+        &self,
+        due: &DueTrigger,
+        plan: &mut TriggerPlan,
+        horizon: DateTime<Utc>,
+    ) -> Vec<MissedInstants> {
         let trigger = &due.trigger;
         let rule = self.rules.get(&trigger.id);
         let job = self.jobs.get(&trigger.job_id).map(OwnedJobFacts::facts);
@@ -142,7 +154,11 @@ fn defer(
         return;
     };
     let swallowed = TriggerSchedule::from_trigger(trigger)
-        .map(|schedule| schedule.between(last.last, until - TimeDelta::microseconds(1), 0).total)
+        .map(|schedule| {
+            schedule
+                .between(last.last, until - TimeDelta::microseconds(1), 0)
+                .total
+        })
         .unwrap_or(0);
     if swallowed > 0 {
         last.last = until - TimeDelta::microseconds(1);
@@ -179,7 +195,9 @@ mod tests {
     use super::*;
 
     fn at(secs: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_800_000_000 + secs, 0).single().expect("valid instant")
+        Utc.timestamp_opt(1_800_000_000 + secs, 0)
+            .single()
+            .expect("valid instant")
     }
 
     /// A trigger every 10 s from 0, due at 100.
@@ -241,7 +259,9 @@ mod tests {
     #[test]
     fn a_skip_window_and_a_calendar_take_their_instants_out_as_stretches() {
         let everyday = Days {
-            weekdays: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map(String::from).to_vec(),
+            weekdays: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+                .map(String::from)
+                .to_vec(),
             ..Days::default()
         };
         let holds = Holds {

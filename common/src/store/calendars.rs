@@ -211,7 +211,9 @@ pub async fn rules_of(
                 tracing::error!(trigger.id = row.trigger_id, calendar = %stored.name, error = %err,
                     "stored calendar is invalid; the trigger fires as if it had none")
             }
-            (_, Err(err)) => tracing::error!(trigger.id = row.trigger_id, error = %err, "stored calendar mode is invalid"),
+            (_, Err(err)) => {
+                tracing::error!(trigger.id = row.trigger_id, error = %err, "stored calendar mode is invalid")
+            }
         }
     }
     Ok(rules)

@@ -63,7 +63,11 @@ pub struct NewWindow {
 }
 
 /// Records a window.
-pub async fn create(db: impl PgExecutor<'_>, window: &NewWindow, created_by: &str) -> Result<Window, StoreError> {
+pub async fn create(
+    db: impl PgExecutor<'_>,
+    window: &NewWindow,
+    created_by: &str,
+) -> Result<Window, StoreError> {
     let row = sqlx::query_as!(
         Row,
         "INSERT INTO maintenance_windows (starts_at, ends_at, scope, policy, reason, stop_running, created_by)
@@ -79,8 +83,11 @@ pub async fn create(db: impl PgExecutor<'_>, window: &NewWindow, created_by: &st
     )
     .fetch_one(db)
     .await?;
-    row.window()
-        .ok_or_else(|| StoreError::Database(sqlx::Error::Protocol("a window just written does not read".into())))
+    row.window().ok_or_else(|| {
+        StoreError::Database(sqlx::Error::Protocol(
+            "a window just written does not read".into(),
+        ))
+    })
 }
 
 /// Every window not over at `now` (active or to come), the earliest first.

@@ -63,7 +63,9 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
 ) {
     let (pool, url) = connect(pool_options, options).await;
     let everyday = Days {
-        weekdays: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map(String::from).to_vec(),
+        weekdays: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+            .map(String::from)
+            .to_vec(),
         ..Days::default()
     };
     let calendar = calendars::create(&pool, "default", "everyday", "UTC", &everyday)
@@ -71,9 +73,15 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
         .unwrap()
         .unwrap();
     let excluded = every_second(&pool, job(&pool, "excluded").await).await;
-    triggers::set_extras(&pool, excluded, Some((calendar.id, CalendarMode::Exclude)), None, None)
-        .await
-        .unwrap();
+    triggers::set_extras(
+        &pool,
+        excluded,
+        Some((calendar.id, CalendarMode::Exclude)),
+        None,
+        None,
+    )
+    .await
+    .unwrap();
     let kept = every_second(&pool, job(&pool, "kept").await).await;
     triggers::set_extras(&pool, kept, Some((calendar.id, CalendarMode::Only)), None, None)
         .await
@@ -92,9 +100,13 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
     };
     maintenance::create(&pool, &window, "admin").await.unwrap();
     let jittered = every_second(&pool, job(&pool, "jittered").await).await;
-    triggers::set_extras(&pool, jittered, None, Some(2), None).await.unwrap();
+    triggers::set_extras(&pool, jittered, None, Some(2), None)
+        .await
+        .unwrap();
     let limited = every_second(&pool, job(&pool, "limited").await).await;
-    triggers::set_extras(&pool, limited, None, None, Some(3)).await.unwrap();
+    triggers::set_extras(&pool, limited, None, None, Some(3))
+        .await
+        .unwrap();
 
     let _executor = executor("executor", &fast_env(&url, &unique_prefix("holds")));
     eventually(Duration::from_secs(30), "instants fired and skipped", || async {
@@ -118,7 +130,10 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
     }
     assert_eq!(run_count(&pool, excluded).await, 0);
     assert_eq!(run_count(&pool, maintained).await, 0);
-    assert!(skipped(&pool, kept).await.is_empty(), "only: every day is one of its days");
+    assert!(
+        skipped(&pool, kept).await.is_empty(),
+        "only: every day is one of its days"
+    );
     // The ledger shows them skipped, not missed.
     let trigger = triggers::get(&pool, excluded).await.unwrap().unwrap();
     let to = trigger.next_fire_at.unwrap();
@@ -143,7 +158,11 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
     for (scheduled_at, queued_at, available_at) in delays {
         let expected = probactr_common::schedule::jitter(jittered, scheduled_at, 2);
         assert!(expected <= TimeDelta::seconds(2));
-        assert_eq!(available_at, queued_at.max(scheduled_at + expected), "{scheduled_at}");
+        assert_eq!(
+            available_at,
+            queued_at.max(scheduled_at + expected),
+            "{scheduled_at}"
+        );
     }
 
     // max_fires 3: three runs, then the trigger has ended.
@@ -154,7 +173,10 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
 }
 
 #[sqlx::test(migrator = "TEST_MIGRATOR")]
-async fn a_defer_window_fires_each_trigger_once_after_it(pool_options: PgPoolOptions, options: PgConnectOptions) {
+async fn a_defer_window_fires_each_trigger_once_after_it(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
     let (pool, url) = connect(pool_options, options).await;
     let first = every_second(&pool, job(&pool, "first").await).await;
     let second = every_second(&pool, job(&pool, "second").await).await;
@@ -171,16 +193,21 @@ async fn a_defer_window_fires_each_trigger_once_after_it(pool_options: PgPoolOpt
     maintenance::create(&pool, &window, "admin").await.unwrap();
     let _executor = executor("executor", &fast_env(&url, &unique_prefix("defer")));
     for trigger in [first, second] {
-        eventually(Duration::from_secs(30), "the trigger fires after the window", || async {
-            let after: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM runs WHERE trigger_id = $1 AND scheduled_at > $2")
-                    .bind(trigger)
-                    .bind(until)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            (after >= 1).then_some(())
-        })
+        eventually(
+            Duration::from_secs(30),
+            "the trigger fires after the window",
+            || async {
+                let after: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM runs WHERE trigger_id = $1 AND scheduled_at > $2",
+                )
+                .bind(trigger)
+                .bind(until)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                (after >= 1).then_some(())
+            },
+        )
         .await;
         let instants: Vec<DateTime<Utc>> =
             sqlx::query_scalar("SELECT scheduled_at FROM runs WHERE trigger_id = $1 AND scheduled_at <= $2")
@@ -191,7 +218,12 @@ async fn a_defer_window_fires_each_trigger_once_after_it(pool_options: PgPoolOpt
                 .unwrap();
         assert_eq!(instants, [until], "once, at the window's end; nothing inside it");
         let deferred = skipped(&pool, trigger).await;
-        assert!(!deferred.is_empty() && deferred.iter().all(|(reason, _)| reason == "maintenance (deferred to its end): upgrade"),
-            "{deferred:?}");
+        assert!(
+            !deferred.is_empty()
+                && deferred
+                    .iter()
+                    .all(|(reason, _)| reason == "maintenance (deferred to its end): upgrade"),
+            "{deferred:?}"
+        );
     }
 }

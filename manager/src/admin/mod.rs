@@ -267,14 +267,22 @@ impl FromRequestParts<AppState> for AdminUser {
 /// The header's lines about maintenance: the windows open now, and the next one.
 fn maintenance_notes(outlook: &crate::service::maintenance::Outlook) -> Vec<String> {
     let until = |window: &probactr_common::maintenance::Window| {
-        window
-            .until
-            .map_or_else(|| "until resumed".to_owned(), |until| format!("until {}", until.format("%Y-%m-%d %H:%M UTC")))
+        window.until.map_or_else(
+            || "until resumed".to_owned(),
+            |until| format!("until {}", until.format("%Y-%m-%d %H:%M UTC")),
+        )
     };
     let mut notes: Vec<String> = outlook
         .active
         .iter()
-        .map(|window| format!("Maintenance now ({}, {}): {}", window.policy.as_str(), until(window), window.reason_text()))
+        .map(|window| {
+            format!(
+                "Maintenance now ({}, {}): {}",
+                window.policy.as_str(),
+                until(window),
+                window.reason_text()
+            )
+        })
         .collect();
     if let Some(next) = &outlook.next {
         notes.push(format!(

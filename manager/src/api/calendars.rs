@@ -78,7 +78,9 @@ pub async fn get(
     query: QueryParams,
 ) -> Result<Json<StoredCalendar>, ApiError> {
     let namespace = query.text("namespace").unwrap_or(DEFAULT);
-    Ok(Json(calendars::get(&state.handles, &who, namespace, &name).await?))
+    Ok(Json(
+        calendars::get(&state.handles, &who, namespace, &name).await?,
+    ))
 }
 
 /// Replace a calendar's zone and days (admins of its namespace); its triggers follow the
@@ -134,7 +136,10 @@ pub async fn delete(
 
 /// The zone, days and iCalendar file of a calendar body; every bad field named.
 fn read_draft(mut input: Input) -> Result<CalendarDraft, ApiError> {
-    let timezone = input.text("timezone").flatten().unwrap_or_else(|| "UTC".to_owned());
+    let timezone = input
+        .text("timezone")
+        .flatten()
+        .unwrap_or_else(|| "UTC".to_owned());
     let dates: Vec<NaiveDate> = list_of(&mut input, "dates", "a list of dates (YYYY-MM-DD)");
     let ranges: Vec<DateRange> = list_of(
         &mut input,

@@ -49,7 +49,10 @@ pub async fn create(
     if scope.is_none() {
         input.error("scope", "required");
     }
-    let policy = input.choice::<PolicyName>("policy").flatten().map_or(Policy::Skip, |p| p.0);
+    let policy = input
+        .choice::<PolicyName>("policy")
+        .flatten()
+        .map_or(Policy::Skip, |p| p.0);
     let reason = input.text("reason").flatten().unwrap_or_default();
     let stop_running = input.boolean("stop_running").flatten().unwrap_or(false);
     input.finish()?;
@@ -88,7 +91,11 @@ impl std::str::FromStr for PolicyName {
         (status = NOT_FOUND, description = "No such window", body = ErrorBody),
         (status = "default", description = "Not a cluster admin, not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn delete(State(state): State<AppState>, who: Principal, Id(id): Id) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<StatusCode, ApiError> {
     maintenance::delete(&state.handles, &who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -100,7 +107,10 @@ pub async fn delete(State(state): State<AppState>, who: Principal, Id(id): Id) -
         (status = CREATED, description = "The window of the pause", body = Window),
         (status = "default", description = "Not a cluster admin, not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn pause_cluster(State(state): State<AppState>, who: Principal) -> Result<(StatusCode, Json<Window>), ApiError> {
+pub async fn pause_cluster(
+    State(state): State<AppState>,
+    who: Principal,
+) -> Result<(StatusCode, Json<Window>), ApiError> {
     let window = maintenance::pause_cluster(&state.handles, &who).await?;
     Ok((StatusCode::CREATED, Json(window)))
 }
@@ -118,7 +128,10 @@ pub struct Resumed {
         (status = OK, description = "How many windows it ended", body = Resumed),
         (status = "default", description = "Not a cluster admin, not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn resume_cluster(State(state): State<AppState>, who: Principal) -> Result<Json<Resumed>, ApiError> {
+pub async fn resume_cluster(
+    State(state): State<AppState>,
+    who: Principal,
+) -> Result<Json<Resumed>, ApiError> {
     let ended = maintenance::resume_cluster(&state.handles, &who).await?;
     Ok(Json(Resumed { ended }))
 }

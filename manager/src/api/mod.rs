@@ -7,8 +7,8 @@
 
 mod alerts;
 mod auth;
-mod calendars;
 pub mod bodies;
+mod calendars;
 mod capacity;
 mod cluster;
 mod dashboard;

@@ -1,9 +1,9 @@
 //! Creating a trigger ([`TriggerDraft`]) and editing one ([`TriggerPatch`]).
 
 use chrono::{DateTime, Utc};
+use probactr_common::calendar::CalendarMode;
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
 use probactr_common::schedule::{self, CronSpec, TriggerSchedule};
-use probactr_common::calendar::CalendarMode;
 use probactr_common::store::triggers::{Extras, NewTrigger};
 use probactr_common::{params_schema, secrets};
 use serde_json::Value;
@@ -178,7 +178,10 @@ impl ExtrasDraft {
     /// The extras over `base` (the stored ones of an edit, the defaults of a create):
     /// the calendar by name with its mode, the jitter and `max_fires`; else the field at
     /// fault (a mode without a calendar).
-    pub fn over(&self, base: &Extras) -> Result<(Option<(String, CalendarMode)>, Option<i32>, Option<i64>), ApiError> {
+    pub fn over(
+        &self,
+        base: &Extras,
+    ) -> Result<(Option<(String, CalendarMode)>, Option<i32>, Option<i64>), ApiError> {
         let calendar = match &self.calendar {
             Some(name) => name.clone(),
             None => base.calendar.clone(),
@@ -187,7 +190,10 @@ impl ExtrasDraft {
         let calendar = match (calendar, mode) {
             (Some(name), mode) => Some((name, mode.unwrap_or(CalendarMode::Exclude))),
             (None, Some(_)) if self.calendar_mode.is_some() => {
-                return Err(ApiError::field("calendar_mode", "needs a calendar (give calendar: NAME)"))
+                return Err(ApiError::field(
+                    "calendar_mode",
+                    "needs a calendar (give calendar: NAME)",
+                ))
             }
             (None, _) => None,
         };

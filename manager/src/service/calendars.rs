@@ -48,7 +48,12 @@ pub async fn list(
 }
 
 /// Calendar `name` of `namespace` (404 when the caller has no role there).
-pub async fn get(handles: &Handles, who: &Principal, namespace: &str, name: &str) -> Result<StoredCalendar, ApiError> {
+pub async fn get(
+    handles: &Handles,
+    who: &Principal,
+    namespace: &str,
+    name: &str,
+) -> Result<StoredCalendar, ApiError> {
     who.role_for(namespace, "calendar", name)?;
     store::calendars::get(&handles.pool, namespace, name)
         .await?
@@ -78,7 +83,11 @@ pub async fn create(
         .ok_or_else(|| ApiError::Conflict(format!("namespace {namespace} already has a calendar {name}")))?;
     audit(&mut tx, who, namespace, "calendar.create", None, Some(&calendar)).await?;
     tx.commit().await?;
-    tracing::info!(calendar.namespace = namespace, calendar.name = name, "calendar created");
+    tracing::info!(
+        calendar.namespace = namespace,
+        calendar.name = name,
+        "calendar created"
+    );
     Ok(calendar)
 }
 
@@ -101,9 +110,21 @@ pub async fn replace(
     let calendar = store::calendars::replace(&mut *tx, namespace, name, &timezone, &days)
         .await?
         .ok_or_else(|| ApiError::not_found("calendar", name))?;
-    audit(&mut tx, who, namespace, "calendar.update", Some(&before), Some(&calendar)).await?;
+    audit(
+        &mut tx,
+        who,
+        namespace,
+        "calendar.update",
+        Some(&before),
+        Some(&calendar),
+    )
+    .await?;
     tx.commit().await?;
-    tracing::info!(calendar.namespace = namespace, calendar.name = name, "calendar replaced");
+    tracing::info!(
+        calendar.namespace = namespace,
+        calendar.name = name,
+        "calendar replaced"
+    );
     Ok(calendar)
 }
 
@@ -124,7 +145,11 @@ pub async fn delete(handles: &Handles, who: &Principal, namespace: &str, name: &
     }
     audit(&mut tx, who, namespace, "calendar.delete", Some(&before), None).await?;
     tx.commit().await?;
-    tracing::info!(calendar.namespace = namespace, calendar.name = name, "calendar deleted");
+    tracing::info!(
+        calendar.namespace = namespace,
+        calendar.name = name,
+        "calendar deleted"
+    );
     Ok(())
 }
 

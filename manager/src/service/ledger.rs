@@ -3,15 +3,15 @@
 
 use chrono::{DateTime, LocalResult, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
+use probactr_common::calendar::CalendarRule;
 use probactr_common::ledger::{self, Ledger, LedgerError, Outcome};
+use probactr_common::maintenance::{self, OwnedJobFacts, Window};
 use probactr_common::model::Trigger;
 use probactr_common::schedule::{CronSpec, Schedule, TriggerSchedule};
 use probactr_common::store::audit::Change;
 use probactr_common::store::backfills::{self, Backfill};
-use probactr_common::store::{self};
-use probactr_common::calendar::CalendarRule;
-use probactr_common::maintenance::{self, OwnedJobFacts, Window};
 use probactr_common::store::triggers::Extras;
+use probactr_common::store::{self};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
@@ -221,11 +221,10 @@ pub async fn forecast(
     if to <= from {
         return Err(ApiError::field("to", "must be later than from"));
     }
-    let names: HashMap<i64, String> =
-        store::jobs::names(&handles.pool, who.access.visible().as_deref())
-            .await?
-            .into_iter()
-            .collect();
+    let names: HashMap<i64, String> = store::jobs::names(&handles.pool, who.access.visible().as_deref())
+        .await?
+        .into_iter()
+        .collect();
     let mut items = Vec::new();
     let mut truncated = false;
     let watched = store::triggers::watched(&handles.pool).await?;
@@ -293,12 +292,21 @@ impl Holds {
         to: DateTime<Utc>,
     ) -> Result<Holds, ApiError> {
         let ids: Vec<i64> = watched.iter().map(|w| w.trigger.id).collect();
-        let rules = store::calendars::rules_of(&handles.pool, &ids).await?.into_iter().collect();
-        let extras = store::triggers::extras_of(&handles.pool, &ids).await?.into_iter().collect();
+        let rules = store::calendars::rules_of(&handles.pool, &ids)
+            .await?
+            .into_iter()
+            .collect();
+        let extras = store::triggers::extras_of(&handles.pool, &ids)
+            .await?
+            .into_iter()
+            .collect();
         let windows = store::maintenance::overlapping(&handles.pool, from, to).await?;
         let jobs = if windows.iter().any(Window::needs_job_facts) {
             let job_ids: Vec<i64> = watched.iter().map(|w| w.trigger.job_id).collect();
-            store::jobs::scope_facts(&handles.pool, &job_ids).await?.into_iter().collect()
+            store::jobs::scope_facts(&handles.pool, &job_ids)
+                .await?
+                .into_iter()
+                .collect()
         } else {
             HashMap::new()
         };

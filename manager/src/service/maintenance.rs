@@ -94,7 +94,10 @@ fn checked(draft: WindowDraft, now: DateTime<Utc>) -> Result<NewWindow, ApiError
         return Err(ApiError::field("until", "must be later than from"));
     }
     if draft.policy == Policy::Defer && draft.until.is_none() {
-        return Err(ApiError::field("until", "required for defer: the deferred instants fire at the window's end"));
+        return Err(ApiError::field(
+            "until",
+            "required for defer: the deferred instants fire at the window's end",
+        ));
     }
     if draft.reason.chars().count() > 1000 {
         return Err(ApiError::field("reason", "must be at most 1000 characters"));
@@ -132,7 +135,11 @@ async fn stop_running(conn: &mut sqlx::PgConnection, window: &Window) -> Result<
     for (run_id, job) in store::runs::running_with_jobs(&mut *conn).await? {
         if window.applies_to(Some(job.facts())) {
             store::runs::request_cancel(&mut *conn, run_id, &reason).await?;
-            tracing::info!(run.id = run_id, maintenance.id = window.id, "run stopped for maintenance");
+            tracing::info!(
+                run.id = run_id,
+                maintenance.id = window.id,
+                "run stopped for maintenance"
+            );
             stopped += 1;
         }
     }

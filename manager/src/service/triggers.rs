@@ -3,12 +3,12 @@
 //! Every write wakes the executors through the database's NOTIFY trigger.
 
 use chrono::{DateTime, Utc};
+use probactr_common::calendar::{CalendarMode, CalendarRule};
+use probactr_common::maintenance::{self, JobFacts};
 use probactr_common::model::{JobMode, Trigger, TriggerKind};
 use probactr_common::schedule::Schedule;
 use probactr_common::store::audit::Change;
 use probactr_common::store::trigger_webhooks::Webhook;
-use probactr_common::calendar::{CalendarMode, CalendarRule};
-use probactr_common::maintenance::{self, JobFacts};
 use probactr_common::store::triggers::Extras;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
@@ -210,7 +210,14 @@ pub async fn create_in(
         store::triggers::set_params(&mut *conn, created.id, params).await?;
     }
     if extras.given() {
-        set_extras(&mut *conn, created.id, &job.namespace, &extras, &Extras::default()).await?;
+        set_extras(
+            &mut *conn,
+            created.id,
+            &job.namespace,
+            &extras,
+            &Extras::default(),
+        )
+        .await?;
     }
     let webhook_token = match created.kind {
         TriggerKind::Webhook => {
@@ -323,7 +330,10 @@ async fn set_extras(
             let found = store::calendars::get(&mut *conn, namespace, &name)
                 .await?
                 .ok_or_else(|| {
-                    ApiError::field("calendar", format!("namespace {namespace} has no calendar {name}"))
+                    ApiError::field(
+                        "calendar",
+                        format!("namespace {namespace} has no calendar {name}"),
+                    )
                 })?;
             Some((found.id, mode))
         }
@@ -429,9 +439,14 @@ pub struct SkippedInstant {
 
 /// The next instants of a definition: up to `count` (default [`DEFAULT_PREVIEW`]) from
 /// `after` (default now), with those its calendar or a maintenance window hold back.
-pub async fn preview(handles: &Handles, who: &Principal, request: PreviewRequest) -> Result<Preview, ApiError> {
+pub async fn preview(
+    handles: &Handles,
+    who: &Principal,
+    request: PreviewRequest,
+) -> Result<Preview, ApiError> {
     let job_id = request.job_id.flatten();
-    let (count, after, Definition { schedule, extras, .. }) = request.definition(DEFAULT_PREVIEW, MAX_PREVIEW)?;
+    let (count, after, Definition { schedule, extras, .. }) =
+        request.definition(DEFAULT_PREVIEW, MAX_PREVIEW)?;
     let resolved_cron = match &schedule.schedule {
         Schedule::Cron(spec) => spec.resolved_expression(),
         _ => None,
@@ -471,14 +486,24 @@ async fn skipped_of(
         (Some(name), Some(job)) => {
             let stored = store::calendars::get(&handles.pool, &job.namespace, &name)
                 .await?
-                .ok_or_else(|| ApiError::field("calendar", format!("namespace {} has no calendar {name}", job.namespace)))?;
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "calendar",
+                        format!("namespace {} has no calendar {name}", job.namespace),
+                    )
+                })?;
             let calendar = stored
                 .calendar()
                 .map_err(|err| ApiError::field("calendar", err.to_string()))?;
             let mode = extras.calendar_mode.flatten().unwrap_or(CalendarMode::Exclude);
             Some(CalendarRule { calendar, mode })
         }
-        (Some(_), None) => return Err(ApiError::field("job_id", "required to preview a calendar: it names the namespace")),
+        (Some(_), None) => {
+            return Err(ApiError::field(
+                "job_id",
+                "required to preview a calendar: it names the namespace",
+            ))
+        }
         (None, _) => None,
     };
     let windows = store::maintenance::overlapping(&handles.pool, *first, *last).await?;

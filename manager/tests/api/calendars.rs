@@ -17,7 +17,10 @@ async fn a_calendar_is_checked_followed_previewed_and_kept_while_followed(pool: 
         (json!({"name": "Bad Name"}), "name"),
         (json!({"name": "x", "timezone": "Mars/Base"}), "timezone"),
         (json!({"name": "x", "dates": ["25 December"]}), "dates"),
-        (json!({"name": "x", "ranges": [{"from": "2030-12-26", "to": "2030-12-24"}]}), "ranges"),
+        (
+            json!({"name": "x", "ranges": [{"from": "2030-12-26", "to": "2030-12-24"}]}),
+            "ranges",
+        ),
         (json!({"name": "x", "weekdays": ["funday"]}), "weekdays"),
         (json!({"name": "x", "ical": "not a calendar"}), "ical"),
     ] {
@@ -39,16 +42,28 @@ async fn a_calendar_is_checked_followed_previewed_and_kept_while_followed(pool: 
     let job = app.job(&admin, noop("nightly")).await;
     let triggers = format!("/api/v1/jobs/{}/triggers", job["id"]);
     let unknown = app
-        .post(&triggers, &admin, json!({"kind": "cron", "cron": "0 0 9 * * *", "calendar": "nope"}))
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "cron", "cron": "0 0 9 * * *", "calendar": "nope"}),
+        )
         .await;
     assert_field(&unknown, "calendar");
     let bad_mode = app
-        .post(&triggers, &admin, json!({"kind": "cron", "cron": "0 0 9 * * *", "calendar_mode": "sometimes"}))
+        .post(
+            &triggers,
+            &admin,
+            json!({"kind": "cron", "cron": "0 0 9 * * *", "calendar_mode": "sometimes"}),
+        )
         .await;
     assert_field(&bad_mode, "calendar_mode");
     for (field, value) in [("jitter_secs", 0), ("jitter_secs", 86_401), ("max_fires", 0)] {
         let bad = app
-            .post(&triggers, &admin, json!({"kind": "interval", "interval_secs": 60, field: value}))
+            .post(
+                &triggers,
+                &admin,
+                json!({"kind": "interval", "interval_secs": 60, field: value}),
+            )
             .await;
         assert_field(&bad, field);
     }
@@ -90,15 +105,25 @@ async fn a_calendar_is_checked_followed_previewed_and_kept_while_followed(pool: 
         .collect();
     assert_eq!(
         skipped,
-        ["2030-12-25T08:00:00Z", "2030-12-31T08:00:00Z", "2031-01-01T08:00:00Z"],
+        [
+            "2030-12-25T08:00:00Z",
+            "2030-12-31T08:00:00Z",
+            "2031-01-01T08:00:00Z"
+        ],
         "{}",
         preview.text
     );
-    assert_eq!(preview.body["skipped"][0]["reason"], "calendar holidays excludes it");
+    assert_eq!(
+        preview.body["skipped"][0]["reason"],
+        "calendar holidays excludes it"
+    );
     // So does the forecast, with each instant's jitter.
     let forecast = app
         .get(
-            &format!("/api/v1/forecast?from=2030-12-24T00:00:00Z&to=2030-12-27T00:00:00Z&job_id={}", job["id"]),
+            &format!(
+                "/api/v1/forecast?from=2030-12-24T00:00:00Z&to=2030-12-27T00:00:00Z&job_id={}",
+                job["id"]
+            ),
             &admin,
         )
         .await;
@@ -106,14 +131,20 @@ async fn a_calendar_is_checked_followed_previewed_and_kept_while_followed(pool: 
     let items = forecast.body["items"].as_array().unwrap();
     let marks: Vec<bool> = items.iter().map(|i| i["skipped"].is_string()).collect();
     assert_eq!(marks, [false, true, false], "{}", forecast.text);
-    assert!(items.iter().all(|i| (0..=30).contains(&i["jitter_secs"].as_i64().unwrap())));
+    assert!(items
+        .iter()
+        .all(|i| (0..=30).contains(&i["jitter_secs"].as_i64().unwrap())));
 
     // Followed: kept, with the trigger named. Unfollowed: deleted.
     let refused = app
         .call(Method::DELETE, "/api/v1/calendars/holidays", Some(&admin), None)
         .await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
-    assert!(refused.text.contains(&trigger.body["id"].to_string()), "{}", refused.text);
+    assert!(
+        refused.text.contains(&trigger.body["id"].to_string()),
+        "{}",
+        refused.text
+    );
     let edited = app
         .patch(
             &format!("/api/v1/triggers/{}", trigger.body["id"]),
@@ -140,7 +171,10 @@ async fn maintenance_windows_are_checked_and_the_cluster_pause_is_one(pool: PgPo
         (json!({}), "scope"),
         (json!({"scope": {"all": true}, "policy": "later"}), "policy"),
         (json!({"scope": {"all": true}, "policy": "defer"}), "until"),
-        (json!({"scope": {"all": true}, "from": "2030-01-02T00:00:00Z", "until": "2030-01-01T00:00:00Z"}), "until"),
+        (
+            json!({"scope": {"all": true}, "from": "2030-01-02T00:00:00Z", "until": "2030-01-01T00:00:00Z"}),
+            "until",
+        ),
     ] {
         assert_field(&app.post("/api/v1/maintenance", &admin, body).await, field);
     }
@@ -161,9 +195,18 @@ async fn maintenance_windows_are_checked_and_the_cluster_pause_is_one(pool: PgPo
     let resumed = app.post("/api/v1/cluster/resume", &admin, json!({})).await;
     assert_eq!(resumed.body["ended"], 1, "{}", resumed.text);
     let listed = app.get("/api/v1/maintenance", &admin).await;
-    assert_eq!(listed.body["total"], 1, "only the future window is left: {}", listed.text);
+    assert_eq!(
+        listed.body["total"], 1,
+        "only the future window is left: {}",
+        listed.text
+    );
     let gone = app
-        .call(Method::DELETE, &format!("/api/v1/maintenance/{}", window.body["id"]), Some(&admin), None)
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/maintenance/{}", window.body["id"]),
+            Some(&admin),
+            None,
+        )
         .await;
     assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.text);
     assert_eq!(app.get("/api/v1/maintenance", &admin).await.body["total"], 0);

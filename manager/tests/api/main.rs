@@ -34,8 +34,8 @@ mod openapi;
 
 mod admin;
 mod alerts;
-mod calendars;
 mod apply;
+mod calendars;
 mod concurrency;
 mod dashboard;
 mod end_to_end;

@@ -37,7 +37,8 @@ BEGIN
                               'last_instant', missed.last_instant, 'policy', missed.policy,
                               'reason', missed.reason)
     FROM inserted AS missed
-    WHERE missed.reason <> 'paused';
+    WHERE missed.reason <> 'paused' AND missed.reason NOT LIKE 'calendar %'
+      AND missed.reason NOT LIKE 'maintenance%';
     RETURN NULL;
 END $$;
 
@@ -960,6 +961,36 @@ ALTER TABLE public.backfills ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: calendars; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.calendars (
+    id bigint NOT NULL,
+    namespace text DEFAULT 'default'::text NOT NULL,
+    name text NOT NULL,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    days jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT calendars_days_object CHECK ((jsonb_typeof(days) = 'object'::text)),
+    CONSTRAINT calendars_name_valid CHECK ((name ~ '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$'::text)),
+    CONSTRAINT calendars_timezone_nonempty CHECK (((char_length(timezone) >= 1) AND (char_length(timezone) <= 64)))
+);
+
+--
+-- Name: calendars_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.calendars ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.calendars_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: executors; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1155,6 +1186,40 @@ CREATE TABLE public.login_failures (
 
 ALTER TABLE public.login_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME public.login_failures_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: maintenance_windows; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.maintenance_windows (
+    id bigint NOT NULL,
+    starts_at timestamp with time zone NOT NULL,
+    ends_at timestamp with time zone,
+    scope jsonb NOT NULL,
+    policy text NOT NULL,
+    reason text DEFAULT ''::text NOT NULL,
+    stop_running boolean DEFAULT false NOT NULL,
+    created_by text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT maintenance_windows_defer_ends CHECK (((policy <> 'defer'::text) OR (ends_at IS NOT NULL))),
+    CONSTRAINT maintenance_windows_ordered CHECK (((ends_at IS NULL) OR (ends_at > starts_at))),
+    CONSTRAINT maintenance_windows_policy_valid CHECK ((policy = ANY (ARRAY['skip'::text, 'defer'::text]))),
+    CONSTRAINT maintenance_windows_reason_length CHECK ((char_length(reason) <= 1000)),
+    CONSTRAINT maintenance_windows_scope_object CHECK ((jsonb_typeof(scope) = 'object'::text))
+);
+
+--
+-- Name: maintenance_windows_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.maintenance_windows ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.maintenance_windows_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
@@ -1731,10 +1796,18 @@ CREATE TABLE public.triggers (
     max_concurrency integer,
     params jsonb DEFAULT '{}'::jsonb NOT NULL,
     running integer DEFAULT 0 NOT NULL,
+    calendar_id bigint,
+    calendar_mode text,
+    jitter_secs integer,
+    max_fires bigint,
+    fires bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT triggers_calendar_mode_valid CHECK ((((calendar_id IS NULL) AND (calendar_mode IS NULL)) OR ((calendar_id IS NOT NULL) AND (calendar_mode = ANY (ARRAY['exclude'::text, 'only'::text]))))),
     CONSTRAINT triggers_interval_positive CHECK (((interval_secs IS NULL) OR (interval_secs > 0))),
+    CONSTRAINT triggers_jitter_secs_range CHECK (((jitter_secs IS NULL) OR ((jitter_secs >= 1) AND (jitter_secs <= 86400)))),
     CONSTRAINT triggers_kind_fields CHECK ((((kind = 'cron'::text) AND (cron IS NOT NULL) AND (interval_secs IS NULL) AND (at IS NULL)) OR ((kind = 'interval'::text) AND (interval_secs IS NOT NULL) AND (cron IS NULL) AND (at IS NULL)) OR ((kind = 'once'::text) AND (at IS NOT NULL) AND (cron IS NULL) AND (interval_secs IS NULL)) OR ((kind = 'webhook'::text) AND (cron IS NULL) AND (interval_secs IS NULL) AND (at IS NULL)))),
     CONSTRAINT triggers_kind_valid CHECK ((kind = ANY (ARRAY['cron'::text, 'interval'::text, 'once'::text, 'webhook'::text]))),
     CONSTRAINT triggers_max_concurrency_positive CHECK (((max_concurrency IS NULL) OR (max_concurrency >= 1))),
+    CONSTRAINT triggers_max_fires_positive CHECK (((max_fires IS NULL) OR (max_fires >= 1))),
     CONSTRAINT triggers_misfire_threshold_positive CHECK ((misfire_threshold_secs > 0)),
     CONSTRAINT triggers_misfire_valid CHECK ((misfire = ANY (ARRAY['fire_once'::text, 'skip'::text, 'fire_all'::text]))),
     CONSTRAINT triggers_params_object CHECK ((jsonb_typeof(params) = 'object'::text)),
@@ -2084,6 +2157,20 @@ ALTER TABLE ONLY public.backfills
     ADD CONSTRAINT backfills_pkey PRIMARY KEY (id);
 
 --
+-- Name: calendars calendars_name_unique; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.calendars
+    ADD CONSTRAINT calendars_name_unique UNIQUE (namespace, name);
+
+--
+-- Name: calendars calendars_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.calendars
+    ADD CONSTRAINT calendars_pkey PRIMARY KEY (id);
+
+--
 -- Name: executors executors_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2131,6 +2218,13 @@ ALTER TABLE ONLY public.jobs
 
 ALTER TABLE ONLY public.login_failures
     ADD CONSTRAINT login_failures_pkey PRIMARY KEY (id);
+
+--
+-- Name: maintenance_windows maintenance_windows_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.maintenance_windows
+    ADD CONSTRAINT maintenance_windows_pkey PRIMARY KEY (id);
 
 --
 -- Name: misfires misfires_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2426,6 +2520,12 @@ CREATE INDEX jobs_with_followers ON public.jobs USING btree (id) WHERE ((on_succ
 CREATE INDEX login_failures_key ON public.login_failures USING btree (username, address, at);
 
 --
+-- Name: maintenance_windows_open; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX maintenance_windows_open ON public.maintenance_windows USING btree (starts_at) WHERE (ends_at IS NULL);
+
+--
 -- Name: misfires_trigger; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2688,6 +2788,12 @@ CREATE INDEX sessions_expires ON public.sessions USING btree (expires_at);
 --
 
 CREATE INDEX sessions_user ON public.sessions USING btree (user_id);
+
+--
+-- Name: triggers_calendar; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX triggers_calendar ON public.triggers USING btree (calendar_id) WHERE (calendar_id IS NOT NULL);
 
 --
 -- Name: triggers_due; Type: INDEX; Schema: public; Owner: -
@@ -3044,6 +3150,13 @@ ALTER TABLE ONLY public.backfills
     ADD CONSTRAINT backfills_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE CASCADE;
 
 --
+-- Name: calendars calendars_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.calendars
+    ADD CONSTRAINT calendars_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
+
+--
 -- Name: job_stat_shards job_stats_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3154,6 +3267,13 @@ ALTER TABLE ONLY public.sessions
 
 ALTER TABLE ONLY public.trigger_webhooks
     ADD CONSTRAINT trigger_webhooks_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE CASCADE;
+
+--
+-- Name: triggers triggers_calendar_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.triggers
+    ADD CONSTRAINT triggers_calendar_id_fkey FOREIGN KEY (calendar_id) REFERENCES public.calendars(id);
 
 --
 -- Name: triggers triggers_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -189,6 +189,22 @@ pub async fn run(command: Command, format: Format, namespace: Option<String>) ->
         Command::Alerts(command) => alerts::alerts(&connect()?, command, format).await,
         Command::Ledger(span) => instants::ledger(&connect()?, span, format).await,
         Command::Forecast(span) => instants::forecast(&connect()?, span, format).await,
+        Command::Pause { all: _ } => {
+            let window = connect()?.post("/cluster/pause", &json!({})).await?;
+            match format {
+                Format::Table => eprintln!("Cluster paused (maintenance window {})", window["id"]),
+                _ => output::one(format, &window),
+            }
+            Ok(Exit::Success)
+        }
+        Command::Resume { all: _ } => {
+            let answer = connect()?.post("/cluster/resume", &json!({})).await?;
+            match format {
+                Format::Table => eprintln!("Cluster resumed ({} window(s) ended)", answer["ended"]),
+                _ => output::one(format, &answer),
+            }
+            Ok(Exit::Success)
+        }
         Command::Status => {
             let status = connect()?.get("/status").await?;
             match format {

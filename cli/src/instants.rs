@@ -153,10 +153,21 @@ pub async fn forecast(client: &Client, span: Span, format: Format) -> anyhow::Re
 }
 
 /// What is special about a forecast instant, in words (a DST change that skips or
-/// repeats its hour), or null.
+/// repeats its hour, a calendar or maintenance window that skips it, its jitter), or null.
 fn mark(instant: &Value) -> Value {
-    match instant["dst"].as_str() {
-        Some(dst) => Value::String(format!("DST: {dst}")),
-        None => Value::Null,
+    let mut marks = Vec::new();
+    if let Some(dst) = instant["dst"].as_str() {
+        marks.push(format!("DST: {dst}"));
+    }
+    if let Some(reason) = instant["skipped"].as_str() {
+        marks.push(format!("skipped: {reason}"));
+    }
+    if let Some(secs) = instant["jitter_secs"].as_i64() {
+        marks.push(format!("jitter +{secs}s"));
+    }
+    if marks.is_empty() {
+        Value::Null
+    } else {
+        Value::String(marks.join("; "))
     }
 }

@@ -88,8 +88,21 @@ pub enum Command {
     /// What became of each instant of the triggers (ran, skipped, missed…), default the
     /// last 24 hours and the next one.
     Ledger(instants::Span),
-    /// What will fire when (default the next 24 hours), instants a DST change moves marked.
+    /// What will fire when (default the next 24 hours), instants a DST change moves, a
+    /// calendar or maintenance window skips, or jitter delays marked.
     Forecast(instants::Span),
+    /// Pause the whole cluster: every job's instants are recorded skipped until resumed.
+    Pause {
+        /// Every job (required: the cluster pause covers them all).
+        #[arg(long, required = true)]
+        all: bool,
+    },
+    /// Resume the cluster after `pause --all`.
+    Resume {
+        /// Every job (required).
+        #[arg(long, required = true)]
+        all: bool,
+    },
     /// Namespaces: teams' shares of the cluster, with their quotas.
     #[command(subcommand)]
     Namespaces(teams::NamespacesCommand),

@@ -18,7 +18,8 @@ use crate::store::triggers::MissedInstants;
 pub enum Outcome {
     /// A run was made (its chain's latest state says how it went).
     Ran,
-    /// Not run on purpose: overlap policy, paused, misfire policy.
+    /// Not run on purpose: overlap policy, paused, misfire policy, a calendar, a
+    /// maintenance window.
     Skipped,
     /// Not run although due: no executor fired it in time, an outage.
     Missed,
@@ -90,7 +91,7 @@ fn entry(instant: DateTime<Utc>, records: &Records<'_>) -> Entry {
         .iter()
         .find(|m| m.first <= instant && instant <= m.last)
     {
-        let outcome = if misfire.reason == PAUSED_REASON {
+        let outcome = if crate::maintenance::is_deliberate(&misfire.reason) {
             Outcome::Skipped
         } else {
             Outcome::Missed

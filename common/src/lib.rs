@@ -13,6 +13,8 @@
 //! - [`schedule`]: cron (with seconds and a time zone), interval and one-shot instants.
 //! - [`capacity`]: the capacity forecast (demand of the coming hours against the live
 //!   executors), shared by the manager's API and the monitor's `capacity_shortfall` alert.
+//! - [`calendar`]: calendars of days a trigger skips or keeps to, and the iCalendar import.
+//! - [`maintenance`]: maintenance windows (skip or defer the instants they cover).
 //! - [`backoff`]: capped exponential backoff with full jitter, and a deadline-bounded retry.
 //! - [`lock`]: the Redis mutex and permit set (efficiency: contention stays cheap).
 //! - [`jobspec`]: typed, validated job definitions (shell, http, noop, sleep).
@@ -31,6 +33,7 @@ pub mod account;
 pub mod archive;
 pub mod backoff;
 pub mod capacity;
+pub mod calendar;
 pub mod cidr;
 pub mod cli;
 pub mod config;
@@ -42,6 +45,7 @@ pub mod json_path;
 pub mod labels;
 pub mod ledger;
 pub mod lock;
+pub mod maintenance;
 pub mod masked_url;
 pub mod masking;
 pub mod model;

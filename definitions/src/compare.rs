@@ -94,7 +94,13 @@ pub(crate) fn canonical(trigger: &Value) -> Vec<(String, Value)> {
                 .get(*field)
                 .filter(|v| !v.is_null())
                 .cloned()
-                .unwrap_or_else(|| trigger_default(field));
+                .unwrap_or_else(|| match *field {
+                    // A calendar is followed in `exclude` mode unless told otherwise.
+                    "calendar_mode" if trigger.get("calendar").is_some_and(|c| !c.is_null()) => {
+                        json!("exclude")
+                    }
+                    _ => trigger_default(field),
+                });
             ((*field).to_owned(), normalize_time(value))
         })
         .collect()

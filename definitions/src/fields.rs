@@ -65,6 +65,10 @@ pub(crate) const TRIGGER_FIELDS: &[&str] = &[
     "paused",
     "max_concurrency",
     "params",
+    "calendar",
+    "calendar_mode",
+    "jitter_secs",
+    "max_fires",
 ];
 
 /// The fields of a webhook trigger a definition carries besides [`TRIGGER_FIELDS`]

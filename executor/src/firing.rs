@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::attempt;
+use crate::holding;
 use crate::slot::Slot;
 use crate::{wakeup, Shared};
 
@@ -169,10 +170,16 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     // Instants up to the fire-ahead horizon are fired now and wait in the queue until
     // they come; lateness is judged as of the horizon.
     let horizon = now + TimeDelta::from_std(ahead).unwrap_or_default();
-    let plans: Vec<TriggerPlan> = due
+    let mut plans: Vec<TriggerPlan> = due
         .iter()
         .map(|due| plan_stored_trigger(&due.trigger, horizon))
         .collect();
+    // Calendars, maintenance windows and `max_fires` hold instants back (skipped).
+    let holds = holding::read(&mut tx, &due, horizon).await?;
+    let mut skipped = Vec::new();
+    for (due, plan) in due.iter().zip(plans.iter_mut()) {
+        skipped.extend(holds.apply(due, plan, horizon));
+    }
     // Unproven liveness (right after an outage): queue every run rather than start one
     // here that the start would stop at once, spending an attempt.
     let may_start_here = shared
@@ -183,7 +190,8 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     let mut ahead_of_time = Vec::new();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
-            let slot = if may_start_here && due.lock_free && *instant <= now {
+            // A jittered run waits for its delay in the queue.
+            let slot = if may_start_here && due.lock_free && due.jitter_secs.is_none() && *instant <= now {
                 Slot::try_take(shared)
             } else {
                 None
@@ -200,8 +208,11 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         }
     }
     let inserted = runs::insert_fired_runs(&mut tx, &fired, executor_id).await?;
+    ahead_of_time.extend(delay_jittered_runs(&mut tx, &due, &inserted).await?);
     let missed: Vec<MissedInstants> = plans.iter().filter_map(|plan| plan.missed.clone()).collect();
     triggers::record_misfires(&mut tx, &missed).await?;
+    triggers::record_misfires(&mut tx, &skipped).await?;
+    count_fires(&mut tx, &due, &plans).await?;
     let ids: Vec<i64> = due.iter().map(|due| due.trigger.id).collect();
     let nexts: Vec<Option<DateTime<Utc>>> = plans.iter().map(|plan| plan.next).collect();
     triggers::advance(&mut tx, &ids, &nexts, now).await?;
@@ -217,6 +228,10 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         tracing::info!(trigger.id = missed.trigger_id, job.id = missed.job_id, count = missed.count,
             policy = %missed.policy, reason = %missed.reason, "instants missed");
     }
+    for skipped in &skipped {
+        tracing::info!(trigger.id = skipped.trigger_id, job.id = skipped.job_id, count = skipped.count,
+            reason = %skipped.reason, "instants skipped");
+    }
     if probactr_common::telemetry::tracing_on() {
         trace_fires(&inserted);
     }
@@ -231,6 +246,58 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         runs,
         missed: missed.iter().map(|m| m.count).sum(),
     })
+}
+
+/// Delays the inserted runs of jittered triggers (see [`holding::jitter_of`]); returns
+/// the instants they become claimable at.
+async fn delay_jittered_runs(
+    conn: &mut sqlx::PgConnection,
+    due: &[triggers::DueTrigger],
+    inserted: &[Run],
+) -> Result<Vec<DateTime<Utc>>, StoreError> {
+    if due.iter().all(|due| due.jitter_secs.is_none()) {
+        return Ok(Vec::new());
+    }
+    let jittered: HashMap<i64, &triggers::DueTrigger> = due
+        .iter()
+        .filter(|due| due.jitter_secs.is_some())
+        .map(|due| (due.trigger.id, due))
+        .collect();
+    let mut ids = Vec::new();
+    let mut delays = Vec::new();
+    let mut claimable = Vec::new();
+    for run in inserted.iter().filter(|run| run.state == RunState::Queued) {
+        let Some(due) = run.trigger_id.and_then(|id| jittered.get(&id)) else {
+            continue;
+        };
+        let Some(delay) = holding::jitter_of(due, run.scheduled_at) else {
+            continue;
+        };
+        ids.push(run.id);
+        delays.push(delay.num_seconds());
+        claimable.push(run.scheduled_at + delay);
+    }
+    runs::delay_by_jitter(conn, &ids, &delays).await?;
+    Ok(claimable)
+}
+
+/// Counts the instants fired by the triggers that end after a number of them.
+async fn count_fires(
+    conn: &mut sqlx::PgConnection,
+    due: &[triggers::DueTrigger],
+    plans: &[TriggerPlan],
+) -> Result<(), StoreError> {
+    let mut ids = Vec::new();
+    let mut fired = Vec::new();
+    let mut last = Vec::new();
+    for (due, plan) in due.iter().zip(plans) {
+        if let (Some(_), Some(latest)) = (due.max_fires, plan.fire.last()) {
+            ids.push(due.trigger.id);
+            fired.push(plan.fire.len() as i64);
+            last.push(*latest);
+        }
+    }
+    triggers::count_fires(conn, &ids, &fired, &last).await
 }
 
 /// The fire of each inserted run: the root span of its trace, at its insertion.

@@ -5,7 +5,8 @@
 //! 1. keeps one PostgreSQL listener that wakes it when triggers change or runs are
 //!    queued ([`wakeup`]);
 //! 2. sleeps until the earliest `next_fire_at`, then fires due triggers in batches, one
-//!    transaction per batch, skipping rows other executors hold ([`firing`]);
+//!    transaction per batch, skipping rows other executors hold ([`firing`]), holding
+//!    back the instants calendars and maintenance windows skip ([`holding`]);
 //! 3. claims queued runs up to its capacity ([`claiming`]) and runs each as an attempt
 //!    ([`attempt`]): Redis lock or permit, fencing token, the job itself ([`job`]) with
 //!    lease renewal and a stop point, its output written as it prints ([`live_output`]),
@@ -29,6 +30,7 @@ pub mod checkpoint;
 pub mod claiming;
 pub mod firing;
 pub mod hardening;
+pub mod holding;
 pub mod inputs;
 pub mod job;
 pub mod job_cache;

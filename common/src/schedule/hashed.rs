@@ -93,7 +93,7 @@ fn resolve_item(rest: &str, (min, max): (u32, u32), hash: u64) -> Result<String,
 }
 
 /// SplitMix64 over the seed and the item's place: small, well spread, and fixed forever.
-fn mix(seed: u64, place: u64) -> u64 {
+pub(crate) fn mix(seed: u64, place: u64) -> u64 {
     let mut z = seed
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(place)

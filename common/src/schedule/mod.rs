@@ -128,6 +128,16 @@ pub fn hash_seed(job_id: i64) -> u64 {
     job_id as u64
 }
 
+/// The delay of an instant's run under `jitter_secs`: between 0 and `max_secs` whole
+/// seconds, taken from the trigger and the instant, so it is the same however often the
+/// instant is fired (a retried firing, a second executor) and differs from instant to
+/// instant and from trigger to trigger.
+pub fn jitter(trigger_id: i64, instant: DateTime<Utc>, max_secs: i32) -> TimeDelta {
+    let span = u64::try_from(max_secs).unwrap_or(0) + 1;
+    let hash = hashed::mix(trigger_id as u64, instant.timestamp_millis() as u64);
+    TimeDelta::seconds((hash % span) as i64)
+}
+
 /// The longest a zone's clock has ever jumped forward is a day (Pacific/Apia skipped
 /// 30 December 2011); a gap's pushed-forward instants lie at most this far after the
 /// moment its clock changed.

@@ -1242,3 +1242,15 @@ fn a_thousand_hashed_triggers_spread_over_the_hour_and_the_night() {
     );
     assert!(per_hour[8..].iter().all(|n| *n == 0), "{per_hour:?}");
 }
+
+#[test]
+fn jitter_stays_within_its_bound_is_fixed_per_instant_and_spreads() {
+    let base = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
+    let delays: Vec<i64> = (0..1000)
+        .map(|k| super::jitter(7, base + TimeDelta::minutes(k), 30).num_seconds())
+        .collect();
+    assert!(delays.iter().all(|d| (0..=30).contains(d)));
+    assert_eq!(super::jitter(7, base, 30), super::jitter(7, base, 30));
+    let distinct: std::collections::BTreeSet<i64> = delays.into_iter().collect();
+    assert_eq!(distinct.len(), 31, "every delay from 0 to 30 s occurs");
+}

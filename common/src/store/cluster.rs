@@ -106,8 +106,12 @@ pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError
     .await?;
     let missed_last_day = sqlx::query_scalar!(
         r#"SELECT coalesce(sum(instants), 0)::bigint AS "missed!" FROM misfires
-           WHERE recorded_at > now() - interval '1 day' AND reason <> $1"#,
-        crate::ledger::PAUSED_REASON
+           WHERE recorded_at > now() - interval '1 day' AND reason <> $1
+             -- Skipped on purpose (see `maintenance::is_deliberate`).
+             AND reason NOT LIKE $2::text || '%' AND reason NOT LIKE $3::text || '%'"#,
+        crate::ledger::PAUSED_REASON,
+        crate::calendar::CALENDAR_REASON_PREFIX,
+        crate::maintenance::MAINTENANCE_REASON_PREFIX
     )
     .fetch_one(db)
     .await?;

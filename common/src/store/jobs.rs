@@ -475,6 +475,30 @@ pub async fn names(
     .collect())
 }
 
+/// The name, namespace and executor selector of each of the given jobs (what a
+/// maintenance window's scope reads), by id.
+pub async fn scope_facts(
+    db: impl PgExecutor<'_>,
+    ids: &[i64],
+) -> Result<Vec<(i64, crate::maintenance::OwnedJobFacts)>, StoreError> {
+    Ok(sqlx::query!(
+        "SELECT id, name, namespace, selector FROM jobs WHERE id = ANY($1)",
+        ids
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| {
+        let facts = crate::maintenance::OwnedJobFacts {
+            name: row.name,
+            namespace: row.namespace,
+            selector: row.selector,
+        };
+        (row.id, facts)
+    })
+    .collect())
+}
+
 /// A job's child jobs: the jobs queued when one of its runs ends (the trigger
 /// `runs_advance` in the workflows migration queues them).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use sqlx::{PgConnection, PgExecutor};
 
 use super::StoreError;
 
+use crate::calendar::CalendarMode;
 use crate::model::{Misfire, Trigger, TriggerKind};
 use crate::schedule::{hash_seed, ScheduleError, TriggerSchedule};
 
@@ -177,6 +178,15 @@ pub struct DueTrigger {
     pub job_version: i64,
     /// The database's clock, which decides what is due.
     pub db_now: DateTime<Utc>,
+    /// Its calendar (`triggers.calendar_id`): only triggers that have one make the firing
+    /// read calendars.
+    pub calendar_id: Option<i64>,
+    /// Up to how many seconds each instant's run is delayed (fixed per instant).
+    pub jitter_secs: Option<i32>,
+    /// The instants after which it ends, and how many it has fired.
+    pub max_fires: Option<i64>,
+    /// Instants fired so far (counted only for triggers with `max_fires`).
+    pub fires: i64,
 }
 
 /// The due-trigger claim (`$1` batch, `$2` seconds of fire-ahead, `$3` the namespaces
@@ -287,6 +297,34 @@ pub async fn record_misfires(conn: &mut PgConnection, missed: &[MissedInstants])
         &missed.iter().map(|m| m.count).collect::<Vec<_>>(),
         &column(|m| m.policy.as_str().to_owned()),
         &column(|m| m.reason.clone())
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Counts the instants fired by triggers that end after a number of them (`max_fires`),
+/// `last` being the latest each fired: a trigger that reached its number ends there
+/// (its `end_at` becomes that instant, so no later one is ever due, missed or forecast).
+pub async fn count_fires(
+    conn: &mut PgConnection,
+    trigger_ids: &[i64],
+    fired: &[i64],
+    last: &[DateTime<Utc>],
+) -> Result<(), StoreError> {
+    if trigger_ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query!(
+        "UPDATE triggers SET fires = fires + counted.fired,
+                             end_at = CASE WHEN fires + counted.fired >= max_fires
+                                           THEN greatest(counted.last, start_at + interval '1 microsecond')
+                                           ELSE end_at END
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[]) AS counted (id, fired, last)
+         WHERE triggers.id = counted.id",
+        trigger_ids,
+        fired,
+        last
     )
     .execute(conn)
     .await?;
@@ -559,5 +597,70 @@ pub async fn set_params(
     sqlx::query!("UPDATE triggers SET params = $2 WHERE id = $1", id, params)
         .execute(db)
         .await?;
+    Ok(())
+}
+
+/// A trigger's settings beyond its schedule: its calendar, jitter and number of fires.
+/// Kept apart from [`Trigger`]: the firing reads them only for triggers that have them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Extras {
+    /// The calendar of its namespace it follows (None: none).
+    pub calendar: Option<String>,
+    /// Whether it skips the calendar's days (`exclude`) or fires on them only (`only`).
+    pub calendar_mode: Option<CalendarMode>,
+    /// Each instant's run waits a delay of up to this many seconds, fixed per instant.
+    pub jitter_secs: Option<i32>,
+    /// It ends after this many instants.
+    pub max_fires: Option<i64>,
+    /// The instants it has fired (counted when it has `max_fires`).
+    pub fires: i64,
+}
+
+/// The [`Extras`] of the given triggers, by id.
+pub async fn extras_of(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<(i64, Extras)>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT triggers.id AS "id!", calendars.name AS "calendar?", triggers.calendar_mode, triggers.jitter_secs,
+                  triggers.max_fires, triggers.fires AS "fires!"
+           FROM triggers LEFT JOIN calendars ON calendars.id = triggers.calendar_id
+           WHERE triggers.id = ANY ($1)"#,
+        ids
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let extras = Extras {
+                calendar: row.calendar,
+                calendar_mode: row.calendar_mode.and_then(|mode| mode.parse().ok()),
+                jitter_secs: row.jitter_secs,
+                max_fires: row.max_fires,
+                fires: row.fires,
+            };
+            (row.id, extras)
+        })
+        .collect())
+}
+
+/// Sets a trigger's extras: its calendar (by id, with its mode), jitter and `max_fires`.
+pub async fn set_extras(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    calendar: Option<(i64, CalendarMode)>,
+    jitter_secs: Option<i32>,
+    max_fires: Option<i64>,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "UPDATE triggers SET calendar_id = $2, calendar_mode = $3, jitter_secs = $4, max_fires = $5
+         WHERE id = $1",
+        id,
+        calendar.map(|(calendar_id, _)| calendar_id),
+        calendar.map(|(_, mode)| mode.as_str()),
+        jitter_secs,
+        max_fires
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }

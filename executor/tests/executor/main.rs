@@ -5,10 +5,12 @@
 //! and selectors, cordon and drain), [`namespaces`] quotas, dedicated executors and
 //! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools),
 //! [`overlap`] the overlap policies that act on a busy job (replace, buffer_one).
+//! [`holds`] what holds instants back (calendars, maintenance windows, jitter, max_fires).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod cluster;
 mod flow;
+mod holds;
 mod jobs;
 mod keys;
 mod namespaces;

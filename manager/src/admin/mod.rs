@@ -227,6 +227,8 @@ pub struct Scope {
     pub namespaces: Vec<String>,
     /// The one the pages are narrowed to.
     pub chosen: Option<String>,
+    /// The header's maintenance notes: each window open now, then the next to open.
+    pub maintenance: Vec<String>,
 }
 
 /// The cookie keeping the switcher's choice.
@@ -249,8 +251,49 @@ impl FromRequestParts<AppState> for AdminUser {
         };
         // A choice the user no longer sees is forgotten (it shows all they see).
         let chosen = chosen_namespace(&parts.headers).filter(|name| namespaces.contains(name));
-        Ok(AdminUser(principal, flash, Scope { namespaces, chosen }))
+        let maintenance = maintenance_notes(&crate::service::maintenance::outlook(&state.handles).await?);
+        Ok(AdminUser(
+            principal,
+            flash,
+            Scope {
+                namespaces,
+                chosen,
+                maintenance,
+            },
+        ))
     }
+}
+
+/// The header's lines about maintenance: the windows open now, and the next one.
+fn maintenance_notes(outlook: &crate::service::maintenance::Outlook) -> Vec<String> {
+    let until = |window: &probactr_common::maintenance::Window| {
+        window.until.map_or_else(
+            || "until resumed".to_owned(),
+            |until| format!("until {}", until.format("%Y-%m-%d %H:%M UTC")),
+        )
+    };
+    let mut notes: Vec<String> = outlook
+        .active
+        .iter()
+        .map(|window| {
+            format!(
+                "Maintenance now ({}, {}): {}",
+                window.policy.as_str(),
+                until(window),
+                window.reason_text()
+            )
+        })
+        .collect();
+    if let Some(next) = &outlook.next {
+        notes.push(format!(
+            "Next maintenance from {} ({}, {}): {}",
+            next.from.format("%Y-%m-%d %H:%M UTC"),
+            next.policy.as_str(),
+            until(next),
+            next.reason_text()
+        ));
+    }
+    notes
 }
 
 /// The switcher's choice a request's cookies carry.
@@ -363,6 +406,7 @@ impl AdminUser {
             flash => self.1,
             namespaces => self.2.namespaces,
             namespace => self.2.chosen,
+            maintenance => self.2.maintenance,
         }
     }
 }

@@ -179,7 +179,9 @@ async fn submit(
             draft: trigger_draft(form),
             ..PreviewRequest::default()
         };
-        triggers::preview(request).map(Some)
+        triggers::preview(&state.handles, &user.0, request)
+            .await
+            .map(Some)
     } else {
         save(state, user, job.id, trigger_id, form).await.map(|_| None)
     };

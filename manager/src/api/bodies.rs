@@ -554,3 +554,44 @@ pub struct PoolSlotsBody {
     /// Its rate, as in `POST`; null removes it.
     pub rate: Option<probactr_common::model::Rate>,
 }
+
+/// `POST /api/v1/calendars`, `PUT /api/v1/calendars/{name}` (without `name` and
+/// `namespace`).
+#[derive(Debug, ToSchema)]
+pub struct CalendarBody {
+    /// 1 to 63 lowercase letters, digits or `-`; its namespace's triggers follow it as
+    /// `calendar: NAME`.
+    pub name: String,
+    /// Its namespace (default `default`).
+    pub namespace: Option<String>,
+    /// The IANA zone its days are read in (default UTC).
+    pub timezone: Option<String>,
+    /// Single dates, `YYYY-MM-DD`.
+    pub dates: Option<Vec<String>>,
+    /// Inclusive ranges, `{"from": "2026-12-24", "to": "2026-12-26"}`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub ranges: Option<Vec<serde_json::Value>>,
+    /// Weekdays: `mon`, `tue`, `wed`, `thu`, `fri`, `sat`, `sun`.
+    pub weekdays: Option<Vec<String>>,
+    /// An iCalendar file (`BEGIN:VCALENDAR` …): each event's `DTSTART` date joins the dates.
+    pub ical: Option<String>,
+}
+
+/// `POST /api/v1/maintenance`.
+#[derive(Debug, ToSchema)]
+pub struct MaintenanceBody {
+    /// Its start (RFC 3339; default now).
+    pub from: Option<String>,
+    /// Its end (exclusive; null or absent: until deleted). Required for `defer`.
+    pub until: Option<String>,
+    /// `{"all": true}`, `{"jobs": ["name", …]}` or `{"selector": {"label": "value"}}`.
+    #[schema(value_type = Object)]
+    pub scope: serde_json::Value,
+    /// `skip` (the default: covered instants are recorded skipped) or `defer` (each
+    /// affected trigger fires once when the window ends).
+    pub policy: Option<String>,
+    /// Why; shown in the reason of each instant it covers.
+    pub reason: Option<String>,
+    /// Stop the runs running now in its scope (each with its job's grace).
+    pub stop_running: Option<bool>,
+}

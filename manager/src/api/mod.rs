@@ -8,6 +8,7 @@
 mod alerts;
 mod auth;
 pub mod bodies;
+mod calendars;
 mod capacity;
 mod cluster;
 mod dashboard;
@@ -17,6 +18,7 @@ mod hooks;
 mod job_versions;
 mod jobs;
 mod ledger;
+mod maintenance;
 mod namespaces;
 pub mod openapi;
 mod pools;
@@ -96,6 +98,12 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(secrets::rotate))
         .routes(routes!(pools::list, pools::create))
         .routes(routes!(pools::get, pools::update, pools::delete))
+        .routes(routes!(calendars::list, calendars::create))
+        .routes(routes!(calendars::get, calendars::replace, calendars::delete))
+        .routes(routes!(maintenance::list, maintenance::create))
+        .routes(routes!(maintenance::delete))
+        .routes(routes!(maintenance::pause_cluster))
+        .routes(routes!(maintenance::resume_cluster))
         .routes(routes!(alerts::list_channels, alerts::create_channel))
         .routes(routes!(
             alerts::get_channel,

@@ -42,6 +42,14 @@ pub fn skeleton() -> OpenApi {
             "Scarce things jobs share: a pool's slots bound its jobs' runs at once",
         ),
         (
+            "calendars",
+            "Named sets of days a namespace's triggers skip or keep to",
+        ),
+        (
+            "maintenance",
+            "Windows in which instants are skipped or deferred; the cluster pause",
+        ),
+        (
             "operations",
             "Health, readiness and metrics, without authentication",
         ),

@@ -173,7 +173,8 @@ async fn paused(
     Ok(Tagged(triggers::view(&state.handles, trigger).await?))
 }
 
-/// The next instants of a trigger definition, without saving anything.
+/// The next instants of a trigger definition, without saving anything; those its
+/// calendar or a maintenance window hold back are listed in `skipped`.
 #[utoipa::path(post, path = "/schedule/preview", operation_id = "preview_schedule", tag = "triggers",
     request_body = PreviewBody,
     responses(
@@ -181,8 +182,14 @@ async fn paused(
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
-pub async fn preview(_who: Principal, ApiJson(body): ApiJson<Value>) -> Result<Json<Preview>, ApiError> {
-    Ok(Json(triggers::preview(PreviewRequest::from_json(body))?))
+pub async fn preview(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<Preview>, ApiError> {
+    Ok(Json(
+        triggers::preview(&state.handles, &who, PreviewRequest::from_json(body)).await?,
+    ))
 }
 
 /// Give a webhook trigger a new URL: the previous one stops working at once; the new one

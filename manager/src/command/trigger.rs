@@ -1,9 +1,10 @@
 //! Creating a trigger ([`TriggerDraft`]) and editing one ([`TriggerPatch`]).
 
 use chrono::{DateTime, Utc};
+use probactr_common::calendar::CalendarMode;
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
 use probactr_common::schedule::{self, CronSpec, TriggerSchedule};
-use probactr_common::store::triggers::NewTrigger;
+use probactr_common::store::triggers::{Extras, NewTrigger};
 use probactr_common::{params_schema, secrets};
 use serde_json::Value;
 
@@ -42,6 +43,8 @@ pub struct TriggerDraft {
     pub params: Option<Value>,
     /// The webhook settings (kind webhook only).
     pub webhook: WebhookDraft,
+    /// Calendar, jitter and number of fires.
+    pub extras: ExtrasDraft,
     /// Problems met while reading, by field.
     pub problems: FieldErrors,
 }
@@ -127,6 +130,91 @@ pub struct Definition {
     pub params: Option<Value>,
     /// The webhook settings as given (a webhook trigger's; empty for the other kinds).
     pub webhook: WebhookDraft,
+    /// Calendar, jitter and number of fires as given, checked.
+    pub extras: ExtrasDraft,
+}
+
+/// A trigger's calendar, jitter and number of fires as given (absent: the default on a
+/// create, unchanged on an edit; null: none).
+#[derive(Debug, Clone, Default)]
+pub struct ExtrasDraft {
+    /// The name of a calendar of the job's namespace.
+    pub calendar: Given<String>,
+    /// exclude (the default) or only.
+    pub calendar_mode: Given<CalendarMode>,
+    /// Up to how many seconds each instant's run is delayed.
+    pub jitter_secs: Given<i64>,
+    /// The instants after which the trigger ends.
+    pub max_fires: Given<i64>,
+}
+
+/// The most seconds of jitter (a day).
+pub const MAX_JITTER_SECS: i64 = 86_400;
+
+impl ExtrasDraft {
+    fn read(input: &mut Input) -> ExtrasDraft {
+        ExtrasDraft {
+            calendar: input.text("calendar"),
+            calendar_mode: input.choice("calendar_mode"),
+            jitter_secs: input.int("jitter_secs", i64::MIN, i64::MAX),
+            max_fires: input.int("max_fires", i64::MIN, i64::MAX),
+        }
+    }
+
+    fn check(self, checks: &mut Checks) -> ExtrasDraft {
+        let jitter_secs = checks.within_given("jitter_secs", self.jitter_secs, 1, MAX_JITTER_SECS);
+        let max_fires = checks.within_given("max_fires", self.max_fires, 1, i64::MAX);
+        if matches!(self.calendar_mode, Some(None)) {
+            checks.error("calendar_mode", "must not be null: exclude or only");
+        }
+        ExtrasDraft {
+            calendar: self.calendar,
+            calendar_mode: self.calendar_mode,
+            jitter_secs,
+            max_fires,
+        }
+    }
+
+    /// The extras over `base` (the stored ones of an edit, the defaults of a create):
+    /// the calendar by name with its mode, the jitter and `max_fires`; else the field at
+    /// fault (a mode without a calendar).
+    pub fn over(
+        &self,
+        base: &Extras,
+    ) -> Result<(Option<(String, CalendarMode)>, Option<i32>, Option<i64>), ApiError> {
+        let calendar = match &self.calendar {
+            Some(name) => name.clone(),
+            None => base.calendar.clone(),
+        };
+        let mode = self.calendar_mode.flatten().or(base.calendar_mode);
+        let calendar = match (calendar, mode) {
+            (Some(name), mode) => Some((name, mode.unwrap_or(CalendarMode::Exclude))),
+            (None, Some(_)) if self.calendar_mode.is_some() => {
+                return Err(ApiError::field(
+                    "calendar_mode",
+                    "needs a calendar (give calendar: NAME)",
+                ))
+            }
+            (None, _) => None,
+        };
+        let jitter = match self.jitter_secs {
+            Some(given) => given.map(|secs| secs as i32),
+            None => base.jitter_secs,
+        };
+        let max_fires = match self.max_fires {
+            Some(given) => given,
+            None => base.max_fires,
+        };
+        Ok((calendar, jitter, max_fires))
+    }
+
+    /// Whether anything was given.
+    pub fn given(&self) -> bool {
+        self.calendar.is_some()
+            || self.calendar_mode.is_some()
+            || self.jitter_secs.is_some()
+            || self.max_fires.is_some()
+    }
 }
 
 impl TriggerDraft {
@@ -154,6 +242,7 @@ impl TriggerDraft {
             max_concurrency: input.int("max_concurrency", i64::MIN, i64::MAX),
             params: input.raw("params"),
             webhook: WebhookDraft::read(input),
+            extras: ExtrasDraft::read(input),
             problems: FieldErrors::new(),
         }
     }
@@ -264,6 +353,7 @@ impl TriggerDraft {
             }
             given => given,
         };
+        let extras = self.extras.check(checks);
         if kind.is_none() || checks.failed() {
             return None;
         }
@@ -280,6 +370,7 @@ impl TriggerDraft {
             schedule,
             params,
             webhook: self.webhook,
+            extras,
         })
     }
 }

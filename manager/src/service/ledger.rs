@@ -3,14 +3,18 @@
 
 use chrono::{DateTime, LocalResult, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
+use probactr_common::calendar::CalendarRule;
 use probactr_common::ledger::{self, Ledger, LedgerError, Outcome};
+use probactr_common::maintenance::{self, OwnedJobFacts, Window};
 use probactr_common::model::Trigger;
 use probactr_common::schedule::{CronSpec, Schedule, TriggerSchedule};
 use probactr_common::store::audit::Change;
 use probactr_common::store::backfills::{self, Backfill};
+use probactr_common::store::triggers::Extras;
 use probactr_common::store::{self};
 use serde::Serialize;
 use serde_json::json;
+use std::collections::HashMap;
 
 use super::Handles;
 use crate::auth::Principal;
@@ -188,6 +192,13 @@ pub struct Forecast {
     /// moved this instant from where the written text alone would put it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_cron: Option<String>,
+    /// Set when the instant will not run: why (a maintenance window covers it, its
+    /// trigger's calendar excludes it); it will be recorded skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Set when the trigger has `jitter_secs`: the seconds this instant's run waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_secs: Option<i64>,
 }
 
 /// The forecast and whether it was cut at its bound.
@@ -210,14 +221,15 @@ pub async fn forecast(
     if to <= from {
         return Err(ApiError::field("to", "must be later than from"));
     }
-    let names: std::collections::HashMap<i64, String> =
-        store::jobs::names(&handles.pool, who.access.visible().as_deref())
-            .await?
-            .into_iter()
-            .collect();
+    let names: HashMap<i64, String> = store::jobs::names(&handles.pool, who.access.visible().as_deref())
+        .await?
+        .into_iter()
+        .collect();
     let mut items = Vec::new();
     let mut truncated = false;
-    for watched in store::triggers::watched(&handles.pool).await? {
+    let watched = store::triggers::watched(&handles.pool).await?;
+    let holds = Holds::read(handles, &watched, from, to).await?;
+    for watched in watched {
         let trigger = watched.trigger;
         // Only the jobs the caller sees (names holds exactly those).
         if job_id.is_some_and(|job| job != trigger.job_id) || !names.contains_key(&trigger.job_id) {
@@ -251,6 +263,10 @@ pub async fn forecast(
                     _ => None,
                 },
                 resolved_cron: resolved_cron.clone(),
+                skipped: holds.reason(&trigger, instant),
+                jitter_secs: holds
+                    .jitter(trigger.id)
+                    .map(|max| probactr_common::schedule::jitter(trigger.id, instant, max).num_seconds()),
             });
         }
     }
@@ -258,6 +274,58 @@ pub async fn forecast(
     truncated |= items.len() > MAX_FORECAST;
     items.truncate(MAX_FORECAST);
     Ok(ForecastAnswer { items, truncated })
+}
+
+/// What holds the forecast's instants back, and the jitter that moves them.
+struct Holds {
+    rules: HashMap<i64, CalendarRule>,
+    extras: HashMap<i64, Extras>,
+    windows: Vec<Window>,
+    jobs: HashMap<i64, OwnedJobFacts>,
+}
+
+impl Holds {
+    async fn read(
+        handles: &Handles,
+        watched: &[store::triggers::Watched],
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Holds, ApiError> {
+        let ids: Vec<i64> = watched.iter().map(|w| w.trigger.id).collect();
+        let rules = store::calendars::rules_of(&handles.pool, &ids)
+            .await?
+            .into_iter()
+            .collect();
+        let extras = store::triggers::extras_of(&handles.pool, &ids)
+            .await?
+            .into_iter()
+            .collect();
+        let windows = store::maintenance::overlapping(&handles.pool, from, to).await?;
+        let jobs = if windows.iter().any(Window::needs_job_facts) {
+            let job_ids: Vec<i64> = watched.iter().map(|w| w.trigger.job_id).collect();
+            store::jobs::scope_facts(&handles.pool, &job_ids)
+                .await?
+                .into_iter()
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        Ok(Holds {
+            rules,
+            extras,
+            windows,
+            jobs,
+        })
+    }
+
+    fn reason(&self, trigger: &Trigger, instant: DateTime<Utc>) -> Option<String> {
+        let job = self.jobs.get(&trigger.job_id).map(OwnedJobFacts::facts);
+        maintenance::held(instant, job, &self.windows, self.rules.get(&trigger.id)).map(|held| held.reason())
+    }
+
+    fn jitter(&self, trigger_id: i64) -> Option<i32> {
+        self.extras.get(&trigger_id).and_then(|extras| extras.jitter_secs)
+    }
 }
 
 /// How a DST change moves a cron instant (see [`Forecast::dst`]).

@@ -5,6 +5,7 @@
 //! answers with an [`crate::error::ApiError`] the two front ends render their own way.
 
 pub mod alerts;
+pub mod calendars;
 pub mod capacity;
 pub mod cluster;
 pub mod dashboard;
@@ -12,6 +13,7 @@ pub mod definitions;
 pub mod job_versions;
 pub mod jobs;
 pub mod ledger;
+pub mod maintenance;
 pub mod namespaces;
 pub mod pools;
 pub mod resume;

@@ -220,7 +220,7 @@ pub async fn delete(handles: &Handles, who: &Principal, namespace: &str, name: &
 }
 
 /// A pool's name: like a namespace's (lowercase letters, digits, inner `-`, 1 to 63).
-fn is_valid_name(name: &str) -> bool {
+pub(crate) fn is_valid_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-';
     let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();

@@ -3,10 +3,13 @@
 //! Every write wakes the executors through the database's NOTIFY trigger.
 
 use chrono::{DateTime, Utc};
+use probactr_common::calendar::{CalendarMode, CalendarRule};
+use probactr_common::maintenance::{self, JobFacts};
 use probactr_common::model::{JobMode, Trigger, TriggerKind};
 use probactr_common::schedule::Schedule;
 use probactr_common::store::audit::Change;
 use probactr_common::store::trigger_webhooks::Webhook;
+use probactr_common::store::triggers::Extras;
 use probactr_common::store::{self, triggers::CreateTriggerError};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -18,7 +21,7 @@ use super::snapshot;
 use super::webhooks::HookUrl;
 use super::Handles;
 use crate::auth::Principal;
-use crate::command::trigger::{checked_params, Definition, PreviewRequest};
+use crate::command::trigger::{checked_params, Definition, ExtrasDraft, PreviewRequest};
 use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::ApiError;
 use probactr_common::params_schema::masked;
@@ -46,6 +49,9 @@ pub struct TriggerView {
     /// shown again (`POST /api/v1/triggers/{id}/rotate-token` makes a new one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook_url: Option<HookUrl>,
+    /// Its calendar, jitter and number of fires.
+    #[serde(flatten)]
+    pub extras: Extras,
 }
 
 /// A trigger just created, with the token of its URL when it is a webhook.
@@ -77,6 +83,10 @@ pub async fn with_params_from(
         .filter(|trigger| trigger.kind == TriggerKind::Webhook)
         .map(|trigger| trigger.id)
         .collect();
+    let mut extras: HashMap<i64, Extras> = store::triggers::extras_of(&mut *db, &ids)
+        .await?
+        .into_iter()
+        .collect();
     let mut hooks: HashMap<i64, Webhook> = HashMap::new();
     if !hook_ids.is_empty() {
         hooks.extend(
@@ -92,6 +102,7 @@ pub async fn with_params_from(
             params: params.get(&trigger.id).map(masked).unwrap_or_else(|| json!({})),
             webhook: hooks.remove(&trigger.id),
             webhook_url: None,
+            extras: extras.remove(&trigger.id).unwrap_or_default(),
             trigger,
         })
         .collect())
@@ -172,6 +183,7 @@ pub async fn create_in(
         trigger,
         params,
         webhook,
+        extras,
         ..
     } = draft.definition(None, Utc::now(), job_id)?;
     // A webhook's runs get their parameters from each delivery, checked then.
@@ -196,6 +208,16 @@ pub async fn create_in(
         })?;
     if let Some(params) = &params {
         store::triggers::set_params(&mut *conn, created.id, params).await?;
+    }
+    if extras.given() {
+        set_extras(
+            &mut *conn,
+            created.id,
+            &job.namespace,
+            &extras,
+            &Extras::default(),
+        )
+        .await?;
     }
     let webhook_token = match created.kind {
         TriggerKind::Webhook => {
@@ -253,6 +275,7 @@ pub async fn update_in(
             schedule: next,
             params,
             webhook,
+            extras,
         },
     ) = patch.definition(&before)?;
     if version != before.version {
@@ -278,6 +301,14 @@ pub async fn update_in(
         store::triggers::set_params(&mut *tx, id, params).await?;
     }
     super::webhooks::update_in(&mut *tx, keys, id, &webhook).await?;
+    if extras.given() {
+        let stored = store::triggers::extras_of(&mut *tx, &[id])
+            .await?
+            .pop()
+            .map(|(_, extras)| extras)
+            .unwrap_or_default();
+        set_extras(&mut *tx, id, &namespace, &extras, &stored).await?;
+    }
     let change = Change {
         action: "trigger.update",
         object_type: "trigger",
@@ -287,6 +318,35 @@ pub async fn update_in(
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     Ok(after)
+}
+
+/// Sets a trigger's calendar (a calendar of `namespace`, by name), jitter and
+/// `max_fires` as `draft` lays them over `stored`; 422 naming `calendar` when the
+/// namespace has no such calendar.
+async fn set_extras(
+    conn: &mut PgConnection,
+    id: i64,
+    namespace: &str,
+    draft: &ExtrasDraft,
+    stored: &Extras,
+) -> Result<(), ApiError> {
+    let (calendar, jitter_secs, max_fires) = draft.over(stored)?;
+    let calendar = match calendar {
+        Some((name, mode)) => {
+            let found = store::calendars::get(&mut *conn, namespace, &name)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "calendar",
+                        format!("namespace {namespace} has no calendar {name}"),
+                    )
+                })?;
+            Some((found.id, mode))
+        }
+        None => None,
+    };
+    store::triggers::set_extras(&mut *conn, id, calendar, jitter_secs, max_fires).await?;
+    Ok(())
 }
 
 /// Deletes a trigger (its runs stay).
@@ -368,12 +428,31 @@ pub struct Preview {
     /// (absent when the cron holds no `H`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_cron: Option<String>,
+    /// The instants among them that will not run, and why (the calendar excludes them,
+    /// a maintenance window covers them); absent when every one runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedInstant>,
+}
+
+/// An instant that will be recorded skipped.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SkippedInstant {
+    /// The instant.
+    pub instant: DateTime<Utc>,
+    /// Why.
+    pub reason: String,
 }
 
 /// The next instants of a definition: up to `count` (default [`DEFAULT_PREVIEW`]) from
-/// `after` (default now).
-pub fn preview(request: PreviewRequest) -> Result<Preview, ApiError> {
-    let (count, after, Definition { schedule, .. }) = request.definition(DEFAULT_PREVIEW, MAX_PREVIEW)?;
+/// `after` (default now), with those its calendar or a maintenance window hold back.
+pub async fn preview(
+    handles: &Handles,
+    who: &Principal,
+    request: PreviewRequest,
+) -> Result<Preview, ApiError> {
+    let job_id = request.job_id.flatten();
+    let (count, after, Definition { schedule, extras, .. }) =
+        request.definition(DEFAULT_PREVIEW, MAX_PREVIEW)?;
     let resolved_cron = match &schedule.schedule {
         Schedule::Cron(spec) => spec.resolved_expression(),
         _ => None,
@@ -385,8 +464,67 @@ pub fn preview(request: PreviewRequest) -> Result<Preview, ApiError> {
     if let Some(first) = first {
         instants.extend(schedule.upcoming(first, count.saturating_sub(1)));
     }
+    let skipped = skipped_of(handles, who, job_id, &extras, &instants).await?;
     Ok(Preview {
         instants,
         resolved_cron,
+        skipped,
     })
+}
+
+/// The previewed instants held back: by the calendar named (of the job's namespace) and
+/// by the maintenance windows over the job.
+async fn skipped_of(
+    handles: &Handles,
+    who: &Principal,
+    job_id: Option<i64>,
+    extras: &ExtrasDraft,
+    instants: &[DateTime<Utc>],
+) -> Result<Vec<SkippedInstant>, ApiError> {
+    let (Some(first), Some(last)) = (instants.first(), instants.last()) else {
+        return Ok(Vec::new());
+    };
+    let job = match job_id {
+        Some(id) => Some(super::jobs::visible(&mut *handles.pool.acquire().await?, who, id, false).await?),
+        None => None,
+    };
+    let rule = match (extras.calendar.clone().flatten(), &job) {
+        (Some(name), Some(job)) => {
+            let stored = store::calendars::get(&handles.pool, &job.namespace, &name)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "calendar",
+                        format!("namespace {} has no calendar {name}", job.namespace),
+                    )
+                })?;
+            let calendar = stored
+                .calendar()
+                .map_err(|err| ApiError::field("calendar", err.to_string()))?;
+            let mode = extras.calendar_mode.flatten().unwrap_or(CalendarMode::Exclude);
+            Some(CalendarRule { calendar, mode })
+        }
+        (Some(_), None) => {
+            return Err(ApiError::field(
+                "job_id",
+                "required to preview a calendar: it names the namespace",
+            ))
+        }
+        (None, _) => None,
+    };
+    let windows = store::maintenance::overlapping(&handles.pool, *first, *last).await?;
+    let facts = job.as_ref().map(|job| JobFacts {
+        name: &job.name,
+        namespace: &job.namespace,
+        selector: &job.selector,
+    });
+    Ok(instants
+        .iter()
+        .filter_map(|instant| {
+            maintenance::held(*instant, facts, &windows, rule.as_ref()).map(|held| SkippedInstant {
+                instant: *instant,
+                reason: held.reason(),
+            })
+        })
+        .collect())
 }

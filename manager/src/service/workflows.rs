@@ -462,7 +462,18 @@ pub async fn create_trigger_in(
 ) -> Result<WorkflowTrigger, ApiError> {
     let workflow = visible(conn, who, workflow_id).await?;
     who.require_operator(&workflow.namespace, "create workflow triggers")?;
-    let Definition { trigger, params, .. } = draft.definition(None, Utc::now(), workflow_id)?;
+    let Definition {
+        trigger,
+        params,
+        extras,
+        ..
+    } = draft.definition(None, Utc::now(), workflow_id)?;
+    if extras.given() {
+        return Err(ApiError::field(
+            "calendar",
+            "calendar, calendar_mode, jitter_secs and max_fires apply to job triggers only",
+        ));
+    }
     if trigger.max_concurrency.is_some() {
         return Err(ApiError::field(
             "max_concurrency",

@@ -38,6 +38,7 @@ mod admin;
 mod alerts;
 mod apply;
 mod archive;
+mod calendars;
 mod concurrency;
 mod dashboard;
 mod end_to_end;

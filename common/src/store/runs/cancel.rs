@@ -71,3 +71,27 @@ pub async fn live_of_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<i64
             .await?,
     )
 }
+
+/// The running runs, each with what a maintenance window's scope reads of its job (a
+/// window that stops running runs picks those in its scope).
+pub async fn running_with_jobs(
+    db: impl PgExecutor<'_>,
+) -> Result<Vec<(i64, crate::maintenance::OwnedJobFacts)>, StoreError> {
+    Ok(sqlx::query!(
+        "SELECT runs.id, jobs.name, jobs.namespace, jobs.selector
+         FROM runs_live AS runs JOIN jobs ON jobs.id = runs.job_id
+         WHERE runs.state = 'running'"
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|row| {
+        let facts = crate::maintenance::OwnedJobFacts {
+            name: row.name,
+            namespace: row.namespace,
+            selector: row.selector,
+        };
+        (row.id, facts)
+    })
+    .collect())
+}

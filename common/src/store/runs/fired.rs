@@ -133,3 +133,27 @@ async fn insert_fanned_out_runs(conn: &mut PgConnection, fanned: &FannedOut) -> 
     .fetch_all(conn)
     .await?)
 }
+
+/// Delays queued first attempts by their trigger's jitter: each becomes claimable at its
+/// instant plus its delay, and says so in its reason (so the run records its jitter).
+pub async fn delay_by_jitter(
+    conn: &mut PgConnection,
+    run_ids: &[i64],
+    delay_secs: &[i64],
+) -> Result<(), StoreError> {
+    if run_ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query!(
+        "UPDATE runs_live SET available_at = greatest(runs_live.available_at,
+                                                      runs_live.scheduled_at + make_interval(secs => delayed.secs)),
+                              reason = format('jitter: +%ss', delayed.secs)
+         FROM UNNEST($1::bigint[], $2::bigint[]) AS delayed (id, secs)
+         WHERE runs_live.id = delayed.id AND runs_live.state = 'queued'",
+        run_ids,
+        delay_secs
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -39,8 +39,10 @@ pub fn trigger_draft(form: &FormData) -> TriggerDraft {
         paused: Some(Some(form.checked("paused"))),
         max_concurrency: form.whole_or_null("max_concurrency", &mut problems),
         params: form.json_object("params", &mut problems),
-        // The webhook settings are given through the API or definitions.
+        // The webhook settings, the calendar, jitter and max_fires are given through the
+        // API or definitions.
         webhook: Default::default(),
+        extras: Default::default(),
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

@@ -2,7 +2,9 @@
 --
 -- Instants that passed while a trigger or its job was paused are recorded as misfires
 -- with the reason 'paused' when it is resumed (the ledger shows them skipped). Pausing
--- is deliberate: they raise no `fire_missed` alert.
+-- is deliberate: they raise no `fire_missed` alert; nor do the instants a calendar or a
+-- maintenance window skips (reasons 'calendar …', 'maintenance…': see
+-- `maintenance::is_deliberate` in the common crate).
 CREATE OR REPLACE FUNCTION probactr_alert_misfires() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM alert_rules WHERE enabled) THEN
@@ -14,7 +16,8 @@ BEGIN
                               'last_instant', missed.last_instant, 'policy', missed.policy,
                               'reason', missed.reason)
     FROM inserted AS missed
-    WHERE missed.reason <> 'paused';
+    WHERE missed.reason <> 'paused' AND missed.reason NOT LIKE 'calendar %'
+      AND missed.reason NOT LIKE 'maintenance%';
     RETURN NULL;
 END $$;
 

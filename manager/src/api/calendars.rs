@@ -1,0 +1,172 @@
+//! `/api/v1/calendars`: a namespace's named sets of days that its triggers skip
+//! (`calendar_mode: exclude`) or keep to (`only`).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::NaiveDate;
+use probactr_common::calendar::{DateRange, Days};
+use probactr_common::store::calendars::StoredCalendar;
+use probactr_common::store::namespaces::DEFAULT;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::bodies::CalendarBody;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::input::{ApiJson, Input, QueryParams};
+use crate::service::calendars::{self, CalendarDraft};
+use crate::service::Paged;
+use crate::state::AppState;
+
+/// Every calendar the caller sees.
+#[utoipa::path(get, path = "/calendars", operation_id = "list_calendars", tag = "calendars",
+    params(("namespace" = Option<String>, Query, description = "Only this namespace's calendars (default: every namespace the caller sees)")),
+    responses(
+        (status = OK, description = "The calendars", body = Paged<StoredCalendar>),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    query: QueryParams,
+) -> Result<Json<Paged<StoredCalendar>>, ApiError> {
+    let items = calendars::list(&state.handles, &who, query.text("namespace")).await?;
+    let total = items.len() as i64;
+    Ok(Json(Paged { items, total }))
+}
+
+/// Create a calendar (admins of its namespace).
+#[utoipa::path(post, path = "/calendars", operation_id = "create_calendar", tag = "calendars",
+    request_body = CalendarBody,
+    responses(
+        (status = CREATED, description = "Created", body = StoredCalendar),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = CONFLICT, description = "The namespace already has a calendar so named", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn create(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<StoredCalendar>), ApiError> {
+    let mut input = Input::new(body)?;
+    let name = input.text("name");
+    let name = input.required("name", name).unwrap_or_default();
+    let namespace = input
+        .text("namespace")
+        .flatten()
+        .unwrap_or_else(|| DEFAULT.to_owned());
+    let draft = read_draft(input)?;
+    let calendar = calendars::create(&state.handles, &who, &namespace, &name, draft).await?;
+    Ok((StatusCode::CREATED, Json(calendar)))
+}
+
+/// A calendar.
+#[utoipa::path(get, path = "/calendars/{name}", operation_id = "get_calendar", tag = "calendars",
+    params(("name" = String, Path, description = "The calendar"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
+    responses(
+        (status = OK, description = "The calendar", body = StoredCalendar),
+        (status = NOT_FOUND, description = "No such calendar", body = ErrorBody),
+        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn get(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    query: QueryParams,
+) -> Result<Json<StoredCalendar>, ApiError> {
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    Ok(Json(
+        calendars::get(&state.handles, &who, namespace, &name).await?,
+    ))
+}
+
+/// Replace a calendar's zone and days (admins of its namespace); its triggers follow the
+/// new days from their next firing on.
+#[utoipa::path(put, path = "/calendars/{name}", operation_id = "replace_calendar", tag = "calendars",
+    params(("name" = String, Path, description = "The calendar"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
+    request_body = CalendarBody,
+    responses(
+        (status = OK, description = "The calendar", body = StoredCalendar),
+        (status = NOT_FOUND, description = "No such calendar", body = ErrorBody),
+        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn replace(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    query: QueryParams,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<StoredCalendar>, ApiError> {
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let mut input = Input::new(body)?;
+    // The name and namespace are the path's; they may be repeated, not changed.
+    let _ = input.raw("name");
+    let _ = input.raw("namespace");
+    let draft = read_draft(input)?;
+    Ok(Json(
+        calendars::replace(&state.handles, &who, namespace, &name, draft).await?,
+    ))
+}
+
+/// Delete a calendar (admins of its namespace); 409 naming the triggers that follow it.
+#[utoipa::path(delete, path = "/calendars/{name}", operation_id = "delete_calendar", tag = "calendars",
+    params(("name" = String, Path, description = "The calendar"),
+           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
+    responses(
+        (status = NO_CONTENT, description = "Deleted"),
+        (status = NOT_FOUND, description = "No such calendar", body = ErrorBody),
+        (status = CONFLICT, description = "Triggers follow it (named)", body = ErrorBody),
+        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+    query: QueryParams,
+) -> Result<StatusCode, ApiError> {
+    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    calendars::delete(&state.handles, &who, namespace, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The zone, days and iCalendar file of a calendar body; every bad field named.
+fn read_draft(mut input: Input) -> Result<CalendarDraft, ApiError> {
+    let timezone = input
+        .text("timezone")
+        .flatten()
+        .unwrap_or_else(|| "UTC".to_owned());
+    let dates: Vec<NaiveDate> = list_of(&mut input, "dates", "a list of dates (YYYY-MM-DD)");
+    let ranges: Vec<DateRange> = list_of(
+        &mut input,
+        "ranges",
+        "a list of {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"}",
+    );
+    let weekdays: Vec<String> = list_of(&mut input, "weekdays", "a list of weekdays (mon … sun)");
+    let ical = input.text("ical").flatten();
+    input.finish()?;
+    Ok(CalendarDraft {
+        timezone,
+        days: Days {
+            dates: dates.into_iter().collect(),
+            ranges,
+            weekdays: weekdays.into_iter().map(|day| day.to_ascii_lowercase()).collect(),
+        },
+        ical,
+    })
+}
+
+/// A list field read as `T`s (absent or null: empty); a bad one is a field error.
+fn list_of<T: DeserializeOwned>(input: &mut Input, key: &str, expected: &str) -> Vec<T> {
+    match input.raw(key) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(value) => serde_json::from_value(value).unwrap_or_else(|_| {
+            input.error(key, format!("must be {expected}"));
+            Vec::new()
+        }),
+    }
+}

@@ -161,6 +161,18 @@ BEGIN
 END $$;
 
 --
+-- Name: probactr_job_rate_window(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_job_rate_window() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO job_rate_windows (job_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: probactr_job_stats_add(bigint[], bigint[], text[], timestamp with time zone[], timestamp with time zone[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -463,6 +475,39 @@ BEGIN
         UPDATE pools SET used = used - OLD.quota_pool_slots WHERE id = OLD.quota_pool;
     END IF;
     RETURN NULL;
+END $$;
+
+--
+-- Name: probactr_rate_room(jsonb, timestamp with time zone[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_rate_room(rate jsonb, starts timestamp with time zone[]) RETURNS integer
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT greatest(0, (rate ->> 'limit')::int - (
+        SELECT count(*)::int FROM unnest(starts) AS started
+        WHERE started > now() - make_interval(secs => (rate ->> 'per_secs')::int)))
+$$;
+
+--
+-- Name: probactr_rate_stamp(jsonb, timestamp with time zone[], bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_rate_stamp(rate jsonb, starts timestamp with time zone[], taken bigint) RETURNS timestamp with time zone[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    kept TIMESTAMPTZ[];
+BEGIN
+    SELECT coalesce(array_agg(started ORDER BY started), '{}') INTO kept
+    FROM (SELECT started FROM (SELECT unnest(starts) AS started
+                               UNION ALL SELECT now() FROM generate_series(1, taken)) AS every_start
+          ORDER BY started DESC LIMIT (rate ->> 'limit')::int) AS latest;
+    IF probactr_rate_room(rate, kept) = 0 THEN
+        PERFORM pg_notify('probactr_runs_at', ceil(extract(epoch FROM kept[1]
+            + make_interval(secs => (rate ->> 'per_secs')::int)) * 1000)::bigint::text);
+    END IF;
+    RETURN kept;
 END $$;
 
 --
@@ -816,7 +861,7 @@ CREATE TABLE public.alert_rules (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     namespace text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT alert_rules_duration_positive CHECK (((duration_secs IS NULL) OR (duration_secs >= 1))),
-    CONSTRAINT alert_rules_events_valid CHECK (((cardinality(events) >= 1) AND (events <@ ARRAY['run_failed'::text, 'run_timed_out'::text, 'run_abandoned'::text, 'fire_missed'::text, 'consecutive_failures'::text, 'run_too_long'::text, 'no_success_within'::text, 'executor_lost'::text, 'no_executor'::text, 'recovered'::text]))),
+    CONSTRAINT alert_rules_events_valid CHECK (((cardinality(events) >= 1) AND (events <@ ARRAY['run_failed'::text, 'run_timed_out'::text, 'run_abandoned'::text, 'fire_missed'::text, 'consecutive_failures'::text, 'run_too_long'::text, 'no_success_within'::text, 'executor_lost'::text, 'no_executor'::text, 'recovered'::text, 'capacity_shortfall'::text]))),
     CONSTRAINT alert_rules_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
     CONSTRAINT alert_rules_threshold_positive CHECK (((threshold IS NULL) OR (threshold >= 1))),
     CONSTRAINT alert_rules_throttle_nonnegative CHECK ((throttle_secs >= 0))
@@ -1031,6 +1076,15 @@ CREATE TABLE public.idempotency_keys (
 );
 
 --
+-- Name: job_rate_windows; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_rate_windows (
+    job_id bigint NOT NULL,
+    starts timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL
+);
+
+--
 -- Name: job_stat_shards; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1129,6 +1183,7 @@ CREATE TABLE public.jobs (
     retry_max_secs integer,
     retry_jitter text DEFAULT 'none'::text NOT NULL,
     retry_on jsonb,
+    rate jsonb,
     CONSTRAINT jobs_fence_nonnegative CHECK ((fence >= 0)),
     CONSTRAINT jobs_kind_valid CHECK ((kind = ANY (ARRAY['shell'::text, 'http'::text, 'noop'::text, 'sleep'::text]))),
     CONSTRAINT jobs_managed_by_length CHECK (((managed_by IS NULL) OR ((char_length(managed_by) >= 1) AND (char_length(managed_by) <= 100)))),
@@ -1140,6 +1195,7 @@ CREATE TABLE public.jobs (
     CONSTRAINT jobs_overlap_valid CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue'::text, 'replace'::text, 'buffer_one'::text]))),
     CONSTRAINT jobs_pool_slots_positive CHECK ((pool_slots >= 1)),
     CONSTRAINT jobs_priority_range CHECK (((priority >= '-100'::integer) AND (priority <= 100))),
+    CONSTRAINT jobs_rate_valid CHECK (((rate IS NULL) OR ((jsonb_typeof((rate -> 'limit'::text)) = 'number'::text) AND (jsonb_typeof((rate -> 'per_secs'::text)) = 'number'::text) AND (((rate ->> 'limit'::text))::numeric >= (1)::numeric) AND (((rate ->> 'per_secs'::text))::numeric >= (1)::numeric) AND (((rate - 'limit'::text) - 'per_secs'::text) = '{}'::jsonb)))),
     CONSTRAINT jobs_replicas_range CHECK (((replicas >= 1) AND (replicas <= 100))),
     CONSTRAINT jobs_retry_attempts_positive CHECK (((retry_max_attempts >= 1) AND (retry_max_attempts <= 100))),
     CONSTRAINT jobs_retry_backoff_nonnegative CHECK ((retry_backoff_secs >= 0)),
@@ -1367,7 +1423,10 @@ CREATE TABLE public.pools (
     used integer DEFAULT 0 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    rate jsonb,
+    rate_starts timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
     CONSTRAINT pools_name_valid CHECK ((name ~ '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$'::text)),
+    CONSTRAINT pools_rate_valid CHECK (((rate IS NULL) OR ((jsonb_typeof((rate -> 'limit'::text)) = 'number'::text) AND (jsonb_typeof((rate -> 'per_secs'::text)) = 'number'::text) AND (((rate ->> 'limit'::text))::numeric >= (1)::numeric) AND (((rate ->> 'per_secs'::text))::numeric >= (1)::numeric) AND (((rate - 'limit'::text) - 'per_secs'::text) = '{}'::jsonb)))),
     CONSTRAINT pools_slots_positive CHECK ((slots >= 1))
 );
 
@@ -2185,6 +2244,13 @@ ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (owner, key);
 
 --
+-- Name: job_rate_windows job_rate_windows_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_rate_windows
+    ADD CONSTRAINT job_rate_windows_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: job_stat_shards job_stat_shards_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2976,6 +3042,12 @@ CREATE TRIGGER jobs_erase_history AFTER DELETE ON public.jobs REFERENCING OLD TA
 CREATE TRIGGER jobs_namespace_capped BEFORE INSERT OR UPDATE OF namespace ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.probactr_namespace_capped();
 
 --
+-- Name: jobs jobs_rate_window; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_rate_window AFTER INSERT OR UPDATE OF rate ON public.jobs FOR EACH ROW WHEN ((new.rate IS NOT NULL)) EXECUTE FUNCTION public.probactr_job_rate_window();
+
+--
 -- Name: jobs jobs_stats_row; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3155,6 +3227,13 @@ ALTER TABLE ONLY public.backfills
 
 ALTER TABLE ONLY public.calendars
     ADD CONSTRAINT calendars_namespace_fkey FOREIGN KEY (namespace) REFERENCES public.namespaces(name);
+
+--
+-- Name: job_rate_windows job_rate_windows_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_rate_windows
+    ADD CONSTRAINT job_rate_windows_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
 
 --
 -- Name: job_stat_shards job_stats_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

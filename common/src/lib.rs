@@ -32,8 +32,8 @@ pub mod account;
 #[cfg(feature = "archive")]
 pub mod archive;
 pub mod backoff;
-pub mod capacity;
 pub mod calendar;
+pub mod capacity;
 pub mod cidr;
 pub mod cli;
 pub mod config;

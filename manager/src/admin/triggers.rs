@@ -9,6 +9,7 @@ use axum::response::{Redirect, Response};
 use chrono::{DateTime, Utc};
 use minijinja::context;
 use probactr_common::model::{Misfire, Trigger, TriggerKind};
+use probactr_common::store::triggers::Extras;
 use probactr_common::store::webhook_deliveries::Delivery;
 
 use super::forms::{trigger_draft, trigger_patch};
@@ -88,9 +89,11 @@ fn render_form(
     let errors = fold_cron_errors(form.errors);
     let kinds: Vec<&str> = TriggerKind::ALL.iter().map(|k| k.as_str()).collect();
     let misfires: Vec<&str> = Misfire::ALL.iter().map(|m| m.as_str()).collect();
+    let calendar_modes = ["exclude", "only"];
     let ctx = context! {
         job => form.job, trigger_id => form.trigger_id, form => form.values, errors,
         conflict => form.conflict, preview => form.preview, current => form.current, kinds, misfires,
+        calendar_modes,
         deliveries => form.deliveries,
         ..user.layout("jobs")
     };
@@ -125,6 +128,26 @@ fn values_of(trigger: &Trigger) -> HashMap<String, String> {
         values.insert("paused".to_owned(), "on".to_owned());
     }
     values
+}
+
+/// A trigger's calendar, jitter and bound on fires as the form shows them.
+fn extras_values(extras: &Extras) -> HashMap<String, String> {
+    let text = |value: Option<String>| value.unwrap_or_default();
+    HashMap::from([
+        ("calendar".to_owned(), text(extras.calendar.clone())),
+        (
+            "calendar_mode".to_owned(),
+            text(extras.calendar_mode.map(|mode| mode.as_str().to_owned())),
+        ),
+        (
+            "jitter_secs".to_owned(),
+            text(extras.jitter_secs.map(|s| s.to_string())),
+        ),
+        (
+            "max_fires".to_owned(),
+            text(extras.max_fires.map(|n| n.to_string())),
+        ),
+    ])
 }
 
 /// A trigger's parameters as the form's textarea shows them (empty: none).
@@ -258,6 +281,7 @@ pub async fn edit_form(
     user.0.require_operator(&job.namespace, "edit triggers")?;
     let mut values = values_of(&trigger.trigger);
     values.insert("params".to_owned(), params_text(&trigger.params));
+    values.extend(extras_values(&trigger.extras));
     let view = FormState {
         job: &job,
         trigger_id: Some(id),

@@ -11,8 +11,8 @@
 pub mod alert;
 pub mod job;
 pub mod params;
-pub mod retry;
 pub mod rate;
+pub mod retry;
 pub mod trigger;
 pub mod webhook;
 pub mod workflow;

@@ -148,6 +148,10 @@ pub struct ExtrasDraft {
     pub max_fires: Given<i64>,
 }
 
+/// Extras resolved over the stored ones: the calendar by name with its mode, the
+/// jitter in seconds and `max_fires`.
+pub type ResolvedExtras = (Option<(String, CalendarMode)>, Option<i32>, Option<i64>);
+
 /// The most seconds of jitter (a day).
 pub const MAX_JITTER_SECS: i64 = 86_400;
 
@@ -178,10 +182,7 @@ impl ExtrasDraft {
     /// The extras over `base` (the stored ones of an edit, the defaults of a create):
     /// the calendar by name with its mode, the jitter and `max_fires`; else the field at
     /// fault (a mode without a calendar).
-    pub fn over(
-        &self,
-        base: &Extras,
-    ) -> Result<(Option<(String, CalendarMode)>, Option<i32>, Option<i64>), ApiError> {
+    pub fn over(&self, base: &Extras) -> Result<ResolvedExtras, ApiError> {
         let calendar = match &self.calendar {
             Some(name) => name.clone(),
             None => base.calendar.clone(),

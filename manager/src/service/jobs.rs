@@ -5,8 +5,7 @@
 use chrono::{DateTime, Utc};
 use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::{
-    Job, JobKind, JobMode, OnExecutorLost, Overlap, RetryBackoff, RetryJitter, RetryOn, Rate,
-    Route,
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, Rate, RetryBackoff, RetryJitter, RetryOn, Route,
 };
 use probactr_common::store::services::ReplicaHolder;
 use probactr_common::store::{self, StoreError};

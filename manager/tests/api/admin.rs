@@ -399,14 +399,23 @@ async fn admin_pages_render_and_forms_work(pool: PgPool) {
         "{}",
         bad.text
     );
-    let good_fields = as_refs(&cron("save", "0 0 12 * * *"));
+    let mut good_fields = as_refs(&cron("save", "0 0 12 * * *"));
+    good_fields.extend([("jitter_secs", "5".to_owned()), ("max_fires", "3".to_owned())]);
     let good_pairs: Vec<(&str, &str)> = good_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let saved = app.form(&trigger_uri, &b.cookie, &good_pairs).await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text);
-    let trigger_id: i64 = sqlx::query_scalar("SELECT id FROM triggers")
-        .fetch_one(app.pool())
-        .await
-        .unwrap();
+    let (trigger_id, jitter_secs, max_fires): (i64, Option<i32>, Option<i64>) =
+        sqlx::query_as("SELECT id, jitter_secs, max_fires FROM triggers")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        (jitter_secs, max_fires),
+        (Some(5), Some(3)),
+        "the form's jitter and bound on fires"
+    );
+    let edit = app.page(&format!("/triggers/{trigger_id}/edit"), &b.cookie).await;
+    assert!(edit.text.contains("name=\"max_fires\""), "{}", edit.text);
 
     // Actions.
     let pause = app

@@ -3,6 +3,7 @@
 use probactr_common::model::TriggerKind;
 
 use super::FormData;
+use crate::command::trigger::ExtrasDraft;
 use crate::command::{TriggerDraft, TriggerPatch};
 use crate::error::FieldErrors;
 
@@ -39,10 +40,18 @@ pub fn trigger_draft(form: &FormData) -> TriggerDraft {
         paused: Some(Some(form.checked("paused"))),
         max_concurrency: form.whole_or_null("max_concurrency", &mut problems),
         params: form.json_object("params", &mut problems),
-        // The webhook settings, the calendar, jitter and max_fires are given through the
-        // API or definitions.
+        // The webhook settings are given through the API or definitions.
         webhook: Default::default(),
-        extras: Default::default(),
+        extras: ExtrasDraft {
+            calendar: Some(form.filled("calendar").map(str::to_owned)),
+            // Without a calendar the mode is not given (a cleared calendar takes it along).
+            calendar_mode: match form.filled("calendar") {
+                Some(_) => form.choice("calendar_mode", &mut problems),
+                None => None,
+            },
+            jitter_secs: form.whole_or_null("jitter_secs", &mut problems),
+            max_fires: form.whole_or_null("max_fires", &mut problems),
+        },
         problems: FieldErrors::new(),
     };
     draft.problems = problems;

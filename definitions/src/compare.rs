@@ -86,13 +86,20 @@ pub(crate) fn describe(trigger: &Value) -> String {
 }
 
 /// A trigger as compared: every carried field, the server's default where left out.
+/// A trigger that fired its `max_fires` carries the `end_at` the server set when it
+/// ended, not one of its definition: that `end_at` is left out.
 pub(crate) fn canonical(trigger: &Value) -> Vec<(String, Value)> {
+    let fired_out = matches!(
+        (trigger.get("fires").and_then(Value::as_i64), trigger.get("max_fires").and_then(Value::as_i64)),
+        (Some(fires), Some(max)) if fires >= max
+    );
     TRIGGER_FIELDS
         .iter()
         .map(|field| {
             let value = trigger
                 .get(*field)
                 .filter(|v| !v.is_null())
+                .filter(|_| !(fired_out && *field == "end_at"))
                 .cloned()
                 .unwrap_or_else(|| match *field {
                     // A calendar is followed in `exclude` mode unless told otherwise.
@@ -198,4 +205,26 @@ pub(crate) fn unmatched_triggers(
         }
     }
     (missing, existing)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::canonical;
+
+    #[test]
+    fn a_trigger_that_fired_out_compares_without_the_end_it_was_given() {
+        let wanted = json!({"kind": "interval", "interval_secs": 60, "max_fires": 3});
+        let ended = json!({"kind": "interval", "interval_secs": 60, "max_fires": 3, "fires": 3,
+                           "end_at": "2026-11-26T12:00:00Z"});
+        assert_eq!(canonical(&wanted), canonical(&ended));
+        let bounded = json!({"kind": "interval", "interval_secs": 60, "max_fires": 3, "fires": 1,
+                             "end_at": "2026-11-26T12:00:00Z"});
+        assert_ne!(
+            canonical(&wanted),
+            canonical(&bounded),
+            "an end the definition gave counts"
+        );
+    }
 }

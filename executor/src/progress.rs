@@ -45,11 +45,22 @@ pub fn file_in(work_dir: &Path) -> PathBuf {
 /// Reads a report; None when the file is not one (absent, too large, not the JSON of a
 /// report, a percent outside 0–100).
 pub fn read(path: &Path) -> Option<Report> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > MAX_BYTES {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // The job owns the file: it may make it a link (to a file the job itself may not
+    // read, or to /dev/zero), a FIFO or a device. Only a regular file it wrote, opened
+    // without following a link or blocking, is read, and never past the bound.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_BYTES {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let mut text = String::new();
+    file.take(MAX_BYTES).read_to_string(&mut text).ok()?;
     let mut report: Report = serde_json::from_str(&text).ok()?;
     if report
         .percent
@@ -73,7 +84,7 @@ pub async fn watch(pool: PgPool, run_id: i64, path: PathBuf, masker: Masker, don
             () = done.cancelled() => return,
             () = tokio::time::sleep(POLL_EVERY) => {}
         }
-        let Ok(modified) = std::fs::metadata(&path).and_then(|meta| meta.modified()) else {
+        let Ok(modified) = std::fs::symlink_metadata(&path).and_then(|meta| meta.modified()) else {
             continue;
         };
         if seen == Some(modified) {
@@ -111,6 +122,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = file_in(dir.path());
         assert_eq!(read(&path), None);
+        // A link (to an endless device, or a file of the executor's) is not followed.
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert_eq!(read(&path), None);
+        std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, r#"{"percent": 42, "message": "rows 420/1000"}"#).unwrap();
         assert_eq!(
             read(&path),

@@ -245,10 +245,14 @@
       fetch("/api/v1/runs/" + run, { credentials: "same-origin" })
         .then(function (response) { return response.ok ? response.json() : null; })
         .then(function (view) {
-          if (!view || !view.progress) { return; }
-          var p = view.progress;
-          if (p.percent !== null && p.percent !== undefined) { bar.value = p.percent; }
-          text.textContent = (p.percent !== null && p.percent !== undefined ? Math.round(p.percent) + "% " : "") + (p.message || "");
+          // A run that ended reports no more; anything else (no report yet, a failed
+          // read) is asked again.
+          if (view && ["queued", "claimed", "running"].indexOf(view.state) < 0) { return; }
+          var p = view && view.progress;
+          if (p) {
+            if (p.percent !== null && p.percent !== undefined) { bar.value = p.percent; }
+            text.textContent = (p.percent !== null && p.percent !== undefined ? Math.round(p.percent) + "% " : "") + (p.message || "");
+          }
           setTimeout(refresh, 2000);
         })
         .catch(function () { setTimeout(refresh, 5000); });

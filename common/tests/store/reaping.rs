@@ -219,12 +219,27 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
     .await
     .expect("retry");
     let manual = runs::queue_now(&pool, job.id).await.expect("run now");
-    sqlx::query("UPDATE runs SET queued_at = now() - interval '31 seconds' WHERE id IN ($1, $2)")
-        .bind(stale_id)
-        .bind(manual.id)
-        .execute(&pool)
-        .await
-        .expect("age");
+    sqlx::query(
+        "UPDATE runs SET queued_at = now() - interval '31 seconds', available_at = now() - interval '31 seconds'
+         WHERE id IN ($1, $2)",
+    )
+    .bind(stale_id)
+    .bind(manual.id)
+    .execute(&pool)
+    .await
+    .expect("age");
+    // A run queued as long ago but delayed by its trigger's jitter: it could not be
+    // claimed yet, so it is not late.
+    let (jittered_id,): (i64,) = sqlx::query_as(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at)
+         VALUES ($1, $2, $3, now() - interval '31 seconds', now() + interval '10 minutes') RETURNING id",
+    )
+    .bind(job.id)
+    .bind(trigger.id)
+    .bind(instant(120))
+    .fetch_one(&pool)
+    .await
+    .expect("jittered");
     sqlx::query(
         "UPDATE runs SET queued_at = now() - interval '29 seconds', available_at = now() - interval '1 hour'
          WHERE id = $1",
@@ -249,6 +264,11 @@ async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) 
         run(&pool, retry_id).await.state,
         RunState::Queued,
         "retries are not expired"
+    );
+    assert_eq!(
+        run(&pool, jittered_id).await.state,
+        RunState::Queued,
+        "a run delayed by jitter is late only from when it could start"
     );
     assert_eq!(
         run(&pool, manual.id).await.state,

@@ -288,8 +288,8 @@ pub struct OutputPage {
     pub next_offset: i64,
     /// Whether the run has ended and this is the end of its output: nothing will follow.
     pub ended: bool,
-    /// While the run runs, its progress and estimated end (the API's output reads only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// While the run runs, its progress and estimated end (the API's output reads only;
+    /// null otherwise).
     pub progress: Option<RunProgress>,
 }
 

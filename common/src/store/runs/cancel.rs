@@ -80,7 +80,9 @@ pub async fn running_with_jobs(
     Ok(sqlx::query!(
         "SELECT runs.id, jobs.name, jobs.namespace, jobs.selector
          FROM runs_live AS runs JOIN jobs ON jobs.id = runs.job_id
-         WHERE runs.state = 'running'"
+         WHERE runs.state = 'running'
+         -- In id order: callers that lock them one by one take them in one order.
+         ORDER BY runs.id"
     )
     .fetch_all(db)
     .await?

@@ -1,11 +1,15 @@
 -- Marks missed the queued first attempts of triggered runs that waited in the queue
--- longer than their trigger's misfire threshold (but for runs of jobs with a rate).
+-- longer than their trigger's misfire threshold since they could be claimed (but for
+-- runs of jobs with a rate).
 -- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
 -- an ended run (`ended`), which the statements after read like rows of `runs`.
 WITH gone AS (
      DELETE FROM runs_live AS runs USING triggers
      WHERE triggers.id = runs.trigger_id AND runs.state = 'queued' AND runs.attempt = 1
        AND runs.queued_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
+       -- Counted from when it could first be claimed: a run delayed by its trigger's
+       -- jitter, or put back to wait for the attempt it replaces, is not late for it.
+       AND runs.available_at < now() - make_interval(secs => triggers.misfire_threshold_secs)
        -- A run held back by a rate (its job's or its pool's) waits its turn: none is
        -- lost for it.
        AND NOT EXISTS (SELECT 1 FROM jobs

@@ -236,7 +236,8 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
         .expect("fire");
     drop(conn);
     sqlx::query(
-        "UPDATE runs SET queued_at = now() - interval '1 hour' WHERE state = 'queued' AND job_id = $1",
+        "UPDATE runs SET queued_at = now() - interval '1 hour', available_at = now() - interval '1 hour'
+         WHERE state = 'queued' AND job_id = $1",
     )
     .bind(q.id)
     .execute(&pool)

@@ -302,7 +302,8 @@ async fn a_rate_of_a_pool_or_a_job_bounds_the_starts_in_its_window(pool: PgPool)
         .await
         .expect("trigger");
     sqlx::query(
-        "UPDATE runs SET trigger_id = $1, queued_at = now() - interval '1 hour'
+        "UPDATE runs SET trigger_id = $1, queued_at = now() - interval '1 hour',
+                         available_at = now() - interval '1 hour'
          WHERE job_id = $2 AND state = 'queued'",
     )
     .bind(trigger.id)

@@ -1522,6 +1522,19 @@ CREATE TABLE public.run_progress (
 COMMENT ON TABLE public.run_progress IS 'The latest progress a running job reported';
 
 --
+-- Name: run_waits; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.run_waits (
+    run_id bigint NOT NULL,
+    upstream_job_id bigint NOT NULL,
+    day_start timestamp with time zone NOT NULL,
+    day_end timestamp with time zone NOT NULL,
+    deadline timestamp with time zone NOT NULL,
+    reason text NOT NULL
+);
+
+--
 -- Name: runs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1860,6 +1873,10 @@ CREATE TABLE public.triggers (
     jitter_secs integer,
     max_fires bigint,
     fires bigint DEFAULT 0 NOT NULL,
+    after_job_id bigint,
+    after_within_secs integer,
+    CONSTRAINT triggers_after_whole CHECK (((after_job_id IS NULL) OR (after_within_secs IS NOT NULL))),
+    CONSTRAINT triggers_after_within_positive CHECK (((after_within_secs IS NULL) OR (after_within_secs >= 1))),
     CONSTRAINT triggers_calendar_mode_valid CHECK ((((calendar_id IS NULL) AND (calendar_mode IS NULL)) OR ((calendar_id IS NOT NULL) AND (calendar_mode = ANY (ARRAY['exclude'::text, 'only'::text]))))),
     CONSTRAINT triggers_interval_positive CHECK (((interval_secs IS NULL) OR (interval_secs > 0))),
     CONSTRAINT triggers_jitter_secs_range CHECK (((jitter_secs IS NULL) OR ((jitter_secs >= 1) AND (jitter_secs <= 86400)))),
@@ -2377,6 +2394,13 @@ ALTER TABLE ONLY public.run_progress
     ADD CONSTRAINT run_progress_pkey PRIMARY KEY (run_id);
 
 --
+-- Name: run_waits run_waits_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.run_waits
+    ADD CONSTRAINT run_waits_pkey PRIMARY KEY (run_id);
+
+--
 -- Name: secrets secrets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2854,6 +2878,12 @@ CREATE INDEX sessions_expires ON public.sessions USING btree (expires_at);
 --
 
 CREATE INDEX sessions_user ON public.sessions USING btree (user_id);
+
+--
+-- Name: triggers_after_job; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX triggers_after_job ON public.triggers USING btree (after_job_id) WHERE (after_job_id IS NOT NULL);
 
 --
 -- Name: triggers_calendar; Type: INDEX; Schema: public; Owner: -
@@ -3346,6 +3376,13 @@ ALTER TABLE ONLY public.sessions
 
 ALTER TABLE ONLY public.trigger_webhooks
     ADD CONSTRAINT trigger_webhooks_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE CASCADE;
+
+--
+-- Name: triggers triggers_after_job; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.triggers
+    ADD CONSTRAINT triggers_after_job FOREIGN KEY (after_job_id) REFERENCES public.jobs(id) ON DELETE SET NULL;
 
 --
 -- Name: triggers triggers_calendar_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

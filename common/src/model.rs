@@ -271,7 +271,7 @@ impl RunState {
     pub fn may_become(self, next: RunState) -> bool {
         use RunState::*;
         match self {
-            Queued => matches!(next, Claimed | Running | Cancelled | Skipped | Missed),
+            Queued => matches!(next, Claimed | Running | Cancelled | Skipped | Missed | Failed),
             Claimed => matches!(next, Queued | Running | Skipped | Failed | Cancelled),
             Running => matches!(next, Succeeded | Failed | TimedOut | Cancelled | Abandoned),
             Succeeded | Failed | TimedOut | Cancelled | Skipped | Missed | Abandoned => false,

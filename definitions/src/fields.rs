@@ -69,6 +69,7 @@ pub(crate) const TRIGGER_FIELDS: &[&str] = &[
     "calendar_mode",
     "jitter_secs",
     "max_fires",
+    "after",
 ];
 
 /// The fields of a webhook trigger a definition carries besides [`TRIGGER_FIELDS`]

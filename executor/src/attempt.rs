@@ -511,7 +511,8 @@ impl Attempt<'_> {
 
     /// `replace`: asks the job's running attempt to stop (its executor gives it SIGTERM,
     /// the job's grace, then SIGKILL) and waits in the queue for the lock it frees. A run
-    /// that a later instant already follows is skipped: the newest instant replaces.
+    /// that a later instant already follows, waiting or running, is skipped: the newest
+    /// instant replaces, whatever order the runs were born in.
     async fn replace_running(&self, why: &str) {
         let pool = &self.shared.pool;
         match runs::waiting_beside(pool, self.job.id, self.run.id).await {
@@ -525,8 +526,14 @@ impl Attempt<'_> {
             Err(err) => tracing::warn!(error = %err, "cannot read the job's waiting runs"),
         }
         match runs::request_replace(pool, self.job.id, self.run.id).await {
-            Ok(stopping) if !stopping.is_empty() => {
-                tracing::info!(stopping = ?stopping, "overlap replace: the running attempt was asked to stop")
+            Ok(runs::Replacement {
+                newer: Some(newer), ..
+            }) => {
+                let reason = format!("overlap: replace: running run {newer} is of a later instant");
+                return self.end_before_start(RunState::Skipped, &reason).await;
+            }
+            Ok(replacement) if !replacement.stopping.is_empty() => {
+                tracing::info!(stopping = ?replacement.stopping, "overlap replace: the running attempt was asked to stop")
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "cannot ask the running attempt to stop; retrying"),

@@ -190,8 +190,9 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     let mut ahead_of_time = Vec::new();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
-            // A jittered run waits for its delay in the queue.
-            let slot = if may_start_here && due.lock_free && due.jitter_secs.is_none() && *instant <= now {
+            // A jittered run waits for its delay in the queue, a dependent one for its job.
+            let waits = due.jitter_secs.is_some() || due.after_job_id.is_some();
+            let slot = if may_start_here && due.lock_free && !waits && *instant <= now {
                 Slot::try_take(shared)
             } else {
                 None
@@ -209,6 +210,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     }
     let inserted = runs::insert_fired_runs(&mut tx, &fired, executor_id).await?;
     ahead_of_time.extend(delay_jittered_runs(&mut tx, &due, &inserted).await?);
+    hold_dependent_runs(&mut tx, &due, &inserted).await?;
     let missed: Vec<MissedInstants> = plans.iter().filter_map(|plan| plan.missed.clone()).collect();
     triggers::record_misfires(&mut tx, &missed).await?;
     triggers::record_misfires(&mut tx, &skipped).await?;
@@ -279,6 +281,30 @@ async fn delay_jittered_runs(
     }
     runs::delay_by_jitter(conn, &ids, &delays).await?;
     Ok(claimable)
+}
+
+/// Holds the inserted runs of triggers with `after` until the job they wait for has
+/// succeeded (see `runs::upstream`). Without such a trigger in the batch, nothing is done.
+async fn hold_dependent_runs(
+    conn: &mut sqlx::PgConnection,
+    due: &[triggers::DueTrigger],
+    inserted: &[Run],
+) -> Result<(), StoreError> {
+    if due.iter().all(|due| due.after_job_id.is_none()) {
+        return Ok(());
+    }
+    let dependent: Vec<i64> = due
+        .iter()
+        .filter(|due| due.after_job_id.is_some())
+        .map(|due| due.trigger.id)
+        .collect();
+    let held: Vec<i64> = inserted
+        .iter()
+        .filter(|run| run.state == RunState::Queued)
+        .filter(|run| run.trigger_id.is_some_and(|id| dependent.contains(&id)))
+        .map(|run| run.id)
+        .collect();
+    runs::hold_for_upstream(conn, &held).await
 }
 
 /// Counts the instants fired by the triggers that end after a number of them.

@@ -231,6 +231,7 @@ mod tests {
             jitter_secs: None,
             max_fires: None,
             fires: 0,
+            after_job_id: None,
         }
     }
 

@@ -10,7 +10,9 @@
 //! - every few seconds, apart from the passes, vacuums and analyzes the live runs;
 //! - turns alert events into notifications and delivers them ([`alerts`]);
 //! - records the instants that were due and never fired nor recorded, and feeds
-//!   backfills into the queue ([`reconciler`]).
+//!   backfills into the queue ([`reconciler`]);
+//! - releases the runs waiting for another job once it succeeded, and fails the ones
+//!   that waited too long ([`upstream`]).
 //!
 //! A monitor that cannot reach PostgreSQL backs off with jitter and keeps trying.
 //!
@@ -27,6 +29,7 @@
 pub mod alerts;
 pub mod reaper;
 pub mod reconciler;
+pub mod upstream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,11 +102,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let vacuum = tokio::spawn(vacuum_loop(monitor.clone(), shutdown.clone()));
     let alerting = tokio::spawn(alerts::run(monitor.clone(), sender, shutdown.clone()));
     let reconciling = tokio::spawn(reconciler::run(monitor.pool.clone(), shutdown.clone()));
+    let waiting = tokio::spawn(upstream::run(monitor.pool.clone(), shutdown.clone()));
     reap_loop(&monitor, &shutdown).await;
     let _ = heartbeat.await;
     let _ = vacuum.await;
     let _ = alerting.await;
     let _ = reconciling.await;
+    let _ = waiting.await;
     let id = *monitor.id.lock().await;
     if let Err(err) = processes::set_state(&monitor.pool, id, ProcessState::Stopped).await {
         tracing::warn!(error = %err, "cannot deregister the monitor");

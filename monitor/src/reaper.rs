@@ -57,7 +57,8 @@ pub struct ReapReport {
     pub claims_returned: usize,
     /// Overdue runs whose executor was asked to stop them.
     pub overdue_flagged: usize,
-    /// Queued runs marked missed.
+    /// Queued runs marked missed (past their misfire threshold), or skipped (beyond
+    /// what their job's rate starts in time).
     pub expired: usize,
     /// History rows deleted.
     pub pruned: u64,
@@ -125,6 +126,14 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
         );
     }
     report.expired = expired.len();
+    let skipped = retry_transient("bound rated queues", || runs::skip_beyond_rate(&monitor.pool)).await?;
+    for run_id in &skipped {
+        tracing::info!(
+            run.id = run_id,
+            "queued run skipped: more runs wait ahead than its job's rate starts in time"
+        );
+    }
+    report.expired += skipped.len();
 
     reroute(monitor).await?;
     keep_services(monitor).await?;

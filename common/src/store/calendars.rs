@@ -132,6 +132,25 @@ pub async fn list(
     .collect())
 }
 
+/// Calendar `name` of `namespace`, its key held until the transaction ends (a trigger
+/// about to follow it): a delete under way is waited for, and then it is not found.
+pub async fn get_to_follow(
+    conn: &mut sqlx::PgConnection,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<StoredCalendar>, StoreError> {
+    Ok(sqlx::query_as!(
+        Row,
+        "SELECT id, namespace, name, timezone, days, created_at, updated_at FROM calendars
+         WHERE namespace = $1 AND name = $2 FOR KEY SHARE",
+        namespace,
+        name
+    )
+    .fetch_optional(conn)
+    .await?
+    .map(StoredCalendar::from))
+}
+
 /// Calendar `name` of `namespace`.
 pub async fn get(
     db: impl PgExecutor<'_>,
@@ -152,11 +171,25 @@ pub async fn get(
 
 /// Deletes calendar `name` of `namespace` unless a trigger uses it: Ok(Err(ids)) names
 /// the triggers that do, Ok(Ok(false)) says there was no such calendar.
+///
+/// The calendar's row is locked first: a trigger being given the calendar at the same
+/// time holds its key (the foreign key's check), so the lock waits for that edit and the
+/// users read after it sees the trigger, instead of the delete failing on the foreign key.
 pub async fn delete(
     conn: &mut sqlx::PgConnection,
     namespace: &str,
     name: &str,
 ) -> Result<Result<bool, Vec<i64>>, StoreError> {
+    let found = sqlx::query_scalar!(
+        "SELECT id FROM calendars WHERE namespace = $1 AND name = $2 FOR UPDATE",
+        namespace,
+        name
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if found.is_none() {
+        return Ok(Ok(false));
+    }
     let users = sqlx::query_scalar!(
         "SELECT triggers.id FROM triggers JOIN calendars ON calendars.id = triggers.calendar_id
          WHERE calendars.namespace = $1 AND calendars.name = $2 ORDER BY triggers.id",

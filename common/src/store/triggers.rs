@@ -187,6 +187,9 @@ pub struct DueTrigger {
     pub max_fires: Option<i64>,
     /// Instants fired so far (counted only for triggers with `max_fires`).
     pub fires: i64,
+    /// The job its runs wait for (`after`): only triggers that have one make the firing
+    /// hold their runs.
+    pub after_job_id: Option<i64>,
 }
 
 /// The due-trigger claim (`$1` batch, `$2` seconds of fire-ahead, `$3` the namespaces
@@ -600,8 +603,8 @@ pub async fn set_params(
     Ok(())
 }
 
-/// A trigger's settings beyond its schedule: its calendar, jitter and number of fires.
-/// Kept apart from [`Trigger`]: the firing reads them only for triggers that have them.
+/// A trigger's settings beyond its schedule: its calendar, jitter, number of fires and
+/// the job it waits for. Kept apart from [`Trigger`]: the firing reads them only for triggers that have them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Extras {
@@ -615,14 +618,30 @@ pub struct Extras {
     pub max_fires: Option<i64>,
     /// The instants it has fired (counted when it has `max_fires`).
     pub fires: i64,
+    /// The job of its namespace each instant's run waits for.
+    pub after: Option<After>,
+}
+
+/// A trigger's dependency on another job: each instant's run waits until a run of `job`
+/// scheduled the same day (in the trigger's time zone) has succeeded, then runs once;
+/// `within_secs` after its instant it ends failed instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct After {
+    /// The name of the job waited for (same namespace).
+    pub job: String,
+    /// How long a run waits at most, from its instant.
+    pub within_secs: i32,
 }
 
 /// The [`Extras`] of the given triggers, by id.
 pub async fn extras_of(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<(i64, Extras)>, StoreError> {
     let rows = sqlx::query!(
         r#"SELECT triggers.id AS "id!", calendars.name AS "calendar?", triggers.calendar_mode, triggers.jitter_secs,
-                  triggers.max_fires, triggers.fires AS "fires!"
+                  triggers.max_fires, triggers.fires AS "fires!", upstream.name AS "after_job?",
+                  triggers.after_within_secs
            FROM triggers LEFT JOIN calendars ON calendars.id = triggers.calendar_id
+                LEFT JOIN jobs AS upstream ON upstream.id = triggers.after_job_id
            WHERE triggers.id = ANY ($1)"#,
         ids
     )
@@ -637,6 +656,10 @@ pub async fn extras_of(db: impl PgExecutor<'_>, ids: &[i64]) -> Result<Vec<(i64,
                 jitter_secs: row.jitter_secs,
                 max_fires: row.max_fires,
                 fires: row.fires,
+                after: row
+                    .after_job
+                    .zip(row.after_within_secs)
+                    .map(|(job, within_secs)| After { job, within_secs }),
             };
             (row.id, extras)
         })
@@ -659,6 +682,20 @@ pub async fn set_extras(
         calendar.map(|(_, mode)| mode.as_str()),
         jitter_secs,
         max_fires
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Sets the job a trigger's runs wait for (by id) and for how many seconds at most
+/// (None: they wait for nothing).
+pub async fn set_after(db: impl PgExecutor<'_>, id: i64, after: Option<(i64, i32)>) -> Result<(), StoreError> {
+    sqlx::query!(
+        "UPDATE triggers SET after_job_id = $2, after_within_secs = $3 WHERE id = $1",
+        id,
+        after.map(|(job_id, _)| job_id),
+        after.map(|(_, within)| within)
     )
     .execute(db)
     .await?;

@@ -29,6 +29,7 @@ mod checks;
 mod claiming;
 mod deletion;
 mod fencing;
+mod flow;
 mod functions;
 mod hot_path;
 mod invariants;

@@ -146,11 +146,27 @@ pub struct ExtrasDraft {
     pub jitter_secs: Given<i64>,
     /// The instants after which the trigger ends.
     pub max_fires: Given<i64>,
+    /// The job each instant's run waits for, and for how long.
+    pub after: Given<AfterDraft>,
+}
+
+/// `after` as given: `{"job": NAME, "within_secs": N}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AfterDraft {
+    /// The name of a job of the trigger's namespace.
+    pub job: String,
+    /// The most seconds a run waits, from its instant.
+    pub within_secs: i32,
 }
 
 /// Extras resolved over the stored ones: the calendar by name with its mode, the
-/// jitter in seconds and `max_fires`.
-pub type ResolvedExtras = (Option<(String, CalendarMode)>, Option<i32>, Option<i64>);
+/// jitter in seconds, `max_fires`, and the job waited for by name with its seconds.
+pub type ResolvedExtras = (
+    Option<(String, CalendarMode)>,
+    Option<i32>,
+    Option<i64>,
+    Option<AfterDraft>,
+);
 
 /// The most seconds of jitter (a day).
 pub const MAX_JITTER_SECS: i64 = 86_400;
@@ -162,6 +178,7 @@ impl ExtrasDraft {
             calendar_mode: input.choice("calendar_mode"),
             jitter_secs: input.int("jitter_secs", i64::MIN, i64::MAX),
             max_fires: input.int("max_fires", i64::MIN, i64::MAX),
+            after: read_after(input),
         }
     }
 
@@ -176,6 +193,7 @@ impl ExtrasDraft {
             calendar_mode: self.calendar_mode,
             jitter_secs,
             max_fires,
+            after: self.after,
         }
     }
 
@@ -206,7 +224,14 @@ impl ExtrasDraft {
             Some(given) => given,
             None => base.max_fires,
         };
-        Ok((calendar, jitter, max_fires))
+        let after = match &self.after {
+            Some(given) => given.clone(),
+            None => base.after.as_ref().map(|after| AfterDraft {
+                job: after.job.clone(),
+                within_secs: after.within_secs,
+            }),
+        };
+        Ok((calendar, jitter, max_fires, after))
     }
 
     /// Whether anything was given.
@@ -215,7 +240,35 @@ impl ExtrasDraft {
             || self.calendar_mode.is_some()
             || self.jitter_secs.is_some()
             || self.max_fires.is_some()
+            || self.after.is_some()
     }
+}
+
+/// Reads `after` (null: none), naming `after.job` or `after.within_secs` when bad.
+fn read_after(input: &mut Input) -> Given<AfterDraft> {
+    let Some(mut nested) = input.object("after")? else {
+        return Some(None);
+    };
+    let job = nested.text("job");
+    let job = nested.required("job", job).filter(|name| {
+        let blank = name.trim().is_empty();
+        if blank {
+            nested.error("job", "must name a job");
+        }
+        !blank
+    });
+    let within = nested.int("within_secs", 1, INT4_MAX);
+    let within = nested.required("within_secs", within);
+    let after = job.zip(within).map(|(job, within)| AfterDraft {
+        job,
+        within_secs: within as i32,
+    });
+    let failed = nested.has_errors();
+    input.absorb(nested);
+    if failed {
+        return None;
+    }
+    after.map(Some)
 }
 
 impl TriggerDraft {

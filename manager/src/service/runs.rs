@@ -1,5 +1,7 @@
 //! Runs: list, read, read the output from an offset, cancel.
 
+use axum::http::StatusCode;
+use probactr_common::archive::ArchiveError;
 use probactr_common::model::{Run, RunState};
 use probactr_common::params_schema::masked;
 use probactr_common::store;
@@ -403,9 +405,19 @@ async fn archived_output(handles: &Handles, who: &Principal, id: i64) -> Result<
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
     namespace_of(&handles.pool, who, id, run.job_id).await?;
-    archive.read(id).await.map_err(|err| {
-        tracing::warn!(run.id = id, error = %err, "cannot read the run's archived output");
-        ApiError::Unavailable("the output archive does not answer; try again".to_owned())
+    archive.read(id).await.map_err(|err| match err {
+        ArchiveError::TooLarge { limit, .. } => ApiError::Rejected {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: format!(
+                "run {id}'s archived output is larger than {} MiB, the most one request reads: \
+                 read its pages (without full=true) or fetch the object from the archive",
+                limit / (1024 * 1024)
+            ),
+        },
+        err => {
+            tracing::warn!(run.id = id, error = %err, "cannot read the run's archived output");
+            ApiError::Unavailable("the output archive does not answer; try again".to_owned())
+        }
     })
 }
 

@@ -320,9 +320,10 @@ pub async fn update_in(
     Ok(after)
 }
 
-/// Sets a trigger's calendar (a calendar of `namespace`, by name), jitter and
-/// `max_fires` as `draft` lays them over `stored`; 422 naming `calendar` when the
-/// namespace has no such calendar.
+/// Sets a trigger's calendar (a calendar of `namespace`, by name), jitter, `max_fires`
+/// and the job it waits for (a job of `namespace`, by name) as `draft` lays them over
+/// `stored`; 422 naming `calendar` or `after.job` when the namespace has no such
+/// calendar or job.
 async fn set_extras(
     conn: &mut PgConnection,
     id: i64,
@@ -330,10 +331,10 @@ async fn set_extras(
     draft: &ExtrasDraft,
     stored: &Extras,
 ) -> Result<(), ApiError> {
-    let (calendar, jitter_secs, max_fires) = draft.over(stored)?;
+    let (calendar, jitter_secs, max_fires, after) = draft.over(stored)?;
     let calendar = match calendar {
         Some((name, mode)) => {
-            let found = store::calendars::get(&mut *conn, namespace, &name)
+            let found = store::calendars::get_to_follow(&mut *conn, namespace, &name)
                 .await?
                 .ok_or_else(|| {
                     ApiError::field(
@@ -346,7 +347,22 @@ async fn set_extras(
         None => None,
     };
     store::triggers::set_extras(&mut *conn, id, calendar, jitter_secs, max_fires).await?;
+    if draft.after.is_some() {
+        let after = match after {
+            Some(after) => Some((upstream_job(conn, namespace, &after.job).await?, after.within_secs)),
+            None => None,
+        };
+        store::triggers::set_after(&mut *conn, id, after).await?;
+    }
     Ok(())
+}
+
+/// The id of the job of `namespace` a trigger's `after` names; 422 naming `after.job`
+/// when there is none.
+async fn upstream_job(conn: &mut PgConnection, namespace: &str, name: &str) -> Result<i64, ApiError> {
+    store::jobs::id_by_name(&mut *conn, namespace, name)
+        .await?
+        .ok_or_else(|| ApiError::field("after.job", format!("namespace {namespace} has no job {name}")))
 }
 
 /// Deletes a trigger (its runs stay).

@@ -468,6 +468,9 @@ pub async fn create_trigger_in(
         extras,
         ..
     } = draft.definition(None, Utc::now(), workflow_id)?;
+    if extras.after.is_some() {
+        return Err(ApiError::field("after", "applies to job triggers only"));
+    }
     if extras.given() {
         return Err(ApiError::field(
             "calendar",

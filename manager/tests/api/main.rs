@@ -41,6 +41,7 @@ mod archive;
 mod calendars;
 mod concurrency;
 mod dashboard;
+mod dependencies;
 mod end_to_end;
 mod health_auth;
 mod jobs;

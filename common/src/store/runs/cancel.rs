@@ -22,23 +22,51 @@ pub async fn request_cancel(
     )
 }
 
-/// `overlap = replace`: asks the running attempts of `job_id` to stop for run `run_id`
-/// (their executors stop them as on a cancellation: SIGTERM, the job's grace, SIGKILL).
-/// Returns the runs flagged now (none when they already were).
+/// What `overlap = replace` did for a run (see [`request_replace`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replacement {
+    /// The running runs flagged to stop now (none when they already were).
+    pub stopping: Vec<i64>,
+    /// A running run of a later instant than the replacing one's: then nothing is
+    /// stopped, and the replacing run gives way to it.
+    pub newer: Option<i64>,
+}
+
+/// `overlap = replace`: asks the running attempts of `job_id` whose instant
+/// (`coalesce(scheduled_at, queued_at)`) is earlier than run `run_id`'s to stop (their
+/// executors stop them as on a cancellation: SIGTERM, the job's grace, SIGKILL). Instants
+/// order, not ids: a retry of an older instant is born after a newer instant's run and
+/// must not stop it. When a running attempt's instant is later than `run_id`'s, none is
+/// stopped and that attempt is named.
 pub async fn request_replace(
     db: impl PgExecutor<'_>,
     job_id: i64,
     run_id: i64,
-) -> Result<Vec<i64>, StoreError> {
-    Ok(sqlx::query_scalar!(
-        "UPDATE runs_live SET cancel_requested_at = now(), reason = 'overlap: replaced by run ' || $2
-         WHERE job_id = $1 AND state = 'running' AND id <> $2 AND cancel_requested_at IS NULL
-         RETURNING id",
+) -> Result<Replacement, StoreError> {
+    let row = sqlx::query!(
+        r#"WITH me AS (SELECT coalesce(scheduled_at, queued_at) AS at FROM runs_live WHERE id = $2),
+           newer AS (SELECT runs.id FROM runs_live AS runs, me
+                     WHERE runs.job_id = $1 AND runs.state = 'running' AND runs.id <> $2
+                       AND coalesce(runs.scheduled_at, runs.queued_at) > me.at
+                     ORDER BY coalesce(runs.scheduled_at, runs.queued_at) DESC, runs.id DESC
+                     LIMIT 1),
+           stopping AS (UPDATE runs_live SET cancel_requested_at = now(), reason = 'overlap: replaced by run ' || $2
+                        FROM me
+                        WHERE runs_live.job_id = $1 AND runs_live.state = 'running' AND runs_live.id <> $2
+                          AND runs_live.cancel_requested_at IS NULL
+                          AND coalesce(runs_live.scheduled_at, runs_live.queued_at) < me.at
+                          AND NOT EXISTS (SELECT 1 FROM newer)
+                        RETURNING runs_live.id)
+           SELECT (SELECT id FROM newer) AS newer, array(SELECT id FROM stopping) AS "stopping!""#,
         job_id,
         run_id
     )
-    .fetch_all(db)
-    .await?)
+    .fetch_one(db)
+    .await?;
+    Ok(Replacement {
+        stopping: row.stopping,
+        newer: row.newer,
+    })
 }
 
 /// The executor's running runs whose cancellation was requested.

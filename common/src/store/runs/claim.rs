@@ -198,12 +198,14 @@ pub async fn end_claim(
 }
 
 /// The other runs of a job waiting to start (queued, or claimed and not started) beside
-/// one of them, in the order they were born: what `buffer_one` and `replace` decide on.
+/// one of them: what `buffer_one` and `replace` decide on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Waiting {
     /// The first born before it, if any.
     pub earlier: Option<i64>,
-    /// The last born after it, if any.
+    /// The one of the latest instant (`coalesce(scheduled_at, queued_at)`), if its instant
+    /// is later than this one's: by instant, not birth, since a retry of an older instant
+    /// is born after a newer instant's run.
     pub later: Option<i64>,
 }
 
@@ -214,8 +216,12 @@ pub async fn waiting_beside(
     run_id: i64,
 ) -> Result<Waiting, StoreError> {
     let row = sqlx::query!(
-        "SELECT min(id) FILTER (WHERE id < $2) AS earlier, max(id) FILTER (WHERE id > $2) AS later
-         FROM runs_live WHERE job_id = $1 AND state IN ('queued', 'claimed') AND id <> $2",
+        r#"SELECT min(waiting.id) FILTER (WHERE waiting.id < $2) AS earlier,
+                  (array_agg(waiting.id ORDER BY coalesce(waiting.scheduled_at, waiting.queued_at) DESC, waiting.id DESC)
+                     FILTER (WHERE coalesce(waiting.scheduled_at, waiting.queued_at) > me.at))[1] AS later
+           FROM runs_live AS waiting,
+                (SELECT coalesce(scheduled_at, queued_at) AS at FROM runs_live WHERE id = $2) AS me
+           WHERE waiting.job_id = $1 AND waiting.state IN ('queued', 'claimed') AND waiting.id <> $2"#,
         job_id,
         run_id
     )

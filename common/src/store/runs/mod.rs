@@ -10,7 +10,7 @@
 //!                      │  │  └───────────────┼──┼── claim starts it) ────▶│  │
 //!                      │  └── unclaim / ─────┘  │                         │  └── reap (executor lost, ─▶ abandoned
 //!                      │      requeue stale     └─ end_claim ─▶ skipped | failed    did not stop)
-//!                      └─ cancel ─▶ cancelled;  expire ─▶ missed
+//!                      └─ cancel ─▶ cancelled;  expire ─▶ missed;  give up waiting ─▶ failed
 //! ```
 //!
 //! | transition | from | to | function |
@@ -24,6 +24,9 @@
 //! | cancel | queued, claimed | cancelled | [`request_cancel`] (a running run is flagged; it ends through finish) |
 //! | abandon | running | abandoned | [`abandon_orphans`] (with the takeover of the job's policy), [`abandon_stuck`] (monitor) |
 //! | expire | queued | missed | [`expire_stale_queued`] (monitor) |
+//! | hold, release | queued | queued (not claimable while it waits for another job) | [`hold_for_upstream`] (firing), [`release_ready`] (monitor) |
+//! | give up waiting | queued | failed | [`fail_overdue`] (monitor) |
+//! | bound a rated job's queue | queued | skipped | [`skip_beyond_rate`] (monitor) |
 //!
 //! [`RunState::may_become`] states the same table as code. The statements that end runs
 //! are written out in `sql/`, checked at build time like every other: ending a run moves
@@ -45,6 +48,7 @@ pub mod queue;
 pub mod quota;
 pub mod reap;
 pub mod start;
+pub mod upstream;
 
 pub use cancel::*;
 pub use claim::*;
@@ -53,6 +57,7 @@ pub use fired::*;
 pub use queue::*;
 pub use reap::*;
 pub use start::*;
+pub use upstream::*;
 
 use sqlx::PgExecutor;
 

@@ -1,6 +1,7 @@
 //! The monitor's transitions: running runs of dead executors and runs that do not stop
 //! → abandoned (with their retries), stale claims → queued, queued first attempts past
-//! their trigger's misfire threshold → missed, and overdue runs flagged to stop.
+//! their trigger's misfire threshold → missed (those of rated jobs → skipped beyond what
+//! the rate starts in time), and overdue runs flagged to stop.
 //!
 //! Every statement is conditional on the state it changes, so several monitors running
 //! the same statement at once change each row once: PostgreSQL re-checks the condition
@@ -95,6 +96,18 @@ pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<V
 pub async fn expire_stale_queued(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
     Ok(
         sqlx::query_file_scalar!("src/store/runs/sql/expire_stale_queued.sql")
+            .fetch_all(db)
+            .await?,
+    )
+}
+
+/// Skips the queued first attempts of triggered runs of jobs with a rate that have more
+/// runs ahead of them than the rate starts within their trigger's misfire threshold (see
+/// `sql/skip_beyond_rate.sql`): the bound of a rated job's queue, whose runs
+/// [`expire_stale_queued`] leaves alone.
+pub async fn skip_beyond_rate(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
+    Ok(
+        sqlx::query_file_scalar!("src/store/runs/sql/skip_beyond_rate.sql")
             .fetch_all(db)
             .await?,
     )

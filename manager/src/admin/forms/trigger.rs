@@ -51,6 +51,8 @@ pub fn trigger_draft(form: &FormData) -> TriggerDraft {
             },
             jitter_secs: form.whole_or_null("jitter_secs", &mut problems),
             max_fires: form.whole_or_null("max_fires", &mut problems),
+            // `after` is given through the API or definitions; the form leaves it alone.
+            after: None,
         },
         problems: FieldErrors::new(),
     };

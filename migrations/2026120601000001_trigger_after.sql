@@ -1,7 +1,7 @@
 -- Dependencies across schedules: a trigger may wait for another job (`after`).
 --
 -- Each instant's run of such a trigger is inserted queued but not claimable
--- (`available_at = 'infinity'`), with a row in `run_waits` saying which job's run of which
+-- (`available_at` in the year 9999), with a row in `run_waits` saying which job's run of which
 -- day it waits for and until when. The monitors release it when that run succeeded, or
 -- end it failed at the deadline. Only waiting runs have a row, so the monitors' pass reads
 -- nothing else, and runs of other triggers pay nothing.

@@ -23,7 +23,9 @@ pub enum ArchiveError {
     #[error("output archive: {0}")]
     Storage(#[from] object_store::Error),
     /// A run's archived output is larger than one read returns.
-    #[error("output archive: run {run_id}'s output is larger than {limit} bytes, the most one request reads")]
+    #[error(
+        "output archive: run {run_id}'s output is larger than {limit} bytes, the most one request reads"
+    )]
     TooLarge {
         /// The run.
         run_id: i64,
@@ -154,6 +156,15 @@ mod tests {
         // decompresses to.
         let zeros = "0".repeat(1024 * 1024);
         let err = decompress_capped(7, &gzip(&zeros), 1000).expect_err("past the limit");
-        assert!(matches!(err, ArchiveError::TooLarge { run_id: 7, limit: 1000 }), "{err}");
+        assert!(
+            matches!(
+                err,
+                ArchiveError::TooLarge {
+                    run_id: 7,
+                    limit: 1000
+                }
+            ),
+            "{err}"
+        );
     }
 }

@@ -31,7 +31,7 @@ pub async fn run(pool: PgPool, stop: CancellationToken) {
 pub async fn pass(pool: &PgPool) -> Result<(), StoreError> {
     let released = retry_transient("release waiting runs", || async {
         let mut tx = pool.begin().await?;
-        let released = runs::release_ready(&mut tx).await?;
+        let released = runs::release_ready(&mut *tx).await?;
         tx.commit().await?;
         Ok::<_, StoreError>(released)
     })
@@ -41,7 +41,10 @@ pub async fn pass(pool: &PgPool) -> Result<(), StoreError> {
     }
     let failed = retry_transient("fail overdue waiting runs", || runs::fail_overdue(pool)).await?;
     for run_id in &failed {
-        tracing::warn!(run.id = run_id, "run failed: the job it waited for did not succeed in time");
+        tracing::warn!(
+            run.id = run_id,
+            "run failed: the job it waited for did not succeed in time"
+        );
     }
     Ok(())
 }

@@ -458,12 +458,18 @@ pub async fn notify_schedule_changed(db: impl PgExecutor<'_>) -> Result<(), Stor
 }
 
 /// The id of the job of `namespace` named `name`, if any.
-pub async fn id_by_name(db: impl PgExecutor<'_>, namespace: &str, name: &str) -> Result<Option<i64>, StoreError> {
-    Ok(
-        sqlx::query_scalar!("SELECT id FROM jobs WHERE namespace = $1 AND name = $2", namespace, name)
-            .fetch_optional(db)
-            .await?,
+pub async fn id_by_name(
+    db: impl PgExecutor<'_>,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<i64>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        "SELECT id FROM jobs WHERE namespace = $1 AND name = $2",
+        namespace,
+        name
     )
+    .fetch_optional(db)
+    .await?)
 }
 
 /// Every job's id and name, by name (pickers); only those of the namespaces `only`

@@ -690,7 +690,11 @@ pub async fn set_extras(
 
 /// Sets the job a trigger's runs wait for (by id) and for how many seconds at most
 /// (None: they wait for nothing).
-pub async fn set_after(db: impl PgExecutor<'_>, id: i64, after: Option<(i64, i32)>) -> Result<(), StoreError> {
+pub async fn set_after(
+    db: impl PgExecutor<'_>,
+    id: i64,
+    after: Option<(i64, i32)>,
+) -> Result<(), StoreError> {
     sqlx::query!(
         "UPDATE triggers SET after_job_id = $2, after_within_secs = $3 WHERE id = $1",
         id,

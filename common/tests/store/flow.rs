@@ -38,9 +38,13 @@ async fn replace_stops_only_runs_of_earlier_instants(pool: PgPool) {
     // A retry of an older instant, born last: the newer instant's run is still the later.
     let retry = runs::queue_now(&pool, job.id).await.expect("queue");
     set_instant(&pool, retry.id, instant(60)).await;
-    let beside = runs::waiting_beside(&pool, job.id, newer.id).await.expect("waiting");
+    let beside = runs::waiting_beside(&pool, job.id, newer.id)
+        .await
+        .expect("waiting");
     assert_eq!(beside.later, None, "no waiting run is of a later instant");
-    let beside = runs::waiting_beside(&pool, job.id, retry.id).await.expect("waiting");
+    let beside = runs::waiting_beside(&pool, job.id, retry.id)
+        .await
+        .expect("waiting");
     assert_eq!(beside.later, Some(newer.id));
 
     let replacement = runs::request_replace(&pool, job.id, newer.id)
@@ -91,14 +95,16 @@ async fn a_rated_jobs_queue_holds_what_its_rate_starts_within_the_threshold(pool
     drop(conn);
 
     let skipped = runs::skip_beyond_rate(&pool).await.expect("bound");
-    assert_eq!(skipped.len(), 4, "one run an hour: one waits within a minute's threshold");
-    let (kept,): (i64,) = sqlx::query_as(
-        "SELECT id FROM runs WHERE job_id = $1 AND state = 'queued'",
-    )
-    .bind(job.id)
-    .fetch_one(&pool)
-    .await
-    .expect("the oldest waits");
+    assert_eq!(
+        skipped.len(),
+        4,
+        "one run an hour: one waits within a minute's threshold"
+    );
+    let (kept,): (i64,) = sqlx::query_as("SELECT id FROM runs WHERE job_id = $1 AND state = 'queued'")
+        .bind(job.id)
+        .fetch_one(&pool)
+        .await
+        .expect("the oldest waits");
     assert_eq!(run(&pool, kept).await.scheduled_at, instant(0));
     let dropped = run(&pool, skipped[0]).await;
     assert_eq!(dropped.state, RunState::Skipped);
@@ -168,12 +174,13 @@ async fn fire_held(pool: &PgPool, job_id: i64, trigger_id: i64, at: DateTime<Utc
     insert_queued(&mut tx, &[job_id], &[trigger_id], &[at])
         .await
         .expect("fire");
-    let (id,): (i64,) = sqlx::query_as("SELECT id FROM runs_live WHERE trigger_id = $1 AND scheduled_at = $2")
-        .bind(trigger_id)
-        .bind(at)
-        .fetch_one(&mut *tx)
-        .await
-        .expect("fired");
+    let (id,): (i64,) =
+        sqlx::query_as("SELECT id FROM runs_live WHERE trigger_id = $1 AND scheduled_at = $2")
+            .bind(trigger_id)
+            .bind(at)
+            .fetch_one(&mut *tx)
+            .await
+            .expect("fired");
     runs::hold_for_upstream(&mut tx, &[id]).await.expect("hold");
     tx.commit().await.expect("commit");
     id
@@ -186,23 +193,37 @@ async fn a_dependent_run_waits_for_the_same_days_success_then_runs(pool: PgPool)
     let job = make_job(&pool, "report", |j| j.parallel = true).await;
     let trigger = dependent_trigger(&pool, &job, &upstream, 3600).await;
     // 23:30 UTC on 2026-11-25 is 00:30 on the 26th in Paris.
-    let at = Utc.with_ymd_and_hms(2026, 11, 25, 23, 30, 0).single().expect("instant");
+    let at = Utc
+        .with_ymd_and_hms(2026, 11, 25, 23, 30, 0)
+        .single()
+        .expect("instant");
     let held = fire_held(&pool, job.id, trigger, at).await;
     let waiting = run(&pool, held).await;
     assert_eq!(waiting.state, RunState::Queued);
-    assert_eq!(waiting.reason.as_deref(), Some("waiting for nightly-load of 2026-11-26"));
-    assert!(runs::claim_queued(&pool, executor, 10).await.expect("claim").is_empty());
+    assert_eq!(
+        waiting.reason.as_deref(),
+        Some("waiting for nightly-load of 2026-11-26")
+    );
+    assert!(runs::claim_queued(&pool, executor, 10)
+        .await
+        .expect("claim")
+        .is_empty());
 
     // The upstream run of the day before (in Paris) does not release it.
     let before = runs::queue_now(&pool, upstream.id).await.expect("queue");
     set_instant(&pool, before.id, at - TimeDelta::minutes(31)).await;
     finish_queued(&pool, executor, before.id).await;
-    assert!(runs::release_ready(&mut *pool.acquire().await.expect("conn")).await.expect("release").is_empty());
+    assert!(runs::release_ready(&mut *pool.acquire().await.expect("conn"))
+        .await
+        .expect("release")
+        .is_empty());
 
     let same_day = runs::queue_now(&pool, upstream.id).await.expect("queue");
     set_instant(&pool, same_day.id, at + TimeDelta::hours(2)).await;
     finish_queued(&pool, executor, same_day.id).await;
-    let released = runs::release_ready(&mut *pool.acquire().await.expect("conn")).await.expect("release");
+    let released = runs::release_ready(&mut *pool.acquire().await.expect("conn"))
+        .await
+        .expect("release");
     assert_eq!(released, vec![held]);
     let claimed = runs::claim_queued(&pool, executor, 10).await.expect("claim");
     assert_eq!(claimed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![held]);
@@ -230,6 +251,10 @@ async fn a_dependent_run_past_its_deadline_fails_with_the_reason(pool: PgPool) {
     let upstream = make_job(&pool, "nightly-load", |_| {}).await;
     let job = make_job(&pool, "report", |_| {}).await;
     let trigger = dependent_trigger(&pool, &job, &upstream, 60).await;
+    sqlx::query("INSERT INTO alert_rules (name, events) VALUES ('failures', '{run_failed}')")
+        .execute(&pool)
+        .await
+        .expect("rule");
     let at = Utc::now() - TimeDelta::minutes(2);
     let held = fire_held(&pool, job.id, trigger, at).await;
     assert_eq!(runs::fail_overdue(&pool).await.expect("fail"), vec![held]);
@@ -238,5 +263,19 @@ async fn a_dependent_run_past_its_deadline_fails_with_the_reason(pool: PgPool) {
     let reason = failed.reason.expect("a reason");
     assert!(reason.starts_with("waiting for nightly-load of "), "{reason}");
     assert!(failed.finished_at.is_some());
-    assert!(runs::release_ready(&mut *pool.acquire().await.expect("conn")).await.expect("release").is_empty());
+    let (events,): (Vec<String>,) =
+        sqlx::query_as("SELECT array_agg(event) FROM alert_events WHERE run_id = $1")
+            .bind(held)
+            .fetch_one(&pool)
+            .await
+            .expect("events");
+    assert_eq!(
+        events,
+        vec!["run_failed".to_owned()],
+        "it raises the failure alert"
+    );
+    assert!(runs::release_ready(&mut *pool.acquire().await.expect("conn"))
+        .await
+        .expect("release")
+        .is_empty());
 }

@@ -349,7 +349,10 @@ async fn set_extras(
     store::triggers::set_extras(&mut *conn, id, calendar, jitter_secs, max_fires).await?;
     if draft.after.is_some() {
         let after = match after {
-            Some(after) => Some((upstream_job(conn, namespace, &after.job).await?, after.within_secs)),
+            Some(after) => Some((
+                upstream_job(conn, namespace, &after.job).await?,
+                after.within_secs,
+            )),
             None => None,
         };
         store::triggers::set_after(&mut *conn, id, after).await?;

@@ -5,9 +5,25 @@
 
 use std::time::Duration;
 
-use probactr_testkit::{eventually, fast_env, unique_prefix};
+use probactr_testkit::{eventually, TEST_SECRET_KEY};
+use tokio_util::sync::CancellationToken;
 
+use super::output::start_executor;
 use super::*;
+
+/// A monitor running in this process until the returned token is cancelled.
+fn start_monitor(pool: &PgPool) -> (CancellationToken, tokio::task::JoinHandle<anyhow::Result<()>>) {
+    let config = executor_config_with(
+        pool,
+        &[
+            ("PROBACTR_SECRET_KEY", TEST_SECRET_KEY),
+            ("PROBACTR_REAP_INTERVAL", "1s"),
+        ],
+    );
+    let shutdown = CancellationToken::new();
+    let monitor = tokio::spawn(probactr_monitor::run(config, shutdown.clone()));
+    (shutdown, monitor)
+}
 
 /// The runs of a job, as the API lists them.
 async fn runs_of(app: &TestApp, token: &str, job: &Value) -> Vec<Value> {
@@ -40,7 +56,9 @@ async fn a_dependent_trigger_waits_for_the_days_upstream_run_then_runs_once(pool
         .job(&admin, json!({"name": "nightly-load", "kind": "noop"}))
         .await;
     let report = app.job(&admin, json!({"name": "report", "kind": "noop"})).await;
-    let late = app.job(&admin, json!({"name": "late-report", "kind": "noop"})).await;
+    let late = app
+        .job(&admin, json!({"name": "late-report", "kind": "noop"}))
+        .await;
     let path = format!("/api/v1/jobs/{}/triggers", report["id"]);
     let unknown = app
         .post(
@@ -49,7 +67,12 @@ async fn a_dependent_trigger_waits_for_the_days_upstream_run_then_runs_once(pool
             json!({"kind": "interval", "interval_secs": 60, "after": {"job": "nope", "within_secs": 60}}),
         )
         .await;
-    assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", unknown.text);
+    assert_eq!(
+        unknown.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        unknown.text
+    );
     assert!(unknown.text.contains("after.job"), "{}", unknown.text);
     let never = app
         .post(
@@ -73,9 +96,8 @@ async fn a_dependent_trigger_waits_for_the_days_upstream_run_then_runs_once(pool
     assert_eq!(shown.body["after"]["job"], "nightly-load", "{}", shown.text);
     dependent_trigger(&app, &admin, &late, 2).await;
 
-    let env = fast_env(&database_url_of(app.pool()), &unique_prefix("after"));
-    let _monitor = probactr_testkit::monitor("monitor", &env);
-    let _executor = probactr_testkit::executor("executor", &env);
+    let (stop_monitor, monitor) = start_monitor(app.pool());
+    let (stop_executor, executor) = start_executor(app.pool(), &[]);
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let reason = format!("waiting for nightly-load of {today}");
     let run = eventually(Duration::from_secs(15), "the dependent run waits", || async {
@@ -110,4 +132,8 @@ async fn a_dependent_trigger_waits_for_the_days_upstream_run_then_runs_once(pool
     tokio::time::sleep(Duration::from_secs(2)).await;
     let runs = runs_of(&app, &admin, &report).await;
     assert_eq!(runs.len(), 1, "it ran once: {runs:?}");
+    stop_executor.cancel();
+    stop_monitor.cancel();
+    executor.await.unwrap().unwrap();
+    monitor.await.unwrap().unwrap();
 }

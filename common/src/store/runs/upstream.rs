@@ -1,8 +1,8 @@
 //! Runs waiting for another job (a trigger's `after`): held, released, given up.
 //!
 //! A run of a trigger with `after` is fired queued like any other, then held in the same
-//! transaction ([`hold_for_upstream`]): not claimable (`available_at = 'infinity'`, which
-//! the claim already skips), its reason saying what it waits for, and one row in
+//! transaction ([`hold_for_upstream`]): not claimable (`available_at` far in the future,
+//! which the claim already skips; not `'infinity'`, which no `DateTime` reads back), its reason saying what it waits for, and one row in
 //! `run_waits`. The monitors' pass ([`release_ready`], [`fail_overdue`]) reads only
 //! `run_waits`, which holds nothing but waiting runs, so runs of other triggers pay
 //! nothing for the feature.
@@ -33,7 +33,7 @@ pub async fn hold_for_upstream(conn: &mut PgConnection, run_ids: &[i64]) -> Resu
              WHERE runs.id = ANY ($1) AND runs.state = 'queued'
              ON CONFLICT (run_id) DO NOTHING
              RETURNING run_id, reason)
-           UPDATE runs_live SET available_at = 'infinity', reason = held.reason
+           UPDATE runs_live SET available_at = '9999-01-01T00:00:00Z', reason = held.reason
            FROM held WHERE runs_live.id = held.run_id"#,
         run_ids
     )
@@ -64,7 +64,7 @@ pub async fn release_ready(conn: &mut PgConnection) -> Result<Vec<i64>, StoreErr
     .fetch_all(&mut *conn)
     .await?;
     if !released.is_empty() {
-        sqlx::query!("SELECT pg_notify($1, '')", super::super::RUNS_CHANNEL)
+        sqlx::query!("SELECT pg_notify($1, '')", crate::store::RUNS_CHANNEL)
             .execute(&mut *conn)
             .await?;
     }
@@ -74,7 +74,9 @@ pub async fn release_ready(conn: &mut PgConnection) -> Result<Vec<i64>, StoreErr
 /// Ends `failed` the waiting runs past their deadline, the reason saying what they waited
 /// for (see `sql/fail_overdue_waits.sql`); returns their ids.
 pub async fn fail_overdue(db: impl PgExecutor<'_>) -> Result<Vec<i64>, StoreError> {
-    Ok(sqlx::query_file_scalar!("src/store/runs/sql/fail_overdue_waits.sql")
-        .fetch_all(db)
-        .await?)
+    Ok(
+        sqlx::query_file_scalar!("src/store/runs/sql/fail_overdue_waits.sql")
+            .fetch_all(db)
+            .await?,
+    )
 }

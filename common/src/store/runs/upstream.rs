@@ -1,11 +1,11 @@
 //! Runs waiting for another job (a trigger's `after`): held, released, given up.
 //!
 //! A run of a trigger with `after` is fired queued like any other, then held in the same
-//! transaction ([`hold_for_upstream`]): not claimable (`available_at` far in the future,
-//! which the claim already skips; not `'infinity'`, which no `DateTime` reads back), its reason saying what it waits for, and one row in
-//! `run_waits`. The monitors' pass ([`release_ready`], [`fail_overdue`]) reads only
-//! `run_waits`, which holds nothing but waiting runs, so runs of other triggers pay
-//! nothing for the feature.
+//! transaction ([`hold_for_upstream`]): not claimable (`available_at` in the year 9999,
+//! which the claim already skips; not `'infinity'`, which no `DateTime` reads back), its
+//! reason saying what it waits for, and one row in `run_waits`. The monitors' pass
+//! ([`release_ready`], [`fail_overdue`]) reads only `run_waits`, which holds nothing but
+//! waiting runs, so runs of other triggers pay nothing for the feature.
 
 use sqlx::{PgConnection, PgExecutor};
 

@@ -31,7 +31,7 @@ pub async fn run(pool: PgPool, stop: CancellationToken) {
 pub async fn pass(pool: &PgPool) -> Result<(), StoreError> {
     let released = retry_transient("release waiting runs", || async {
         let mut tx = pool.begin().await?;
-        let released = runs::release_ready(&mut *tx).await?;
+        let released = runs::release_ready(&mut tx).await?;
         tx.commit().await?;
         Ok::<_, StoreError>(released)
     })

@@ -213,7 +213,7 @@ async fn a_dependent_run_waits_for_the_same_days_success_then_runs(pool: PgPool)
     let before = runs::queue_now(&pool, upstream.id).await.expect("queue");
     set_instant(&pool, before.id, at - TimeDelta::minutes(31)).await;
     finish_queued(&pool, executor, before.id).await;
-    assert!(runs::release_ready(&mut *pool.acquire().await.expect("conn"))
+    assert!(runs::release_ready(&mut pool.acquire().await.expect("conn"))
         .await
         .expect("release")
         .is_empty());
@@ -221,7 +221,7 @@ async fn a_dependent_run_waits_for_the_same_days_success_then_runs(pool: PgPool)
     let same_day = runs::queue_now(&pool, upstream.id).await.expect("queue");
     set_instant(&pool, same_day.id, at + TimeDelta::hours(2)).await;
     finish_queued(&pool, executor, same_day.id).await;
-    let released = runs::release_ready(&mut *pool.acquire().await.expect("conn"))
+    let released = runs::release_ready(&mut pool.acquire().await.expect("conn"))
         .await
         .expect("release");
     assert_eq!(released, vec![held]);
@@ -274,7 +274,7 @@ async fn a_dependent_run_past_its_deadline_fails_with_the_reason(pool: PgPool) {
         vec!["run_failed".to_owned()],
         "it raises the failure alert"
     );
-    assert!(runs::release_ready(&mut *pool.acquire().await.expect("conn"))
+    assert!(runs::release_ready(&mut pool.acquire().await.expect("conn"))
         .await
         .expect("release")
         .is_empty());

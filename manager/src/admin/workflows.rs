@@ -79,7 +79,12 @@ pub async fn show(
     let names = workflows::job_names(&state.handles, &ids).await?;
     let step_jobs: Vec<String> = ids
         .iter()
-        .map(|id| names.get(id).cloned().unwrap_or_else(|| format!("job {id} (deleted)")))
+        .map(|id| {
+            names
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| format!("job {id} (deleted)"))
+        })
         .collect();
     let history = workflow_versions::history(&state.handles, &user.0, id).await?;
     let can_operate = can_operate(&user, &workflow.workflow.namespace);
@@ -136,14 +141,27 @@ async fn render_form(
         namespaces: Some(namespaces.clone()),
         ..JobFilter::default()
     };
-    let jobs = service::jobs::list(&state.handles, &user.0, &filter, Page { limit: 1000, offset: 0 })
-        .await?
-        .items;
+    let jobs = service::jobs::list(
+        &state.handles,
+        &user.0,
+        &filter,
+        Page {
+            limit: 1000,
+            offset: 0,
+        },
+    )
+    .await?
+    .items;
     let jobs: Vec<_> = jobs
         .iter()
         .map(|job| context! { id => job.id.to_string(), name => job.name, namespace => job.namespace })
         .collect();
-    let drawn: Vec<RunStep> = form.steps.iter().filter(|row| !row.name.trim().is_empty()).map(drawn_step).collect();
+    let drawn: Vec<RunStep> = form
+        .steps
+        .iter()
+        .filter(|row| !row.name.trim().is_empty())
+        .map(drawn_step)
+        .collect();
     let dag = dag_svg(&drawn, false);
     let (errors, listed) = placed(&page.errors);
     let ctx = context! {
@@ -227,7 +245,11 @@ pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<
 
 /// `POST /workflows/new`: creates the workflow, or shows the form again with every error
 /// (`action=add_step`: again with one more row, without JavaScript).
-pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormData) -> Result<Response, AdminError> {
+pub async fn create(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let typed = WorkflowForm::read(&form);
     if form.get("action") == Some("add_step") {
@@ -244,9 +266,14 @@ pub async fn create(State(state): State<AppState>, user: AdminUser, form: FormDa
 }
 
 /// `GET /workflows/{id}/edit`.
-pub async fn edit_form(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+pub async fn edit_form(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
     let current = workflows::get(&state.handles, &user.0, id).await?;
-    user.0.require_operator(&current.workflow.namespace, "edit workflows")?;
+    user.0
+        .require_operator(&current.workflow.namespace, "edit workflows")?;
     let form = WorkflowForm {
         name: current.workflow.name.clone(),
         description: current.workflow.description.clone(),
@@ -287,19 +314,32 @@ pub async fn update(
     match workflows::replace(&state.handles, &user.0, id, body, typed.expected_version()).await {
         Ok(saved) => Ok(flash::redirect(
             Redirect::to(&format!("/workflows/{id}")),
-            &format!("Workflow {} saved as version {}", saved.workflow.name, saved.workflow.version),
+            &format!(
+                "Workflow {} saved as version {}",
+                saved.workflow.name, saved.workflow.version
+            ),
         )),
         Err(err) => form_failure(&state, &user, &typed.with_blank_row(), Some(id), err).await,
     }
 }
 
 /// `POST /workflows/{id}/pause`.
-pub async fn pause(state: State<AppState>, user: AdminUser, id: Id, form: FormData) -> Result<Response, AdminError> {
+pub async fn pause(
+    state: State<AppState>,
+    user: AdminUser,
+    id: Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
     set_paused(state, user, id, form, true).await
 }
 
 /// `POST /workflows/{id}/resume`.
-pub async fn resume(state: State<AppState>, user: AdminUser, id: Id, form: FormData) -> Result<Response, AdminError> {
+pub async fn resume(
+    state: State<AppState>,
+    user: AdminUser,
+    id: Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
     set_paused(state, user, id, form, false).await
 }
 
@@ -361,16 +401,31 @@ pub async fn restore_version(
     let restored = workflow_versions::restore(&state.handles, &user.0, id, version).await?;
     Ok(flash::redirect(
         Redirect::to(&format!("/workflows/{id}")),
-        &format!("Version {version} restored as version {}", restored.workflow.version),
+        &format!(
+            "Version {version} restored as version {}",
+            restored.workflow.version
+        ),
     ))
 }
 
 /// `GET /workflows/{id}/triggers/new`.
-pub async fn new_trigger(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+pub async fn new_trigger(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
     let workflow = workflows::get(&state.handles, &user.0, id).await?;
-    user.0.require_operator(&workflow.workflow.namespace, "create workflow triggers")?;
+    user.0
+        .require_operator(&workflow.workflow.namespace, "create workflow triggers")?;
     let form = FormData::default();
-    render_trigger_form(&state, &user, StatusCode::OK, &workflow.workflow, &form, FieldErrors::new())
+    render_trigger_form(
+        &state,
+        &user,
+        StatusCode::OK,
+        &workflow.workflow,
+        &form,
+        FieldErrors::new(),
+    )
 }
 
 /// `POST /workflows/{id}/triggers/new`: the trigger form of a job, without what applies
@@ -422,7 +477,15 @@ fn render_trigger_form(
 /// The trigger form's errors: each by its field, and listed (a field the form does not
 /// show is listed only).
 fn placed_trigger_errors(errors: FieldErrors) -> (FieldErrors, Vec<minijinja::Value>) {
-    const SHOWN: [&str; 7] = ["kind", "cron", "timezone", "interval_secs", "at", "start_at", "end_at"];
+    const SHOWN: [&str; 7] = [
+        "kind",
+        "cron",
+        "timezone",
+        "interval_secs",
+        "at",
+        "start_at",
+        "end_at",
+    ];
     let listed = errors
         .iter()
         .map(|(field, message)| {

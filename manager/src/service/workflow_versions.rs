@@ -50,7 +50,11 @@ pub async fn keep(
 
 /// Keeps the version a workflow had before it changes, when it is not kept yet (a
 /// workflow made before versions were kept, or one paused since its last edit).
-pub async fn keep_before(conn: &mut PgConnection, workflow: &Workflow, steps: &[Step]) -> Result<(), ApiError> {
+pub async fn keep_before(
+    conn: &mut PgConnection,
+    workflow: &Workflow,
+    steps: &[Step],
+) -> Result<(), ApiError> {
     let made = Made {
         actor: "unknown",
         action: "before",
@@ -78,7 +82,12 @@ pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<Wor
 }
 
 /// Version `version` of workflow `id`, secret parameters masked.
-pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<WorkflowVersion, ApiError> {
+pub async fn get(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    version: i64,
+) -> Result<WorkflowVersion, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     workflows::visible(&mut conn, who, id).await?;
     workflow_versions::get(&mut *conn, id, version)
@@ -89,7 +98,12 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> R
 
 /// Makes version `version` of workflow `id` its definition again, as a new version,
 /// checked as an edit is (its steps' jobs must still exist); its pause and triggers stay.
-pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<WorkflowView, ApiError> {
+pub async fn restore(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    version: i64,
+) -> Result<WorkflowView, ApiError> {
     let mut tx = handles.pool.begin().await?;
     workflows::visible(&mut tx, who, id).await?;
     let kept = workflow_versions::get(&mut *tx, id, version)

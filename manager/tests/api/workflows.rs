@@ -491,8 +491,14 @@ async fn workflow_versions_are_kept_and_restored(pool: PgPool) {
     let id = created.body["id"].as_i64().unwrap();
     let uri = format!("/api/v1/workflows/{id}");
     for (description, steps) in [
-        ("two steps", json!([{"name": "only", "job_id": a}, {"name": "then", "job_id": b, "depends_on": ["only"]}])),
-        ("renamed", json!([{"name": "start", "job_id": b, "params": {"day": "mon"}}])),
+        (
+            "two steps",
+            json!([{"name": "only", "job_id": a}, {"name": "then", "job_id": b, "depends_on": ["only"]}]),
+        ),
+        (
+            "renamed",
+            json!([{"name": "start", "job_id": b, "params": {"day": "mon"}}]),
+        ),
     ] {
         let body = json!({"name": "versioned", "description": description, "steps": steps});
         let edited = app.call(Method::PUT, &uri, Some(&admin), Some(body)).await;
@@ -512,15 +518,26 @@ async fn workflow_versions_are_kept_and_restored(pool: PgPool) {
     let v1 = app.get(&format!("{uri}/versions/1"), &admin).await;
     assert_eq!(v1.status, StatusCode::OK, "{}", v1.text);
     assert_eq!(v1.body["definition"]["steps"][0]["name"], "only");
-    assert_eq!(app.get(&format!("{uri}/versions/99"), &admin).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get(&format!("{uri}/versions/99"), &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
 
-    let restored = app.post(&format!("{uri}/versions/1/restore"), &admin, json!({})).await;
+    let restored = app
+        .post(&format!("{uri}/versions/1/restore"), &admin, json!({}))
+        .await;
     assert_eq!(restored.status, StatusCode::OK, "{}", restored.text);
     assert_eq!(restored.body["description"], "one step");
     let newest = app.get(&format!("{uri}/versions"), &admin).await;
     let newest = &newest.body["items"][0];
-    assert_eq!((newest["action"].as_str(), newest["restored_from"].as_i64()), (Some("restore"), Some(1)));
-    assert_eq!(newest["definition"], v1.body["definition"], "the restored definition is v1's");
+    assert_eq!(
+        (newest["action"].as_str(), newest["restored_from"].as_i64()),
+        (Some("restore"), Some(1))
+    );
+    assert_eq!(
+        newest["definition"], v1.body["definition"],
+        "the restored definition is v1's"
+    );
     let now = app.get(&uri, &admin).await;
     assert_eq!(now.body["steps"].as_array().map(Vec::len), Some(1));
     assert_eq!(now.body["steps"][0]["name"], "only");

@@ -41,14 +41,18 @@ async fn fill_step(session: &Session, row: usize, name: &str, job: &str, depends
         .select_by_label(job)
         .await
         .unwrap();
-    session.type_into(&format!("#step-{row}-depends_on"), depends_on).await;
+    session
+        .type_into(&format!("#step-{row}-depends_on"), depends_on)
+        .await;
 }
 
 async fn workflow_scenario(session: Session, password: String) {
     log_in(&session, &password).await;
     session.goto("/workflows").await;
     session.click("#new-workflow").await;
-    session.wait_path("the new workflow form", |path| path == "/workflows/new").await;
+    session
+        .wait_path("the new workflow form", |path| path == "/workflows/new")
+        .await;
     session.type_into("#wf-name", "browser-flow").await;
     fill_step(&session, 0, "extract", "extract-job", "").await;
     fill_step(&session, 1, "load", "load-job", "extract").await;
@@ -63,17 +67,25 @@ async fn workflow_scenario(session: Session, password: String) {
         })
         .await;
     let steps = session.text("#steps").await;
-    assert!(steps.contains("extract-job") && steps.contains("load-job"), "{steps}");
+    assert!(
+        steps.contains("extract-job") && steps.contains("load-job"),
+        "{steps}"
+    );
     assert!(!steps.contains('#'), "steps' jobs by name, not id: {steps}");
 
     // A bad edit: every error at once, each field marked, the summary an alert.
     session.click("#edit-workflow").await;
-    session.wait_path("the edit form", |path| path.ends_with("/edit")).await;
+    session
+        .wait_path("the edit form", |path| path.ends_with("/edit"))
+        .await;
     session.type_into("#wf-name", " ").await;
     fill_step(&session, 2, "report", "report-job", "nowhere").await;
     session.press("form[data-workflow-form]", "Save").await;
     let summary = session.text(".error-summary[role=alert]").await;
-    assert!(summary.contains("name") && summary.contains("steps[2].depends_on"), "{summary}");
+    assert!(
+        summary.contains("name") && summary.contains("steps[2].depends_on"),
+        "{summary}"
+    );
     let name = session.wait_css("#wf-name").await;
     assert_eq!(name.attr("aria-invalid").await.unwrap().as_deref(), Some("true"));
 
@@ -83,10 +95,18 @@ async fn workflow_scenario(session: Session, password: String) {
     session.click("#add-step").await;
     session.wait_css("#step-4-name").await;
     session.press("form[data-workflow-form]", "Save").await;
-    session.wait_path("the workflow's page again", |path| path == page).await;
+    session
+        .wait_path("the workflow's page again", |path| path == page)
+        .await;
     let steps = session.text("#steps").await;
-    assert!(steps.contains("report") && steps.contains("report-job"), "{steps}");
+    assert!(
+        steps.contains("report") && steps.contains("report-job"),
+        "{steps}"
+    );
     let history = session.text("#history + table").await;
-    assert!(history.contains("update") && history.contains("create"), "{history}");
+    assert!(
+        history.contains("update") && history.contains("create"),
+        "{history}"
+    );
     session.screenshot("workflow").await;
 }

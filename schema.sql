@@ -2088,6 +2088,20 @@ ALTER TABLE public.workflow_triggers ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
 );
 
 --
+-- Name: workflow_versions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.workflow_versions (
+    workflow_id bigint NOT NULL,
+    version bigint NOT NULL,
+    definition jsonb NOT NULL,
+    actor text NOT NULL,
+    action text NOT NULL,
+    restored_from bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: workflows; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2504,6 +2518,13 @@ ALTER TABLE ONLY public.workflow_steps
 
 ALTER TABLE ONLY public.workflow_triggers
     ADD CONSTRAINT workflow_triggers_pkey PRIMARY KEY (id);
+
+--
+-- Name: workflow_versions workflow_versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.workflow_versions
+    ADD CONSTRAINT workflow_versions_pkey PRIMARY KEY (workflow_id, version);
 
 --
 -- Name: workflows workflows_name_unique; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3460,6 +3481,13 @@ ALTER TABLE ONLY public.workflow_steps
 
 ALTER TABLE ONLY public.workflow_triggers
     ADD CONSTRAINT workflow_triggers_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES public.workflows(id) ON DELETE CASCADE;
+
+--
+-- Name: workflow_versions workflow_versions_workflow_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.workflow_versions
+    ADD CONSTRAINT workflow_versions_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES public.workflows(id) ON DELETE CASCADE;
 
 --
 -- Name: workflows workflows_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

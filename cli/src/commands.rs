@@ -436,7 +436,8 @@ pub fn encode(text: &str) -> String {
         .collect()
 }
 
-const VERSION_COLUMNS: &[(&str, &str)] = &[
+/// The columns of `jobs history` and `workflows history`.
+pub(crate) const VERSION_COLUMNS: &[(&str, &str)] = &[
     ("version", "VERSION"),
     ("action", "MADE BY"),
     ("actor", "WHO"),

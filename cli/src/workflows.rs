@@ -1,12 +1,12 @@
 //! `probactr workflows …`: list and show workflows, start a run, pause and resume one,
-//! cancel a workflow run.
+//! cancel a workflow run, list a workflow's versions and restore one.
 
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use serde_json::{json, Value};
 
 use crate::client::Client;
-use crate::commands::{items, run_params, Exit};
+use crate::commands::{items, run_params, Exit, VERSION_COLUMNS};
 use crate::output::{self, Format};
 
 /// `probactr workflows …`.
@@ -41,6 +41,19 @@ pub enum WorkflowsCommand {
     Cancel {
         /// The workflow run's id (`workflows get NAME` lists the last ones).
         run_id: i64,
+    },
+    /// List a workflow's kept versions, newest first: who changed what, and when.
+    History {
+        /// Its name.
+        name: String,
+    },
+    /// Make an earlier version of a workflow its definition again (as a new version).
+    Restore {
+        /// Its name.
+        name: String,
+        /// The version to bring back (see `workflows history`).
+        #[arg(long)]
+        version: i64,
     },
 }
 
@@ -147,6 +160,26 @@ pub async fn workflows(client: &Client, command: WorkflowsCommand, format: Forma
             } else {
                 output::one(format, &run);
             }
+        }
+        WorkflowsCommand::History { name } => {
+            let workflow = workflow_named(client, &name).await?;
+            let page = client
+                .get(&format!("/workflows/{}/versions", workflow["id"]))
+                .await?;
+            output::list(format, &items(&page), VERSION_COLUMNS);
+        }
+        WorkflowsCommand::Restore { name, version } => {
+            let workflow = workflow_named(client, &name).await?;
+            let restored = client
+                .post(
+                    &format!("/workflows/{}/versions/{version}/restore", workflow["id"]),
+                    &json!({}),
+                )
+                .await?;
+            eprintln!(
+                "Workflow {name}: version {version} restored as version {}",
+                restored["version"]
+            );
         }
     }
     Ok(Exit::Success)

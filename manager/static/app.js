@@ -275,3 +275,135 @@
     if (jobForm) { specFieldsets(jobForm); }
   });
 })();
+
+// The workflow form: its graph drawn from the step rows as they are typed (as the server
+// draws it), a step row added without a round trip, and focus moved to an error summary.
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var NODE_W = 160, NODE_H = 44, COLUMN = 210, ROW = 64, MARGIN = 12;
+
+  function stepsOf(form) {
+    var steps = [];
+    form.querySelectorAll("tr.step-row").forEach(function (row) {
+      var name = row.querySelector('[data-step-field="name"]').value.trim();
+      if (!name) { return; }
+      var job = row.querySelector('[data-step-field="job_id"]');
+      var upstream = row.querySelector('[data-step-field="depends_on"]').value.split(",")
+        .map(function (item) { return item.trim(); })
+        .filter(function (item) { return item !== ""; });
+      steps.push({
+        name: name,
+        job: job.selectedIndex > 0 ? job.options[job.selectedIndex].text : "",
+        upstream: upstream
+      });
+    });
+    return steps;
+  }
+
+  // Each step's column: one more than the deepest step it depends on (bounded rounds, so
+  // a cycle being typed does not hang the page).
+  function depths(steps) {
+    var depth = {};
+    for (var round = 0, changed = true; changed && round <= steps.length; round++) {
+      changed = false;
+      steps.forEach(function (step) {
+        var wanted = 0;
+        step.upstream.forEach(function (up) {
+          if (depth[up] !== undefined) { wanted = Math.max(wanted, depth[up] + 1); }
+        });
+        if (depth[step.name] !== wanted) { depth[step.name] = wanted; changed = true; }
+      });
+    }
+    return depth;
+  }
+
+  function node(tag, attributes, text) {
+    var element = document.createElementNS(SVG, tag);
+    Object.keys(attributes).forEach(function (key) { element.setAttribute(key, attributes[key]); });
+    if (text !== undefined) { element.textContent = text; }
+    return element;
+  }
+
+  function draw(form, target) {
+    var steps = stepsOf(form), depth = depths(steps), rows = {}, place = {};
+    var width = MARGIN, height = MARGIN;
+    steps.forEach(function (step) {
+      var column = depth[step.name] || 0;
+      rows[column] = rows[column] || 0;
+      place[step.name] = [MARGIN + column * COLUMN, MARGIN + rows[column] * ROW];
+      rows[column] += 1;
+      width = Math.max(width, place[step.name][0] + NODE_W + MARGIN);
+      height = Math.max(height, place[step.name][1] + NODE_H + MARGIN);
+    });
+    var svg = node("svg", { "class": "dag", width: width, height: height,
+      viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "workflow steps" });
+    var marker = node("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
+      markerWidth: 8, markerHeight: 8, orient: "auto" });
+    marker.appendChild(node("path", { d: "M0,0 L10,5 L0,10 z" }));
+    svg.appendChild(node("defs", {})).appendChild(marker);
+    steps.forEach(function (step) {
+      var to = place[step.name];
+      step.upstream.forEach(function (up) {
+        var from = place[up];
+        if (!from) { return; }
+        svg.appendChild(node("line", { "class": "edge", x1: from[0] + NODE_W, y1: from[1] + NODE_H / 2,
+          x2: to[0], y2: to[1] + NODE_H / 2, "marker-end": "url(#arrow)" }));
+      });
+    });
+    steps.forEach(function (step) {
+      var at = place[step.name];
+      var group = node("g", { "class": "step state-defined", "data-step": step.name });
+      group.appendChild(node("rect", { x: at[0], y: at[1], width: NODE_W, height: NODE_H, rx: 6 }));
+      group.appendChild(node("text", { x: at[0] + 10, y: at[1] + 18 }, step.name));
+      group.appendChild(node("text", { "class": "state", x: at[0] + 10, y: at[1] + 35 }, step.job));
+      svg.appendChild(group);
+    });
+    target.replaceChildren(svg);
+  }
+
+  // A copy of the last row, emptied and numbered as the next one.
+  function addRow(form) {
+    var rows = form.querySelectorAll("tr.step-row");
+    var last = rows[rows.length - 1], index = rows.length;
+    var row = last.cloneNode(true);
+    row.setAttribute("data-row", index);
+    row.querySelectorAll(".error").forEach(function (error) { error.remove(); });
+    row.querySelectorAll(".invalid").forEach(function (cell) { cell.classList.remove("invalid"); });
+    row.querySelectorAll("input, select, label").forEach(function (field) {
+      ["name", "id", "for"].forEach(function (attribute) {
+        var value = field.getAttribute(attribute);
+        if (value === null) { return; }
+        field.setAttribute(attribute, value.replace(/^steps\[\d+\]/, "steps[" + index + "]")
+          .replace(/^step-\d+-/, "step-" + index + "-"));
+      });
+      field.removeAttribute("aria-invalid");
+      field.removeAttribute("aria-describedby");
+      if (field.tagName === "LABEL") {
+        field.textContent = field.textContent.replace(/\d+/, String(index + 1));
+      } else if (field.tagName === "INPUT") {
+        field.value = "";
+      } else if (field.getAttribute("data-step-field") === "job_id") {
+        field.selectedIndex = 0;
+      }
+    });
+    last.parentNode.appendChild(row);
+    row.querySelector('[data-step-field="name"]').focus();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var summary = document.querySelector(".error-summary[role=alert]");
+    if (summary) { summary.focus(); }
+    var form = document.querySelector("form[data-workflow-form]");
+    var target = document.getElementById("dag-preview");
+    if (!form || !target) { return; }
+    var redraw = function () { draw(form, target); };
+    form.addEventListener("input", redraw);
+    form.addEventListener("change", redraw);
+    document.getElementById("add-step").addEventListener("click", function (event) {
+      event.preventDefault();
+      addRow(form);
+    });
+    redraw();
+  });
+})();

@@ -1,42 +1,11 @@
 //! `job_versions`: a job's whole definition at each of its versions, with who made it and
 //! how, for its history and for restoring an earlier one.
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::PgExecutor;
 
 use super::jobs::NewJob;
+pub use super::versions::{Made, Version as JobVersion};
 use super::StoreError;
-
-/// A version as listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct JobVersion {
-    /// The job's version number.
-    pub version: i64,
-    /// Who made it (`unknown` for the version a job had before versions were kept).
-    pub actor: String,
-    /// `create`, `update`, `restore` or `before`.
-    pub action: String,
-    /// The version a restore brought back.
-    pub restored_from: Option<i64>,
-    /// When.
-    pub created_at: DateTime<Utc>,
-    /// The definition (secret values sealed; callers mask them before showing it).
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub definition: serde_json::Value,
-}
-
-/// How a version came to be.
-#[derive(Debug, Clone, Copy)]
-pub struct Made<'a> {
-    /// Who.
-    pub actor: &'a str,
-    /// `create`, `update`, `restore` or `before`.
-    pub action: &'a str,
-    /// The version a restore brought back.
-    pub restored_from: Option<i64>,
-}
 
 /// Keeps `definition` as version `version` of job `job_id` (a version already kept stays
 /// as it is).

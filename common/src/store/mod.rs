@@ -42,7 +42,9 @@ pub mod trigger_webhooks;
 pub mod triggers;
 pub mod user_roles;
 pub mod users;
+pub mod versions;
 pub mod webhook_deliveries;
+pub mod workflow_versions;
 pub mod workflows;
 
 use std::time::Duration;

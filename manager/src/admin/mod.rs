@@ -25,6 +25,7 @@ mod secrets;
 pub mod templates;
 mod triggers;
 mod users;
+mod workflow_form;
 mod workflows;
 
 use axum::extract::{FromRequestParts, State};
@@ -107,6 +108,31 @@ pub fn router() -> Router<AppState> {
         .route("/account/password", post(users::change_password))
         .route("/account/tokens", post(users::create_token))
         .route("/tokens/{id}/revoke", post(users::revoke_token))
+        // Workflows: create, edit, pause, runs, triggers and versions.
+        .route("/workflows/new", get(workflows::new_form).post(workflows::create))
+        .route(
+            "/workflows/{id}/edit",
+            get(workflows::edit_form).post(workflows::update),
+        )
+        .route("/workflows/{id}/pause", post(workflows::pause))
+        .route("/workflows/{id}/resume", post(workflows::resume))
+        .route(
+            "/workflows/{id}/triggers/new",
+            get(workflows::new_trigger).post(workflows::create_trigger),
+        )
+        .route(
+            "/workflows/{id}/triggers/{trigger_id}/delete",
+            post(workflows::delete_trigger),
+        )
+        .route(
+            "/workflows/{id}/versions/{version}/restore",
+            post(workflows::restore_version),
+        )
+        .route("/workflow-runs/{id}/cancel", post(workflows::cancel_run))
+        .route(
+            "/workflow-runs/{id}/steps/{name}/retry",
+            post(workflows::retry_step),
+        )
         .route("/static/style.css", get(stylesheet))
         .route("/static/app.js", get(script))
         .layer(axum::middleware::from_fn(flash::clear_after_showing))

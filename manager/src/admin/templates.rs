@@ -23,6 +23,14 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("runs.html", include_str!("../../templates/runs.html")),
     ("workflows.html", include_str!("../../templates/workflows.html")),
     ("workflow.html", include_str!("../../templates/workflow.html")),
+    (
+        "workflow_form.html",
+        include_str!("../../templates/workflow_form.html"),
+    ),
+    (
+        "workflow_trigger_form.html",
+        include_str!("../../templates/workflow_trigger_form.html"),
+    ),
     ("run.html", include_str!("../../templates/run.html")),
     ("executors.html", include_str!("../../templates/executors.html")),
     ("audit.html", include_str!("../../templates/audit.html")),

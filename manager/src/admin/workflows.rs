@@ -1,21 +1,29 @@
 //! Workflow pages: the list with each workflow's last runs, and a workflow's page with
 //! its DAG drawn as SVG on the server, each step coloured by its state in the selected
-//! (or latest) workflow run and linked to its run, and run-now with parameters.
+//! (or latest) workflow run and linked to its run, and run-now with parameters; creating
+//! and editing workflows ([`super::workflow_form`]), pausing them, cancelling a workflow
+//! run, retrying a step, adding triggers, and restoring a kept version. Every change goes
+//! through the API's service functions, checked as the API checks it.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::{Html, Redirect, Response};
 use minijinja::context;
+use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::workflows::RunStep;
 
-use super::{check_csrf, flash, render, AdminError, AdminUser, FormData};
+use super::forms::trigger_draft;
+use super::workflow_form::{placed, StepRow, WorkflowForm};
+use super::{check_csrf, flash, render, render_status, AdminError, AdminUser, FormData};
 use crate::api::Id;
-use crate::error::FieldErrors;
-use crate::input::{check, QueryParams};
+use crate::command::workflow::WHEN;
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{check, Page, QueryParams};
 use crate::service::jobs::read_params;
-use crate::service::workflows;
+use crate::service::{self, workflow_versions, workflows};
 use crate::state::AppState;
 
 /// `GET /workflows`.
@@ -67,8 +75,21 @@ pub async fn show(
     let dag = dag_svg(&steps, run.is_some());
     let triggers = workflows::triggers(&state.handles, &user.0, id).await?;
     let next = format!("/workflows/{id}");
+    let ids: Vec<i64> = steps.iter().map(|step| step.job_id).collect();
+    let names = workflows::job_names(&state.handles, &ids).await?;
+    let step_jobs: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            names
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| format!("job {id} (deleted)"))
+        })
+        .collect();
+    let history = workflow_versions::history(&state.handles, &user.0, id).await?;
+    let can_operate = can_operate(&user, &workflow.workflow.namespace);
     let ctx = context! {
-        workflow, run, steps, dag, triggers, next, ..user.layout("workflows")
+        workflow, run, steps, step_jobs, dag, triggers, next, history, can_operate, ..user.layout("workflows")
     };
     render(&state, "workflow.html", ctx)
 }
@@ -86,6 +107,408 @@ pub async fn run_now(
     Ok(flash::redirect(
         Redirect::to(&format!("/workflows/{id}?run={run_id}")),
         &format!("Workflow run #{run_id} started"),
+    ))
+}
+
+/// Whether `user` may change the workflows of `namespace`.
+fn can_operate(user: &AdminUser, namespace: &str) -> bool {
+    user.0
+        .access
+        .role_in(namespace)
+        .is_some_and(|role| role.can_operate())
+}
+
+/// What a workflow form page shows besides the form.
+struct FormPage {
+    workflow_id: Option<i64>,
+    errors: FieldErrors,
+    conflict: Option<String>,
+}
+
+/// The workflow form, with `errors` next to their fields and in the summary.
+async fn render_form(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    form: &WorkflowForm,
+    page: FormPage,
+) -> Result<Response, AdminError> {
+    let namespaces = match page.workflow_id {
+        Some(_) => vec![form.namespace.clone()],
+        None => user.namespaces_where(|role| role.can_operate()),
+    };
+    let filter = JobFilter {
+        namespaces: Some(namespaces.clone()),
+        ..JobFilter::default()
+    };
+    let jobs = service::jobs::list(
+        &state.handles,
+        &user.0,
+        &filter,
+        Page {
+            limit: 1000,
+            offset: 0,
+        },
+    )
+    .await?
+    .items;
+    let jobs: Vec<_> = jobs
+        .iter()
+        .map(|job| context! { id => job.id.to_string(), name => job.name, namespace => job.namespace })
+        .collect();
+    let drawn: Vec<RunStep> = form
+        .steps
+        .iter()
+        .filter(|row| !row.name.trim().is_empty())
+        .map(drawn_step)
+        .collect();
+    let dag = dag_svg(&drawn, false);
+    let (errors, listed) = placed(&page.errors);
+    let ctx = context! {
+        workflow_id => page.workflow_id, form, errors, listed, conflict => page.conflict, jobs, namespaces,
+        whens => WHEN, dag, ..user.layout("workflows")
+    };
+    render_status(state, status, "workflow_form.html", ctx)
+}
+
+/// A row of the form as the drawing of the DAG takes it.
+fn drawn_step(row: &StepRow) -> RunStep {
+    RunStep {
+        name: row.name.trim().to_owned(),
+        job_id: row.job_id.trim().parse().unwrap_or_default(),
+        depends_on: row
+            .depends_on
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        when: row.when.clone(),
+        state: "defined".to_owned(),
+        run_id: None,
+        run_ids: Vec::new(),
+        output: None,
+        started_at: None,
+        finished_at: None,
+    }
+}
+
+/// A failed save shown again: each bad field named (422); a refusal or a lost race as a
+/// notice above the form.
+async fn form_failure(
+    state: &AppState,
+    user: &AdminUser,
+    form: &WorkflowForm,
+    workflow_id: Option<i64>,
+    err: ApiError,
+) -> Result<Response, AdminError> {
+    let status = err.status_code();
+    let (errors, conflict) = match err {
+        ApiError::Invalid(errors) => (errors, None),
+        ApiError::Forbidden(message)
+        | ApiError::Conflict(message)
+        | ApiError::Stale(message)
+        | ApiError::PreconditionFailed(message) => (FieldErrors::new(), Some(message)),
+        other => return Err(other.into()),
+    };
+    let page = FormPage {
+        workflow_id,
+        errors,
+        conflict,
+    };
+    render_form(state, user, status, form, page).await
+}
+
+/// A form page without errors.
+fn fresh(workflow_id: Option<i64>) -> FormPage {
+    FormPage {
+        workflow_id,
+        errors: FieldErrors::new(),
+        conflict: None,
+    }
+}
+
+/// `GET /workflows/new`.
+pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<Response, AdminError> {
+    let namespaces = user.namespaces_where(|role| role.can_operate());
+    let Some(first) = namespaces.first() else {
+        return Err(ApiError::Forbidden("you may create workflows in no namespace".into()).into());
+    };
+    let form = WorkflowForm {
+        namespace: user.namespace().unwrap_or(first.as_str()).to_owned(),
+        ..WorkflowForm::default()
+    }
+    .with_blank_row()
+    .with_blank_row();
+    render_form(&state, &user, StatusCode::OK, &form, fresh(None)).await
+}
+
+/// `POST /workflows/new`: creates the workflow, or shows the form again with every error
+/// (`action=add_step`: again with one more row, without JavaScript).
+pub async fn create(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let typed = WorkflowForm::read(&form);
+    if form.get("action") == Some("add_step") {
+        let typed = typed.with_blank_row();
+        return render_form(&state, &user, StatusCode::OK, &typed, fresh(None)).await;
+    }
+    match workflows::create(&state.handles, &user.0, typed.body()).await {
+        Ok(created) => Ok(flash::redirect(
+            Redirect::to(&format!("/workflows/{}", created.workflow.id)),
+            &format!("Workflow {} created", created.workflow.name),
+        )),
+        Err(err) => form_failure(&state, &user, &typed.with_blank_row(), None, err).await,
+    }
+}
+
+/// `GET /workflows/{id}/edit`.
+pub async fn edit_form(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
+    let current = workflows::get(&state.handles, &user.0, id).await?;
+    user.0
+        .require_operator(&current.workflow.namespace, "edit workflows")?;
+    let form = WorkflowForm {
+        name: current.workflow.name.clone(),
+        description: current.workflow.description.clone(),
+        namespace: current.workflow.namespace.clone(),
+        params_schema: current
+            .workflow
+            .params_schema
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        version: current.workflow.version.to_string(),
+        steps: current.steps.iter().map(StepRow::of).collect(),
+    }
+    .with_blank_row();
+    render_form(&state, &user, StatusCode::OK, &form, fresh(Some(id))).await
+}
+
+/// `POST /workflows/{id}/edit`: replaces the definition read at the form's version.
+pub async fn update(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let current = workflows::get(&state.handles, &user.0, id).await?;
+    let mut typed = WorkflowForm::read(&form);
+    // Shown again in its namespace; a workflow never moves (the body does not say one).
+    typed.namespace = current.workflow.namespace;
+    if form.get("action") == Some("add_step") {
+        let typed = typed.with_blank_row();
+        return render_form(&state, &user, StatusCode::OK, &typed, fresh(Some(id))).await;
+    }
+    let mut body = typed.body();
+    if let Some(fields) = body.as_object_mut() {
+        fields.remove("namespace");
+    }
+    match workflows::replace(&state.handles, &user.0, id, body, typed.expected_version()).await {
+        Ok(saved) => Ok(flash::redirect(
+            Redirect::to(&format!("/workflows/{id}")),
+            &format!(
+                "Workflow {} saved as version {}",
+                saved.workflow.name, saved.workflow.version
+            ),
+        )),
+        Err(err) => form_failure(&state, &user, &typed.with_blank_row(), Some(id), err).await,
+    }
+}
+
+/// `POST /workflows/{id}/pause`.
+pub async fn pause(
+    state: State<AppState>,
+    user: AdminUser,
+    id: Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    set_paused(state, user, id, form, true).await
+}
+
+/// `POST /workflows/{id}/resume`.
+pub async fn resume(
+    state: State<AppState>,
+    user: AdminUser,
+    id: Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    set_paused(state, user, id, form, false).await
+}
+
+async fn set_paused(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+    paused: bool,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let workflow = workflows::set_paused(&state.handles, &user.0, id, paused).await?;
+    let done = if paused { "paused" } else { "resumed" };
+    Ok(flash::redirect(
+        Redirect::to(&format!("/workflows/{id}")),
+        &format!("Workflow {} {done}", workflow.workflow.name),
+    ))
+}
+
+/// `POST /workflow-runs/{id}/cancel`.
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let run = workflows::cancel_run(&state.handles, &user.0, id).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/workflows/{}?run={id}", run.run.workflow_id)),
+        &format!("Workflow run #{id} cancelled"),
+    ))
+}
+
+/// `POST /workflow-runs/{id}/steps/{name}/retry`.
+pub async fn retry_step(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Path((id, step)): Path<(i64, String)>,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let run_id = workflows::retry_step(&state.handles, &user.0, id, &step).await?;
+    let run = workflows::get_run(&state.handles, &user.0, id).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/workflows/{}?run={id}", run.run.workflow_id)),
+        &format!("Step {step} retried as run #{run_id}"),
+    ))
+}
+
+/// `POST /workflows/{id}/versions/{version}/restore`.
+pub async fn restore_version(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Path((id, version)): Path<(i64, i64)>,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let restored = workflow_versions::restore(&state.handles, &user.0, id, version).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/workflows/{id}")),
+        &format!(
+            "Version {version} restored as version {}",
+            restored.workflow.version
+        ),
+    ))
+}
+
+/// `GET /workflows/{id}/triggers/new`.
+pub async fn new_trigger(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
+    let workflow = workflows::get(&state.handles, &user.0, id).await?;
+    user.0
+        .require_operator(&workflow.workflow.namespace, "create workflow triggers")?;
+    let form = FormData::default();
+    render_trigger_form(
+        &state,
+        &user,
+        StatusCode::OK,
+        &workflow.workflow,
+        &form,
+        FieldErrors::new(),
+    )
+}
+
+/// `POST /workflows/{id}/triggers/new`: the trigger form of a job, without what applies
+/// to job triggers only.
+pub async fn create_trigger(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let workflow = workflows::get(&state.handles, &user.0, id).await?;
+    let mut draft = trigger_draft(&form);
+    draft.extras = Default::default();
+    draft.max_concurrency = None;
+    match workflows::create_trigger(&state.handles, &user.0, id, draft).await {
+        Ok(created) => Ok(flash::redirect(
+            Redirect::to(&format!("/workflows/{id}")),
+            &format!("Trigger #{} added", created.id),
+        )),
+        Err(ApiError::Invalid(errors)) => render_trigger_form(
+            &state,
+            &user,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &workflow.workflow,
+            &form,
+            errors,
+        ),
+        Err(other) => Err(other.into()),
+    }
+}
+
+fn render_trigger_form(
+    state: &AppState,
+    user: &AdminUser,
+    status: StatusCode,
+    workflow: &probactr_common::store::workflows::Workflow,
+    form: &FormData,
+    errors: FieldErrors,
+) -> Result<Response, AdminError> {
+    let (errors, listed) = placed_trigger_errors(errors);
+    let ctx = context! {
+        workflow, form => form.values(), errors, listed, kinds => ["cron", "interval", "once"],
+        ..user.layout("workflows")
+    };
+    render_status(state, status, "workflow_trigger_form.html", ctx)
+}
+
+/// The trigger form's errors: each by its field, and listed (a field the form does not
+/// show is listed only).
+fn placed_trigger_errors(errors: FieldErrors) -> (FieldErrors, Vec<minijinja::Value>) {
+    const SHOWN: [&str; 7] = [
+        "kind",
+        "cron",
+        "timezone",
+        "interval_secs",
+        "at",
+        "start_at",
+        "end_at",
+    ];
+    let listed = errors
+        .iter()
+        .map(|(field, message)| {
+            let own = field.split(['.', '[']).next().unwrap_or(field);
+            let anchor = (SHOWN.contains(&own) || own == "params").then(|| format!("f-{own}"));
+            context! { field, message, anchor }
+        })
+        .collect();
+    (errors, listed)
+}
+
+/// `POST /workflows/{id}/triggers/{trigger_id}/delete`.
+pub async fn delete_trigger(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Path((id, trigger_id)): Path<(i64, i64)>,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    workflows::delete_trigger(&state.handles, &user.0, id, trigger_id).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/workflows/{id}")),
+        &format!("Trigger #{trigger_id} deleted"),
     ))
 }
 

@@ -12,12 +12,17 @@ use crate::service::jobs::JobView;
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// A job and one of its versions, from the path.
-fn job_and_version(id: &str, version: &str) -> Result<(i64, i64), ApiError> {
-    let id = id.parse::<i64>().map_err(|_| ApiError::not_found("job", id))?;
+/// A job's or workflow's id and one of its versions, from the path; `what` names them in
+/// a 404 (`job`, `job version`).
+pub(super) fn id_and_version(
+    what: (&'static str, &'static str),
+    id: &str,
+    version: &str,
+) -> Result<(i64, i64), ApiError> {
+    let id = id.parse::<i64>().map_err(|_| ApiError::not_found(what.0, id))?;
     let version = version
         .parse::<i64>()
-        .map_err(|_| ApiError::not_found("job version", version))?;
+        .map_err(|_| ApiError::not_found(what.1, version))?;
     Ok((id, version))
 }
 
@@ -53,7 +58,7 @@ pub async fn get(
     who: Principal,
     Path((id, version)): Path<(String, String)>,
 ) -> Result<Json<JobVersion>, ApiError> {
-    let (id, version) = job_and_version(&id, &version)?;
+    let (id, version) = id_and_version(("job", "job version"), &id, &version)?;
     Ok(Json(job_versions::get(&state.handles, &who, id, version).await?))
 }
 
@@ -72,7 +77,7 @@ pub async fn restore(
     who: Principal,
     Path((id, version)): Path<(String, String)>,
 ) -> Result<Json<JobView>, ApiError> {
-    let (id, version) = job_and_version(&id, &version)?;
+    let (id, version) = id_and_version(("job", "job version"), &id, &version)?;
     Ok(Json(
         job_versions::restore(&state.handles, &who, id, version).await?,
     ))

@@ -27,6 +27,7 @@ mod runs;
 mod secrets;
 mod triggers;
 mod users;
+mod workflow_versions;
 mod workflows;
 
 use axum::extract::{FromRequestParts, Path};
@@ -128,6 +129,9 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(workflows::retry_step))
         .routes(routes!(workflows::list_triggers, workflows::create_trigger))
         .routes(routes!(workflows::delete_trigger))
+        .routes(routes!(workflow_versions::list))
+        .routes(routes!(workflow_versions::get))
+        .routes(routes!(workflow_versions::restore))
         .routes(routes!(openapi::document))
         .fallback(not_found);
     OpenApiRouter::with_openapi(openapi::skeleton())

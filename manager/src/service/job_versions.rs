@@ -9,6 +9,7 @@ use probactr_common::store::{self, audit::Change};
 use sqlx::PgConnection;
 
 use super::jobs::{self, JobView};
+use super::versions::{history_of, read_back, HistoryEntry};
 use super::Handles;
 use crate::auth::Principal;
 use crate::command::job::definition_of;
@@ -76,11 +77,7 @@ pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) 
     let kept = job_versions::get(&mut *tx, id, version)
         .await?
         .ok_or_else(|| ApiError::not_found("job version", version))?;
-    let mut definition: NewJob = serde_json::from_value(kept.definition).map_err(|err| {
-        ApiError::Conflict(format!(
-            "version {version} of job {id} cannot be read back ({err}); edit the job instead"
-        ))
-    })?;
+    let mut definition: NewJob = read_back("job", id, &kept)?;
     // A job does not move between namespaces; its pause (perhaps for an incident) and its
     // owner are its current state, not part of the definition brought back.
     definition.namespace = before.namespace.clone();
@@ -115,64 +112,9 @@ pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) 
     jobs::get(handles, who, id).await
 }
 
-/// A version in a job's history: who made it, how, when, and what it changed from the
-/// version before it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct HistoryEntry {
-    /// The version.
-    pub version: i64,
-    /// Who.
-    pub actor: String,
-    /// `create`, `update`, `restore` or `before`.
-    pub action: String,
-    /// The version a restore brought back.
-    pub restored_from: Option<i64>,
-    /// When.
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    /// Each field it changed: name, before, after (as JSON text).
-    pub changes: Vec<(String, String, String)>,
-}
-
 /// The job's versions, newest first, each with what it changed.
 pub async fn history(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<HistoryEntry>, ApiError> {
-    let versions = list(handles, who, id).await?;
-    let mut entries = Vec::with_capacity(versions.len());
-    for (at, version) in versions.iter().enumerate() {
-        let previous = versions.get(at + 1).map(|older| &older.definition);
-        entries.push(HistoryEntry {
-            version: version.version,
-            actor: version.actor.clone(),
-            action: version.action.clone(),
-            restored_from: version.restored_from,
-            created_at: version.created_at,
-            changes: previous
-                .map(|before| changes(before, &version.definition))
-                .unwrap_or_default(),
-        });
-    }
-    Ok(entries)
-}
-
-/// The top-level fields that differ between two definitions.
-fn changes(before: &serde_json::Value, after: &serde_json::Value) -> Vec<(String, String, String)> {
-    let empty = serde_json::Map::new();
-    let before = before.as_object().unwrap_or(&empty);
-    let after = after.as_object().unwrap_or(&empty);
-    let mut fields: Vec<&String> = before.keys().chain(after.keys()).collect();
-    fields.sort();
-    fields.dedup();
-    fields
-        .into_iter()
-        .filter_map(|field| {
-            let (old, new) = (before.get(field), after.get(field));
-            (old != new).then(|| {
-                let text = |value: Option<&serde_json::Value>| {
-                    value.map_or_else(|| "—".to_owned(), ToString::to_string)
-                };
-                (field.clone(), text(old), text(new))
-            })
-        })
-        .collect()
+    Ok(history_of(&list(handles, who, id).await?))
 }
 
 /// A version as shown: secret values in its spec masked.

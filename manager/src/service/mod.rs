@@ -21,8 +21,10 @@ pub mod runs;
 pub mod secrets;
 pub mod triggers;
 pub mod users;
+pub mod versions;
 pub mod webhook_signature;
 pub mod webhooks;
+pub mod workflow_versions;
 pub mod workflows;
 
 use std::sync::Arc;

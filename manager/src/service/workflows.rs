@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
-use super::Handles;
+use super::{workflow_versions, Handles};
 use crate::auth::Principal;
 use crate::command::params;
 use crate::command::trigger::{checked_params, Definition};
@@ -59,7 +59,7 @@ pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<W
 }
 
 /// One workflow `who` sees (a 404 for any other).
-async fn visible(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<Workflow, ApiError> {
+pub(super) async fn visible(conn: &mut PgConnection, who: &Principal, id: i64) -> Result<Workflow, ApiError> {
     let workflow = store::workflows::get(&mut *conn, id)
         .await?
         .ok_or_else(|| ApiError::not_found("workflow", id))?;
@@ -92,6 +92,8 @@ pub async fn create_in(
             .await
             .map_err(|err| name_taken(err, &valid.name))?;
     store::workflows::set_params_schema(&mut *conn, workflow.id, valid.params_schema.as_ref()).await?;
+    let definition = workflow_versions::definition(&valid);
+    workflow_versions::keep(conn, who, &workflow, &definition, "create", None).await?;
     let change = Change {
         action: "workflow.create",
         object_type: "workflow",
@@ -162,8 +164,22 @@ pub async fn replace_in(
     keys: Option<&Keyring>,
     who: &Principal,
     id: i64,
+    body: Value,
+    expected_version: Option<i64>,
+) -> Result<Workflow, ApiError> {
+    replace_made(conn, keys, who, id, body, expected_version, None).await
+}
+
+/// [`replace_in`], as an edit or as the restore of version `restored_from`: the version
+/// it makes is kept as such (and the one it replaces, when not kept yet).
+pub(super) async fn replace_made(
+    conn: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    id: i64,
     mut body: Value,
     expected_version: Option<i64>,
+    restored_from: Option<i64>,
 ) -> Result<Workflow, ApiError> {
     let current = visible(conn, who, id).await?;
     who.require_operator(&current.namespace, "edit workflows")?;
@@ -196,8 +212,17 @@ pub async fn replace_in(
             },
         );
     };
+    let action = if restored_from.is_some() {
+        "restore"
+    } else {
+        "update"
+    };
+    workflow_versions::keep_before(conn, &current, &before).await?;
+    let definition = workflow_versions::definition(&valid);
+    workflow_versions::keep(conn, who, &workflow, &definition, action, restored_from).await?;
+    let audited = format!("workflow.{action}");
     let change = Change {
-        action: "workflow.update",
+        action: &audited,
         object_type: "workflow",
         object_id: Some(id),
         before: Some(json!({"steps": before})),
@@ -577,4 +602,11 @@ pub async fn delete_trigger_in(
     };
     store::audit::record_in(&mut *conn, who.actor(), Some(&workflow.namespace), change).await?;
     Ok(())
+}
+
+/// The names of the jobs `ids` (steps' jobs, to show them by name), by id; a job gone
+/// since is left out.
+pub async fn job_names(handles: &Handles, ids: &[i64]) -> Result<BTreeMap<i64, String>, ApiError> {
+    let jobs = store::jobs::get_many(&handles.pool, ids).await?;
+    Ok(jobs.into_iter().map(|job| (job.id, job.name)).collect())
 }

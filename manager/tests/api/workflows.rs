@@ -477,3 +477,69 @@ async fn the_workflow_page_draws_the_dag_with_step_states_and_runs_with_params(p
     assert_ne!(refused.status, StatusCode::SEE_OTHER, "bad params start nothing");
     assert_eq!(app.count("workflow_runs").await, 1);
 }
+
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn workflow_versions_are_kept_and_restored(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let a = app.job(&admin, noop("a")).await["id"].as_i64().unwrap();
+    let b = app.job(&admin, noop("b")).await["id"].as_i64().unwrap();
+    let first = json!({"name": "versioned", "description": "one step",
+        "steps": [{"name": "only", "job_id": a}]});
+    let created = app.post("/api/v1/workflows", &admin, first).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let id = created.body["id"].as_i64().unwrap();
+    let uri = format!("/api/v1/workflows/{id}");
+    for (description, steps) in [
+        (
+            "two steps",
+            json!([{"name": "only", "job_id": a}, {"name": "then", "job_id": b, "depends_on": ["only"]}]),
+        ),
+        (
+            "renamed",
+            json!([{"name": "start", "job_id": b, "params": {"day": "mon"}}]),
+        ),
+    ] {
+        let body = json!({"name": "versioned", "description": description, "steps": steps});
+        let edited = app.call(Method::PUT, &uri, Some(&admin), Some(body)).await;
+        assert_eq!(edited.status, StatusCode::OK, "{}", edited.text);
+    }
+
+    let versions = app.get(&format!("{uri}/versions"), &admin).await;
+    assert_eq!(versions.status, StatusCode::OK, "{}", versions.text);
+    assert_eq!(versions.body["total"], 3, "{}", versions.text);
+    let actions: Vec<&str> = versions.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|version| version["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["update", "update", "create"]);
+    let v1 = app.get(&format!("{uri}/versions/1"), &admin).await;
+    assert_eq!(v1.status, StatusCode::OK, "{}", v1.text);
+    assert_eq!(v1.body["definition"]["steps"][0]["name"], "only");
+    assert_eq!(
+        app.get(&format!("{uri}/versions/99"), &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    let restored = app
+        .post(&format!("{uri}/versions/1/restore"), &admin, json!({}))
+        .await;
+    assert_eq!(restored.status, StatusCode::OK, "{}", restored.text);
+    assert_eq!(restored.body["description"], "one step");
+    let newest = app.get(&format!("{uri}/versions"), &admin).await;
+    let newest = &newest.body["items"][0];
+    assert_eq!(
+        (newest["action"].as_str(), newest["restored_from"].as_i64()),
+        (Some("restore"), Some(1))
+    );
+    assert_eq!(
+        newest["definition"], v1.body["definition"],
+        "the restored definition is v1's"
+    );
+    let now = app.get(&uri, &admin).await;
+    assert_eq!(now.body["steps"].as_array().map(Vec::len), Some(1));
+    assert_eq!(now.body["steps"][0]["name"], "only");
+    assert_eq!(now.body["steps"][0]["job_id"], a);
+}

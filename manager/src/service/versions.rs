@@ -1,0 +1,81 @@
+//! What the histories of jobs and workflows share: each kept version with what it changed
+//! from the one before it ([`super::job_versions`], [`super::workflow_versions`]).
+
+use probactr_common::store::versions::Version;
+
+use crate::error::ApiError;
+
+/// A version in a history: who made it, how, when, and what it changed from the version
+/// before it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HistoryEntry {
+    /// The version.
+    pub version: i64,
+    /// Who.
+    pub actor: String,
+    /// `create`, `update`, `restore` or `before`.
+    pub action: String,
+    /// The version a restore brought back.
+    pub restored_from: Option<i64>,
+    /// When.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Each field it changed: name, before, after (as JSON text).
+    pub changes: Vec<(String, String, String)>,
+}
+
+/// `versions` (newest first) as a history, each with what it changed.
+pub fn history_of(versions: &[Version]) -> Vec<HistoryEntry> {
+    versions
+        .iter()
+        .enumerate()
+        .map(|(at, version)| {
+            let previous = versions.get(at + 1).map(|older| &older.definition);
+            HistoryEntry {
+                version: version.version,
+                actor: version.actor.clone(),
+                action: version.action.clone(),
+                restored_from: version.restored_from,
+                created_at: version.created_at,
+                changes: previous
+                    .map(|before| changes(before, &version.definition))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// The top-level fields that differ between two definitions.
+fn changes(before: &serde_json::Value, after: &serde_json::Value) -> Vec<(String, String, String)> {
+    let empty = serde_json::Map::new();
+    let before = before.as_object().unwrap_or(&empty);
+    let after = after.as_object().unwrap_or(&empty);
+    let mut fields: Vec<&String> = before.keys().chain(after.keys()).collect();
+    fields.sort();
+    fields.dedup();
+    fields
+        .into_iter()
+        .filter_map(|field| {
+            let (old, new) = (before.get(field), after.get(field));
+            (old != new).then(|| {
+                let text = |value: Option<&serde_json::Value>| {
+                    value.map_or_else(|| "—".to_owned(), ToString::to_string)
+                };
+                (field.clone(), text(old), text(new))
+            })
+        })
+        .collect()
+}
+
+/// A kept definition read back for a restore: a 409 naming the version when it cannot be.
+pub fn read_back<T: serde::de::DeserializeOwned>(
+    what: &str,
+    id: i64,
+    version: &Version,
+) -> Result<T, ApiError> {
+    serde_json::from_value(version.definition.clone()).map_err(|err| {
+        ApiError::Conflict(format!(
+            "version {} of {what} {id} cannot be read back ({err}); edit the {what} instead",
+            version.version
+        ))
+    })
+}

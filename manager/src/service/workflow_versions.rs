@@ -1,0 +1,147 @@
+//! A workflow's versions: its whole definition (name, description, steps, declared
+//! parameters) as each create, edit and restore left it, and restoring an earlier one
+//! (which makes a new version, so a restore can itself be undone).
+
+use probactr_common::params_schema::masked;
+use probactr_common::store::workflow_versions::{self, Made, WorkflowVersion};
+use probactr_common::store::workflows::{Step, Workflow};
+use serde_json::{json, Value};
+use sqlx::PgConnection;
+
+use super::versions::{history_of, HistoryEntry};
+use super::workflows::{self, WorkflowView};
+use super::Handles;
+use crate::auth::Principal;
+use crate::command::workflow::ValidWorkflow;
+use crate::error::ApiError;
+
+/// A workflow's definition as a create's body: what a version keeps and a restore sends.
+pub fn definition(workflow: &ValidWorkflow) -> Value {
+    definition_of(
+        &workflow.name,
+        &workflow.description,
+        &workflow.steps,
+        workflow.params_schema.as_ref(),
+    )
+}
+
+fn definition_of(name: &str, description: &str, steps: &[Step], params_schema: Option<&Value>) -> Value {
+    json!({"name": name, "description": description, "steps": steps, "params_schema": params_schema})
+}
+
+/// Keeps `definition` as the version `workflow` now has, made by `who` (`action`:
+/// `create`, `update` or `restore`).
+pub async fn keep(
+    conn: &mut PgConnection,
+    who: &Principal,
+    workflow: &Workflow,
+    definition: &Value,
+    action: &str,
+    restored_from: Option<i64>,
+) -> Result<(), ApiError> {
+    let made = Made {
+        actor: &who.username,
+        action,
+        restored_from,
+    };
+    workflow_versions::record(conn, workflow.id, workflow.version, definition, made).await?;
+    Ok(())
+}
+
+/// Keeps the version a workflow had before it changes, when it is not kept yet (a
+/// workflow made before versions were kept, or one paused since its last edit).
+pub async fn keep_before(
+    conn: &mut PgConnection,
+    workflow: &Workflow,
+    steps: &[Step],
+) -> Result<(), ApiError> {
+    let made = Made {
+        actor: "unknown",
+        action: "before",
+        restored_from: None,
+    };
+    let definition = definition_of(
+        &workflow.name,
+        &workflow.description,
+        steps,
+        workflow.params_schema.as_ref(),
+    );
+    workflow_versions::record(conn, workflow.id, workflow.version, &definition, made).await?;
+    Ok(())
+}
+
+/// The kept versions of workflow `id`, newest first, secret parameters masked.
+pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<WorkflowVersion>, ApiError> {
+    let mut conn = handles.pool.acquire().await?;
+    workflows::visible(&mut conn, who, id).await?;
+    Ok(workflow_versions::list(&mut *conn, id)
+        .await?
+        .into_iter()
+        .map(masked_steps)
+        .collect())
+}
+
+/// Version `version` of workflow `id`, secret parameters masked.
+pub async fn get(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    version: i64,
+) -> Result<WorkflowVersion, ApiError> {
+    let mut conn = handles.pool.acquire().await?;
+    workflows::visible(&mut conn, who, id).await?;
+    workflow_versions::get(&mut *conn, id, version)
+        .await?
+        .map(masked_steps)
+        .ok_or_else(|| ApiError::not_found("workflow version", version))
+}
+
+/// Makes version `version` of workflow `id` its definition again, as a new version,
+/// checked as an edit is (its steps' jobs must still exist); its pause and triggers stay.
+pub async fn restore(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    version: i64,
+) -> Result<WorkflowView, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    workflows::visible(&mut tx, who, id).await?;
+    let kept = workflow_versions::get(&mut *tx, id, version)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workflow version", version))?;
+    let restored = workflows::replace_made(
+        &mut tx,
+        handles.secret_keys.as_deref(),
+        who,
+        id,
+        kept.definition,
+        None,
+        Some(version),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(
+        workflow.id = id,
+        restored_from = version,
+        version = restored.version,
+        "workflow version restored"
+    );
+    workflows::get(handles, who, id).await
+}
+
+/// The workflow's versions, newest first, each with what it changed.
+pub async fn history(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<HistoryEntry>, ApiError> {
+    Ok(history_of(&list(handles, who, id).await?))
+}
+
+/// A version as shown: the secret values of its steps' parameters masked.
+fn masked_steps(mut version: WorkflowVersion) -> WorkflowVersion {
+    if let Some(steps) = version.definition.get_mut("steps").and_then(Value::as_array_mut) {
+        for step in steps {
+            if let Some(params) = step.get("params") {
+                step["params"] = masked(params);
+            }
+        }
+    }
+    version
+}

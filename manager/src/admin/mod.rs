@@ -81,6 +81,7 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/runs/{id}/rerun", post(runs::rerun))
+        .route("/runs/{id}/retry", post(runs::retry))
         .route(
             "/jobs/{id}/versions/{version}/restore",
             post(jobs::restore_version),

@@ -178,6 +178,14 @@ impl IntoResponse for AdminError {
                 let status = err.status_code();
                 let message = match &err {
                     ApiError::Internal(_) => "Something went wrong on our side; it was logged.".to_owned(),
+                    // A bad query parameter (a page's filter or sort): name each.
+                    ApiError::Invalid(fields) => {
+                        let named: Vec<String> = fields
+                            .iter()
+                            .map(|(field, why)| format!("{field}: {why}"))
+                            .collect();
+                        format!("{err}: {}", named.join("; "))
+                    }
                     other => other.to_string(),
                 };
                 let mut response = (status, Html(error_page(status, &message))).into_response();

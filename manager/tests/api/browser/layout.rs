@@ -171,7 +171,8 @@ async fn no_page_scrolls_sideways_at_1280_or_360_px(pool: PgPool) {
             viewport(&session, width, height).await;
             for (name, path) in &pages {
                 session.goto(path).await;
-                session.wait_css("main h1").await;
+                let heading = session.text("main h1").await;
+                assert!(!heading.contains("Error"), "{path} at {width} px: {heading}");
                 session.screenshot(&format!("{name}-{width}")).await;
                 let overflow = sideways(&session).await;
                 if overflow > 0 {

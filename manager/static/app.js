@@ -10,6 +10,8 @@
 // 5. Lists that change (runs, the dashboard, the cluster) update in place: the page's
 //    live regions are fetched again and swapped, never over what the user is typing or
 //    has focused, with a toggle to pause; without JavaScript the page reloads.
+// 6. Layout and tables (its own block, at the end): the navigation folds into a menu
+//    button on narrow screens, and every table scrolls sideways in its own box.
 (function () {
   "use strict";
 
@@ -405,5 +407,55 @@
       addRow(form);
     });
     redraw();
+  });
+})();
+
+// Layout and tables: the narrow screens' menu button and the tables' scrolling boxes.
+(function () {
+  "use strict";
+
+  // style.css folds the navigation only when this script can unfold it.
+  document.documentElement.classList.add("js");
+
+  function menuButton() {
+    var header = document.querySelector("header.top");
+    var button = header && header.querySelector(".menu-toggle");
+    if (!button) { return; }
+    button.hidden = false;
+    function show(open) {
+      header.classList.toggle("menu-open", open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    button.addEventListener("click", function () { show(!header.classList.contains("menu-open")); });
+    header.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && header.classList.contains("menu-open")) {
+        show(false);
+        button.focus();
+      }
+    });
+  }
+
+  // Wraps each table of `root` not yet wrapped in a box that scrolls sideways, so that a
+  // wide table never widens the page.
+  function wrapTables(root) {
+    root.querySelectorAll("table").forEach(function (table) {
+      var parent = table.parentElement;
+      if (!parent || parent.classList.contains("table-wrap") || table.closest("td")) { return; }
+      var box = document.createElement("div");
+      box.className = "table-wrap";
+      parent.insertBefore(box, table);
+      box.appendChild(table);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    menuButton();
+    var main = document.querySelector("main");
+    if (!main) { return; }
+    wrapTables(main);
+    // Live updates swap regions for fresh copies: wrap theirs too.
+    if (window.MutationObserver) {
+      new MutationObserver(function () { wrapTables(main); }).observe(main, { childList: true, subtree: true });
+    }
   });
 })();

@@ -82,6 +82,7 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/runs/{id}/rerun", post(runs::rerun))
+        .route("/runs/{id}/retry", post(runs::retry))
         .route(
             "/jobs/{id}/versions/{version}/restore",
             post(jobs::restore_version),
@@ -203,6 +204,14 @@ impl IntoResponse for AdminError {
                 let status = err.status_code();
                 let message = match &err {
                     ApiError::Internal(_) => "Something went wrong on our side; it was logged.".to_owned(),
+                    // A bad query parameter (a page's filter or sort): name each.
+                    ApiError::Invalid(fields) => {
+                        let named: Vec<String> = fields
+                            .iter()
+                            .map(|(field, why)| format!("{field}: {why}"))
+                            .collect();
+                        format!("{err}: {}", named.join("; "))
+                    }
                     other => other.to_string(),
                 };
                 let mut response = (status, Html(error_page(status, &message))).into_response();

@@ -75,6 +75,7 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
         .routes(routes!(runs::rerun))
+        .routes(routes!(runs::retry))
         .routes(routes!(job_versions::list))
         .routes(routes!(job_versions::get))
         .routes(routes!(job_versions::restore))

@@ -27,8 +27,8 @@ use crate::service::Paged;
 use crate::state::AppState;
 use crate::streams::{StreamPermit, RECHECK_EVERY};
 
-/// List runs, newest first (or longest first), filtered and paginated (outputs are only
-/// flagged).
+/// List runs, newest first or sorted by a column, filtered and paginated (outputs are
+/// only flagged).
 #[utoipa::path(get, path = "/runs", operation_id = "list_runs", tag = "runs",
     params(
         ("job_id" = Option<i64>, Query, description = "Only this job's runs"),
@@ -36,10 +36,12 @@ use crate::streams::{StreamPermit, RECHECK_EVERY};
         ("state" = Option<RunState>, Query, description = "Only runs in this state"),
         ("trigger_id" = Option<i64>, Query, description = "Only runs this trigger fired"),
         ("executor_id" = Option<String>, Query, description = "Only runs this executor owns or owned (its id)"),
+        ("executor" = Option<String>, Query, description = "Only runs of the executor of this name (`host:pid`), or of every executor of this host"),
         ("since" = Option<String>, Query, description = "Queued at or after this instant (RFC 3339)"),
         ("until" = Option<String>, Query, description = "Queued before this instant (RFC 3339)"),
         ("min_duration_ms" = Option<i64>, Query, description = "Only runs that ran at least this many milliseconds"),
-        ("sort" = Option<String>, Query, description = "`newest` (the default) or `duration` (longest first)"),
+        ("sort" = Option<String>, Query, description = "The column to sort by: `newest` (the run's id, the default), `state`, `job`, `scheduled`, `duration` or `executor`; runs without a duration or an executor come last"),
+        ("dir" = Option<String>, Query, description = "`desc` (the default: newest, longest, last name first) or `asc`"),
         ("namespace" = Option<String>, Query, description = "Only runs of this namespace's jobs (default: every namespace the caller sees)"),
         ("limit" = Option<i64>, Query, description = "Page size, 1–500 (default 50)"),
         ("offset" = Option<i64>, Query, description = "Items to skip"),
@@ -110,6 +112,25 @@ pub async fn rerun(
     Id(id): Id,
 ) -> Result<(axum::http::StatusCode, Json<RunQueued>), ApiError> {
     let run_id = runs::rerun(&state.handles, &who, id).await?;
+    Ok((axum::http::StatusCode::ACCEPTED, Json(RunQueued { run_id })))
+}
+
+/// Retry a failed, timed-out or abandoned run: the next attempt of its chain (same
+/// instant, trigger and parameters), whatever the job's retry policy says.
+#[utoipa::path(post, path = "/runs/{id}/retry", operation_id = "retry_run", tag = "runs",
+    params(("id" = i64, Path, description = "The run to retry: its chain's latest attempt")),
+    responses(
+        (status = ACCEPTED, description = "Queued; an executor picks it up", body = RunQueued),
+        (status = CONFLICT, description = "The run did not fail, a later attempt exists, or the job is paused or a service", body = ErrorBody),
+        (status = NOT_FOUND, description = "No such run", body = ErrorBody),
+        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
+    ))]
+pub async fn retry(
+    State(state): State<AppState>,
+    who: Principal,
+    Id(id): Id,
+) -> Result<(axum::http::StatusCode, Json<RunQueued>), ApiError> {
+    let run_id = runs::retry(&state.handles, &who, id).await?;
     Ok((axum::http::StatusCode::ACCEPTED, Json(RunQueued { run_id })))
 }
 

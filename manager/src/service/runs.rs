@@ -7,7 +7,7 @@ use probactr_common::params_schema::masked;
 use probactr_common::store;
 use probactr_common::store::audit::Change;
 use probactr_common::store::checkpoints::CheckpointInfo;
-use probactr_common::store::runs::history::{RunFilter, RunSort, RunSummary};
+use probactr_common::store::runs::history::{RunFilter, RunSort, RunSummary, SortDir};
 use serde::Serialize;
 use serde_json::json;
 
@@ -229,15 +229,7 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<RunView,
 /// defaults included), recording which run it repeats; returns the new run's id.
 pub async fn rerun(handles: &Handles, who: &Principal, id: i64) -> Result<i64, ApiError> {
     let mut tx = handles.pool.begin().await?;
-    let original = store::runs::get(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run", id))?;
-    let namespace = namespace_of(&mut *tx, who, id, original.job_id).await?;
-    who.require_operator(&namespace, "run jobs")?;
-    let job = store::jobs::get(&mut *tx, original.job_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run", id))?;
-    super::jobs::check_runnable_by_hand(&job)?;
+    let (original, job, namespace) = runnable_again(&mut tx, who, id).await?;
     let chain = original.first_run_id.unwrap_or(original.id);
     let runs = store::runs::queue_now_fanned_out(&mut *tx, job.id).await?;
     let Some(first) = runs.first().map(|run| run.id) else {
@@ -262,6 +254,65 @@ pub async fn rerun(handles: &Handles, who: &Principal, id: i64) -> Result<i64, A
         "run re-run by hand"
     );
     Ok(first)
+}
+
+/// Run `id`, its job and namespace, when `who` may run that job and it runs by hand.
+async fn runnable_again(
+    tx: &mut sqlx::PgConnection,
+    who: &Principal,
+    id: i64,
+) -> Result<(Run, probactr_common::model::Job, String), ApiError> {
+    let run = store::runs::get(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    let namespace = namespace_of(&mut *tx, who, id, run.job_id).await?;
+    who.require_operator(&namespace, "run jobs")?;
+    let job = store::jobs::get(&mut *tx, run.job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run", id))?;
+    super::jobs::check_runnable_by_hand(&job)?;
+    Ok((run, job, namespace))
+}
+
+/// Retries a run that failed, timed out or was abandoned: the next attempt of its chain
+/// (same instant, trigger and parameters), as the job's retry policy would have queued it,
+/// whatever that policy says. 409 when the run did not fail or a later attempt exists.
+pub async fn retry(handles: &Handles, who: &Principal, id: i64) -> Result<i64, ApiError> {
+    let mut tx = handles.pool.begin().await?;
+    let (failed, job, namespace) = runnable_again(&mut tx, who, id).await?;
+    if !matches!(
+        failed.state,
+        RunState::Failed | RunState::TimedOut | RunState::Abandoned
+    ) {
+        return Err(ApiError::Conflict(format!(
+            "run {id} {}: only a failed, timed-out or abandoned run is retried (re-run it instead)",
+            failed.state
+        )));
+    }
+    let reason = format!("retried by {}", who.username);
+    let Some(next) = store::runs::retry_now(&mut *tx, id, &reason).await? else {
+        return Err(ApiError::Conflict(format!(
+            "run {id} is not its chain's latest attempt: retry that one"
+        )));
+    };
+    let change = Change {
+        action: "run.retry",
+        object_type: "run",
+        object_id: Some(next.id),
+        before: None,
+        after: Some(
+            json!({"retry_of": id, "attempt": next.attempt, "job_id": job.id, "namespace": namespace}),
+        ),
+    };
+    store::audit::record(&mut *tx, who.actor(), change).await?;
+    tx.commit().await?;
+    tracing::info!(
+        run.id = next.id,
+        retry_of = id,
+        job.id = job.id,
+        "run retried by hand"
+    );
+    Ok(next.id)
 }
 
 /// A piece of a run's output as readers get it.
@@ -438,7 +489,7 @@ async fn stored_output(handles: &Handles, who: &Principal, id: i64) -> Result<Ou
 
 /// The run list's filters from a query string (the API's and the admin's), every bad
 /// one named in `errors`: `job_id`, `job` (a name), `state`, `trigger_id`, `executor_id`,
-/// `since`, `until`, `min_duration_ms`, `sort` (`newest` or `duration`).
+/// `since`, `until`, `min_duration_ms`, `executor` (a name), `sort` (a column) and `dir`.
 pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
     let filter = RunFilter {
         job_id: query.int("job_id", 1, i64::MAX, errors),
@@ -446,10 +497,12 @@ pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
         state: query.choice::<RunState>("state", errors),
         trigger_id: query.int("trigger_id", 1, i64::MAX, errors),
         executor_id: query.choice::<Uuid>("executor_id", errors),
+        executor_name: query.text("executor").map(|name| name.trim().to_owned()),
         since: query.time("since", errors),
         until: query.time("until", errors),
         min_duration_ms: query.int("min_duration_ms", 0, i64::MAX, errors),
         sort: query.choice::<RunSort>("sort", errors).unwrap_or_default(),
+        dir: query.choice::<SortDir>("dir", errors).unwrap_or_default(),
         namespaces: query.text("namespace").map(|name| vec![name.trim().to_owned()]),
     };
     if let (Some(since), Some(until)) = (filter.since, filter.until) {
@@ -460,7 +513,7 @@ pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
     filter
 }
 
-/// A page of runs, newest first.
+/// A page of runs in the filter's order.
 pub async fn list(
     handles: &Handles,
     who: &Principal,

@@ -557,3 +557,74 @@ async fn a_rerun_repeats_the_parameters_of_the_run(pool: PgPool) {
         page.text
     );
 }
+
+/// A retry queues the next attempt of a failed run's chain with its parameters, once: a
+/// run that did not fail, or one already retried, is refused; the run page of a failed
+/// run offers it beside Re-run.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_retry_is_the_next_attempt_of_the_failed_runs_chain(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let job = app.job(&admin, noop("flaky")).await;
+    let queued = app
+        .post(
+            &format!("/api/v1/jobs/{}/run", job["id"]),
+            &admin,
+            json!({"params": {"day": "2026-11-25"}}),
+        )
+        .await;
+    let first = queued.body["run_id"].as_i64().unwrap();
+    let end = |id: i64, state: &'static str| {
+        sqlx::query("UPDATE runs SET state = $2, finished_at = now() WHERE id = $1")
+            .bind(id)
+            .bind(state)
+            .execute(app.pool())
+    };
+    end(first, "failed").await.unwrap();
+
+    let browser = app.browser("admin").await;
+    let page = app.page(&format!("/runs/{first}"), &browser.cookie).await;
+    assert!(
+        page.text.contains(&format!("&#x2f;runs&#x2f;{first}&#x2f;retry")),
+        "a Retry button: {}",
+        page.text
+    );
+    let submitted = app
+        .form(
+            &format!("/runs/{first}/retry"),
+            &browser.cookie,
+            &[("csrf", &browser.csrf)],
+        )
+        .await;
+    assert_eq!(submitted.status, StatusCode::SEE_OTHER, "{}", submitted.text);
+    let second = app.get("/api/v1/runs", &admin).await.body["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let run = app.get(&format!("/api/v1/runs/{second}"), &admin).await;
+    assert_eq!(run.body["attempt"], 2, "{}", run.text);
+    assert_eq!(run.body["first_run_id"], first, "{}", run.text);
+    assert_eq!(run.body["params"], json!({"day": "2026-11-25"}), "{}", run.text);
+    assert_eq!(run.body["state"], "queued");
+
+    let again = app
+        .post(&format!("/api/v1/runs/{first}/retry"), &admin, json!({}))
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "once: {}", again.text);
+    end(second, "timed_out").await.unwrap();
+    let third = app
+        .post(&format!("/api/v1/runs/{second}/retry"), &admin, json!({}))
+        .await;
+    assert_eq!(third.status, StatusCode::ACCEPTED, "{}", third.text);
+    let third = third.body["run_id"].as_i64().unwrap();
+    let run = app.get(&format!("/api/v1/runs/{third}"), &admin).await;
+    assert_eq!(
+        (run.body["attempt"].clone(), run.body["first_run_id"].clone()),
+        (json!(3), json!(first))
+    );
+    end(third, "succeeded").await.unwrap();
+    let refused = app
+        .post(&format!("/api/v1/runs/{third}/retry"), &admin, json!({}))
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    assert!(refused.text.contains("re-run it instead"), "{}", refused.text);
+}

@@ -1,5 +1,5 @@
-//! The history of runs as people read it: lists newest first with filters (the output
-//! only flagged), counts by state and by executor.
+//! The history of runs as people read it: lists sorted by a column with filters (the
+//! output only flagged), counts by state and by executor.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +38,8 @@ pub struct RunSummary {
     pub reason: Option<String>,
     /// The executor that owns or owned it.
     pub executor_id: Option<Uuid>,
+    /// That executor's name (`host:pid`), while its registration is kept.
+    pub executor_name: Option<String>,
     /// Its fencing token.
     pub fence: Option<i64>,
     /// When it was queued.
@@ -77,34 +79,73 @@ pub struct RunFilter {
     pub trigger_id: Option<i64>,
     /// Only runs this executor owns or owned.
     pub executor_id: Option<Uuid>,
+    /// Only runs of the executor of this name (`host:pid`, or `host` for all its
+    /// processes).
+    pub executor_name: Option<String>,
     /// Only runs queued at or after this.
     pub since: Option<DateTime<Utc>>,
     /// Only runs queued before this.
     pub until: Option<DateTime<Utc>>,
     /// Only runs that ran at least this long (so only runs that started and ended).
     pub min_duration_ms: Option<i64>,
-    /// In which order.
+    /// By which column.
     pub sort: RunSort,
+    /// Which way.
+    pub dir: SortDir,
     /// Only runs of jobs of these namespaces (None: every namespace).
     pub namespaces: Option<Vec<String>>,
 }
 
-/// The order of the run list.
+/// The column the run list is sorted by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RunSort {
-    /// Newest first.
+    /// The run's id, that is when it was queued (`newest`; `id` is the same).
     #[default]
     Newest,
-    /// Longest first (runs that did not run last), then newest.
+    /// The job's name.
+    Job,
+    /// The state's name.
+    State,
+    /// The instant it was scheduled for.
+    Scheduled,
+    /// How long it ran; runs that did not run come last either way.
     Duration,
+    /// The executor's name; runs no executor took come last either way.
+    Executor,
 }
 
 impl RunSort {
+    /// Every column, in the order the list shows them.
+    pub const ALL: [RunSort; 6] = [
+        RunSort::Newest,
+        RunSort::State,
+        RunSort::Job,
+        RunSort::Scheduled,
+        RunSort::Duration,
+        RunSort::Executor,
+    ];
+
     /// Its name in a query string.
     pub fn as_str(self) -> &'static str {
         match self {
             RunSort::Newest => "newest",
+            RunSort::Job => "job",
+            RunSort::State => "state",
+            RunSort::Scheduled => "scheduled",
             RunSort::Duration => "duration",
+            RunSort::Executor => "executor",
+        }
+    }
+
+    /// The SQL expression it orders by.
+    fn expression(self) -> &'static str {
+        match self {
+            RunSort::Newest => "runs.id",
+            RunSort::Job => "jobs.name",
+            RunSort::State => "runs.state",
+            RunSort::Scheduled => "runs.scheduled_at",
+            RunSort::Duration => "duration_ms",
+            RunSort::Executor => "executor_name",
         }
     }
 }
@@ -113,13 +154,67 @@ impl std::str::FromStr for RunSort {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "newest" => Ok(RunSort::Newest),
-            "duration" => Ok(RunSort::Duration),
-            _ => Err("expected newest or duration".to_owned()),
+        if text == "id" {
+            return Ok(RunSort::Newest);
+        }
+        RunSort::ALL
+            .into_iter()
+            .find(|sort| sort.as_str() == text)
+            .ok_or_else(|| "expected newest, state, job, scheduled, duration or executor".to_owned())
+    }
+}
+
+/// Which way the run list is sorted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SortDir {
+    /// Smallest first.
+    Asc,
+    /// Largest (newest, longest, last in the alphabet) first.
+    #[default]
+    Desc,
+}
+
+impl SortDir {
+    /// Its name in a query string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortDir::Asc => "asc",
+            SortDir::Desc => "desc",
         }
     }
 }
+
+impl std::str::FromStr for SortDir {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "asc" => Ok(SortDir::Asc),
+            "desc" => Ok(SortDir::Desc),
+            _ => Err("expected asc or desc".to_owned()),
+        }
+    }
+}
+
+/// `ORDER BY` of the run list: the column, then the newest run first so that pages
+/// never repeat or skip a run of equal values.
+fn order_by(sort: RunSort, dir: SortDir) -> String {
+    let dir = match dir {
+        SortDir::Asc => "ASC",
+        SortDir::Desc => "DESC",
+    };
+    match sort {
+        RunSort::Newest => format!(" ORDER BY runs.id {dir}"),
+        other => format!(" ORDER BY {} {dir} NULLS LAST, runs.id DESC", other.expression()),
+    }
+}
+
+/// The runs with their jobs and executors (gone executors' runs kept).
+const FROM_RUNS: &str =
+    " FROM runs JOIN jobs ON jobs.id = runs.job_id LEFT JOIN executors ON executors.id = runs.executor_id";
+
+/// An executor's name as the run list shows it.
+const EXECUTOR_NAME: &str = "executors.host || ':' || executors.pid";
 
 /// A run's duration in milliseconds, in SQL.
 const DURATION_MS: &str = "(extract(epoch FROM runs.finished_at - runs.started_at) * 1000)::bigint";
@@ -137,6 +232,16 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &RunFilter) {
     }
     if let Some(executor_id) = filter.executor_id {
         query.push(" AND runs.executor_id = ").push_bind(executor_id);
+    }
+    if let Some(name) = &filter.executor_name {
+        query
+            .push(" AND (executors.host = ")
+            .push_bind(name.clone())
+            .push(" OR ")
+            .push(EXECUTOR_NAME)
+            .push(" = ")
+            .push_bind(name.clone())
+            .push(")");
     }
     if let Some(min) = filter.min_duration_ms {
         query.push(" AND ").push(DURATION_MS).push(" >= ").push_bind(min);
@@ -166,24 +271,25 @@ pub async fn list(
 ) -> Result<(Vec<RunSummary>, i64), StoreError> {
     let mut query = QueryBuilder::<Postgres>::new(
         "SELECT runs.id, runs.job_id, jobs.name AS job_name, jobs.namespace, runs.trigger_id, runs.scheduled_at,
-                runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id, runs.fence,
+                runs.attempt, runs.first_run_id, runs.state, runs.reason, runs.executor_id,
+                runs.fence,
                 runs.queued_at, runs.started_at, runs.finished_at, runs.exit_code, runs.http_status,
                 runs.error, coalesce(runs.output, '') <> '' AS has_output,
                 runs.shard, runs.shard_total, runs.replica, ",
     );
     query
+        .push(EXECUTOR_NAME)
+        .push(" AS executor_name, ")
         .push(DURATION_MS)
-        .push(" AS duration_ms FROM runs JOIN jobs ON jobs.id = runs.job_id");
+        .push(" AS duration_ms")
+        .push(FROM_RUNS);
     push_filters(&mut query, filter);
-    query.push(match filter.sort {
-        RunSort::Newest => " ORDER BY runs.id DESC",
-        RunSort::Duration => " ORDER BY duration_ms DESC NULLS LAST, runs.id DESC",
-    });
+    query.push(order_by(filter.sort, filter.dir));
     query.push(" LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
     let items = query.build_query_as::<RunSummary>().fetch_all(db).await?;
-    let mut count =
-        QueryBuilder::<Postgres>::new("SELECT count(*) FROM runs JOIN jobs ON jobs.id = runs.job_id");
+    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*)");
+    count.push(FROM_RUNS);
     push_filters(&mut count, filter);
     let total: i64 = count.build_query_scalar().fetch_one(db).await?;
     Ok((items, total))

@@ -1,4 +1,5 @@
-//! Births: runs queued by hand (run now), by backfills and for services' missing instances.
+//! Births: runs queued by hand (run now, retry), by backfills and for services' missing
+//! instances.
 //! Fired runs are born in the firing transaction ([`super::insert_fired_runs`]), next
 //! attempts with the attempt they follow (`probactr_next_attempt`), workflow steps and
 //! child jobs by the database (`probactr_queue_run`).
@@ -31,6 +32,34 @@ pub async fn queue_now_fanned_out(db: impl PgExecutor<'_>, job_id: i64) -> Resul
         job_id
     )
     .fetch_all(db)
+    .await?)
+}
+
+/// Queues the next attempt of the chain of `run_id` now, by hand: same job, instant,
+/// trigger and shard, its parameters those of the chain. Only when the run failed, timed
+/// out or was abandoned and is its chain's latest attempt; None otherwise (a concurrent
+/// retry of the same run included).
+pub async fn retry_now(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    reason: &str,
+) -> Result<Option<Run>, StoreError> {
+    Ok(sqlx::query_as!(
+        Run,
+        r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, reason, shard, shard_total, pinned_to)
+           SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
+                  coalesce(ended.first_run_id, ended.id), $2, ended.shard, ended.shard_total, ended.pinned_to
+           FROM runs AS ended
+           WHERE ended.id = $1 AND ended.state IN ('failed', 'timed_out', 'abandoned')
+             AND NOT EXISTS (SELECT 1 FROM runs AS later
+                             WHERE later.first_run_id = coalesce(ended.first_run_id, ended.id)
+                               AND later.attempt > ended.attempt)
+           ON CONFLICT DO NOTHING
+           RETURNING id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state AS "state: RunState", reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica"#,
+        run_id,
+        reason
+    )
+    .fetch_optional(db)
     .await?)
 }
 

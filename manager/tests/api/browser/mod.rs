@@ -27,6 +27,7 @@ use probactr_testkit::eventually;
 use super::*;
 
 mod workflows;
+mod layout;
 
 /// How long a page element may take to appear.
 const PAGE_WAIT: Duration = Duration::from_secs(15);

@@ -25,6 +25,7 @@ const FILTERS: &[&str] = &[
     "until",
     "min_duration_ms",
     "sort",
+    "tz",
 ];
 
 /// `GET /runs?job=&state=&trigger_id=&executor_id=&since=&until=&min_duration_ms=&sort=&offset=`.

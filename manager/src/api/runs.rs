@@ -38,6 +38,7 @@ use crate::streams::{StreamPermit, RECHECK_EVERY};
         ("executor_id" = Option<String>, Query, description = "Only runs this executor owns or owned (its id)"),
         ("since" = Option<String>, Query, description = "Queued at or after this instant (RFC 3339)"),
         ("until" = Option<String>, Query, description = "Queued before this instant (RFC 3339)"),
+        ("tz" = Option<String>, Query, description = "The zone (IANA name) of `since` and `until` given without offset (default UTC)"),
         ("min_duration_ms" = Option<i64>, Query, description = "Only runs that ran at least this many milliseconds"),
         ("sort" = Option<String>, Query, description = "`newest` (the default) or `duration` (longest first)"),
         ("namespace" = Option<String>, Query, description = "Only runs of this namespace's jobs (default: every namespace the caller sees)"),

@@ -26,6 +26,8 @@ use probactr_testkit::eventually;
 
 use super::*;
 
+mod forms;
+
 /// How long a page element may take to appear.
 const PAGE_WAIT: Duration = Duration::from_secs(15);
 

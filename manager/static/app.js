@@ -80,6 +80,17 @@
       el.title = "Times in " + zone + " · " + utcText(when) + " · " + relative;
       el.setAttribute("data-relative", relative);
     });
+    // Elements whose tooltip starts with an instant (the ledger's cells): the same.
+    root.querySelectorAll("[data-at][title]").forEach(function (el) {
+      var at = el.getAttribute("data-at");
+      var when = new Date(at);
+      if (isNaN(when.getTime())) { return; }
+      var original = el.getAttribute("data-title") || el.title;
+      var own = el.getAttribute("data-zone");
+      var text = own && own !== zone ? zonedText(when, own) + " (" + own + ") · " + zonedText(when, zone) : zonedText(when, zone);
+      el.setAttribute("data-title", original);
+      el.title = original.replace(at, text);
+    });
     zonedTitles(root, zone);
     var note = document.getElementById("time-zone");
     if (note) { note.textContent = "Times in " + zone; }

@@ -308,13 +308,23 @@ pub async fn create_rule(
 }
 
 /// `GET /alerts/rules/{id}`: the page with the rule's form filled.
-pub async fn edit_rule(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+pub async fn edit_rule(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
     let rule = alerts::get_rule(&state.handles, &user.0, id).await?;
     let mut form: HashMap<String, String> = [
         ("name", rule.name.clone()),
         ("job_id", rule.job_id.map(|j| j.to_string()).unwrap_or_default()),
-        ("threshold", rule.threshold.map(|t| t.to_string()).unwrap_or_default()),
-        ("duration_secs", rule.duration_secs.map(|d| d.to_string()).unwrap_or_default()),
+        (
+            "threshold",
+            rule.threshold.map(|t| t.to_string()).unwrap_or_default(),
+        ),
+        (
+            "duration_secs",
+            rule.duration_secs.map(|d| d.to_string()).unwrap_or_default(),
+        ),
         ("throttle_secs", rule.throttle_secs.to_string()),
     ]
     .map(|(key, value)| (key.to_owned(), value))
@@ -353,7 +363,11 @@ pub async fn update_rule(
 
 /// `GET /alerts/channels/{id}`: the page with the channel's form filled (its URL in its
 /// masked form, which keeps it; its secret never shown, an empty one kept).
-pub async fn edit_channel(State(state): State<AppState>, user: AdminUser, Id(id): Id) -> Result<Response, AdminError> {
+pub async fn edit_channel(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
     let channel = alerts::get_channel(&state.handles, &user.0, id).await?;
     let text = |key: &str| match &channel.config[key] {
         Value::String(text) => text.clone(),

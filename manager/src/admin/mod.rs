@@ -108,8 +108,14 @@ pub fn router() -> Router<AppState> {
         .route("/account/tokens", post(users::create_token))
         .route("/tokens/{id}/revoke", post(users::revoke_token))
         .route("/account/time-zone", post(users::set_time_zone))
-        .route("/alerts/rules/{id}", get(alerts::edit_rule).post(alerts::update_rule))
-        .route("/alerts/channels/{id}", get(alerts::edit_channel).post(alerts::update_channel))
+        .route(
+            "/alerts/rules/{id}",
+            get(alerts::edit_rule).post(alerts::update_rule),
+        )
+        .route(
+            "/alerts/channels/{id}",
+            get(alerts::edit_channel).post(alerts::update_channel),
+        )
         .route("/static/style.css", get(stylesheet))
         .route("/static/app.js", get(script))
         .layer(axum::middleware::from_fn(flash::clear_after_showing))

@@ -363,7 +363,9 @@ pub async fn create_with_trigger(
         (Ok(job), Err(err)) => (job, Err(err)),
     };
     let created = match trigger_checked {
-        Ok(()) => super::triggers::create_in(&mut tx, handles.secret_keys.as_deref(), who, job.id, trigger).await,
+        Ok(()) => {
+            super::triggers::create_in(&mut tx, handles.secret_keys.as_deref(), who, job.id, trigger).await
+        }
         Err(err) => Err(err),
     };
     let created = created.map_err(|err| match err {

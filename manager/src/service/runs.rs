@@ -429,7 +429,9 @@ async fn stored_output(handles: &Handles, who: &Principal, id: i64) -> Result<Ou
 /// `since`, `until` (without offset: in the zone `tz`, UTC by default), `min_duration_ms`,
 /// `sort` (`newest` or `duration`).
 pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
-    let zone = query.choice::<chrono_tz::Tz>("tz", errors).unwrap_or(chrono_tz::UTC);
+    let zone = query
+        .choice::<chrono_tz::Tz>("tz", errors)
+        .unwrap_or(chrono_tz::UTC);
     let filter = RunFilter {
         job_id: query.int("job_id", 1, i64::MAX, errors),
         job_name: query.text("job").map(|name| name.trim().to_owned()),

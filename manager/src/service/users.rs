@@ -425,7 +425,11 @@ pub async fn set_own_time_zone(handles: &Handles, who: &Principal, zone: &str) -
         ));
     };
     store::users::set_time_zone(&handles.pool, who.user_id, chosen).await?;
-    tracing::info!(user.id = who.user_id, time_zone = chosen.unwrap_or("browser"), "time zone chosen");
+    tracing::info!(
+        user.id = who.user_id,
+        time_zone = chosen.unwrap_or("browser"),
+        "time zone chosen"
+    );
     Ok(())
 }
 

@@ -202,7 +202,7 @@ mod job;
 mod schedule;
 mod trigger;
 
-pub use job::{job_draft, job_form_errors, job_patch, spec_values, in_advanced_part};
+pub use job::{in_advanced_part, job_draft, job_form_errors, job_patch, spec_values};
 pub use schedule::{schedule_draft, schedule_errors, SCHEDULE_KINDS};
 pub use trigger::{trigger_draft, trigger_patch};
 

@@ -76,8 +76,11 @@ mod tests {
         assert_eq!(cron.cron, Some(Some("0 30 2 * * *".to_owned())));
         assert_eq!(cron.timezone, Some(Some("Europe/Paris".to_owned())));
         assert_eq!(cron.interval_secs, Some(None), "only the kind's own field");
-        let every = schedule_draft(&form(&[("schedule.kind", "interval"), ("schedule.interval_secs", "x")]))
-            .expect("an interval trigger");
+        let every = schedule_draft(&form(&[
+            ("schedule.kind", "interval"),
+            ("schedule.interval_secs", "x"),
+        ]))
+        .expect("an interval trigger");
         assert!(every.problems.contains_key("interval_secs"));
     }
 

@@ -81,11 +81,14 @@ async fn times_in_the_chosen_zone(session: &Session, job_id: i64) {
 async fn runs_filter_in_the_shown_zone(session: &Session, app: &TestApp, job_id: i64) {
     let run = store::runs::queue_now(app.pool(), job_id).await.unwrap().id;
     let link = format!("a[href=\"/runs/{run}\"]");
-    let local = |shift: i64| in_zone(&(Utc::now() + Span::minutes(shift)).to_rfc3339(), ZONE)[..16].replace(' ', "T");
+    let local =
+        |shift: i64| in_zone(&(Utc::now() + Span::minutes(shift)).to_rfc3339(), ZONE)[..16].replace(' ', "T");
     for (shift, found) in [(-5, true), (5, false)] {
         session.goto("/runs").await;
         assert_eq!(
-            attr(session, "form.filters input[name=tz]", "value").await.as_deref(),
+            attr(session, "form.filters input[name=tz]", "value")
+                .await
+                .as_deref(),
             Some(ZONE),
             "the filter sends the shown zone"
         );
@@ -119,9 +122,19 @@ async fn runs_filter_in_the_shown_zone(session: &Session, app: &TestApp, job_id:
 /// instants show in its zone and the viewer's.
 async fn job_form_with_schedule(session: &Session, app: &TestApp) {
     session.goto("/jobs/new").await;
-    session.wait_css("#f-kind").await.select_by_value("shell").await.unwrap();
+    session
+        .wait_css("#f-kind")
+        .await
+        .select_by_value("shell")
+        .await
+        .unwrap();
     assert!(
-        !session.wait_css("#f-timeout_secs").await.is_displayed().await.unwrap(),
+        !session
+            .wait_css("#f-timeout_secs")
+            .await
+            .is_displayed()
+            .await
+            .unwrap(),
         "the limits are in the folded advanced part"
     );
     session.click("details#advanced summary").await;
@@ -145,7 +158,11 @@ async fn job_form_with_schedule(session: &Session, app: &TestApp) {
     session.wait_css("#form-errors").await;
     for field in fields {
         let css = format!("#f-{}", field.replace('.', "\\."));
-        assert_eq!(attr(session, &css, "aria-invalid").await.as_deref(), Some("true"), "{field}");
+        assert_eq!(
+            attr(session, &css, "aria-invalid").await.as_deref(),
+            Some("true"),
+            "{field}"
+        );
         assert_eq!(
             attr(session, &css, "aria-describedby").await,
             Some(format!("error-{field}")),
@@ -164,19 +181,31 @@ async fn job_form_with_schedule(session: &Session, app: &TestApp) {
         .await
         .unwrap();
     assert_eq!(focused, json!("form-errors"), "the summary has the focus");
-    assert!(session.wait_css("details#advanced").await.attr("open").await.unwrap().is_some());
+    assert!(session
+        .wait_css("details#advanced")
+        .await
+        .attr("open")
+        .await
+        .unwrap()
+        .is_some());
     assert_eq!(app.count("jobs").await, 0, "a bad form creates nothing");
     session.screenshot("job-form-every-error").await;
 
     session.type_into("#f-name", "scheduled-by-form").await;
-    session.wait_css("#f-kind").await.select_by_value("noop").await.unwrap();
+    session
+        .wait_css("#f-kind")
+        .await
+        .select_by_value("noop")
+        .await
+        .unwrap();
     session.type_into("#f-timeout_secs", "60").await;
     session.type_into("#f-schedule\\.cron", "0 30 2 * * *").await;
     session.type_into("#f-schedule\\.timezone", "Europe/Paris").await;
     session.press("main form", "Save").await;
     let job_path = session
         .wait_path("the new job's page", |path| {
-            path.strip_prefix("/jobs/").is_some_and(|id| id.parse::<i64>().is_ok())
+            path.strip_prefix("/jobs/")
+                .is_some_and(|id| id.parse::<i64>().is_ok())
         })
         .await;
     let job_id: i64 = job_path["/jobs/".len()..].parse().unwrap();
@@ -186,7 +215,10 @@ async fn job_form_with_schedule(session: &Session, app: &TestApp) {
             .fetch_one(app.pool())
             .await
             .expect("the job's one trigger");
-    assert_eq!((cron.as_deref(), zone.as_str()), (Some("0 30 2 * * *"), "Europe/Paris"));
+    assert_eq!(
+        (cron.as_deref(), zone.as_str()),
+        (Some("0 30 2 * * *"), "Europe/Paris")
+    );
 
     // The trigger's instants: in its zone, then the viewer's.
     session.goto(&format!("/triggers/{trigger_id}/edit")).await;
@@ -218,19 +250,29 @@ async fn alerts_edited(session: &Session, app: &TestApp, token: &str) {
     assert_eq!(rule.status, StatusCode::CREATED, "{}", rule.text);
     let rule_id = rule.body["id"].as_i64().unwrap();
     session.goto("/alerts").await;
-    session.click(&format!("a[href=\"/alerts/rules/{rule_id}#rule-form\"]")).await;
     session
-        .wait_path("the rule's form", |path| path == format!("/alerts/rules/{rule_id}"))
+        .click(&format!("a[href=\"/alerts/rules/{rule_id}#rule-form\"]"))
+        .await;
+    session
+        .wait_path("the rule's form", |path| {
+            path == format!("/alerts/rules/{rule_id}")
+        })
         .await;
     assert!(session.text("main").await.contains("Edit rule failures"));
-    session.type_into("#rule-form #f-name", "failures-and-timeouts").await;
-    session.click("#rule-form input[name=\"event.run_timed_out\"]").await;
+    session
+        .type_into("#rule-form #f-name", "failures-and-timeouts")
+        .await;
+    session
+        .click("#rule-form input[name=\"event.run_timed_out\"]")
+        .await;
     session.type_into("#rule-form #f-throttle_secs", "-1").await;
     session.press("#rule-form", "Save rule").await;
     assert!(session.text("#error-throttle_secs").await.contains("at least"));
     session.type_into("#rule-form #f-throttle_secs", "600").await;
     session.press("#rule-form", "Save rule").await;
-    session.wait_path("the alerts page", |path| path == "/alerts").await;
+    session
+        .wait_path("the alerts page", |path| path == "/alerts")
+        .await;
     let saved = app.get(&format!("/api/v1/alert-rules/{rule_id}"), token).await;
     assert_eq!(saved.body["name"], "failures-and-timeouts", "{}", saved.text);
     assert_eq!(saved.body["events"], json!(["run_failed", "run_timed_out"]));
@@ -238,10 +280,16 @@ async fn alerts_edited(session: &Session, app: &TestApp, token: &str) {
     assert_eq!(saved.body["enabled"], true);
 
     let channel_id = channel.body["id"].as_i64().unwrap();
-    session.click(&format!("a[href=\"/alerts/channels/{channel_id}#channel-form\"]")).await;
-    session.type_into("#channel-form #f-to", "ops@example.com, oncall@example.com").await;
+    session
+        .click(&format!("a[href=\"/alerts/channels/{channel_id}#channel-form\"]"))
+        .await;
+    session
+        .type_into("#channel-form #f-to", "ops@example.com, oncall@example.com")
+        .await;
     session.press("#channel-form", "Save channel").await;
-    session.wait_path("the alerts page", |path| path == "/alerts").await;
+    session
+        .wait_path("the alerts page", |path| path == "/alerts")
+        .await;
     let saved = app.get(&format!("/api/v1/channels/{channel_id}"), token).await;
     assert_eq!(
         saved.body["config"]["to"],

@@ -323,6 +323,7 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     }
     // A form with several bad fields names all of them at once.
     session.wait_css("#f-name").await.clear().await.unwrap();
+    session.click("details#advanced summary").await;
     session.type_into("#f-timeout_secs", "0").await;
     session.press("main form", "Save").await;
     for field in ["name", "timeout_secs", "spec\\.program"] {

@@ -101,13 +101,14 @@ impl Input {
     /// A whole number in `min..=max`.
     pub fn int(&mut self, key: &str, min: i64, max: i64) -> Given<i64> {
         let value = self.read(key, "a whole number", Value::as_i64)?;
+        let bound = |limit: i64| crate::command::limit_words(key, limit);
         match value {
             Some(n) if n < min => {
-                self.error(key, format!("must be at least {min}"));
+                self.error(key, format!("must be at least {}", bound(min)));
                 None
             }
             Some(n) if n > max => {
-                self.error(key, format!("must be at most {max}"));
+                self.error(key, format!("must be at most {}", bound(max)));
                 None
             }
             other => Some(other),

@@ -68,16 +68,9 @@ impl Checks {
         }
     }
 
-    /// A whole number in `min..=max` (a field of seconds, `*_secs`, names its bounds
-    /// as durations: "at most 24 days").
+    /// A whole number in `min..=max` (bounds in words: [`limit_words`]).
     pub fn within(&mut self, field: &str, value: i64, min: i64, max: i64) -> Option<i64> {
-        let bound = |limit: i64| {
-            if field.ends_with("_secs") {
-                duration_words(limit)
-            } else {
-                limit.to_string()
-            }
-        };
+        let bound = |limit: i64| limit_words(field, limit);
         if value < min {
             self.error(field, format!("must be at least {}", bound(min)));
             None
@@ -122,6 +115,16 @@ fn lenient_input(body: serde_json::Value) -> (Input, FieldErrors) {
             errors.insert("body".into(), "must be a JSON object".into());
             (Input::default(), errors)
         }
+    }
+}
+
+/// A bound of `field` as its errors state it: a duration for seconds (`*_secs`: "24 days"),
+/// else the number.
+pub fn limit_words(field: &str, limit: i64) -> String {
+    if field.ends_with("_secs") {
+        duration_words(limit)
+    } else {
+        limit.to_string()
     }
 }
 

@@ -41,16 +41,21 @@ pub fn schedule_errors(errors: FieldErrors) -> FieldErrors {
             placed.insert(field, message);
             continue;
         };
+        // `cron.minute`: the cron's error, its part named in the message.
+        let (name, message) = match trigger_field.split_once('.') {
+            Some((name, part)) => (name, format!("{part}: {message}")),
+            None => (trigger_field, message),
+        };
         let own = FIELDS
             .iter()
-            .find(|(name, _)| *name == trigger_field)
+            .find(|(trigger, _)| *trigger == name)
             .map(|(_, field)| (*field).to_owned());
         match own {
             Some(field) => {
                 placed.insert(field, message);
             }
             None => {
-                placed.insert("schedule.kind".to_owned(), format!("{trigger_field}: {message}"));
+                placed.insert("schedule.kind".to_owned(), format!("{name}: {message}"));
             }
         }
     }
@@ -89,6 +94,7 @@ mod tests {
         let errors = FieldErrors::from(
             [
                 ("trigger.cron", "bad cron"),
+                ("trigger.interval_secs.x", "odd"),
                 ("trigger.timezone", "unknown zone"),
                 ("trigger.at", "must be given"),
                 ("name", "is required"),
@@ -97,6 +103,7 @@ mod tests {
         );
         let placed = schedule_errors(errors);
         assert_eq!(placed["schedule.cron"], "bad cron");
+        assert_eq!(placed["schedule.interval_secs"], "x: odd");
         assert_eq!(placed["schedule.timezone"], "unknown zone");
         assert_eq!(placed["schedule.kind"], "at: must be given");
         assert_eq!(placed["name"], "is required");

@@ -155,13 +155,13 @@ async fn job_form_with_schedule(session: &Session, app: &TestApp) {
         "schedule.cron",
         "schedule.timezone",
     ];
-    session.wait_css("#form-errors").await;
+    let listed_errors = session.text("#form-errors").await;
     for field in fields {
         let css = format!("#f-{}", field.replace('.', "\\."));
         assert_eq!(
             attr(session, &css, "aria-invalid").await.as_deref(),
             Some("true"),
-            "{field}"
+            "{field}: {listed_errors}"
         );
         assert_eq!(
             attr(session, &css, "aria-describedby").await,

@@ -139,14 +139,13 @@
     });
   }
 
-  // The trigger form shows the fields of the chosen kind only (all without JavaScript).
-  function kindFields(form) {
-    var kind = form.elements.namedItem("kind");
+  // Shows the fields of the kind chosen in the select `kindName` only (`only`: kind →
+  // field names; every field of `all` shows without JavaScript, and a wrong one always).
+  function fieldsOfKind(form, kindName, only, all, otherwise) {
+    var kind = form.elements.namedItem(kindName);
     if (!kind) { return; }
-    var only = { cron: ["cron", "timezone"], interval: ["interval_secs"], once: ["at"] };
-    var all = ["cron", "timezone", "interval_secs", "at"];
     function apply() {
-      var shown = only[kind.value] || all;
+      var shown = only[kind.value] || otherwise;
       all.forEach(function (name) {
         var field = form.elements.namedItem(name);
         var box = field && field.closest(".field");
@@ -155,6 +154,12 @@
     }
     kind.addEventListener("change", apply);
     apply();
+  }
+
+  // The trigger form shows the fields of the chosen kind only.
+  function kindFields(form) {
+    var all = ["cron", "timezone", "interval_secs", "at"];
+    fieldsOfKind(form, "kind", { cron: ["cron", "timezone"], interval: ["interval_secs"], once: ["at"] }, all, all);
   }
 
   // The job form: the fieldset of the chosen kind only. The others stay in the form,
@@ -170,22 +175,11 @@
     apply();
   }
 
-  // The job form's schedule: the fields of the chosen kind only (all without JavaScript).
+  // The job form's schedule: the fields of the chosen kind only (none for "none").
   function scheduleFields(form) {
-    var kind = form.elements.namedItem("schedule.kind");
-    if (!kind) { return; }
-    var only = { cron: ["schedule.cron", "schedule.timezone"], interval: ["schedule.interval_secs"] };
-    var all = ["schedule.cron", "schedule.timezone", "schedule.interval_secs"];
-    function apply() {
-      var shown = only[kind.value] || [];
-      all.forEach(function (name) {
-        var field = form.elements.namedItem(name);
-        var box = field && field.closest(".field");
-        if (box) { box.hidden = shown.indexOf(name) < 0 && !box.classList.contains("invalid"); }
-      });
-    }
-    kind.addEventListener("change", apply);
-    apply();
+    fieldsOfKind(form, "schedule.kind",
+      { cron: ["schedule.cron", "schedule.timezone"], interval: ["schedule.interval_secs"] },
+      ["schedule.cron", "schedule.timezone", "schedule.interval_secs"], []);
   }
 
   function value(form, name) {

@@ -298,13 +298,39 @@ pub async fn create_rule(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let saved = match alert::read_rule(rule_body(&form, false)) {
-        Ok(fields) => alerts::save_rule(&state.handles, &user.0, None, fields)
+    save_rule_form(&state, &user, None, &form).await
+}
+
+/// Creates (`id` None) or replaces a rule from its form.
+async fn save_rule_form(
+    state: &AppState,
+    user: &AdminUser,
+    id: Option<i64>,
+    form: &FormData,
+) -> Result<Response, AdminError> {
+    let saved = match alert::read_rule(rule_body(form, id.is_some())) {
+        Ok(fields) => alerts::save_rule(&state.handles, &user.0, id, fields)
             .await
             .map(drop),
         Err(err) => Err(err),
     };
-    back_or_rejected(&state, &user, Target::NewRule, &form, saved).await
+    let target = id.map_or(Target::NewRule, Target::Rule);
+    back_or_rejected(state, user, target, form, saved).await
+}
+
+/// The page with one form filled with an object's values, to edit it.
+async fn editing(
+    state: &AppState,
+    user: &AdminUser,
+    target: Target,
+    form: HashMap<String, String>,
+) -> Result<Response, AdminError> {
+    let feedback = Feedback {
+        target,
+        form,
+        ..Feedback::default()
+    };
+    alerts_page(state, user, feedback).await
 }
 
 /// `GET /alerts/rules/{id}`: the page with the rule's form filled.
@@ -336,12 +362,7 @@ pub async fn edit_rule(
         .chain(rule.channel_ids.iter().map(|id| format!("channel.{id}")))
         .chain(rule.enabled.then(|| "enabled".to_owned()));
     form.extend(ticked.map(|key| (key, "on".to_owned())));
-    let feedback = Feedback {
-        target: Target::Rule(id),
-        form,
-        ..Feedback::default()
-    };
-    alerts_page(&state, &user, feedback).await
+    editing(&state, &user, Target::Rule(id), form).await
 }
 
 /// `POST /alerts/rules/{id}`: replaces the rule with the form's.
@@ -352,13 +373,7 @@ pub async fn update_rule(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let saved = match alert::read_rule(rule_body(&form, true)) {
-        Ok(fields) => alerts::save_rule(&state.handles, &user.0, Some(id), fields)
-            .await
-            .map(drop),
-        Err(err) => Err(err),
-    };
-    back_or_rejected(&state, &user, Target::Rule(id), &form, saved).await
+    save_rule_form(&state, &user, Some(id), &form).await
 }
 
 /// `GET /alerts/channels/{id}`: the page with the channel's form filled (its URL in its
@@ -386,12 +401,7 @@ pub async fn edit_channel(
     ]
     .map(|(key, value)| (key.to_owned(), value))
     .into();
-    let feedback = Feedback {
-        target: Target::Channel(id),
-        form,
-        ..Feedback::default()
-    };
-    alerts_page(&state, &user, feedback).await
+    editing(&state, &user, Target::Channel(id), form).await
 }
 
 /// `POST /alerts/channels/{id}`: the channel's new name and configuration.

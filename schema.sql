@@ -1932,6 +1932,7 @@ CREATE TABLE public.users (
     cluster_admin boolean DEFAULT false NOT NULL,
     oidc_issuer text,
     oidc_subject text,
+    time_zone text,
     CONSTRAINT users_oidc_identity_whole CHECK (((oidc_issuer IS NULL) = (oidc_subject IS NULL))),
     CONSTRAINT users_role_valid CHECK ((role = ANY (ARRAY['admin'::text, 'operator'::text, 'viewer'::text]))),
     CONSTRAINT users_username_length CHECK (((char_length(username) >= 1) AND (char_length(username) <= 100)))

@@ -101,13 +101,14 @@ impl Input {
     /// A whole number in `min..=max`.
     pub fn int(&mut self, key: &str, min: i64, max: i64) -> Given<i64> {
         let value = self.read(key, "a whole number", Value::as_i64)?;
+        let bound = |limit: i64| crate::command::limit_words(key, limit);
         match value {
             Some(n) if n < min => {
-                self.error(key, format!("must be at least {min}"));
+                self.error(key, format!("must be at least {}", bound(min)));
                 None
             }
             Some(n) if n > max => {
-                self.error(key, format!("must be at most {max}"));
+                self.error(key, format!("must be at most {}", bound(max)));
                 None
             }
             other => Some(other),
@@ -317,6 +318,13 @@ impl QueryParams {
     /// An RFC 3339 instant parameter; a date and time without offset (what a browser's
     /// `datetime-local` field sends) or a date alone is taken as UTC.
     pub fn time(&self, key: &str, errors: &mut FieldErrors) -> Option<DateTime<Utc>> {
+        self.time_in(key, chrono_tz::UTC, errors)
+    }
+
+    /// [`QueryParams::time`] with a date and time without offset read in `zone` (a local
+    /// time skipped by a clock change is an error of the field; one repeated, the first).
+    pub fn time_in(&self, key: &str, zone: chrono_tz::Tz, errors: &mut FieldErrors) -> Option<DateTime<Utc>> {
+        use chrono::TimeZone;
         let text = self.text(key)?.trim();
         let naive = || {
             ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]
@@ -330,7 +338,13 @@ impl QueryParams {
         };
         match DateTime::parse_from_rfc3339(text) {
             Ok(at) => Some(at.with_timezone(&Utc)),
-            Err(_) if naive().is_some() => naive().map(|at| at.and_utc()),
+            Err(_) if naive().is_some() => {
+                let local = naive().and_then(|at| zone.from_local_datetime(&at).earliest());
+                if local.is_none() {
+                    errors.insert(key.to_owned(), format!("{text} does not exist in {zone}"));
+                }
+                local.map(|at| at.with_timezone(&Utc))
+            }
             Err(_) => {
                 errors.insert(
                     key.to_owned(),

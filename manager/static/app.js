@@ -1,10 +1,13 @@
 // probactr admin: optional enhancements; every page works without this script.
-// 1. Times are shown in the viewer's time zone, named; the tooltip holds the UTC value
-//    and the relative form ("3 min ago", "in 12 s"), kept current.
+// 1. Times are shown in one zone (the user's choice, else the browser's), named in the
+//    header; the tooltip holds the zone, the UTC value and the relative form ("3 min ago",
+//    "in 12 s"), kept current. A trigger's instants show in its own zone too; filters
+//    read times in the shown zone.
 // 2. The trigger form previews the next instants as you type (the "Preview" button
 //    does the same without JavaScript) and shows only the fields of the chosen kind.
 // 3. The job form shows only the spec fieldset of the chosen kind (without JavaScript
-//    every kind's fieldset shows, each labelled, and the server reads the chosen one).
+//    every kind's fieldset shows, each labelled, and the server reads the chosen one), and
+//    only the chosen schedule kind's fields. A form's error summary takes the focus.
 // 4. The page of a running run follows its output live (server-sent events from the
 //    API); without JavaScript it reloads every 5 s.
 // 5. Lists that change (runs, the dashboard, the cluster) update in place: the page's
@@ -17,21 +20,25 @@
 
   function pad(n) { return (n < 10 ? "0" : "") + n; }
 
-  // The viewer's zone as a short name ("CET", "GMT+2"), or "" when unknown.
-  function zoneName(when) {
-    try {
-      var parts = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(when);
-      for (var i = 0; i < parts.length; i++) {
-        if (parts[i].type === "timeZoneName") { return parts[i].value; }
-      }
-    } catch (e) { /* an old browser: no zone name */ }
-    return "";
+  // The zone every time is shown in: the user's choice (account page), else the browser's.
+  function shownZone() {
+    var note = document.getElementById("time-zone");
+    var chosen = note && note.getAttribute("data-time-zone");
+    if (chosen) { return chosen; }
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"; } catch (e) { return "UTC"; }
   }
 
-  // YYYY-MM-DD HH:MM:SS in the viewer's zone, the way the server writes UTC.
-  function localText(when) {
-    return when.getFullYear() + "-" + pad(when.getMonth() + 1) + "-" + pad(when.getDate()) + " " +
-      pad(when.getHours()) + ":" + pad(when.getMinutes()) + ":" + pad(when.getSeconds()) + " " + zoneName(when);
+  // YYYY-MM-DD HH:MM:SS (or HH:MM when `minutes`) in `zone`, with the zone's short name.
+  function zonedText(when, zone, minutes) {
+    var parts = {};
+    try {
+      new Intl.DateTimeFormat("en-GB", {
+        timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short"
+      }).formatToParts(when).forEach(function (p) { parts[p.type] = p.value; });
+    } catch (e) { return utcText(when); }
+    return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute +
+      (minutes ? "" : ":" + parts.second) + " " + parts.timeZoneName;
   }
 
   function utcText(when) {
@@ -55,25 +62,92 @@
     return secs > 0 ? "in " + text : text + " ago";
   }
 
+  // Every <time datetime> in the shown zone; one with `data-zone` (a trigger's instant) in
+  // that zone first, then in the shown one when they differ. The tooltip names the zone,
+  // the UTC value and the relative form.
   function localTimes(root) {
     var now = Date.now();
+    var zone = shownZone();
     root.querySelectorAll("time[datetime]").forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) { return; }
-      el.textContent = localText(when);
-      el.title = utcText(when) + " · " + relativeText(when, now);
-      el.setAttribute("data-relative", relativeText(when, now));
+      var own = el.getAttribute("data-zone");
+      var shown = zonedText(when, zone);
+      var relative = relativeText(when, now);
+      if (own && own !== zone) {
+        el.textContent = zonedText(when, own) + " (" + own + ") · " + shown;
+      } else {
+        el.textContent = shown;
+      }
+      el.title = "Times in " + zone + " · " + utcText(when) + " · " + relative;
+      el.setAttribute("data-relative", relative);
+    });
+    // Elements whose tooltip starts with an instant (the ledger's cells): the same.
+    root.querySelectorAll("[data-at][title]").forEach(function (el) {
+      var at = el.getAttribute("data-at");
+      var when = new Date(at);
+      if (isNaN(when.getTime())) { return; }
+      var original = el.getAttribute("data-title") || el.title;
+      var own = el.getAttribute("data-zone");
+      var text = own && own !== zone ? zonedText(when, own) + " (" + own + ") · " + zonedText(when, zone) : zonedText(when, zone);
+      el.setAttribute("data-title", original);
+      el.title = original.replace(at, text);
+    });
+    zonedTitles(root, zone);
+    var note = document.getElementById("time-zone");
+    if (note) { note.textContent = "Times in " + zone; }
+  }
+
+  // Chart tooltips (SVG titles) carry "YYYY-MM-DD HH:MM UTC" from the server: shown in
+  // the shown zone instead, the server's text kept to convert again after an update.
+  function zonedTitles(root, zone) {
+    root.querySelectorAll("svg title").forEach(function (title) {
+      var original = title.getAttribute("data-utc") || title.textContent;
+      var changed = original.replace(/(\d{4}-\d\d-\d\d) (\d\d:\d\d) UTC/g, function (all, day, time) {
+        var when = new Date(day + "T" + time + ":00Z");
+        return isNaN(when.getTime()) ? all : zonedText(when, zone, true);
+      });
+      if (changed !== original) {
+        title.setAttribute("data-utc", original);
+        title.textContent = changed;
+      }
     });
   }
 
-  // The trigger form shows the fields of the chosen kind only (all without JavaScript).
-  function kindFields(form) {
-    var kind = form.elements.namedItem("kind");
+  // A filter form's zone-less times are read in the shown zone: the form sends it as
+  // `tz`, and each time field names it.
+  function zonedFilters(root) {
+    var zone = shownZone();
+    root.querySelectorAll("form").forEach(function (form) {
+      var fields = form.querySelectorAll('input[type="datetime-local"]');
+      if (fields.length === 0) { return; }
+      var tz = form.querySelector('input[name="tz"]');
+      if (!tz) {
+        tz = document.createElement("input");
+        tz.type = "hidden";
+        tz.name = "tz";
+        form.appendChild(tz);
+      }
+      tz.value = zone;
+      fields.forEach(function (field) {
+        field.title = "in " + zone;
+        if (!field.nextElementSibling || !field.nextElementSibling.classList.contains("zone")) {
+          var note = document.createElement("span");
+          note.className = "zone muted";
+          note.textContent = " " + zone;
+          field.insertAdjacentElement("afterend", note);
+        }
+      });
+    });
+  }
+
+  // Shows the fields of the kind chosen in the select `kindName` only (`only`: kind →
+  // field names; every field of `all` shows without JavaScript, and a wrong one always).
+  function fieldsOfKind(form, kindName, only, all, otherwise) {
+    var kind = form.elements.namedItem(kindName);
     if (!kind) { return; }
-    var only = { cron: ["cron", "timezone"], interval: ["interval_secs"], once: ["at"] };
-    var all = ["cron", "timezone", "interval_secs", "at"];
     function apply() {
-      var shown = only[kind.value] || all;
+      var shown = only[kind.value] || otherwise;
       all.forEach(function (name) {
         var field = form.elements.namedItem(name);
         var box = field && field.closest(".field");
@@ -82,6 +156,12 @@
     }
     kind.addEventListener("change", apply);
     apply();
+  }
+
+  // The trigger form shows the fields of the chosen kind only.
+  function kindFields(form) {
+    var all = ["cron", "timezone", "interval_secs", "at"];
+    fieldsOfKind(form, "kind", { cron: ["cron", "timezone"], interval: ["interval_secs"], once: ["at"] }, all, all);
   }
 
   // The job form: the fieldset of the chosen kind only. The others stay in the form,
@@ -95,6 +175,13 @@
     }
     kind.addEventListener("change", apply);
     apply();
+  }
+
+  // The job form's schedule: the fields of the chosen kind only (none for "none").
+  function scheduleFields(form) {
+    fieldsOfKind(form, "schedule.kind",
+      { cron: ["schedule.cron", "schedule.timezone"], interval: ["schedule.interval_secs"] },
+      ["schedule.cron", "schedule.timezone", "schedule.interval_secs"], []);
   }
 
   function value(form, name) {
@@ -132,6 +219,7 @@
             var item = document.createElement("li");
             var t = document.createElement("time");
             t.setAttribute("datetime", iso);
+            if (kind === "cron") { t.setAttribute("data-zone", body.timezone); }
             t.textContent = iso;
             item.appendChild(t);
             list.appendChild(item);
@@ -268,13 +356,17 @@
     var progress = document.getElementById("run-progress");
     if (progress) { followProgress(progress); }
     localTimes(document);
+    zonedFilters(document);
     liveUpdates();
     // Relative forms age: refresh them while the page stays open.
     window.setInterval(function () { localTimes(document); }, 15000);
     var form = document.querySelector("form[data-live-preview]");
     if (form) { kindFields(form); livePreview(form); }
     var jobForm = document.querySelector("form[data-job-form]");
-    if (jobForm) { specFieldsets(jobForm); }
+    if (jobForm) { specFieldsets(jobForm); scheduleFields(jobForm); }
+    // A rejected form's summary of errors takes the focus, so that it is read first.
+    var summary = document.getElementById("form-errors");
+    if (summary) { summary.focus(); }
   });
 })();
 

@@ -135,6 +135,24 @@ pub async fn set_password(db: impl PgExecutor<'_>, id: i64, password_hash: &str)
     Ok(done.rows_affected() == 1)
 }
 
+/// The zone a user reads times in (None: the browser's own).
+pub async fn time_zone(db: impl PgExecutor<'_>, id: i64) -> Result<Option<String>, StoreError> {
+    Ok(
+        sqlx::query_scalar!("SELECT time_zone FROM users WHERE id = $1", id)
+            .fetch_optional(db)
+            .await?
+            .flatten(),
+    )
+}
+
+/// Sets (or, with None, clears) the zone a user reads times in.
+pub async fn set_time_zone(db: impl PgExecutor<'_>, id: i64, zone: Option<&str>) -> Result<bool, StoreError> {
+    let done = sqlx::query!("UPDATE users SET time_zone = $2 WHERE id = $1", id, zone)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Enabled admins other than `except`.
 pub async fn other_active_admins(db: impl PgExecutor<'_>, except: i64) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar!(

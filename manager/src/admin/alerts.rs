@@ -1,6 +1,8 @@
 //! `/alerts` and `/notifications`: alert rules (operators), channels (admins) with their
-//! test button, and the delivery log. The forms become the same commands as API bodies
-//! ([`crate::command::alert`]), so they get the same checks and field names.
+//! test button, and the delivery log. Rules and channels are created, edited (`/alerts/
+//! rules/{id}`, `/alerts/channels/{id}`: the page with that one's form filled) and
+//! deleted. The forms become the same commands as API bodies ([`crate::command::alert`]),
+//! so they get the same checks and field names.
 
 use std::collections::HashMap;
 
@@ -25,10 +27,34 @@ use crate::state::AppState;
 #[derive(Default)]
 struct Feedback {
     status: Option<StatusCode>,
+    /// The form the values and errors are for.
+    target: Target,
     form: HashMap<String, String>,
     errors: FieldErrors,
     notice: Option<String>,
     problem: Option<String>,
+}
+
+/// Which of the page's two forms is filled, and whether it edits an existing object.
+#[derive(Default, Clone, Copy)]
+enum Target {
+    #[default]
+    NewRule,
+    NewChannel,
+    Rule(i64),
+    Channel(i64),
+}
+
+impl Target {
+    /// The template's view: the rule form's and the channel form's values are apart.
+    fn context(self) -> Value {
+        match self {
+            Target::NewRule => json!({"form": "rule"}),
+            Target::NewChannel => json!({"form": "channel"}),
+            Target::Rule(id) => json!({"form": "rule", "id": id}),
+            Target::Channel(id) => json!({"form": "channel", "id": id}),
+        }
+    }
 }
 
 async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> Result<Response, AdminError> {
@@ -63,6 +89,7 @@ async fn alerts_page(state: &AppState, user: &AdminUser, feedback: Feedback) -> 
         rule_namespaces => user.namespaces_where(|role| role.can_operate()),
         channel_namespaces => user.namespaces_where(|role| role.is_admin()),
         form => feedback.form, errors => feedback.errors, notice => feedback.notice,
+        target => feedback.target.context(),
         problem => feedback.problem,
         ..user.layout("alerts")
     };
@@ -84,6 +111,7 @@ pub async fn page(State(state): State<AppState>, user: AdminUser) -> Result<Resp
 async fn rejected(
     state: &AppState,
     user: &AdminUser,
+    target: Target,
     form: &FormData,
     err: ApiError,
 ) -> Result<Response, AdminError> {
@@ -94,6 +122,7 @@ async fn rejected(
     let feedback = match err {
         ApiError::Invalid(errors) => Feedback {
             status: Some(StatusCode::UNPROCESSABLE_ENTITY),
+            target,
             form: kept,
             errors: errors
                 .into_iter()
@@ -115,12 +144,13 @@ async fn rejected(
 async fn back_or_rejected(
     state: &AppState,
     user: &AdminUser,
+    target: Target,
     form: &FormData,
     outcome: Result<(), ApiError>,
 ) -> Result<Response, AdminError> {
     match outcome {
         Ok(()) => Ok(Redirect::to("/alerts").into_response()),
-        Err(err) => rejected(state, user, form, err).await,
+        Err(err) => rejected(state, user, target, form, err).await,
     }
 }
 
@@ -157,8 +187,9 @@ fn with_namespace(body: &mut Value, form: &FormData) {
     }
 }
 
-/// The rule form as the body the API takes.
-fn rule_body(form: &FormData) -> Value {
+/// The rule form as the body the API takes (a new rule is enabled; an edited one as its
+/// checkbox says).
+fn rule_body(form: &FormData, editing: bool) -> Value {
     let picked = |prefix: &str| -> Vec<String> {
         let mut picked: Vec<String> = form
             .0
@@ -188,7 +219,7 @@ fn rule_body(form: &FormData) -> Value {
         "channel_ids": channel_ids,
         "threshold": number("threshold"),
         "duration_secs": number("duration_secs"),
-        "enabled": true,
+        "enabled": !editing || form.checked("enabled"),
     });
     if let Value::Number(throttle) = number("throttle_secs") {
         body["throttle_secs"] = Value::Number(throttle);
@@ -212,7 +243,7 @@ pub async fn create_channel(
             .map(drop),
         Err(err) => Err(err),
     };
-    back_or_rejected(&state, &user, &form, saved).await
+    back_or_rejected(&state, &user, Target::NewChannel, &form, saved).await
 }
 
 /// `POST /alerts/channels/{id}/test`: waits for a monitor's attempt and says how it went.
@@ -257,7 +288,7 @@ pub async fn delete_channel(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let deleted = alerts::delete_channel(&state.handles, &user.0, id).await;
-    back_or_rejected(&state, &user, &form, deleted).await
+    back_or_rejected(&state, &user, Target::NewChannel, &form, deleted).await
 }
 
 /// `POST /alerts/rules`.
@@ -267,13 +298,127 @@ pub async fn create_rule(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let saved = match alert::read_rule(rule_body(&form)) {
-        Ok(fields) => alerts::save_rule(&state.handles, &user.0, None, fields)
+    save_rule_form(&state, &user, None, &form).await
+}
+
+/// Creates (`id` None) or replaces a rule from its form.
+async fn save_rule_form(
+    state: &AppState,
+    user: &AdminUser,
+    id: Option<i64>,
+    form: &FormData,
+) -> Result<Response, AdminError> {
+    let saved = match alert::read_rule(rule_body(form, id.is_some())) {
+        Ok(fields) => alerts::save_rule(&state.handles, &user.0, id, fields)
             .await
             .map(drop),
         Err(err) => Err(err),
     };
-    back_or_rejected(&state, &user, &form, saved).await
+    let target = id.map_or(Target::NewRule, Target::Rule);
+    back_or_rejected(state, user, target, form, saved).await
+}
+
+/// The page with one form filled with an object's values, to edit it.
+async fn editing(
+    state: &AppState,
+    user: &AdminUser,
+    target: Target,
+    form: HashMap<String, String>,
+) -> Result<Response, AdminError> {
+    let feedback = Feedback {
+        target,
+        form,
+        ..Feedback::default()
+    };
+    alerts_page(state, user, feedback).await
+}
+
+/// `GET /alerts/rules/{id}`: the page with the rule's form filled.
+pub async fn edit_rule(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
+    let rule = alerts::get_rule(&state.handles, &user.0, id).await?;
+    let mut form: HashMap<String, String> = [
+        ("name", rule.name.clone()),
+        ("job_id", rule.job_id.map(|j| j.to_string()).unwrap_or_default()),
+        (
+            "threshold",
+            rule.threshold.map(|t| t.to_string()).unwrap_or_default(),
+        ),
+        (
+            "duration_secs",
+            rule.duration_secs.map(|d| d.to_string()).unwrap_or_default(),
+        ),
+        ("throttle_secs", rule.throttle_secs.to_string()),
+    ]
+    .map(|(key, value)| (key.to_owned(), value))
+    .into();
+    let ticked = rule
+        .events
+        .iter()
+        .map(|event| format!("event.{}", event.as_str()))
+        .chain(rule.channel_ids.iter().map(|id| format!("channel.{id}")))
+        .chain(rule.enabled.then(|| "enabled".to_owned()));
+    form.extend(ticked.map(|key| (key, "on".to_owned())));
+    editing(&state, &user, Target::Rule(id), form).await
+}
+
+/// `POST /alerts/rules/{id}`: replaces the rule with the form's.
+pub async fn update_rule(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    save_rule_form(&state, &user, Some(id), &form).await
+}
+
+/// `GET /alerts/channels/{id}`: the page with the channel's form filled (its URL in its
+/// masked form, which keeps it; its secret never shown, an empty one kept).
+pub async fn edit_channel(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+) -> Result<Response, AdminError> {
+    let channel = alerts::get_channel(&state.handles, &user.0, id).await?;
+    let text = |key: &str| match &channel.config[key] {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    };
+    let form: HashMap<String, String> = [
+        ("name", channel.name.clone()),
+        ("kind", channel.kind.as_str().to_owned()),
+        ("url", text("url")),
+        ("to", text("to")),
+    ]
+    .map(|(key, value)| (key.to_owned(), value))
+    .into();
+    editing(&state, &user, Target::Channel(id), form).await
+}
+
+/// `POST /alerts/channels/{id}`: the channel's new name and configuration.
+pub async fn update_channel(
+    State(state): State<AppState>,
+    user: AdminUser,
+    Id(id): Id,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let saved = match ChannelCommand::read(channel_body(&form)) {
+        Ok(command) => alerts::update_channel(&state.handles, &user.0, id, command)
+            .await
+            .map(drop),
+        Err(err) => Err(err),
+    };
+    back_or_rejected(&state, &user, Target::Channel(id), &form, saved).await
 }
 
 /// `POST /alerts/rules/{id}/delete`.

@@ -15,12 +15,16 @@ use probactr_common::store::{jobs::JobFilter, runs::history::RunFilter};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::forms::{job_draft, job_form_errors, job_patch, spec_values};
+use super::forms::{
+    in_advanced_part, job_draft, job_form_errors, job_patch, schedule_draft, schedule_errors, spec_values,
+    SCHEDULE_KINDS,
+};
 use super::{
     check_csrf, encode_component, flash, next_or, render, render_status, AdminError, AdminUser, FormData,
     Pager,
 };
 use crate::api::Id;
+use crate::command::duration_words;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{check, Page, QueryParams};
 use crate::service::jobs::{self, JobView};
@@ -352,6 +356,7 @@ fn default_values() -> HashMap<String, String> {
         ("max_takeovers", "3"),
         ("stop_grace_secs", "10"),
         ("priority", "0"),
+        ("schedule.kind", "none"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -406,7 +411,15 @@ fn render_form(
     form: FormState<'_>,
 ) -> Result<Response, AdminError> {
     // Errors of no visible field (the whole body, the version, …) go in the top notice.
-    let (errors, unplaced) = job_form_errors(form.errors);
+    let (errors, unplaced) = job_form_errors(schedule_errors(form.errors));
+    let advanced_open = errors.keys().any(|field| in_advanced_part(field));
+    let limits = context! {
+        timeout => duration_words(crate::command::job::MAX_TIMEOUT_SECS),
+        stop_grace => duration_words(crate::command::job::MAX_STOP_GRACE_SECS),
+        backoff => duration_words(crate::command::retry::MAX_BACKOFF_SECS),
+        attempts => crate::command::retry::MAX_ATTEMPTS,
+        takeovers => crate::command::job::MAX_TAKEOVERS,
+    };
     let other_errors: Vec<_> = unplaced
         .into_iter()
         .map(|(field, message)| context! { field, message })
@@ -424,7 +437,7 @@ fn render_form(
     };
     let credentials = plain_credentials(form.values);
     let ctx = context! {
-        job_id => form.job_id, form => form.values, errors, other_errors, conflict => form.conflict, credentials,
+        job_id => form.job_id, form => form.values, errors, other_errors, advanced_open, limits, schedule_kinds => SCHEDULE_KINDS, conflict => form.conflict, credentials,
         warning => form.warning, kinds => kinds(user),
         create_namespaces => user.namespaces_where(|role| role.can_operate()), overlaps, takeover_policies, routes, modes, retry_backoffs, retry_jitters, kind_hint, methods => HTTP_METHODS, follow_redirects => FollowRedirects::NAMES,
         ..user.layout("jobs")
@@ -489,7 +502,11 @@ pub async fn create(
     form: FormData,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    match jobs::create(&state.handles, &user.0, job_draft(&form)).await {
+    let created = match schedule_draft(&form) {
+        Some(trigger) => jobs::create_with_trigger(&state.handles, &user.0, job_draft(&form), trigger).await,
+        None => jobs::create(&state.handles, &user.0, job_draft(&form)).await,
+    };
+    match created {
         Ok(job) => Ok(flash::redirect(
             Redirect::to(&format!("/jobs/{}", job.id)),
             &format!("Job {} created", job.name),

@@ -134,6 +134,15 @@ pub fn router() -> Router<AppState> {
             "/workflow-runs/{id}/steps/{name}/retry",
             post(workflows::retry_step),
         )
+        .route("/account/time-zone", post(users::set_time_zone))
+        .route(
+            "/alerts/rules/{id}",
+            get(alerts::edit_rule).post(alerts::update_rule),
+        )
+        .route(
+            "/alerts/channels/{id}",
+            get(alerts::edit_channel).post(alerts::update_channel),
+        )
         .route("/static/style.css", get(stylesheet))
         .route("/static/app.js", get(script))
         .layer(axum::middleware::from_fn(flash::clear_after_showing))
@@ -264,6 +273,8 @@ pub struct Scope {
     pub chosen: Option<String>,
     /// The header's maintenance notes: each window open now, then the next to open.
     pub maintenance: Vec<String>,
+    /// The zone the user reads times in (None: the browser's own).
+    pub time_zone: Option<String>,
 }
 
 /// The cookie keeping the switcher's choice.
@@ -287,6 +298,7 @@ impl FromRequestParts<AppState> for AdminUser {
         // A choice the user no longer sees is forgotten (it shows all they see).
         let chosen = chosen_namespace(&parts.headers).filter(|name| namespaces.contains(name));
         let maintenance = maintenance_notes(&crate::service::maintenance::outlook(&state.handles).await?);
+        let time_zone = crate::service::users::own_time_zone(&state.handles, &principal).await?;
         Ok(AdminUser(
             principal,
             flash,
@@ -294,6 +306,7 @@ impl FromRequestParts<AppState> for AdminUser {
                 namespaces,
                 chosen,
                 maintenance,
+                time_zone,
             },
         ))
     }
@@ -442,6 +455,7 @@ impl AdminUser {
             namespaces => self.2.namespaces,
             namespace => self.2.chosen,
             maintenance => self.2.maintenance,
+            time_zone => self.2.time_zone,
         }
     }
 }

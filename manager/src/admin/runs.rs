@@ -31,6 +31,7 @@ const KEPT: &[&str] = &[
     "until",
     "min_duration_ms",
     "limit",
+    "tz",
 ];
 
 /// A sortable column's header: the link that sorts by it (the other way when it is

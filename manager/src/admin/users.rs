@@ -1,4 +1,5 @@
-//! The users page (admin) and the account page (one's password and API tokens).
+//! The users page (admin) and the account page (one's password, API tokens and the zone
+//! times are shown in).
 
 use std::collections::HashMap;
 
@@ -134,7 +135,8 @@ async fn account_page(
     new_token: Option<String>,
 ) -> Result<Response, AdminError> {
     let tokens = users::tokens(&state.handles, &user.0).await?;
-    let ctx = context! { tokens, errors, new_token, ..user.layout("account") };
+    let zones: Vec<&str> = chrono_tz::TZ_VARIANTS.iter().map(|zone| zone.name()).collect();
+    let ctx = context! { tokens, errors, new_token, zones, ..user.layout("account") };
     render_status(state, status, "account.html", ctx)
 }
 
@@ -171,6 +173,29 @@ pub async fn revoke_token(
     check_csrf(&user, &form)?;
     users::revoke_token(&state.handles, &user.0, id).await?;
     Ok(Redirect::to("/account"))
+}
+
+/// `POST /account/time-zone`: the zone every page shows times in (empty: the browser's).
+pub async fn set_time_zone(
+    State(state): State<AppState>,
+    user: AdminUser,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let zone = form.get("time_zone").unwrap_or_default();
+    match users::set_own_time_zone(&state.handles, &user.0, zone).await {
+        Ok(()) => {
+            let said = match zone.trim() {
+                "" => "Times are shown in your browser's zone".to_owned(),
+                zone => format!("Times are shown in {zone}"),
+            };
+            Ok(crate::admin::flash::redirect(Redirect::to("/account"), &said))
+        }
+        Err(ApiError::Invalid(errors)) => {
+            account_page(&state, &user, StatusCode::UNPROCESSABLE_ENTITY, errors, None).await
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// `POST /account/password`: on success every session ends, this one too.

@@ -39,6 +39,7 @@ use crate::streams::{StreamPermit, RECHECK_EVERY};
         ("executor" = Option<String>, Query, description = "Only runs of the executor of this name (`host:pid`), or of every executor of this host"),
         ("since" = Option<String>, Query, description = "Queued at or after this instant (RFC 3339)"),
         ("until" = Option<String>, Query, description = "Queued before this instant (RFC 3339)"),
+        ("tz" = Option<String>, Query, description = "The zone (IANA name) of `since` and `until` given without offset (default UTC)"),
         ("min_duration_ms" = Option<i64>, Query, description = "Only runs that ran at least this many milliseconds"),
         ("sort" = Option<String>, Query, description = "The column to sort by: `newest` (the run's id, the default), `state`, `job`, `scheduled`, `duration` or `executor`; runs without a duration or an executor come last"),
         ("dir" = Option<String>, Query, description = "`desc` (the default: newest, longest, last name first) or `asc`"),

@@ -68,13 +68,14 @@ impl Checks {
         }
     }
 
-    /// A whole number in `min..=max`.
+    /// A whole number in `min..=max` (bounds in words: [`limit_words`]).
     pub fn within(&mut self, field: &str, value: i64, min: i64, max: i64) -> Option<i64> {
+        let bound = |limit: i64| limit_words(field, limit);
         if value < min {
-            self.error(field, format!("must be at least {min}"));
+            self.error(field, format!("must be at least {}", bound(min)));
             None
         } else if value > max {
-            self.error(field, format!("must be at most {max}"));
+            self.error(field, format!("must be at most {}", bound(max)));
             None
         } else {
             Some(value)
@@ -117,5 +118,58 @@ fn lenient_input(body: serde_json::Value) -> (Input, FieldErrors) {
     }
 }
 
+/// A bound of `field` as its errors state it: a duration for seconds (`*_secs`: "24 days"),
+/// else the number.
+pub fn limit_words(field: &str, limit: i64) -> String {
+    if field.ends_with("_secs") {
+        duration_words(limit)
+    } else {
+        limit.to_string()
+    }
+}
+
+/// Seconds in words, the largest unit that divides them ("24 days", "1 hour", "90 s");
+/// beyond a year, roughly ("about 68 years").
+pub fn duration_words(secs: i64) -> String {
+    const UNITS: [(i64, &str, &str); 4] = [
+        (86_400, "day", "days"),
+        (3600, "hour", "hours"),
+        (60, "minute", "minutes"),
+        (1, "second", "seconds"),
+    ];
+    const YEAR: i64 = 365 * 86_400;
+    if secs > YEAR {
+        return format!("about {} years", secs / YEAR);
+    }
+    let (size, one, many) = UNITS
+        .into_iter()
+        .find(|(size, ..)| secs != 0 && secs % size == 0)
+        .unwrap_or((1, "second", "seconds"));
+    let count = secs / size;
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
 /// The whole-number range every stored `int4` column takes.
 const INT4_MAX: i64 = i32::MAX as i64;
+
+#[cfg(test)]
+mod tests {
+    use super::{duration_words, Checks, INT4_MAX};
+
+    #[test]
+    fn limits_of_seconds_read_as_durations() {
+        assert_eq!(duration_words(24 * 24 * 3600), "24 days");
+        assert_eq!(duration_words(3600), "1 hour");
+        assert_eq!(duration_words(90), "90 seconds");
+        assert_eq!(duration_words(1), "1 second");
+        assert_eq!(duration_words(INT4_MAX), "about 68 years");
+        let mut checks = Checks::default();
+        checks.within("timeout_secs", 9_999_999, 1, 24 * 24 * 3600);
+        checks.within("shards", 0, 1, 1000);
+        let Err(crate::error::ApiError::Invalid(errors)) = checks.verdict(None::<()>) else {
+            panic!("both fields are out of range");
+        };
+        assert_eq!(errors["timeout_secs"], "must be at most 24 days");
+        assert_eq!(errors["shards"], "must be at least 1");
+    }
+}

@@ -340,6 +340,51 @@ pub async fn create(handles: &Handles, who: &Principal, draft: JobDraft) -> Resu
     get(handles, who, created.id).await
 }
 
+/// Creates a job and its first trigger in one transaction: both or neither. Every bad
+/// field of both is reported at once, the trigger's under `trigger.` (`trigger.cron`).
+pub async fn create_with_trigger(
+    handles: &Handles,
+    who: &Principal,
+    draft: JobDraft,
+    trigger: crate::command::TriggerDraft,
+) -> Result<JobView, ApiError> {
+    // The trigger's own checks need no job: made first, so that a bad job does not hide
+    // a bad schedule.
+    let trigger_checked = trigger.clone().definition(None, Utc::now(), 0).map(drop);
+    let mut tx = handles.pool.begin().await?;
+    let job = create_in(&mut tx, who, draft).await;
+    let (job, trigger_checked) = match (job, trigger_checked) {
+        (Ok(job), Ok(())) => (job, Ok(())),
+        (Err(ApiError::Invalid(mut errors)), Err(ApiError::Invalid(theirs))) => {
+            errors.extend(under_trigger(theirs));
+            return Err(ApiError::Invalid(errors));
+        }
+        (Err(err), _) => return Err(err),
+        (Ok(job), Err(err)) => (job, Err(err)),
+    };
+    let created = match trigger_checked {
+        Ok(()) => {
+            super::triggers::create_in(&mut tx, handles.secret_keys.as_deref(), who, job.id, trigger).await
+        }
+        Err(err) => Err(err),
+    };
+    let created = created.map_err(|err| match err {
+        ApiError::Invalid(errors) => ApiError::Invalid(under_trigger(errors)),
+        other => other,
+    })?;
+    tx.commit().await?;
+    tracing::info!(job.id = job.id, trigger.id = created.trigger.id, kind = %job.kind, "job created with a trigger");
+    get(handles, who, job.id).await
+}
+
+/// A trigger's field errors under `trigger.`.
+fn under_trigger(errors: crate::error::FieldErrors) -> crate::error::FieldErrors {
+    errors
+        .into_iter()
+        .map(|(field, message)| (format!("trigger.{field}"), message))
+        .collect()
+}
+
 /// [`create`] in the caller's transaction (its audit row included); the job as written.
 pub async fn create_in(conn: &mut PgConnection, who: &Principal, draft: JobDraft) -> Result<Job, ApiError> {
     let asked = match &draft.namespace {

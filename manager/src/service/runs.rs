@@ -489,8 +489,12 @@ async fn stored_output(handles: &Handles, who: &Principal, id: i64) -> Result<Ou
 
 /// The run list's filters from a query string (the API's and the admin's), every bad
 /// one named in `errors`: `job_id`, `job` (a name), `state`, `trigger_id`, `executor_id`,
-/// `since`, `until`, `min_duration_ms`, `executor` (a name), `sort` (a column) and `dir`.
+/// `since`, `until` (without offset: in the zone `tz`, UTC by default), `min_duration_ms`,
+/// `executor` (a name), `sort` (a column) and `dir`.
 pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
+    let zone = query
+        .choice::<chrono_tz::Tz>("tz", errors)
+        .unwrap_or(chrono_tz::UTC);
     let filter = RunFilter {
         job_id: query.int("job_id", 1, i64::MAX, errors),
         job_name: query.text("job").map(|name| name.trim().to_owned()),
@@ -498,8 +502,8 @@ pub fn filter_from(query: &QueryParams, errors: &mut FieldErrors) -> RunFilter {
         trigger_id: query.int("trigger_id", 1, i64::MAX, errors),
         executor_id: query.choice::<Uuid>("executor_id", errors),
         executor_name: query.text("executor").map(|name| name.trim().to_owned()),
-        since: query.time("since", errors),
-        until: query.time("until", errors),
+        since: query.time_in("since", zone, errors),
+        until: query.time_in("until", zone, errors),
         min_duration_ms: query.int("min_duration_ms", 0, i64::MAX, errors),
         sort: query.choice::<RunSort>("sort", errors).unwrap_or_default(),
         dir: query.choice::<SortDir>("dir", errors).unwrap_or_default(),

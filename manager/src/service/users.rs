@@ -406,6 +406,33 @@ pub async fn change_own_password(handles: &Handles, who: &Principal, body: Value
     Ok(())
 }
 
+/// The zone the caller reads times in (None: the browser's own).
+pub async fn own_time_zone(handles: &Handles, who: &Principal) -> Result<Option<String>, ApiError> {
+    Ok(store::users::time_zone(&handles.pool, who.user_id).await?)
+}
+
+/// Sets the zone the caller reads times in: an IANA name, or empty for the browser's.
+pub async fn set_own_time_zone(handles: &Handles, who: &Principal, zone: &str) -> Result<(), ApiError> {
+    let zone = zone.trim();
+    let chosen = if zone.is_empty() {
+        None
+    } else if zone.parse::<chrono_tz::Tz>().is_ok() {
+        Some(zone)
+    } else {
+        return Err(ApiError::field(
+            "time_zone",
+            format!("{zone:?} is not a time zone: use an IANA name such as Europe/Paris, or leave it empty"),
+        ));
+    };
+    store::users::set_time_zone(&handles.pool, who.user_id, chosen).await?;
+    tracing::info!(
+        user.id = who.user_id,
+        time_zone = chosen.unwrap_or("browser"),
+        "time zone chosen"
+    );
+    Ok(())
+}
+
 /// The caller's tokens.
 pub async fn tokens(handles: &Handles, who: &Principal) -> Result<Vec<TokenInfo>, ApiError> {
     Ok(store::api_tokens::of_user(&handles.pool, who.user_id).await?)

@@ -58,7 +58,18 @@ const JOB_FORM_FIELDS: &[&str] = &[
     "spec.expect_status",
     "spec.follow_redirects",
     "spec.millis",
+    "schedule.kind",
+    "schedule.cron",
+    "schedule.timezone",
+    "schedule.interval_secs",
 ];
+
+/// Whether a field of the job form is in its folded advanced part (the basic part: the
+/// name, namespace, kind, description, the kind's spec and the schedule).
+pub fn in_advanced_part(field: &str) -> bool {
+    const BASIC: [&str; 4] = ["name", "namespace", "kind", "description"];
+    !(BASIC.contains(&field) || field.starts_with("spec.") || field.starts_with("schedule."))
+}
 
 /// The command of a new job's form. The spec is built from the fields of the chosen kind
 /// only (`spec.program`, `spec.url`, …), like [`trigger_draft`] does for trigger kinds.

@@ -199,9 +199,11 @@ pub(super) fn normalize_time(text: &str) -> String {
 }
 
 mod job;
+mod schedule;
 mod trigger;
 
-pub use job::{job_draft, job_form_errors, job_patch, spec_values};
+pub use job::{in_advanced_part, job_draft, job_form_errors, job_patch, spec_values};
+pub use schedule::{schedule_draft, schedule_errors, SCHEDULE_KINDS};
 pub use trigger::{trigger_draft, trigger_patch};
 
 #[cfg(test)]

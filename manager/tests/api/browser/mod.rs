@@ -28,6 +28,7 @@ use super::*;
 
 mod workflows;
 mod layout;
+mod forms;
 
 /// How long a page element may take to appear.
 const PAGE_WAIT: Duration = Duration::from_secs(15);
@@ -324,6 +325,7 @@ async fn scenario(session: Session, app: TestApp, password: String) {
     }
     // A form with several bad fields names all of them at once.
     session.wait_css("#f-name").await.clear().await.unwrap();
+    session.click("details#advanced summary").await;
     session.type_into("#f-timeout_secs", "0").await;
     session.press("main form", "Save").await;
     for field in ["name", "timeout_secs", "spec\\.program"] {

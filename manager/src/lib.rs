@@ -54,6 +54,10 @@ pub fn app(state: AppState) -> axum::Router {
     let router = axum::Router::new()
         .merge(api)
         .merge(admin::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            service::reads::note_writes,
+        ))
         .with_state(state);
     layers::apply(router)
 }

@@ -2,6 +2,7 @@
 //! the first admin, the listener, and a graceful shutdown when the token is cancelled.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Context;
 use probactr_common::config::{Config, LocalLogin};
@@ -9,6 +10,7 @@ use probactr_common::{reach, store};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{password, Role};
+use crate::service::reads::Reads;
 use crate::state::AppState;
 
 /// Why the first admin cannot be created.
@@ -129,6 +131,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .map(probactr_common::archive::OutputArchive::new)
         .transpose()
         .context("PROBACTR_OUTPUT_ARCHIVE")?;
+    if let Some(read_url) = &config.database_read_url {
+        let replica = store::pool(read_url, config.db_pool_size).context("while opening the read replica's pool")?;
+        let reads = Arc::new(Reads::with_replica(replica, config.read_max_lag));
+        tokio::spawn(reads.clone().watch(state.handles.pool.clone(), shutdown.clone()));
+        state.handles.reads = reads;
+    }
     if let Some(sso) = state.sso.clone() {
         // Discovery in the background: the provider being down must not keep the
         // manager from serving (password logins, the API); logins discover again.

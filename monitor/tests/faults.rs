@@ -33,6 +33,8 @@
 #[path = "faults/failover.rs"]
 mod failover;
 mod infra;
+#[path = "faults/replica.rs"]
+mod replica;
 #[path = "faults/routing.rs"]
 mod routing;
 #[path = "faults/startup.rs"]

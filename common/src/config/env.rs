@@ -63,6 +63,14 @@ impl Env<'_> {
         }
     }
 
+    /// Like [`Env::url`], but None when empty (a feature left off).
+    pub(super) fn optional_url(&self, name: &'static str, schemes: &[&str]) -> Result<Option<String>, ConfigError> {
+        if self.raw(name).trim().is_empty() {
+            return Ok(None);
+        }
+        self.url(name, schemes).map(Some)
+    }
+
     /// An SMTP server URL; None when empty. The error never repeats the password.
     pub(super) fn smtp(&self, name: &'static str) -> Result<Option<SmtpSettings>, ConfigError> {
         let value = self.raw(name);

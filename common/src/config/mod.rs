@@ -81,6 +81,10 @@ pub enum LogFormat {
 pub struct Config {
     /// `DATABASE_URL`.
     pub database_url: String,
+    /// `DATABASE_READ_URL`: a streaming replica the manager reads from (None: the primary).
+    pub database_read_url: Option<String>,
+    /// `PROBACTR_READ_MAX_LAG`: the replica's largest lag before reads go to the primary.
+    pub read_max_lag: Duration,
     /// `REDIS_URL`.
     pub redis_url: String,
     /// `PROBACTR_REDIS_PREFIX`.
@@ -301,6 +305,8 @@ impl Config {
         let local_login = oidc::local_login(&env, oidc.is_some())?;
         let config = Config {
             database_url: env.url("DATABASE_URL", &["postgres://", "postgresql://"])?,
+            database_read_url: env.optional_url("DATABASE_READ_URL", &["postgres://", "postgresql://"])?,
+            read_max_lag: env.duration("PROBACTR_READ_MAX_LAG")?,
             redis_url: env.url(
                 "REDIS_URL",
                 &[

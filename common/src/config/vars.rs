@@ -20,6 +20,16 @@ pub const VARS: &[Var] = &[
         help: "PostgreSQL connection URL (the source of truth)",
     },
     Var {
+        name: "DATABASE_READ_URL",
+        default: "",
+        help: "a streaming replica of DATABASE_URL the manager reads lists, run pages, output and the dashboard from (unset: every read goes to the primary)",
+    },
+    Var {
+        name: "PROBACTR_READ_MAX_LAG",
+        default: "5s",
+        help: "how far behind the primary DATABASE_READ_URL may be before the manager reads from the primary instead",
+    },
+    Var {
         name: "REDIS_URL",
         default: "redis://127.0.0.1:6379",
         help: "Redis connection URL (locks and permits)",

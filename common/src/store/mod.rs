@@ -32,6 +32,7 @@ pub mod processes;
 pub mod rates;
 pub mod retry;
 pub mod run_inputs;
+pub mod replication;
 pub mod run_output;
 pub mod run_progress;
 pub mod runs;

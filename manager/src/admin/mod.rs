@@ -285,9 +285,12 @@ impl FromRequestParts<AppState> for AdminUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let cookie = session::cookie(&parts.headers).ok_or(AdminError::Login)?;
-        let principal = session::principal(&state.handles.pool, &cookie)
+        let mut principal = session::principal(&state.handles.pool, &cookie)
             .await?
             .ok_or(AdminError::Login)?;
+        if !parts.method.is_safe() {
+            crate::auth::note_writer(parts, &mut principal);
+        }
         let flash = flash::read(&parts.headers);
         let namespaces = match principal.access.visible() {
             Some(names) => names,

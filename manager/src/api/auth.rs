@@ -75,6 +75,7 @@ pub async fn create_token(
         username: user.username.clone(),
         access,
         via: Via::Token(0),
+        changing: true,
     };
     let request = TokenRequest {
         name,

@@ -75,6 +75,9 @@ pub struct Principal {
     pub access: Access,
     /// Token or session.
     pub via: Via,
+    /// Whether the request may change something (any method but `GET`, `HEAD`,
+    /// `OPTIONS`): its reads go to the primary, never to the read replica.
+    pub changing: bool,
 }
 
 impl Principal {
@@ -167,6 +170,7 @@ pub async fn principal_for_token(pool: &PgPool, token: &str) -> Result<Option<Pr
         access: Access::new(grant, &scope, &bearer.all_namespaces),
         via: Via::Token(bearer.token_id),
         username: bearer.username,
+        changing: false,
     }))
 }
 
@@ -192,6 +196,16 @@ pub async fn issue_token(
     )
     .await?;
     Ok((id, token))
+}
+
+/// Marks `principal` as making a changing request: its reads go to the primary, and it
+/// is told to the read router ([`crate::service::reads::note_writes`]), so that the user
+/// reads from the primary until the read replica has the change.
+pub fn note_writer(parts: &Parts, principal: &mut Principal) {
+    principal.changing = true;
+    if let Some(writer) = parts.extensions.get::<crate::service::reads::Writer>() {
+        writer.set(principal.user_id);
+    }
 }
 
 /// The bearer token of a request, if it has one.
@@ -235,17 +249,22 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return principal_for_token(&state.handles.pool, token)
+            let mut principal = principal_for_token(&state.handles.pool, token)
                 .await?
-                .ok_or(ApiError::Unauthorized);
+                .ok_or(ApiError::Unauthorized)?;
+            if !is_safe_method(&parts.method) {
+                note_writer(parts, &mut principal);
+            }
+            return Ok(principal);
         }
         let Some(cookie) = session::cookie(&parts.headers) else {
             return Err(ApiError::Unauthorized);
         };
-        let principal = session::principal(&state.handles.pool, &cookie)
+        let mut principal = session::principal(&state.handles.pool, &cookie)
             .await?
             .ok_or(ApiError::Unauthorized)?;
         if !is_safe_method(&parts.method) {
+            note_writer(parts, &mut principal);
             let sent = parts
                 .headers
                 .get(CSRF_HEADER)

@@ -64,6 +64,7 @@ pub async fn principal(pool: &PgPool, cookie: &str) -> Result<Option<Principal>,
             cookie: cookie.to_owned(),
         },
         username: h.username,
+        changing: false,
     }))
 }
 

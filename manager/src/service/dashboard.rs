@@ -22,5 +22,5 @@ pub async fn dashboard(
     asked: Option<&str>,
 ) -> Result<Dashboard, ApiError> {
     let only = who.access.listing(asked);
-    Ok(store::dashboard::dashboard(&handles.pool, range, only.as_deref()).await?)
+    Ok(store::dashboard::dashboard(handles.read_pool(who), range, only.as_deref()).await?)
 }

@@ -227,7 +227,8 @@ pub(super) fn name_taken(err: StoreError) -> ApiError {
 
 /// One job, with statistics, as `who` may see it.
 pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<JobView, ApiError> {
-    let row = store::jobs::get_with_stats(&handles.pool, id)
+    let db = handles.read_pool(who);
+    let row = store::jobs::get_with_stats(db, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job", id))?;
     who.role_for(&row.job.namespace, "job", id)?;
@@ -277,9 +278,10 @@ pub async fn list(
     filter: &JobFilter,
     page: Page,
 ) -> Result<Paged<JobView>, ApiError> {
+    let db = handles.read_pool(who);
     let mut filter = filter.clone();
     filter.namespaces = scoped(who, filter.namespaces.take());
-    let (rows, total) = store::jobs::list_with_stats(&handles.pool, &filter, page).await?;
+    let (rows, total) = store::jobs::list_with_stats(db, &filter, page).await?;
     Ok(Paged {
         items: rows
             .into_iter()

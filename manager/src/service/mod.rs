@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod maintenance;
 pub mod namespaces;
 pub mod pools;
+pub mod reads;
 pub mod resume;
 pub mod runs;
 pub mod secrets;
@@ -57,6 +58,8 @@ pub struct Handles {
     pub public_url: String,
     /// The output archive (`PROBACTR_OUTPUT_ARCHIVE`), which serves runs' full output.
     pub archive: Option<probactr_common::archive::OutputArchive>,
+    /// Where lists, run pages, output and the dashboard are read (`DATABASE_READ_URL`).
+    pub reads: Arc<reads::Reads>,
 }
 
 /// The manager's address when `PROBACTR_PUBLIC_URL` is not set.
@@ -73,7 +76,14 @@ impl Handles {
             status_max_age: STATUS_MAX_AGE,
             public_url: DEFAULT_PUBLIC_URL.to_owned(),
             archive: None,
+            reads: Arc::default(),
         }
+    }
+
+    /// The pool for a read `who` makes of what many watch (lists, run pages, output,
+    /// the dashboard): the read replica while it keeps up, else the primary.
+    pub fn read_pool(&self, who: &crate::auth::Principal) -> &PgPool {
+        self.reads.pool(&self.pool, who)
     }
 }
 

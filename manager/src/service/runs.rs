@@ -147,10 +147,11 @@ impl From<Run> for RunView {
 
 /// A run's progress as `who` may see it: None unless it runs.
 pub async fn progress(handles: &Handles, who: &Principal, id: i64) -> Result<Option<RunProgress>, ApiError> {
-    let run = store::runs::get(&handles.pool, id)
+    let db = handles.read_pool(who);
+    let run = store::runs::get(db, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
-    namespace_of(&handles.pool, who, id, run.job_id).await?;
+    namespace_of(db, who, id, run.job_id).await?;
     progress_of(handles, &run).await
 }
 
@@ -203,16 +204,17 @@ pub async fn check_visible(handles: &Handles, who: &Principal, id: i64) -> Resul
 
 /// One run, output, checkpoint, parameters and output file included.
 pub async fn get(handles: &Handles, who: &Principal, id: i64) -> Result<RunView, ApiError> {
-    let run = store::runs::get(&handles.pool, id)
+    let db = handles.read_pool(who);
+    let run = store::runs::get(db, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
-    let namespace = namespace_of(&handles.pool, who, id, run.job_id).await?;
+    let namespace = namespace_of(db, who, id, run.job_id).await?;
     let chain_id = run.first_run_id.unwrap_or(run.id);
-    let checkpoint = store::checkpoints::info(&handles.pool, chain_id).await?;
+    let checkpoint = store::checkpoints::info(db, chain_id).await?;
     // Secret parameters are stored sealed and shown masked.
-    let params = masked(&store::run_inputs::params_of(&handles.pool, chain_id, run.trigger_id).await?);
-    let step_output = store::run_inputs::output_of(&handles.pool, id).await?;
-    let rerun_of = store::run_inputs::rerun_of(&handles.pool, chain_id).await?;
+    let params = masked(&store::run_inputs::params_of(db, chain_id, run.trigger_id).await?);
+    let step_output = store::run_inputs::output_of(db, id).await?;
+    let rerun_of = store::run_inputs::rerun_of(db, chain_id).await?;
     let progress = progress_of(handles, &run).await?;
     Ok(RunView {
         progress,
@@ -362,13 +364,14 @@ pub async fn output(
     id: i64,
     offset: i64,
 ) -> Result<OutputPage, ApiError> {
+    let db = handles.read_pool(who);
     // The state first: a run seen ended has stored all its output, so nothing stored
     // after this read can be missed by a reader who stops at `ended`.
-    let run = store::runs::get(&handles.pool, id)
+    let run = store::runs::get(db, id)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
-    namespace_of(&handles.pool, who, id, run.job_id).await?;
-    let stored = store::run_output::read(&handles.pool, id, offset, OUTPUT_PAGE).await?;
+    namespace_of(db, who, id, run.job_id).await?;
+    let stored = store::run_output::read(db, id, offset, OUTPUT_PAGE).await?;
     let complete = (stored.len() as i64) < OUTPUT_PAGE;
     let ended = run.state.is_terminal() && complete;
     // No chunks: output kept only at the end (HTTP jobs, history from before live output).
@@ -524,9 +527,10 @@ pub async fn list(
     filter: &RunFilter,
     page: Page,
 ) -> Result<Paged<RunSummary>, ApiError> {
+    let db = handles.read_pool(who);
     let mut filter = filter.clone();
     filter.namespaces = super::jobs::scoped(who, filter.namespaces.take());
-    let (items, total) = store::runs::history::list(&handles.pool, &filter, page).await?;
+    let (items, total) = store::runs::history::list(db, &filter, page).await?;
     Ok(Paged { items, total })
 }
 

@@ -132,7 +132,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .transpose()
         .context("PROBACTR_OUTPUT_ARCHIVE")?;
     if let Some(read_url) = &config.database_read_url {
-        let replica = store::pool(read_url, config.db_pool_size).context("while opening the read replica's pool")?;
+        let replica =
+            store::pool(read_url, config.db_pool_size).context("while opening the read replica's pool")?;
         let reads = Arc::new(Reads::with_replica(replica, config.read_max_lag));
         tokio::spawn(reads.clone().watch(state.handles.pool.clone(), shutdown.clone()));
         state.handles.reads = reads;

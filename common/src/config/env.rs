@@ -64,7 +64,11 @@ impl Env<'_> {
     }
 
     /// Like [`Env::url`], but None when empty (a feature left off).
-    pub(super) fn optional_url(&self, name: &'static str, schemes: &[&str]) -> Result<Option<String>, ConfigError> {
+    pub(super) fn optional_url(
+        &self,
+        name: &'static str,
+        schemes: &[&str],
+    ) -> Result<Option<String>, ConfigError> {
         if self.raw(name).trim().is_empty() {
             return Ok(None);
         }

@@ -115,7 +115,9 @@ impl Reads {
 impl Replica {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind: still usable.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn usable(&self, now: Instant) -> bool {
@@ -197,7 +199,10 @@ impl Writer {
     }
 
     fn take(&self) -> Option<i64> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 }
 
@@ -205,7 +210,11 @@ impl Writer {
 /// `HEAD`, `OPTIONS`), its user reads from the primary until the replica has it. The
 /// time noted is the end of the request, after its transaction committed. Nothing is
 /// done without a replica.
-pub async fn note_writes(AxumState(state): AxumState<AppState>, mut request: Request, next: Next) -> Response {
+pub async fn note_writes(
+    AxumState(state): AxumState<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let reads = &state.handles.reads;
     if !reads.has_replica() || request.method().is_safe() {
         return next.run(request).await;

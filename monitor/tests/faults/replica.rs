@@ -93,31 +93,52 @@ async fn reads_go_to_a_replica_that_keeps_up_and_to_the_primary_otherwise() {
         http: reqwest::Client::new(),
         base: format!("http://127.0.0.1:{port}/api/v1"),
     };
-    let admin = eventually(Duration::from_secs(30), "the manager answers", || api.token("admin")).await;
+    let admin = eventually(Duration::from_secs(30), "the manager answers", || {
+        api.token("admin")
+    })
+    .await;
     let created = api
-        .post(&admin, "/users", json!({"username": "reader", "password": PASSWORD, "role": "viewer"}))
+        .post(
+            &admin,
+            "/users",
+            json!({"username": "reader", "password": PASSWORD, "role": "viewer"}),
+        )
         .await;
     assert_eq!(created, reqwest::StatusCode::CREATED);
     let reader = api.token("reader").await.expect("the reader's token");
     let job = |name: &str| json!({"name": name, "kind": "noop"});
-    assert_eq!(api.post(&admin, "/jobs", job("before")).await, reqwest::StatusCode::CREATED);
-    eventually(Duration::from_secs(10), "the reader sees the first job", || async {
-        api.job_names(&reader)
-            .await
-            .filter(|names| names.iter().any(|name| name == "before"))
-    })
+    assert_eq!(
+        api.post(&admin, "/jobs", job("before")).await,
+        reqwest::StatusCode::CREATED
+    );
+    eventually(
+        Duration::from_secs(10),
+        "the reader sees the first job",
+        || async {
+            api.job_names(&reader)
+                .await
+                .filter(|names| names.iter().any(|name| name == "before"))
+        },
+    )
     .await;
 
-    eventually(Duration::from_secs(10), "the manager reads from the replica", || async {
-        let said = std::fs::read_to_string(&log).unwrap_or_default();
-        said.contains("the read replica keeps up").then_some(())
-    })
+    eventually(
+        Duration::from_secs(10),
+        "the manager reads from the replica",
+        || async {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            said.contains("the read replica keeps up").then_some(())
+        },
+    )
     .await;
 
     // The replica stops replaying: a change is seen at once by its author (the primary)
     // and not by another user (the replica), until the replica lags past 2 s.
     on_replica(&replica, "SELECT pg_wal_replay_pause()").await;
-    assert_eq!(api.post(&admin, "/jobs", job("during")).await, reqwest::StatusCode::CREATED);
+    assert_eq!(
+        api.post(&admin, "/jobs", job("during")).await,
+        reqwest::StatusCode::CREATED
+    );
     let author_sees = api.job_names(&admin).await.expect("the author's list");
     let reader_sees = api.job_names(&reader).await.expect("the reader's list");
     assert!(author_sees.iter().any(|name| name == "during"), "{author_sees:?}");
@@ -127,11 +148,15 @@ async fn reads_go_to_a_replica_that_keeps_up_and_to_the_primary_otherwise() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     let waited = Instant::now();
-    eventually(Duration::from_secs(10), "the reader's list from the primary", || async {
-        api.job_names(&reader)
-            .await
-            .filter(|names| names.iter().any(|name| name == "during"))
-    })
+    eventually(
+        Duration::from_secs(10),
+        "the reader's list from the primary",
+        || async {
+            api.job_names(&reader)
+                .await
+                .filter(|names| names.iter().any(|name| name == "during"))
+        },
+    )
     .await;
     assert!(
         waited.elapsed() >= Duration::from_millis(500),
@@ -141,11 +166,15 @@ async fn reads_go_to_a_replica_that_keeps_up_and_to_the_primary_otherwise() {
     // A replica gone: reads keep being answered, from the primary.
     on_replica(&replica, "SELECT pg_wal_replay_resume()").await;
     replica.crash().await;
-    eventually(Duration::from_secs(10), "lists answered without the replica", || async {
-        api.job_names(&reader)
-            .await
-            .filter(|names| names.iter().any(|name| name == "during"))
-    })
+    eventually(
+        Duration::from_secs(10),
+        "lists answered without the replica",
+        || async {
+            api.job_names(&reader)
+                .await
+                .filter(|names| names.iter().any(|name| name == "during"))
+        },
+    )
     .await;
     let said = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(said.contains("reads go to the primary"), "{said}");

@@ -26,9 +26,9 @@ use probactr_testkit::eventually;
 
 use super::*;
 
-mod workflows;
-mod layout;
 mod forms;
+mod layout;
+mod workflows;
 
 /// How long a page element may take to appear.
 const PAGE_WAIT: Duration = Duration::from_secs(15);

@@ -293,7 +293,7 @@ async fn the_ledger_page_shows_gaps_and_backfills_them(pool: PgPool) {
     let page = app.page(&format!("/triggers/{id}/ledger"), &b.cookie).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     assert_eq!(
-        page.text.matches("class=\"cell missed\" title=").count(),
+        page.text.matches("class=\"cell missed\" data-at=").count(),
         6,
         "{}",
         page.text

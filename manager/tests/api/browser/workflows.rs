@@ -103,7 +103,9 @@ async fn workflow_scenario(session: Session, password: String) {
         steps.contains("report") && steps.contains("report-job"),
         "{steps}"
     );
-    let history = session.text("#history + .table-wrap table, #history + table").await;
+    let history = session
+        .text("#history + .table-wrap table, #history + table")
+        .await;
     assert!(
         history.contains("update") && history.contains("create"),
         "{history}"

@@ -276,7 +276,7 @@ mod tests {
             json!({"name": "nightly", "description": "", "steps": [
                 {"name": "extract", "job_id": 4, "depends_on": [], "when": "all_success"},
                 {"name": "load", "job_id": "five", "depends_on": ["extract", "extract2"],
-                 "when": "all_success", "params": {"day": "mon"}}]})
+                 "params": {"day": "mon"}}]})
         );
     }
 

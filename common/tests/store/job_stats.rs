@@ -1022,6 +1022,28 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         0,
         "no version is invented for an existing job, no run becomes a re-run"
     );
+    assert_eq!(
+        count("SELECT count(*) FROM triggers WHERE after_job_id IS NULL AND after_within_secs IS NULL")
+            .await,
+        1,
+        "an existing trigger waits for nobody"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM run_waits").await
+            + count("SELECT count(*) FROM workflow_versions").await,
+        0,
+        "no run is held, no workflow version is invented"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM users WHERE time_zone IS NULL").await,
+        3,
+        "existing users read times in their browser's zone"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM runs_live WHERE available_at < '9999-01-01'").await,
+        1,
+        "the queued run stays claimable"
+    );
 
     sqlx::query("DELETE FROM triggers WHERE id = $1")
         .bind(trigger)

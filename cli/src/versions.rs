@@ -29,6 +29,9 @@ pub(crate) async fn restore(client: &Client, path: &str, what: &str, version: i6
     let restored = client
         .post(&format!("{path}/versions/{version}/restore"), &json!({}))
         .await?;
-    eprintln!("{what}: version {version} restored as version {}", restored["version"]);
+    eprintln!(
+        "{what}: version {version} restored as version {}",
+        restored["version"]
+    );
     Ok(())
 }

@@ -56,8 +56,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// What `connect` opens and makes, from which each component takes what it uses
-/// ([`Shared::attempts`], [`Shared::claimer`], [`Shared::firer`], [`Shared::liveness`]).
+/// What `connect` opens and makes. No component takes it whole: `run` gives each one the
+/// handles it uses (`attempt_handles`, `claimer`, `firer`, `liveness`).
 pub struct Shared {
     /// Settings.
     pub config: Config,
@@ -99,7 +99,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     };
     let live = Arc::new(shared.liveness());
     liveness::register_until_done(&live, &shutdown).await;
-    let attempts = Arc::new(shared.attempts());
+    let attempts = Arc::new(shared.attempt_handles());
     let background = CancellationToken::new();
     let loops = [
         tokio::spawn(wakeup::listen(
@@ -165,7 +165,7 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
 
 impl Shared {
     /// What attempts run with.
-    fn attempts(&self) -> attempt::Attempts {
+    fn attempt_handles(&self) -> attempt::Attempts {
         let config = &self.config;
         attempt::Attempts {
             pool: self.pool.clone(),

@@ -108,7 +108,9 @@ impl Input {
 
     /// The `namespace` field; `default` when absent or null.
     pub fn namespace(&mut self) -> String {
-        self.text("namespace").flatten().unwrap_or_else(|| DEFAULT.to_owned())
+        self.text("namespace")
+            .flatten()
+            .unwrap_or_else(|| DEFAULT.to_owned())
     }
 
     /// A whole number in `min..=max`.

@@ -74,7 +74,9 @@ pub async fn list_channels(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<Channel>>, ApiError> {
-    Ok(Json(Paged::all(alerts::list_channels(&state.handles, &who).await?)))
+    Ok(Json(Paged::all(
+        alerts::list_channels(&state.handles, &who).await?,
+    )))
 }
 
 /// Create an alert channel (admins).
@@ -286,5 +288,7 @@ pub async fn notifications(
         namespaces: None,
     };
     check(errors)?;
-    Ok(Json(Paged::all(alerts::notifications(&state.handles, &who, &filter, page).await?)))
+    Ok(Json(Paged::all(
+        alerts::notifications(&state.handles, &who, &filter, page).await?,
+    )))
 }

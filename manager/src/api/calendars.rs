@@ -30,7 +30,9 @@ pub async fn list(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<StoredCalendar>>, ApiError> {
-    Ok(Json(Paged::all(calendars::list(&state.handles, &who, query.text("namespace")).await?)))
+    Ok(Json(Paged::all(
+        calendars::list(&state.handles, &who, query.text("namespace")).await?,
+    )))
 }
 
 /// Create a calendar (admins of its namespace).

@@ -20,7 +20,9 @@ async fn processes(
     who: &Principal,
     role: ProcessRole,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    Ok(Json(Paged::all(service::cluster::processes(&state.handles, who, role).await?)))
+    Ok(Json(Paged::all(
+        service::cluster::processes(&state.handles, who, role).await?,
+    )))
 }
 
 /// Registered executors, with how many runs each is executing and can execute.

@@ -30,7 +30,9 @@ pub async fn list(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<Pool>>, ApiError> {
-    Ok(Json(Paged::all(pools::list(&state.handles, &who, query.text("namespace")).await?)))
+    Ok(Json(Paged::all(
+        pools::list(&state.handles, &who, query.text("namespace")).await?,
+    )))
 }
 
 /// Create a pool (admins of its namespace).

@@ -27,7 +27,9 @@ pub async fn list(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<SecretInfo>>, ApiError> {
-    Ok(Json(Paged::all(secrets::list(&state.handles, &who, query.text("namespace")).await?)))
+    Ok(Json(Paged::all(
+        secrets::list(&state.handles, &who, query.text("namespace")).await?,
+    )))
 }
 
 /// Create (or replace) a secret.

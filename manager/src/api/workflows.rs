@@ -53,7 +53,9 @@ pub async fn list(
         &who,
         query.text("namespace").map(|name| vec![name.trim().to_owned()]),
     );
-    Ok(Json(Paged::all(workflows::list(&state.handles, only.as_deref()).await?)))
+    Ok(Json(Paged::all(
+        workflows::list(&state.handles, only.as_deref()).await?,
+    )))
 }
 
 /// Create a workflow: a DAG of steps, each running a job once the steps it depends on are
@@ -262,7 +264,9 @@ pub async fn list_triggers(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<Paged<WorkflowTrigger>>, ApiError> {
-    Ok(Json(Paged::all(workflows::triggers(&state.handles, &who, id).await?)))
+    Ok(Json(Paged::all(
+        workflows::triggers(&state.handles, &who, id).await?,
+    )))
 }
 
 /// Schedule a workflow: each instant of the trigger (cron, interval or once, with the

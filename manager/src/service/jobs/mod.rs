@@ -26,7 +26,6 @@ mod view;
 
 pub use view::{JobView, RetryView, StatsView};
 
-
 /// A store error, with the name's uniqueness turned into a field error.
 pub(super) fn name_taken(err: StoreError) -> ApiError {
     match &err {

@@ -6,7 +6,7 @@ use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::{
     JobKind, JobMode, OnExecutorLost, Overlap, Rate, RetryBackoff, RetryJitter, RetryOn, Route,
 };
-use probactr_common::store::jobs::{JobChildren, JobRow};
+use probactr_common::store::jobs::JobRow;
 use serde::Serialize;
 use serde_json::Value;
 

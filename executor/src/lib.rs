@@ -183,7 +183,7 @@ impl Shared {
             give_up_after: liveness::give_up_after(config.heartbeat_timeout),
             lock_lease: config.lock_lease,
             lock_start_budget: config.lock_start_budget,
-            lock_retry: config.lock_retry.clone(),
+            lock_retry: config.lock_retry,
         }
     }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::client::{Client, ClientError};
 use crate::credentials;
 use crate::output::{self, Format};
-use crate::{alerts, instants, secrets, teams, watch, workflows, Command};
+use crate::{alerts, instants, secrets, teams, versions, watch, workflows, Command};
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -436,15 +436,6 @@ pub fn encode(text: &str) -> String {
         .collect()
 }
 
-/// The columns of `jobs history` and `workflows history`.
-pub(crate) const VERSION_COLUMNS: &[(&str, &str)] = &[
-    ("version", "VERSION"),
-    ("action", "MADE BY"),
-    ("actor", "WHO"),
-    ("restored_from", "RESTORED FROM"),
-    ("created_at", "WHEN"),
-];
-
 const JOB_COLUMNS: &[(&str, &str)] = &[
     ("name", "NAME"),
     ("namespace", "NAMESPACE"),
@@ -502,21 +493,12 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
         JobsCommand::Get { name } => output::one(format, &job_named(client, &name).await?),
         JobsCommand::History { name } => {
             let job = job_named(client, &name).await?;
-            let page = client.get(&format!("/jobs/{}/versions", job["id"])).await?;
-            output::list(format, &items(&page), VERSION_COLUMNS);
+            versions::history(client, format, &format!("/jobs/{}", job["id"])).await?;
         }
         JobsCommand::Restore { name, version } => {
             let job = job_named(client, &name).await?;
-            let restored = client
-                .post(
-                    &format!("/jobs/{}/versions/{version}/restore", job["id"]),
-                    &json!({}),
-                )
-                .await?;
-            eprintln!(
-                "Job {name}: version {version} restored as version {}",
-                restored["version"]
-            );
+            let path = format!("/jobs/{}", job["id"]);
+            versions::restore(client, &path, &format!("Job {name}"), version).await?;
         }
         JobsCommand::Pause { name } => {
             let job = job_named(client, &name).await?;

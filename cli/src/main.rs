@@ -12,6 +12,7 @@ mod output;
 mod secrets;
 mod teams;
 mod times;
+mod versions;
 mod watch;
 mod workflows;
 

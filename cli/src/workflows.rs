@@ -6,8 +6,9 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use crate::client::Client;
-use crate::commands::{items, run_params, Exit, VERSION_COLUMNS};
+use crate::commands::{items, run_params, Exit};
 use crate::output::{self, Format};
+use crate::versions;
 
 /// `probactr workflows …`.
 #[derive(Debug, Subcommand)]
@@ -163,23 +164,12 @@ pub async fn workflows(client: &Client, command: WorkflowsCommand, format: Forma
         }
         WorkflowsCommand::History { name } => {
             let workflow = workflow_named(client, &name).await?;
-            let page = client
-                .get(&format!("/workflows/{}/versions", workflow["id"]))
-                .await?;
-            output::list(format, &items(&page), VERSION_COLUMNS);
+            versions::history(client, format, &format!("/workflows/{}", workflow["id"])).await?;
         }
         WorkflowsCommand::Restore { name, version } => {
             let workflow = workflow_named(client, &name).await?;
-            let restored = client
-                .post(
-                    &format!("/workflows/{}/versions/{version}/restore", workflow["id"]),
-                    &json!({}),
-                )
-                .await?;
-            eprintln!(
-                "Workflow {name}: version {version} restored as version {}",
-                restored["version"]
-            );
+            let path = format!("/workflows/{}", workflow["id"]);
+            versions::restore(client, &path, &format!("Workflow {name}"), version).await?;
         }
     }
     Ok(Exit::Success)

@@ -27,45 +27,87 @@ use std::time::Duration;
 use probactr_common::backoff::Backoff;
 use probactr_common::fence::Write;
 use probactr_common::jobspec::JobSpec;
-use probactr_common::lock::{Acquire, Lease, Renewal, Want};
+use probactr_common::lock::{Acquire, Lease, Locks, Renewal, Want};
 use probactr_common::masking::Masker;
 use probactr_common::model::{Job, Overlap, Run, RunState};
 use probactr_common::run_trace::{self, RunTrace};
-use probactr_common::secrets::mask;
+use probactr_common::secrets::{mask, Keyring};
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
+use sqlx::PgPool;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::checkpoint::{self, Checkpointer};
 use crate::job::{self, Ending, Execution, JobContext, Limits};
+use crate::live_output::OutputWriter;
 use crate::progress;
-use crate::registry::{StopHandle, StopReason};
+use crate::recorder::Recorder;
+use crate::registry::{Registry, StopHandle, StopReason};
 use crate::slot::Slot;
+use crate::wakeup::Wakeups;
 use crate::workdir::RunDir;
-use crate::Shared;
 use crate::{inputs, secrets};
+
+/// What attempts run with: one for the executor, shared by claiming and firing.
+pub struct Attempts {
+    /// PostgreSQL.
+    pub pool: PgPool,
+    /// Redis locks and permits.
+    pub locks: Locks,
+    /// The HTTP client of HTTP jobs, with its address policy.
+    pub http: job::HttpRunner,
+    /// Records attempts' ends in groups.
+    pub recorder: Recorder,
+    /// Writes shell jobs' output while they run.
+    pub output: OutputWriter,
+    /// Who this executor is now, and the runs it is executing.
+    pub registry: Arc<Registry>,
+    /// An ended attempt wakes the claim loop.
+    pub wakeups: Arc<Wakeups>,
+    /// One permit per shell job (a process) running at once (`PROBACTR_EXECUTOR_PROCESSES`).
+    pub processes: Arc<Semaphore>,
+    /// The running attempts, so shutdown can wait for them.
+    pub tracker: TaskTracker,
+    /// Cancelled when the executor starts shutting down.
+    pub shutdown: CancellationToken,
+    /// `PROBACTR_SECRET_KEY` (and its previous key): opens the job's secrets.
+    pub secret_keys: Option<Keyring>,
+    /// How often a shell job's checkpoint is saved (`PROBACTR_HEARTBEAT_INTERVAL`).
+    pub heartbeat_interval: Duration,
+    /// How long this executor may go unproven alive and still start a job
+    /// ([`crate::liveness::give_up_after`]).
+    pub give_up_after: Duration,
+    /// `PROBACTR_LOCK_LEASE`.
+    pub lock_lease: Duration,
+    /// `PROBACTR_LOCK_START_BUDGET`.
+    pub lock_start_budget: Duration,
+    /// `PROBACTR_LOCK_RETRY`.
+    pub lock_retry: Backoff,
+}
 
 /// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
 /// wakes the claim loop.
-pub fn spawn(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
-    let shared = shared.clone();
+pub fn spawn(attempts: &Arc<Attempts>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
+    let attempts = attempts.clone();
     // Runs of a job that allows only one (or a few) at once wait in the queue while it
     // runs: its recorded end is news for the claim, not only a freed slot.
     let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
-    shared.attempts.clone().spawn(async move {
-        run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
+    attempts.tracker.clone().spawn(async move {
+        run_attempt(&attempts, run, job, executor_id, &attempts.shutdown, slot).await;
         if unblocks_queue {
-            shared.wakeups.runs.notify_one();
+            attempts.wakeups.runs.notify_one();
         } else {
-            shared.wakeups.capacity.notify_one();
+            attempts.wakeups.capacity.notify_one();
         }
     });
 }
 
 /// Runs one claimed run to its recorded end.
 pub async fn run_attempt(
-    shared: &Shared,
+    attempts: &Attempts,
     run: Run,
     job: Job,
     executor_id: Uuid,
@@ -84,7 +126,7 @@ pub async fn run_attempt(
         }
     }
     Attempt {
-        shared,
+        attempts,
         run,
         job,
         executor_id,
@@ -105,7 +147,7 @@ fn traced(span: impl FnOnce() -> tracing::Span) -> tracing::Span {
 }
 
 struct Attempt<'a> {
-    shared: &'a Shared,
+    attempts: &'a Attempts,
     run: Run,
     job: Job,
     executor_id: Uuid,
@@ -124,13 +166,13 @@ impl Attempt<'_> {
                     .await
             }
         };
-        let keys = self.shared.config.secret_keys.as_ref();
+        let keys = self.attempts.secret_keys.as_ref();
         let (spec, mut secret_values) =
-            match secrets::resolve(&self.shared.pool, keys, self.job.id, spec).await {
+            match secrets::resolve(&self.attempts.pool, keys, self.job.id, spec).await {
                 Ok(resolved) => (resolved.spec, resolved.values),
                 Err(why) => return self.refuse(started_at_claim, &why).await,
             };
-        let prepared = match inputs::prepare(&self.shared.pool, &self.run, &self.job, keys, spec).await {
+        let prepared = match inputs::prepare(&self.attempts.pool, &self.run, &self.job, keys, spec).await {
             Ok(prepared) => prepared,
             Err(why) => return self.refuse(started_at_claim, &why).await,
         };
@@ -168,13 +210,13 @@ impl Attempt<'_> {
             }
         };
         let handle = self
-            .shared
+            .attempts
             .registry
             .track(self.run.id, self.executor_id, self.stop_grace());
         if !self
-            .shared
+            .attempts
             .registry
-            .may_act(self.executor_id, crate::liveness::give_up_after(self.shared))
+            .may_act(self.executor_id, self.attempts.give_up_after)
         {
             // The start was answered after this executor lost its proof of life (a
             // stalled link, a pause): a monitor may have re-queued the run already.
@@ -183,18 +225,18 @@ impl Attempt<'_> {
         }
         note_started(&self.run);
         let renewal = lease.clone().map(|lease| {
-            let locks = self.shared.locks.clone();
+            let locks = self.attempts.locks.clone();
             tokio::spawn(keep_lease(locks, lease, handle.clone(), lock_asked_at).in_current_span())
         });
         // Claims take no more shell runs than there are processes to spare, so this waits
         // only when fired runs and claimed ones arrive together.
         let process = match spec {
-            JobSpec::Shell(_) => self.shared.processes.clone().acquire_owned().await.ok(),
+            JobSpec::Shell(_) => self.attempts.processes.clone().acquire_owned().await.ok(),
             _ => None,
         };
         let checkpointer = match spec {
             JobSpec::Shell(_) => Checkpointer::prepare(
-                &self.shared.pool,
+                &self.attempts.pool,
                 &self.run,
                 self.executor_id,
                 fence,
@@ -206,14 +248,15 @@ impl Attempt<'_> {
         };
         let job_ended = CancellationToken::new();
         let saving = checkpointer.clone().map(|checkpointer| {
-            checkpoint::keep_saving(
-                checkpointer,
-                self.shared.config.heartbeat_interval,
-                job_ended.clone(),
-            )
+            checkpoint::keep_saving(checkpointer, self.attempts.heartbeat_interval, job_ended.clone())
         });
         let tap = match spec {
-            JobSpec::Shell(_) => Some(self.shared.output.open(self.run.id, secret_values.clone()).await),
+            JobSpec::Shell(_) => Some(
+                self.attempts
+                    .output
+                    .open(self.run.id, secret_values.clone())
+                    .await,
+            ),
             _ => None,
         };
         let work_dir = match spec {
@@ -237,7 +280,7 @@ impl Attempt<'_> {
                 .inputs
                 .push(("PROGRESS_FILE".to_owned(), path.display().to_string()));
             tokio::spawn(progress::watch(
-                self.shared.pool.clone(),
+                self.attempts.pool.clone(),
                 self.run.id,
                 path,
                 context.masker.clone(),
@@ -253,7 +296,7 @@ impl Attempt<'_> {
             &context,
             &limits,
             handle.signal(),
-            &self.shared.http,
+            &self.attempts.http,
             tap.as_ref(),
         )
         .await;
@@ -274,15 +317,15 @@ impl Attempt<'_> {
         }
         if tap.is_some() {
             // Readers who see the run ended must have seen all of its output.
-            self.shared.output.close(self.run.id).await;
+            self.attempts.output.close(self.run.id).await;
         }
         if let Some(renewal) = renewal {
             renewal.abort();
         }
         drop(process);
-        self.slot.release_execution(self.shared);
+        self.slot.release_execution(&self.attempts.wakeups);
         if let Some(path) = &prepared.output_file {
-            inputs::keep_output(&self.shared.pool, self.run.id, path, &context.masker).await;
+            inputs::keep_output(&self.attempts.pool, self.run.id, path, &context.masker).await;
         }
         let mut finish = describe_end(&execution, &handle, self.job.timeout_secs);
         if !secret_values.is_empty() {
@@ -293,7 +336,7 @@ impl Attempt<'_> {
         metrics::gauge!("probactr_runs_executing").decrement(1.0);
         metrics::counter!("probactr_runs_total", "outcome" => finish.state.as_str()).increment(1);
         self.record_end(fence, finish).await;
-        self.shared.registry.untrack(self.run.id);
+        self.attempts.registry.untrack(self.run.id);
         self.release(lease.as_ref()).await;
     }
 
@@ -359,8 +402,7 @@ impl Attempt<'_> {
     /// within the start budget.
     async fn take_lock(&self) -> Result<Option<Lease>, NoLock> {
         let Some(want) = self.want() else { return Ok(None) };
-        let config = &self.shared.config;
-        if !self.shared.locks.may_try(REDIS_PROBE_EVERY) {
+        if !self.attempts.locks.may_try(REDIS_PROBE_EVERY) {
             // Each call would wait out a response timeout: give the run back at once,
             // so an executor cut off from Redis does not sit on work others can do.
             return Err(NoLock::Unavailable(
@@ -369,13 +411,13 @@ impl Attempt<'_> {
         }
         let waiting = std::time::Instant::now();
         let acquired = self
-            .shared
+            .attempts
             .locks
             .acquire(
                 want,
-                config.lock_lease,
-                config.lock_start_budget,
-                &config.lock_retry,
+                self.attempts.lock_lease,
+                self.attempts.lock_start_budget,
+                &self.attempts.lock_retry,
             )
             .await;
         metrics::histogram!("probactr_lock_wait_seconds").record(waiting.elapsed().as_secs_f64());
@@ -415,7 +457,7 @@ impl Attempt<'_> {
             fenced: lease.is_some(),
             lock_token: lease.map(Lease::token),
         };
-        match runs::start(&self.shared.pool, &request).await {
+        match runs::start(&self.attempts.pool, &request).await {
             Ok(Start::Started { fence }) => {
                 tracing::info!(fence, "run started");
                 Some(Started { fence })
@@ -449,7 +491,7 @@ impl Attempt<'_> {
         };
         let mut failures = 0u32;
         loop {
-            match runs::get(&self.shared.pool, self.run.id).await {
+            match runs::get(&self.attempts.pool, self.run.id).await {
                 Ok(Some(run))
                     if run.executor_id == Some(self.executor_id)
                         && run.state == RunState::Running
@@ -493,7 +535,7 @@ impl Attempt<'_> {
     /// `buffer_one`: the earliest waiting run of the job stays queued behind the running
     /// one; any later one is skipped, naming the run it gave way to.
     async fn buffer_or_skip(&self, why: &str) {
-        match runs::waiting_beside(&self.shared.pool, self.job.id, self.run.id).await {
+        match runs::waiting_beside(&self.attempts.pool, self.job.id, self.run.id).await {
             Ok(waiting) => match waiting.earlier {
                 Some(buffered) => {
                     let reason = format!("overlap: buffer_one: run {buffered} already waits ({why})");
@@ -514,7 +556,7 @@ impl Attempt<'_> {
     /// that a later instant already follows, waiting or running, is skipped: the newest
     /// instant replaces, whatever order the runs were born in.
     async fn replace_running(&self, why: &str) {
-        let pool = &self.shared.pool;
+        let pool = &self.attempts.pool;
         match runs::waiting_beside(pool, self.job.id, self.run.id).await {
             Ok(runs::Waiting {
                 later: Some(later), ..
@@ -544,7 +586,7 @@ impl Attempt<'_> {
 
     async fn end_before_start(&self, state: RunState, reason: &str) {
         let result = retry_small_write(|| {
-            runs::end_claim(&self.shared.pool, self.run.id, self.executor_id, state, reason)
+            runs::end_claim(&self.attempts.pool, self.run.id, self.executor_id, state, reason)
         })
         .await;
         metrics::counter!("probactr_runs_total", "outcome" => state.as_str()).increment(1);
@@ -553,7 +595,7 @@ impl Attempt<'_> {
 
     async fn put_back(&self, delay: Duration, why: &str) {
         let result =
-            retry_small_write(|| runs::unclaim(&self.shared.pool, self.run.id, self.executor_id, delay))
+            retry_small_write(|| runs::unclaim(&self.attempts.pool, self.run.id, self.executor_id, delay))
                 .await;
         tracing::info!(
             reason = why,
@@ -571,7 +613,7 @@ impl Attempt<'_> {
             fence,
             finish,
         };
-        let done = (self.shared.recorder.record(ending.clone()))
+        let done = (self.attempts.recorder.record(ending.clone()))
             .instrument(traced(|| tracing::info_span!("record")))
             .await;
         let finish = &ending.finish;
@@ -585,7 +627,7 @@ impl Attempt<'_> {
 
     async fn release(&self, lease: Option<&Lease>) {
         let Some(lease) = lease else { return };
-        match self.shared.locks.release(lease).await {
+        match self.attempts.locks.release(lease).await {
             Ok(true) => tracing::debug!(lock.token = lease.token(), "lock released"),
             Ok(false) => tracing::info!(lock.token = lease.token(), "lock was no longer ours at release"),
             Err(err) => tracing::warn!(error = %err, "cannot release the lock; it expires with its lease"),

@@ -16,10 +16,44 @@ use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs;
 
 use opentelemetry::KeyValue;
+use probactr_common::lock::Locks;
+use sqlx::PgPool;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::slot::Slot;
-use crate::{attempt, Shared};
+use crate::attempt::{self, Attempts};
+use crate::job_cache::JobCache;
+use crate::registry::Registry;
+use crate::slot::{Slot, Slots};
+use crate::wakeup::Wakeups;
+
+/// What claiming takes.
+pub struct Claimer {
+    /// PostgreSQL.
+    pub pool: PgPool,
+    /// Who this executor is now (claims are made under its identity).
+    pub registry: Arc<Registry>,
+    /// Whether Redis answers (runs that need a lock are claimed only then).
+    pub locks: Locks,
+    /// The job definitions read last.
+    pub job_cache: Arc<JobCache>,
+    /// Where claimed runs' slots come from.
+    pub slots: Slots,
+    /// Free shell processes bound the shell runs a claim takes.
+    pub processes: Arc<Semaphore>,
+    /// What wakes the loop: runs queued, slots freed.
+    pub wakeups: Arc<Wakeups>,
+    /// Where claimed runs start.
+    pub attempts: Arc<Attempts>,
+    /// `PROBACTR_EXECUTOR_CAPACITY`.
+    pub capacity: u32,
+    /// `PROBACTR_EXECUTOR_NAMESPACES`: the namespaces whose runs it claims (None: all).
+    pub namespaces: Option<Vec<String>>,
+    /// How long this executor may go unproven alive and still claim
+    /// ([`crate::liveness::give_up_after`]).
+    pub give_up_after: Duration,
+}
 
 /// How often the loop looks for claimable runs without being woken.
 const POLL: Duration = Duration::from_secs(1);
@@ -27,27 +61,24 @@ const POLL: Duration = Duration::from_secs(1);
 const COALESCE: Duration = Duration::from_millis(1);
 
 /// Claims and starts attempts until `stop` is cancelled.
-pub async fn claim_loop(shared: Arc<Shared>) {
-    let capacity = shared.capacity.clone();
-    let stop = shared.shutdown.clone();
+pub async fn claim_loop(claimer: Claimer, stop: CancellationToken) {
+    let capacity = &claimer.slots.capacity;
     let backoff = Backoff::FullJitter {
         base: Duration::from_millis(100),
         cap: Duration::from_secs(5),
     };
-    let coalesce_below = (shared.config.executor_capacity as usize / 2).max(1);
+    let coalesce_below = (claimer.capacity as usize / 2).max(1);
     let mut failures = 0u32;
     // Whether claimable runs may be waiting: the last claim filled every free slot, or
     // news came since. A slot freed while the queue is known to be empty is no reason
     // to look (a claim per ended run would find nothing, over and over).
     let mut more_may_wait = true;
     while !stop.is_cancelled() {
-        let free = capacity
-            .available_permits()
-            .min(shared.unrecorded.available_permits());
+        let free = claimer.slots.free();
         let pause = if free == 0 {
             POLL
         } else {
-            match claim_and_start(&shared, free).await {
+            match claim_and_start(&claimer, free).await {
                 Ok(claimed) if claimed == free => Duration::ZERO,
                 Ok(_) => {
                     failures = 0;
@@ -66,8 +97,8 @@ pub async fn claim_loop(shared: Arc<Shared>) {
         }
         let news = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = shared.wakeups.runs.notified() => true,
-            _ = shared.wakeups.capacity.notified(), if more_may_wait => false,
+            _ = claimer.wakeups.runs.notified() => true,
+            _ = claimer.wakeups.capacity.notified(), if more_may_wait => false,
             _ = tokio::time::sleep(pause) => true,
         };
         more_may_wait |= news;
@@ -80,18 +111,15 @@ pub async fn claim_loop(shared: Arc<Shared>) {
     tracing::debug!("claim loop stopped");
 }
 
-async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<usize> {
+async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize> {
     // Slots first, claim second: the fire loop takes slots too, and a run the claim
     // started (lock-free) can no longer be given back.
-    let mut slots: Vec<Slot> = (0..free).map_while(|_| Slot::try_take(shared)).collect();
+    let mut slots: Vec<Slot> = (0..free).map_while(|_| Slot::try_take(&claimer.slots)).collect();
     if slots.is_empty() {
         return Ok(0);
     }
-    let executor_id = shared.registry.id();
-    if !shared
-        .registry
-        .may_act(executor_id, crate::liveness::give_up_after(shared))
-    {
+    let executor_id = claimer.registry.id();
+    if !claimer.registry.may_act(executor_id, claimer.give_up_after) {
         // Claimed now, the run would be stopped before its job starts and spend an
         // attempt: wait until a heartbeat proves this executor alive again.
         return Ok(0);
@@ -99,19 +127,14 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
     let limit = slots.len() as i64;
     let limits = runs::ClaimLimits {
         runs: limit,
-        processes: shared.processes.available_permits() as i64,
+        processes: claimer.processes.available_permits() as i64,
         // Runs that need a lock would only be given back: leave them to executors that
         // reach Redis (or to this one once Redis answers again).
-        with_locked: shared.locks.usable(attempt::REDIS_PROBE_EVERY),
+        with_locked: claimer.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
     let asked_at = std::time::SystemTime::now();
     let claimed = retry_transient("claim queued runs", || {
-        runs::claim_in_namespaces(
-            &shared.pool,
-            executor_id,
-            &limits,
-            shared.config.executor_namespaces.as_deref(),
-        )
+        runs::claim_in_namespaces(&claimer.pool, executor_id, &limits, claimer.namespaces.as_deref())
     })
     .await?;
     if claimed.is_empty() {
@@ -124,17 +147,17 @@ async fn claim_and_start(shared: &Arc<Shared>, free: usize) -> anyhow::Result<us
         .iter()
         .map(|claimed| (claimed.run.job_id, claimed.job_version))
         .collect();
-    let jobs = shared.job_cache.get(&shared.pool, &wanted).await?;
+    let jobs = claimer.job_cache.get(&claimer.pool, &wanted).await?;
     let count = claimed.len();
     let claimed: Vec<Run> = claimed.into_iter().map(|claimed| claimed.run).collect();
-    let claimed = one_per_queueing_job(shared, claimed, &jobs, executor_id).await?;
+    let claimed = one_per_queueing_job(&claimer.pool, claimed, &jobs, executor_id).await?;
     for run in claimed {
         let Some(job) = jobs.get(&run.job_id).cloned() else {
             // The job was deleted between claim and read; the cascade removed the run.
             continue;
         };
         if let Some(slot) = slots.pop() {
-            attempt::spawn(shared, run, job, executor_id, slot);
+            attempt::spawn(&claimer.attempts, run, job, executor_id, slot);
         }
     }
     Ok(count)
@@ -174,7 +197,7 @@ fn trace_claims<'a>(claimed: impl Iterator<Item = &'a Run>, asked_at: std::time:
 /// claim leaves them there while the kept one is active). A `buffer_one` job's runs are
 /// all kept: those behind a waiting one are claimed to be skipped.
 async fn one_per_queueing_job(
-    shared: &Shared,
+    pool: &PgPool,
     claimed: Vec<Run>,
     jobs: &HashMap<i64, Job>,
     executor_id: Uuid,
@@ -187,7 +210,7 @@ async fn one_per_queueing_job(
     let mut kept = Vec::with_capacity(claimed.len());
     for run in claimed {
         if queueing(run.job_id) && !seen.insert(run.job_id) {
-            runs::unclaim(&shared.pool, run.id, executor_id, Duration::ZERO).await?;
+            runs::unclaim(pool, run.id, executor_id, Duration::ZERO).await?;
         } else {
             kept.push(run);
         }

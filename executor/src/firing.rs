@@ -36,13 +36,43 @@ use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs::{self, FiredRuns};
 use probactr_common::store::triggers::{self, MissedInstants};
 use probactr_common::store::{workflows, StoreError};
+use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::attempt;
+use crate::attempt::{self, Attempts};
 use crate::holding;
-use crate::slot::Slot;
-use crate::{wakeup, Shared};
+use crate::job_cache::JobCache;
+use crate::registry::Registry;
+use crate::slot::{Slot, Slots};
+use crate::wakeup::{self, Wakeups};
+
+/// What firing takes.
+pub struct Firer {
+    /// PostgreSQL.
+    pub pool: PgPool,
+    /// Who this executor is now (the runs it starts itself are inserted as its own).
+    pub registry: Arc<Registry>,
+    /// The job definitions read last.
+    pub job_cache: Arc<JobCache>,
+    /// Where the slots of runs started at once come from.
+    pub slots: Slots,
+    /// What wakes the loop (triggers changed) and what it wakes (runs queued).
+    pub wakeups: Arc<Wakeups>,
+    /// Where fired runs this executor owns start.
+    pub attempts: Arc<Attempts>,
+    /// Stops the alarms set for runs fired ahead.
+    pub shutdown: CancellationToken,
+    /// `PROBACTR_FIRE_BATCH`: triggers per transaction.
+    pub batch: i64,
+    /// `PROBACTR_FIRE_AHEAD`.
+    pub ahead: Duration,
+    /// `PROBACTR_EXECUTOR_NAMESPACES`: the namespaces whose triggers it fires (None: all).
+    pub namespaces: Option<Vec<String>>,
+    /// How long this executor may go unproven alive and still start runs itself
+    /// ([`crate::liveness::give_up_after`]).
+    pub give_up_after: Duration,
+}
 
 /// The most instants within the misfire threshold one firing runs for one trigger; more
 /// (a one-second interval with an hour's threshold after an outage) are counted as missed.
@@ -52,15 +82,15 @@ pub const TIMELY_CAP: usize = 1000;
 const MAX_SLEEP: Duration = Duration::from_secs(30);
 
 /// Fires until `stop` is cancelled.
-pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
+pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
     let backoff = Backoff::FullJitter {
         base: Duration::from_millis(100),
         cap: Duration::from_secs(5),
     };
     let mut failures = 0u32;
     while !stop.is_cancelled() {
-        let fired = match fire_due(&shared).await {
-            Ok(jobs) => crate::workflow_firing::fire_due(&shared)
+        let fired = match fire_due(&firer).await {
+            Ok(jobs) => crate::workflow_firing::fire_due(&firer.pool, &firer.wakeups, firer.batch)
                 .await
                 .map(|workflows| jobs + workflows),
             Err(err) => Err(err),
@@ -70,7 +100,7 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
                 failures = 0;
                 // Due triggers we could not take are being fired by a peer: look again
                 // shortly rather than spinning on them.
-                time_until_next_fire(&shared).await.map(|pause| {
+                time_until_next_fire(&firer).await.map(|pause| {
                     if pause.is_zero() && fired == 0 {
                         PEER_FIRING_PAUSE
                     } else {
@@ -90,7 +120,7 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
         });
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = shared.wakeups.triggers.notified() => {}
+            _ = firer.wakeups.triggers.notified() => {}
             _ = tokio::time::sleep(pause) => {}
         }
     }
@@ -101,15 +131,15 @@ pub async fn fire_loop(shared: Arc<Shared>, stop: CancellationToken) {
 /// window away. Each pass fires everything within the whole window, so a pass takes
 /// about half a window of instants at once (waking as soon as one instant entered the
 /// window would fire instants spread over the second one or two at a time).
-async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
-    let early = shared.config.fire_ahead.as_secs_f64() / 2.0;
-    let jobs = match triggers::seconds_until_earliest_due(&shared.pool).await? {
+async fn time_until_next_fire(firer: &Firer) -> Result<Duration, StoreError> {
+    let early = firer.ahead.as_secs_f64() / 2.0;
+    let jobs = match triggers::seconds_until_earliest_due(&firer.pool).await? {
         Some(secs) if secs > early => Duration::from_secs_f64(secs - early).min(MAX_SLEEP),
         Some(_) => Duration::ZERO,
         None => MAX_SLEEP,
     };
     // Workflow triggers fire when due, not ahead.
-    let workflows = match workflows::seconds_until_earliest_trigger(&shared.pool).await? {
+    let workflows = match workflows::seconds_until_earliest_trigger(&firer.pool).await? {
         Some(secs) => Duration::from_secs_f64(secs.max(0.0)),
         None => MAX_SLEEP,
     };
@@ -120,13 +150,13 @@ async fn time_until_next_fire(shared: &Shared) -> Result<Duration, StoreError> {
 const PEER_FIRING_PAUSE: Duration = Duration::from_millis(5);
 
 /// Fires batches until fewer than a full batch was due; returns how many triggers fired.
-pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
-    let batch = i64::from(shared.config.fire_batch);
+pub async fn fire_due(firer: &Firer) -> Result<usize, StoreError> {
+    let batch = firer.batch;
     let mut fired = 0;
     loop {
         // A batch aborted by a deadlock or a serialization failure was rolled back whole
         // (its slots freed with it): fire it again.
-        let report = retry_transient("fire due triggers", || fire_batch(shared, batch)).await?;
+        let report = retry_transient("fire due triggers", || fire_batch(firer, batch)).await?;
         fired += report.triggers;
         if report.triggers > 0 {
             tracing::debug!(
@@ -135,7 +165,7 @@ pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
                 missed = report.missed,
                 "fired"
             );
-            shared.wakeups.runs.notify_one();
+            firer.wakeups.runs.notify_one();
         }
         if report.triggers < batch as usize {
             return Ok(fired);
@@ -157,11 +187,11 @@ pub struct FireReport {
 /// Fires one batch in one transaction. Runs of lock-free jobs that fit in this
 /// executor's free capacity are inserted already running here and start at once (no
 /// notification, no claim); the others are queued for any executor.
-pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, StoreError> {
-    let executor_id = shared.registry.id();
-    let mut tx = shared.pool.begin().await?;
-    let ahead = shared.config.fire_ahead;
-    let namespaces = shared.config.executor_namespaces.as_deref();
+pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreError> {
+    let executor_id = firer.registry.id();
+    let mut tx = firer.pool.begin().await?;
+    let ahead = firer.ahead;
+    let namespaces = firer.namespaces.as_deref();
     let due = triggers::claim_due_for(&mut tx, batch, ahead, namespaces).await?;
     let Some(now) = due.first().map(|due| due.db_now) else {
         tx.commit().await?;
@@ -182,9 +212,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     }
     // Unproven liveness (right after an outage): queue every run rather than start one
     // here that the start would stop at once, spending an attempt.
-    let may_start_here = shared
-        .registry
-        .may_act(executor_id, crate::liveness::give_up_after(shared));
+    let may_start_here = firer.registry.may_act(executor_id, firer.give_up_after);
     let mut slots = Vec::new();
     let mut fired = FiredRuns::default();
     let mut ahead_of_time = Vec::new();
@@ -193,7 +221,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
             // A jittered run waits for its delay in the queue, a dependent one for its job.
             let waits = due.jitter_secs.is_some() || due.after_job_id.is_some();
             let slot = if may_start_here && due.lock_free && !waits && *instant <= now {
-                Slot::try_take(shared)
+                Slot::try_take(&firer.slots)
             } else {
                 None
             };
@@ -221,7 +249,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
     triggers::announce_runs_at(&mut tx, &crowded_instants(&ahead_of_time)).await?;
     tx.commit().await?;
     let ahead_millis: Vec<i64> = ahead_of_time.iter().map(DateTime::timestamp_millis).collect();
-    wakeup::wake_runs_at(shared, &ahead_millis);
+    wakeup::wake_runs_at(&firer.wakeups, &firer.shutdown, &ahead_millis);
 
     metrics::counter!("probactr_fires_total").increment(inserted.len() as u64);
     metrics::counter!("probactr_missed_instants_total")
@@ -242,7 +270,7 @@ pub async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<FireReport, 
         .iter()
         .map(|due| (due.trigger.job_id, due.job_version))
         .collect();
-    start_owned_runs(shared, inserted, &versions, slots, executor_id).await;
+    start_owned_runs(firer, inserted, &versions, slots, executor_id).await;
     Ok(FireReport {
         triggers: due.len(),
         runs,
@@ -367,7 +395,7 @@ fn crowded_instants(instants: &[DateTime<Utc>]) -> Vec<DateTime<Utc>> {
 /// Starts the fired runs this executor owns, each with one of the slots taken for them
 /// (slots left over, for instants that already had a run, are given back).
 async fn start_owned_runs(
-    shared: &Arc<Shared>,
+    firer: &Firer,
     inserted: Vec<Run>,
     versions: &HashMap<i64, i64>,
     mut slots: Vec<Slot>,
@@ -384,7 +412,7 @@ async fn start_owned_runs(
         .iter()
         .filter_map(|run| Some((run.job_id, *versions.get(&run.job_id)?)))
         .collect();
-    let jobs = match shared.job_cache.get(&shared.pool, &wanted).await {
+    let jobs = match firer.job_cache.get(&firer.pool, &wanted).await {
         Ok(jobs) => jobs,
         Err(err) => {
             // The runs stay running without an attempt; the monitor treats them as stuck.
@@ -396,7 +424,7 @@ async fn start_owned_runs(
         let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slots.pop()) else {
             continue;
         };
-        attempt::spawn(shared, run, job, executor_id, slot);
+        attempt::spawn(&firer.attempts, run, job, executor_id, slot);
     }
 }
 

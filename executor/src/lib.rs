@@ -56,7 +56,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// What every part of an executor shares.
+/// What `connect` opens and makes. No component takes it whole: `run` gives each one the
+/// handles it uses (`attempt_handles`, `claimer`, `firer`, `liveness`).
 pub struct Shared {
     /// Settings.
     pub config: Config,
@@ -70,21 +71,20 @@ pub struct Shared {
     /// The HTTP client of HTTP jobs, with its address policy.
     pub http: job::HttpRunner,
     /// The job definitions read last, by version.
-    pub job_cache: job_cache::JobCache,
+    pub job_cache: Arc<job_cache::JobCache>,
     /// Records attempts' ends in groups.
     pub recorder: recorder::Recorder,
     /// Writes shell jobs' output while they run.
     pub output: live_output::OutputWriter,
     /// Who this executor is now, and the runs it is executing.
-    pub registry: registry::Registry,
+    pub registry: Arc<registry::Registry>,
     /// Wake-ups from PostgreSQL notifications.
-    pub wakeups: wakeup::Wakeups,
-    /// One permit per run this executor may execute at once (`PROBACTR_EXECUTOR_CAPACITY`).
-    pub capacity: Arc<Semaphore>,
+    pub wakeups: Arc<wakeup::Wakeups>,
+    /// Execution slots (`PROBACTR_EXECUTOR_CAPACITY`) and attempts held until recorded
+    /// (see [`slot::Slot`]).
+    pub slots: slot::Slots,
     /// One permit per shell job (a process) running at once (`PROBACTR_EXECUTOR_PROCESSES`).
     pub processes: Arc<Semaphore>,
-    /// One permit per attempt held until its end is recorded (see [`slot::Slot`]).
-    pub unrecorded: Arc<Semaphore>,
     /// The running attempts, so shutdown can wait for them.
     pub attempts: TaskTracker,
     /// Cancelled when the executor starts shutting down.
@@ -97,24 +97,29 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let Some(shared) = connect(config, &shutdown).await? else {
         return Ok(());
     };
-    let shared = Arc::new(shared);
-    liveness::register_until_done(&shared, &shutdown).await;
+    let live = Arc::new(shared.liveness());
+    liveness::register_until_done(&live, &shutdown).await;
+    let attempts = Arc::new(shared.attempt_handles());
     let background = CancellationToken::new();
     let loops = [
-        tokio::spawn(wakeup::listen(shared.clone(), background.clone())),
-        tokio::spawn(liveness::heartbeat_loop(shared.clone(), background.clone())),
-        tokio::spawn(liveness::cancel_watch_loop(shared.clone(), background.clone())),
-        tokio::spawn(firing::fire_loop(shared.clone(), shutdown.clone())),
-        tokio::spawn(claiming::claim_loop(shared.clone())),
-        tokio::spawn(export_lock_stats(shared.clone(), background.clone())),
+        tokio::spawn(wakeup::listen(
+            shared.pool.clone(),
+            shared.wakeups.clone(),
+            background.clone(),
+        )),
+        tokio::spawn(liveness::heartbeat_loop(live.clone(), background.clone())),
+        tokio::spawn(liveness::cancel_watch_loop(live.clone(), background.clone())),
+        tokio::spawn(firing::fire_loop(shared.firer(&attempts), shutdown.clone())),
+        tokio::spawn(claiming::claim_loop(shared.claimer(&attempts), shutdown.clone())),
+        tokio::spawn(export_lock_stats(shared.locks.clone(), background.clone())),
     ];
     shutdown.cancelled().await;
-    drain(&shared).await;
+    drain(&shared, &live).await;
     background.cancel();
     for task in loops {
         let _ = task.await;
     }
-    liveness::deregister(&shared).await;
+    liveness::deregister(&live).await;
     tracing::info!(executor.id = %shared.registry.id(), "executor stopped");
     Ok(())
 }
@@ -142,11 +147,8 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         store::pool(&config.database_url, 2).context("while opening the heartbeat connections")?;
     Ok(Some(Shared {
         liveness_pool,
-        capacity: Arc::new(Semaphore::new(config.executor_capacity as usize)),
+        slots: slot::Slots::new(config.executor_capacity as usize),
         processes: Arc::new(Semaphore::new(config.executor_processes as usize)),
-        unrecorded: Arc::new(Semaphore::new(
-            config.executor_capacity as usize * slot::UNRECORDED_PER_SLOT,
-        )),
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),
         recorder: recorder::Recorder::start(pool.clone()),
@@ -155,10 +157,84 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         pool,
         locks,
         http,
-        registry: registry::Registry::new(),
-        job_cache: job_cache::JobCache::default(),
-        wakeups: wakeup::Wakeups::default(),
+        registry: Arc::new(registry::Registry::new()),
+        job_cache: Arc::default(),
+        wakeups: Arc::default(),
     }))
+}
+
+impl Shared {
+    /// What attempts run with.
+    fn attempt_handles(&self) -> attempt::Attempts {
+        let config = &self.config;
+        attempt::Attempts {
+            pool: self.pool.clone(),
+            locks: self.locks.clone(),
+            http: self.http.clone(),
+            recorder: self.recorder.clone(),
+            output: self.output.clone(),
+            registry: self.registry.clone(),
+            wakeups: self.wakeups.clone(),
+            processes: self.processes.clone(),
+            tracker: self.attempts.clone(),
+            shutdown: self.shutdown.clone(),
+            secret_keys: config.secret_keys.clone(),
+            heartbeat_interval: config.heartbeat_interval,
+            give_up_after: liveness::give_up_after(config.heartbeat_timeout),
+            lock_lease: config.lock_lease,
+            lock_start_budget: config.lock_start_budget,
+            lock_retry: config.lock_retry,
+        }
+    }
+
+    /// What the claim loop takes.
+    fn claimer(&self, attempts: &Arc<attempt::Attempts>) -> claiming::Claimer {
+        claiming::Claimer {
+            pool: self.pool.clone(),
+            registry: self.registry.clone(),
+            locks: self.locks.clone(),
+            job_cache: self.job_cache.clone(),
+            slots: self.slots.clone(),
+            processes: self.processes.clone(),
+            wakeups: self.wakeups.clone(),
+            attempts: attempts.clone(),
+            capacity: self.config.executor_capacity,
+            namespaces: self.config.executor_namespaces.clone(),
+            give_up_after: liveness::give_up_after(self.config.heartbeat_timeout),
+        }
+    }
+
+    /// What the fire loop takes.
+    fn firer(&self, attempts: &Arc<attempt::Attempts>) -> firing::Firer {
+        firing::Firer {
+            pool: self.pool.clone(),
+            registry: self.registry.clone(),
+            job_cache: self.job_cache.clone(),
+            slots: self.slots.clone(),
+            wakeups: self.wakeups.clone(),
+            attempts: attempts.clone(),
+            shutdown: self.shutdown.clone(),
+            batch: i64::from(self.config.fire_batch),
+            ahead: self.config.fire_ahead,
+            namespaces: self.config.executor_namespaces.clone(),
+            give_up_after: liveness::give_up_after(self.config.heartbeat_timeout),
+        }
+    }
+
+    /// What registration, heartbeats and the cancellation watch take.
+    fn liveness(&self) -> liveness::Liveness {
+        liveness::Liveness {
+            liveness_pool: self.liveness_pool.clone(),
+            pool: self.pool.clone(),
+            registry: self.registry.clone(),
+            wakeups: self.wakeups.clone(),
+            shutdown: self.shutdown.clone(),
+            heartbeat_interval: self.config.heartbeat_interval,
+            heartbeat_timeout: self.config.heartbeat_timeout,
+            capacity: self.config.executor_capacity,
+            labels: self.config.executor_labels.clone(),
+        }
+    }
 }
 
 /// The output archive's spool and uploader, when `PROBACTR_OUTPUT_ARCHIVE` is set.
@@ -180,13 +256,13 @@ fn spool(config: &Config, pool: &sqlx::PgPool) -> anyhow::Result<Option<archive:
 
 /// Publishes the Redis lock counters as metrics once a second (attempts per acquisition
 /// is the figure that shows whether retries collide).
-async fn export_lock_stats(shared: Arc<Shared>, stop: CancellationToken) {
+async fn export_lock_stats(locks: Locks, stop: CancellationToken) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
         }
-        let stats = shared.locks.stats();
+        let stats = locks.stats();
         metrics::counter!("probactr_lock_attempts_total").absolute(stats.attempts);
         metrics::counter!("probactr_lock_renewals_total").absolute(stats.renewals);
     }
@@ -194,10 +270,10 @@ async fn export_lock_stats(shared: Arc<Shared>, stop: CancellationToken) {
 
 /// Lets running attempts finish up to the drain timeout, then stops the rest (SIGTERM,
 /// their grace, SIGKILL) and waits for them to record their end.
-async fn drain(shared: &Shared) {
+async fn drain(shared: &Shared, live: &liveness::Liveness) {
     let tracker = &shared.attempts;
     tracker.close();
-    liveness::mark_draining(shared).await;
+    liveness::mark_draining(live).await;
     let running = shared.registry.running_count();
     tracing::info!(running, timeout = ?shared.config.drain_timeout, "draining");
     if tokio::time::timeout(shared.config.drain_timeout, tracker.wait())

@@ -1,8 +1,36 @@
 //! What an attempt holds of the executor's capacity, from claim (or fire) to recorded end.
 
-use tokio::sync::OwnedSemaphorePermit;
+use std::sync::Arc;
 
-use crate::Shared;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::wakeup::Wakeups;
+
+/// The two bounds slots are taken from; claiming and firing each hold a clone.
+#[derive(Debug, Clone)]
+pub struct Slots {
+    /// One permit per run this executor may execute at once (`PROBACTR_EXECUTOR_CAPACITY`).
+    pub capacity: Arc<Semaphore>,
+    /// One permit per attempt held until its end is recorded.
+    pub unrecorded: Arc<Semaphore>,
+}
+
+impl Slots {
+    /// Bounds for `capacity` runs executing at once.
+    pub fn new(capacity: usize) -> Slots {
+        Slots {
+            capacity: Arc::new(Semaphore::new(capacity)),
+            unrecorded: Arc::new(Semaphore::new(capacity * UNRECORDED_PER_SLOT)),
+        }
+    }
+
+    /// How many slots could be taken now.
+    pub fn free(&self) -> usize {
+        self.capacity
+            .available_permits()
+            .min(self.unrecorded.available_permits())
+    }
+}
 
 /// What an attempt holds: one of the runs this executor executes at once
 /// (`PROBACTR_EXECUTOR_CAPACITY`), given back as soon as the job itself ended, and one of
@@ -22,9 +50,9 @@ pub const UNRECORDED_PER_SLOT: usize = 2;
 
 impl Slot {
     /// Takes a slot when both bounds allow one.
-    pub fn try_take(shared: &Shared) -> Option<Slot> {
-        let unrecorded = shared.unrecorded.clone().try_acquire_owned().ok()?;
-        let executing = shared.capacity.clone().try_acquire_owned().ok()?;
+    pub fn try_take(slots: &Slots) -> Option<Slot> {
+        let unrecorded = slots.unrecorded.clone().try_acquire_owned().ok()?;
+        let executing = slots.capacity.clone().try_acquire_owned().ok()?;
         Some(Slot {
             executing: Some(executing),
             _unrecorded: unrecorded,
@@ -32,9 +60,9 @@ impl Slot {
     }
 
     /// Gives the execution slot back (the job ended) and wakes the claim loop.
-    pub fn release_execution(&mut self, shared: &Shared) {
+    pub fn release_execution(&mut self, wakeups: &Wakeups) {
         if self.executing.take().is_some() {
-            shared.wakeups.capacity.notify_one();
+            wakeups.capacity.notify_one();
         }
     }
 }

@@ -10,21 +10,19 @@
 //! at once. Instants not started are logged and counted, not recorded as `misfires`
 //! rows (those belong to a job).
 
-use std::sync::Arc;
-
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::workflows::{self, WorkflowTrigger};
 use probactr_common::store::{self, StoreError};
+use sqlx::PgPool;
 
 use crate::firing::{plan_trigger, TriggerPlan};
-use crate::Shared;
+use crate::wakeup::Wakeups;
 
-/// Fires the due workflow triggers, batch after batch; returns how many fired.
-pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
-    let batch = i64::from(shared.config.fire_batch);
+/// Fires the due workflow triggers, `batch` at a time; returns how many fired.
+pub async fn fire_due(pool: &PgPool, wakeups: &Wakeups, batch: i64) -> Result<usize, StoreError> {
     let mut fired = 0;
     loop {
-        let count = fire_batch(shared, batch).await?;
+        let count = fire_batch(pool, wakeups, batch).await?;
         fired += count;
         if count < batch as usize {
             return Ok(fired);
@@ -32,8 +30,8 @@ pub async fn fire_due(shared: &Arc<Shared>) -> Result<usize, StoreError> {
     }
 }
 
-async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<usize, StoreError> {
-    let mut tx = shared.pool.begin().await?;
+async fn fire_batch(pool: &PgPool, wakeups: &Wakeups, batch: i64) -> Result<usize, StoreError> {
+    let mut tx = pool.begin().await?;
     let due = workflows::claim_due_triggers(&mut tx, batch).await?;
     if due.is_empty() {
         tx.commit().await?;
@@ -59,7 +57,7 @@ async fn fire_batch(shared: &Arc<Shared>, batch: i64) -> Result<usize, StoreErro
     }
     tx.commit().await?;
     if started > 0 {
-        shared.wakeups.runs.notify_one();
+        wakeups.runs.notify_one();
     }
     Ok(due.len())
 }

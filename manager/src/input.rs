@@ -21,6 +21,8 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use probactr_common::store::namespaces::DEFAULT;
+
 use crate::error::{ApiError, FieldErrors};
 
 /// A value as given: `None` when the field is absent, `Some(None)` when it is `null`.
@@ -96,6 +98,19 @@ impl Input {
     /// A string field.
     pub fn text(&mut self, key: &str) -> Given<String> {
         self.read(key, "a string", |v| v.as_str().map(str::to_owned))
+    }
+
+    /// A string field that must be given (not absent, not null).
+    pub fn required_text(&mut self, key: &str) -> Option<String> {
+        let given = self.text(key);
+        self.required(key, given)
+    }
+
+    /// The `namespace` field; `default` when absent or null.
+    pub fn namespace(&mut self) -> String {
+        self.text("namespace")
+            .flatten()
+            .unwrap_or_else(|| DEFAULT.to_owned())
     }
 
     /// A whole number in `min..=max`.
@@ -270,6 +285,11 @@ impl QueryParams {
             .get(key)
             .map(String::as_str)
             .filter(|v| !v.trim().is_empty())
+    }
+
+    /// The `namespace` parameter naming one object's namespace; `default` when not given.
+    pub fn namespace(&self) -> &str {
+        self.text("namespace").unwrap_or(DEFAULT)
     }
 
     /// A whole number parameter in `min..=max`.

@@ -38,24 +38,28 @@ pub struct StoredSecret {
     pub sealed: Sealed,
 }
 
-/// A stored secret from its columns.
-fn stored(
+/// A stored secret's columns.
+struct SealedRow {
     namespace: String,
     name: String,
     key_id: String,
     nonce: Vec<u8>,
     ciphertext: Vec<u8>,
     bound: bool,
-) -> StoredSecret {
-    StoredSecret {
-        namespace,
-        name,
-        sealed: Sealed {
-            key_id,
-            nonce,
-            ciphertext,
-            bound,
-        },
+}
+
+impl From<SealedRow> for StoredSecret {
+    fn from(row: SealedRow) -> Self {
+        StoredSecret {
+            namespace: row.namespace,
+            name: row.name,
+            sealed: Sealed {
+                key_id: row.key_id,
+                nonce: row.nonce,
+                ciphertext: row.ciphertext,
+                bound: row.bound,
+            },
+        }
     }
 }
 
@@ -157,7 +161,8 @@ pub async fn sealed_for_job(
     job_id: i64,
     names: &[String],
 ) -> Result<Vec<StoredSecret>, StoreError> {
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        SealedRow,
         "SELECT secrets.namespace, secrets.name, secrets.key_id, secrets.nonce, secrets.ciphertext, secrets.bound
          FROM jobs JOIN secrets ON secrets.namespace = jobs.namespace
          WHERE jobs.id = $1 AND secrets.name = ANY($2)",
@@ -166,19 +171,7 @@ pub async fn sealed_for_job(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            stored(
-                row.namespace,
-                row.name,
-                row.key_id,
-                row.nonce,
-                row.ciphertext,
-                row.bound,
-            )
-        })
-        .collect())
+    Ok(rows.into_iter().map(StoredSecret::from).collect())
 }
 
 /// The secrets sealed before values were bound to their names, locked until the
@@ -193,14 +186,16 @@ pub async fn unbound(conn: &mut sqlx::PgConnection) -> Result<Vec<StoredSecret>,
     Ok(rows
         .into_iter()
         .map(|row| {
-            stored(
-                row.namespace,
-                row.name,
-                row.key_id,
-                row.nonce,
-                row.ciphertext,
-                false,
-            )
+            // Selected for not being bound.
+            let bound = false;
+            StoredSecret::from(SealedRow {
+                namespace: row.namespace,
+                name: row.name,
+                key_id: row.key_id,
+                nonce: row.nonce,
+                ciphertext: row.ciphertext,
+                bound,
+            })
         })
         .collect())
 }
@@ -210,26 +205,15 @@ pub async fn sealed_under_other_keys(
     db: impl PgExecutor<'_>,
     key_id: &str,
 ) -> Result<Vec<StoredSecret>, StoreError> {
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        SealedRow,
         "SELECT namespace, name, key_id, nonce, ciphertext, bound FROM secrets
          WHERE key_id <> $1 ORDER BY namespace, name",
         key_id
     )
     .fetch_all(db)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            stored(
-                row.namespace,
-                row.name,
-                row.key_id,
-                row.nonce,
-                row.ciphertext,
-                row.bound,
-            )
-        })
-        .collect())
+    Ok(rows.into_iter().map(StoredSecret::from).collect())
 }
 
 /// Replaces a secret's sealed value without touching who set it (a key rotation, or

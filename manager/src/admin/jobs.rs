@@ -563,10 +563,7 @@ pub async fn pause(
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
-    let job = jobs::set_paused(&state.handles, &user.0, id, true).await?;
-    let message = format!("Job {} paused", job.name);
-    Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
+    set_paused(&state, &user, id, &form, true).await
 }
 
 /// `POST /jobs/{id}/resume`.
@@ -576,10 +573,21 @@ pub async fn resume(
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
-    let job = jobs::set_paused(&state.handles, &user.0, id, false).await?;
-    let message = format!("Job {} resumed", job.name);
-    Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
+    set_paused(&state, &user, id, &form, false).await
+}
+
+/// Pauses or resumes job `id`, then goes back where the form says (or to the job).
+async fn set_paused(
+    state: &AppState,
+    user: &AdminUser,
+    id: i64,
+    form: &FormData,
+    paused: bool,
+) -> Result<Response, AdminError> {
+    check_csrf(user, form)?;
+    let job = jobs::set_paused(&state.handles, &user.0, id, paused).await?;
+    let message = format!("Job {} {}", job.name, if paused { "paused" } else { "resumed" });
+    Ok(flash::redirect(next_or(form, &format!("/jobs/{id}")), &message))
 }
 
 /// `POST /jobs/{id}/run`: queues a run and shows it.

@@ -314,10 +314,7 @@ pub async fn pause(
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
-    let trigger = triggers::set_paused(&state.handles, &user.0, id, true).await?;
-    let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
-    Ok(flash::redirect(to, &format!("Trigger #{id} paused")))
+    set_paused(&state, &user, id, &form, true).await
 }
 
 /// `POST /triggers/{id}/resume`.
@@ -327,10 +324,22 @@ pub async fn resume(
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
-    let trigger = triggers::set_paused(&state.handles, &user.0, id, false).await?;
-    let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
-    Ok(flash::redirect(to, &format!("Trigger #{id} resumed")))
+    set_paused(&state, &user, id, &form, false).await
+}
+
+/// Pauses or resumes trigger `id`, then goes back where the form says (or to its job).
+async fn set_paused(
+    state: &AppState,
+    user: &AdminUser,
+    id: i64,
+    form: &FormData,
+    paused: bool,
+) -> Result<Response, AdminError> {
+    check_csrf(user, form)?;
+    let trigger = triggers::set_paused(&state.handles, &user.0, id, paused).await?;
+    let to = next_or(form, &format!("/jobs/{}", trigger.job_id));
+    let done = if paused { "paused" } else { "resumed" };
+    Ok(flash::redirect(to, &format!("Trigger #{id} {done}")))
 }
 
 /// `POST /triggers/{id}/delete`.

@@ -74,9 +74,9 @@ pub async fn list_channels(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<Channel>>, ApiError> {
-    let items = alerts::list_channels(&state.handles, &who).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        alerts::list_channels(&state.handles, &who).await?,
+    )))
 }
 
 /// Create an alert channel (admins).
@@ -183,9 +183,7 @@ pub async fn list_rules(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<Rule>>, ApiError> {
-    let items = alerts::list_rules(&state.handles, &who).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(alerts::list_rules(&state.handles, &who).await?)))
 }
 
 /// Create an alert rule (operators).
@@ -290,7 +288,7 @@ pub async fn notifications(
         namespaces: None,
     };
     check(errors)?;
-    let items = alerts::notifications(&state.handles, &who, &filter, page).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        alerts::notifications(&state.handles, &who, &filter, page).await?,
+    )))
 }

@@ -37,10 +37,8 @@ pub async fn create_token(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<IssuedToken>), ApiError> {
     let mut input = Input::new(body)?;
-    let username = input.text("username");
-    let username = input.required("username", username);
-    let password = input.text("password");
-    let password = input.required("password", password);
+    let username = input.required_text("username");
+    let password = input.required_text("password");
     let name = input.text("name");
     let name = input.not_null("name", name).unwrap_or_default();
     let days = input.int("expires_in_days", 1, users::MAX_TOKEN_DAYS);

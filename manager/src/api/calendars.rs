@@ -7,7 +7,6 @@ use axum::Json;
 use chrono::NaiveDate;
 use probactr_common::calendar::{DateRange, Days};
 use probactr_common::store::calendars::StoredCalendar;
-use probactr_common::store::namespaces::DEFAULT;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -31,9 +30,9 @@ pub async fn list(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<StoredCalendar>>, ApiError> {
-    let items = calendars::list(&state.handles, &who, query.text("namespace")).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        calendars::list(&state.handles, &who, query.text("namespace")).await?,
+    )))
 }
 
 /// Create a calendar (admins of its namespace).
@@ -51,12 +50,8 @@ pub async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<StoredCalendar>), ApiError> {
     let mut input = Input::new(body)?;
-    let name = input.text("name");
-    let name = input.required("name", name).unwrap_or_default();
-    let namespace = input
-        .text("namespace")
-        .flatten()
-        .unwrap_or_else(|| DEFAULT.to_owned());
+    let name = input.required_text("name").unwrap_or_default();
+    let namespace = input.namespace();
     let draft = read_draft(input)?;
     let calendar = calendars::create(&state.handles, &who, &namespace, &name, draft).await?;
     Ok((StatusCode::CREATED, Json(calendar)))
@@ -77,7 +72,7 @@ pub async fn get(
     Path(name): Path<String>,
     query: QueryParams,
 ) -> Result<Json<StoredCalendar>, ApiError> {
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     Ok(Json(
         calendars::get(&state.handles, &who, namespace, &name).await?,
     ))
@@ -102,7 +97,7 @@ pub async fn replace(
     query: QueryParams,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<StoredCalendar>, ApiError> {
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     let mut input = Input::new(body)?;
     // The name and namespace are the path's; they may be repeated, not changed.
     let _ = input.raw("name");
@@ -129,7 +124,7 @@ pub async fn delete(
     Path(name): Path<String>,
     query: QueryParams,
 ) -> Result<StatusCode, ApiError> {
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     calendars::delete(&state.handles, &who, namespace, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

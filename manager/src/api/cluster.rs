@@ -20,9 +20,9 @@ async fn processes(
     who: &Principal,
     role: ProcessRole,
 ) -> Result<Json<Paged<ProcessView>>, ApiError> {
-    let items = service::cluster::processes(&state.handles, who, role).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        service::cluster::processes(&state.handles, who, role).await?,
+    )))
 }
 
 /// Registered executors, with how many runs each is executing and can execute.

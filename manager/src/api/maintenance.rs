@@ -24,9 +24,7 @@ use crate::state::AppState;
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn list(State(state): State<AppState>, _who: Principal) -> Result<Json<Paged<Window>>, ApiError> {
-    let items = maintenance::current(&state.handles).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(maintenance::current(&state.handles).await?)))
 }
 
 /// Open a maintenance window (cluster admins).

@@ -21,9 +21,7 @@ use crate::state::AppState;
         (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<Namespace>>, ApiError> {
-    let items = namespaces::list(&state.handles, &who).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(namespaces::list(&state.handles, &who).await?)))
 }
 
 /// Create a namespace (cluster admins).

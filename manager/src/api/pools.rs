@@ -6,7 +6,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use probactr_common::model::Rate;
-use probactr_common::store::namespaces::DEFAULT;
 use probactr_common::store::pools::Pool;
 use serde_json::Value;
 
@@ -31,9 +30,9 @@ pub async fn list(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<Pool>>, ApiError> {
-    let items = pools::list(&state.handles, &who, query.text("namespace")).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        pools::list(&state.handles, &who, query.text("namespace")).await?,
+    )))
 }
 
 /// Create a pool (admins of its namespace).
@@ -51,12 +50,8 @@ pub async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Pool>), ApiError> {
     let mut input = Input::new(body)?;
-    let name = input.text("name");
-    let name = input.required("name", name);
-    let namespace = input
-        .text("namespace")
-        .flatten()
-        .unwrap_or_else(|| DEFAULT.to_owned());
+    let name = input.required_text("name");
+    let namespace = input.namespace();
     let slots = input.int("slots", 1, MAX_SLOTS);
     let slots = input.required("slots", slots);
     let rate = read_rate(&mut input).flatten();
@@ -88,7 +83,7 @@ pub async fn get(
     Path(name): Path<String>,
     query: QueryParams,
 ) -> Result<Json<PoolView>, ApiError> {
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     Ok(Json(pools::get(&state.handles, &who, namespace, &name).await?))
 }
 
@@ -119,7 +114,7 @@ pub async fn update(
         input.error("slots", "give slots, rate or both");
     }
     input.finish()?;
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     let change = PoolChange {
         slots: slots.map(|slots| slots as i32),
         rate,
@@ -153,7 +148,7 @@ pub async fn delete(
     Path(name): Path<String>,
     query: QueryParams,
 ) -> Result<StatusCode, ApiError> {
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     pools::delete(&state.handles, &who, namespace, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

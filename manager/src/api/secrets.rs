@@ -4,7 +4,6 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use probactr_common::store::namespaces::DEFAULT;
 use probactr_common::store::secrets::SecretInfo;
 use serde_json::Value;
 
@@ -28,9 +27,9 @@ pub async fn list(
     who: Principal,
     query: QueryParams,
 ) -> Result<Json<Paged<SecretInfo>>, ApiError> {
-    let items = secrets::list(&state.handles, &who, query.text("namespace")).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        secrets::list(&state.handles, &who, query.text("namespace")).await?,
+    )))
 }
 
 /// Create (or replace) a secret.
@@ -49,14 +48,9 @@ pub async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<StatusCode, ApiError> {
     let mut input = Input::new(body)?;
-    let name = input.text("name");
-    let name = input.required("name", name);
-    let namespace = input
-        .text("namespace")
-        .flatten()
-        .unwrap_or_else(|| DEFAULT.to_owned());
-    let value = input.text("value");
-    let value = input.required("value", value);
+    let name = input.required_text("name");
+    let namespace = input.namespace();
+    let value = input.required_text("value");
     input.finish()?;
     let created = secrets::set(
         &state.handles,
@@ -93,10 +87,9 @@ pub async fn update(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<StatusCode, ApiError> {
     let mut input = Input::new(body)?;
-    let value = input.text("value");
-    let value = input.required("value", value);
+    let value = input.required_text("value");
     input.finish()?;
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     secrets::set(&state.handles, &who, namespace, &name, value.as_deref(), true).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -116,7 +109,7 @@ pub async fn delete(
     Path(name): Path<String>,
     query: QueryParams,
 ) -> Result<StatusCode, ApiError> {
-    let namespace = query.text("namespace").unwrap_or(DEFAULT);
+    let namespace = query.namespace();
     secrets::delete(&state.handles, &who, namespace, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

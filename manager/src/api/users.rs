@@ -23,9 +23,7 @@ use crate::state::AppState;
         (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
     ))]
 pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<UserView>>, ApiError> {
-    let items = users::list(&state.handles, &who).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(users::list(&state.handles, &who).await?)))
 }
 
 /// Create a user (admins).
@@ -93,9 +91,7 @@ pub async fn tokens(
     State(state): State<AppState>,
     who: Principal,
 ) -> Result<Json<Paged<TokenInfo>>, ApiError> {
-    let items = users::tokens(&state.handles, &who).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(users::tokens(&state.handles, &who).await?)))
 }
 
 /// Create an API token for the caller; its secret is shown this once.

@@ -53,9 +53,9 @@ pub async fn list(
         &who,
         query.text("namespace").map(|name| vec![name.trim().to_owned()]),
     );
-    let items = workflows::list(&state.handles, only.as_deref()).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        workflows::list(&state.handles, only.as_deref()).await?,
+    )))
 }
 
 /// Create a workflow: a DAG of steps, each running a job once the steps it depends on are
@@ -264,9 +264,9 @@ pub async fn list_triggers(
     who: Principal,
     Id(id): Id,
 ) -> Result<Json<Paged<WorkflowTrigger>>, ApiError> {
-    let items = workflows::triggers(&state.handles, &who, id).await?;
-    let total = items.len() as i64;
-    Ok(Json(Paged { items, total }))
+    Ok(Json(Paged::all(
+        workflows::triggers(&state.handles, &who, id).await?,
+    )))
 }
 
 /// Schedule a workflow: each instant of the trigger (cron, interval or once, with the

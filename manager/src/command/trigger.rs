@@ -249,8 +249,7 @@ fn read_after(input: &mut Input) -> Given<AfterDraft> {
     let Some(mut nested) = input.object("after")? else {
         return Some(None);
     };
-    let job = nested.text("job");
-    let job = nested.required("job", job).filter(|name| {
+    let job = nested.required_text("job").filter(|name| {
         let blank = name.trim().is_empty();
         if blank {
             nested.error("job", "must name a job");

@@ -97,8 +97,7 @@ fn read_signature(input: &mut Input) -> Given<SignatureSpec> {
     };
     let header = read_header(&mut nested, "header");
     let header = nested.required("header", header);
-    let secret = nested.text("secret");
-    let secret = nested.required("secret", secret).filter(|secret| {
+    let secret = nested.required_text("secret").filter(|secret| {
         let long_enough = secret.len() >= 8;
         long_enough || {
             nested.error("secret", "must be at least 8 characters");

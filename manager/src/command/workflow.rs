@@ -47,8 +47,7 @@ impl WorkflowDraft {
     /// Reads a `POST /api/v1/workflows` body.
     pub fn from_json(body: Value) -> WorkflowDraft {
         let (mut input, mut errors) = lenient_input(body);
-        let name = input.text("name");
-        let name = input.required("name", name);
+        let name = input.required_text("name");
         let description = input.text("description").flatten().unwrap_or_default();
         let steps = input.raw("steps");
         let params_schema = input.raw("params_schema");
@@ -167,8 +166,7 @@ fn read_steps(items: &[Value], existing_jobs: &BTreeSet<i64>, checks: &mut Check
             checks.error(&format!("steps[{index}]"), "must be an object");
             continue;
         };
-        let name = input.text("name");
-        let name = input.required("name", name);
+        let name = input.required_text("name");
         let job_id = input.int("job_id", 1, i64::MAX);
         let job_id = input.required("job_id", job_id);
         let depends_on = input.raw("depends_on");

@@ -96,6 +96,14 @@ pub struct Paged<T> {
     pub total: i64,
 }
 
+impl<T> Paged<T> {
+    /// A list read whole: its one page.
+    pub fn all(items: Vec<T>) -> Paged<T> {
+        let total = items.len() as i64;
+        Paged { items, total }
+    }
+}
+
 /// A value as audit-log JSON (a value that cannot be serialized is recorded as null).
 pub(crate) fn snapshot<T: Serialize>(value: &T) -> Option<serde_json::Value> {
     serde_json::to_value(value).ok()

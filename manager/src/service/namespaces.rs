@@ -85,8 +85,7 @@ fn read_fields(input: &mut Input, current: &NamespaceFields) -> NamespaceFields 
 pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<Namespace, ApiError> {
     who.require_cluster_admin("manage namespaces")?;
     let mut input = Input::new(body)?;
-    let name = input.text("name");
-    let name = input.required("name", name);
+    let name = input.required_text("name");
     if name.as_deref().is_some_and(|name| !valid_name(name)) {
         input.error(
             "name",

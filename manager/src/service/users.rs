@@ -168,8 +168,7 @@ async fn keep_a_cluster_admin(
 pub async fn create(handles: &Handles, who: &Principal, body: Value) -> Result<UserView, ApiError> {
     who.require_cluster_admin("manage users")?;
     let mut input = Input::new(body)?;
-    let username = input.text("username");
-    let username = input.required("username", username).map(|u| u.trim().to_owned());
+    let username = input.required_text("username").map(|u| u.trim().to_owned());
     if let Some(name) = &username {
         if name.is_empty() || name.chars().count() > MAX_USERNAME_CHARS || name.chars().any(char::is_control)
         {
@@ -368,8 +367,7 @@ pub async fn set_roles(
 /// every session of the caller (log in again).
 pub async fn change_own_password(handles: &Handles, who: &Principal, body: Value) -> Result<(), ApiError> {
     let mut input = Input::new(body)?;
-    let current = input.text("current_password");
-    let current = input.required("current_password", current);
+    let current = input.required_text("current_password");
     let new_password = read_password(&mut input, "new_password");
     input.finish()?;
     let (Some(current), Some(new_password)) = (current, new_password) else {

@@ -131,6 +131,19 @@ pub enum TriggersCommand {
         #[arg(long)]
         job: Option<String>,
     },
+    /// List a trigger's kept versions, newest first: who changed what, and when.
+    History {
+        /// Its id (see `triggers list`).
+        id: i64,
+    },
+    /// Make an earlier version of a trigger its definition again (as a new version).
+    Restore {
+        /// Its id (see `triggers list`).
+        id: i64,
+        /// The version to bring back (see `triggers history`).
+        #[arg(long)]
+        version: i64,
+    },
 }
 
 /// `probactr executors …`.
@@ -180,6 +193,21 @@ pub async fn run(command: Command, format: Format, namespace: Option<String>) ->
         Command::Jobs(jobs) => jobs_command(&connect()?, jobs, format).await,
         Command::Runs(runs) => runs_command(&connect()?, runs, format).await,
         Command::Triggers(TriggersCommand::List { job }) => triggers(&connect()?, job, format).await,
+        Command::Triggers(TriggersCommand::History { id }) => {
+            let page = connect()?.get(&format!("/triggers/{id}/versions")).await?;
+            output::list(format, &items(&page), VERSION_COLUMNS);
+            Ok(Exit::Success)
+        }
+        Command::Triggers(TriggersCommand::Restore { id, version }) => {
+            let restored = connect()?
+                .post(&format!("/triggers/{id}/versions/{version}/restore"), &json!({}))
+                .await?;
+            eprintln!(
+                "Trigger {id}: version {version} restored as version {}",
+                restored["version"]
+            );
+            Ok(Exit::Success)
+        }
         Command::Executors(command) => executors_command(&connect()?, command, format).await,
         Command::Namespaces(command) => teams::namespaces(&connect()?, command, format).await,
         Command::Users(command) => teams::users(&connect()?, command, format).await,
@@ -436,7 +464,7 @@ pub fn encode(text: &str) -> String {
         .collect()
 }
 
-/// The columns of `jobs history` and `workflows history`.
+/// The columns of `jobs history`, `workflows history` and `triggers history`.
 pub(crate) const VERSION_COLUMNS: &[(&str, &str)] = &[
     ("version", "VERSION"),
     ("action", "MADE BY"),

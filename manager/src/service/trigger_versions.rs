@@ -99,7 +99,12 @@ pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<Tri
 }
 
 /// Version `version` of trigger `id`, secret parameters masked.
-pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<TriggerVersion, ApiError> {
+pub async fn get(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    version: i64,
+) -> Result<TriggerVersion, ApiError> {
     triggers::get(handles, who, id).await?;
     let mut conn = handles.pool.acquire().await?;
     Ok(masked_params(kept(&mut conn, Kind::Trigger, id, version).await?))
@@ -108,7 +113,12 @@ pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> R
 /// Makes version `version` of trigger `id` its definition again, as a new version,
 /// checked as an edit is (its calendar and the job it waits for must still exist); its
 /// pause stays.
-pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<TriggerView, ApiError> {
+pub async fn restore(
+    handles: &Handles,
+    who: &Principal,
+    id: i64,
+    version: i64,
+) -> Result<TriggerView, ApiError> {
     let mut tx = handles.pool.begin().await?;
     let current = store::triggers::get_for_update(&mut *tx, id)
         .await?

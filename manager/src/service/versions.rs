@@ -56,12 +56,7 @@ pub async fn keep_before(
 }
 
 /// Version `version` of the `kind` object `id`: a 404 naming it when it is not kept.
-pub async fn kept(
-    conn: &mut PgConnection,
-    kind: Kind,
-    id: i64,
-    version: i64,
-) -> Result<Version, ApiError> {
+pub async fn kept(conn: &mut PgConnection, kind: Kind, id: i64, version: i64) -> Result<Version, ApiError> {
     versions::get(conn, kind, id, version)
         .await?
         .ok_or_else(|| ApiError::not_found(version_of(kind), version))

@@ -1295,7 +1295,11 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
     let app = TestApp::new(pool);
     let admin = app.admin().await;
     let created = app
-        .post("/api/v1/calendars", &admin, json!({"name": "holidays", "dates": ["2030-12-25"]}))
+        .post(
+            "/api/v1/calendars",
+            &admin,
+            json!({"name": "holidays", "dates": ["2030-12-25"]}),
+        )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let job = app.job(&admin, noop("nightly")).await;
@@ -1309,11 +1313,19 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
     assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
     let uri = format!("/api/v1/triggers/{}", trigger.body["id"]);
     let first = app
-        .patch(&uri, &admin, json!({"version": 1, "cron": "0 30 9 * * *", "calendar": null}))
+        .patch(
+            &uri,
+            &admin,
+            json!({"version": 1, "cron": "0 30 9 * * *", "calendar": null}),
+        )
         .await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.text);
     let second = app
-        .patch(&uri, &admin, json!({"version": 2, "kind": "interval", "interval_secs": 60}))
+        .patch(
+            &uri,
+            &admin,
+            json!({"version": 2, "kind": "interval", "interval_secs": 60}),
+        )
         .await;
     assert_eq!(second.status, StatusCode::OK, "{}", second.text);
 
@@ -1342,18 +1354,26 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
     let v4 = app.get(&format!("{uri}/versions/4"), &admin).await;
     assert_eq!(v4.body["action"], "restore", "{}", v4.text);
     assert_eq!(v4.body["restored_from"], 2, "{}", v4.text);
-    assert_eq!(v4.body["definition"], v2.body["definition"], "the exact definition is back");
+    assert_eq!(
+        v4.body["definition"], v2.body["definition"],
+        "the exact definition is back"
+    );
 
     let deleted = app
         .call(Method::DELETE, "/api/v1/calendars/holidays", Some(&admin), None)
         .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
     assert_field(
-        &app.post(&format!("{uri}/versions/1/restore"), &admin, json!({})).await,
+        &app.post(&format!("{uri}/versions/1/restore"), &admin, json!({}))
+            .await,
         "calendar",
     );
     let after = app.get(&uri, &admin).await;
-    assert_eq!(after.body["version"], 4, "a refused restore changes nothing: {}", after.text);
+    assert_eq!(
+        after.body["version"], 4,
+        "a refused restore changes nothing: {}",
+        after.text
+    );
     assert_eq!(after.body["cron"], "0 30 9 * * *", "{}", after.text);
 }
 

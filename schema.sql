@@ -1126,20 +1126,6 @@ CREATE VIEW public.job_stats AS
   GROUP BY job_stat_shards.job_id;
 
 --
--- Name: job_versions; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.job_versions (
-    job_id bigint NOT NULL,
-    version bigint NOT NULL,
-    definition jsonb NOT NULL,
-    actor text NOT NULL,
-    action text NOT NULL,
-    restored_from bigint,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
---
 -- Name: jobs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1952,6 +1938,37 @@ ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: versions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.versions (
+    kind text NOT NULL,
+    object_id bigint NOT NULL,
+    version bigint NOT NULL,
+    definition jsonb NOT NULL,
+    actor text NOT NULL,
+    action text NOT NULL,
+    restored_from bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    job_id bigint GENERATED ALWAYS AS (
+CASE
+    WHEN (kind = 'job'::text) THEN object_id
+    ELSE NULL::bigint
+END) STORED,
+    workflow_id bigint GENERATED ALWAYS AS (
+CASE
+    WHEN (kind = 'workflow'::text) THEN object_id
+    ELSE NULL::bigint
+END) STORED,
+    trigger_id bigint GENERATED ALWAYS AS (
+CASE
+    WHEN (kind = 'trigger'::text) THEN object_id
+    ELSE NULL::bigint
+END) STORED,
+    CONSTRAINT versions_kind_check CHECK ((kind = ANY (ARRAY['job'::text, 'workflow'::text, 'trigger'::text])))
+);
+
+--
 -- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2086,20 +2103,6 @@ ALTER TABLE public.workflow_triggers ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
-);
-
---
--- Name: workflow_versions; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.workflow_versions (
-    workflow_id bigint NOT NULL,
-    version bigint NOT NULL,
-    definition jsonb NOT NULL,
-    actor text NOT NULL,
-    action text NOT NULL,
-    restored_from bigint,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 --
@@ -2290,13 +2293,6 @@ ALTER TABLE ONLY public.job_stat_shards
     ADD CONSTRAINT job_stat_shards_pkey PRIMARY KEY (job_id, shard);
 
 --
--- Name: job_versions job_versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.job_versions
-    ADD CONSTRAINT job_versions_pkey PRIMARY KEY (job_id, version);
-
---
 -- Name: jobs jobs_name_unique; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2479,6 +2475,13 @@ ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_username_unique UNIQUE (username);
 
 --
+-- Name: versions versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.versions
+    ADD CONSTRAINT versions_pkey PRIMARY KEY (kind, object_id, version);
+
+--
 -- Name: webhook_deliveries webhook_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2519,13 +2522,6 @@ ALTER TABLE ONLY public.workflow_steps
 
 ALTER TABLE ONLY public.workflow_triggers
     ADD CONSTRAINT workflow_triggers_pkey PRIMARY KEY (id);
-
---
--- Name: workflow_versions workflow_versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.workflow_versions
-    ADD CONSTRAINT workflow_versions_pkey PRIMARY KEY (workflow_id, version);
 
 --
 -- Name: workflows workflows_name_unique; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2932,6 +2928,24 @@ CREATE INDEX triggers_job ON public.triggers USING btree (job_id);
 CREATE INDEX user_roles_namespace ON public.user_roles USING btree (namespace);
 
 --
+-- Name: versions_job; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX versions_job ON public.versions USING btree (job_id) WHERE (job_id IS NOT NULL);
+
+--
+-- Name: versions_trigger; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX versions_trigger ON public.versions USING btree (trigger_id) WHERE (trigger_id IS NOT NULL);
+
+--
+-- Name: versions_workflow; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX versions_workflow ON public.versions USING btree (workflow_id) WHERE (workflow_id IS NOT NULL);
+
+--
 -- Name: webhook_deliveries_received; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3295,13 +3309,6 @@ ALTER TABLE ONLY public.job_stat_shards
     ADD CONSTRAINT job_stats_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
 
 --
--- Name: job_versions job_versions_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.job_versions
-    ADD CONSTRAINT job_versions_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
-
---
 -- Name: jobs jobs_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3435,6 +3442,27 @@ ALTER TABLE ONLY public.user_roles
     ADD CONSTRAINT user_roles_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
+-- Name: versions versions_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.versions
+    ADD CONSTRAINT versions_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: versions versions_trigger_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.versions
+    ADD CONSTRAINT versions_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE CASCADE;
+
+--
+-- Name: versions versions_workflow_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.versions
+    ADD CONSTRAINT versions_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES public.workflows(id) ON DELETE CASCADE;
+
+--
 -- Name: webhook_deliveries webhook_deliveries_trigger_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3482,13 +3510,6 @@ ALTER TABLE ONLY public.workflow_steps
 
 ALTER TABLE ONLY public.workflow_triggers
     ADD CONSTRAINT workflow_triggers_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES public.workflows(id) ON DELETE CASCADE;
-
---
--- Name: workflow_versions workflow_versions_workflow_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.workflow_versions
-    ADD CONSTRAINT workflow_versions_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES public.workflows(id) ON DELETE CASCADE;
 
 --
 -- Name: workflows workflows_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -131,6 +131,19 @@ pub enum TriggersCommand {
         #[arg(long)]
         job: Option<String>,
     },
+    /// List a trigger's kept versions, newest first: who changed what, and when.
+    History {
+        /// Its id (see `triggers list`).
+        id: i64,
+    },
+    /// Make an earlier version of a trigger its definition again (as a new version).
+    Restore {
+        /// Its id (see `triggers list`).
+        id: i64,
+        /// The version to bring back (see `triggers history`).
+        #[arg(long)]
+        version: i64,
+    },
 }
 
 /// `probactr executors …`.
@@ -180,6 +193,20 @@ pub async fn run(command: Command, format: Format, namespace: Option<String>) ->
         Command::Jobs(jobs) => jobs_command(&connect()?, jobs, format).await,
         Command::Runs(runs) => runs_command(&connect()?, runs, format).await,
         Command::Triggers(TriggersCommand::List { job }) => triggers(&connect()?, job, format).await,
+        Command::Triggers(TriggersCommand::History { id }) => {
+            versions::history(&connect()?, format, &format!("/triggers/{id}")).await?;
+            Ok(Exit::Success)
+        }
+        Command::Triggers(TriggersCommand::Restore { id, version }) => {
+            versions::restore(
+                &connect()?,
+                &format!("/triggers/{id}"),
+                &format!("Trigger {id}"),
+                version,
+            )
+            .await?;
+            Ok(Exit::Success)
+        }
         Command::Executors(command) => executors_command(&connect()?, command, format).await,
         Command::Namespaces(command) => teams::namespaces(&connect()?, command, format).await,
         Command::Users(command) => teams::users(&connect()?, command, format).await,

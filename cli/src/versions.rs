@@ -1,4 +1,4 @@
-//! `history` and `restore` of a job or a workflow: the definitions it had, kept as
+//! `history` and `restore` of a job, a workflow or a trigger: the definitions it had, kept as
 //! versions by the manager.
 
 use serde_json::json;
@@ -7,7 +7,7 @@ use crate::client::Client;
 use crate::commands::items;
 use crate::output::{self, Format};
 
-/// The columns of `jobs history` and `workflows history`.
+/// The columns of `jobs history`, `workflows history` and `triggers history`.
 const VERSION_COLUMNS: &[(&str, &str)] = &[
     ("version", "VERSION"),
     ("action", "MADE BY"),

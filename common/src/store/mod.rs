@@ -21,7 +21,6 @@ pub mod definitions;
 pub mod functions;
 pub mod housekeeping;
 pub mod idempotency;
-pub mod job_versions;
 pub mod jobs;
 pub mod login_failures;
 pub mod maintenance;
@@ -45,7 +44,6 @@ pub mod user_roles;
 pub mod users;
 pub mod versions;
 pub mod webhook_deliveries;
-pub mod workflow_versions;
 pub mod workflows;
 
 use std::time::Duration;

@@ -906,6 +906,33 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     .execute(&pool)
     .await
     .expect("audit entries");
+    // Versions kept before they moved to one table for every kind.
+    const BEFORE_ONE_VERSIONS_TABLE: i64 = 2026120603000001;
+    migrator
+        .run_to(BEFORE_ONE_VERSIONS_TABLE, &pool)
+        .await
+        .expect("migrate to the separate versions tables");
+    let workflow: i64 = sqlx::query_scalar("INSERT INTO workflows (name) VALUES ('flow') RETURNING id")
+        .fetch_one(&pool)
+        .await
+        .expect("workflow");
+    sqlx::query(
+        "INSERT INTO job_versions (job_id, version, definition, actor, action)
+         VALUES ($1, 1, '{\"name\": \"old\"}', 'root', 'create')",
+    )
+    .bind(job)
+    .execute(&pool)
+    .await
+    .expect("job versions");
+    sqlx::query(
+        "INSERT INTO workflow_versions (workflow_id, version, definition, actor, action, restored_from)
+         VALUES ($1, 1, '{\"name\": \"flow\"}', 'olga', 'create', NULL),
+                ($1, 2, '{\"name\": \"flow\"}', 'olga', 'restore', 1)",
+    )
+    .bind(workflow)
+    .execute(&pool)
+    .await
+    .expect("workflow versions");
 
     probactr_common::store::migrate(&pool)
         .await
@@ -1017,20 +1044,42 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         "an existing job is not capped: its claims pay nothing for quotas"
     );
     assert_eq!(
-        count("SELECT count(*) FROM job_versions").await
-            + count("SELECT count(*) FROM run_inputs WHERE rerun_of IS NOT NULL").await,
+        count("SELECT count(*) FROM run_inputs WHERE rerun_of IS NOT NULL").await,
         0,
-        "no version is invented for an existing job, no run becomes a re-run"
+        "no run becomes a re-run"
     );
     assert_eq!(
-        count("SELECT count(*) FROM triggers WHERE after_job_id IS NULL AND after_within_secs IS NULL")
-            .await,
+        count(
+            "SELECT count(*) FROM versions
+             WHERE (kind, version, actor, action, definition->>'name') = ('job', 1, 'root', 'create', 'old')"
+        )
+        .await,
+        1,
+        "a job keeps its version, and no version is invented for it"
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM versions
+             WHERE kind = 'workflow' AND actor = 'olga' AND definition->>'name' = 'flow'
+               AND ((version, action) = (1, 'create') AND restored_from IS NULL
+                    OR (version, action, restored_from) = (2, 'restore', 1))"
+        )
+        .await,
+        2,
+        "a workflow keeps its versions, each as it was"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM versions").await,
+        3,
+        "only the kept versions moved"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM triggers WHERE after_job_id IS NULL AND after_within_secs IS NULL").await,
         1,
         "an existing trigger waits for nobody"
     );
     assert_eq!(
-        count("SELECT count(*) FROM run_waits").await
-            + count("SELECT count(*) FROM workflow_versions").await,
+        count("SELECT count(*) FROM run_waits").await + count("SELECT count(*) FROM workflow_versions").await,
         0,
         "no run is held, no workflow version is invented"
     );

@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use probactr_common::store::job_versions::JobVersion;
+use probactr_common::store::versions::Version as JobVersion;
 
 use super::Id;
 use crate::auth::Principal;

@@ -25,6 +25,7 @@ mod pools;
 pub mod precondition;
 mod runs;
 mod secrets;
+mod trigger_versions;
 mod triggers;
 mod users;
 mod workflow_versions;
@@ -71,6 +72,9 @@ pub fn documented_router() -> OpenApiRouter<AppState> {
         .routes(routes!(triggers::resume))
         .routes(routes!(triggers::rotate_token))
         .routes(routes!(triggers::deliveries))
+        .routes(routes!(trigger_versions::list))
+        .routes(routes!(trigger_versions::get))
+        .routes(routes!(trigger_versions::restore))
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))

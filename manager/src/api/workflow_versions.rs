@@ -3,7 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use probactr_common::store::workflow_versions::WorkflowVersion;
+use probactr_common::store::versions::Version as WorkflowVersion;
 
 use super::job_versions::id_and_version;
 use super::Id;

@@ -3,13 +3,13 @@
 
 use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::Job;
-use probactr_common::store::job_versions::{self, JobVersion, Made};
 use probactr_common::store::jobs::NewJob;
+use probactr_common::store::versions::{self, Kind, Version as JobVersion};
 use probactr_common::store::{self, audit::Change};
 use sqlx::PgConnection;
 
 use super::jobs::{self, JobView};
-use super::versions::{history_of, read_back, HistoryEntry};
+use super::versions::{history_of, kept, read_back, HistoryEntry, Versioned};
 use super::Handles;
 use crate::auth::Principal;
 use crate::command::job::definition_of;
@@ -24,32 +24,29 @@ pub async fn keep(
     action: &str,
     restored_from: Option<i64>,
 ) -> Result<(), ApiError> {
-    let made = Made {
-        actor: &who.username,
-        action,
-        restored_from,
-    };
-    job_versions::record(conn, job.id, job.version, definition, made).await?;
-    Ok(())
+    super::versions::keep(conn, who, versioned(job), definition, action, restored_from).await
 }
 
 /// Keeps the version a job had before versions were kept, before it is first changed
 /// (nothing when that version is already kept).
 pub async fn keep_before(conn: &mut PgConnection, job: &Job) -> Result<(), ApiError> {
-    let made = Made {
-        actor: "unknown",
-        action: "before",
-        restored_from: None,
-    };
-    job_versions::record(conn, job.id, job.version, &definition_of(job), made).await?;
-    Ok(())
+    super::versions::keep_before(conn, versioned(job), &definition_of(job)).await
+}
+
+/// The version `job` has.
+fn versioned(job: &Job) -> Versioned {
+    Versioned {
+        kind: Kind::Job,
+        id: job.id,
+        version: job.version,
+    }
 }
 
 /// The kept versions of job `id`, newest first, secret values masked.
 pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<JobVersion>, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     jobs::visible(&mut conn, who, id, false).await?;
-    Ok(job_versions::list(&mut *conn, id)
+    Ok(versions::list(&mut *conn, Kind::Job, id)
         .await?
         .into_iter()
         .map(masked)
@@ -60,10 +57,7 @@ pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<Job
 pub async fn get(handles: &Handles, who: &Principal, id: i64, version: i64) -> Result<JobVersion, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     jobs::visible(&mut conn, who, id, false).await?;
-    job_versions::get(&mut *conn, id, version)
-        .await?
-        .map(masked)
-        .ok_or_else(|| ApiError::not_found("job version", version))
+    Ok(masked(kept(&mut conn, Kind::Job, id, version).await?))
 }
 
 /// Makes version `version` of job `id` its current definition again, as a new version,
@@ -74,9 +68,7 @@ pub async fn restore(handles: &Handles, who: &Principal, id: i64, version: i64) 
     who.require_operator(&before.namespace, "edit jobs")?;
     who.require_job_kind(&before.namespace, before.kind)?;
     jobs::refuse_deleted(&before)?;
-    let kept = job_versions::get(&mut *tx, id, version)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job version", version))?;
+    let kept = kept(&mut tx, Kind::Job, id, version).await?;
     let mut definition: NewJob = read_back("job", id, &kept)?;
     // A job does not move between namespaces; its pause (perhaps for an incident) and its
     // owner are its current state, not part of the definition brought back.

@@ -20,6 +20,7 @@ pub mod reads;
 pub mod resume;
 pub mod runs;
 pub mod secrets;
+pub mod trigger_versions;
 pub mod triggers;
 pub mod users;
 pub mod versions;

@@ -225,6 +225,7 @@ pub async fn create_in(
         }
         _ => None,
     };
+    super::trigger_versions::keep(&mut *conn, who, &created, "create", None).await?;
     let change = Change {
         action: "trigger.create",
         object_type: "trigger",
@@ -261,6 +262,19 @@ pub async fn update_in(
     id: i64,
     patch: TriggerPatch,
 ) -> Result<Trigger, ApiError> {
+    update_made(tx, keys, who, id, patch, None).await
+}
+
+/// [`update_in`], or with `restored_from` the restore of that version (its definition as
+/// `patch`), kept and audited as such.
+pub async fn update_made(
+    tx: &mut PgConnection,
+    keys: Option<&Keyring>,
+    who: &Principal,
+    id: i64,
+    patch: TriggerPatch,
+    restored_from: Option<i64>,
+) -> Result<Trigger, ApiError> {
     let schedule_changed = patch.draft.changes_schedule();
     let before = store::triggers::get_for_update(&mut *tx, id)
         .await?
@@ -294,6 +308,7 @@ pub async fn update_in(
     } else {
         before.next_fire_at
     };
+    super::trigger_versions::keep_before(&mut *tx, &before).await?;
     let after = store::triggers::update(&mut *tx, id, version, &trigger, next_fire_at)
         .await?
         .ok_or_else(|| stale("trigger", id, version, before.version))?;
@@ -309,8 +324,13 @@ pub async fn update_in(
             .unwrap_or_default();
         set_extras(&mut *tx, id, &namespace, &extras, &stored).await?;
     }
+    let (made, action) = match restored_from {
+        Some(_) => ("restore", "trigger.restore"),
+        None => ("update", "trigger.update"),
+    };
+    super::trigger_versions::keep(&mut *tx, who, &after, made, restored_from).await?;
     let change = Change {
-        action: "trigger.update",
+        action,
         object_type: "trigger",
         object_id: Some(id),
         before: snapshot(&before),

@@ -1,9 +1,75 @@
-//! What the histories of jobs and workflows share: each kept version with what it changed
-//! from the one before it ([`super::job_versions`], [`super::workflow_versions`]).
+//! What the histories of jobs, workflows and triggers share: keeping a version, reading
+//! one back, and each kept version with what it changed from the one before it
+//! ([`super::job_versions`], [`super::workflow_versions`], [`super::trigger_versions`]).
 
-use probactr_common::store::versions::Version;
+use probactr_common::store::versions::{self, Kind, Made, Version};
+use serde::Serialize;
+use sqlx::PgConnection;
 
+use crate::auth::Principal;
 use crate::error::ApiError;
+
+/// A version of an object: which object, and its version number.
+#[derive(Debug, Clone, Copy)]
+pub struct Versioned {
+    /// Its kind.
+    pub kind: Kind,
+    /// Its id.
+    pub id: i64,
+    /// The version it has.
+    pub version: i64,
+}
+
+/// Keeps `definition` as the version `object` now has, made by `who` (`action`: `create`,
+/// `update` or `restore`; `restored_from`: the version a restore brought back).
+pub async fn keep(
+    conn: &mut PgConnection,
+    who: &Principal,
+    object: Versioned,
+    definition: &(impl Serialize + Sync),
+    action: &str,
+    restored_from: Option<i64>,
+) -> Result<(), ApiError> {
+    let made = Made {
+        actor: &who.username,
+        action,
+        restored_from,
+    };
+    versions::record(conn, object.kind, object.id, object.version, definition, made).await?;
+    Ok(())
+}
+
+/// Keeps the version an object has before it changes, when it is not kept yet (an object
+/// made before versions were kept, or one paused since its last edit; its author unknown).
+pub async fn keep_before(
+    conn: &mut PgConnection,
+    object: Versioned,
+    definition: &(impl Serialize + Sync),
+) -> Result<(), ApiError> {
+    let made = Made {
+        actor: "unknown",
+        action: "before",
+        restored_from: None,
+    };
+    versions::record(conn, object.kind, object.id, object.version, definition, made).await?;
+    Ok(())
+}
+
+/// Version `version` of the `kind` object `id`: a 404 naming it when it is not kept.
+pub async fn kept(conn: &mut PgConnection, kind: Kind, id: i64, version: i64) -> Result<Version, ApiError> {
+    versions::get(conn, kind, id, version)
+        .await?
+        .ok_or_else(|| ApiError::not_found(version_of(kind), version))
+}
+
+/// What a 404 calls a version of `kind`.
+pub fn version_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Job => "job version",
+        Kind::Workflow => "workflow version",
+        Kind::Trigger => "trigger version",
+    }
+}
 
 /// A version in a history: who made it, how, when, and what it changed from the version
 /// before it.

@@ -3,12 +3,12 @@
 //! (which makes a new version, so a restore can itself be undone).
 
 use probactr_common::params_schema::masked;
-use probactr_common::store::workflow_versions::{self, Made, WorkflowVersion};
+use probactr_common::store::versions::{self, Kind, Version as WorkflowVersion};
 use probactr_common::store::workflows::{Step, Workflow};
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
-use super::versions::{history_of, HistoryEntry};
+use super::versions::{history_of, kept, HistoryEntry, Versioned};
 use super::workflows::{self, WorkflowView};
 use super::Handles;
 use crate::auth::Principal;
@@ -39,13 +39,7 @@ pub async fn keep(
     action: &str,
     restored_from: Option<i64>,
 ) -> Result<(), ApiError> {
-    let made = Made {
-        actor: &who.username,
-        action,
-        restored_from,
-    };
-    workflow_versions::record(conn, workflow.id, workflow.version, definition, made).await?;
-    Ok(())
+    super::versions::keep(conn, who, versioned(workflow), definition, action, restored_from).await
 }
 
 /// Keeps the version a workflow had before it changes, when it is not kept yet (a
@@ -55,26 +49,29 @@ pub async fn keep_before(
     workflow: &Workflow,
     steps: &[Step],
 ) -> Result<(), ApiError> {
-    let made = Made {
-        actor: "unknown",
-        action: "before",
-        restored_from: None,
-    };
     let definition = definition_of(
         &workflow.name,
         &workflow.description,
         steps,
         workflow.params_schema.as_ref(),
     );
-    workflow_versions::record(conn, workflow.id, workflow.version, &definition, made).await?;
-    Ok(())
+    super::versions::keep_before(conn, versioned(workflow), &definition).await
+}
+
+/// The version `workflow` has.
+fn versioned(workflow: &Workflow) -> Versioned {
+    Versioned {
+        kind: Kind::Workflow,
+        id: workflow.id,
+        version: workflow.version,
+    }
 }
 
 /// The kept versions of workflow `id`, newest first, secret parameters masked.
 pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<WorkflowVersion>, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     workflows::visible(&mut conn, who, id).await?;
-    Ok(workflow_versions::list(&mut *conn, id)
+    Ok(versions::list(&mut *conn, Kind::Workflow, id)
         .await?
         .into_iter()
         .map(masked_steps)
@@ -90,10 +87,7 @@ pub async fn get(
 ) -> Result<WorkflowVersion, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     workflows::visible(&mut conn, who, id).await?;
-    workflow_versions::get(&mut *conn, id, version)
-        .await?
-        .map(masked_steps)
-        .ok_or_else(|| ApiError::not_found("workflow version", version))
+    Ok(masked_steps(kept(&mut conn, Kind::Workflow, id, version).await?))
 }
 
 /// Makes version `version` of workflow `id` its definition again, as a new version,
@@ -106,9 +100,7 @@ pub async fn restore(
 ) -> Result<WorkflowView, ApiError> {
     let mut tx = handles.pool.begin().await?;
     workflows::visible(&mut tx, who, id).await?;
-    let kept = workflow_versions::get(&mut *tx, id, version)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workflow version", version))?;
+    let kept = kept(&mut tx, Kind::Workflow, id, version).await?;
     let restored = workflows::replace_made(
         &mut tx,
         handles.secret_keys.as_deref(),

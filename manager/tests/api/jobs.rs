@@ -1287,6 +1287,96 @@ async fn a_restored_version_brings_back_the_exact_definition(pool: PgPool) {
     assert_eq!(now["version"], unpooled.body["version"]);
 }
 
+/// A trigger's versions are kept as a job's are: each edit is listed, a restore brings
+/// the exact definition back, and a version that would be invalid today (its calendar
+/// deleted since) is a 422 naming the field that changes nothing.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let admin = app.admin().await;
+    let created = app
+        .post(
+            "/api/v1/calendars",
+            &admin,
+            json!({"name": "holidays", "dates": ["2030-12-25"]}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let job = app.job(&admin, noop("nightly")).await;
+    let trigger = app
+        .post(
+            &format!("/api/v1/jobs/{}/triggers", job["id"]),
+            &admin,
+            json!({"kind": "cron", "cron": "0 0 9 * * *", "calendar": "holidays", "jitter_secs": 5}),
+        )
+        .await;
+    assert_eq!(trigger.status, StatusCode::CREATED, "{}", trigger.text);
+    let uri = format!("/api/v1/triggers/{}", trigger.body["id"]);
+    let first = app
+        .patch(
+            &uri,
+            &admin,
+            json!({"version": 1, "cron": "0 30 9 * * *", "calendar": null}),
+        )
+        .await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    let second = app
+        .patch(
+            &uri,
+            &admin,
+            json!({"version": 2, "kind": "interval", "interval_secs": 60}),
+        )
+        .await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+
+    let versions = app.get(&format!("{uri}/versions"), &admin).await;
+    assert_eq!(versions.status, StatusCode::OK, "{}", versions.text);
+    assert_eq!(versions.body["total"], 3, "{}", versions.text);
+    let actions: Vec<&str> = versions.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["update", "update", "create"]);
+    let v2 = app.get(&format!("{uri}/versions/2"), &admin).await;
+    assert_eq!(v2.body["definition"]["cron"], "0 30 9 * * *", "{}", v2.text);
+    assert_eq!(
+        app.get(&format!("{uri}/versions/99"), &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    let restored = app
+        .post(&format!("{uri}/versions/2/restore"), &admin, json!({}))
+        .await;
+    assert_eq!(restored.status, StatusCode::OK, "{}", restored.text);
+    assert_eq!(restored.body["version"], 4, "{}", restored.text);
+    let v4 = app.get(&format!("{uri}/versions/4"), &admin).await;
+    assert_eq!(v4.body["action"], "restore", "{}", v4.text);
+    assert_eq!(v4.body["restored_from"], 2, "{}", v4.text);
+    assert_eq!(
+        v4.body["definition"], v2.body["definition"],
+        "the exact definition is back"
+    );
+
+    let deleted = app
+        .call(Method::DELETE, "/api/v1/calendars/holidays", Some(&admin), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
+    assert_field(
+        &app.post(&format!("{uri}/versions/1/restore"), &admin, json!({}))
+            .await,
+        "calendar",
+    );
+    let after = app.get(&uri, &admin).await;
+    assert_eq!(
+        after.body["version"], 4,
+        "a refused restore changes nothing: {}",
+        after.text
+    );
+    assert_eq!(after.body["cron"], "0 30 9 * * *", "{}", after.text);
+}
+
 /// The retry policy's shape: given in full it is shown back as given; a new job's
 /// jitter is full unless given, an edit keeps it, and an empty `retry_on` is none.
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]

@@ -47,14 +47,24 @@ use crate::Shared;
 use crate::{inputs, secrets};
 
 /// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
-/// wakes the claim loop.
-pub fn spawn(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
+/// wakes the claim loop. `holds_quota`: the run holds a place in a quota, so its end is
+/// not written in a claim's transaction (see [`crate::recorder`]).
+pub fn spawn(shared: &Arc<Shared>, run: Run, job: Job, executor_id: Uuid, slot: Slot, holds_quota: bool) {
     let shared = shared.clone();
     // Runs of a job that allows only one (or a few) at once wait in the queue while it
     // runs: its recorded end is news for the claim, not only a freed slot.
     let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
     shared.attempts.clone().spawn(async move {
-        run_attempt(&shared, run, job, executor_id, &shared.shutdown, slot).await;
+        run_attempt(
+            &shared,
+            run,
+            job,
+            executor_id,
+            &shared.shutdown,
+            slot,
+            holds_quota,
+        )
+        .await;
         if unblocks_queue {
             shared.wakeups.runs.notify_one();
         } else {
@@ -71,6 +81,7 @@ pub async fn run_attempt(
     executor_id: Uuid,
     shutdown: &CancellationToken,
     slot: Slot,
+    holds_quota: bool,
 ) {
     let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
         trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id,
@@ -89,6 +100,7 @@ pub async fn run_attempt(
         job,
         executor_id,
         slot,
+        holds_quota,
     }
     .execute(shutdown)
     .instrument(span)
@@ -110,6 +122,7 @@ struct Attempt<'a> {
     job: Job,
     executor_id: Uuid,
     slot: Slot,
+    holds_quota: bool,
 }
 
 impl Attempt<'_> {
@@ -571,7 +584,7 @@ impl Attempt<'_> {
             fence,
             finish,
         };
-        let done = (self.shared.recorder.record(ending.clone()))
+        let done = (self.shared.recorder.record(ending.clone(), self.holds_quota))
             .instrument(traced(|| tracing::info_span!("record")))
             .await;
         let finish = &ending.finish;

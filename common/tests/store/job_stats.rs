@@ -1023,14 +1023,12 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         "no version is invented for an existing job, no run becomes a re-run"
     );
     assert_eq!(
-        count("SELECT count(*) FROM triggers WHERE after_job_id IS NULL AND after_within_secs IS NULL")
-            .await,
+        count("SELECT count(*) FROM triggers WHERE after_job_id IS NULL AND after_within_secs IS NULL").await,
         1,
         "an existing trigger waits for nobody"
     );
     assert_eq!(
-        count("SELECT count(*) FROM run_waits").await
-            + count("SELECT count(*) FROM workflow_versions").await,
+        count("SELECT count(*) FROM run_waits").await + count("SELECT count(*) FROM workflow_versions").await,
         0,
         "no run is held, no workflow version is invented"
     );

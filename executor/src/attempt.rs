@@ -89,14 +89,24 @@ pub struct Attempts {
 }
 
 /// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
-/// wakes the claim loop.
-pub fn spawn(attempts: &Arc<Attempts>, run: Run, job: Job, executor_id: Uuid, slot: Slot) {
+/// wakes the claim loop. `holds_quota`: the run holds a place in a quota, so its end is
+/// not written in a claim's transaction (see [`crate::recorder`]).
+pub fn spawn(attempts: &Arc<Attempts>, run: Run, job: Job, executor_id: Uuid, slot: Slot, holds_quota: bool) {
     let attempts = attempts.clone();
     // Runs of a job that allows only one (or a few) at once wait in the queue while it
     // runs: its recorded end is news for the claim, not only a freed slot.
     let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
     attempts.tracker.clone().spawn(async move {
-        run_attempt(&attempts, run, job, executor_id, &attempts.shutdown, slot).await;
+        run_attempt(
+            &attempts,
+            run,
+            job,
+            executor_id,
+            &attempts.shutdown,
+            slot,
+            holds_quota,
+        )
+        .await;
         if unblocks_queue {
             attempts.wakeups.runs.notify_one();
         } else {
@@ -113,6 +123,7 @@ pub async fn run_attempt(
     executor_id: Uuid,
     shutdown: &CancellationToken,
     slot: Slot,
+    holds_quota: bool,
 ) {
     let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
         trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id,
@@ -131,6 +142,7 @@ pub async fn run_attempt(
         job,
         executor_id,
         slot,
+        holds_quota,
     }
     .execute(shutdown)
     .instrument(span)
@@ -152,6 +164,7 @@ struct Attempt<'a> {
     job: Job,
     executor_id: Uuid,
     slot: Slot,
+    holds_quota: bool,
 }
 
 impl Attempt<'_> {
@@ -613,7 +626,7 @@ impl Attempt<'_> {
             fence,
             finish,
         };
-        let done = (self.attempts.recorder.record(ending.clone()))
+        let done = (self.attempts.recorder.record(ending.clone(), self.holds_quota))
             .instrument(traced(|| tracing::info_span!("record")))
             .await;
         let finish = &ending.finish;

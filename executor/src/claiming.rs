@@ -133,10 +133,7 @@ async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize
         with_locked: claimer.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
     let asked_at = std::time::SystemTime::now();
-    let claimed = retry_transient("claim queued runs", || {
-        runs::claim_in_namespaces(&claimer.pool, executor_id, &limits, claimer.namespaces.as_deref())
-    })
-    .await?;
+    let claimed = claim_recording_ends(claimer, executor_id, &limits).await?;
     if claimed.is_empty() {
         return Ok(0);
     }
@@ -149,6 +146,11 @@ async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize
         .collect();
     let jobs = claimer.job_cache.get(&claimer.pool, &wanted).await?;
     let count = claimed.len();
+    let holding_quota: HashSet<i64> = claimed
+        .iter()
+        .filter(|claimed| claimed.holds_quota)
+        .map(|claimed| claimed.run.id)
+        .collect();
     let claimed: Vec<Run> = claimed.into_iter().map(|claimed| claimed.run).collect();
     let claimed = one_per_queueing_job(&claimer.pool, claimed, &jobs, executor_id).await?;
     for run in claimed {
@@ -157,10 +159,41 @@ async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize
             continue;
         };
         if let Some(slot) = slots.pop() {
-            attempt::spawn(&claimer.attempts, run, job, executor_id, slot);
+            let holds_quota = holding_quota.contains(&run.id);
+            attempt::spawn(&claimer.attempts, run, job, executor_id, slot, holds_quota);
         }
     }
     Ok(count)
+}
+
+/// Claims within `limits`, writing in the same transaction the ends waiting to be
+/// recorded (one commit per cycle: see [`crate::recorder`]). When that transaction
+/// fails, the ends go back to the recorder and the claim is tried alone.
+async fn claim_recording_ends(
+    claimer: &Claimer,
+    executor_id: Uuid,
+    limits: &runs::ClaimLimits,
+) -> Result<Vec<runs::ClaimedRun>, probactr_common::store::StoreError> {
+    let namespaces = claimer.namespaces.as_deref();
+    let recorder = &claimer.attempts.recorder;
+    let ends = recorder.take_for_claim();
+    if !ends.is_empty() {
+        match runs::finish_and_claim(&claimer.pool, ends.endings(), executor_id, limits, namespaces).await {
+            Ok((finished, claimed)) => {
+                ends.answer(finished);
+                return Ok(claimed);
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, runs = ends.endings().len(),
+                    "recording ends with the claim failed; the recorder writes them alone");
+                recorder.give_back(ends);
+            }
+        }
+    }
+    retry_transient("claim queued runs", || {
+        runs::claim_in_namespaces(&claimer.pool, executor_id, limits, namespaces)
+    })
+    .await
 }
 /// The queue wait (queued to claimed) and the claim (the statement) of each claimed run,
 /// as spans of its trace.

@@ -424,7 +424,8 @@ async fn start_owned_runs(
         let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slots.pop()) else {
             continue;
         };
-        attempt::spawn(&firer.attempts, run, job, executor_id, slot);
+        // A fired run's end is written by the recorder alone (whatever quota it holds).
+        attempt::spawn(&firer.attempts, run, job, executor_id, slot, true);
     }
 }
 

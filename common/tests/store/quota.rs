@@ -263,3 +263,72 @@ async fn a_dedicated_executor_claims_and_starts_only_its_namespaces(pool: PgPool
     assert_eq!(lock_free, BTreeSet::from([(of_a.id, false), (of_b.id, true)]));
     tx.rollback().await.expect("rollback");
 }
+
+/// One commit per cycle (`finish_and_claim`): the ends a claim carries are recorded in its
+/// transaction, and each run claimed says whether it holds a quota's place (whose end the
+/// executor never carries in a claim: releasing it locks what claims lock).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_claim_records_the_ends_it_carries_and_says_which_runs_hold_a_quota(pool: PgPool) {
+    make_namespace(&pool, "capped", Some(1)).await;
+    let capped = queued_job(&pool, "capped", "capped", true, 2).await;
+    let free = queued_job(&pool, "free", "default", true, 3).await;
+    let executor = make_executor(&pool).await;
+    let limits = runs::ClaimLimits::runs(10);
+
+    let (nothing, first) = runs::finish_and_claim(&pool, &[], executor, &limits, None)
+        .await
+        .expect("claim");
+    assert!(nothing.is_empty());
+    let holding: Vec<i64> = first
+        .iter()
+        .filter(|claimed| claimed.holds_quota)
+        .map(|claimed| claimed.run.job_id)
+        .collect();
+    assert_eq!(
+        holding,
+        vec![capped.id],
+        "the capped run holds its namespace's place"
+    );
+    assert_eq!(first.len(), 4, "one capped run, every free one");
+
+    runs::queue_now(&pool, free.id).await.expect("queue");
+    let mut ends: Vec<runs::RunEnd> = first
+        .iter()
+        .filter(|claimed| !claimed.holds_quota)
+        .map(|claimed| runs::RunEnd {
+            run_id: claimed.run.id,
+            executor_id: executor,
+            fence: None,
+            finish: ended(RunState::Succeeded),
+        })
+        .collect();
+    ends[0].executor_id = Uuid::new_v4();
+    let (finished, second) = runs::finish_and_claim(&pool, &ends, executor, &limits, None)
+        .await
+        .expect("finish and claim");
+    let writes: Vec<Write> = finished.iter().map(|finished| finished.write).collect();
+    assert_eq!(
+        writes,
+        vec![Write::Fenced, Write::Stored, Write::Stored],
+        "each end fenced on its own"
+    );
+    assert_eq!(
+        second.len(),
+        1,
+        "the claim in the same transaction took the new run"
+    );
+    assert_eq!(second[0].run.job_id, free.id);
+    assert!(!second[0].holds_quota);
+    let succeeded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'succeeded'")
+            .bind(free.id)
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+    assert_eq!(succeeded, 2, "the stored ends committed with the claim");
+    assert_eq!(
+        counted(&pool, "capped").await,
+        1,
+        "the capped run's place still held"
+    );
+}

@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-use sqlx::PgExecutor;
+use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
+
+use super::finish::{finish_many, Finished, RunEnd};
 
 use crate::model::{Run, RunState};
 use crate::store::StoreError;
@@ -80,6 +82,9 @@ pub struct ClaimedRun {
     pub run: Run,
     /// `jobs.version` of its job.
     pub job_version: i64,
+    /// Whether it holds a place in a quota (its namespace's, its trigger's cap, its
+    /// pool's), given back when it leaves claimed/running.
+    pub holds_quota: bool,
 }
 
 /// How much one claim may take.
@@ -122,6 +127,27 @@ pub async fn claim_in_namespaces(
     namespaces: Option<&[String]>,
 ) -> Result<Vec<ClaimedRun>, StoreError> {
     claim(db, executor_id, limits, namespaces).await
+}
+
+/// Records `endings` (see [`finish_many`]) and claims within `limits` (see
+/// [`claim_in_namespaces`]) in one transaction: the claim loop's cycle pays one commit,
+/// one WAL flush, for both. The ends are written first, so the places they free are
+/// claimable at once. The caller passes only ends of runs that hold no quota: releasing
+/// one locks the rows a claim locks, and two such transactions could then wait for each
+/// other. The claim ends no run, so the job counters the ends lock (see
+/// `probactr_job_stats_add`) are still locked by one statement per transaction.
+pub async fn finish_and_claim(
+    pool: &PgPool,
+    endings: &[RunEnd],
+    executor_id: Uuid,
+    limits: &ClaimLimits,
+    namespaces: Option<&[String]>,
+) -> Result<(Vec<Finished>, Vec<ClaimedRun>), StoreError> {
+    let mut transaction = pool.begin().await?;
+    let finished = finish_many(&mut *transaction, endings).await?;
+    let claimed = claim(&mut *transaction, executor_id, limits, namespaces).await?;
+    transaction.commit().await?;
+    Ok((finished, claimed))
 }
 
 /// Like [`claim_queued`], but only runs that need no Redis lock (parallel jobs without

@@ -181,6 +181,8 @@ stamped_by_job AS (
           GROUP BY job_id) AS held
     JOIN job_rate_quota ON job_rate_quota.job_id = held.job_id
     WHERE recent.job_id = held.job_id)
-SELECT claimed.*, jobs.version AS job_version
+SELECT claimed.*, jobs.version AS job_version,
+       (claimed.quota_namespace IS NOT NULL OR claimed.quota_trigger IS NOT NULL
+        OR claimed.quota_pool IS NOT NULL) AS holds_quota
 FROM claimed JOIN jobs ON jobs.id = claimed.job_id
 ORDER BY claimed.claim_order, claimed.id

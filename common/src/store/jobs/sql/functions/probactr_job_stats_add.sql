@@ -12,7 +12,8 @@
 -- Deadlocks: the rows are upserted in (job_id, shard) order and held until the
 -- transaction ends, so two statements ending runs of the same jobs wait for each other
 -- but never cross. Every statement ending runs of several jobs runs in a transaction of
--- its own.
+-- its own (the claim that carries a group of ends, `runs::finish_and_claim`, ends none
+-- itself).
 --
 -- The latest end only replaces the stored one when it is later: `finished_at` is its
 -- transaction's start time, so a transaction that commits later may carry an earlier end.

@@ -21,12 +21,18 @@ fn main() -> anyhow::Result<()> {
         eprintln!("probactr-executor: configuration error: {var}: {err}");
         std::process::exit(2);
     }
+    // Before any thread starts: the whole process moves into its own cgroup.
+    let containment = probactr_executor::job::cgroup::configure(&config.cgroup).unwrap_or_else(|err| {
+        eprintln!("probactr-executor: configuration error: PROBACTR_CGROUP: {err}");
+        std::process::exit(2);
+    });
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
         .block_on(async {
             let telemetry = telemetry::init(&config, "probactr-executor");
             tracing::info!(config = %config.summary(), "probactr-executor starting");
+            tracing::info!(%containment, "run containment");
             if let Err(err) = probactr_executor::workdir::init(config.work_dir.as_deref()) {
                 anyhow::bail!("cannot make the working directory of shell runs: {err} (PROBACTR_WORK_DIR)");
             }

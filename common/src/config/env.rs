@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::units::{format_duration, parse_bytes, parse_duration};
 use super::vars::default_of;
-use super::{redact_url, ConfigError, LogFormat, SmtpSettings};
+use super::{redact_url, CgroupSetting, ConfigError, LogFormat, SmtpSettings};
 use crate::account::AccountName;
 use crate::backoff::Backoff;
 use crate::cidr::Cidr;
@@ -303,6 +303,20 @@ impl Env<'_> {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
             _ => Err(Env::invalid(name, &value, "text or json")),
+        }
+    }
+
+    pub(super) fn cgroup(&self, name: &'static str) -> Result<CgroupSetting, ConfigError> {
+        let value = self.raw(name);
+        match value.trim() {
+            "" | "auto" => Ok(CgroupSetting::Auto),
+            "off" => Ok(CgroupSetting::Off),
+            path if path.starts_with('/') => Ok(CgroupSetting::Path(path.into())),
+            _ => Err(Env::invalid(
+                name,
+                &value,
+                "auto, off, or the absolute path of a cgroup v2 directory delegated to the executor",
+            )),
         }
     }
 }

@@ -67,6 +67,18 @@ pub enum ConfigError {
     },
 }
 
+/// `PROBACTR_CGROUP`: which cgroup (v2) an executor puts its shell runs under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupSetting {
+    /// The executor's own cgroup when it is delegated to it (writable, not the
+    /// hierarchy's root); process groups alone otherwise.
+    Auto,
+    /// Process groups alone.
+    Off,
+    /// This cgroup directory, which must exist and be writable (start-up refuses otherwise).
+    Path(std::path::PathBuf),
+}
+
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
@@ -139,6 +151,8 @@ pub struct Config {
     pub job_users_allowed: Vec<AccountName>,
     /// `PROBACTR_WORK_DIR` (None: the system's temporary directory).
     pub work_dir: Option<std::path::PathBuf>,
+    /// `PROBACTR_CGROUP`: where shell runs get a cgroup (v2) each.
+    pub cgroup: CgroupSetting,
     /// `PROBACTR_TRUSTED_PROXIES`.
     pub trusted_proxies: Vec<Cidr>,
     /// `PROBACTR_SECRET_KEY` (and `PROBACTR_SECRET_KEY_PREVIOUS`); None when unset.
@@ -351,6 +365,7 @@ impl Config {
             work_dir: Some(env.text("PROBACTR_WORK_DIR"))
                 .filter(|dir| !dir.trim().is_empty())
                 .map(std::path::PathBuf::from),
+            cgroup: env.cgroup("PROBACTR_CGROUP")?,
             trusted_proxies: env.cidrs("PROBACTR_TRUSTED_PROXIES")?,
             secret_keys: env.keyring()?,
             smtp: env.smtp("PROBACTR_SMTP_URL")?,

@@ -281,3 +281,14 @@ fn bad_single_sign_on_settings_are_named() {
     );
     assert!(config_with(&[("PROBACTR_OIDC_ISSUER", "http://127.0.0.1:5556/dex"), client]).is_ok());
 }
+
+#[test]
+fn the_cgroup_setting_is_auto_off_or_an_absolute_path() {
+    assert_eq!(config_with(&[]).expect("defaults").cgroup, CgroupSetting::Auto);
+    let off = config_with(&[("PROBACTR_CGROUP", "off")]).expect("off");
+    assert_eq!(off.cgroup, CgroupSetting::Off);
+    let path = config_with(&[("PROBACTR_CGROUP", "/sys/fs/cgroup/probactr")]).expect("a path");
+    assert_eq!(path.cgroup, CgroupSetting::Path("/sys/fs/cgroup/probactr".into()));
+    let err = config_with(&[("PROBACTR_CGROUP", "probactr")]).expect_err("a relative path");
+    assert!(err.to_string().contains("PROBACTR_CGROUP"), "{err}");
+}

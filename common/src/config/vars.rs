@@ -167,6 +167,11 @@ pub const VARS: &[Var] = &[
         help: "where an executor makes each shell run's fresh working directory, removed after the run (the system's temporary directory when empty)",
     },
     Var {
+        name: "PROBACTR_CGROUP",
+        default: "auto",
+        help: "auto, off, or a cgroup v2 directory delegated to the executor, under which each shell run gets a cgroup of its own, killed whole at the run's end (auto: the executor's own cgroup when writable and not the hierarchy's root)",
+    },
+    Var {
         name: "PROBACTR_SECRET_KEY",
         default: "",
         help: "32 random bytes in base64 sealing job and channel secrets (manager, executors and monitors; `openssl rand -base64 32`)",

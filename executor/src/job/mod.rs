@@ -36,6 +36,7 @@
 
 pub mod account;
 mod builtin;
+pub mod cgroup;
 mod http;
 pub mod output;
 mod shell;

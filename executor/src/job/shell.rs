@@ -52,8 +52,11 @@
 //! The limit: the death signal is not inherited by the program's own children. When the
 //! executor dies by SIGKILL, the program dies, but a grandchild that ignores its
 //! parent's death survives until it ends or writes to its output (the pipe's reader is
-//! gone, so it gets SIGPIPE). Containing those needs a cgroup per run, which is the
-//! container runtime's business.
+//! gone, so it gets SIGPIPE), and one that left the process group (`setsid`) escapes
+//! the kill at the run's end as well. Where the executor has a cgroup delegated to it,
+//! every run also gets a cgroup of its own ([`super::cgroup`]), which holds all of its
+//! processes however they fork, is killed whole at the run's end, and is killed by the
+//! next executor when this one died.
 //!
 //! # Account, directory and limits
 //!
@@ -91,6 +94,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::account::{self, Account};
+use super::cgroup::RunCgroup;
 use super::{timed_out_error, Ending, Execution, JobContext, Limits, Stop, TailBuffer, STOPPED_ERROR};
 use crate::live_output::{OutputTap, Stream};
 
@@ -116,12 +120,16 @@ pub(super) async fn run(
             ));
         }
     }
-    let (mut child, [stdout, stderr]) = match start(spec, ctx).await {
+    let cgroup = match RunCgroup::create(ctx.run_id, ctx.attempt, &spec.limits) {
+        Ok(cgroup) => cgroup,
+        Err(err) => return Execution::failed(format!("cannot make the run's cgroup: {err}")),
+    };
+    let (mut child, [stdout, stderr]) = match start(spec, ctx, cgroup.as_ref()).await {
         Ok(started) => started,
         // A limit can already stop the program's start (the process count at exec).
         Err(err) => {
             let failed = Execution::failed(format!("cannot start {:?}: {err}", spec.program));
-            return name_limits(failed, &spec.limits);
+            return name_limits(failed, &spec.limits, false);
         }
     };
     let group = ProcessGroup::of(&child);
@@ -144,8 +152,12 @@ pub(super) async fn run(
         )),
     ];
     let execution = supervise(&mut child, &group, limits, stop).await;
-    let execution = name_limits(execution, &spec.limits);
     group.finish();
+    let memory_killed = match &cgroup {
+        Some(cgroup) => cgroup.finish().await,
+        None => false,
+    };
+    let execution = name_limits(execution, &spec.limits, memory_killed);
     finish_collecting(collectors).await;
     let buffer = output.lock().unwrap_or_else(PoisonError::into_inner);
     execution.with_output(&buffer)
@@ -153,10 +165,14 @@ pub(super) async fn run(
 
 /// Builds the command, creates the output pipes (stdout, stderr), and forks from the
 /// spawner thread.
-async fn start(spec: &ShellSpec, ctx: &JobContext) -> io::Result<(Child, [pipe::Receiver; 2])> {
+async fn start(
+    spec: &ShellSpec,
+    ctx: &JobContext,
+    cgroup: Option<&RunCgroup>,
+) -> io::Result<(Child, [pipe::Receiver; 2])> {
     let (stdout_writer, stdout) = pipe::pipe()?;
     let (stderr_writer, stderr) = pipe::pipe()?;
-    let mut command = command(spec, ctx);
+    let mut command = command(spec, ctx, cgroup);
     command
         .stdout(stdout_writer.into_blocking_fd()?)
         .stderr(stderr_writer.into_blocking_fd()?);
@@ -203,7 +219,7 @@ fn inheritable(
 }
 
 /// The command for a spec: program, arguments, environment, directory, process group.
-fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
+fn command(spec: &ShellSpec, ctx: &JobContext, cgroup: Option<&RunCgroup>) -> Command {
     let mut command = if spec.shell {
         let mut sh = Command::new("sh");
         sh.arg("-c").arg(&spec.program).arg("sh");
@@ -249,17 +265,29 @@ fn command(spec: &ShellSpec, ctx: &JobContext) -> Command {
         .stdin(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
-    prepare_child(&mut command, ctx.account.as_ref(), &spec.limits);
+    prepare_child(
+        &mut command,
+        ctx.account.as_ref(),
+        &spec.limits,
+        cgroup.map(RunCgroup::procs_fd),
+    );
     command
 }
 
 /// A failed execution under limits says which were in force: one that was reached shows
-/// only as a failing allocation, open or fork, or as SIGXCPU for CPU time.
-fn name_limits(mut execution: Execution, limits: &ProcessLimits) -> Execution {
+/// only as a failing allocation, open or fork, as SIGXCPU for CPU time, or as the
+/// cgroup's count of processes the kernel killed for its memory limit (`memory_killed`).
+fn name_limits(mut execution: Execution, limits: &ProcessLimits, memory_killed: bool) -> Execution {
     if execution.ending != Ending::Failed {
         return execution;
     }
     let error = execution.error.take().unwrap_or_default();
+    if let (true, Some(mib)) = (memory_killed, limits.memory_mib) {
+        execution.error = Some(format!(
+            "exceeded its memory limit (limits.memory_mib = {mib}, the run's cgroup): {error}"
+        ));
+        return execution;
+    }
     let cpu_exceeded =
         error.contains("(SIGXCPU)") || (error.contains("(SIGKILL)") && limits.cpu_secs.is_some());
     execution.error = Some(match limits.cpu_secs {
@@ -481,10 +509,17 @@ fn signal_group(pgid: u32, signal: i32) -> bool {
     unsafe { libc::killpg(pgid, signal) == 0 }
 }
 
-/// What the child does between fork and exec: its rlimits, then its account (groups,
-/// group, user), then its death signal (see the module docs for why in that order).
+/// What the child does between fork and exec: it joins its run's cgroup (writing "0" to
+/// `cgroup_procs`, while it still has the executor's rights), sets its rlimits, becomes
+/// its account (groups, group, user), then asks for its death signal (see the module
+/// docs for why in that order).
 #[allow(unsafe_code)]
-fn prepare_child(command: &mut Command, account: Option<&Account>, limits: &ProcessLimits) {
+fn prepare_child(
+    command: &mut Command,
+    account: Option<&Account>,
+    limits: &ProcessLimits,
+    cgroup_procs: Option<std::os::fd::RawFd>,
+) {
     let parent = std::process::id();
     let rlimits = rlimits(limits);
     // Everything the child uses is made here, before the fork: it must not allocate.
@@ -492,6 +527,13 @@ fn prepare_child(command: &mut Command, account: Option<&Account>, limits: &Proc
         .filter(|account| !account::is_own(account))
         .map(|account| (account.uid, account.gid, account.groups.clone()));
     let in_child = move || -> io::Result<()> {
+        if let Some(fd) = cgroup_procs {
+            // SAFETY: write reads one byte of a static string; the descriptor was opened
+            // before the fork and stays open until the run ends.
+            if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
         for (resource, limit) in &rlimits {
             // SAFETY: setrlimit reads the struct we own; an async-signal-safe system call.
             if unsafe { libc::setrlimit(*resource, limit) } == -1 {

@@ -77,7 +77,7 @@ async fn run(spec: ShellSpec, timeout: Duration) -> Execution {
 
 /// Gone, or a zombie nobody reaped yet (PID 1 in a container may not reap): either way
 /// it runs no more.
-fn process_gone(pid: u32) -> bool {
+pub(crate) fn process_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
@@ -86,7 +86,7 @@ fn process_gone(pid: u32) -> bool {
     }
 }
 
-async fn wait_gone(pid: u32, within: Duration) -> bool {
+pub(crate) async fn wait_gone(pid: u32, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         if process_gone(pid) {
@@ -97,7 +97,7 @@ async fn wait_gone(pid: u32, within: Duration) -> bool {
     process_gone(pid)
 }
 
-async fn read_pid(path: &Path, within: Duration) -> u32 {
+pub(crate) async fn read_pid(path: &Path, within: Duration) -> u32 {
     let deadline = Instant::now() + within;
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {

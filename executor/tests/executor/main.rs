@@ -6,8 +6,10 @@
 //! secrets per namespace, [`flow`] flow control across jobs (exact trigger caps, pools),
 //! [`overlap`] the overlap policies that act on a busy job (replace, buffer_one).
 //! [`holds`] what holds instants back (calendars, maintenance windows, jitter, max_fires).
+//! [`cgroups`] a cgroup per shell run (`PROBACTR_CGROUP`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
+mod cgroups;
 mod cluster;
 mod flow;
 mod holds;

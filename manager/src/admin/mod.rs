@@ -75,6 +75,10 @@ pub fn router() -> Router<AppState> {
         .route("/triggers/{id}/pause", post(triggers::pause))
         .route("/triggers/{id}/resume", post(triggers::resume))
         .route("/triggers/{id}/delete", post(triggers::delete))
+        .route(
+            "/triggers/{id}/versions/{version}/restore",
+            post(triggers::restore_version),
+        )
         .route("/workflows", get(workflows::list))
         .route("/workflows/{id}", get(workflows::show))
         .route("/workflows/{id}/run", post(workflows::run_now))

@@ -1,5 +1,6 @@
 //! The trigger form (create and edit, with a "preview next 5" button that works without
-//! JavaScript) and the trigger actions (pause, resume, delete).
+//! JavaScript) with the trigger's kept versions, and the trigger actions (pause, resume,
+//! delete, restore a version).
 
 use std::collections::HashMap;
 
@@ -18,7 +19,8 @@ use crate::api::Id;
 use crate::command::trigger::PreviewRequest;
 use crate::error::{ApiError, FieldErrors};
 use crate::service::jobs::{self, JobView};
-use crate::service::{triggers, webhooks};
+use crate::service::versions::HistoryEntry;
+use crate::service::{trigger_versions, triggers, webhooks};
 use crate::state::AppState;
 
 /// What a trigger form page shows.
@@ -33,6 +35,8 @@ struct FormState<'a> {
     current: Option<Vec<DateTime<Utc>>>,
     /// The latest deliveries of a saved webhook trigger (None: not one).
     deliveries: Option<Vec<Delivery>>,
+    /// The saved trigger's kept versions (an edit; None on a new trigger's form).
+    history: Option<Vec<HistoryEntry>>,
 }
 
 /// The next instants of the saved trigger `id`, for comparison with an edit's preview.
@@ -94,7 +98,7 @@ fn render_form(
         job => form.job, trigger_id => form.trigger_id, form => form.values, errors,
         conflict => form.conflict, preview => form.preview, current => form.current, kinds, misfires,
         calendar_modes,
-        deliveries => form.deliveries,
+        deliveries => form.deliveries, history => form.history,
         ..user.layout("jobs")
     };
     render_status(state, status, "trigger_form.html", ctx)
@@ -193,6 +197,7 @@ async fn submit(
             preview,
             current: current.clone(),
             deliveries: None,
+            history: None,
         };
         render_form(state, user, status, view)
     };
@@ -255,6 +260,7 @@ pub async fn new_form(
         preview: None,
         current: None,
         deliveries: None,
+        history: None,
     };
     render_form(&state, &user, StatusCode::OK, view)
 }
@@ -291,6 +297,7 @@ pub async fn edit_form(
         preview: None,
         current: current_instants(&state, &user, Some(id)).await,
         deliveries: latest_deliveries(&state, &user, &trigger.trigger).await?,
+        history: Some(trigger_versions::history(&state.handles, &user.0, id).await?),
     };
     render_form(&state, &user, StatusCode::OK, view)
 }
@@ -340,6 +347,24 @@ async fn set_paused(
     let to = next_or(form, &format!("/jobs/{}", trigger.job_id));
     let done = if paused { "paused" } else { "resumed" };
     Ok(flash::redirect(to, &format!("Trigger #{id} {done}")))
+}
+
+/// `POST /triggers/{id}/versions/{version}/restore`: back to the trigger's form.
+pub async fn restore_version(
+    State(state): State<AppState>,
+    user: AdminUser,
+    axum::extract::Path((id, version)): axum::extract::Path<(i64, i64)>,
+    form: FormData,
+) -> Result<Response, AdminError> {
+    check_csrf(&user, &form)?;
+    let restored = trigger_versions::restore(&state.handles, &user.0, id, version).await?;
+    Ok(flash::redirect(
+        Redirect::to(&format!("/triggers/{id}/edit")),
+        &format!(
+            "Version {version} restored as version {}",
+            restored.trigger.version
+        ),
+    ))
 }
 
 /// `POST /triggers/{id}/delete`.

@@ -1359,6 +1359,30 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
         "the exact definition is back"
     );
 
+    // The trigger's form lists its history, and restores from it.
+    let browser = app.browser("admin").await;
+    let id = uri.rsplit('/').next().unwrap();
+    let page = app.page(&format!("/triggers/{id}/edit"), &browser.cookie).await;
+    assert!(page.text.contains("id=\"history\""), "{}", page.text);
+    assert!(
+        page.text.contains(&format!(
+            "&#x2f;triggers&#x2f;{id}&#x2f;versions&#x2f;3&#x2f;restore"
+        )),
+        "{}",
+        page.text
+    );
+    let submitted = app
+        .form(
+            &format!("/triggers/{id}/versions/3/restore"),
+            &browser.cookie,
+            &[("csrf", &browser.csrf)],
+        )
+        .await;
+    assert_eq!(submitted.status, StatusCode::SEE_OTHER, "{}", submitted.text);
+    let now = app.get(&uri, &admin).await.body;
+    assert_eq!(now["version"], 5, "{now}");
+    assert_eq!(now["kind"], "interval", "{now}");
+
     let deleted = app
         .call(Method::DELETE, "/api/v1/calendars/holidays", Some(&admin), None)
         .await;
@@ -1370,11 +1394,11 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
     );
     let after = app.get(&uri, &admin).await;
     assert_eq!(
-        after.body["version"], 4,
+        after.body["version"], 5,
         "a refused restore changes nothing: {}",
         after.text
     );
-    assert_eq!(after.body["cron"], "0 30 9 * * *", "{}", after.text);
+    assert_eq!(after.body["kind"], "interval", "{}", after.text);
 }
 
 /// The retry policy's shape: given in full it is shown back as given; a new job's

@@ -13,6 +13,7 @@ use super::ConfigError;
 /// The settings that may be given as `NAME_FILE`, each with the name of its file variable.
 pub const FILE_SETTINGS: &[(&str, &str)] = &[
     ("DATABASE_URL", "DATABASE_URL_FILE"),
+    ("DATABASE_READ_URL", "DATABASE_READ_URL_FILE"),
     ("REDIS_URL", "REDIS_URL_FILE"),
     ("PROBACTR_SECRET_KEY", "PROBACTR_SECRET_KEY_FILE"),
     (

@@ -292,3 +292,23 @@ fn the_cgroup_setting_is_auto_off_or_an_absolute_path() {
     let err = config_with(&[("PROBACTR_CGROUP", "probactr")]).expect_err("a relative path");
     assert!(err.to_string().contains("PROBACTR_CGROUP"), "{err}");
 }
+
+#[test]
+fn the_replicas_url_may_come_from_a_file() {
+    let dir = std::env::temp_dir().join(format!("probactr-read-url-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("database-read-url");
+    std::fs::write(&file, "postgres://reader:pw@replica:5432/probactr\n").expect("write");
+    let path = file.display().to_string();
+    let config = config_with(&[("DATABASE_READ_URL_FILE", &path)]).expect("a file");
+    assert_eq!(
+        config.database_read_url.as_deref(),
+        Some("postgres://reader:pw@replica:5432/probactr")
+    );
+    let both = config_with(&[
+        ("DATABASE_READ_URL_FILE", &path),
+        ("DATABASE_READ_URL", "postgres://replica/probactr"),
+    ]);
+    assert!(both.expect_err("both").to_string().contains("DATABASE_READ_URL_FILE"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -197,6 +197,11 @@ pub const VARS: &[Var] = &[
         help: "a file holding DATABASE_URL, instead of the variable",
     },
     Var {
+        name: "DATABASE_READ_URL_FILE",
+        default: "",
+        help: "a file holding DATABASE_READ_URL, instead of the variable",
+    },
+    Var {
         name: "REDIS_URL_FILE",
         default: "",
         help: "a file holding REDIS_URL, instead of the variable",

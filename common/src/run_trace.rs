@@ -5,7 +5,9 @@
 //! trace id and the id of its root span are a hash of the cluster (its Redis prefix and
 //! database name, shared by every process of it) and the run's chain (`first_run_id`, or
 //! the run's own id for a first attempt): any process can open spans of the run's trace
-//! from the row alone, and nothing is stored per run. Whether the trace is sampled is a
+//! from the row alone, and nothing is stored per run. A workflow run is one trace the
+//! same way, derived from its id: each step has a span under the workflow run's root,
+//! and the step's runs (queue wait, claim, attempts) are spans under it. Whether the trace is sampled is a
 //! function of its id too (`OTEL_TRACES_SAMPLER` `traceidratio` and
 //! `parentbased_traceidratio` with `OTEL_TRACES_SAMPLER_ARG`; `always_off`; every trace
 //! otherwise), so every process decides alike.
@@ -127,6 +129,67 @@ impl RunTrace {
         Some(derive(cluster, chain_id))
     }
 
+    /// The trace of workflow run `workflow_run_id`; its root span is the workflow run's.
+    pub fn of_workflow_run(workflow_run_id: i64) -> Option<RunTrace> {
+        if !telemetry::tracing_on() {
+            return None;
+        }
+        let cluster = CLUSTER.get()?;
+        Some(derive_from(
+            cluster,
+            &[b"workflow run".as_slice(), &workflow_run_id.to_be_bytes()],
+        ))
+    }
+
+    /// The trace of the runs of step `step` of workflow run `workflow_run_id`: the
+    /// workflow run's trace, whose root for these runs is the step's span (a child of the
+    /// workflow run's root, see [`RunTrace::step_span`]).
+    pub fn of_step(workflow_run_id: i64, step: &str) -> Option<RunTrace> {
+        let workflow = RunTrace::of_workflow_run(workflow_run_id)?;
+        let cluster = CLUSTER.get()?;
+        let step_ids = derive_from(
+            cluster,
+            &[
+                b"workflow step".as_slice(),
+                &workflow_run_id.to_be_bytes(),
+                step.as_bytes(),
+            ],
+        );
+        Some(RunTrace {
+            root: step_ids.root,
+            ..workflow
+        })
+    }
+
+    /// Exports the root span of workflow run `workflow_run_id` of workflow `workflow_id`,
+    /// started at `at` (the instant the steps' spans hang from; a workflow run ends in the
+    /// database, where no span is written).
+    pub fn workflow_run_started(workflow_id: i64, workflow_run_id: i64, at: SystemTime) {
+        if let Some(trace) = RunTrace::of_workflow_run(workflow_run_id) {
+            let attributes = vec![
+                KeyValue::new("workflow.id", workflow_id),
+                KeyValue::new("workflow_run.id", workflow_run_id),
+            ];
+            trace.root_span(
+                "workflow run",
+                Timed {
+                    start: at,
+                    end: at,
+                    attributes,
+                },
+            );
+        }
+    }
+
+    /// Exports the step's own span (this trace being [`RunTrace::of_step`]), under the
+    /// root of its workflow run `workflow_run_id`.
+    pub fn step_span(&self, workflow_run_id: i64, span: Timed) {
+        let Some(workflow) = RunTrace::of_workflow_run(workflow_run_id) else {
+            return;
+        };
+        export("step", span, &workflow.parent(), Some((self.trace_id, self.root)));
+    }
+
     /// A context whose (remote) parent is the run's root span: spans opened in it belong
     /// to the run's trace.
     pub fn parent(&self) -> Context {
@@ -183,10 +246,20 @@ fn export(name: &'static str, timed: Timed, parent: &Context, ids: Option<(Trace
 }
 
 fn derive(cluster: &Cluster, chain_id: i64) -> RunTrace {
-    let digest = Sha256::new()
-        .chain_update(&cluster.seed)
-        .chain_update(chain_id.to_be_bytes())
-        .finalize();
+    derive_from(cluster, &[&chain_id.to_be_bytes()])
+}
+
+/// The ids derived from `parts` (a run chain's id alone; a domain and ids otherwise, so
+/// that no workflow run or step can share a run chain's ids).
+fn derive_from(cluster: &Cluster, parts: &[&[u8]]) -> RunTrace {
+    let mut hasher = Sha256::new().chain_update(&cluster.seed);
+    for part in parts {
+        hasher.update(part);
+        if parts.len() > 1 {
+            hasher.update([0]);
+        }
+    }
+    let digest = hasher.finalize();
     let mut trace = [0u8; 16];
     trace.copy_from_slice(&digest[..16]);
     let mut root = [0u8; 8];

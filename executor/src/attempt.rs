@@ -30,7 +30,7 @@ use probactr_common::jobspec::JobSpec;
 use probactr_common::lock::{Acquire, Lease, Locks, Renewal, Want};
 use probactr_common::masking::Masker;
 use probactr_common::model::{Job, Overlap, Run, RunState};
-use probactr_common::run_trace::{self, RunTrace};
+use probactr_common::run_trace;
 use probactr_common::secrets::{mask, Keyring};
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
 use sqlx::PgPool;
@@ -46,6 +46,7 @@ use crate::live_output::OutputWriter;
 use crate::progress;
 use crate::recorder::Recorder;
 use crate::registry::{Registry, StopHandle, StopReason};
+use crate::run_traces;
 use crate::slot::Slot;
 use crate::wakeup::Wakeups;
 use crate::workdir::RunDir;
@@ -128,14 +129,20 @@ pub async fn run_attempt(
     let span = tracing::info_span!("attempt", run.id = run.id, job.id = job.id,
         trigger.id = run.trigger_id, attempt = run.attempt, executor.id = %executor_id,
         trace_id = tracing::field::Empty, span_id = tracing::field::Empty);
-    // Each attempt (retry, takeover) is a span of its run's trace; its log lines name it.
-    if let Some(trace) = RunTrace::of(&run) {
-        trace.adopt(&span);
+    // Each attempt (retry, takeover) is a span of its run's trace (its workflow run's,
+    // under its step, for a step); its log lines name it.
+    let traced = run_traces::of_run(&attempts.pool, &run).await;
+    if let Some(traced) = &traced {
+        traced.trace.adopt(&span);
         if let Some((trace_id, span_id)) = run_trace::ids_of(&span) {
             span.record("trace_id", trace_id);
             span.record("span_id", span_id);
         }
     }
+    let step_run = traced
+        .as_ref()
+        .filter(|traced| traced.step.is_some())
+        .map(|_| run.clone());
     Attempt {
         attempts,
         run,
@@ -147,6 +154,9 @@ pub async fn run_attempt(
     .execute(shutdown)
     .instrument(span)
     .await;
+    if let (Some(traced), Some(run)) = (&traced, &step_run) {
+        run_traces::end_first_attempt(traced, run);
+    }
 }
 
 /// A span of the run's trace when traces are exported; otherwise none, which costs nothing.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use probactr_common::backoff::Backoff;
 use probactr_common::model::{Job, Overlap, Run};
-use probactr_common::run_trace::{RunTrace, Timed};
+use probactr_common::run_trace::Timed;
 use probactr_common::store::retry::retry_transient;
 use probactr_common::store::runs;
 
@@ -25,6 +25,7 @@ use uuid::Uuid;
 use crate::attempt::{self, Attempts};
 use crate::job_cache::JobCache;
 use crate::registry::Registry;
+use crate::run_traces;
 use crate::slot::{Slot, Slots};
 use crate::wakeup::Wakeups;
 
@@ -138,7 +139,12 @@ async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize
         return Ok(0);
     }
     if probactr_common::telemetry::tracing_on() {
-        trace_claims(claimed.iter().map(|claimed| &claimed.run), asked_at);
+        trace_claims(
+            &claimer.pool,
+            claimed.iter().map(|claimed| &claimed.run),
+            asked_at,
+        )
+        .await;
     }
     let wanted: Vec<(i64, i64)> = claimed
         .iter()
@@ -197,10 +203,16 @@ async fn claim_recording_ends(
 }
 /// The queue wait (queued to claimed) and the claim (the statement) of each claimed run,
 /// as spans of its trace.
-fn trace_claims<'a>(claimed: impl Iterator<Item = &'a Run>, asked_at: std::time::SystemTime) {
+async fn trace_claims<'a>(
+    pool: &PgPool,
+    claimed: impl Iterator<Item = &'a Run>,
+    asked_at: std::time::SystemTime,
+) {
     let answered_at = std::time::SystemTime::now();
+    let claimed: Vec<&Run> = claimed.collect();
+    let traces = run_traces::of_runs(pool, claimed.iter().copied()).await;
     for run in claimed {
-        let Some(trace) = RunTrace::of(run) else {
+        let Some(trace) = traces.get(&run.id).map(|traced| traced.trace) else {
             continue;
         };
         let attributes = || {

@@ -39,6 +39,7 @@ pub mod liveness;
 pub mod progress;
 pub mod recorder;
 pub mod registry;
+pub mod run_traces;
 pub mod secrets;
 pub mod slot;
 pub mod wakeup;

@@ -10,6 +10,7 @@
 //! at once. Instants not started are logged and counted, not recorded as `misfires`
 //! rows (those belong to a job).
 
+use probactr_common::run_trace::RunTrace;
 use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::workflows::{self, WorkflowTrigger};
 use probactr_common::store::{self, StoreError};
@@ -38,14 +39,14 @@ async fn fire_batch(pool: &PgPool, wakeups: &Wakeups, batch: i64) -> Result<usiz
         return Ok(0);
     }
     let now = store::db_now(&mut *tx).await?;
-    let mut started = 0u64;
+    let mut started = Vec::new();
     for trigger in &due {
         let plan = plan(trigger, now);
         for instant in &plan.fire {
             if let Some(run) = workflows::start_scheduled_run(&mut tx, trigger, *instant).await? {
                 tracing::info!(workflow.id = trigger.workflow_id, trigger.id = trigger.id,
                     workflow_run.id = run, %instant, "workflow run started by its trigger");
-                started += 1;
+                started.push((trigger.workflow_id, run));
             }
         }
         if let Some(missed) = &plan.missed {
@@ -56,8 +57,12 @@ async fn fire_batch(pool: &PgPool, wakeups: &Wakeups, batch: i64) -> Result<usiz
         workflows::advance_trigger(&mut tx, trigger.id, plan.next, now).await?;
     }
     tx.commit().await?;
-    if started > 0 {
+    if !started.is_empty() {
         wakeups.runs.notify_one();
+    }
+    let at = std::time::SystemTime::now();
+    for (workflow_id, run) in started {
+        RunTrace::workflow_run_started(workflow_id, run, at);
     }
     Ok(due.len())
 }

@@ -309,6 +309,9 @@ fn the_replicas_url_may_come_from_a_file() {
         ("DATABASE_READ_URL_FILE", &path),
         ("DATABASE_READ_URL", "postgres://replica/probactr"),
     ]);
-    assert!(both.expect_err("both").to_string().contains("DATABASE_READ_URL_FILE"));
+    assert!(both
+        .expect_err("both")
+        .to_string()
+        .contains("DATABASE_READ_URL_FILE"));
     let _ = std::fs::remove_dir_all(&dir);
 }

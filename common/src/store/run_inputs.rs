@@ -139,6 +139,31 @@ async fn upstream_outputs(
     .await?)
 }
 
+/// A run chain that is a workflow's step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepOf {
+    /// The chain's first run.
+    pub chain_id: i64,
+    /// The workflow run.
+    pub workflow_run_id: i64,
+    /// The step's name.
+    pub step: String,
+}
+
+/// Which of the chains `chain_ids` are workflow steps (for their traces: asked only when
+/// traces are exported).
+pub async fn workflow_steps(db: impl PgExecutor<'_>, chain_ids: &[i64]) -> Result<Vec<StepOf>, StoreError> {
+    Ok(sqlx::query_as!(
+        StepOf,
+        r#"SELECT run_id AS chain_id, workflow_run_id AS "workflow_run_id!", step_name AS "step!"
+           FROM run_inputs
+           WHERE run_id = ANY($1) AND workflow_run_id IS NOT NULL AND step_name IS NOT NULL"#,
+        chain_ids
+    )
+    .fetch_all(db)
+    .await?)
+}
+
 /// Stores what an attempt wrote to its output file (before its end is recorded, so the
 /// workflow that advances with the end reads it). A second write replaces the first.
 pub async fn set_output(db: impl PgExecutor<'_>, run_id: i64, output: &Value) -> Result<(), StoreError> {

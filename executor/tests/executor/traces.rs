@@ -1,6 +1,7 @@
 //! Traces: a run fired, claimed and run by a real executor exporting over OTLP/HTTP to a
 //! receiver started here, with the job's own span (sent by the job, with curl) nested
-//! under the attempt through the `TRACEPARENT` it was handed.
+//! under the attempt through the `TRACEPARENT` it was handed; a workflow run as one trace
+//! with a span per step.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use probactr_common::model::{JobKind, RunState};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
+use probactr_common::store::workflows::{self, Step};
 use probactr_common::store::{runs, TEST_MIGRATOR};
 use probactr_testkit as support;
 use prost::Message;
@@ -140,4 +142,93 @@ echo "$TRACEPARENT""#;
         output.contains(&format!("00-{trace}-{}-01", attempt.1)),
         "TRACEPARENT: {output}"
     );
+}
+
+/// A workflow run is one trace: its root span, a span per step under it, and each step's
+/// queue wait, claim and attempt under its step.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn a_workflow_run_is_one_trace_with_a_span_per_step(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let url = support::database_url(&options);
+    let pool = pool_options.connect_with(options).await.unwrap();
+    let receiver = Receiver::start().await;
+    let mut env = fast_env(&url, &unique_prefix("workflow-traces"));
+    env.insert(
+        "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+        receiver.url.trim_end_matches("/hook").to_owned(),
+    );
+    env.insert("OTEL_EXPORTER_OTLP_PROTOCOL".into(), "http/protobuf".into());
+    let job = jobs::insert(
+        &pool,
+        &NewJob::new("step job", JobKind::Shell, json!({"program": "true"})),
+    )
+    .await
+    .unwrap();
+    let step = |name: &str, depends_on: &[&str]| Step {
+        name: name.to_owned(),
+        job_id: job.id,
+        depends_on: depends_on.iter().map(|s| s.to_string()).collect(),
+        when: "all_success".to_owned(),
+        params: json!({}),
+    };
+    let mut tx = pool.begin().await.unwrap();
+    let workflow = workflows::create(
+        &mut tx,
+        "etl",
+        "",
+        &[step("extract", &[]), step("load", &["extract"])],
+    )
+    .await
+    .unwrap();
+    let at = Utc::now() + TimeDelta::seconds(1);
+    workflows::create_trigger(&mut *tx, workflow.id, &NewTrigger::once(at), &json!({}), Some(at))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let mut executor = executor("executor", &env);
+    eventually(Duration::from_secs(30), "the workflow run succeeded", || async {
+        let states: Vec<String> =
+            sqlx::query_scalar("SELECT state FROM workflow_runs WHERE workflow_id = $1")
+                .bind(workflow.id)
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+        (states == ["succeeded"]).then_some(())
+    })
+    .await;
+    executor.signal(support::SIGTERM);
+    assert!(executor.wait_exit(Duration::from_secs(20)).await.success());
+
+    let spans = spans(&receiver);
+    let named = |name: &str| spans.get(name).cloned().unwrap_or_default();
+    let root = named("workflow run");
+    assert_eq!(root.len(), 1, "{spans:?}");
+    let (trace, root_id, _) = root[0].clone();
+    let steps = named("step");
+    assert_eq!(steps.len(), 2, "a span per step: {spans:?}");
+    for (trace_id, _, parent) in &steps {
+        assert_eq!(
+            (trace_id, parent),
+            (&trace, &root_id),
+            "a step is under the workflow run"
+        );
+    }
+    let step_ids: Vec<&String> = steps.iter().map(|(_, id, _)| id).collect();
+    for name in ["queue wait", "claim", "attempt"] {
+        let found = named(name);
+        assert_eq!(found.len(), 2, "{name}: {found:?}");
+        let mut parents: Vec<&String> = found
+            .iter()
+            .map(|(trace_id, _, parent)| {
+                assert_eq!(trace_id, &trace, "{name} is in the workflow run's trace");
+                parent
+            })
+            .collect();
+        parents.sort();
+        let mut expected = step_ids.clone();
+        expected.sort();
+        assert_eq!(parents, expected, "each step's {name} is under its step");
+    }
 }

@@ -2,6 +2,7 @@
 //! a run's steps, retry a failed step, cancel a run. Steps advance in the database as
 //! their runs end ([`probactr_common::store::workflows`]); nothing here waits for them.
 
+use probactr_common::run_trace::RunTrace;
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Utc;
@@ -362,6 +363,7 @@ pub async fn run_now(handles: &Handles, who: &Principal, id: i64, params: &Value
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
+    RunTrace::workflow_run_started(id, run_id, std::time::SystemTime::now());
     tracing::info!(workflow.id = id, workflow_run.id = run_id, "workflow run started");
     Ok(run_id)
 }

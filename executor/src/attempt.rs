@@ -155,7 +155,7 @@ pub async fn run_attempt(
     .instrument(span)
     .await;
     if let (Some(traced), Some(run)) = (&traced, &step_run) {
-        run_traces::end_first_attempt(traced, run);
+        run_traces::end_first_attempt(&attempts.pool, traced, run).await;
     }
 }
 

@@ -11,6 +11,7 @@ use opentelemetry::KeyValue;
 use probactr_common::model::Run;
 use probactr_common::run_trace::{RunTrace, Timed};
 use probactr_common::store::run_inputs::{self, StepOf};
+use probactr_common::store::runs;
 use probactr_common::telemetry;
 use sqlx::PgPool;
 
@@ -54,13 +55,19 @@ pub async fn of_run(pool: &PgPool, run: &Run) -> Option<Traced> {
     of_runs(pool, [run]).await.remove(&run.id)
 }
 
-/// Exports the span of a workflow step once, at the end of its first attempt: from when
-/// its run was queued to now. Retries and takeovers of the step nest under it as well.
-pub fn end_first_attempt(traced: &Traced, run: &Run) {
+/// Exports the span of a workflow step once, when its first attempt has ended (not when
+/// it was only put back in the queue, to be claimed again): from when its run was queued
+/// to now. Retries and takeovers of the step nest under it as well. (A first attempt whose
+/// executor died leaves the step without its span: its retries still point at it.)
+pub async fn end_first_attempt(pool: &PgPool, traced: &Traced, run: &Run) {
     let Some(step) = &traced.step else {
         return;
     };
     if run.first_run_id.is_some() {
+        return;
+    }
+    let ended = matches!(runs::get(pool, run.id).await, Ok(Some(now)) if now.state.is_terminal());
+    if !ended {
         return;
     }
     traced.trace.step_span(

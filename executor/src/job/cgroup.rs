@@ -3,9 +3,11 @@
 //! A process group (see the `shell` module) holds what a program forks until something
 //! leaves it: `setsid`, a daemonising script, a double fork. And a grandchild outlives an
 //! executor killed with SIGKILL. A cgroup holds every descendant, whatever it does (only
-//! a process allowed to write another cgroup's `cgroup.procs` can move out, and the job's
-//! account is not), and the kernel kills all of it at once through `cgroup.kill`. So
-//! when the executor has a cgroup delegated to it, every shell attempt runs in its own:
+//! a process allowed to write another cgroup's `cgroup.procs` can move out: a job under
+//! another account, `PROBACTR_JOB_USER`, cannot; one under the executor's own account
+//! could, as it could signal the executor itself), and the kernel kills all of it at once
+//! through `cgroup.kill`. So when the executor has a cgroup delegated to it, every shell
+//! attempt runs in its own:
 //!
 //! ```text
 //! PROBACTR_CGROUP (auto: the executor's own cgroup) /
@@ -24,10 +26,12 @@
 //!   killed whole and removed.
 //! - The executor lives in a leaf of its own (`executor/`), because a cgroup holding
 //!   processes cannot hand controllers to its children. At start-up an executor looks at
-//!   its siblings: a node whose `executor/` leaf is empty and whose executor process is
-//!   gone belongs to a dead executor (killed, say, with SIGKILL, where none of its code
-//!   ran); its runs' processes are killed and the node removed. Executors sharing one
-//!   delegated cgroup never touch each other's live nodes.
+//!   its siblings: a node whose `executor/` leaf holds no process and whose executor
+//!   process is gone (or has this executor's own pid: a restarted container's executor
+//!   is often pid 1 again) belongs to a dead executor (killed, say, with SIGKILL, where
+//!   none of its code ran); its runs' processes are killed and the node removed.
+//!   Executors sharing one delegated cgroup never touch each other's live nodes (a node
+//!   whose leaf is not made yet is left alone: its executor is starting).
 //!
 //! `PROBACTR_CGROUP=auto` (the default) uses the executor's own cgroup when it is
 //! writable and not the hierarchy's root (a systemd service with `Delegate=yes`, a
@@ -37,7 +41,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -259,7 +262,9 @@ fn remove_dead_nodes(base: &Path) -> usize {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = node_pid(&name) else { continue };
         let path = entry.path();
-        if process_alive(pid) || !is_empty(&path.join("executor")) {
+        let leaf = path.join("executor");
+        let own_pid = u32::try_from(pid).ok() == Some(std::process::id());
+        if !leaf.is_dir() || !is_empty(&leaf) || (!own_pid && process_alive(pid)) {
             continue;
         }
         match remove_tree(&path) {
@@ -288,22 +293,24 @@ fn process_alive(pid: i32) -> bool {
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
-/// Whether a cgroup holds no process (a missing one holds none).
+/// Whether a cgroup and its descendants hold no process (a missing one holds none).
 fn is_empty(cgroup: &Path) -> bool {
-    read_text(&cgroup.join("cgroup.procs")).is_none_or(|procs| procs.trim().is_empty())
+    match read_text(&cgroup.join("cgroup.events")) {
+        Some(events) => !events.lines().any(|line| line.trim() == "populated 1"),
+        None => read_text(&cgroup.join("cgroup.procs")).is_none_or(|procs| procs.trim().is_empty()),
+    }
 }
 
-/// Kills every process of a node's cgroups and removes them, then the node.
-fn remove_tree(node: &Path) -> io::Result<()> {
-    for entry in fs::read_dir(node)?.flatten() {
+/// Kills every process of a cgroup and its descendants, and removes them, leaves first.
+fn remove_tree(cgroup: &Path) -> io::Result<()> {
+    kill_all(cgroup);
+    wait_empty_blocking(cgroup);
+    for entry in fs::read_dir(cgroup)?.flatten() {
         if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-            let child = entry.path();
-            kill_all(&child);
-            wait_empty_blocking(&child);
-            fs::remove_dir(&child)?;
+            remove_tree(&entry.path())?;
         }
     }
-    fs::remove_dir(node)
+    fs::remove_dir(cgroup)
 }
 
 /// SIGKILL to every process of a cgroup: `cgroup.kill` (Linux 5.14), else one by one.
@@ -365,17 +372,20 @@ impl RunCgroup {
         let Some(node) = NODE.get() else {
             return Ok(None);
         };
-        let path = node.path.join(format!("run-{run_id}-{attempt}"));
+        let mut path = node.path.join(format!("run-{run_id}-{attempt}"));
         if path.exists() {
-            // An attempt of the same number again (a takeover back onto this executor).
-            kill_all(&path);
-            wait_empty_blocking(&path);
-            fs::remove_dir(&path)?;
+            // The same attempt again on this executor while its last cgroup is still
+            // being removed: a name of its own.
+            path = node
+                .path
+                .join(format!("run-{run_id}-{attempt}-{:08x}", rand::random::<u32>()));
         }
-        fs::create_dir(&path)?;
+        let named = |err: io::Error| io::Error::new(err.kind(), format!("{}: {err}", path.display()));
+        fs::create_dir(&path).map_err(named)?;
+        let procs = OpenOptions::new().write(true).open(path.join("cgroup.procs"));
         let cgroup = RunCgroup {
-            procs: OpenOptions::new().write(true).open(path.join("cgroup.procs"))?,
-            path,
+            procs: procs.map_err(named)?,
+            path: path.clone(),
             finished: AtomicBool::new(false),
         };
         if let (true, Some(mib)) = (node.memory, limits.memory_mib) {
@@ -392,9 +402,11 @@ impl RunCgroup {
         Ok(Some(cgroup))
     }
 
-    /// The descriptor the child writes "0" to, joining the cgroup.
-    pub(super) fn procs_fd(&self) -> RawFd {
-        self.procs.as_raw_fd()
+    /// A descriptor of its `cgroup.procs` for the child to write "0" to, joining the
+    /// cgroup: owned by the command, so it stays open until the fork however long the
+    /// fork waits (a number borrowed from [`RunCgroup`] could be closed and reused by then).
+    pub(super) fn procs_for_child(&self) -> io::Result<File> {
+        self.procs.try_clone()
     }
 
     /// Kills whatever is left in the cgroup, waits for it to empty and removes it.
@@ -410,8 +422,8 @@ impl RunCgroup {
             tokio::time::sleep(Duration::from_millis(10)).await;
             kill_all(&self.path);
         }
-        if let Err(err) = fs::remove_dir(&self.path) {
-            tracing::warn!(cgroup = %self.path.display(), %err, "cannot remove a run's cgroup; the next executor will");
+        if fs::remove_dir(&self.path).is_err() {
+            remove_in_background(self.path.clone());
         }
         oom_killed
     }
@@ -434,16 +446,28 @@ impl Drop for RunCgroup {
         }
         // An attempt that never reached its end (an aborted task, a failed start).
         kill_all(&self.path);
-        let path = self.path.clone();
-        let removal = std::thread::Builder::new()
-            .name("probactr-cgroup-removal".into())
-            .spawn(move || {
-                wait_empty_blocking(&path);
-                let _ = fs::remove_dir(&path);
-            });
-        if let Err(err) = removal {
-            tracing::warn!(cgroup = %self.path.display(), %err, "cannot remove a run's cgroup; the next executor will");
-        }
+        remove_in_background(self.path.clone());
+    }
+}
+
+/// Kills and removes a run's cgroup on a thread of its own, waiting for it to empty; what
+/// stays (a process the kernel cannot kill) goes with this executor's node, removed by
+/// the next executor.
+fn remove_in_background(path: PathBuf) {
+    let removal = std::thread::Builder::new()
+        .name("probactr-cgroup-removal".into())
+        .spawn({
+            let path = path.clone();
+            move || {
+                if let Err(err) = remove_tree(&path) {
+                    tracing::warn!(cgroup = %path.display(), %err,
+                        "cannot remove a run's cgroup; the next executor removes it with this one's node");
+                }
+            }
+        });
+    if let Err(err) = removal {
+        tracing::warn!(cgroup = %path.display(), %err,
+            "cannot remove a run's cgroup; the next executor removes it with this one's node");
     }
 }
 

@@ -79,6 +79,7 @@
 //! process that escaped the group and still holds a pipe open cannot make the run wait.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -122,7 +123,9 @@ pub(super) async fn run(
     }
     let cgroup = match RunCgroup::create(ctx.run_id, ctx.attempt, &spec.limits) {
         Ok(cgroup) => cgroup,
-        Err(err) => return Execution::failed(format!("cannot make the run's cgroup: {err}")),
+        Err(err) => {
+            return Execution::failed(format!("cannot make the run's cgroup (PROBACTR_CGROUP): {err}"))
+        }
     };
     let (mut child, [stdout, stderr]) = match start(spec, ctx, cgroup.as_ref()).await {
         Ok(started) => started,
@@ -172,7 +175,8 @@ async fn start(
 ) -> io::Result<(Child, [pipe::Receiver; 2])> {
     let (stdout_writer, stdout) = pipe::pipe()?;
     let (stderr_writer, stderr) = pipe::pipe()?;
-    let mut command = command(spec, ctx, cgroup);
+    let cgroup_procs = cgroup.map(RunCgroup::procs_for_child).transpose()?;
+    let mut command = command(spec, ctx, cgroup_procs);
     command
         .stdout(stdout_writer.into_blocking_fd()?)
         .stderr(stderr_writer.into_blocking_fd()?);
@@ -219,7 +223,7 @@ fn inheritable(
 }
 
 /// The command for a spec: program, arguments, environment, directory, process group.
-fn command(spec: &ShellSpec, ctx: &JobContext, cgroup: Option<&RunCgroup>) -> Command {
+fn command(spec: &ShellSpec, ctx: &JobContext, cgroup_procs: Option<std::fs::File>) -> Command {
     let mut command = if spec.shell {
         let mut sh = Command::new("sh");
         sh.arg("-c").arg(&spec.program).arg("sh");
@@ -265,12 +269,7 @@ fn command(spec: &ShellSpec, ctx: &JobContext, cgroup: Option<&RunCgroup>) -> Co
         .stdin(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
-    prepare_child(
-        &mut command,
-        ctx.account.as_ref(),
-        &spec.limits,
-        cgroup.map(RunCgroup::procs_fd),
-    );
+    prepare_child(&mut command, ctx.account.as_ref(), &spec.limits, cgroup_procs);
     command
 }
 
@@ -518,7 +517,7 @@ fn prepare_child(
     command: &mut Command,
     account: Option<&Account>,
     limits: &ProcessLimits,
-    cgroup_procs: Option<std::os::fd::RawFd>,
+    cgroup_procs: Option<std::fs::File>,
 ) {
     let parent = std::process::id();
     let rlimits = rlimits(limits);
@@ -527,10 +526,10 @@ fn prepare_child(
         .filter(|account| !account::is_own(account))
         .map(|account| (account.uid, account.gid, account.groups.clone()));
     let in_child = move || -> io::Result<()> {
-        if let Some(fd) = cgroup_procs {
-            // SAFETY: write reads one byte of a static string; the descriptor was opened
-            // before the fork and stays open until the run ends.
-            if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+        if let Some(procs) = &cgroup_procs {
+            // SAFETY: write reads one byte of a static string; the descriptor is owned by
+            // this closure, which the command keeps until after the fork.
+            if unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) } != 1 {
                 return Err(io::Error::last_os_error());
             }
         }

@@ -1371,6 +1371,14 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
         "{}",
         page.text
     );
+    let forged = app
+        .form(
+            &format!("/triggers/{id}/versions/3/restore"),
+            &browser.cookie,
+            &[("csrf", "forged")],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.text);
     let submitted = app
         .form(
             &format!("/triggers/{id}/versions/3/restore"),

@@ -34,6 +34,14 @@ pub fn redirect(redirect: Redirect, message: &str) -> Response {
     response
 }
 
+/// Back to `to` after a restore, saying which version `version` became (`now`).
+pub fn restored(to: &str, version: i64, now: i64) -> Response {
+    redirect(
+        Redirect::to(to),
+        &format!("Version {version} restored as version {now}"),
+    )
+}
+
 /// The message a request carries, if any.
 pub fn read(headers: &HeaderMap) -> Option<String> {
     headers

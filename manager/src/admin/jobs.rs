@@ -206,10 +206,7 @@ pub async fn restore_version(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let job = service::job_versions::restore(&state.handles, &user.0, id, version).await?;
-    Ok(flash::redirect(
-        Redirect::to(&format!("/jobs/{id}")),
-        &format!("Version {version} restored as version {}", job.version),
-    ))
+    Ok(flash::restored(&format!("/jobs/{id}"), version, job.version))
 }
 
 async fn show_page(

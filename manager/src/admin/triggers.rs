@@ -358,12 +358,10 @@ pub async fn restore_version(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let restored = trigger_versions::restore(&state.handles, &user.0, id, version).await?;
-    Ok(flash::redirect(
-        Redirect::to(&format!("/triggers/{id}/edit")),
-        &format!(
-            "Version {version} restored as version {}",
-            restored.trigger.version
-        ),
+    Ok(flash::restored(
+        &format!("/triggers/{id}/edit"),
+        version,
+        restored.trigger.version,
     ))
 }
 

@@ -399,12 +399,10 @@ pub async fn restore_version(
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
     let restored = workflow_versions::restore(&state.handles, &user.0, id, version).await?;
-    Ok(flash::redirect(
-        Redirect::to(&format!("/workflows/{id}")),
-        &format!(
-            "Version {version} restored as version {}",
-            restored.workflow.version
-        ),
+    Ok(flash::restored(
+        &format!("/workflows/{id}"),
+        version,
+        restored.workflow.version,
     ))
 }
 

@@ -187,6 +187,11 @@ async fn submit(
     check_csrf(user, form)?;
     let previewing = form.get("action") == Some("preview");
     let current = current_instants(state, user, trigger_id).await;
+    // A saved trigger's form keeps its history beside a preview or a refused edit.
+    let history = match trigger_id {
+        Some(id) => Some(trigger_versions::history(&state.handles, &user.0, id).await?),
+        None => None,
+    };
     let page = |status, errors, conflict, preview| {
         let view = FormState {
             job,
@@ -197,7 +202,7 @@ async fn submit(
             preview,
             current: current.clone(),
             deliveries: None,
-            history: None,
+            history: history.clone(),
         };
         render_form(state, user, status, view)
     };

@@ -1371,6 +1371,23 @@ async fn a_triggers_versions_are_kept_and_restored_when_still_valid(pool: PgPool
         "{}",
         page.text
     );
+    let previewed = app
+        .form(
+            &format!("/triggers/{id}/edit"),
+            &browser.cookie,
+            &[
+                ("csrf", &browser.csrf),
+                ("action", "preview"),
+                ("kind", "interval"),
+                ("interval_secs", "120"),
+            ],
+        )
+        .await;
+    assert!(
+        previewed.text.contains("id=\"history\""),
+        "a preview keeps the history: {}",
+        previewed.text
+    );
     let forged = app
         .form(
             &format!("/triggers/{id}/versions/3/restore"),

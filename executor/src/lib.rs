@@ -133,8 +133,12 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
     {
         return Ok(None);
     }
-    let pool = store::hot_path_pool(&config.database_url, config.db_pool_size)
-        .context("while opening the PostgreSQL pool")?;
+    let pool = store::hot_path_pool(
+        &config.database_url,
+        config.db_pool_size,
+        config.heartbeat_timeout,
+    )
+    .context("while opening the PostgreSQL pool")?;
     let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, shutdown)
         .await
         .context("while connecting to Redis")?

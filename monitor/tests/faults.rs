@@ -1228,8 +1228,10 @@ async fn an_executor_cut_off_from_postgres_stops_its_jobs_and_is_reaped_once(
          or its declaration as dead ({declared})"
     );
     // Declaring dead and abandoning the dead executor's runs are two statements of the
-    // reap pass: the run follows a moment after.
-    let abandoned = eventually(Duration::from_secs(5), "the cut-off run abandoned", || async {
+    // reap pass: the run follows a moment after, or, when the cut caught the executor
+    // inside a transaction ending runs, once PostgreSQL has ended that idle session (its
+    // timeout is the heartbeat timeout).
+    let abandoned = eventually(Duration::from_secs(8), "the cut-off run abandoned", || async {
         Some(get_run(&pool, first).await).filter(|run| run.state != RunState::Running)
     })
     .await;

@@ -109,10 +109,24 @@ fn lazy_pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
 /// each is planned once per connection (`plan_cache_mode = force_generic_plan`) instead
 /// of at every execution. Their plans do not depend on the values bound (ids, limits,
 /// the clock), and planning the claim cost more than running it.
-pub fn hot_path_pool(database_url: &str, max_connections: u32) -> Result<PgPool, StoreError> {
+///
+/// A session left inside a transaction for `idle_in_transaction` is ended by PostgreSQL.
+/// An executor cut off from the database mid-transaction (a stalled network, a paused
+/// VM) would otherwise hold the row locks of the runs it was ending until TCP gave up,
+/// hours later, and the reaper's abandon of its runs would wait on them as long. Given
+/// the heartbeat timeout, the locks are gone by the time the executor is declared dead.
+pub fn hot_path_pool(
+    database_url: &str,
+    max_connections: u32,
+    idle_in_transaction: Duration,
+) -> Result<PgPool, StoreError> {
     let options: PgConnectOptions = database_url.parse()?;
+    let idle_ms = idle_in_transaction.as_millis().max(1).to_string();
     Ok(lazy_pool(
-        options.options([("plan_cache_mode", "force_generic_plan")]),
+        options.options([
+            ("plan_cache_mode", "force_generic_plan"),
+            ("idle_in_transaction_session_timeout", idle_ms.as_str()),
+        ]),
         max_connections,
     ))
 }

@@ -416,3 +416,55 @@ async fn a_run_whose_executor_died_is_taken_over_at_most_max_takeovers_times(poo
     assert_eq!(lost.state, RunState::Abandoned);
     assert!(none.is_none(), "fail: not rerun");
 }
+
+/// An executor cut off from the database in the middle of a transaction (a stalled
+/// network: no reset, so PostgreSQL keeps the session) holds the row locks of the runs it
+/// was ending. Its hot-path session is ended after the idle-in-transaction timeout, so the
+/// reaper's abandon of its runs waits that long and no longer.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_dead_executors_stalled_transaction_cannot_hold_its_runs_from_the_reaper(
+    pool_options: sqlx::postgres::PgPoolOptions,
+    options: sqlx::postgres::PgConnectOptions,
+) {
+    let pool = pool_options.connect_with(options.clone()).await.expect("pool");
+    let executor = make_executor(&pool).await;
+    let job = make_job(&pool, "cut-off", |j| {
+        j.parallel = true;
+        j.max_concurrency = Some(10);
+    })
+    .await;
+    let claimed = claimed_run(&pool, job.id, executor).await;
+    runs::start(&pool, &start_request(&claimed, executor, false, true))
+        .await
+        .expect("start");
+    let url = probactr_testkit::database_url(&options);
+    let executor_pool =
+        probactr_common::store::hot_path_pool(&url, 1, Duration::from_millis(500)).expect("pool");
+    let mut stalled = executor_pool.begin().await.expect("begin");
+    sqlx::query("UPDATE runs SET heartbeat_at = now() WHERE id = $1")
+        .bind(claimed.id)
+        .execute(&mut *stalled)
+        .await
+        .expect("lock the run's row");
+
+    sqlx::query("UPDATE executors SET last_heartbeat_at = now() - interval '1 minute' WHERE id = $1")
+        .bind(executor)
+        .execute(&pool)
+        .await
+        .expect("silence");
+    processes::declare_dead(&pool, Uuid::new_v4(), Duration::from_secs(15))
+        .await
+        .expect("declare");
+    let abandoned = tokio::time::timeout(Duration::from_secs(20), runs::abandon_orphans(&pool))
+        .await
+        .expect("the reaper waited on the stalled session's locks")
+        .expect("abandon");
+    assert_eq!(
+        abandoned.iter().map(|run| run.id).collect::<Vec<_>>(),
+        vec![claimed.id]
+    );
+    assert!(
+        stalled.commit().await.is_err(),
+        "PostgreSQL ended the stalled session"
+    );
+}

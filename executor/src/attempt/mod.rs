@@ -27,9 +27,9 @@ use std::time::Duration;
 use probactr_common::backoff::Backoff;
 use probactr_common::fence::Write;
 use probactr_common::jobspec::JobSpec;
-use probactr_common::lock::{Acquire, Lease, Locks, Renewal, Want};
+use probactr_common::lock::{Lease, Locks};
 use probactr_common::masking::Masker;
-use probactr_common::model::{Job, Overlap, Run, RunState};
+use probactr_common::model::{Job, Run, RunState};
 use probactr_common::run_trace;
 use probactr_common::secrets::{mask, Keyring};
 use probactr_common::store::runs::{self, Finish, RunEnd, Start, StartRequest};
@@ -51,6 +51,12 @@ use crate::slot::Slot;
 use crate::wakeup::Wakeups;
 use crate::workdir::RunDir;
 use crate::{inputs, secrets};
+
+mod lock;
+mod overlap;
+
+pub use lock::REDIS_PROBE_EVERY;
+use lock::{keep_lease, NoLock, LOCKS_UNAVAILABLE_DELAY};
 
 /// What attempts run with: one for the executor, shared by claiming and firing.
 pub struct Attempts {
@@ -410,66 +416,6 @@ impl Attempt<'_> {
         Duration::from_secs(u64::try_from(self.job.timeout_secs).unwrap_or(1).max(1))
     }
 
-    fn want(&self) -> Option<Want> {
-        match (self.job.parallel, self.job.max_concurrency) {
-            (false, _) => Some(Want::Mutex { job_id: self.job.id }),
-            (true, Some(max)) => Some(Want::Permit {
-                job_id: self.job.id,
-                max: max.max(1) as u32,
-            }),
-            (true, None) => None,
-        }
-    }
-
-    /// Takes the job's mutex or permit, retrying per `PROBACTR_LOCK_RETRY` (full jitter)
-    /// within the start budget.
-    async fn take_lock(&self) -> Result<Option<Lease>, NoLock> {
-        let Some(want) = self.want() else { return Ok(None) };
-        if !self.attempts.locks.may_try(REDIS_PROBE_EVERY) {
-            // Each call would wait out a response timeout: give the run back at once,
-            // so an executor cut off from Redis does not sit on work others can do.
-            return Err(NoLock::Unavailable(
-                "lock unavailable: Redis does not answer".to_owned(),
-            ));
-        }
-        let waiting = std::time::Instant::now();
-        let acquired = self
-            .attempts
-            .locks
-            .acquire(
-                want,
-                self.attempts.lock_lease,
-                self.attempts.lock_start_budget,
-                &self.attempts.lock_retry,
-            )
-            .await;
-        metrics::histogram!("probactr_lock_wait_seconds").record(waiting.elapsed().as_secs_f64());
-        match acquired {
-            Ok(Acquire::Acquired(lease)) => {
-                metrics::counter!("probactr_lock_acquisitions_total").increment(1);
-                tracing::debug!(lock.token = lease.token(), "lock acquired");
-                Ok(Some(lease))
-            }
-            Ok(Acquire::Busy { attempts }) => {
-                metrics::counter!("probactr_lock_busy_total").increment(1);
-                tracing::info!(attempts, "lock busy for the whole start budget");
-                Err(NoLock::Busy(format!(
-                    "job busy: its lock was held for the whole start budget ({attempts} attempts)"
-                )))
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, "cannot reach Redis to take the lock");
-                if err.is_unreachable() {
-                    Err(NoLock::Unavailable(format!("lock unavailable: {err}")))
-                } else {
-                    // Redis answered, with an error (out of memory, no permission): it
-                    // will not go away by itself, so the run is not retried at once.
-                    Err(NoLock::Busy(format!("lock refused: {err}")))
-                }
-            }
-        }
-    }
-
     /// Marks the run running with a fresh fencing token. None when it must not run.
     async fn start(&self, lease: Option<&Lease>) -> Option<Started> {
         let request = StartRequest {
@@ -542,92 +488,6 @@ impl Attempt<'_> {
         }
     }
 
-    /// The job's lock or permit could not be had: apply its overlap policy.
-    async fn give_way(&self, why: &str) {
-        match self.job.overlap {
-            Overlap::Skip => self.end_before_start(RunState::Skipped, why).await,
-            Overlap::Queue => self.put_back(requeue_delay(), why).await,
-            Overlap::BufferOne => self.buffer_or_skip(why).await,
-            Overlap::Replace if !self.job.parallel => self.replace_running(why).await,
-            // A parallel job's attempts are not one "running attempt" to replace: the run
-            // waits for a permit, as with `queue`.
-            Overlap::Replace => self.put_back(requeue_delay(), why).await,
-        }
-    }
-
-    /// `buffer_one`: the earliest waiting run of the job stays queued behind the running
-    /// one; any later one is skipped, naming the run it gave way to.
-    async fn buffer_or_skip(&self, why: &str) {
-        match runs::waiting_beside(&self.attempts.pool, self.job.id, self.run.id).await {
-            Ok(waiting) => match waiting.earlier {
-                Some(buffered) => {
-                    let reason = format!("overlap: buffer_one: run {buffered} already waits ({why})");
-                    self.end_before_start(RunState::Skipped, &reason).await;
-                }
-                None => self.put_back(requeue_delay(), why).await,
-            },
-            // Unsure whether another run waits: waiting is the safe side (never lost).
-            Err(err) => {
-                tracing::warn!(error = %err, "cannot read the job's waiting runs; re-queued");
-                self.put_back(requeue_delay(), why).await;
-            }
-        }
-    }
-
-    /// `replace`: asks the job's running attempt to stop (its executor gives it SIGTERM,
-    /// the job's grace, then SIGKILL) and waits in the queue for the lock it frees. A run
-    /// that a later instant already follows, waiting or running, is skipped: the newest
-    /// instant replaces, whatever order the runs were born in.
-    async fn replace_running(&self, why: &str) {
-        let pool = &self.attempts.pool;
-        match runs::waiting_beside(pool, self.job.id, self.run.id).await {
-            Ok(runs::Waiting {
-                later: Some(later), ..
-            }) => {
-                let reason = format!("overlap: replace: run {later} of a later instant replaces it");
-                return self.end_before_start(RunState::Skipped, &reason).await;
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, "cannot read the job's waiting runs"),
-        }
-        match runs::request_replace(pool, self.job.id, self.run.id).await {
-            Ok(runs::Replacement {
-                newer: Some(newer), ..
-            }) => {
-                let reason = format!("overlap: replace: running run {newer} is of a later instant");
-                return self.end_before_start(RunState::Skipped, &reason).await;
-            }
-            Ok(replacement) if !replacement.stopping.is_empty() => {
-                tracing::info!(stopping = ?replacement.stopping, "overlap replace: the running attempt was asked to stop")
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, "cannot ask the running attempt to stop; retrying"),
-        }
-        // Short: the lock frees as soon as the stopped attempt is recorded.
-        self.put_back(Duration::from_millis(200), why).await;
-    }
-
-    async fn end_before_start(&self, state: RunState, reason: &str) {
-        let result = retry_small_write(|| {
-            runs::end_claim(&self.attempts.pool, self.run.id, self.executor_id, state, reason)
-        })
-        .await;
-        metrics::counter!("probactr_runs_total", "outcome" => state.as_str()).increment(1);
-        tracing::info!(state = %state, reason, recorded = result, "run ended before it started");
-    }
-
-    async fn put_back(&self, delay: Duration, why: &str) {
-        let result =
-            retry_small_write(|| runs::unclaim(&self.attempts.pool, self.run.id, self.executor_id, delay))
-                .await;
-        tracing::info!(
-            reason = why,
-            delay_ms = delay.as_millis() as u64,
-            requeued = result,
-            "run put back in the queue"
-        );
-    }
-
     /// Strong end: the recorder retries until PostgreSQL stores the end or fences it off.
     async fn record_end(&self, fence: Option<i64>, finish: Finish) {
         let ending = RunEnd {
@@ -647,25 +507,6 @@ impl Attempt<'_> {
                 "end rejected by fencing: the run was reaped or a newer holder took the job"),
         }
     }
-
-    async fn release(&self, lease: Option<&Lease>) {
-        let Some(lease) = lease else { return };
-        match self.attempts.locks.release(lease).await {
-            Ok(true) => tracing::debug!(lock.token = lease.token(), "lock released"),
-            Ok(false) => tracing::info!(lock.token = lease.token(), "lock was no longer ours at release"),
-            Err(err) => tracing::warn!(error = %err, "cannot release the lock; it expires with its lease"),
-        }
-    }
-}
-
-/// How long a run given way to waits before its next claim (jittered, so that several
-/// waiting runs do not retry in step).
-fn requeue_delay() -> Duration {
-    Backoff::FullJitter {
-        base: Duration::from_millis(250),
-        cap: Duration::from_secs(2),
-    }
-    .delay(2)
 }
 
 /// Counts a run that began executing, with how late it started.
@@ -677,118 +518,16 @@ fn note_started(run: &Run) {
     metrics::gauge!("probactr_runs_executing").increment(1.0);
 }
 
-/// While Redis does not answer, how often one caller tries it anyway (to notice its
-/// return); the others give their runs back without trying, and the claim loop takes
-/// only runs that need no lock.
-pub const REDIS_PROBE_EVERY: Duration = Duration::from_millis(500);
-
-/// How long a run given back for want of Redis stays out of this executor's and its
-/// peers' claims: long enough not to bounce straight back, short enough that an executor
-/// that does reach Redis starts it about on time.
-const LOCKS_UNAVAILABLE_DELAY: Duration = Duration::from_millis(100);
-
 /// A run this attempt started: it may execute the job, and every write of the run
 /// carries `fence` (None for a job that takes no lock).
 struct Started {
     fence: Option<i64>,
 }
 
-/// Why a run's lock could not be had.
-enum NoLock {
-    /// Another holder kept it for the whole start budget, or Redis refused the call:
-    /// the job's overlap policy decides (skip the run, or queue it).
-    Busy(String),
-    /// Redis did not answer: nothing says the job is busy, so the run goes back to the
-    /// queue for an executor that reaches Redis, whatever the overlap policy.
-    Unavailable(String),
-}
-
-/// Retries a small state change a few times (weak start: giving up is acceptable, the
-/// monitor returns stale claims to the queue). Returns whether it was applied.
-async fn retry_small_write<F, Fut>(mut write: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool, probactr_common::store::StoreError>>,
-{
-    let backoff = Backoff::FullJitter {
-        base: Duration::from_millis(50),
-        cap: Duration::from_secs(2),
-    };
-    for attempt in 0..8 {
-        match write().await {
-            Ok(applied) => return applied,
-            Err(err) => {
-                tracing::warn!(error = %err, attempt, "state change failed; retrying");
-                tokio::time::sleep(backoff.delay(attempt)).await;
-            }
-        }
-    }
-    false
-}
-
-/// Renews the lease every lease/3 until the attempt ends. When renewal finds the lock
-/// gone, or cannot confirm it while enough of the lease is left to stop the job in time,
-/// it stops the job at once: the stop point. A job never runs past a lease it cannot
-/// prove it holds.
-///
-/// The lease is counted from when the last successful renewal was *sent* (the first from
-/// `asked_at`, before the acquisition was sent): Redis extended it at some moment after
-/// that, so the lock lives at least until then plus the ttl, by Redis's clock. A renewal
-/// that fails is retried after a quarter interval, each try bounded so that its answer
-/// comes before that lower bound minus a safety margin (a tenth of the lease, at least
-/// 50 ms, for killing the job); once no try fits, the job is stopped — before the lease
-/// runs out, not when it does, since another executor may take the lock the moment
-/// Redis lets it expire.
-async fn keep_lease(
-    locks: probactr_common::lock::Locks,
-    lease: Lease,
-    handle: StopHandle,
-    asked_at: tokio::time::Instant,
-) {
-    use tokio::time::Instant;
-    let every = lease.renew_every();
-    let margin = (lease.ttl() / 10).max(Duration::from_millis(50));
-    let stopped = handle.token();
-    let mut valid_until = asked_at + lease.ttl();
-    let mut next = asked_at + every;
-    let stop = |why: &str| {
-        tracing::warn!(lock.token = lease.token(), "{why}; stopping the job");
-        metrics::counter!("probactr_renewals_lost_total").increment(1);
-        handle.stop(StopReason::LockLost);
-    };
-    loop {
-        let deadline = valid_until.checked_sub(margin).unwrap_or(valid_until);
-        tokio::select! {
-            _ = stopped.cancelled() => return,
-            _ = tokio::time::sleep_until(next.min(deadline)) => {}
-        }
-        let sent = Instant::now();
-        if sent >= deadline {
-            return stop("cannot renew the lease before it expires");
-        }
-        let budget = (deadline - sent).min(every / 2);
-        match tokio::time::timeout(budget, locks.renew(&lease)).await {
-            Ok(Ok(Renewal::Renewed)) => {
-                valid_until = sent + lease.ttl();
-                next = sent + every;
-            }
-            Ok(Ok(Renewal::Lost)) => return stop("lock lost: another owner or expired"),
-            Ok(Err(_)) | Err(_) => {
-                tracing::info!(
-                    lock.token = lease.token(),
-                    left_ms = valid_until.saturating_duration_since(Instant::now()).as_millis() as u64,
-                    "lease renewal failed; will retry before it expires"
-                );
-                next = Instant::now() + every / 4;
-            }
-        }
-    }
-}
-
-/// Turns how the job ended into what is recorded.
 /// A service instance's timeout: none in practice (a hundred years).
 const SERVICE_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// Turns how the job ended into what is recorded.
 fn describe_end(execution: &Execution, handle: &StopHandle, timeout_secs: i32) -> Finish {
     let (state, reason) = match execution.ending {
         Ending::Succeeded => (RunState::Succeeded, None),

@@ -167,10 +167,17 @@ fn own_cgroup() -> Result<PathBuf, String> {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|err| format!("cannot read /proc/self/mountinfo: {err}"))?;
     let (root, mount_point) = cgroup2_mount(&mountinfo).ok_or("no cgroup v2 hierarchy is mounted")?;
-    let inside = relative
-        .strip_prefix(root.trim_end_matches('/'))
-        .ok_or_else(|| format!("the executor's cgroup {relative} is outside the mounted hierarchy"))?;
-    Ok(Path::new(&mount_point).join(inside.trim_start_matches('/')))
+    mounted_path(relative, &root, &mount_point)
+}
+
+/// Where the cgroup `relative` (as `/proc/self/cgroup` names it) is found, given the
+/// mount's root in the hierarchy and its mount point.
+fn mounted_path(relative: &str, root: &str, mount_point: &str) -> Result<PathBuf, String> {
+    // Whole components: a mount root `/a` does not contain `/ab`.
+    let inside = Path::new(relative)
+        .strip_prefix(root)
+        .map_err(|_| format!("the executor's cgroup {relative} is outside the mounted hierarchy"))?;
+    Ok(Path::new(mount_point).join(inside))
 }
 
 /// The root and mount point of the first cgroup2 mount in a `/proc/self/mountinfo` text.
@@ -350,6 +357,17 @@ fn read_text(path: &Path) -> Option<String> {
     Some(text)
 }
 
+/// A job limit the run's cgroup refused, naming the limit and the file.
+fn limit_not_set(limit: &str, cgroup: &Path, err: io::Error) -> io::Error {
+    io::Error::new(
+        err.kind(),
+        format!(
+            "{limit}: cannot be set in the run's cgroup {}: {err}",
+            cgroup.display()
+        ),
+    )
+}
+
 fn write_to(path: &Path, text: &str) -> io::Result<()> {
     OpenOptions::new()
         .write(true)
@@ -363,7 +381,12 @@ pub(super) struct RunCgroup {
     path: PathBuf,
     /// Its `cgroup.procs`, opened before the fork: the child writes "0" to it.
     procs: File,
-    finished: AtomicBool,
+    /// A `finish` began: a second one does nothing.
+    finishing: AtomicBool,
+    /// The cgroup is removed or handed to the background removal: nothing left for Drop
+    /// (set only once `finish` got that far, so an attempt cancelled while finishing
+    /// still has its cgroup killed and removed when dropped).
+    done: AtomicBool,
 }
 
 impl RunCgroup {
@@ -386,18 +409,21 @@ impl RunCgroup {
         let cgroup = RunCgroup {
             procs: procs.map_err(named)?,
             path: path.clone(),
-            finished: AtomicBool::new(false),
+            finishing: AtomicBool::new(false),
+            done: AtomicBool::new(false),
         };
         if let (true, Some(mib)) = (node.memory, limits.memory_mib) {
             write_to(
                 &cgroup.path.join("memory.max"),
                 &mib.saturating_mul(1024 * 1024).to_string(),
-            )?;
+            )
+            .map_err(|err| limit_not_set("limits.memory_mib", &cgroup.path, err))?;
             // Swapping would only hide the limit.
             let _ = write_to(&cgroup.path.join("memory.swap.max"), "0");
         }
         if let (true, Some(processes)) = (node.pids, limits.processes) {
-            write_to(&cgroup.path.join("pids.max"), &processes.to_string())?;
+            write_to(&cgroup.path.join("pids.max"), &processes.to_string())
+                .map_err(|err| limit_not_set("limits.processes", &cgroup.path, err))?;
         }
         Ok(Some(cgroup))
     }
@@ -412,7 +438,7 @@ impl RunCgroup {
     /// Kills whatever is left in the cgroup, waits for it to empty and removes it.
     /// True when the kernel killed a process of the run for its memory limit.
     pub(super) async fn finish(&self) -> bool {
-        if self.finished.swap(true, Ordering::SeqCst) {
+        if self.finishing.swap(true, Ordering::SeqCst) {
             return false;
         }
         let oom_killed = self.oom_kills() > 0;
@@ -425,6 +451,7 @@ impl RunCgroup {
         if fs::remove_dir(&self.path).is_err() {
             remove_in_background(self.path.clone());
         }
+        self.done.store(true, Ordering::SeqCst);
         oom_killed
     }
 
@@ -441,10 +468,11 @@ impl RunCgroup {
 
 impl Drop for RunCgroup {
     fn drop(&mut self) {
-        if self.finished.swap(true, Ordering::SeqCst) {
+        if self.done.swap(true, Ordering::SeqCst) {
             return;
         }
-        // An attempt that never reached its end (an aborted task, a failed start).
+        // An attempt that never reached its end, or was cancelled while finishing (an
+        // aborted task, a failed start, the runtime shutting down).
         kill_all(&self.path);
         remove_in_background(self.path.clone());
     }
@@ -474,6 +502,19 @@ fn remove_in_background(path: PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_is_found_under_its_mount_by_whole_components() {
+        assert_eq!(
+            mounted_path("/system.slice/probactr.service", "/", "/sys/fs/cgroup"),
+            Ok(PathBuf::from("/sys/fs/cgroup/system.slice/probactr.service"))
+        );
+        assert_eq!(
+            mounted_path("/docker/abc/sub", "/docker/abc", "/sys/fs/cgroup"),
+            Ok(PathBuf::from("/sys/fs/cgroup/sub"))
+        );
+        assert!(mounted_path("/docker/abcd", "/docker/abc", "/sys/fs/cgroup").is_err());
+    }
 
     #[test]
     fn the_cgroup2_mount_is_found_in_mountinfo() {

@@ -19,6 +19,7 @@ mod job_versions;
 mod jobs;
 mod ledger;
 mod maintenance;
+mod named;
 mod namespaces;
 pub mod openapi;
 mod pools;

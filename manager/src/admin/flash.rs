@@ -42,6 +42,15 @@ pub fn restored(to: &str, version: i64, now: i64) -> Response {
     )
 }
 
+/// What a pause (`paused`) or a resume did, as its message says it.
+pub fn paused_or_resumed(paused: bool) -> &'static str {
+    if paused {
+        "paused"
+    } else {
+        "resumed"
+    }
+}
+
 /// The message a request carries, if any.
 pub fn read(headers: &HeaderMap) -> Option<String> {
     headers

@@ -553,38 +553,18 @@ pub async fn update(
     }
 }
 
-/// `POST /jobs/{id}/pause`.
-pub async fn pause(
+/// `POST /jobs/{id}/pause` (`PAUSED`) and `/resume`: then back where the form says (or
+/// to the job).
+pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
     user: AdminUser,
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    set_paused(&state, &user, id, &form, true).await
-}
-
-/// `POST /jobs/{id}/resume`.
-pub async fn resume(
-    State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
-) -> Result<Response, AdminError> {
-    set_paused(&state, &user, id, &form, false).await
-}
-
-/// Pauses or resumes job `id`, then goes back where the form says (or to the job).
-async fn set_paused(
-    state: &AppState,
-    user: &AdminUser,
-    id: i64,
-    form: &FormData,
-    paused: bool,
-) -> Result<Response, AdminError> {
-    check_csrf(user, form)?;
-    let job = jobs::set_paused(&state.handles, &user.0, id, paused).await?;
-    let message = format!("Job {} {}", job.name, if paused { "paused" } else { "resumed" });
-    Ok(flash::redirect(next_or(form, &format!("/jobs/{id}")), &message))
+    check_csrf(&user, &form)?;
+    let job = jobs::set_paused(&state.handles, &user.0, id, PAUSED).await?;
+    let message = format!("Job {} {}", job.name, flash::paused_or_resumed(PAUSED));
+    Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
 }
 
 /// `POST /jobs/{id}/run`: queues a run and shows it.

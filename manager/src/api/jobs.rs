@@ -9,6 +9,7 @@ use probactr_common::store::services::ReplicaHolder;
 use serde_json::Value;
 
 use super::bodies::{JobPatchBody, NewJobBody, RunNowBody, RunQueued};
+use super::by_id::{get_by_id, set_paused_by_id};
 use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
@@ -71,20 +72,10 @@ pub async fn create(
     ))
 }
 
-/// Read a job with its statistics.
-#[utoipa::path(get, path = "/jobs/{id}", operation_id = "get_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses(
-        (status = OK, description = "The job", body = JobView),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::get(&state.handles, &who, id).await?))
+get_by_id! {
+    /// Read a job with its statistics.
+    jobs -> JobView { path: "/jobs/{id}", operation_id: "get_job", tag: "jobs",
+        id: "The job", ok: "The job", missing: "No such job", otherwise: "Not signed in, or a server error" }
 }
 
 /// A service's instances: which executor holds each replica slot, and the run it is.
@@ -153,36 +144,16 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Pause a job: its triggers stop firing and its queued runs wait.
-#[utoipa::path(post, path = "/jobs/{id}/pause", operation_id = "pause_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses(
-        (status = OK, description = "The paused job", body = JobView),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn pause(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::set_paused(&state.handles, &who, id, true).await?))
+set_paused_by_id! {
+    /// Pause a job: its triggers stop firing and its queued runs wait.
+    pause = true, jobs -> JobView { path: "/jobs/{id}/pause", operation_id: "pause_job", tag: "jobs",
+        id: "The job", ok: "The paused job", missing: "No such job" }
 }
 
-/// Resume a paused job.
-#[utoipa::path(post, path = "/jobs/{id}/resume", operation_id = "resume_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses(
-        (status = OK, description = "The resumed job", body = JobView),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn resume(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::set_paused(&state.handles, &who, id, false).await?))
+set_paused_by_id! {
+    /// Resume a paused job.
+    resume = false, jobs -> JobView { path: "/jobs/{id}/resume", operation_id: "resume_job", tag: "jobs",
+        id: "The job", ok: "The resumed job", missing: "No such job" }
 }
 
 /// Queue a run of the job now, optionally with parameters (`{"params": {...}}`, merged over

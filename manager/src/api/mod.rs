@@ -8,6 +8,7 @@
 mod alerts;
 mod auth;
 pub mod bodies;
+mod by_id;
 mod calendars;
 mod capacity;
 mod cluster;

@@ -6,6 +6,7 @@ use axum::Json;
 use serde_json::Value;
 
 use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
+use super::by_id::{delete_by_id, get_by_id, set_paused_by_id};
 use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
@@ -70,22 +71,11 @@ pub async fn create(
     ))
 }
 
-/// Read a trigger.
-#[utoipa::path(get, path = "/triggers/{id}", operation_id = "get_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = OK, description = "The trigger", body = TriggerView),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    Ok(Tagged(
-        triggers::view(&state.handles, triggers::get(&state.handles, &who, id).await?).await?,
-    ))
+get_by_id! {
+    /// Read a trigger.
+    triggers via view -> TriggerView { path: "/triggers/{id}", operation_id: "get_trigger", tag: "triggers",
+        id: "The trigger", ok: "The trigger", missing: "No such trigger",
+        otherwise: "Not allowed, not signed in, or a server error" }
 }
 
 /// Edit a trigger: send the fields to change and the version you read, as
@@ -113,64 +103,23 @@ pub async fn update(
     Ok(Tagged(triggers::view(&state.handles, trigger).await?))
 }
 
-/// Delete a trigger (its runs stay in the history).
-#[utoipa::path(delete, path = "/triggers/{id}", operation_id = "delete_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = NO_CONTENT, description = "Deleted"),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<StatusCode, ApiError> {
-    triggers::delete(&state.handles, &who, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+delete_by_id! {
+    /// Delete a trigger (its runs stay in the history).
+    triggers { path: "/triggers/{id}", operation_id: "delete_trigger", tag: "triggers",
+        id: "The trigger", missing: "No such trigger" }
 }
 
-/// Pause a trigger.
-#[utoipa::path(post, path = "/triggers/{id}/pause", operation_id = "pause_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = OK, description = "The paused trigger", body = TriggerView),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn pause(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    paused(&state, &who, id, true).await
+set_paused_by_id! {
+    /// Pause a trigger.
+    pause = true, triggers via view -> TriggerView { path: "/triggers/{id}/pause", operation_id: "pause_trigger",
+        tag: "triggers", id: "The trigger", ok: "The paused trigger", missing: "No such trigger" }
 }
 
-/// Resume a trigger (instants missed while paused follow its misfire policy).
-#[utoipa::path(post, path = "/triggers/{id}/resume", operation_id = "resume_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = OK, description = "The resumed trigger", body = TriggerView),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn resume(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    paused(&state, &who, id, false).await
-}
-
-/// Pauses or resumes a trigger, answering with what it became.
-async fn paused(
-    state: &AppState,
-    who: &Principal,
-    id: i64,
-    paused: bool,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    let trigger = triggers::set_paused(&state.handles, who, id, paused).await?;
-    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
+set_paused_by_id! {
+    /// Resume a trigger (instants missed while paused follow its misfire policy).
+    resume = false, triggers via view -> TriggerView { path: "/triggers/{id}/resume",
+        operation_id: "resume_trigger", tag: "triggers", id: "The trigger", ok: "The resumed trigger",
+        missing: "No such trigger" }
 }
 
 /// The next instants of a trigger definition, without saving anything; those its

@@ -12,6 +12,7 @@ mod by_id;
 mod calendars;
 mod capacity;
 mod cluster;
+mod cluster_wide;
 mod dashboard;
 mod definitions;
 mod health;

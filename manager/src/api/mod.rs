@@ -31,6 +31,7 @@ mod secrets;
 mod trigger_versions;
 mod triggers;
 mod users;
+mod versions;
 mod workflow_versions;
 mod workflows;
 

@@ -176,25 +176,9 @@ pub fn read_rule(body: Value) -> Result<RuleCommand, ApiError> {
     let name = input
         .required("name", name)
         .and_then(|name| checked_name(&mut input, "name", name));
-    let events = match input.raw("events") {
-        None | Some(Value::Null) => {
-            input.error("events", "is required");
-            None
-        }
-        Some(value) => events(&value)
-            .map_err(|message| input.error("events", message))
-            .ok(),
-    };
+    let events = required_list(&mut input, "events", events);
     let job_id = input.int("job_id", 1, i64::MAX).flatten();
-    let channel_ids = match input.raw("channel_ids") {
-        None | Some(Value::Null) => {
-            input.error("channel_ids", "is required");
-            None
-        }
-        Some(value) => ids(&value)
-            .map_err(|message| input.error("channel_ids", message))
-            .ok(),
-    };
+    let channel_ids = required_list(&mut input, "channel_ids", ids);
     let threshold = input.int("threshold", 1, 10_000).flatten();
     let duration_secs = input.int("duration_secs", 1, MAX_DURATION_SECS).flatten();
     let throttle_secs = input.int("throttle_secs", 0, 7 * 86_400).flatten().unwrap_or(300);
@@ -231,6 +215,21 @@ pub fn read_rule(body: Value) -> Result<RuleCommand, ApiError> {
     input.finish()?;
     let fields = fields.ok_or_else(|| ApiError::field("body", "invalid"))?;
     Ok(RuleCommand { namespace, fields })
+}
+
+/// The required list `key`, read by `read`; absent, null or bad, it is a field error.
+fn required_list<T>(
+    input: &mut Input,
+    key: &str,
+    read: fn(&Value) -> Result<Vec<T>, String>,
+) -> Option<Vec<T>> {
+    match input.raw(key) {
+        None | Some(Value::Null) => {
+            input.error(key, "is required");
+            None
+        }
+        Some(value) => read(&value).map_err(|message| input.error(key, message)).ok(),
+    }
 }
 
 fn events(value: &Value) -> Result<Vec<AlertEvent>, String> {

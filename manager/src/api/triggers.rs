@@ -6,8 +6,8 @@ use axum::Json;
 use serde_json::Value;
 
 use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
-use super::by_id::{delete_by_id, get_by_id, set_paused_by_id};
-use super::precondition::{IfMatch, Tagged};
+use super::by_id::{delete_by_id, get_by_id, set_paused_by_id, update_by_id};
+use super::precondition::Tagged;
 use super::Id;
 use crate::auth::Principal;
 use crate::command::trigger::PreviewRequest;
@@ -78,29 +78,13 @@ get_by_id! {
         otherwise: "Not allowed, not signed in, or a server error" }
 }
 
-/// Edit a trigger: send the fields to change and the version you read, as
-/// `If-Match: "VERSION"` (412 when stale) or as `version` in the body (409 when stale).
-#[utoipa::path(patch, path = "/triggers/{id}", operation_id = "update_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    request_body = TriggerPatchBody,
-    responses(
-        (status = OK, description = "The trigger as changed, its next instant recomputed", body = TriggerView),
-        (status = CONFLICT, description = "`version` is stale", body = ErrorBody),
-        (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the trigger changed since it was read", body = ErrorBody),
-        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn update(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-    if_match: IfMatch,
-    ApiJson(body): ApiJson<Value>,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    let patch = TriggerPatch::from_json(if_match.into_patch(body));
-    let trigger = if_match.judge(triggers::update(&state.handles, &who, id, patch).await)?;
-    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
+update_by_id! {
+    /// Edit a trigger: send the fields to change and the version you read, as
+    /// `If-Match: "VERSION"` (412 when stale) or as `version` in the body (409 when stale).
+    triggers via view -> TriggerView { path: "/triggers/{id}", operation_id: "update_trigger", tag: "triggers",
+        id: "The trigger", body: TriggerPatchBody, patch: TriggerPatch,
+        ok: "The trigger as changed, its next instant recomputed", stale_version: "`version` is stale",
+        stale_if_match: "`If-Match` is stale: the trigger changed since it was read", missing: "No such trigger" }
 }
 
 delete_by_id! {

@@ -590,10 +590,7 @@ pub async fn run_now(
         let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
         jobs::run_now(&state.handles, &user.0, id, &params).await?
     };
-    Ok(flash::redirect(
-        Redirect::to(&format!("/runs/{run_id}")),
-        &format!("Run #{run_id} queued"),
-    ))
+    Ok(flash::run_queued(run_id, None))
 }
 
 /// `POST /jobs/{id}/delete`: only when the form's `confirm` is the job's name, typed.

@@ -42,6 +42,24 @@ pub fn restored(to: &str, version: i64, now: i64) -> Response {
     )
 }
 
+/// To the page of run `run`, just queued; `how` (when any) says from what.
+pub fn run_queued(run: i64, how: Option<String>) -> Response {
+    let message = match how {
+        None => format!("Run #{run} queued"),
+        Some(how) => format!("Run #{run} queued: {how}"),
+    };
+    redirect(Redirect::to(&format!("/runs/{run}")), &message)
+}
+
+/// What a pause (`paused`) or a resume did, as its message says it.
+pub fn paused_or_resumed(paused: bool) -> &'static str {
+    if paused {
+        "paused"
+    } else {
+        "resumed"
+    }
+}
+
 /// The message a request carries, if any.
 pub fn read(headers: &HeaderMap) -> Option<String> {
     headers

@@ -553,38 +553,18 @@ pub async fn update(
     }
 }
 
-/// `POST /jobs/{id}/pause`.
-pub async fn pause(
+/// `POST /jobs/{id}/pause` (`PAUSED`) and `/resume`: then back where the form says (or
+/// to the job).
+pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
     user: AdminUser,
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    set_paused(&state, &user, id, &form, true).await
-}
-
-/// `POST /jobs/{id}/resume`.
-pub async fn resume(
-    State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
-) -> Result<Response, AdminError> {
-    set_paused(&state, &user, id, &form, false).await
-}
-
-/// Pauses or resumes job `id`, then goes back where the form says (or to the job).
-async fn set_paused(
-    state: &AppState,
-    user: &AdminUser,
-    id: i64,
-    form: &FormData,
-    paused: bool,
-) -> Result<Response, AdminError> {
-    check_csrf(user, form)?;
-    let job = jobs::set_paused(&state.handles, &user.0, id, paused).await?;
-    let message = format!("Job {} {}", job.name, if paused { "paused" } else { "resumed" });
-    Ok(flash::redirect(next_or(form, &format!("/jobs/{id}")), &message))
+    check_csrf(&user, &form)?;
+    let job = jobs::set_paused(&state.handles, &user.0, id, PAUSED).await?;
+    let message = format!("Job {} {}", job.name, flash::paused_or_resumed(PAUSED));
+    Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
 }
 
 /// `POST /jobs/{id}/run`: queues a run and shows it.
@@ -610,10 +590,7 @@ pub async fn run_now(
         let params = jobs::read_params(form.get("params").unwrap_or_default(), false)?;
         jobs::run_now(&state.handles, &user.0, id, &params).await?
     };
-    Ok(flash::redirect(
-        Redirect::to(&format!("/runs/{run_id}")),
-        &format!("Run #{run_id} queued"),
-    ))
+    Ok(flash::run_queued(run_id, None))
 }
 
 /// `POST /jobs/{id}/delete`: only when the form's `confirm` is the job's name, typed.

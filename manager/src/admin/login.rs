@@ -27,18 +27,7 @@ use crate::state::AppState;
 const LOGIN_COOKIE: &str = "probactr_login";
 
 fn login_cookie(headers: &HeaderMap) -> Option<String> {
-    cookie_named(headers, LOGIN_COOKIE)
-}
-
-fn cookie_named(headers: &HeaderMap, cookie: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == cookie)
-        .map(|(_, value)| value.trim().to_owned())
+    session::cookie_named(headers, LOGIN_COOKIE)
 }
 
 /// Renders the login form with a fresh double-submit token.
@@ -211,7 +200,7 @@ pub async fn sso_callback(
     };
     // A query that does not parse (a field twice) answers like one without a login.
     let callback = query.map(|Query(callback)| callback).unwrap_or_default();
-    let binding = cookie_named(&headers, oidc::FLOW_COOKIE);
+    let binding = session::cookie_named(&headers, oidc::FLOW_COOKIE);
     let identity = match sso
         .finish(&state.handles.pool, binding.as_deref(), &callback)
         .await

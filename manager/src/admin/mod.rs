@@ -58,8 +58,8 @@ pub fn router() -> Router<AppState> {
         .route("/jobs/new", get(jobs::new_form).post(jobs::create))
         .route("/jobs/{id}", get(jobs::show))
         .route("/jobs/{id}/edit", get(jobs::edit_form).post(jobs::update))
-        .route("/jobs/{id}/pause", post(jobs::pause))
-        .route("/jobs/{id}/resume", post(jobs::resume))
+        .route("/jobs/{id}/pause", post(jobs::set_paused::<true>))
+        .route("/jobs/{id}/resume", post(jobs::set_paused::<false>))
         .route("/jobs/{id}/run", post(jobs::run_now))
         .route("/jobs/{id}/delete", post(jobs::delete))
         .route(
@@ -72,8 +72,8 @@ pub fn router() -> Router<AppState> {
         )
         .route("/triggers/{id}/ledger", get(ledger::page))
         .route("/triggers/{id}/backfill", post(ledger::backfill))
-        .route("/triggers/{id}/pause", post(triggers::pause))
-        .route("/triggers/{id}/resume", post(triggers::resume))
+        .route("/triggers/{id}/pause", post(triggers::set_paused::<true>))
+        .route("/triggers/{id}/resume", post(triggers::set_paused::<false>))
         .route("/triggers/{id}/delete", post(triggers::delete))
         .route(
             "/triggers/{id}/versions/{version}/restore",
@@ -119,8 +119,8 @@ pub fn router() -> Router<AppState> {
             "/workflows/{id}/edit",
             get(workflows::edit_form).post(workflows::update),
         )
-        .route("/workflows/{id}/pause", post(workflows::pause))
-        .route("/workflows/{id}/resume", post(workflows::resume))
+        .route("/workflows/{id}/pause", post(workflows::set_paused::<true>))
+        .route("/workflows/{id}/resume", post(workflows::set_paused::<false>))
         .route(
             "/workflows/{id}/triggers/new",
             get(workflows::new_trigger).post(workflows::create_trigger),

@@ -193,10 +193,7 @@ pub async fn rerun(
 
 /// To the page of run `new`, queued from run `id`'s page, saying how.
 fn queued_again(new: i64, id: i64, how: &str) -> Response {
-    flash::redirect(
-        Redirect::to(&format!("/runs/{new}")),
-        &format!("Run #{new} queued: {how} of #{id}"),
-    )
+    flash::run_queued(new, Some(format!("{how} of #{id}")))
 }
 
 /// `POST /runs/{id}/retry`: the new attempt's page.

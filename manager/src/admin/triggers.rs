@@ -319,38 +319,18 @@ pub async fn update(
     submit(&state, &user, &job, Some(id), &form).await
 }
 
-/// `POST /triggers/{id}/pause`.
-pub async fn pause(
+/// `POST /triggers/{id}/pause` (`PAUSED`) and `/resume`: then back where the form says
+/// (or to its job).
+pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
     user: AdminUser,
     Id(id): Id,
     form: FormData,
 ) -> Result<Response, AdminError> {
-    set_paused(&state, &user, id, &form, true).await
-}
-
-/// `POST /triggers/{id}/resume`.
-pub async fn resume(
-    State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
-) -> Result<Response, AdminError> {
-    set_paused(&state, &user, id, &form, false).await
-}
-
-/// Pauses or resumes trigger `id`, then goes back where the form says (or to its job).
-async fn set_paused(
-    state: &AppState,
-    user: &AdminUser,
-    id: i64,
-    form: &FormData,
-    paused: bool,
-) -> Result<Response, AdminError> {
-    check_csrf(user, form)?;
-    let trigger = triggers::set_paused(&state.handles, &user.0, id, paused).await?;
-    let to = next_or(form, &format!("/jobs/{}", trigger.job_id));
-    let done = if paused { "paused" } else { "resumed" };
+    check_csrf(&user, &form)?;
+    let trigger = triggers::set_paused(&state.handles, &user.0, id, PAUSED).await?;
+    let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
+    let done = flash::paused_or_resumed(PAUSED);
     Ok(flash::redirect(to, &format!("Trigger #{id} {done}")))
 }
 

@@ -323,36 +323,16 @@ pub async fn update(
     }
 }
 
-/// `POST /workflows/{id}/pause`.
-pub async fn pause(
-    state: State<AppState>,
-    user: AdminUser,
-    id: Id,
-    form: FormData,
-) -> Result<Response, AdminError> {
-    set_paused(state, user, id, form, true).await
-}
-
-/// `POST /workflows/{id}/resume`.
-pub async fn resume(
-    state: State<AppState>,
-    user: AdminUser,
-    id: Id,
-    form: FormData,
-) -> Result<Response, AdminError> {
-    set_paused(state, user, id, form, false).await
-}
-
-async fn set_paused(
+/// `POST /workflows/{id}/pause` (`PAUSED`) and `/resume`.
+pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
     user: AdminUser,
     Id(id): Id,
     form: FormData,
-    paused: bool,
 ) -> Result<Response, AdminError> {
     check_csrf(&user, &form)?;
-    let workflow = workflows::set_paused(&state.handles, &user.0, id, paused).await?;
-    let done = if paused { "paused" } else { "resumed" };
+    let workflow = workflows::set_paused(&state.handles, &user.0, id, PAUSED).await?;
+    let done = flash::paused_or_resumed(PAUSED);
     Ok(flash::redirect(
         Redirect::to(&format!("/workflows/{id}")),
         &format!("Workflow {} {done}", workflow.workflow.name),

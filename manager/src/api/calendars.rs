@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::bodies::CalendarBody;
+use super::named::{delete_named, get_named, list_named};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input, QueryParams};
@@ -18,21 +19,11 @@ use crate::service::calendars::{self, CalendarDraft};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// Every calendar the caller sees.
-#[utoipa::path(get, path = "/calendars", operation_id = "list_calendars", tag = "calendars",
-    params(("namespace" = Option<String>, Query, description = "Only this namespace's calendars (default: every namespace the caller sees)")),
-    responses(
-        (status = OK, description = "The calendars", body = Paged<StoredCalendar>),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn list(
-    State(state): State<AppState>,
-    who: Principal,
-    query: QueryParams,
-) -> Result<Json<Paged<StoredCalendar>>, ApiError> {
-    Ok(Json(Paged::all(
-        calendars::list(&state.handles, &who, query.text("namespace")).await?,
-    )))
+list_named! {
+    /// Every calendar the caller sees.
+    calendars -> StoredCalendar { path: "/calendars", operation_id: "list_calendars", tag: "calendars",
+        namespace: "Only this namespace's calendars (default: every namespace the caller sees)",
+        ok: "The calendars", otherwise: "Not signed in, or a server error" }
 }
 
 /// Create a calendar (admins of its namespace).
@@ -57,25 +48,10 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(calendar)))
 }
 
-/// A calendar.
-#[utoipa::path(get, path = "/calendars/{name}", operation_id = "get_calendar", tag = "calendars",
-    params(("name" = String, Path, description = "The calendar"),
-           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
-    responses(
-        (status = OK, description = "The calendar", body = StoredCalendar),
-        (status = NOT_FOUND, description = "No such calendar", body = ErrorBody),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Path(name): Path<String>,
-    query: QueryParams,
-) -> Result<Json<StoredCalendar>, ApiError> {
-    let namespace = query.namespace();
-    Ok(Json(
-        calendars::get(&state.handles, &who, namespace, &name).await?,
-    ))
+get_named! {
+    /// A calendar.
+    calendars -> StoredCalendar { path: "/calendars/{name}", operation_id: "get_calendar", tag: "calendars",
+        name: "The calendar", missing: "No such calendar" }
 }
 
 /// Replace a calendar's zone and days (admins of its namespace); its triggers follow the
@@ -108,25 +84,10 @@ pub async fn replace(
     ))
 }
 
-/// Delete a calendar (admins of its namespace); 409 naming the triggers that follow it.
-#[utoipa::path(delete, path = "/calendars/{name}", operation_id = "delete_calendar", tag = "calendars",
-    params(("name" = String, Path, description = "The calendar"),
-           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
-    responses(
-        (status = NO_CONTENT, description = "Deleted"),
-        (status = NOT_FOUND, description = "No such calendar", body = ErrorBody),
-        (status = CONFLICT, description = "Triggers follow it (named)", body = ErrorBody),
-        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    who: Principal,
-    Path(name): Path<String>,
-    query: QueryParams,
-) -> Result<StatusCode, ApiError> {
-    let namespace = query.namespace();
-    calendars::delete(&state.handles, &who, namespace, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+delete_named! {
+    /// Delete a calendar (admins of its namespace); 409 naming the triggers that follow it.
+    calendars { path: "/calendars/{name}", operation_id: "delete_calendar", tag: "calendars",
+        name: "The calendar", missing: "No such calendar", conflict: "Triggers follow it (named)" }
 }
 
 /// The zone, days and iCalendar file of a calendar body; every bad field named.

@@ -9,7 +9,8 @@ use probactr_common::store::services::ReplicaHolder;
 use serde_json::Value;
 
 use super::bodies::{JobPatchBody, NewJobBody, RunNowBody, RunQueued};
-use super::precondition::{IfMatch, Tagged};
+use super::by_id::{get_by_id, set_paused_by_id, update_by_id};
+use super::precondition::Tagged;
 use super::Id;
 use crate::auth::Principal;
 use crate::command::{JobDraft, JobPatch};
@@ -71,20 +72,10 @@ pub async fn create(
     ))
 }
 
-/// Read a job with its statistics.
-#[utoipa::path(get, path = "/jobs/{id}", operation_id = "get_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses(
-        (status = OK, description = "The job", body = JobView),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::get(&state.handles, &who, id).await?))
+get_by_id! {
+    /// Read a job with its statistics.
+    jobs -> JobView { path: "/jobs/{id}", operation_id: "get_job", tag: "jobs",
+        id: "The job", ok: "The job", missing: "No such job", otherwise: "Not signed in, or a server error" }
 }
 
 /// A service's instances: which executor holds each replica slot, and the run it is.
@@ -103,30 +94,13 @@ pub async fn replicas(
     Ok(Json(jobs::replicas(&state.handles, &who, id).await?))
 }
 
-/// Edit a job: send the fields to change and the version you read, as `If-Match: "VERSION"`
-/// (412 when stale) or as `version` in the body (409 when stale).
-#[utoipa::path(patch, path = "/jobs/{id}", operation_id = "update_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    request_body = JobPatchBody,
-    responses(
-        (status = OK, description = "The job as changed", body = JobView),
-        (status = CONFLICT, description = "`version` is stale: the job changed since it was read", body = ErrorBody),
-        (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the job changed since it was read", body = ErrorBody),
-        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn update(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-    if_match: IfMatch,
-    ApiJson(body): ApiJson<Value>,
-) -> Result<Tagged<JobView>, ApiError> {
-    let patch = JobPatch::from_json(if_match.into_patch(body));
-    Ok(Tagged(
-        if_match.judge(jobs::update(&state.handles, &who, id, patch).await)?,
-    ))
+update_by_id! {
+    /// Edit a job: send the fields to change and the version you read, as `If-Match: "VERSION"`
+    /// (412 when stale) or as `version` in the body (409 when stale).
+    jobs -> JobView { path: "/jobs/{id}", operation_id: "update_job", tag: "jobs", id: "The job",
+        body: JobPatchBody, patch: JobPatch, ok: "The job as changed",
+        stale_version: "`version` is stale: the job changed since it was read",
+        stale_if_match: "`If-Match` is stale: the job changed since it was read", missing: "No such job" }
 }
 
 /// Delete a job. Its triggers go and its live runs are cancelled; its run history stays
@@ -153,36 +127,16 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Pause a job: its triggers stop firing and its queued runs wait.
-#[utoipa::path(post, path = "/jobs/{id}/pause", operation_id = "pause_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses(
-        (status = OK, description = "The paused job", body = JobView),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn pause(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::set_paused(&state.handles, &who, id, true).await?))
+set_paused_by_id! {
+    /// Pause a job: its triggers stop firing and its queued runs wait.
+    pause = true, jobs -> JobView { path: "/jobs/{id}/pause", operation_id: "pause_job", tag: "jobs",
+        id: "The job", ok: "The paused job", missing: "No such job" }
 }
 
-/// Resume a paused job.
-#[utoipa::path(post, path = "/jobs/{id}/resume", operation_id = "resume_job", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses(
-        (status = OK, description = "The resumed job", body = JobView),
-        (status = NOT_FOUND, description = "No such job", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn resume(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<JobView>, ApiError> {
-    Ok(Tagged(jobs::set_paused(&state.handles, &who, id, false).await?))
+set_paused_by_id! {
+    /// Resume a paused job.
+    resume = false, jobs -> JobView { path: "/jobs/{id}/resume", operation_id: "resume_job", tag: "jobs",
+        id: "The job", ok: "The resumed job", missing: "No such job" }
 }
 
 /// Queue a run of the job now, optionally with parameters (`{"params": {...}}`, merged over

@@ -8,9 +8,11 @@
 mod alerts;
 mod auth;
 pub mod bodies;
+mod by_id;
 mod calendars;
 mod capacity;
 mod cluster;
+mod cluster_wide;
 mod dashboard;
 mod definitions;
 mod health;
@@ -19,6 +21,7 @@ mod job_versions;
 mod jobs;
 mod ledger;
 mod maintenance;
+mod named;
 mod namespaces;
 pub mod openapi;
 mod pools;
@@ -28,6 +31,7 @@ mod secrets;
 mod trigger_versions;
 mod triggers;
 mod users;
+mod versions;
 mod workflow_versions;
 mod workflows;
 

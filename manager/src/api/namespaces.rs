@@ -7,40 +7,24 @@ use probactr_common::store::namespaces::Namespace;
 use serde_json::Value;
 
 use super::bodies::NamespaceBody;
+use super::cluster_wide::{create_from_body, list_all};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
 use crate::service::{namespaces, Paged};
 use crate::state::AppState;
 
-/// List the namespaces: every one for a cluster admin, else those where the caller has
-/// a role.
-#[utoipa::path(get, path = "/namespaces", operation_id = "list_namespaces", tag = "namespaces",
-    responses(
-        (status = OK, description = "The namespaces the caller sees", body = Paged<Namespace>),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<Namespace>>, ApiError> {
-    Ok(Json(Paged::all(namespaces::list(&state.handles, &who).await?)))
+list_all! {
+    /// List the namespaces: every one for a cluster admin, else those where the caller has
+    /// a role.
+    namespaces -> Namespace { path: "/namespaces", operation_id: "list_namespaces", tag: "namespaces",
+        ok: "The namespaces the caller sees", otherwise: "Not signed in, or a server error" }
 }
 
-/// Create a namespace (cluster admins).
-#[utoipa::path(post, path = "/namespaces", operation_id = "create_namespace", tag = "namespaces",
-    request_body = NamespaceBody,
-    responses(
-        (status = CREATED, description = "The namespace", body = Namespace),
-        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn create(
-    State(state): State<AppState>,
-    who: Principal,
-    ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Namespace>), ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        Json(namespaces::create(&state.handles, &who, body).await?),
-    ))
+create_from_body! {
+    /// Create a namespace (cluster admins).
+    namespaces -> Namespace { path: "/namespaces", operation_id: "create_namespace", tag: "namespaces",
+        body: NamespaceBody, ok: "The namespace" }
 }
 
 /// One namespace the caller sees.

@@ -10,6 +10,7 @@ use probactr_common::store::pools::Pool;
 use serde_json::Value;
 
 use super::bodies::{NewPoolBody, PoolSlotsBody};
+use super::named::{delete_named, get_named, list_named};
 use crate::auth::Principal;
 use crate::command::rate;
 use crate::error::{ApiError, ErrorBody};
@@ -18,21 +19,11 @@ use crate::service::pools::{self, PoolChange, PoolView, MAX_SLOTS};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// Every pool the caller sees, with the slots used now.
-#[utoipa::path(get, path = "/pools", operation_id = "list_pools", tag = "pools",
-    params(("namespace" = Option<String>, Query, description = "Only this namespace's pools (default: every namespace the caller sees)")),
-    responses(
-        (status = OK, description = "The pools", body = Paged<Pool>),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn list(
-    State(state): State<AppState>,
-    who: Principal,
-    query: QueryParams,
-) -> Result<Json<Paged<Pool>>, ApiError> {
-    Ok(Json(Paged::all(
-        pools::list(&state.handles, &who, query.text("namespace")).await?,
-    )))
+list_named! {
+    /// Every pool the caller sees, with the slots used now.
+    pools -> Pool { path: "/pools", operation_id: "list_pools", tag: "pools",
+        namespace: "Only this namespace's pools (default: every namespace the caller sees)",
+        ok: "The pools", otherwise: "Not signed in, or a server error" }
 }
 
 /// Create a pool (admins of its namespace).
@@ -68,23 +59,10 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(pool)))
 }
 
-/// A pool: its slots, the runs holding them and how many wait.
-#[utoipa::path(get, path = "/pools/{name}", operation_id = "get_pool", tag = "pools",
-    params(("name" = String, Path, description = "The pool"),
-           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
-    responses(
-        (status = OK, description = "The pool", body = PoolView),
-        (status = NOT_FOUND, description = "No such pool", body = ErrorBody),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Path(name): Path<String>,
-    query: QueryParams,
-) -> Result<Json<PoolView>, ApiError> {
-    let namespace = query.namespace();
-    Ok(Json(pools::get(&state.handles, &who, namespace, &name).await?))
+get_named! {
+    /// A pool: its slots, the runs holding them and how many wait.
+    pools -> PoolView { path: "/pools/{name}", operation_id: "get_pool", tag: "pools",
+        name: "The pool", missing: "No such pool" }
 }
 
 /// Change a pool's slots, its rate or both (admins of its namespace). Runs holding slots
@@ -132,23 +110,8 @@ fn read_rate(input: &mut Input) -> Option<Option<Rate>> {
     })
 }
 
-/// Delete a pool (admins of its namespace); 409 naming the jobs that take it.
-#[utoipa::path(delete, path = "/pools/{name}", operation_id = "delete_pool", tag = "pools",
-    params(("name" = String, Path, description = "The pool"),
-           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
-    responses(
-        (status = NO_CONTENT, description = "Deleted"),
-        (status = NOT_FOUND, description = "No such pool", body = ErrorBody),
-        (status = CONFLICT, description = "Jobs take it (named)", body = ErrorBody),
-        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    who: Principal,
-    Path(name): Path<String>,
-    query: QueryParams,
-) -> Result<StatusCode, ApiError> {
-    let namespace = query.namespace();
-    pools::delete(&state.handles, &who, namespace, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+delete_named! {
+    /// Delete a pool (admins of its namespace); 409 naming the jobs that take it.
+    pools { path: "/pools/{name}", operation_id: "delete_pool", tag: "pools",
+        name: "The pool", missing: "No such pool", conflict: "Jobs take it (named)" }
 }

@@ -8,6 +8,7 @@ use probactr_common::store::secrets::SecretInfo;
 use serde_json::Value;
 
 use super::bodies::{NewSecretBody, SecretValueBody};
+use super::named::{delete_named, list_named};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input, QueryParams};
@@ -15,21 +16,11 @@ use crate::service::secrets::{self, Rotated};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// Every secret: names, when and by whom they were set; never values.
-#[utoipa::path(get, path = "/secrets", operation_id = "list_secrets", tag = "secrets",
-    params(("namespace" = Option<String>, Query, description = "Only this namespace's secrets (default: every namespace where the caller is an admin)")),
-    responses(
-        (status = OK, description = "The secrets", body = Paged<SecretInfo>),
-        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn list(
-    State(state): State<AppState>,
-    who: Principal,
-    query: QueryParams,
-) -> Result<Json<Paged<SecretInfo>>, ApiError> {
-    Ok(Json(Paged::all(
-        secrets::list(&state.handles, &who, query.text("namespace")).await?,
-    )))
+list_named! {
+    /// Every secret: names, when and by whom they were set; never values.
+    secrets -> SecretInfo { path: "/secrets", operation_id: "list_secrets", tag: "secrets",
+        namespace: "Only this namespace's secrets (default: every namespace where the caller is an admin)",
+        ok: "The secrets", otherwise: "Not an admin, not signed in, or a server error" }
 }
 
 /// Create (or replace) a secret.
@@ -94,24 +85,10 @@ pub async fn update(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Delete a secret (jobs that reference it then fail, saying so).
-#[utoipa::path(delete, path = "/secrets/{name}", operation_id = "delete_secret", tag = "secrets",
-    params(("name" = String, Path, description = "The secret"),
-           ("namespace" = Option<String>, Query, description = "Its namespace (default: default)")),
-    responses(
-        (status = NO_CONTENT, description = "Deleted"),
-        (status = NOT_FOUND, description = "No such secret", body = ErrorBody),
-        (status = "default", description = "Not an admin, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    who: Principal,
-    Path(name): Path<String>,
-    query: QueryParams,
-) -> Result<StatusCode, ApiError> {
-    let namespace = query.namespace();
-    secrets::delete(&state.handles, &who, namespace, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+delete_named! {
+    /// Delete a secret (jobs that reference it then fail, saying so).
+    secrets { path: "/secrets/{name}", operation_id: "delete_secret", tag: "secrets",
+        name: "The secret", missing: "No such secret" }
 }
 
 /// Re-seal every secret under the current key (after a key rotation).

@@ -6,7 +6,8 @@ use axum::Json;
 use serde_json::Value;
 
 use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
-use super::precondition::{IfMatch, Tagged};
+use super::by_id::{delete_by_id, get_by_id, set_paused_by_id, update_by_id};
+use super::precondition::Tagged;
 use super::Id;
 use crate::auth::Principal;
 use crate::command::trigger::PreviewRequest;
@@ -70,107 +71,39 @@ pub async fn create(
     ))
 }
 
-/// Read a trigger.
-#[utoipa::path(get, path = "/triggers/{id}", operation_id = "get_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = OK, description = "The trigger", body = TriggerView),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    Ok(Tagged(
-        triggers::view(&state.handles, triggers::get(&state.handles, &who, id).await?).await?,
-    ))
+get_by_id! {
+    /// Read a trigger.
+    triggers via view -> TriggerView { path: "/triggers/{id}", operation_id: "get_trigger", tag: "triggers",
+        id: "The trigger", ok: "The trigger", missing: "No such trigger",
+        otherwise: "Not allowed, not signed in, or a server error" }
 }
 
-/// Edit a trigger: send the fields to change and the version you read, as
-/// `If-Match: "VERSION"` (412 when stale) or as `version` in the body (409 when stale).
-#[utoipa::path(patch, path = "/triggers/{id}", operation_id = "update_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    request_body = TriggerPatchBody,
-    responses(
-        (status = OK, description = "The trigger as changed, its next instant recomputed", body = TriggerView),
-        (status = CONFLICT, description = "`version` is stale", body = ErrorBody),
-        (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the trigger changed since it was read", body = ErrorBody),
-        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was changed", body = ErrorBody),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn update(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-    if_match: IfMatch,
-    ApiJson(body): ApiJson<Value>,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    let patch = TriggerPatch::from_json(if_match.into_patch(body));
-    let trigger = if_match.judge(triggers::update(&state.handles, &who, id, patch).await)?;
-    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
+update_by_id! {
+    /// Edit a trigger: send the fields to change and the version you read, as
+    /// `If-Match: "VERSION"` (412 when stale) or as `version` in the body (409 when stale).
+    triggers via view -> TriggerView { path: "/triggers/{id}", operation_id: "update_trigger", tag: "triggers",
+        id: "The trigger", body: TriggerPatchBody, patch: TriggerPatch,
+        ok: "The trigger as changed, its next instant recomputed", stale_version: "`version` is stale",
+        stale_if_match: "`If-Match` is stale: the trigger changed since it was read", missing: "No such trigger" }
 }
 
-/// Delete a trigger (its runs stay in the history).
-#[utoipa::path(delete, path = "/triggers/{id}", operation_id = "delete_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = NO_CONTENT, description = "Deleted"),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<StatusCode, ApiError> {
-    triggers::delete(&state.handles, &who, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+delete_by_id! {
+    /// Delete a trigger (its runs stay in the history).
+    triggers { path: "/triggers/{id}", operation_id: "delete_trigger", tag: "triggers",
+        id: "The trigger", missing: "No such trigger" }
 }
 
-/// Pause a trigger.
-#[utoipa::path(post, path = "/triggers/{id}/pause", operation_id = "pause_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = OK, description = "The paused trigger", body = TriggerView),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn pause(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    paused(&state, &who, id, true).await
+set_paused_by_id! {
+    /// Pause a trigger.
+    pause = true, triggers via view -> TriggerView { path: "/triggers/{id}/pause", operation_id: "pause_trigger",
+        tag: "triggers", id: "The trigger", ok: "The paused trigger", missing: "No such trigger" }
 }
 
-/// Resume a trigger (instants missed while paused follow its misfire policy).
-#[utoipa::path(post, path = "/triggers/{id}/resume", operation_id = "resume_trigger", tag = "triggers",
-    params(("id" = i64, Path, description = "The trigger")),
-    responses(
-        (status = OK, description = "The resumed trigger", body = TriggerView),
-        (status = NOT_FOUND, description = "No such trigger", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn resume(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    paused(&state, &who, id, false).await
-}
-
-/// Pauses or resumes a trigger, answering with what it became.
-async fn paused(
-    state: &AppState,
-    who: &Principal,
-    id: i64,
-    paused: bool,
-) -> Result<Tagged<TriggerView>, ApiError> {
-    let trigger = triggers::set_paused(&state.handles, who, id, paused).await?;
-    Ok(Tagged(triggers::view(&state.handles, trigger).await?))
+set_paused_by_id! {
+    /// Resume a trigger (instants missed while paused follow its misfire policy).
+    resume = false, triggers via view -> TriggerView { path: "/triggers/{id}/resume",
+        operation_id: "resume_trigger", tag: "triggers", id: "The trigger", ok: "The resumed trigger",
+        missing: "No such trigger" }
 }
 
 /// The next instants of a trigger definition, without saving anything; those its

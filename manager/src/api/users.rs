@@ -8,6 +8,7 @@ use probactr_common::store::api_tokens::TokenInfo;
 use serde_json::Value;
 
 use super::bodies::{CreatedToken, NewTokenBody, NewUserBody, PasswordChangeBody, RolesBody, UserPatchBody};
+use super::cluster_wide::{create_from_body, list_all};
 use super::Id;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -16,33 +17,16 @@ use crate::service::users::{self, RolesView, TokenRequest, UserView};
 use crate::service::Paged;
 use crate::state::AppState;
 
-/// List users (admins).
-#[utoipa::path(get, path = "/users", operation_id = "list_users", tag = "users",
-    responses(
-        (status = OK, description = "Every user", body = Paged<UserView>),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Paged<UserView>>, ApiError> {
-    Ok(Json(Paged::all(users::list(&state.handles, &who).await?)))
+list_all! {
+    /// List users (admins).
+    users -> UserView { path: "/users", operation_id: "list_users", tag: "users",
+        ok: "Every user", otherwise: "Not allowed, not signed in, or a server error" }
 }
 
-/// Create a user (admins).
-#[utoipa::path(post, path = "/users", operation_id = "create_user", tag = "users",
-    request_body = NewUserBody,
-    responses(
-        (status = CREATED, description = "The user", body = UserView),
-        (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn create(
-    State(state): State<AppState>,
-    who: Principal,
-    ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<UserView>), ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        Json(users::create(&state.handles, &who, body).await?),
-    ))
+create_from_body! {
+    /// Create a user (admins).
+    users -> UserView { path: "/users", operation_id: "create_user", tag: "users",
+        body: NewUserBody, ok: "The user" }
 }
 
 /// Change a user's role, disabled flag or password (admins).

@@ -10,6 +10,7 @@ use serde_json::Value;
 use probactr_common::store::workflows::WorkflowTrigger;
 
 use super::bodies::{NewTriggerBody, NewWorkflowBody, RunNowBody};
+use super::by_id::{delete_by_id, get_by_id, set_paused_by_id};
 use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
@@ -78,20 +79,11 @@ pub async fn create(
     ))
 }
 
-/// One workflow with its steps and latest runs.
-#[utoipa::path(get, path = "/workflows/{id}", operation_id = "get_workflow", tag = "workflows",
-    params(("id" = i64, Path, description = "The workflow")),
-    responses(
-        (status = OK, description = "The workflow", body = WorkflowView),
-        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
-        (status = "default", description = "Not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn get(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(workflows::get(&state.handles, &who, id).await?))
+get_by_id! {
+    /// One workflow with its steps and latest runs.
+    workflows -> WorkflowView { path: "/workflows/{id}", operation_id: "get_workflow", tag: "workflows",
+        id: "The workflow", ok: "The workflow", missing: "No such workflow",
+        otherwise: "Not signed in, or a server error" }
 }
 
 /// Replace a workflow's definition (the body of a create): name, description and steps.
@@ -119,57 +111,22 @@ pub async fn replace(
     ))
 }
 
-/// Delete a workflow with its triggers and workflow runs.
-#[utoipa::path(delete, path = "/workflows/{id}", operation_id = "delete_workflow", tag = "workflows",
-    params(("id" = i64, Path, description = "The workflow")),
-    responses(
-        (status = NO_CONTENT, description = "Deleted"),
-        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<StatusCode, ApiError> {
-    workflows::delete(&state.handles, &who, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+delete_by_id! {
+    /// Delete a workflow with its triggers and workflow runs.
+    workflows { path: "/workflows/{id}", operation_id: "delete_workflow", tag: "workflows",
+        id: "The workflow", missing: "No such workflow" }
 }
 
-/// Pause a workflow: it starts no new run (runs under way go on).
-#[utoipa::path(post, path = "/workflows/{id}/pause", operation_id = "pause_workflow", tag = "workflows",
-    params(("id" = i64, Path, description = "The workflow")),
-    responses(
-        (status = OK, description = "The paused workflow", body = WorkflowView),
-        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn pause(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(
-        workflows::set_paused(&state.handles, &who, id, true).await?,
-    ))
+set_paused_by_id! {
+    /// Pause a workflow: it starts no new run (runs under way go on).
+    pause = true, workflows -> WorkflowView { path: "/workflows/{id}/pause", operation_id: "pause_workflow",
+        tag: "workflows", id: "The workflow", ok: "The paused workflow", missing: "No such workflow" }
 }
 
-/// Resume a paused workflow.
-#[utoipa::path(post, path = "/workflows/{id}/resume", operation_id = "resume_workflow", tag = "workflows",
-    params(("id" = i64, Path, description = "The workflow")),
-    responses(
-        (status = OK, description = "The resumed workflow", body = WorkflowView),
-        (status = NOT_FOUND, description = "No such workflow", body = ErrorBody),
-        (status = "default", description = "Not allowed, not signed in, or a server error", body = ErrorBody),
-    ))]
-pub async fn resume(
-    State(state): State<AppState>,
-    who: Principal,
-    Id(id): Id,
-) -> Result<Tagged<WorkflowView>, ApiError> {
-    Ok(Tagged(
-        workflows::set_paused(&state.handles, &who, id, false).await?,
-    ))
+set_paused_by_id! {
+    /// Resume a paused workflow.
+    resume = false, workflows -> WorkflowView { path: "/workflows/{id}/resume", operation_id: "resume_workflow",
+        tag: "workflows", id: "The workflow", ok: "The resumed workflow", missing: "No such workflow" }
 }
 
 /// Start a run of the workflow now, optionally with parameters every step gets (a step's

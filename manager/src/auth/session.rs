@@ -22,15 +22,19 @@ pub const ABSOLUTE_TIMEOUT: Duration = Duration::from_secs(12 * 60 * 60);
 
 /// The session cookie's value, if the request carries one.
 pub fn cookie(headers: &HeaderMap) -> Option<String> {
+    cookie_named(headers, COOKIE_NAME).filter(|value| !value.is_empty())
+}
+
+/// The value of the request's cookie `cookie`, trimmed, if it carries one.
+pub fn cookie_named(headers: &HeaderMap, cookie: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE_NAME)
+        .find(|(name, _)| *name == cookie)
         .map(|(_, value)| value.trim().to_owned())
-        .filter(|value| !value.is_empty())
 }
 
 /// A `Set-Cookie` value: `name=value` with `path`, `max_age` seconds and the attributes

@@ -52,11 +52,7 @@ impl ChannelCommand {
     /// Reads and checks `{name, kind, config}`.
     pub fn read(body: Value) -> Result<ChannelCommand, ApiError> {
         let mut input = Input::new(body)?;
-        let namespace = input.text("namespace").flatten();
-        let name = input.text("name");
-        let name = input
-            .required("name", name)
-            .and_then(|name| checked_name(&mut input, "name", name));
+        let (namespace, name) = namespace_and_name(&mut input);
         let kind = input.choice::<ChannelKind>("kind");
         let kind = input.required("kind", kind);
         let config = input.object("config");
@@ -149,6 +145,17 @@ fn is_mail_address(text: &str) -> bool {
         && !text.contains(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | ','))
 }
 
+/// The body's `namespace` (None: not given) and its required, checked `name`, as a
+/// channel and a rule both begin.
+fn namespace_and_name(input: &mut Input) -> (Option<String>, Option<String>) {
+    let namespace = input.text("namespace").flatten();
+    let name = input.text("name");
+    let name = input
+        .required("name", name)
+        .and_then(|name| checked_name(input, "name", name));
+    (namespace, name)
+}
+
 fn checked_name(input: &mut Input, field: &str, name: String) -> Option<String> {
     let trimmed = name.trim();
     if trimmed.is_empty() || trimmed.chars().count() > 200 {
@@ -171,30 +178,10 @@ pub struct RuleCommand {
 /// Reads and checks an alert rule.
 pub fn read_rule(body: Value) -> Result<RuleCommand, ApiError> {
     let mut input = Input::new(body)?;
-    let namespace = input.text("namespace").flatten();
-    let name = input.text("name");
-    let name = input
-        .required("name", name)
-        .and_then(|name| checked_name(&mut input, "name", name));
-    let events = match input.raw("events") {
-        None | Some(Value::Null) => {
-            input.error("events", "is required");
-            None
-        }
-        Some(value) => events(&value)
-            .map_err(|message| input.error("events", message))
-            .ok(),
-    };
+    let (namespace, name) = namespace_and_name(&mut input);
+    let events = required_list(&mut input, "events", events);
     let job_id = input.int("job_id", 1, i64::MAX).flatten();
-    let channel_ids = match input.raw("channel_ids") {
-        None | Some(Value::Null) => {
-            input.error("channel_ids", "is required");
-            None
-        }
-        Some(value) => ids(&value)
-            .map_err(|message| input.error("channel_ids", message))
-            .ok(),
-    };
+    let channel_ids = required_list(&mut input, "channel_ids", ids);
     let threshold = input.int("threshold", 1, 10_000).flatten();
     let duration_secs = input.int("duration_secs", 1, MAX_DURATION_SECS).flatten();
     let throttle_secs = input.int("throttle_secs", 0, 7 * 86_400).flatten().unwrap_or(300);
@@ -231,6 +218,21 @@ pub fn read_rule(body: Value) -> Result<RuleCommand, ApiError> {
     input.finish()?;
     let fields = fields.ok_or_else(|| ApiError::field("body", "invalid"))?;
     Ok(RuleCommand { namespace, fields })
+}
+
+/// The required list `key`, read by `read`; absent, null or bad, it is a field error.
+fn required_list<T>(
+    input: &mut Input,
+    key: &str,
+    read: fn(&Value) -> Result<Vec<T>, String>,
+) -> Option<Vec<T>> {
+    match input.raw(key) {
+        None | Some(Value::Null) => {
+            input.error(key, "is required");
+            None
+        }
+        Some(value) => read(&value).map_err(|message| input.error(key, message)).ok(),
+    }
 }
 
 fn events(value: &Value) -> Result<Vec<AlertEvent>, String> {

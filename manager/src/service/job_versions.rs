@@ -4,12 +4,12 @@
 use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::Job;
 use probactr_common::store::jobs::NewJob;
-use probactr_common::store::versions::{self, Kind, Version as JobVersion};
+use probactr_common::store::versions::{Kind, Version as JobVersion};
 use probactr_common::store::{self, audit::Change};
 use sqlx::PgConnection;
 
 use super::jobs::{self, JobView};
-use super::versions::{history_of, kept, read_back, HistoryEntry, Versioned};
+use super::versions::{history_of, kept, read_back, shown_list, HistoryEntry, Versioned};
 use super::Handles;
 use crate::auth::Principal;
 use crate::command::job::definition_of;
@@ -46,11 +46,7 @@ fn versioned(job: &Job) -> Versioned {
 pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<JobVersion>, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     jobs::visible(&mut conn, who, id, false).await?;
-    Ok(versions::list(&mut *conn, Kind::Job, id)
-        .await?
-        .into_iter()
-        .map(masked)
-        .collect())
+    shown_list(&mut *conn, Kind::Job, id, masked).await
 }
 
 /// Version `version` of job `id`, secret values masked.

@@ -11,13 +11,13 @@
 
 use probactr_common::model::Trigger;
 use probactr_common::params_schema::masked;
-use probactr_common::store::versions::{self, Kind, Version as TriggerVersion};
+use probactr_common::store::versions::{Kind, Version as TriggerVersion};
 use probactr_common::store::{self};
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
 use super::triggers::{self, TriggerView};
-use super::versions::{history_of, kept, HistoryEntry, Versioned};
+use super::versions::{history_of, kept, shown_list, HistoryEntry, Versioned};
 use super::Handles;
 use crate::auth::Principal;
 use crate::command::TriggerPatch;
@@ -91,11 +91,7 @@ fn versioned(trigger: &Trigger) -> Versioned {
 /// The kept versions of trigger `id`, newest first, secret parameters masked.
 pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<TriggerVersion>, ApiError> {
     triggers::get(handles, who, id).await?;
-    Ok(versions::list(&handles.pool, Kind::Trigger, id)
-        .await?
-        .into_iter()
-        .map(masked_params)
-        .collect())
+    shown_list(&handles.pool, Kind::Trigger, id, masked_params).await
 }
 
 /// Version `version` of trigger `id`, secret parameters masked.

@@ -55,6 +55,21 @@ pub async fn keep_before(
     Ok(())
 }
 
+/// The kept versions of the `kind` object `id`, newest first, each as `shown` shows it
+/// (secret values masked).
+pub async fn shown_list(
+    db: impl sqlx::PgExecutor<'_>,
+    kind: Kind,
+    id: i64,
+    shown: fn(Version) -> Version,
+) -> Result<Vec<Version>, ApiError> {
+    Ok(versions::list(db, kind, id)
+        .await?
+        .into_iter()
+        .map(shown)
+        .collect())
+}
+
 /// Version `version` of the `kind` object `id`: a 404 naming it when it is not kept.
 pub async fn kept(conn: &mut PgConnection, kind: Kind, id: i64, version: i64) -> Result<Version, ApiError> {
     versions::get(conn, kind, id, version)

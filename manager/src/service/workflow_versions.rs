@@ -3,12 +3,12 @@
 //! (which makes a new version, so a restore can itself be undone).
 
 use probactr_common::params_schema::masked;
-use probactr_common::store::versions::{self, Kind, Version as WorkflowVersion};
+use probactr_common::store::versions::{Kind, Version as WorkflowVersion};
 use probactr_common::store::workflows::{Step, Workflow};
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
-use super::versions::{history_of, kept, HistoryEntry, Versioned};
+use super::versions::{history_of, kept, shown_list, HistoryEntry, Versioned};
 use super::workflows::{self, WorkflowView};
 use super::Handles;
 use crate::auth::Principal;
@@ -71,11 +71,7 @@ fn versioned(workflow: &Workflow) -> Versioned {
 pub async fn list(handles: &Handles, who: &Principal, id: i64) -> Result<Vec<WorkflowVersion>, ApiError> {
     let mut conn = handles.pool.acquire().await?;
     workflows::visible(&mut conn, who, id).await?;
-    Ok(versions::list(&mut *conn, Kind::Workflow, id)
-        .await?
-        .into_iter()
-        .map(masked_steps)
-        .collect())
+    shown_list(&mut *conn, Kind::Workflow, id, masked_steps).await
 }
 
 /// Version `version` of workflow `id`, secret parameters masked.

@@ -9,14 +9,6 @@ use sqlx::{PgConnection, PgExecutor};
 
 use crate::store::StoreError;
 
-/// Runs a statement of this module that reports how many rows it wrote (for a `raise_*`
-/// statement, how many occurrences were new).
-macro_rules! rows_affected {
-    ($db:ident, $sql:tt $(, $arg:expr)*) => {
-        sqlx::query!($sql $(, $arg)*).execute($db).await?.rows_affected()
-    };
-}
-
 /// Raises `run_too_long` for every run of the rule's jobs running longer than
 /// `duration_secs`; returns how many were new.
 pub async fn raise_runs_too_long(

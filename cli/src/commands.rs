@@ -529,17 +529,13 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
         }
         JobsCommand::Pause { name } => {
             let job = job_named(client, &name).await?;
-            client
-                .post(&format!("/jobs/{}/pause", job["id"]), &json!({}))
-                .await?;
-            eprintln!("Job {name} paused");
+            let path = format!("/jobs/{}", job["id"]);
+            versions::set_paused(client, &path, &format!("Job {name}"), true).await?;
         }
         JobsCommand::Resume { name } => {
             let job = job_named(client, &name).await?;
-            client
-                .post(&format!("/jobs/{}/resume", job["id"]), &json!({}))
-                .await?;
-            eprintln!("Job {name} resumed");
+            let path = format!("/jobs/{}", job["id"]);
+            versions::set_paused(client, &path, &format!("Job {name}"), false).await?;
         }
         JobsCommand::Delete {
             name,

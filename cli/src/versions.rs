@@ -1,5 +1,5 @@
-//! `history` and `restore` of a job, a workflow or a trigger: the definitions it had, kept as
-//! versions by the manager.
+//! What a job, a workflow and a trigger are asked alike: `history` and `restore` of the
+//! definitions it had, kept as versions by the manager, and `pause` and `resume`.
 
 use serde_json::json;
 
@@ -33,5 +33,18 @@ pub(crate) async fn restore(client: &Client, path: &str, what: &str, version: i6
         "{what}: version {version} restored as version {}",
         restored["version"]
     );
+    Ok(())
+}
+
+/// Pauses (when `pause`) or resumes the definition at `path` (`/jobs/ID`); says so of `what`
+/// (`Job NAME`).
+pub(crate) async fn set_paused(client: &Client, path: &str, what: &str, pause: bool) -> anyhow::Result<()> {
+    let (action, done) = if pause {
+        ("pause", "paused")
+    } else {
+        ("resume", "resumed")
+    };
+    client.post(&format!("{path}/{action}"), &json!({})).await?;
+    eprintln!("{what} {done}");
     Ok(())
 }

@@ -136,17 +136,13 @@ pub async fn workflows(client: &Client, command: WorkflowsCommand, format: Forma
         }
         WorkflowsCommand::Pause { name } => {
             let workflow = workflow_named(client, &name).await?;
-            client
-                .post(&format!("/workflows/{}/pause", workflow["id"]), &json!({}))
-                .await?;
-            eprintln!("Workflow {name} paused");
+            let path = format!("/workflows/{}", workflow["id"]);
+            versions::set_paused(client, &path, &format!("Workflow {name}"), true).await?;
         }
         WorkflowsCommand::Resume { name } => {
             let workflow = workflow_named(client, &name).await?;
-            client
-                .post(&format!("/workflows/{}/resume", workflow["id"]), &json!({}))
-                .await?;
-            eprintln!("Workflow {name} resumed");
+            let path = format!("/workflows/{}", workflow["id"]);
+            versions::set_paused(client, &path, &format!("Workflow {name}"), false).await?;
         }
         WorkflowsCommand::Cancel { run_id } => {
             let run = client

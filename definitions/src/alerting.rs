@@ -9,6 +9,17 @@ use crate::fields::{names_by_id, pick, CHANNEL_FIELDS};
 use crate::source::{section, Source};
 use crate::{fail, DefinitionError, Registry};
 
+/// The fields of a rule that a file and the API both carry as they are (its job and
+/// channels go by name in a file, by id in the API).
+const RULE_VALUE_FIELDS: &[&str] = &[
+    "name",
+    "events",
+    "threshold",
+    "duration_secs",
+    "throttle_secs",
+    "enabled",
+];
+
 /// Adds the alert channels (when the caller may see them) and rules, with names for ids.
 pub(crate) async fn export_alerting(
     registry: &impl Registry,
@@ -22,17 +33,7 @@ pub(crate) async fn export_alerting(
         .await?
         .iter()
         .map(|rule| {
-            let mut definition = pick(
-                rule,
-                &[
-                    "name",
-                    "events",
-                    "threshold",
-                    "duration_secs",
-                    "throttle_secs",
-                    "enabled",
-                ],
-            );
+            let mut definition = pick(rule, RULE_VALUE_FIELDS);
             if let Some(job) = rule["job_id"].as_i64().and_then(|id| job_names.get(&id)) {
                 definition.insert("job".into(), json!(job));
             }
@@ -171,17 +172,7 @@ pub(crate) fn rule_body(rule: &Value, jobs: &[Value], channels: &[Value]) -> Res
             .find(|o| o["name"] == *name)
             .and_then(|o| o["id"].as_i64())
     };
-    let mut body = pick(
-        rule,
-        &[
-            "name",
-            "events",
-            "threshold",
-            "duration_secs",
-            "throttle_secs",
-            "enabled",
-        ],
-    );
+    let mut body = pick(rule, RULE_VALUE_FIELDS);
     if let Some(job) = rule.get("job").filter(|j| !j.is_null()) {
         let id = id_of(jobs, job).ok_or_else(|| ("job".to_owned(), format!("no job is named {job}")))?;
         body.insert("job_id".into(), json!(id));

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::alerting;
-use crate::fields::{child_names, names_by_id, pick, trigger_definition, JOB_FIELDS};
+use crate::fields::{child_names, names_by_id, pick, put_triggers, JOB_FIELDS};
 use crate::{fail, workflows, DefinitionError, Registry};
 
 /// The definitions of every job (or one) with its triggers, as a YAML-ready value.
@@ -23,15 +23,7 @@ pub async fn export(registry: &impl Registry, job: Option<&str>) -> Result<Value
             }
         }
         let id = existing["id"].as_i64().unwrap_or_default();
-        let triggers: Vec<Value> = registry
-            .triggers(id)
-            .await?
-            .iter()
-            .map(trigger_definition)
-            .collect();
-        if !triggers.is_empty() {
-            definition.insert("triggers".into(), Value::Array(triggers));
-        }
+        put_triggers(&mut definition, &registry.triggers(id).await?);
         jobs.push(Value::Object(definition));
     }
     if let Some(name) = job.filter(|_| jobs.is_empty()) {

@@ -100,6 +100,15 @@ pub(crate) fn trigger_definition(trigger: &Value) -> Value {
     Value::Object(definition)
 }
 
+/// Puts the definitions of `triggers` (a job's or a workflow's, as the server lists them)
+/// under `triggers` of `definition`, which names none when there are none.
+pub(crate) fn put_triggers(definition: &mut Map<String, Value>, triggers: &[Value]) {
+    let triggers: Vec<Value> = triggers.iter().map(trigger_definition).collect();
+    if !triggers.is_empty() {
+        definition.insert("triggers".into(), Value::Array(triggers));
+    }
+}
+
 /// A job's child lists by job name (children since deleted left out).
 pub(crate) fn child_names(job: &Value, names: &HashMap<i64, String>) -> Vec<(&'static str, Vec<String>)> {
     CHILD_FIELDS

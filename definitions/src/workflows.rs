@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::apply::located_in;
 use crate::compare::{describe, same, short, unmatched_triggers};
-use crate::fields::{trigger_definition, TRIGGER_FIELDS};
+use crate::fields::{put_triggers, trigger_definition, TRIGGER_FIELDS};
 use crate::source::{checked_mapping, section, Source};
 use crate::{fail, DefinitionError, Registry};
 
@@ -46,15 +46,7 @@ pub(super) async fn export(
         }
         definition.insert("steps".into(), Value::Array(steps_by_name(&workflow, job_names)));
         let id = workflow["id"].as_i64().unwrap_or_default();
-        let triggers: Vec<Value> = registry
-            .workflow_triggers(id)
-            .await?
-            .iter()
-            .map(trigger_definition)
-            .collect();
-        if !triggers.is_empty() {
-            definition.insert("triggers".into(), Value::Array(triggers));
-        }
+        put_triggers(&mut definition, &registry.workflow_triggers(id).await?);
         exported.push(Value::Object(definition));
     }
     Ok(exported)

@@ -136,15 +136,13 @@ pub async fn revoke_of_user(
     origins: &[TokenOrigin],
 ) -> Result<u64, StoreError> {
     let origins: Vec<&str> = origins.iter().map(|origin| origin.as_str()).collect();
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "UPDATE api_tokens SET revoked_at = now()
          WHERE user_id = $1 AND revoked_at IS NULL AND origin = ANY($2::text[])",
         user_id,
         &origins as &[&str]
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }
 
 /// Revokes a token; returns whether it was live.

@@ -64,6 +64,16 @@ impl From<Row> for StoredCalendar {
     }
 }
 
+/// At most one calendar, read by a statement whose rows are `Row`s.
+macro_rules! one_calendar {
+    ($db:expr, $sql:tt, $($arg:expr),+) => {
+        sqlx::query_as!(Row, $sql, $($arg),+)
+            .fetch_optional($db)
+            .await?
+            .map(StoredCalendar::from)
+    };
+}
+
 fn days_json(days: &Days) -> serde_json::Value {
     serde_json::to_value(days).unwrap_or_default()
 }
@@ -76,8 +86,8 @@ pub async fn create(
     timezone: &str,
     days: &Days,
 ) -> Result<Option<StoredCalendar>, StoreError> {
-    Ok(sqlx::query_as!(
-        Row,
+    Ok(one_calendar!(
+        db,
         "INSERT INTO calendars (namespace, name, timezone, days) VALUES ($1, $2, $3, $4)
          ON CONFLICT (namespace, name) DO NOTHING
          RETURNING id, namespace, name, timezone, days, created_at, updated_at",
@@ -85,10 +95,7 @@ pub async fn create(
         name,
         timezone,
         days_json(days)
-    )
-    .fetch_optional(db)
-    .await?
-    .map(StoredCalendar::from))
+    ))
 }
 
 /// Replaces the zone and days of calendar `name` of `namespace` (None: no such calendar).
@@ -99,8 +106,8 @@ pub async fn replace(
     timezone: &str,
     days: &Days,
 ) -> Result<Option<StoredCalendar>, StoreError> {
-    Ok(sqlx::query_as!(
-        Row,
+    Ok(one_calendar!(
+        db,
         "UPDATE calendars SET timezone = $3, days = $4, updated_at = now()
          WHERE namespace = $1 AND name = $2
          RETURNING id, namespace, name, timezone, days, created_at, updated_at",
@@ -108,10 +115,7 @@ pub async fn replace(
         name,
         timezone,
         days_json(days)
-    )
-    .fetch_optional(db)
-    .await?
-    .map(StoredCalendar::from))
+    ))
 }
 
 /// The calendars of `namespaces` (None: every namespace), by namespace and name.
@@ -139,16 +143,13 @@ pub async fn get_to_follow(
     namespace: &str,
     name: &str,
 ) -> Result<Option<StoredCalendar>, StoreError> {
-    Ok(sqlx::query_as!(
-        Row,
+    Ok(one_calendar!(
+        conn,
         "SELECT id, namespace, name, timezone, days, created_at, updated_at FROM calendars
          WHERE namespace = $1 AND name = $2 FOR KEY SHARE",
         namespace,
         name
-    )
-    .fetch_optional(conn)
-    .await?
-    .map(StoredCalendar::from))
+    ))
 }
 
 /// Calendar `name` of `namespace`.
@@ -157,16 +158,13 @@ pub async fn get(
     namespace: &str,
     name: &str,
 ) -> Result<Option<StoredCalendar>, StoreError> {
-    Ok(sqlx::query_as!(
-        Row,
+    Ok(one_calendar!(
+        db,
         "SELECT id, namespace, name, timezone, days, created_at, updated_at FROM calendars
          WHERE namespace = $1 AND name = $2",
         namespace,
         name
-    )
-    .fetch_optional(db)
-    .await?
-    .map(StoredCalendar::from))
+    ))
 }
 
 /// Deletes calendar `name` of `namespace` unless a trigger uses it: Ok(Err(ids)) names

@@ -11,7 +11,8 @@ use super::StoreError;
 /// Deletes up to `batch` finished runs older than `retention`; returns how many. Call it
 /// repeatedly: short statements keep locks short.
 pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "DELETE FROM runs WHERE id IN (
              SELECT id FROM runs
              WHERE queued_at < now() - make_interval(secs => $1)
@@ -22,10 +23,7 @@ pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64
              LIMIT $2)",
         retention.as_secs_f64(),
         batch
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }
 
 /// How many days ahead the daily partitions of ended runs are created.

@@ -125,15 +125,13 @@ pub async fn release(db: impl PgExecutor<'_>, owner: &str, key: &str) -> Result<
 
 /// Deletes up to `batch` keys older than [`KEPT_FOR`]; returns how many.
 pub async fn purge(db: impl PgExecutor<'_>, batch: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "DELETE FROM idempotency_keys WHERE (owner, key) IN (
              SELECT owner, key FROM idempotency_keys
              WHERE created_at < now() - make_interval(secs => $1)
              ORDER BY created_at LIMIT $2)",
         KEPT_FOR.as_secs_f64(),
         batch
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }

@@ -139,10 +139,52 @@ impl NewJob {
     }
 }
 
+/// A statement on `jobs` returning the row, its `NewJob` bound in one order by insert and
+/// update: `$pre` (the update's id and version) first, then the definition's fields, with
+/// `$namespace` (set only at creation) between `params_schema` and `pool`.
+macro_rules! query_job {
+    ($sql:tt, $job:ident, [$($pre:expr),*], [$($namespace:expr)?]) => {
+        sqlx::query_as!(
+            Job,
+            $sql,
+            $($pre,)*
+            $job.name,
+            $job.description,
+            $job.kind as JobKind,
+            $job.spec,
+            $job.parallel,
+            $job.max_concurrency,
+            $job.overlap as Overlap,
+            $job.timeout_secs,
+            $job.retry_max_attempts,
+            $job.retry_backoff_secs,
+            $job.paused,
+            $job.managed_by,
+            $job.on_executor_lost as OnExecutorLost,
+            $job.max_takeovers,
+            $job.selector,
+            $job.priority,
+            $job.stop_grace_secs,
+            $job.route as Route,
+            $job.shards,
+            $job.mode as JobMode,
+            $job.replicas,
+            $job.params_schema,
+            $($namespace,)?
+            $job.pool,
+            $job.pool_slots,
+            $job.retry_backoff as RetryBackoff,
+            $job.retry_max_secs,
+            $job.retry_jitter as RetryJitter,
+            $job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>,
+            $job.rate.map(Json) as Option<Json<Rate>>
+        )
+    };
+}
+
 /// Inserts a job and returns the stored row.
 pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreError> {
-    Ok(sqlx::query_as!(
-        Job,
+    Ok(query_job!(
         r#"INSERT INTO jobs (name, description, kind, spec, parallel, max_concurrency, overlap,
                             timeout_secs, retry_max_attempts, retry_backoff_secs, paused, managed_by,
                             on_executor_lost, max_takeovers, selector, priority, stop_grace_secs,
@@ -151,36 +193,9 @@ pub async fn insert(db: impl PgExecutor<'_>, job: &NewJob) -> Result<Job, StoreE
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                    $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)
            RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>""#,
-        job.name,
-        job.description,
-        job.kind as JobKind,
-        job.spec,
-        job.parallel,
-        job.max_concurrency,
-        job.overlap as Overlap,
-        job.timeout_secs,
-        job.retry_max_attempts,
-        job.retry_backoff_secs,
-        job.paused,
-        job.managed_by,
-        job.on_executor_lost as OnExecutorLost,
-        job.max_takeovers,
-        job.selector,
-        job.priority,
-        job.stop_grace_secs,
-        job.route as Route,
-        job.shards,
-        job.mode as JobMode,
-        job.replicas,
-        job.params_schema,
-        job.namespace,
-        job.pool,
-        job.pool_slots,
-        job.retry_backoff as RetryBackoff,
-        job.retry_max_secs,
-        job.retry_jitter as RetryJitter,
-        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>,
-        job.rate.map(Json) as Option<Json<Rate>>
+        job,
+        [],
+        [job.namespace]
     )
     .fetch_one(db)
     .await?)
@@ -371,8 +386,7 @@ pub async fn update(
     version: i64,
     job: &NewJob,
 ) -> Result<Option<Job>, StoreError> {
-    Ok(sqlx::query_as!(
-        Job,
+    Ok(query_job!(
         r#"UPDATE jobs SET name = $3, description = $4, kind = $5, spec = $6, parallel = $7,
                            max_concurrency = $8, overlap = $9, timeout_secs = $10,
                            retry_max_attempts = $11, retry_backoff_secs = $12, paused = $13,
@@ -385,37 +399,9 @@ pub async fn update(
                            version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
            RETURNING id, name, namespace, description, kind AS "kind: JobKind", spec, parallel, max_concurrency, overlap AS "overlap: Overlap", timeout_secs, retry_max_attempts, retry_backoff_secs, retry_backoff AS "retry_backoff: RetryBackoff", retry_max_secs, retry_jitter AS "retry_jitter: RetryJitter", retry_on AS "retry_on: sqlx::types::Json<RetryOn>", paused, fence, version, created_at, updated_at, managed_by, on_executor_lost AS "on_executor_lost: OnExecutorLost", max_takeovers, selector, priority, stop_grace_secs, route AS "route: Route", shards, mode AS "mode: JobMode", replicas, deleted_at, params_schema, pool, pool_slots, rate AS "rate: Json<Rate>""#,
-        id,
-        version,
-        job.name,
-        job.description,
-        job.kind as JobKind,
-        job.spec,
-        job.parallel,
-        job.max_concurrency,
-        job.overlap as Overlap,
-        job.timeout_secs,
-        job.retry_max_attempts,
-        job.retry_backoff_secs,
-        job.paused,
-        job.managed_by,
-        job.on_executor_lost as OnExecutorLost,
-        job.max_takeovers,
-        job.selector,
-        job.priority,
-        job.stop_grace_secs,
-        job.route as Route,
-        job.shards,
-        job.mode as JobMode,
-        job.replicas,
-        job.params_schema,
-        job.pool,
-        job.pool_slots,
-        job.retry_backoff as RetryBackoff,
-        job.retry_max_secs,
-        job.retry_jitter as RetryJitter,
-        job.retry_on.clone().map(sqlx::types::Json) as Option<sqlx::types::Json<RetryOn>>,
-        job.rate.map(Json) as Option<Json<Rate>>
+        job,
+        [id, version],
+        []
     )
     .fetch_optional(db)
     .await?)

@@ -137,12 +137,10 @@ pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError
 /// Ends every open-ended window over every job at `now` (a cluster resume); returns
 /// how many it ended.
 pub async fn end_cluster_pauses(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         r#"UPDATE maintenance_windows SET ends_at = greatest($1, starts_at + interval '1 microsecond')
            WHERE ends_at IS NULL AND scope = '{"all": true}'::jsonb"#,
         now
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }

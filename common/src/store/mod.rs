@@ -8,6 +8,15 @@
 //! Time is the database's: every comparison that decides firing or deadness uses
 //! PostgreSQL's `now()`, so a process with a wrong local clock cannot misjudge either.
 
+/// Runs a statement (`$sql` and its arguments, as for `sqlx::query!`) on `$db` and returns
+/// how many rows it wrote; a database error returns from the calling function. Defined
+/// before the submodules so that each of them can use it.
+macro_rules! rows_affected {
+    ($db:ident, $sql:tt $(, $arg:expr)* $(,)?) => {
+        sqlx::query!($sql $(, $arg)*).execute($db).await?.rows_affected()
+    };
+}
+
 pub mod alerts;
 pub mod api_tokens;
 pub mod archived_outputs;

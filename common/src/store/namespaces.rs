@@ -45,6 +45,23 @@ pub struct NamespaceFields {
     pub max_jobs: Option<i32>,
 }
 
+/// A namespace written from its name and [`NamespaceFields`] (`$1` to `$4`), the row
+/// returned unless the statement skipped it.
+macro_rules! write_namespace {
+    ($db:ident, $sql:tt, $name:ident, $fields:ident) => {
+        sqlx::query_as!(
+            Namespace,
+            $sql,
+            $name,
+            $fields.description,
+            $fields.max_running,
+            $fields.max_jobs
+        )
+        .fetch_optional($db)
+        .await?
+    };
+}
+
 /// Namespaces by name; only those named in `only` when given.
 pub async fn list(db: impl PgExecutor<'_>, only: Option<&[String]>) -> Result<Vec<Namespace>, StoreError> {
     Ok(sqlx::query_as!(
@@ -87,18 +104,14 @@ pub async fn create(
     name: &str,
     fields: &NamespaceFields,
 ) -> Result<Option<Namespace>, StoreError> {
-    Ok(sqlx::query_as!(
-        Namespace,
+    Ok(write_namespace!(
+        db,
         "INSERT INTO namespaces (name, description, max_running, max_jobs) VALUES ($1, $2, $3, $4)
          ON CONFLICT (name) DO NOTHING
          RETURNING name, description, max_running, max_jobs, created_at, updated_at",
         name,
-        fields.description,
-        fields.max_running,
-        fields.max_jobs
-    )
-    .fetch_optional(db)
-    .await?)
+        fields
+    ))
 }
 
 /// Replaces a namespace's description and quotas; None when it does not exist.
@@ -107,18 +120,14 @@ pub async fn update(
     name: &str,
     fields: &NamespaceFields,
 ) -> Result<Option<Namespace>, StoreError> {
-    Ok(sqlx::query_as!(
-        Namespace,
+    Ok(write_namespace!(
+        db,
         "UPDATE namespaces SET description = $2, max_running = $3, max_jobs = $4, updated_at = now()
          WHERE name = $1
          RETURNING name, description, max_running, max_jobs, created_at, updated_at",
         name,
-        fields.description,
-        fields.max_running,
-        fields.max_jobs
-    )
-    .fetch_optional(db)
-    .await?)
+        fields
+    ))
 }
 
 /// What a namespace still holds, by kind of object (`jobs`, `workflows`, `secrets`,

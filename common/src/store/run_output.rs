@@ -103,7 +103,8 @@ pub async fn read(
 /// Deletes up to `batch` chunks written before the retention whose run is gone (dropped
 /// with its day of history, pruned, or deleted with its job); returns how many.
 pub async fn purge(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "DELETE FROM run_output WHERE (run_id, byte_offset) IN (
              SELECT old.run_id, old.byte_offset FROM run_output AS old
              WHERE old.written_at < now() - make_interval(secs => $1)
@@ -112,8 +113,5 @@ pub async fn purge(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> 
              LIMIT $2)",
         retention.as_secs_f64(),
         batch
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }

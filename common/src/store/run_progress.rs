@@ -54,14 +54,12 @@ pub async fn get(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Progress
 
 /// Deletes up to `batch` reports whose run is gone; returns how many.
 pub async fn purge(db: impl PgExecutor<'_>, batch: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "DELETE FROM run_progress WHERE run_id IN (
              SELECT old.run_id FROM run_progress AS old
              WHERE NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = old.run_id)
              LIMIT $1)",
         batch
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }

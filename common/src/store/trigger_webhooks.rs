@@ -67,6 +67,28 @@ pub struct Settings {
     pub rate_per_minute: i32,
 }
 
+/// A write of a webhook's settings: `$pre` (its trigger, and the token's digest at
+/// creation) first, then the settings in one order (a missing signature binds NULLs and an
+/// empty prefix).
+macro_rules! write_settings {
+    ($sql:tt, $settings:ident, [$($pre:expr),*]) => {{
+        let signature = $settings.signature.as_ref();
+        sqlx::query!(
+            $sql,
+            $($pre,)*
+            signature.map(|s| s.header.as_str()),
+            signature.map_or("", |s| s.prefix.as_str()),
+            signature.map(|s| s.algorithm.as_str()),
+            signature.map(|s| s.secret.key_id.as_str()),
+            signature.map(|s| s.secret.nonce.as_slice()),
+            signature.map(|s| s.secret.ciphertext.as_slice()),
+            $settings.params_from,
+            $settings.dedup_header,
+            $settings.rate_per_minute
+        )
+    }};
+}
+
 /// Creates the webhook of a trigger with the digest of its token.
 pub async fn insert(
     db: impl PgExecutor<'_>,
@@ -74,23 +96,13 @@ pub async fn insert(
     token_digest: &str,
     settings: &Settings,
 ) -> Result<(), StoreError> {
-    let signature = settings.signature.as_ref();
-    sqlx::query!(
+    write_settings!(
         "INSERT INTO trigger_webhooks (trigger_id, token_digest, signature_header, signature_prefix,
                                        signature_algorithm, secret_key_id, secret_nonce, secret_sealed,
                                        params_from, dedup_header, rate_per_minute)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        trigger_id,
-        token_digest,
-        signature.map(|s| s.header.as_str()),
-        signature.map_or("", |s| s.prefix.as_str()),
-        signature.map(|s| s.algorithm.as_str()),
-        signature.map(|s| s.secret.key_id.as_str()),
-        signature.map(|s| s.secret.nonce.as_slice()),
-        signature.map(|s| s.secret.ciphertext.as_slice()),
-        settings.params_from,
-        settings.dedup_header,
-        settings.rate_per_minute
+        settings,
+        [trigger_id, token_digest]
     )
     .execute(db)
     .await?;
@@ -99,22 +111,13 @@ pub async fn insert(
 
 /// Replaces a webhook's settings (its token stays).
 pub async fn update(db: impl PgExecutor<'_>, trigger_id: i64, settings: &Settings) -> Result<(), StoreError> {
-    let signature = settings.signature.as_ref();
-    sqlx::query!(
+    write_settings!(
         "UPDATE trigger_webhooks
          SET signature_header = $2, signature_prefix = $3, signature_algorithm = $4, secret_key_id = $5,
              secret_nonce = $6, secret_sealed = $7, params_from = $8, dedup_header = $9, rate_per_minute = $10
          WHERE trigger_id = $1",
-        trigger_id,
-        signature.map(|s| s.header.as_str()),
-        signature.map_or("", |s| s.prefix.as_str()),
-        signature.map(|s| s.algorithm.as_str()),
-        signature.map(|s| s.secret.key_id.as_str()),
-        signature.map(|s| s.secret.nonce.as_slice()),
-        signature.map(|s| s.secret.ciphertext.as_slice()),
-        settings.params_from,
-        settings.dedup_header,
-        settings.rate_per_minute
+        settings,
+        [trigger_id]
     )
     .execute(db)
     .await?;

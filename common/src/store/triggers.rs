@@ -105,6 +105,31 @@ impl NewTrigger {
     }
 }
 
+/// A statement on a trigger table (a job's or a workflow's) that binds the schedule of a
+/// [`NewTrigger`] in the order both tables' statements list it: `$pre` first, then kind to
+/// paused, then `$post`.
+macro_rules! query_schedule {
+    ($row:ident, $sql:tt, $trigger:ident, [$($pre:expr),*], [$($post:expr),*]) => {
+        sqlx::query_as!(
+            $row,
+            $sql,
+            $($pre,)*
+            $trigger.kind as TriggerKind,
+            $trigger.cron,
+            $trigger.timezone,
+            $trigger.interval_secs,
+            $trigger.at,
+            $trigger.start_at,
+            $trigger.end_at,
+            $trigger.misfire as Misfire,
+            $trigger.misfire_threshold_secs,
+            $trigger.paused,
+            $($post),*
+        )
+    };
+}
+pub(crate) use query_schedule;
+
 /// Why a trigger could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateTriggerError {
@@ -125,27 +150,16 @@ pub async fn create(
 ) -> Result<Trigger, CreateTriggerError> {
     let schedule = trigger.schedule(now, Some(hash_seed(job_id)))?;
     let next_fire_at = schedule.first_at_or_after(now);
-    let row = sqlx::query_as!(
+    let row = query_schedule!(
         Trigger,
         r#"INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
                                 misfire, misfire_threshold_secs, paused, next_fire_at, created_at,
                                 max_concurrency)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
            RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency"#,
-        job_id,
-trigger.kind as TriggerKind,
-        trigger.cron,
-        trigger.timezone,
-        trigger.interval_secs,
-        trigger.at,
-        trigger.start_at,
-        trigger.end_at,
-        trigger.misfire as Misfire,
-        trigger.misfire_threshold_secs,
-        trigger.paused,
-        next_fire_at,
-        now,
-        trigger.max_concurrency
+        trigger,
+        [job_id],
+        [next_fire_at, now, trigger.max_concurrency]
     )
     .fetch_one(db)
     .await
@@ -434,7 +448,7 @@ pub async fn update(
     trigger: &NewTrigger,
     next_fire_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Trigger>, StoreError> {
-    Ok(sqlx::query_as!(
+    Ok(query_schedule!(
         Trigger,
         r#"UPDATE triggers SET kind = $3, cron = $4, timezone = $5, interval_secs = $6, at = $7,
                                start_at = $8, end_at = $9, misfire = $10, misfire_threshold_secs = $11,
@@ -442,20 +456,9 @@ pub async fn update(
                                version = version + 1, updated_at = now()
            WHERE id = $1 AND version = $2
            RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency"#,
-        id,
-        version,
-        trigger.kind as TriggerKind,
-        trigger.cron,
-        trigger.timezone,
-        trigger.interval_secs,
-        trigger.at,
-        trigger.start_at,
-        trigger.end_at,
-        trigger.misfire as Misfire,
-        trigger.misfire_threshold_secs,
-        trigger.paused,
-        next_fire_at,
-        trigger.max_concurrency
+        trigger,
+        [id, version],
+        [next_fire_at, trigger.max_concurrency]
     )
     .fetch_optional(db)
     .await?)

@@ -129,11 +129,9 @@ pub async fn list(
 
 /// Deletes deliveries older than `retention_secs`; returns how many.
 pub async fn prune(db: impl PgExecutor<'_>, retention_secs: f64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "DELETE FROM webhook_deliveries WHERE received_at < now() - make_interval(secs => $1)",
         retention_secs
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }

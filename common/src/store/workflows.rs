@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{Misfire, Trigger, TriggerKind};
-use crate::store::triggers::NewTrigger;
+use crate::store::triggers::{query_schedule, NewTrigger};
 use serde_json::Value;
 use sqlx::{PgConnection, PgExecutor};
 
@@ -488,7 +488,7 @@ pub async fn create_trigger(
     params: &Value,
     next_fire_at: Option<DateTime<Utc>>,
 ) -> Result<WorkflowTrigger, StoreError> {
-    Ok(sqlx::query_as!(
+    Ok(query_schedule!(
         WorkflowTrigger,
         r#"INSERT INTO workflow_triggers (workflow_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
                                          misfire, misfire_threshold_secs, paused, params, next_fire_at)
@@ -496,19 +496,9 @@ pub async fn create_trigger(
            RETURNING id, workflow_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at,
                      misfire AS "misfire: Misfire", misfire_threshold_secs, paused, params, next_fire_at,
                      last_fired_at, version, created_at, updated_at"#,
-        workflow_id,
-        trigger.kind as TriggerKind,
-        trigger.cron,
-        trigger.timezone,
-        trigger.interval_secs,
-        trigger.at,
-        trigger.start_at,
-        trigger.end_at,
-        trigger.misfire as Misfire,
-        trigger.misfire_threshold_secs,
-        trigger.paused,
-        params,
-        next_fire_at
+        trigger,
+        [workflow_id],
+        [params, next_fire_at]
     )
     .fetch_one(db)
     .await?)

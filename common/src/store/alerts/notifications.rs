@@ -258,11 +258,9 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Notification
 /// Deletes delivered and failed notifications queued more than `older_than_secs` ago
 /// (history retention).
 pub async fn purge(db: impl PgExecutor<'_>, older_than_secs: f64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "DELETE FROM notifications WHERE state <> 'pending' AND created_at < now() - make_interval(secs => $1)",
         older_than_secs
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }

@@ -87,14 +87,12 @@ pub async fn queue_delivered(
 
 /// Queues `count` run-now runs of one job in one statement (benchmarks, bulk tools).
 pub async fn queue_many_now(db: impl PgExecutor<'_>, job_id: i64, count: i64) -> Result<u64, StoreError> {
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2::bigint)",
         job_id,
         count
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }
 
 /// Queues a run of the trigger for each of `instants` that has none yet (a backfill),
@@ -110,7 +108,8 @@ pub async fn queue_instants(
     if instants.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query!(
+    Ok(rows_affected!(
+        db,
         "INSERT INTO runs (job_id, trigger_id, scheduled_at, reason)
          SELECT $1, $2, instant, $4 FROM unnest($3::timestamptz[]) AS instant
          WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
@@ -120,10 +119,7 @@ pub async fn queue_instants(
         trigger_id,
         instants,
         reason
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    ))
 }
 
 /// How many live (queued, claimed or running) first attempts carry `reason` (a

@@ -495,6 +495,14 @@ fn boundary_at_least(bytes: &[u8], at: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// Each chunk's offset and text.
+    fn texts(chunks: &[NewChunk]) -> Vec<(i64, &str)> {
+        chunks
+            .iter()
+            .map(|c| (c.byte_offset, c.content.as_str()))
+            .collect()
+    }
+
     fn stored(run: &RunOutput) -> (Vec<NewChunk>, Vec<Cut>) {
         let (mut chunks, mut cuts) = (Vec::new(), Vec::new());
         run.unwritten(1, &mut chunks, &mut cuts);
@@ -523,9 +531,7 @@ mod tests {
         let mut run = RunOutput::new(20, Vec::new());
         run.accept(Stream::Stdout, b"0123456789abc");
         let (chunks, cuts) = stored(&run);
-        assert_eq!(chunks.len(), 2);
-        assert_eq!(chunks[0].content, "0123456789");
-        assert_eq!((chunks[1].byte_offset, chunks[1].content.as_str()), (10, "abc"));
+        assert_eq!(texts(&chunks), [(0, "0123456789"), (10, "abc")]);
         assert!(cuts.is_empty());
         run.written();
         run.accept(Stream::Stdout, b"defghij");
@@ -540,11 +546,7 @@ mod tests {
                 to: 13
             }]
         );
-        let texts: Vec<(i64, &str)> = chunks
-            .iter()
-            .map(|c| (c.byte_offset, c.content.as_str()))
-            .collect();
-        assert_eq!(texts, [(13, "defghij"), (20, "klm")]);
+        assert_eq!(texts(&chunks), [(13, "defghij"), (20, "klm")]);
         run.written();
         run.accept(Stream::Stdout, b"nopqrstuvwxyz");
         let (chunks, cuts) = stored(&run);
@@ -556,11 +558,7 @@ mod tests {
                 to: 23
             }]
         );
-        let texts: Vec<(i64, &str)> = chunks
-            .iter()
-            .map(|c| (c.byte_offset, c.content.as_str()))
-            .collect();
-        assert_eq!(texts, [(26, "qrstuvwxyz")]);
+        assert_eq!(texts(&chunks), [(26, "qrstuvwxyz")]);
         assert_eq!(run.next_offset, 36);
     }
 

@@ -55,7 +55,7 @@ pub fn app(state: AppState) -> axum::Router {
         .merge(api)
         .merge(admin::router())
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.handles.reads.clone(),
             service::reads::note_writes,
         ))
         .with_state(state);

@@ -25,7 +25,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Principal;
-use crate::state::AppState;
 
 /// How often the replica's lag is measured.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
@@ -211,11 +210,10 @@ impl Writer {
 /// time noted is the end of the request, after its transaction committed. Nothing is
 /// done without a replica.
 pub async fn note_writes(
-    AxumState(state): AxumState<AppState>,
+    AxumState(reads): AxumState<Arc<Reads>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let reads = &state.handles.reads;
     if !reads.has_replica() || request.method().is_safe() {
         return next.run(request).await;
     }

@@ -15,7 +15,7 @@ use probactr_common::store::alerts::notifications::Filter;
 use probactr_common::store::{self, Page};
 use serde_json::{json, Map, Value};
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, AdminUser, FormData, FormPost};
 use crate::api::Id;
 use crate::command::alert::{self, ChannelCommand};
 use crate::error::{ApiError, FieldErrors};
@@ -233,10 +233,8 @@ fn rule_body(form: &FormData, editing: bool) -> Value {
 /// `POST /alerts/channels`.
 pub async fn create_channel(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let saved = match ChannelCommand::read(channel_body(&form)) {
         Ok(command) => alerts::create_channel(&state.handles, &user.0, command)
             .await
@@ -249,11 +247,8 @@ pub async fn create_channel(
 /// `POST /alerts/channels/{id}/test`: waits for a monitor's attempt and says how it went.
 pub async fn test_channel(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let feedback = match alerts::test_channel(&state.handles, &user.0, id).await {
         Ok(result) if result.delivered => Feedback {
             notice: Some(format!(
@@ -282,11 +277,8 @@ pub async fn test_channel(
 /// `POST /alerts/channels/{id}/delete`.
 pub async fn delete_channel(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let deleted = alerts::delete_channel(&state.handles, &user.0, id).await;
     back_or_rejected(&state, &user, Target::NewChannel, &form, deleted).await
 }
@@ -294,10 +286,8 @@ pub async fn delete_channel(
 /// `POST /alerts/rules`.
 pub async fn create_rule(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     save_rule_form(&state, &user, None, &form).await
 }
 
@@ -368,11 +358,8 @@ pub async fn edit_rule(
 /// `POST /alerts/rules/{id}`: replaces the rule with the form's.
 pub async fn update_rule(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     save_rule_form(&state, &user, Some(id), &form).await
 }
 
@@ -407,11 +394,8 @@ pub async fn edit_channel(
 /// `POST /alerts/channels/{id}`: the channel's new name and configuration.
 pub async fn update_channel(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let saved = match ChannelCommand::read(channel_body(&form)) {
         Ok(command) => alerts::update_channel(&state.handles, &user.0, id, command)
             .await
@@ -424,11 +408,8 @@ pub async fn update_channel(
 /// `POST /alerts/rules/{id}/delete`.
 pub async fn delete_rule(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Redirect, AdminError> {
-    check_csrf(&user, &form)?;
     alerts::delete_rule(&state.handles, &user.0, id).await?;
     Ok(Redirect::to("/alerts"))
 }

@@ -8,10 +8,9 @@ use probactr_common::store;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::forms::FormData;
-use super::{check_csrf, render, AdminError, AdminUser, Pager};
-use crate::error::{ApiError, FieldErrors};
-use crate::input::{check, QueryParams};
+use super::{page_and_filter, render, AdminError, AdminUser, FormPost, Pager};
+use crate::error::ApiError;
+use crate::input::QueryParams;
 use crate::service::cluster::ProcessView;
 use crate::service::{self, Paged};
 use crate::state::AppState;
@@ -32,11 +31,8 @@ pub async fn executors(State(state): State<AppState>, user: AdminUser) -> Result
 /// the cluster page.
 pub async fn route_executor(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path((id, action)): Path<(String, String)>,
-    form: FormData,
+    FormPost(user, Path((id, action)), _): FormPost<Path<(String, String)>>,
 ) -> Result<Redirect, AdminError> {
-    check_csrf(&user, &form)?;
     let change = service::cluster::routing_named(&action)
         .ok_or_else(|| ApiError::not_found("executor action", &action))?;
     let id = uuid::Uuid::parse_str(&id).map_err(|_| ApiError::not_found("executor", &id))?;
@@ -81,13 +77,10 @@ pub async fn audit(
     user: AdminUser,
     query: QueryParams,
 ) -> Result<Html<String>, AdminError> {
-    let mut errors = FieldErrors::new();
-    let page = query.page(&mut errors);
-    let mut filter = service::cluster::audit_filter(&query, &mut errors);
+    let (page, mut filter) = page_and_filter(&query, service::cluster::audit_filter)?;
     if filter.namespace.is_none() {
         filter.namespace = user.namespace().map(str::to_owned);
     }
-    check(errors)?;
     let Paged { items, total } = service::cluster::audit_log(&state.handles, &user.0, &filter, page).await?;
     let actors = service::cluster::audit_actors(&state.handles, &user.0).await?;
     let pager = Pager::new(page, items.len(), total);

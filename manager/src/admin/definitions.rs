@@ -6,7 +6,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use minijinja::context;
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, AdminUser, FormPost};
 use crate::service::definitions::Definitions;
 use crate::state::AppState;
 
@@ -70,10 +70,8 @@ pub async fn download(State(state): State<AppState>, user: AdminUser) -> Result<
 /// `POST /definitions`: previews (`action=preview`) or applies uploaded YAML.
 pub async fn upload(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let text = form.get("yaml").unwrap_or_default().to_owned();
     let apply = form.get("action") == Some("apply");
     let prune = form.get("prune").is_some();

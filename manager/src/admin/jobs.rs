@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::context;
@@ -20,13 +20,13 @@ use super::forms::{
     SCHEDULE_KINDS,
 };
 use super::{
-    check_csrf, encode_component, flash, next_or, render, render_status, AdminError, AdminUser, FormData,
-    Pager,
+    encode_component, flash, next_or, page_and_filter, render, render_status, AdminError, AdminUser,
+    FormData, FormPost, Pager,
 };
 use crate::api::Id;
 use crate::command::duration_words;
 use crate::error::{ApiError, FieldErrors};
-use crate::input::{check, Page, QueryParams};
+use crate::input::{Page, QueryParams};
 use crate::service::jobs::{self, JobView};
 use crate::service::{self, Paged};
 use crate::state::AppState;
@@ -37,10 +37,7 @@ pub async fn list(
     user: AdminUser,
     query: QueryParams,
 ) -> Result<Html<String>, AdminError> {
-    let mut errors = FieldErrors::new();
-    let page = query.page(&mut errors);
-    check(errors)?;
-    let q = query.text("q").map(str::to_owned);
+    let (page, q) = page_and_filter(&query, |query, _| query.text("q").map(str::to_owned))?;
     let filter = JobFilter {
         q: q.clone(),
         namespaces: user.namespace().map(|name| vec![name.to_owned()]),
@@ -200,11 +197,8 @@ fn params_from_form(job: &JobView, form: &FormData) -> (Value, HashMap<String, S
 /// `POST /jobs/{id}/versions/{version}/restore`: back to the job's page.
 pub async fn restore_version(
     State(state): State<AppState>,
-    user: AdminUser,
-    axum::extract::Path((id, version)): axum::extract::Path<(i64, i64)>,
-    form: FormData,
+    FormPost(user, Path((id, version)), _): FormPost<Path<(i64, i64)>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let job = service::job_versions::restore(&state.handles, &user.0, id, version).await?;
     Ok(flash::restored(&format!("/jobs/{id}"), version, job.version))
 }
@@ -495,10 +489,8 @@ pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<
 /// `POST /jobs/new`.
 pub async fn create(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let created = match schedule_draft(&form) {
         Some(trigger) => jobs::create_with_trigger(&state.handles, &user.0, job_draft(&form), trigger).await,
         None => jobs::create(&state.handles, &user.0, job_draft(&form)).await,
@@ -538,11 +530,8 @@ pub async fn edit_form(
 /// `POST /jobs/{id}/edit`.
 pub async fn update(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     match jobs::update(&state.handles, &user.0, id, job_patch(&form)).await {
         Ok(job) => Ok(flash::redirect(
             Redirect::to(&format!("/jobs/{}", job.id)),
@@ -557,11 +546,8 @@ pub async fn update(
 /// to the job).
 pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let job = jobs::set_paused(&state.handles, &user.0, id, PAUSED).await?;
     let message = format!("Job {} {}", job.name, flash::paused_or_resumed(PAUSED));
     Ok(flash::redirect(next_or(&form, &format!("/jobs/{id}")), &message))
@@ -570,11 +556,8 @@ pub async fn set_paused<const PAUSED: bool>(
 /// `POST /jobs/{id}/run`: queues a run and shows it.
 pub async fn run_now(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let job = jobs::get(&state.handles, &user.0, id).await?;
     let run_id = if job.params_schema.is_some() {
         // The typed form: a bad value is shown next to its field.
@@ -597,11 +580,8 @@ pub async fn run_now(
 /// The history stays readable unless `erase_history` is checked.
 pub async fn delete(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let job = jobs::get(&state.handles, &user.0, id).await?;
     if form.get("confirm").map(str::trim) != Some(job.name.as_str()) {
         let message = format!("Job {} was not deleted: type its name to confirm", job.name);

@@ -10,7 +10,7 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use minijinja::context;
 use probactr_common::ledger::{Entry, Outcome};
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, AdminUser, FormData, FormPost};
 use crate::api::Id;
 use crate::error::{ApiError, FieldErrors};
 use crate::input::QueryParams;
@@ -117,11 +117,8 @@ fn instant_field(form: &FormData, field: &str, errors: &mut FieldErrors) -> Opti
 /// `POST /triggers/{id}/backfill`: lists (dry run) or queues the instants without a run.
 pub async fn backfill(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let mut errors = FieldErrors::new();
     let from = instant_field(&form, "from", &mut errors);
     let to = instant_field(&form, "to", &mut errors);

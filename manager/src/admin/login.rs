@@ -15,7 +15,7 @@ use minijinja::context;
 use probactr_common::store;
 use serde_json::json;
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, FormData, FormPost};
 use crate::auth::oidc::accounts::{self, Denial};
 use crate::auth::oidc::{self, Callback, Refusal};
 use crate::auth::ratelimit::{self, ClientAddr};
@@ -109,10 +109,8 @@ pub async fn submit(
 /// `POST /logout`.
 pub async fn logout(
     State(state): State<AppState>,
-    user: AdminUser,
-    form_data: FormData,
+    FormPost(user, (), _): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form_data)?;
     if let crate::auth::Via::Session { cookie, .. } = &user.0.via {
         session::end(&state.handles.pool, cookie).await?;
     }

@@ -5,12 +5,13 @@
 //!
 //! Security: pages need the session cookie ([`AdminUser`], otherwise a redirect to the
 //! login page); every state-changing form carries the session's CSRF token, checked by
-//! [`check_csrf`]; nothing changes state on GET; templates escape everything; the CSP
+//! [`FormPost`]; nothing changes state on GET; templates escape everything; the CSP
 //! header allows no script but the site's own file. Actions say what they did on the
 //! page they lead to ([`flash`]).
 
 mod alerts;
 mod cluster;
+mod csrf;
 mod dashboard;
 mod definitions;
 pub mod flash;
@@ -36,10 +37,13 @@ use axum::routing::{get, post};
 use axum::Router;
 use minijinja::Value;
 
-use crate::auth::{oidc, secret, session, Principal, Role, Via};
-use crate::error::ApiError;
+use crate::auth::{oidc, session, Principal, Role, Via};
+use crate::error::{ApiError, FieldErrors};
+use crate::input::{check, Page, QueryParams};
 use crate::state::AppState;
 
+use csrf::check_csrf;
+pub use csrf::FormPost;
 pub use forms::FormData;
 
 /// Routes of the web admin.
@@ -369,7 +373,7 @@ fn chosen_namespace(headers: &axum::http::HeaderMap) -> Option<String> {
 pub async fn switch_namespace(
     State(state): State<AppState>,
     user: AdminUser,
-    query: crate::input::QueryParams,
+    query: QueryParams,
 ) -> Response {
     let name = query.text("name").unwrap_or_default().trim().to_owned();
     let value = if user.2.namespaces.contains(&name) {
@@ -467,23 +471,6 @@ impl AdminUser {
     }
 }
 
-/// 403 unless the form carries the session's CSRF token.
-pub fn check_csrf(user: &AdminUser, form: &FormData) -> Result<(), AdminError> {
-    let sent = form.get("csrf").unwrap_or_default();
-    if !sent.is_empty() && secret::same(sent, user.csrf()) {
-        Ok(())
-    } else {
-        tracing::warn!(
-            user.id = user.0.user_id,
-            "form without a valid CSRF token rejected"
-        );
-        Err(AdminError::Api(ApiError::Forbidden(
-            "this form has expired or did not come from this site (CSRF token missing or wrong); reload the page and try again"
-                .into(),
-        )))
-    }
-}
-
 /// Renders a template with a context.
 pub fn render(state: &AppState, name: &str, context: Value) -> Result<Html<String>, AdminError> {
     let template = state.templates.get_template(name).map_err(anyhow::Error::from)?;
@@ -537,7 +524,7 @@ pub struct Pager {
 
 impl Pager {
     /// The pager of `shown` items at `page` out of `total`.
-    pub fn new(page: crate::input::Page, shown: usize, total: i64) -> Pager {
+    pub fn new(page: Page, shown: usize, total: i64) -> Pager {
         let shown = shown as i64;
         Pager {
             first: if shown == 0 { 0 } else { page.offset + 1 },
@@ -547,6 +534,19 @@ impl Pager {
             next: (page.offset + shown < total).then_some(page.offset + page.limit),
         }
     }
+}
+
+/// A list page's position, and what `filter` reads of the rest of its query: one 400
+/// that names every bad parameter of both.
+pub fn page_and_filter<F>(
+    query: &QueryParams,
+    filter: impl FnOnce(&QueryParams, &mut FieldErrors) -> F,
+) -> Result<(Page, F), ApiError> {
+    let mut errors = FieldErrors::new();
+    let page = query.page(&mut errors);
+    let filter = filter(query, &mut errors);
+    check(errors)?;
+    Ok((page, filter))
 }
 
 /// Percent-encodes a query-string component.

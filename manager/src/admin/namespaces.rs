@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use minijinja::context;
 use serde_json::{json, Map, Value};
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, AdminUser, FormData, FormPost};
 use crate::error::{ApiError, FieldErrors};
 use crate::service::namespaces;
 use crate::state::AppState;
@@ -81,10 +81,8 @@ async fn answer(
 /// `POST /namespaces`: creates one.
 pub async fn create(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let outcome = namespaces::create(&state.handles, &user.0, body_of(&form, true))
         .await
         .map(drop);
@@ -94,11 +92,8 @@ pub async fn create(
 /// `POST /namespaces/{name}`: its description and quotas.
 pub async fn update(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path(name): Path<String>,
-    form: FormData,
+    FormPost(user, Path(name), form): FormPost<Path<String>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let outcome = namespaces::update(&state.handles, &user.0, &name, body_of(&form, false))
         .await
         .map(drop);
@@ -108,11 +103,8 @@ pub async fn update(
 /// `POST /namespaces/{name}/delete`.
 pub async fn delete(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path(name): Path<String>,
-    form: FormData,
+    FormPost(user, Path(name), _): FormPost<Path<String>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let outcome = namespaces::delete(&state.handles, &user.0, &name).await;
     answer(&state, &user, outcome).await
 }

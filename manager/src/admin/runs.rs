@@ -11,10 +11,9 @@ use probactr_common::store;
 use probactr_common::store::runs::history::{RunFilter, RunSort, SortDir};
 use serde::Serialize;
 
-use super::{check_csrf, encode_component, flash, render, AdminError, AdminUser, FormData, Pager};
+use super::{encode_component, flash, page_and_filter, render, AdminError, AdminUser, FormPost, Pager};
 use crate::api::Id;
-use crate::error::FieldErrors;
-use crate::input::{check, QueryParams};
+use crate::input::QueryParams;
 use crate::service;
 use crate::state::AppState;
 
@@ -89,11 +88,7 @@ pub async fn list(
     user: AdminUser,
     query: QueryParams,
 ) -> Result<Html<String>, AdminError> {
-    let mut errors = FieldErrors::new();
-    let page = query.page(&mut errors);
-    let filter = service::runs::filter_from(&query, &mut errors);
-    check(errors)?;
-    let mut filter = filter;
+    let (page, mut filter) = page_and_filter(&query, service::runs::filter_from)?;
     if filter.namespaces.is_none() {
         filter.namespaces = user.namespace().map(|name| vec![name.to_owned()]);
     }
@@ -182,11 +177,8 @@ pub async fn download_output(
 /// `POST /runs/{id}/rerun`: the new run's page.
 pub async fn rerun(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let new = service::runs::rerun(&state.handles, &user.0, id).await?;
     Ok(queued_again(new, id, "a re-run"))
 }
@@ -199,11 +191,8 @@ fn queued_again(new: i64, id: i64, how: &str) -> Response {
 /// `POST /runs/{id}/retry`: the new attempt's page.
 pub async fn retry(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let new = service::runs::retry(&state.handles, &user.0, id).await?;
     Ok(queued_again(new, id, "a retry"))
 }
@@ -211,11 +200,8 @@ pub async fn retry(
 /// `POST /runs/{id}/cancel`.
 pub async fn cancel(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let cancelled = service::runs::cancel(&state.handles, &user.0, id).await?;
     let message = if cancelled.state == "cancelled" {
         format!("Run #{id} cancelled")

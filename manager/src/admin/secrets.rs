@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use minijinja::context;
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, AdminUser, FormPost};
 use probactr_common::store::namespaces::DEFAULT;
 
 use crate::error::{ApiError, FieldErrors};
@@ -47,10 +47,8 @@ pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Resp
 /// `POST /secrets`: creates or replaces one.
 pub async fn set(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let name = form.get("name").unwrap_or_default().trim().to_owned();
     let namespace = form.get("namespace").unwrap_or(DEFAULT).trim().to_owned();
     let value = form.get("value").filter(|value| !value.is_empty());
@@ -84,15 +82,14 @@ pub async fn set(
     }
 }
 
+/// The secret a delete names: by the path, and its namespace by the query.
+type SecretPath = (Path<String>, Query<HashMap<String, String>>);
+
 /// `POST /secrets/{name}/delete?namespace=NAME`.
 pub async fn delete(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path(name): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
-    form: FormData,
+    FormPost(user, (Path(name), Query(query)), _): FormPost<SecretPath>,
 ) -> Result<Redirect, AdminError> {
-    check_csrf(&user, &form)?;
     let namespace = query.get("namespace").map_or(DEFAULT, String::as_str);
     secrets::delete(&state.handles, &user.0, namespace, &name).await?;
     Ok(Redirect::to("/secrets"))

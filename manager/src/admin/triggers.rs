@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Redirect, Response};
 use chrono::{DateTime, Utc};
@@ -14,7 +14,7 @@ use probactr_common::store::triggers::Extras;
 use probactr_common::store::webhook_deliveries::Delivery;
 
 use super::forms::{trigger_draft, trigger_patch};
-use super::{check_csrf, flash, next_or, render_status, AdminError, AdminUser, FormData};
+use super::{check_csrf, flash, next_or, render_status, AdminError, AdminUser, FormData, FormPost};
 use crate::api::Id;
 use crate::command::trigger::PreviewRequest;
 use crate::error::{ApiError, FieldErrors};
@@ -184,6 +184,8 @@ async fn submit(
     trigger_id: Option<i64>,
     form: &FormData,
 ) -> Result<Response, AdminError> {
+    // Checked here, not by a `FormPost`: the job and the trigger are found first, so a
+    // form for a missing one answers 404 whatever its token.
     check_csrf(user, form)?;
     let previewing = form.get("action") == Some("preview");
     let current = current_instants(state, user, trigger_id).await;
@@ -323,11 +325,8 @@ pub async fn update(
 /// (or to its job).
 pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let trigger = triggers::set_paused(&state.handles, &user.0, id, PAUSED).await?;
     let to = next_or(&form, &format!("/jobs/{}", trigger.job_id));
     let done = flash::paused_or_resumed(PAUSED);
@@ -337,11 +336,8 @@ pub async fn set_paused<const PAUSED: bool>(
 /// `POST /triggers/{id}/versions/{version}/restore`: back to the trigger's form.
 pub async fn restore_version(
     State(state): State<AppState>,
-    user: AdminUser,
-    axum::extract::Path((id, version)): axum::extract::Path<(i64, i64)>,
-    form: FormData,
+    FormPost(user, Path((id, version)), _): FormPost<Path<(i64, i64)>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let restored = trigger_versions::restore(&state.handles, &user.0, id, version).await?;
     Ok(flash::restored(
         &format!("/triggers/{id}/edit"),
@@ -353,11 +349,8 @@ pub async fn restore_version(
 /// `POST /triggers/{id}/delete`.
 pub async fn delete(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let job_id = triggers::delete(&state.handles, &user.0, id).await?;
     let to = next_or(&form, &format!("/jobs/{job_id}"));
     Ok(flash::redirect(to, &format!("Trigger #{id} deleted")))

@@ -10,7 +10,7 @@ use minijinja::context;
 use probactr_common::model::TokenOrigin;
 use serde_json::json;
 
-use super::{check_csrf, render_status, AdminError, AdminUser, FormData};
+use super::{render_status, AdminError, AdminUser, FormData, FormPost};
 use crate::api::Id;
 use crate::auth::{session, Role};
 use crate::error::{ApiError, FieldErrors};
@@ -62,10 +62,8 @@ pub async fn list(State(state): State<AppState>, user: AdminUser) -> Result<Resp
 /// `POST /users`: creates a user.
 pub async fn create(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let body = json!({
         "username": form.get("username").unwrap_or_default(),
         "password": form.get("password").unwrap_or_default(),
@@ -89,11 +87,8 @@ pub async fn create(
 /// `POST /users/{id}`: role, disabled flag, optional new password.
 pub async fn update(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let mut body = json!({
         "cluster_admin": form.get("cluster_admin").is_some(),
         "namespaces": roles_of(&user, &form),
@@ -148,10 +143,8 @@ pub async fn account(State(state): State<AppState>, user: AdminUser) -> Result<R
 /// `POST /account/tokens`: makes a token and shows it once.
 pub async fn create_token(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let request = users::TokenRequest {
         name: form.get("name").unwrap_or_default().to_owned(),
         origin: TokenOrigin::Personal,
@@ -166,11 +159,8 @@ pub async fn create_token(
 /// `POST /tokens/{id}/revoke`.
 pub async fn revoke_token(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Redirect, AdminError> {
-    check_csrf(&user, &form)?;
     users::revoke_token(&state.handles, &user.0, id).await?;
     Ok(Redirect::to("/account"))
 }
@@ -178,10 +168,8 @@ pub async fn revoke_token(
 /// `POST /account/time-zone`: the zone every page shows times in (empty: the browser's).
 pub async fn set_time_zone(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let zone = form.get("time_zone").unwrap_or_default();
     match users::set_own_time_zone(&state.handles, &user.0, zone).await {
         Ok(()) => {
@@ -201,10 +189,8 @@ pub async fn set_time_zone(
 /// `POST /account/password`: on success every session ends, this one too.
 pub async fn change_password(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let body = json!({
         "current_password": form.get("current_password").unwrap_or_default(),
         "new_password": form.get("new_password").unwrap_or_default(),

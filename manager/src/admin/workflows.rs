@@ -17,7 +17,7 @@ use probactr_common::store::workflows::RunStep;
 
 use super::forms::trigger_draft;
 use super::workflow_form::{placed, StepRow, WorkflowForm};
-use super::{check_csrf, flash, render, render_status, AdminError, AdminUser, FormData};
+use super::{flash, render, render_status, AdminError, AdminUser, FormData, FormPost};
 use crate::api::Id;
 use crate::command::workflow::WHEN;
 use crate::error::{ApiError, FieldErrors};
@@ -97,11 +97,8 @@ pub async fn show(
 /// `POST /workflows/{id}/run`: starts a workflow run with the form's parameters.
 pub async fn run_now(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let params = read_params(form.get("params").unwrap_or_default(), false)?;
     let run_id = workflows::run_now(&state.handles, &user.0, id, &params).await?;
     Ok(flash::redirect(
@@ -247,10 +244,8 @@ pub async fn new_form(State(state): State<AppState>, user: AdminUser) -> Result<
 /// (`action=add_step`: again with one more row, without JavaScript).
 pub async fn create(
     State(state): State<AppState>,
-    user: AdminUser,
-    form: FormData,
+    FormPost(user, (), form): FormPost,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let typed = WorkflowForm::read(&form);
     if form.get("action") == Some("add_step") {
         let typed = typed.with_blank_row();
@@ -294,11 +289,8 @@ pub async fn edit_form(
 /// `POST /workflows/{id}/edit`: replaces the definition read at the form's version.
 pub async fn update(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let current = workflows::get(&state.handles, &user.0, id).await?;
     let mut typed = WorkflowForm::read(&form);
     // Shown again in its namespace; a workflow never moves (the body does not say one).
@@ -326,11 +318,8 @@ pub async fn update(
 /// `POST /workflows/{id}/pause` (`PAUSED`) and `/resume`.
 pub async fn set_paused<const PAUSED: bool>(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let workflow = workflows::set_paused(&state.handles, &user.0, id, PAUSED).await?;
     let done = flash::paused_or_resumed(PAUSED);
     Ok(flash::redirect(
@@ -342,11 +331,8 @@ pub async fn set_paused<const PAUSED: bool>(
 /// `POST /workflow-runs/{id}/cancel`.
 pub async fn cancel_run(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), _): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let run = workflows::cancel_run(&state.handles, &user.0, id).await?;
     Ok(flash::redirect(
         Redirect::to(&format!("/workflows/{}?run={id}", run.run.workflow_id)),
@@ -357,11 +343,8 @@ pub async fn cancel_run(
 /// `POST /workflow-runs/{id}/steps/{name}/retry`.
 pub async fn retry_step(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path((id, step)): Path<(i64, String)>,
-    form: FormData,
+    FormPost(user, Path((id, step)), _): FormPost<Path<(i64, String)>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let run_id = workflows::retry_step(&state.handles, &user.0, id, &step).await?;
     let run = workflows::get_run(&state.handles, &user.0, id).await?;
     Ok(flash::redirect(
@@ -373,11 +356,8 @@ pub async fn retry_step(
 /// `POST /workflows/{id}/versions/{version}/restore`.
 pub async fn restore_version(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path((id, version)): Path<(i64, i64)>,
-    form: FormData,
+    FormPost(user, Path((id, version)), _): FormPost<Path<(i64, i64)>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let restored = workflow_versions::restore(&state.handles, &user.0, id, version).await?;
     Ok(flash::restored(
         &format!("/workflows/{id}"),
@@ -410,11 +390,8 @@ pub async fn new_trigger(
 /// to job triggers only.
 pub async fn create_trigger(
     State(state): State<AppState>,
-    user: AdminUser,
-    Id(id): Id,
-    form: FormData,
+    FormPost(user, Id(id), form): FormPost<Id>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     let workflow = workflows::get(&state.handles, &user.0, id).await?;
     let mut draft = trigger_draft(&form);
     draft.extras = Default::default();
@@ -478,11 +455,8 @@ fn placed_trigger_errors(errors: FieldErrors) -> (FieldErrors, Vec<minijinja::Va
 /// `POST /workflows/{id}/triggers/{trigger_id}/delete`.
 pub async fn delete_trigger(
     State(state): State<AppState>,
-    user: AdminUser,
-    Path((id, trigger_id)): Path<(i64, i64)>,
-    form: FormData,
+    FormPost(user, Path((id, trigger_id)), _): FormPost<Path<(i64, i64)>>,
 ) -> Result<Response, AdminError> {
-    check_csrf(&user, &form)?;
     workflows::delete_trigger(&state.handles, &user.0, id, trigger_id).await?;
     Ok(flash::redirect(
         Redirect::to(&format!("/workflows/{id}")),

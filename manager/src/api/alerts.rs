@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use probactr_common::model::{AlertEvent, ChannelKind, NotificationState};
+use probactr_common::model::{AlertEvent, NotificationState};
 use probactr_common::store::alerts::channels::Channel;
 use probactr_common::store::alerts::notifications::{Filter, Notification};
 use probactr_common::store::alerts::rules::Rule;
@@ -19,24 +19,6 @@ use crate::input::{check, ApiJson, QueryParams};
 use crate::service::alerts::{self, TestResult};
 use crate::service::Paged;
 use crate::state::AppState;
-
-/// A channel as created or replaced.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[allow(dead_code)] // documents the body, which is read field by field
-pub struct ChannelBody {
-    /// Its namespace (default `default`); a replacement may repeat it, never change it.
-    namespace: Option<String>,
-    /// Name, unique within its namespace.
-    name: String,
-    /// `webhook`, `email` or `slack`.
-    kind: ChannelKind,
-    /// `webhook`: `{url, secret?}` (the secret is write-only: absent keeps it, null removes
-    /// it); `email`: `{to: [addresses]}`; `slack`: `{url}`. The URL is a credential: it is
-    /// stored sealed and answered masked (`https://host/***`); on a replacement, absent or
-    /// its masked form keeps it.
-    #[schema(value_type = Object)]
-    config: Value,
-}
 
 /// An alert rule as created or replaced.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -81,7 +63,7 @@ pub async fn list_channels(
 
 /// Create an alert channel (admins).
 #[utoipa::path(post, path = "/channels", operation_id = "create_channel", tag = "alerts",
-    request_body = ChannelBody,
+    request_body = ChannelCommand,
     responses(
         (status = CREATED, description = "Created", body = Channel),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),
@@ -118,7 +100,7 @@ pub async fn get_channel(
 /// Replace an alert channel (a webhook's secret is kept unless given).
 #[utoipa::path(put, path = "/channels/{id}", operation_id = "update_channel", tag = "alerts",
     params(("id" = i64, Path, description = "Channel id")),
-    request_body = ChannelBody,
+    request_body = ChannelCommand,
     responses(
         (status = OK, description = "The channel", body = Channel),
         (status = NOT_FOUND, description = "No such channel", body = ErrorBody),

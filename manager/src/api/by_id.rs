@@ -60,18 +60,19 @@ macro_rules! set_paused_by_id {
     };
 }
 
-/// `update`: applies the body as a `$patch` through `$service::update`, the version the
-/// caller read given as `If-Match` (412 when stale) or as the body's `version` (409).
+/// `update`: applies the body as a `$patch` (also its schema) through `$service::update`,
+/// the version the caller read given as `If-Match` (412 when stale) or as the body's
+/// `version` (409).
 macro_rules! update_by_id {
     ($(#[doc = $doc:tt])* $service:ident $(via $view:ident)? -> $item:ident {
-        path: $path:tt, operation_id: $op:tt, tag: $tag:tt, id: $id:tt, body: $body:ident,
+        path: $path:tt, operation_id: $op:tt, tag: $tag:tt, id: $id:tt,
         patch: $patch:ident, ok: $ok:tt, stale_version: $stale:tt, stale_if_match: $stale_if_match:tt,
         missing: $missing:tt $(,)?
     }) => {
         $(#[doc = $doc])*
         #[utoipa::path(patch, path = $path, operation_id = $op, tag = $tag,
             params(("id" = i64, Path, description = $id)),
-            request_body = $body,
+            request_body = $patch,
             responses(
                 (status = OK, description = $ok, body = $item),
                 (status = CONFLICT, description = $stale, body = ErrorBody),

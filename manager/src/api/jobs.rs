@@ -8,7 +8,7 @@ use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::services::ReplicaHolder;
 use serde_json::Value;
 
-use super::bodies::{JobPatchBody, NewJobBody, RunNowBody, RunQueued};
+use super::bodies::{RunNowBody, RunQueued};
 use super::by_id::{get_by_id, set_paused_by_id, update_by_id};
 use super::precondition::Tagged;
 use super::Id;
@@ -54,7 +54,7 @@ pub async fn list(
 
 /// Create a job (operators and admins; `shell` and `http` jobs: admins only).
 #[utoipa::path(post, path = "/jobs", operation_id = "create_job", tag = "jobs",
-    request_body = NewJobBody,
+    request_body = JobDraft,
     responses(
         (status = CREATED, description = "The job", body = JobView),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was created", body = ErrorBody),
@@ -98,7 +98,7 @@ update_by_id! {
     /// Edit a job: send the fields to change and the version you read, as `If-Match: "VERSION"`
     /// (412 when stale) or as `version` in the body (409 when stale).
     jobs -> JobView { path: "/jobs/{id}", operation_id: "update_job", tag: "jobs", id: "The job",
-        body: JobPatchBody, patch: JobPatch, ok: "The job as changed",
+        patch: JobPatch, ok: "The job as changed",
         stale_version: "`version` is stale: the job changed since it was read",
         stale_if_match: "`If-Match` is stale: the job changed since it was read", missing: "No such job" }
 }

@@ -3,7 +3,9 @@
 //! Each handler carries a `#[utoipa::path]` description and is routed by a `routes!` line
 //! of [`super::documented_router`], which collects the descriptions as it routes; the
 //! schemas come from the types the handlers answer with (`#[derive(ToSchema)]`) and, for
-//! request bodies, from [`super::bodies`]. The document is built once, on first request.
+//! request bodies, from the commands they become ([`crate::command`]) or, for bodies read
+//! where they are handled, from [`super::bodies`]. The document is built once, on first
+//! request.
 
 use std::sync::LazyLock;
 

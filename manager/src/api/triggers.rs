@@ -5,7 +5,6 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::Value;
 
-use super::bodies::{NewTriggerBody, PreviewBody, TriggerPatchBody};
 use super::by_id::{delete_by_id, get_by_id, set_paused_by_id, update_by_id};
 use super::precondition::Tagged;
 use super::Id;
@@ -46,7 +45,7 @@ pub async fn list(
 /// second. A webhook trigger's answer carries its URL (`webhook_url`), shown this once.
 #[utoipa::path(post, path = "/jobs/{id}/triggers", operation_id = "create_trigger", tag = "triggers",
     params(("id" = i64, Path, description = "The job")),
-    request_body = NewTriggerBody,
+    request_body = TriggerDraft,
     responses(
         (status = CREATED, description = "The trigger, with its first instant", body = TriggerView),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named (`cron.minute`, `timezone`…); nothing was created", body = ErrorBody),
@@ -82,7 +81,7 @@ update_by_id! {
     /// Edit a trigger: send the fields to change and the version you read, as
     /// `If-Match: "VERSION"` (412 when stale) or as `version` in the body (409 when stale).
     triggers via view -> TriggerView { path: "/triggers/{id}", operation_id: "update_trigger", tag: "triggers",
-        id: "The trigger", body: TriggerPatchBody, patch: TriggerPatch,
+        id: "The trigger", patch: TriggerPatch,
         ok: "The trigger as changed, its next instant recomputed", stale_version: "`version` is stale",
         stale_if_match: "`If-Match` is stale: the trigger changed since it was read", missing: "No such trigger" }
 }
@@ -109,7 +108,7 @@ set_paused_by_id! {
 /// The next instants of a trigger definition, without saving anything; those its
 /// calendar or a maintenance window hold back are listed in `skipped`.
 #[utoipa::path(post, path = "/schedule/preview", operation_id = "preview_schedule", tag = "triggers",
-    request_body = PreviewBody,
+    request_body = PreviewRequest,
     responses(
         (status = OK, description = "The next instants", body = Preview),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named", body = ErrorBody),

@@ -9,11 +9,12 @@ use serde_json::Value;
 
 use probactr_common::store::workflows::WorkflowTrigger;
 
-use super::bodies::{NewTriggerBody, NewWorkflowBody, RunNowBody};
+use super::bodies::RunNowBody;
 use super::by_id::{delete_by_id, get_by_id, set_paused_by_id};
 use super::precondition::{IfMatch, Tagged};
 use super::Id;
 use crate::auth::Principal;
+use crate::command::workflow::WorkflowDraft;
 use crate::command::TriggerDraft;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
@@ -62,7 +63,7 @@ pub async fn list(
 /// Create a workflow: a DAG of steps, each running a job once the steps it depends on are
 /// done and its `when` holds.
 #[utoipa::path(post, path = "/workflows", operation_id = "create_workflow", tag = "workflows",
-    request_body = NewWorkflowBody,
+    request_body = WorkflowDraft,
     responses(
         (status = CREATED, description = "Created", body = WorkflowView),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named (cycles, unknown steps and jobs)", body = ErrorBody),
@@ -91,7 +92,7 @@ get_by_id! {
 /// version is replaced (412 when stale).
 #[utoipa::path(put, path = "/workflows/{id}", operation_id = "replace_workflow", tag = "workflows",
     params(("id" = i64, Path, description = "The workflow")),
-    request_body = NewWorkflowBody,
+    request_body = WorkflowDraft,
     responses(
         (status = OK, description = "The workflow as replaced", body = WorkflowView),
         (status = PRECONDITION_FAILED, description = "`If-Match` is stale: the workflow changed since it was read", body = ErrorBody),
@@ -230,7 +231,7 @@ pub async fn list_triggers(
 /// misfire policy of job triggers) starts one workflow run with the trigger's `params`.
 #[utoipa::path(post, path = "/workflows/{id}/triggers", operation_id = "create_workflow_trigger", tag = "workflows",
     params(("id" = i64, Path, description = "The workflow")),
-    request_body = NewTriggerBody,
+    request_body = TriggerDraft,
     responses(
         (status = CREATED, description = "The trigger, with its first instant", body = WorkflowTrigger),
         (status = UNPROCESSABLE_ENTITY, description = "Each bad field, named; nothing was created", body = ErrorBody),

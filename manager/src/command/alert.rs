@@ -30,21 +30,29 @@ pub enum SecretInput {
     Set(String),
 }
 
-/// A channel as asked for.
-#[derive(Debug, Clone)]
+// Also the OpenAPI schema of the channel body: its docs are the API's documentation.
+/// A channel as asked for (created or replaced).
+#[derive(Debug, Clone, utoipa::ToSchema)]
 pub struct ChannelCommand {
-    /// The namespace named in the body (a new channel's; None: `default`).
+    /// Its namespace (default `default`); a replacement may repeat it, never change it.
     pub namespace: Option<String>,
-    /// Name.
+    /// Name, unique within its namespace.
     pub name: String,
-    /// Kind.
+    /// `webhook`, `email` or `slack`.
     pub kind: ChannelKind,
-    /// Public configuration (the secret and the URL taken out).
+    /// `webhook`: `{url, secret?}` (the secret is write-only: absent keeps it, null removes
+    /// it); `email`: `{to: [addresses]}`; `slack`: `{url}`. The URL is a credential: it is
+    /// stored sealed and answered masked (`https://host/***`); on a replacement, absent or
+    /// its masked form keeps it. Once read, the secret and the URL are taken out of it.
+    #[schema(value_type = Object)]
     pub config: Value,
-    /// The webhook secret.
+    /// The webhook secret (given inside `config`).
+    #[schema(ignore)]
     pub secret: SecretInput,
     /// The URL of a webhook or Slack channel, to be sealed; None: not given, or given in
-    /// its masked form (kept on a replacement, required on a creation).
+    /// its masked form (kept on a replacement, required on a creation). Given inside
+    /// `config`.
+    #[schema(ignore)]
     pub url: Option<String>,
 }
 

@@ -2,13 +2,14 @@
 
 use probactr_common::jobspec::JobSpec;
 use probactr_common::labels;
-use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Route};
+use probactr_common::model::{Job, JobKind, JobMode, OnExecutorLost, Overlap, Rate, Route};
 use probactr_common::params_schema::ParamsSchema;
 use probactr_common::store::jobs::{JobChildren, NewJob};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::retry::RetryDraft;
+use super::shapes::{JobRef, ParamDeclaration, SpecBody};
 use super::{lenient_input, Checks, INT4_MAX};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{Given, Input};
@@ -34,73 +35,122 @@ pub const MAX_REPLICAS: i64 = 100;
 /// timeout is three years), and a run that long is stuck, not working.
 pub const MAX_TIMEOUT_SECS: i64 = 24 * 24 * 3600;
 
+// Also the OpenAPI schema of the job bodies: its docs are the API's documentation.
 /// A job's definition as given: every field optional (absent means the default on a
-/// create and unchanged on an edit), with the problems met while reading it.
-#[derive(Debug, Clone, Default)]
+/// create and unchanged on an edit; `name` and `kind` are required on a create).
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct JobDraft {
-    /// Unique name within its namespace.
+    /// Unique within its namespace, at most 200 characters; required on create.
+    #[schema(value_type = Option<String>)]
     pub name: Given<String>,
-    /// Its namespace (create: where it goes, `default` when absent; an edit may only
-    /// repeat the job's own).
+    /// Its namespace: where a new job goes (default `default`); an edit may only repeat
+    /// the job's own.
+    #[schema(value_type = Option<String>)]
     pub namespace: Given<String>,
-    /// What it runs.
+    /// What the job does, required on create; `shell` and `http` jobs are created by
+    /// admins only. A new kind on an edit needs its `spec` too.
+    #[schema(value_type = Option<JobKind>)]
     pub kind: Given<JobKind>,
     /// Free text.
+    #[schema(value_type = Option<String>)]
     pub description: Given<String>,
-    /// The kind's definition, as given (checked against the kind).
+    /// The kind's definition (`noop` takes none), as given; checked against the kind.
+    #[schema(value_type = Option<SpecBody>)]
     pub spec: Option<Value>,
-    /// May attempts overlap?
+    /// May attempts overlap? Default false.
+    #[schema(value_type = Option<bool>)]
     pub parallel: Given<bool>,
-    /// Bound on overlapping attempts of a parallel job (null: none).
+    /// Bound on overlapping attempts of a parallel job; null for none.
+    #[schema(value_type = Option<i32>)]
     pub max_concurrency: Given<i64>,
-    /// What a busy job does with a new run.
+    /// When a non-parallel job is busy: `skip` the new run, `queue` it, `replace` the
+    /// running attempt (stopped with SIGTERM, `stop_grace_secs`, SIGKILL; then the new one
+    /// starts), or `buffer_one` (one run waits behind the running one; later ones are
+    /// skipped). Default skip.
+    #[schema(value_type = Option<Overlap>)]
     pub overlap: Given<Overlap>,
-    /// Seconds an attempt may run.
+    /// Seconds an attempt may run. Default 3600.
+    #[schema(value_type = Option<i32>)]
     pub timeout_secs: Given<i64>,
-    /// The retry policy (`retry`).
+    /// Retry policy.
+    #[schema(value_type = Option<RetryDraft>)]
     pub retry: RetryDraft,
-    /// Paused jobs are neither fired nor claimed.
+    /// Paused? Default false. Paused jobs are neither fired nor claimed.
+    #[schema(value_type = Option<bool>)]
     pub paused: Given<bool>,
-    /// Who manages the definition (`probactr apply`); null: people.
+    /// Who manages the definition: `probactr apply` sets it; null for people.
+    #[schema(value_type = Option<String>)]
     pub managed_by: Given<String>,
-    /// What happens to a run whose executor died.
+    /// A run whose executor died: `rerun` it at once on another executor (a takeover,
+    /// even without retries; default) or leave it to the retry policy (`fail`).
+    #[schema(value_type = Option<OnExecutorLost>)]
     pub on_executor_lost: Given<OnExecutorLost>,
-    /// How many times a run is taken over at most.
+    /// Takeovers of one run at most (0–100, default 3).
+    #[schema(value_type = Option<i32>)]
     pub max_takeovers: Given<i64>,
-    /// Seconds between SIGTERM and SIGKILL when an executor stops a run.
+    /// When an executor must stop a run (cancel, timeout, lost lock, drain deadline), the
+    /// seconds between SIGTERM to its process group and SIGKILL (0–3600, default 10).
+    #[schema(value_type = Option<i32>)]
     pub stop_grace_secs: Given<i64>,
-    /// Labels an executor must carry to claim its runs, as given (an object of strings).
+    /// Labels an executor must all carry to claim the job's runs (`{"gpu": "1"}`; `{}`,
+    /// the default: any executor).
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
     pub selector: Option<Value>,
-    /// When slots are scarce, higher goes first.
+    /// When slots are scarce, higher goes first (-100 to 100, default 0; each point counts
+    /// as a minute of waiting, so lower priorities are not starved).
+    #[schema(value_type = Option<i32>)]
     pub priority: Given<i64>,
-    /// Where the runs of one instant go.
+    /// Where the runs of one instant go: `any` (default: one run), `broadcast` (one run
+    /// per live executor that may take it, each pinned to it) or `shard` (`shards` runs,
+    /// spread over the live executors). Each fanned-out run sees `PROBACTR_SHARD_INDEX` and
+    /// `PROBACTR_SHARD_TOTAL`.
+    #[schema(value_type = Option<Route>)]
     pub route: Given<Route>,
-    /// Runs per instant of a `shard` route.
+    /// Runs per instant of a `shard` route (1–1000, default 1).
+    #[schema(value_type = Option<i32>)]
     pub shards: Given<i64>,
-    /// Run when triggered, or kept running.
+    /// `batch` (default: runs when triggered or run now) or `service`: `replicas`
+    /// instances kept running on distinct executors where possible, restarted with backoff
+    /// when they end or their executor dies (`PROBACTR_REPLICA_INDEX` tells each its slot).
+    #[schema(value_type = Option<JobMode>)]
     pub mode: Given<JobMode>,
-    /// Instances of a service.
+    /// Instances of a service (1–100, default 1).
+    #[schema(value_type = Option<i32>)]
     pub replicas: Given<i64>,
-    /// Declared run parameters, as given (null: free parameters).
+    /// Declared run parameters, by name (letters, digits, `_`, `-`): run now, trigger and
+    /// workflow step parameters are checked against them (a 422 names `params.NAME`),
+    /// undeclared ones refused, defaults filled in. Null: parameters are free.
+    #[schema(value_type = Option<BTreeMap<String, ParamDeclaration>>)]
     pub params_schema: Option<Value>,
-    /// The pool of its namespace its runs hold slots of (null: none).
+    /// A pool of the job's namespace (`/api/v1/pools`) whose slots its runs hold: runs
+    /// wait queued while it is full. Null: none.
+    #[schema(value_type = Option<String>)]
     pub pool: Given<String>,
-    /// The slots of the pool each run holds.
+    /// The slots of `pool` each run holds (1 to the pool's slots, default 1).
+    #[schema(value_type = Option<i32>)]
     pub pool_slots: Given<i64>,
-    /// At most so many starts in a window, as given (null: none).
+    /// At most `limit` of its runs start in any window of `per_secs` seconds, across
+    /// the cluster (limit 1 to 10000, per_secs 1 to 604800); runs past it wait queued.
+    /// Null: no bound.
+    #[schema(value_type = Option<Rate>)]
     pub rate: Option<Value>,
     /// Child jobs, as given (lists of job ids or names).
+    #[serde(flatten)]
     pub children: ChildDraft,
     /// Problems met while reading, by field.
+    #[schema(ignore)]
     pub problems: FieldErrors,
 }
 
-/// An edit of a job: the fields to change and the `version` the editor read.
-#[derive(Debug, Clone, Default)]
+/// An edit of a job (`PATCH /api/v1/jobs/{id}`): the fields to change and the `version`
+/// that was read.
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct JobPatch {
-    /// The version read; a stale one changes nothing.
+    /// The job's `version` as read; a stale one answers 409 and changes nothing.
+    #[schema(value_type = i64)]
     pub version: Given<i64>,
     /// The fields to change.
+    #[serde(flatten)]
     pub draft: JobDraft,
 }
 
@@ -440,13 +490,18 @@ fn check_name(checks: &mut Checks, name: &str) {
 }
 
 /// The child-job lists as given: each absent (unchanged), or a list of job ids or names.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct ChildDraft {
-    /// Queued when a run succeeds.
+    /// Child jobs queued when a run succeeds, by id or name; each child run gets the
+    /// parent run's parameters and `PROBACTR_PARENT_RUN_ID`. A list that would loop back
+    /// to the job is refused.
+    #[schema(value_type = Option<Vec<JobRef>>)]
     pub on_success: Option<Value>,
-    /// Queued when a run fails, times out or is abandoned.
+    /// Child jobs queued when a run fails, times out or is abandoned.
+    #[schema(value_type = Option<Vec<JobRef>>)]
     pub on_failure: Option<Value>,
-    /// Queued whenever a run ends.
+    /// Child jobs queued whenever a run ends, cancelled included.
+    #[schema(value_type = Option<Vec<JobRef>>)]
     pub on_finish: Option<Value>,
 }
 

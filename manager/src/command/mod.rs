@@ -13,6 +13,7 @@ pub mod job;
 pub mod params;
 pub mod rate;
 pub mod retry;
+pub mod shapes;
 pub mod trigger;
 pub mod webhook;
 pub mod workflow;

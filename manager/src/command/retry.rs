@@ -19,22 +19,36 @@ pub const MAX_BACKOFF_SECS: i64 = 7 * 24 * 3600;
 /// The most exit codes or HTTP statuses one `retry_on` lists.
 pub const MAX_RETRY_ON_VALUES: usize = 100;
 
-/// The `retry` object as given; every field optional.
-#[derive(Debug, Clone, Default)]
+// Also the OpenAPI schema of a job body's `retry`: its docs are the API's documentation.
+/// A job's retry policy as given; every field optional.
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct RetryDraft {
-    /// Attempts in all, the first included.
+    /// Attempts in all, the first included (1–100). Default 1: no retry.
+    #[schema(value_type = Option<i32>)]
     pub max_attempts: Given<i64>,
-    /// Seconds before the second attempt (`initial_secs`, or its older name `backoff_secs`).
+    /// Seconds before the second attempt (0–604800). Default 10.
+    #[schema(value_type = Option<i32>)]
     pub initial_secs: Given<i64>,
-    /// The name `initial_secs` was given under, for its problems (empty: `initial_secs`).
+    // The name `initial_secs` was given under, for its problems (empty: `initial_secs`);
+    // the schema documents that older name here, as the API reads it.
+    /// The older name of `initial_secs`.
+    #[schema(rename = "backoff_secs", value_type = Option<i32>)]
     pub initial_name: &'static str,
-    /// How the delay grows.
+    /// `fixed` (the same delay each time) or `exponential` (default: doubled for each
+    /// later attempt).
+    #[schema(value_type = Option<RetryBackoff>)]
     pub backoff: Given<RetryBackoff>,
-    /// The longest delay (null: no bound).
+    /// The longest delay, in seconds (at least `initial_secs`; null: no bound).
+    #[schema(value_type = Option<i32>)]
     pub max_secs: Given<i64>,
-    /// Whether the delay is randomised.
+    /// `full` (default for a new job: a random delay up to the computed one, so that
+    /// jobs failing together do not retry together) or `none`.
+    #[schema(value_type = Option<RetryJitter>)]
     pub jitter: Given<RetryJitter>,
-    /// Which failures are retried, as given (null or empty: every failure).
+    /// Which failures are retried: `{"exit_codes": [75], "http_statuses": [503],
+    /// "timeouts": true}` (exit codes 0–255, statuses 100–599); a failure matching any is
+    /// retried. Null or empty: every failure. A run abandoned by its executor always is.
+    #[schema(value_type = Option<RetryOn>)]
     pub retry_on: Option<Value>,
 }
 

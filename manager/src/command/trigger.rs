@@ -13,63 +13,96 @@ use super::{lenient_input, Checks, INT4_MAX};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::{Given, Input};
 
+// Also the OpenAPI schema of the trigger bodies: its docs are the API's documentation.
 /// A trigger's definition as given: every field optional (absent means the default on a
-/// create and unchanged on an edit), with the problems met while reading it.
-#[derive(Debug, Clone, Default)]
+/// create and unchanged on an edit; `kind` and its own field are required on a create).
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct TriggerDraft {
-    /// cron, interval or once.
+    /// `cron`, `interval`, `once` or `webhook`; send the kind's own field too. Required on
+    /// create.
+    #[schema(value_type = Option<TriggerKind>)]
     pub kind: Given<TriggerKind>,
-    /// The cron expression (cron triggers).
+    /// For `cron`: six fields with seconds (`0 */5 * * * *`) or five without; `H`,
+    /// `H(a-b)`, `H/n` take values fixed by the job's id (the workflow's for a workflow
+    /// trigger), so triggers written `H H * * *` spread over the day.
+    #[schema(value_type = Option<String>)]
     pub cron: Given<String>,
-    /// The IANA zone cron times are read in.
+    /// For `cron`: an IANA time zone. Default UTC.
+    #[schema(value_type = Option<String>)]
     pub timezone: Given<String>,
-    /// Seconds between instants (interval triggers).
+    /// For `interval`: seconds between instants.
+    #[schema(value_type = Option<i64>)]
     pub interval_secs: Given<i64>,
-    /// The instant of a once trigger.
+    /// For `once`: the instant, RFC 3339.
+    #[schema(value_type = Option<DateTime<Utc>>)]
     pub at: Given<DateTime<Utc>>,
-    /// No instant before this.
+    /// No instant before this one (null clears it).
+    #[schema(value_type = Option<DateTime<Utc>>)]
     pub start_at: Given<DateTime<Utc>>,
-    /// No instant after this.
+    /// No instant after this one (null clears it).
+    #[schema(value_type = Option<DateTime<Utc>>)]
     pub end_at: Given<DateTime<Utc>>,
-    /// What to do with instants missed while nothing could fire them.
+    /// What to do with instants missed while nothing could fire them. Default fire_once.
+    #[schema(value_type = Option<Misfire>)]
     pub misfire: Given<Misfire>,
     /// How late an instant may fire before it counts as missed.
+    #[schema(value_type = Option<i32>)]
     pub misfire_threshold_secs: Given<i64>,
-    /// Paused triggers do not fire.
+    /// Paused? Paused triggers do not fire.
+    #[schema(value_type = Option<bool>)]
     pub paused: Given<bool>,
-    /// Runs of this trigger claimed or running at once (null: no cap of its own).
+    /// Runs of this trigger claimed or running at once (null, the default: only the job's
+    /// bound applies).
+    #[schema(value_type = Option<i32>)]
     pub max_concurrency: Given<i64>,
-    /// Parameters of its runs, under those given to a run (an object; null: none).
+    /// Parameters of its runs (an object): defaults that a run's own parameters override.
+    #[schema(value_type = Option<Object>)]
     pub params: Option<Value>,
     /// The webhook settings (kind webhook only).
+    #[serde(flatten)]
     pub webhook: WebhookDraft,
-    /// Calendar, jitter and number of fires.
+    /// Calendar, jitter, number of fires and the job waited for.
+    #[serde(flatten)]
     pub extras: ExtrasDraft,
     /// Problems met while reading, by field.
+    #[schema(ignore)]
     pub problems: FieldErrors,
 }
 
-/// An edit of a trigger: the fields to change and the `version` the editor read.
-#[derive(Debug, Clone, Default)]
+/// An edit of a trigger (`PATCH /api/v1/triggers/{id}`): the fields to change and the
+/// `version` that was read.
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct TriggerPatch {
-    /// The version read; a stale one changes nothing.
+    /// The trigger's `version` as read; a stale one answers 409 and changes nothing.
+    #[schema(value_type = i64)]
     pub version: Given<i64>,
     /// The fields to change.
+    #[serde(flatten)]
     pub draft: TriggerDraft,
 }
 
-/// A schedule preview: a draft, and how many instants from when.
-#[derive(Debug, Clone, Default)]
+/// A schedule preview (`POST /api/v1/schedule/preview`): a trigger definition and how
+/// many instants to show from when. A trigger's body previews as it is: `misfire` and
+/// `paused` are accepted and ignored.
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct PreviewRequest {
-    /// How many instants.
+    /// How many instants (1–100). Default 5.
+    #[schema(value_type = Option<i64>)]
     pub count: Given<i64>,
-    /// From when (the draft is anchored there, like a trigger created then).
+    /// List instants from this one on (the definition is anchored there, like a trigger
+    /// created then). Default now. Here `after` is this instant, not a trigger's job to
+    /// wait for: a preview shows instants only.
+    #[schema(value_type = Option<DateTime<Utc>>)]
     pub after: Given<DateTime<Utc>>,
-    /// The job the trigger is for: its id fixes the values of the cron's `H` items.
+    /// The job the trigger is for: required for a cron with `H`, whose values its id
+    /// fixes (a trigger's `H` is seeded by its job's id, or its workflow's).
+    #[schema(value_type = Option<i64>)]
     pub job_id: Given<i64>,
-    /// The workflow the trigger is for (instead of a job), likewise.
+    /// The workflow the trigger is for, instead of `job_id`.
+    #[schema(value_type = Option<i64>)]
     pub workflow_id: Given<i64>,
-    /// The definition to preview.
+    /// The definition to preview (`cron`, `interval` or `once`).
+    #[serde(flatten)]
     pub draft: TriggerDraft,
 }
 
@@ -136,22 +169,29 @@ pub struct Definition {
 
 /// A trigger's calendar, jitter and number of fires as given (absent: the default on a
 /// create, unchanged on an edit; null: none).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct ExtrasDraft {
-    /// The name of a calendar of the job's namespace.
+    /// The name of a calendar of the job's namespace (`/api/v1/calendars`) whose days the
+    /// trigger skips or keeps to (null: none).
+    #[schema(value_type = Option<String>)]
     pub calendar: Given<String>,
-    /// exclude (the default) or only.
+    /// `exclude` (the default: no instant on the calendar's days) or `only` (instants on
+    /// its days only); needs a calendar.
+    #[schema(value_type = Option<CalendarMode>)]
     pub calendar_mode: Given<CalendarMode>,
-    /// Up to how many seconds each instant's run is delayed.
+    /// Up to how many seconds each instant's run is delayed (1 to 86400; null: none).
+    #[schema(value_type = Option<i32>)]
     pub jitter_secs: Given<i64>,
-    /// The instants after which the trigger ends.
+    /// The instants after which the trigger ends (null: no end).
+    #[schema(value_type = Option<i64>)]
     pub max_fires: Given<i64>,
-    /// The job each instant's run waits for, and for how long.
+    /// The job each instant's run waits for, and for how long (null: none).
+    #[schema(value_type = Option<AfterDraft>)]
     pub after: Given<AfterDraft>,
 }
 
 /// `after` as given: `{"job": NAME, "within_secs": N}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, utoipa::ToSchema)]
 pub struct AfterDraft {
     /// The name of a job of the trigger's namespace.
     pub job: String,

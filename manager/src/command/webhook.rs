@@ -14,27 +14,41 @@ use crate::input::{Given, Input};
 /// The most deliveries per minute a webhook may accept.
 pub const MAX_RATE_PER_MINUTE: i64 = 100_000;
 
-/// Signature checking as given: the secret in the clear, to be sealed.
-#[derive(Debug, Clone)]
+/// Signature checking as given: the secret in the clear, to be sealed. In the API: how a
+/// webhook trigger checks a delivery's signature, an HMAC-SHA256 of the body (of
+/// `t.body` when the header carries a `t=` time, as Stripe's does), in hex, after
+/// `prefix`, in `header`.
+#[derive(Debug, Clone, utoipa::ToSchema)]
 pub struct SignatureSpec {
-    /// The header carrying the signature.
+    /// The header carrying it: `X-Hub-Signature-256` (GitHub), `Stripe-Signature`.
     pub header: String,
-    /// The shared secret.
+    /// The shared secret (write-only: sealed, never shown).
+    #[schema(write_only)]
     pub secret: String,
-    /// What precedes the hex MAC in the header (`sha256=`); empty for none.
+    /// `hmac-sha256` (the default and only one).
+    #[schema(required = false)]
+    pub algorithm: String,
+    /// What precedes the hex MAC: `sha256=` (GitHub), `v1=` (Stripe). Default none (empty).
+    #[schema(required = false)]
     pub prefix: String,
 }
 
 /// A trigger body's webhook fields.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
 pub struct WebhookDraft {
-    /// `signature` (null: unsigned).
+    /// For `webhook`: check each delivery's signature (null: unsigned deliveries).
+    #[schema(value_type = Option<SignatureSpec>)]
     pub signature: Given<SignatureSpec>,
-    /// `params_from`: parameter name to path (null: none).
+    /// For `webhook`: run parameter name to a path into the JSON body, such as
+    /// `{"ref": "$.ref", "sha": "$.head_commit.id"}` (`$`, `.name`, `[index]`).
+    #[schema(value_type = Option<Object>)]
     pub params_from: Given<Map<String, Value>>,
-    /// `dedup_header` (null: none).
+    /// For `webhook`: the header naming a delivery (`X-GitHub-Delivery`); a repeat within
+    /// 24 h answers with the first run and starts nothing.
+    #[schema(value_type = Option<String>)]
     pub dedup_header: Given<String>,
-    /// `rate_per_minute` (null: the default).
+    /// For `webhook`: deliveries accepted per minute (default 60); more answer 429.
+    #[schema(value_type = Option<i32>)]
     pub rate_per_minute: Given<i64>,
 }
 
@@ -108,6 +122,7 @@ fn read_signature(input: &mut Input) -> Given<SignatureSpec> {
     if algorithm.as_deref().is_some_and(|a| a != HMAC_SHA256) {
         nested.error("algorithm", format!("must be {HMAC_SHA256}"));
     }
+    let algorithm = algorithm.unwrap_or_else(|| HMAC_SHA256.to_owned());
     let prefix = nested.text("prefix").flatten().unwrap_or_default();
     let failed = nested.has_errors();
     input.absorb(nested);
@@ -117,6 +132,7 @@ fn read_signature(input: &mut Input) -> Given<SignatureSpec> {
     Some(Some(SignatureSpec {
         header: header?,
         secret: secret?,
+        algorithm,
         prefix,
     }))
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use probactr_common::params_schema::ParamsSchema;
 use probactr_common::secrets::Keyring;
 
+use super::shapes::{ParamDeclaration, WorkflowStepBody};
 use super::{lenient_input, params, Checks};
 use crate::error::{ApiError, FieldErrors};
 use crate::input::Input;
@@ -20,13 +21,25 @@ pub const WHEN: [&str; 3] = ["all_success", "all_done", "any_failed"];
 /// At most this many steps per workflow.
 pub const MAX_STEPS: usize = 200;
 
-/// A workflow as asked for, read leniently.
-#[derive(Debug)]
+// Also the OpenAPI schema of those bodies: its docs are the API's documentation.
+/// A workflow as asked for (`POST /api/v1/workflows`, `PUT /api/v1/workflows/{id}`),
+/// read leniently.
+#[derive(Debug, utoipa::ToSchema)]
 pub struct WorkflowDraft {
+    /// Unique, at most 200 characters.
+    #[schema(value_type = String)]
     name: Option<String>,
+    /// What it is for.
+    #[schema(required = false)]
     description: String,
+    /// The steps: a DAG (no cycles), each name unique.
+    #[schema(value_type = Vec<WorkflowStepBody>)]
     steps: Option<Value>,
+    /// Declared parameters of its runs (as a job's `params_schema`): run now and trigger
+    /// parameters are checked against them.
+    #[schema(value_type = Option<BTreeMap<String, ParamDeclaration>>)]
     params_schema: Option<Value>,
+    #[schema(ignore)]
     errors: FieldErrors,
 }
 

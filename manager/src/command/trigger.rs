@@ -7,6 +7,7 @@ use probactr_common::schedule::{self, CronSpec, TriggerSchedule};
 use probactr_common::store::triggers::{Extras, NewTrigger};
 use probactr_common::{params_schema, secrets};
 use serde_json::Value;
+use utoipa::openapi::{RefOr, Schema};
 
 use super::webhook::WebhookDraft;
 use super::{lenient_input, Checks, INT4_MAX};
@@ -103,7 +104,47 @@ pub struct PreviewRequest {
     pub workflow_id: Given<i64>,
     /// The definition to preview (`cron`, `interval` or `once`).
     #[serde(flatten)]
+    #[schema(value_type = PreviewedTrigger)]
     pub draft: TriggerDraft,
+}
+
+/// The schema of the trigger a preview reads: a trigger's fields but the job waited for,
+/// since a preview's `after` is the instant it lists from.
+pub struct PreviewedTrigger;
+
+impl utoipa::PartialSchema for PreviewedTrigger {
+    fn schema() -> RefOr<Schema> {
+        let mut trigger = <TriggerDraft as utoipa::PartialSchema>::schema();
+        let RefOr::T(Schema::AllOf(parts)) = &mut trigger else {
+            return trigger;
+        };
+        let extras = format!(
+            "#/components/schemas/{}",
+            <ExtrasDraft as utoipa::ToSchema>::name()
+        );
+        for part in &mut parts.items {
+            if matches!(part, RefOr::Ref(reference) if reference.ref_location == extras) {
+                *part = extras_without_after();
+            }
+        }
+        trigger
+    }
+}
+
+impl utoipa::ToSchema for PreviewedTrigger {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <TriggerDraft as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
+/// [`ExtrasDraft`]'s schema without its `after`.
+fn extras_without_after() -> RefOr<Schema> {
+    let mut extras = <ExtrasDraft as utoipa::PartialSchema>::schema();
+    if let RefOr::T(Schema::Object(object)) = &mut extras {
+        object.properties.remove("after");
+        object.required.retain(|name| name != "after");
+    }
+    extras
 }
 
 impl PreviewRequest {

@@ -29,8 +29,8 @@ pub struct WorkflowDraft {
     /// Unique, at most 200 characters.
     #[schema(value_type = String)]
     name: Option<String>,
-    /// What it is for.
-    #[schema(required = false)]
+    /// What it is for (null or absent: none).
+    #[schema(value_type = Option<String>)]
     description: String,
     /// The steps: a DAG (no cycles), each name unique.
     #[schema(value_type = Vec<WorkflowStepBody>)]

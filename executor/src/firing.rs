@@ -448,7 +448,7 @@ fn plan_stored_trigger(trigger: &Trigger, now: DateTime<Utc>) -> TriggerPlan {
             let instant = trigger.next_fire_at.unwrap_or(now);
             TriggerPlan {
                 fire: Vec::new(),
-                missed: Some(missed(
+                missed: Some(MissedInstants::of(
                     trigger,
                     instant,
                     instant,
@@ -511,7 +511,7 @@ pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime
     }
     let missed = (missed_count > 0).then(|| {
         let last_missed = late.last().copied().unwrap_or(first);
-        missed(trigger, first, last_missed, missed_count as i64, reason)
+        MissedInstants::of(trigger, first, last_missed, missed_count as i64, reason)
     });
     TriggerPlan { fire, missed, next }
 }
@@ -524,24 +524,6 @@ struct Instants {
 fn prepend(first: DateTime<Utc>, mut rest: Vec<DateTime<Utc>>) -> Vec<DateTime<Utc>> {
     rest.insert(0, first);
     rest
-}
-
-fn missed(
-    trigger: &Trigger,
-    first: DateTime<Utc>,
-    last: DateTime<Utc>,
-    count: i64,
-    reason: String,
-) -> MissedInstants {
-    MissedInstants {
-        trigger_id: trigger.id,
-        job_id: trigger.job_id,
-        first,
-        last,
-        count,
-        policy: trigger.misfire,
-        reason,
-    }
 }
 
 #[cfg(test)]

@@ -96,14 +96,8 @@ async fn reconcile_trigger(
     }
     let missed: Vec<MissedInstants> = stretches
         .iter()
-        .map(|&(first, last, count)| MissedInstants {
-            trigger_id: trigger.id,
-            job_id: trigger.job_id,
-            first,
-            last,
-            count,
-            policy: trigger.misfire,
-            reason: RECORDED_GAP_REASON.into(),
+        .map(|&(first, last, count)| {
+            MissedInstants::of(trigger, first, last, count, RECORDED_GAP_REASON.into())
         })
         .collect();
     let mut conn = pool

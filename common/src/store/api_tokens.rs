@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 use crate::model::{Role, TokenOrigin};
 
 /// An API token as its owner sees it (never the secret).
@@ -136,13 +136,13 @@ pub async fn revoke_of_user(
     origins: &[TokenOrigin],
 ) -> Result<u64, StoreError> {
     let origins: Vec<&str> = origins.iter().map(|origin| origin.as_str()).collect();
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now()
          WHERE user_id = $1 AND revoked_at IS NULL AND origin = ANY($2::text[])",
         user_id,
         &origins as &[&str]
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Revokes a token; returns whether it was live.

@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 
 /// Deletes up to `batch` finished runs older than `retention`; returns how many. Call it
 /// repeatedly: short statements keep locks short.
 pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "DELETE FROM runs WHERE id IN (
              SELECT id FROM runs
              WHERE queued_at < now() - make_interval(secs => $1)
@@ -23,7 +22,8 @@ pub async fn prune_runs(db: impl PgExecutor<'_>, retention: Duration, batch: i64
              LIMIT $2)",
         retention.as_secs_f64(),
         batch
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// How many days ahead the daily partitions of ended runs are created.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 
 /// How long a key and its answer are kept.
 pub const KEPT_FOR: Duration = Duration::from_secs(24 * 60 * 60);
@@ -125,13 +125,13 @@ pub async fn release(db: impl PgExecutor<'_>, owner: &str, key: &str) -> Result<
 
 /// Deletes up to `batch` keys older than [`KEPT_FOR`]; returns how many.
 pub async fn purge(db: impl PgExecutor<'_>, batch: i64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "DELETE FROM idempotency_keys WHERE (owner, key) IN (
              SELECT owner, key FROM idempotency_keys
              WHERE created_at < now() - make_interval(secs => $1)
              ORDER BY created_at LIMIT $2)",
         KEPT_FOR.as_secs_f64(),
         batch
-    ))
+    );
+    rows_written(db, statement).await
 }

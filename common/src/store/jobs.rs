@@ -481,22 +481,37 @@ pub async fn scope_facts(
     db: impl PgExecutor<'_>,
     ids: &[i64],
 ) -> Result<Vec<(i64, crate::maintenance::OwnedJobFacts)>, StoreError> {
-    Ok(sqlx::query!(
+    Ok(sqlx::query_as!(
+        FactsRow,
         "SELECT id, name, namespace, selector FROM jobs WHERE id = ANY($1)",
         ids
     )
     .fetch_all(db)
     .await?
     .into_iter()
-    .map(|row| {
-        let facts = crate::maintenance::OwnedJobFacts {
-            name: row.name,
-            namespace: row.namespace,
-            selector: row.selector,
-        };
-        (row.id, facts)
-    })
+    .map(FactsRow::keyed)
     .collect())
+}
+
+/// A row of an id (a job's, or a running run's) and what a maintenance window's scope
+/// reads of its job.
+pub(crate) struct FactsRow {
+    pub(crate) id: i64,
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) selector: serde_json::Value,
+}
+
+impl FactsRow {
+    /// The id and the facts.
+    pub(crate) fn keyed(self) -> (i64, crate::maintenance::OwnedJobFacts) {
+        let facts = crate::maintenance::OwnedJobFacts {
+            name: self.name,
+            namespace: self.namespace,
+            selector: self.selector,
+        };
+        (self.id, facts)
+    }
 }
 
 /// A job's child jobs: the jobs queued when one of its runs ends (the trigger

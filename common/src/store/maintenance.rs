@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 use crate::maintenance::{Policy, Scope, Window};
 
 struct Row {
@@ -137,10 +137,10 @@ pub async fn delete(db: impl PgExecutor<'_>, id: i64) -> Result<bool, StoreError
 /// Ends every open-ended window over every job at `now` (a cluster resume); returns
 /// how many it ended.
 pub async fn end_cluster_pauses(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"UPDATE maintenance_windows SET ends_at = greatest($1, starts_at + interval '1 microsecond')
            WHERE ends_at IS NULL AND scope = '{"all": true}'::jsonb"#,
         now
-    ))
+    );
+    rows_written(db, statement).await
 }

@@ -8,15 +8,6 @@
 //! Time is the database's: every comparison that decides firing or deadness uses
 //! PostgreSQL's `now()`, so a process with a wrong local clock cannot misjudge either.
 
-/// Runs a statement (`$sql` and its arguments, as for `sqlx::query!`) on `$db` and returns
-/// how many rows it wrote; a database error returns from the calling function. Defined
-/// before the submodules so that each of them can use it.
-macro_rules! rows_affected {
-    ($db:ident, $sql:tt $(, $arg:expr)* $(,)?) => {
-        sqlx::query!($sql $(, $arg)*).execute($db).await?.rows_affected()
-    };
-}
-
 pub mod alerts;
 pub mod api_tokens;
 pub mod archived_outputs;
@@ -163,6 +154,14 @@ pub fn is_connection_error(err: &sqlx::Error) -> bool {
         err,
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
     ) || matches!(err, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.starts_with("57P") || code.starts_with("08")))
+}
+
+/// Runs a statement and returns how many rows it wrote (inserted, updated or deleted).
+pub(crate) async fn rows_written<'q>(
+    db: impl sqlx::PgExecutor<'_>,
+    statement: impl sqlx::Execute<'q, sqlx::Postgres> + 'q,
+) -> Result<u64, StoreError> {
+    Ok(db.execute(statement).await?.rows_affected())
 }
 
 /// Whether the database answers a trivial query (the manager's readiness probe).

@@ -45,10 +45,10 @@ pub struct NamespaceFields {
     pub max_jobs: Option<i32>,
 }
 
-/// A namespace written from its name and [`NamespaceFields`] (`$1` to `$4`), the row
-/// returned unless the statement skipped it.
+/// A statement writing a namespace from its name and [`NamespaceFields`] (`$1` to `$4`)
+/// that returns the row unless it skipped it.
 macro_rules! write_namespace {
-    ($db:ident, $sql:tt, $name:ident, $fields:ident) => {
+    ($sql:tt, $name:ident, $fields:ident) => {
         sqlx::query_as!(
             Namespace,
             $sql,
@@ -57,8 +57,6 @@ macro_rules! write_namespace {
             $fields.max_running,
             $fields.max_jobs
         )
-        .fetch_optional($db)
-        .await?
     };
 }
 
@@ -104,14 +102,14 @@ pub async fn create(
     name: &str,
     fields: &NamespaceFields,
 ) -> Result<Option<Namespace>, StoreError> {
-    Ok(write_namespace!(
-        db,
+    let statement = write_namespace!(
         "INSERT INTO namespaces (name, description, max_running, max_jobs) VALUES ($1, $2, $3, $4)
          ON CONFLICT (name) DO NOTHING
          RETURNING name, description, max_running, max_jobs, created_at, updated_at",
         name,
         fields
-    ))
+    );
+    Ok(statement.fetch_optional(db).await?)
 }
 
 /// Replaces a namespace's description and quotas; None when it does not exist.
@@ -120,14 +118,14 @@ pub async fn update(
     name: &str,
     fields: &NamespaceFields,
 ) -> Result<Option<Namespace>, StoreError> {
-    Ok(write_namespace!(
-        db,
+    let statement = write_namespace!(
         "UPDATE namespaces SET description = $2, max_running = $3, max_jobs = $4, updated_at = now()
          WHERE name = $1
          RETURNING name, description, max_running, max_jobs, created_at, updated_at",
         name,
         fields
-    ))
+    );
+    Ok(statement.fetch_optional(db).await?)
 }
 
 /// What a namespace still holds, by kind of object (`jobs`, `workflows`, `secrets`,

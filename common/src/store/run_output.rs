@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 
 /// A chunk to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,8 +103,7 @@ pub async fn read(
 /// Deletes up to `batch` chunks written before the retention whose run is gone (dropped
 /// with its day of history, pruned, or deleted with its job); returns how many.
 pub async fn purge(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "DELETE FROM run_output WHERE (run_id, byte_offset) IN (
              SELECT old.run_id, old.byte_offset FROM run_output AS old
              WHERE old.written_at < now() - make_interval(secs => $1)
@@ -113,5 +112,6 @@ pub async fn purge(db: impl PgExecutor<'_>, retention: Duration, batch: i64) -> 
              LIMIT $2)",
         retention.as_secs_f64(),
         batch
-    ))
+    );
+    rows_written(db, statement).await
 }

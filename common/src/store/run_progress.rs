@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 
 /// A run's latest report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,12 +54,12 @@ pub async fn get(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Progress
 
 /// Deletes up to `batch` reports whose run is gone; returns how many.
 pub async fn purge(db: impl PgExecutor<'_>, batch: i64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "DELETE FROM run_progress WHERE run_id IN (
              SELECT old.run_id FROM run_progress AS old
              WHERE NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = old.run_id)
              LIMIT $1)",
         batch
-    ))
+    );
+    rows_written(db, statement).await
 }

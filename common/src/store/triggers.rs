@@ -297,6 +297,28 @@ pub struct MissedInstants {
     pub reason: String,
 }
 
+impl MissedInstants {
+    /// The stretch of `count` instants of `trigger` from `first` to `last`, missed under
+    /// its misfire policy for `reason`.
+    pub fn of(
+        trigger: &Trigger,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+        count: i64,
+        reason: String,
+    ) -> MissedInstants {
+        MissedInstants {
+            trigger_id: trigger.id,
+            job_id: trigger.job_id,
+            first,
+            last,
+            count,
+            policy: trigger.misfire,
+            reason,
+        }
+    }
+}
+
 /// Records missed stretches, one row each.
 pub async fn record_misfires(conn: &mut PgConnection, missed: &[MissedInstants]) -> Result<(), StoreError> {
     if missed.is_empty() {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{rows_written, StoreError};
 
 /// How long a delivery id is remembered: a repeat within it starts nothing.
 pub const DEDUP_WINDOW_SECS: f64 = 24.0 * 3600.0;
@@ -129,9 +129,9 @@ pub async fn list(
 
 /// Deletes deliveries older than `retention_secs`; returns how many.
 pub async fn prune(db: impl PgExecutor<'_>, retention_secs: f64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "DELETE FROM webhook_deliveries WHERE received_at < now() - make_interval(secs => $1)",
         retention_secs
-    ))
+    );
+    rows_written(db, statement).await
 }

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor};
 
-use crate::store::StoreError;
+use crate::store::{rows_written, StoreError};
 
 /// Raises `run_too_long` for every run of the rule's jobs running longer than
 /// `duration_secs`; returns how many were new.
@@ -17,8 +17,7 @@ pub async fn raise_runs_too_long(
     job_id: Option<i64>,
     duration_secs: i32,
 ) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"WITH long AS (
                SELECT id, job_id, trigger_id, executor_id, started_at FROM runs
                WHERE state = 'running' AND started_at < now() - make_interval(secs => $3)
@@ -38,7 +37,8 @@ pub async fn raise_runs_too_long(
         rule_id,
         job_id,
         f64::from(duration_secs)
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Raises `no_success_within` for every unpaused job of the rule that has not succeeded
@@ -49,8 +49,7 @@ pub async fn raise_no_success_within(
     job_id: Option<i64>,
     duration_secs: i32,
 ) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"WITH quiet AS (
                SELECT jobs.id, last.success_at
                FROM jobs
@@ -72,13 +71,13 @@ pub async fn raise_no_success_within(
         rule_id,
         job_id,
         f64::from(duration_secs)
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Raises `no_executor` when triggers of unpaused jobs are due and no executor is alive.
 pub async fn raise_no_executor(db: impl PgExecutor<'_>, rule_id: i64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"WITH outage AS (
                SELECT count(*) AS due FROM triggers JOIN jobs ON jobs.id = triggers.job_id
                WHERE NOT triggers.paused AND NOT jobs.paused AND triggers.next_fire_at <= now()
@@ -92,7 +91,8 @@ pub async fn raise_no_executor(db: impl PgExecutor<'_>, rule_id: i64) -> Result<
            SELECT 'no_executor', $1, jsonb_build_object('due_triggers', outage.due)
            FROM outage, raised"#,
         rule_id
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Raises `capacity_shortfall` for the rule unless it is already raised; `detail`
@@ -102,8 +102,7 @@ pub async fn raise_capacity_shortfall(
     rule_id: i64,
     detail: &serde_json::Value,
 ) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"WITH raised AS (
                INSERT INTO alert_conditions (rule_id, event) VALUES ($1, 'capacity_shortfall')
                ON CONFLICT DO NOTHING RETURNING rule_id)
@@ -111,7 +110,8 @@ pub async fn raise_capacity_shortfall(
            SELECT 'capacity_shortfall', $1, $2 FROM raised"#,
         rule_id,
         detail
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Ends the rule's `capacity_shortfall` (the forecast fits again): a later shortfall is a
@@ -166,8 +166,7 @@ pub async fn raise(
 /// Ends what a success ends: a job's failing state (raising `recovered` for its rule),
 /// its failures in a row and its silence, for jobs that succeeded after they were raised.
 pub async fn recover(db: impl PgExecutor<'_>) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"WITH healed AS (
                DELETE FROM alert_conditions AS c
                WHERE c.event IN ('failing', 'consecutive_failures', 'no_success_within')
@@ -179,17 +178,18 @@ pub async fn recover(db: impl PgExecutor<'_>) -> Result<u64, StoreError> {
                   jsonb_build_object('succeeded_at', (SELECT max(last_success_at) FROM job_stat_shards
                                                       WHERE job_stat_shards.job_id = healed.job_id))
            FROM healed WHERE healed.event = 'failing'"#
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Forgets occurrences that are over: runs no longer running, outages an executor ended.
 pub async fn clear_ended(db: impl PgExecutor<'_>) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         r#"DELETE FROM alert_conditions AS c
            WHERE (c.event = 'run_too_long'
                   AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = c.run_id AND runs.state = 'running'))
               OR (c.event = 'no_executor'
                   AND EXISTS (SELECT 1 FROM executors WHERE role = 'executor' AND state = 'alive'))"#
-    ))
+    );
+    rows_written(db, statement).await
 }

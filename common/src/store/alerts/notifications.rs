@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::model::{ChannelKind, NotificationState};
 use crate::secrets::Sealed;
 use crate::store::alerts::channels::sealed_of;
-use crate::store::{Page, StoreError};
+use crate::store::{rows_written, Page, StoreError};
 
 /// A notification as the delivery log shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -258,9 +258,9 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Notification
 /// Deletes delivered and failed notifications queued more than `older_than_secs` ago
 /// (history retention).
 pub async fn purge(db: impl PgExecutor<'_>, older_than_secs: f64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "DELETE FROM notifications WHERE state <> 'pending' AND created_at < now() - make_interval(secs => $1)",
         older_than_secs
-    ))
+    );
+    rows_written(db, statement).await
 }

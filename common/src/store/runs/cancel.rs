@@ -5,6 +5,7 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use crate::model::RunState;
+use crate::store::jobs::FactsRow;
 use crate::store::StoreError;
 
 /// Asks for a run to stop. A queued or claimed run is cancelled at once; a running one is
@@ -105,7 +106,8 @@ pub async fn live_of_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<i64
 pub async fn running_with_jobs(
     db: impl PgExecutor<'_>,
 ) -> Result<Vec<(i64, crate::maintenance::OwnedJobFacts)>, StoreError> {
-    Ok(sqlx::query!(
+    Ok(sqlx::query_as!(
+        FactsRow,
         "SELECT runs.id, jobs.name, jobs.namespace, jobs.selector
          FROM runs_live AS runs JOIN jobs ON jobs.id = runs.job_id
          WHERE runs.state = 'running'
@@ -115,13 +117,6 @@ pub async fn running_with_jobs(
     .fetch_all(db)
     .await?
     .into_iter()
-    .map(|row| {
-        let facts = crate::maintenance::OwnedJobFacts {
-            name: row.name,
-            namespace: row.namespace,
-            selector: row.selector,
-        };
-        (row.id, facts)
-    })
+    .map(FactsRow::keyed)
     .collect())
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
 use crate::model::{Run, RunState};
-use crate::store::StoreError;
+use crate::store::{rows_written, StoreError};
 
 /// Queues a run of `job_id` now, outside any trigger ("run now"). For a job whose route
 /// fans out, the first of the instant's runs (see [`queue_now_fanned_out`]).
@@ -87,12 +87,12 @@ pub async fn queue_delivered(
 
 /// Queues `count` run-now runs of one job in one statement (benchmarks, bulk tools).
 pub async fn queue_many_now(db: impl PgExecutor<'_>, job_id: i64, count: i64) -> Result<u64, StoreError> {
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2::bigint)",
         job_id,
         count
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// Queues a run of the trigger for each of `instants` that has none yet (a backfill),
@@ -108,8 +108,7 @@ pub async fn queue_instants(
     if instants.is_empty() {
         return Ok(0);
     }
-    Ok(rows_affected!(
-        db,
+    let statement = sqlx::query!(
         "INSERT INTO runs (job_id, trigger_id, scheduled_at, reason)
          SELECT $1, $2, instant, $4 FROM unnest($3::timestamptz[]) AS instant
          WHERE NOT EXISTS (SELECT 1 FROM runs_done AS done
@@ -119,7 +118,8 @@ pub async fn queue_instants(
         trigger_id,
         instants,
         reason
-    ))
+    );
+    rows_written(db, statement).await
 }
 
 /// How many live (queued, claimed or running) first attempts carry `reason` (a

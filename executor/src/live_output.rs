@@ -495,6 +495,11 @@ fn boundary_at_least(bytes: &[u8], at: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// A cut of run 1's stored output.
+    fn cut_of_run_1(from: i64, to: i64) -> Cut {
+        Cut { run_id: 1, from, to }
+    }
+
     /// Each chunk's offset and text.
     fn texts(chunks: &[NewChunk]) -> Vec<(i64, &str)> {
         chunks
@@ -538,26 +543,12 @@ mod tests {
         run.accept(Stream::Stdout, b"klm");
         let (chunks, cuts) = stored(&run);
         // The written "abc" fell out of the 10-byte tail: it is cut from the table.
-        assert_eq!(
-            cuts,
-            [Cut {
-                run_id: 1,
-                from: 10,
-                to: 13
-            }]
-        );
+        assert_eq!(cuts, [cut_of_run_1(10, 13)]);
         assert_eq!(texts(&chunks), [(13, "defghij"), (20, "klm")]);
         run.written();
         run.accept(Stream::Stdout, b"nopqrstuvwxyz");
         let (chunks, cuts) = stored(&run);
-        assert_eq!(
-            cuts,
-            [Cut {
-                run_id: 1,
-                from: 10,
-                to: 23
-            }]
-        );
+        assert_eq!(cuts, [cut_of_run_1(10, 23)]);
         assert_eq!(texts(&chunks), [(26, "qrstuvwxyz")]);
         assert_eq!(run.next_offset, 36);
     }

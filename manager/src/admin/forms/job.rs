@@ -18,6 +18,7 @@ use crate::error::FieldErrors;
 /// spec fields are named like the keys the service reports errors under (`spec.url`).
 const JOB_FORM_FIELDS: &[&str] = &[
     "name",
+    "namespace",
     "description",
     "kind",
     "overlap",

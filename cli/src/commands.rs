@@ -11,6 +11,7 @@ use crate::client::{Client, ClientError};
 use crate::credentials;
 use crate::output::{self, Format};
 use crate::{alerts, instants, secrets, teams, versions, watch, workflows, Command};
+use crate::versions::DefinitionCommand;
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,16 +36,8 @@ pub enum JobsCommand {
         /// Its name.
         name: String,
     },
-    /// Pause a job: its triggers stop firing it.
-    Pause {
-        /// Its name.
-        name: String,
-    },
-    /// Resume a paused job.
-    Resume {
-        /// Its name.
-        name: String,
-    },
+    #[command(flatten)]
+    Definition(DefinitionCommand),
     /// Delete a job and its triggers; its run history stays readable unless erased.
     Delete {
         /// Its name.
@@ -66,19 +59,6 @@ pub enum JobsCommand {
         /// Follow the run to its end: exit 0 when it succeeds, 1 otherwise.
         #[arg(long)]
         wait: bool,
-    },
-    /// List a job's kept versions, newest first: who changed what, and when.
-    History {
-        /// Its name.
-        name: String,
-    },
-    /// Make an earlier version of a job its definition again (as a new version).
-    Restore {
-        /// Its name.
-        name: String,
-        /// The version to bring back (see `jobs history`).
-        #[arg(long)]
-        version: i64,
     },
 }
 
@@ -518,24 +498,10 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
             output::list(format, &items(&page), JOB_COLUMNS);
         }
         JobsCommand::Get { name } => output::one(format, &job_named(client, &name).await?),
-        JobsCommand::History { name } => {
-            let job = job_named(client, &name).await?;
-            versions::history(client, format, &format!("/jobs/{}", job["id"])).await?;
-        }
-        JobsCommand::Restore { name, version } => {
-            let job = job_named(client, &name).await?;
+        JobsCommand::Definition(command) => {
+            let job = job_named(client, command.name()).await?;
             let path = format!("/jobs/{}", job["id"]);
-            versions::restore(client, &path, &format!("Job {name}"), version).await?;
-        }
-        JobsCommand::Pause { name } => {
-            let job = job_named(client, &name).await?;
-            let path = format!("/jobs/{}", job["id"]);
-            versions::set_paused(client, &path, &format!("Job {name}"), true).await?;
-        }
-        JobsCommand::Resume { name } => {
-            let job = job_named(client, &name).await?;
-            let path = format!("/jobs/{}", job["id"]);
-            versions::set_paused(client, &path, &format!("Job {name}"), false).await?;
+            command.run(client, format, &path, &format!("Job {}", command.name())).await?;
         }
         JobsCommand::Delete {
             name,

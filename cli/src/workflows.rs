@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::client::Client;
 use crate::commands::{items, run_params, Exit};
 use crate::output::{self, Format};
-use crate::versions;
+use crate::versions::DefinitionCommand;
 
 /// `probactr workflows …`.
 #[derive(Debug, Subcommand)]
@@ -28,33 +28,12 @@ pub enum WorkflowsCommand {
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
     },
-    /// Pause a workflow: its triggers stop starting it.
-    Pause {
-        /// Its name.
-        name: String,
-    },
-    /// Resume a paused workflow.
-    Resume {
-        /// Its name.
-        name: String,
-    },
+    #[command(flatten)]
+    Definition(DefinitionCommand),
     /// Cancel a workflow run: pending steps will not start, running ones are cancelled.
     Cancel {
         /// The workflow run's id (`workflows get NAME` lists the last ones).
         run_id: i64,
-    },
-    /// List a workflow's kept versions, newest first: who changed what, and when.
-    History {
-        /// Its name.
-        name: String,
-    },
-    /// Make an earlier version of a workflow its definition again (as a new version).
-    Restore {
-        /// Its name.
-        name: String,
-        /// The version to bring back (see `workflows history`).
-        #[arg(long)]
-        version: i64,
     },
 }
 
@@ -134,15 +113,10 @@ pub async fn workflows(client: &Client, command: WorkflowsCommand, format: Forma
                 output::one(format, &started);
             }
         }
-        WorkflowsCommand::Pause { name } => {
-            let workflow = workflow_named(client, &name).await?;
+        WorkflowsCommand::Definition(command) => {
+            let workflow = workflow_named(client, command.name()).await?;
             let path = format!("/workflows/{}", workflow["id"]);
-            versions::set_paused(client, &path, &format!("Workflow {name}"), true).await?;
-        }
-        WorkflowsCommand::Resume { name } => {
-            let workflow = workflow_named(client, &name).await?;
-            let path = format!("/workflows/{}", workflow["id"]);
-            versions::set_paused(client, &path, &format!("Workflow {name}"), false).await?;
+            command.run(client, format, &path, &format!("Workflow {}", command.name())).await?;
         }
         WorkflowsCommand::Cancel { run_id } => {
             let run = client
@@ -157,15 +131,6 @@ pub async fn workflows(client: &Client, command: WorkflowsCommand, format: Forma
             } else {
                 output::one(format, &run);
             }
-        }
-        WorkflowsCommand::History { name } => {
-            let workflow = workflow_named(client, &name).await?;
-            versions::history(client, format, &format!("/workflows/{}", workflow["id"])).await?;
-        }
-        WorkflowsCommand::Restore { name, version } => {
-            let workflow = workflow_named(client, &name).await?;
-            let path = format!("/workflows/{}", workflow["id"]);
-            versions::restore(client, &path, &format!("Workflow {name}"), version).await?;
         }
     }
     Ok(Exit::Success)

@@ -9,6 +9,7 @@ use sqlx::{PgExecutor, Postgres, QueryBuilder};
 use super::{Page, StoreError};
 use crate::model::{
     Job, JobKind, JobMode, OnExecutorLost, Overlap, Rate, RetryBackoff, RetryJitter, RetryOn, Route,
+    RunState,
 };
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.
@@ -239,36 +240,46 @@ pub struct JobRow {
     /// The row of `jobs`.
     #[sqlx(flatten)]
     pub job: Job,
-    /// Ended runs (every attempt counts): successes + failures + cancelled + not run.
-    pub runs: i64,
-    /// Ended runs that succeeded.
-    pub successes: i64,
-    /// Ended runs that failed, timed out or were abandoned.
-    pub failures: i64,
-    /// Runs cancelled (before or while running).
-    pub cancelled: i64,
-    /// Runs that never started: skipped (overlap policy) or missed.
-    pub not_run: i64,
-    /// The latest ended run (it may since have been pruned).
-    pub last_run_id: Option<i64>,
-    /// When the latest ended run ended.
-    pub last_run_at: Option<DateTime<Utc>>,
-    /// How the latest ended run ended: a terminal run state, as stored.
-    pub last_state: Option<String>,
-    /// How long the latest ended run ran, in milliseconds (None if it never started).
-    pub last_duration_ms: Option<i64>,
-    /// When a run last succeeded.
-    pub last_success_at: Option<DateTime<Utc>>,
-    /// When a run last failed, timed out or was abandoned.
-    pub last_failure_at: Option<DateTime<Utc>>,
-    /// The earliest next instant of its unpaused triggers (None while the job is paused).
-    pub next_fire_at: Option<DateTime<Utc>>,
+    /// Its run statistics.
+    #[sqlx(flatten)]
+    pub stats: JobStats,
     /// Its child jobs (see [`JobChildren`]).
     pub on_success: Vec<i64>,
     /// See [`JobChildren`].
     pub on_failure: Vec<i64>,
     /// See [`JobChildren`].
     pub on_finish: Vec<i64>,
+}
+
+/// A job's all-time run statistics: counters updated as runs end, so reading them costs
+/// the same however long the history is. Pruning old runs does not lower them.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JobStats {
+    /// Ended runs, every attempt counted once: successes + failures + cancelled + not_run.
+    pub runs: i64,
+    /// Ended runs that succeeded.
+    pub successes: i64,
+    /// Ended runs that failed, timed out or were abandoned.
+    pub failures: i64,
+    /// Runs cancelled, before or while running.
+    pub cancelled: i64,
+    /// Runs that never started: skipped (overlap policy) or missed.
+    pub not_run: i64,
+    /// The latest ended run (it may since have been pruned from the history).
+    pub last_run_id: Option<i64>,
+    /// When the latest ended run ended.
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// How the latest ended run ended (a terminal state, copied from the run).
+    pub last_state: Option<RunState>,
+    /// How long the latest ended run ran, in milliseconds (none if it never started).
+    pub last_duration_ms: Option<i64>,
+    /// When a run last succeeded.
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// When a run last failed, timed out or was abandoned.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    /// Its next scheduled instant (none while the job is paused).
+    pub next_fire_at: Option<DateTime<Utc>>,
 }
 
 /// Filters of the job list.

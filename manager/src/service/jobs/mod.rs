@@ -24,7 +24,7 @@ use probactr_common::params_schema::masked;
 
 mod view;
 
-pub use view::{JobView, RetryView, StatsView};
+pub use view::{JobView, RetryView};
 
 /// A store error, with the name's uniqueness turned into a field error.
 pub(super) fn name_taken(err: StoreError) -> ApiError {

@@ -6,7 +6,7 @@ use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::{
     JobKind, JobMode, OnExecutorLost, Overlap, Rate, RetryBackoff, RetryJitter, RetryOn, Route,
 };
-use probactr_common::store::jobs::JobRow;
+use probactr_common::store::jobs::{JobRow, JobStats};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -30,36 +30,6 @@ pub struct RetryView {
     /// Which failures are retried (null: every failure). A run abandoned by its
     /// executor always is.
     pub retry_on: Option<RetryOn>,
-}
-
-/// A job's all-time run statistics: counters updated as runs end, so reading them costs
-/// the same however long the history is. Pruning old runs does not lower them.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct StatsView {
-    /// Ended runs, every attempt counted once: successes + failures + cancelled + not_run.
-    pub runs: i64,
-    /// Ended runs that succeeded.
-    pub successes: i64,
-    /// Ended runs that failed, timed out or were abandoned.
-    pub failures: i64,
-    /// Runs cancelled, before or while running.
-    pub cancelled: i64,
-    /// Runs that never started: skipped (overlap policy) or missed.
-    pub not_run: i64,
-    /// The latest ended run (it may since have been pruned from the history).
-    pub last_run_id: Option<i64>,
-    /// When the latest ended run ended.
-    pub last_run_at: Option<DateTime<Utc>>,
-    /// How the latest ended run ended.
-    pub last_state: Option<probactr_common::model::RunState>,
-    /// How long the latest ended run ran, in milliseconds (none if it never started).
-    pub last_duration_ms: Option<i64>,
-    /// When a run last succeeded.
-    pub last_success_at: Option<DateTime<Utc>>,
-    /// When a run last failed, timed out or was abandoned.
-    pub last_failure_at: Option<DateTime<Utc>>,
-    /// Its next scheduled instant (none while the job is paused).
-    pub next_fire_at: Option<DateTime<Utc>>,
 }
 
 /// A job as the API shows it.
@@ -136,7 +106,7 @@ pub struct JobView {
     /// Last changed.
     pub updated_at: DateTime<Utc>,
     /// Run statistics.
-    pub stats: StatsView,
+    pub stats: JobStats,
 }
 
 impl From<JobRow> for JobView {
@@ -184,21 +154,7 @@ impl From<JobRow> for JobView {
             version: job.version,
             created_at: job.created_at,
             updated_at: job.updated_at,
-            stats: StatsView {
-                runs: row.runs,
-                successes: row.successes,
-                failures: row.failures,
-                cancelled: row.cancelled,
-                not_run: row.not_run,
-                last_run_id: row.last_run_id,
-                last_run_at: row.last_run_at,
-                // Copied by the stats triggers from runs.state, which its CHECK keeps valid.
-                last_state: row.last_state.and_then(|state| state.parse().ok()),
-                last_duration_ms: row.last_duration_ms,
-                last_success_at: row.last_success_at,
-                last_failure_at: row.last_failure_at,
-                next_fire_at: row.next_fire_at,
-            },
+            stats: row.stats,
         }
     }
 }

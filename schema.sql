@@ -137,13 +137,18 @@ BEGIN
 END $$;
 
 --
--- Name: probactr_forget_executor_in_history(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: probactr_forget_executor(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.probactr_forget_executor_in_history() RETURNS trigger
+CREATE FUNCTION public.probactr_forget_executor() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    IF EXISTS (SELECT 1 FROM runs_live JOIN deleted_executors ON deleted_executors.id = runs_live.executor_id
+               WHERE runs_live.state IN ('claimed', 'running')) THEN
+        RAISE EXCEPTION 'an executor still owning live runs cannot be deleted'
+            USING ERRCODE = 'foreign_key_violation';
+    END IF;
     UPDATE runs_done SET executor_id = NULL WHERE executor_id IN (SELECT id FROM deleted_executors);
     RETURN NULL;
 END $$;
@@ -3090,10 +3095,10 @@ ALTER INDEX public.runs_queued_at ATTACH PARTITION public.runs_live_queued_at_id
 CREATE TRIGGER executors_alert_lost AFTER UPDATE OF state ON public.executors FOR EACH ROW WHEN (((old.state = ANY (ARRAY['alive'::text, 'draining'::text])) AND (new.state = 'dead'::text) AND (new.role = 'executor'::text))) EXECUTE FUNCTION public.probactr_alert_executor_lost();
 
 --
--- Name: executors executors_forget_in_history; Type: TRIGGER; Schema: public; Owner: -
+-- Name: executors executors_forget; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER executors_forget_in_history AFTER DELETE ON public.executors REFERENCING OLD TABLE AS deleted_executors FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_forget_executor_in_history();
+CREATE TRIGGER executors_forget AFTER DELETE ON public.executors REFERENCING OLD TABLE AS deleted_executors FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_forget_executor();
 
 --
 -- Name: jobs jobs_erase_history; Type: TRIGGER; Schema: public; Owner: -
@@ -3363,13 +3368,6 @@ ALTER TABLE ONLY public.pools
 
 ALTER TABLE ONLY public.run_checkpoints
     ADD CONSTRAINT run_checkpoints_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
-
---
--- Name: runs_live runs_live_executor_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.runs_live
-    ADD CONSTRAINT runs_live_executor_id_fkey FOREIGN KEY (executor_id) REFERENCES public.executors(id) ON DELETE SET NULL;
 
 --
 -- Name: runs_live runs_live_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

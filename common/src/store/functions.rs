@@ -37,7 +37,7 @@
 //! | `probactr_run_params` | `manager/tests/api/workflows.rs`: `trigger_params_are_defaults_under_a_runs_own`; `monitor/tests/faults/workflows.rs`: `child_jobs_run_once_after_their_parent_with_its_params` |
 //! | `probactr_erase_job_history` (`jobs_erase_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it`; `common/tests/store/job_stats.rs`: `this_releases_migrations_upgrade_a_populated_database` |
 //! | `probactr_forget_trigger_in_history` (`triggers_forget_in_history`) | the same two |
-//! | `probactr_forget_executor_in_history` (`executors_forget_in_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it` |
+//! | `probactr_forget_executor` (`executors_forget`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it` |
 //! | `probactr_quota_release` (`runs_live_quota_left`, `runs_live_quota_requeued`), `probactr_namespace_capped` (`jobs_namespace_capped`, `namespaces_capped`) | `common/tests/store/quota.rs`; `executor/tests/executor/namespaces.rs`: `max_running_holds_with_three_executors_racing` |
 //! | `probactr_quota_release` for triggers' caps and pools, `probactr_trigger_capped` (`triggers_capped`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`; `executor/tests/executor/flow.rs`: `a_trigger_cap_holds_with_three_executors_racing`, `a_pool_holds_across_executors_and_a_dead_holders_slot_waits_for_the_reap` |
 //! | `probactr_rate_room`, `probactr_rate_stamp`, `probactr_job_rate_window` (`jobs_rate_window`) | `executor/tests/executor/flow.rs`: `a_rate_holds_across_executors` |
@@ -107,7 +107,7 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     function!("runs/sql/functions/probactr_queue_run.sql"),
     function!("runs/sql/functions/probactr_erase_job_history.sql"),
     function!("runs/sql/functions/probactr_forget_trigger_in_history.sql"),
-    function!("runs/sql/functions/probactr_forget_executor_in_history.sql"),
+    function!("runs/sql/functions/probactr_forget_executor.sql"),
     function!("runs/sql/functions/probactr_quota_release.sql"),
     function!("runs/sql/functions/probactr_namespace_capped.sql"),
     function!("runs/sql/functions/probactr_trigger_capped.sql"),

@@ -69,7 +69,11 @@ pub async fn prune_records(db: impl PgExecutor<'_> + Copy, retention: Duration) 
     .await?;
     let processes = sqlx::query!(
         "DELETE FROM executors WHERE state IN ('dead', 'stopped')
-           AND last_heartbeat_at < now() - make_interval(secs => $1)",
+           AND last_heartbeat_at < now() - make_interval(secs => $1)
+           -- One still owning a live run waits for the reaper to end it: its row is what
+           -- the reaper finds the run by.
+           AND NOT EXISTS (SELECT 1 FROM runs_live WHERE runs_live.executor_id = executors.id
+                                                    AND runs_live.state IN ('claimed', 'running'))",
         secs
     )
     .execute(db)

@@ -100,6 +100,9 @@ async fn test_databases_hold_the_installed_functions(pool: PgPool) {
 
 /// The history keeps no foreign keys; its triggers do what their actions did: deleting
 /// an executor or a trigger keeps its ended runs without it, deleting a job erases them.
+/// The live runs keep none to `executors` either: a process without a row claims nothing,
+/// an executor still owning a live run cannot be deleted (as under the key), and
+/// housekeeping leaves such an executor's row alone.
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it(pool: PgPool) {
     let job = make_job(&pool, "history", |_| {}).await;
@@ -130,12 +133,40 @@ async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it
         in_history(pool.clone()).await,
         Some((Some(trigger.id), Some(executor)))
     );
+    let live = runs::queue_now(&pool, job.id).await.expect("queue run");
+    let unregistered = runs::claim_queued(&pool, Uuid::new_v4(), 1)
+        .await
+        .expect("claim");
+    assert!(unregistered.is_empty(), "an unknown process claims nothing");
+    let claimed = runs::claim_queued(&pool, executor, 1).await.expect("claim");
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!(claimed[0].id, live.id);
 
-    sqlx::query("DELETE FROM executors WHERE id = $1")
+    let owner = sqlx::query("DELETE FROM executors WHERE id = $1")
+        .bind(executor)
+        .execute(&pool)
+        .await;
+    assert!(owner.is_err(), "an executor owning a live run stays");
+    sqlx::query("UPDATE executors SET state = 'dead', last_heartbeat_at = now() - interval '1 day' WHERE id = $1")
         .bind(executor)
         .execute(&pool)
         .await
-        .expect("delete the executor");
+        .expect("the executor died long ago");
+    housekeeping::prune_records(&pool, Duration::from_secs(60))
+        .await
+        .expect("housekeeping passes over an executor owning a live run");
+    assert!(runs::unclaim(&pool, live.id, executor, Duration::ZERO)
+        .await
+        .expect("unclaim"));
+    housekeeping::prune_records(&pool, Duration::from_secs(60))
+        .await
+        .expect("housekeeping deletes the executor");
+    let executors: i64 = sqlx::query_scalar("SELECT count(*) FROM executors WHERE id = $1")
+        .bind(executor)
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(executors, 0, "a dead executor owning nothing is deleted");
     assert_eq!(
         in_history(pool.clone()).await,
         Some((Some(trigger.id), None)),

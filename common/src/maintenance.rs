@@ -71,6 +71,19 @@ impl Policy {
 pub struct Window {
     /// Its id.
     pub id: i64,
+    /// When it is open, over which jobs, and what it does to them.
+    #[serde(flatten)]
+    pub plan: WindowPlan,
+    /// Who created it.
+    pub created_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// What a window is, as it is opened: its span, its jobs and its policy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WindowPlan {
     /// Its start (inclusive).
     pub from: DateTime<Utc>,
     /// Its end (exclusive); None: until ended.
@@ -81,12 +94,8 @@ pub struct Window {
     pub policy: Policy,
     /// Why, shown in the reason of each instant it covers.
     pub reason: String,
-    /// Whether runs running when it was created were stopped.
+    /// Whether the runs running in its scope when it was opened were stopped.
     pub stop_running: bool,
-    /// Who created it.
-    pub created_by: String,
-    /// When.
-    pub created_at: DateTime<Utc>,
 }
 
 /// What a window needs to know of a job.
@@ -125,13 +134,13 @@ impl OwnedJobFacts {
 impl Window {
     /// Whether the window is open at `instant`.
     pub fn covers(&self, instant: DateTime<Utc>) -> bool {
-        self.from <= instant && self.until.is_none_or(|until| instant < until)
+        self.plan.from <= instant && self.plan.until.is_none_or(|until| instant < until)
     }
 
     /// Whether the window applies to the job (None: the job is not known, which only
     /// an `all` window covers).
     pub fn applies_to(&self, job: Option<JobFacts<'_>>) -> bool {
-        match (&self.scope, job) {
+        match (&self.plan.scope, job) {
             (Scope::All { .. }, _) => true,
             (_, None) => false,
             (Scope::Jobs { jobs }, Some(job)) => jobs.iter().any(|name| name == job.name),
@@ -147,20 +156,20 @@ impl Window {
 
     /// The reason recorded on the instants it covers.
     pub fn reason_text(&self) -> String {
-        let what = match self.policy {
+        let what = match self.plan.policy {
             Policy::Skip => MAINTENANCE_REASON_PREFIX.to_owned(),
             Policy::Defer => format!("{MAINTENANCE_REASON_PREFIX} (deferred to its end)"),
         };
-        if self.reason.is_empty() {
+        if self.plan.reason.is_empty() {
             format!("{what}: window {}", self.id)
         } else {
-            format!("{what}: {}", self.reason)
+            format!("{what}: {}", self.plan.reason)
         }
     }
 
     /// Whether the window needs to know a job's name, namespace or selector.
     pub fn needs_job_facts(&self) -> bool {
-        !matches!(self.scope, Scope::All { .. })
+        !matches!(self.plan.scope, Scope::All { .. })
     }
 }
 
@@ -196,7 +205,7 @@ impl Held<'_> {
     /// Where a deferring window moves the trigger's next firing: its end.
     pub fn deferred_to(&self) -> Option<DateTime<Utc>> {
         match self {
-            Held::Maintenance(window) if window.policy == Policy::Defer => window.until,
+            Held::Maintenance(window) if window.plan.policy == Policy::Defer => window.plan.until,
             _ => None,
         }
     }
@@ -237,12 +246,14 @@ mod tests {
     fn window(scope: serde_json::Value, until: Option<i64>) -> Window {
         Window {
             id: 1,
-            from: at(100),
-            until: until.map(at),
-            scope: serde_json::from_value(scope).unwrap(),
-            policy: Policy::Skip,
-            reason: "db upgrade".into(),
-            stop_running: false,
+            plan: WindowPlan {
+                from: at(100),
+                until: until.map(at),
+                scope: serde_json::from_value(scope).unwrap(),
+                policy: Policy::Skip,
+                reason: "db upgrade".into(),
+                stop_running: false,
+            },
             created_by: "admin".into(),
             created_at: at(0),
         }

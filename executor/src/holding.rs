@@ -189,7 +189,7 @@ pub fn jitter_of(due: &DueTrigger, instant: DateTime<Utc>) -> Option<TimeDelta> 
 mod tests {
     use chrono::TimeZone;
     use probactr_common::calendar::{Calendar, CalendarMode, Days};
-    use probactr_common::maintenance::{Policy, Scope};
+    use probactr_common::maintenance::{Policy, Scope, WindowPlan};
     use probactr_common::model::{Misfire, TriggerKind};
 
     use super::*;
@@ -246,12 +246,14 @@ mod tests {
     fn window(from: i64, until: i64, policy: Policy) -> Window {
         Window {
             id: 1,
-            from: at(from),
-            until: Some(at(until)),
-            scope: Scope::All { all: true },
-            policy,
-            reason: "db upgrade".into(),
-            stop_running: false,
+            plan: WindowPlan {
+                from: at(from),
+                until: Some(at(until)),
+                scope: Scope::All { all: true },
+                policy,
+                reason: "db upgrade".into(),
+                stop_running: false,
+            },
             created_by: "admin".into(),
             created_at: at(0),
         }

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
 use super::{rows_written, StoreError};
-use crate::maintenance::{Policy, Scope, Window};
+use crate::maintenance::{Policy, Window, WindowPlan};
 
 struct Row {
     id: i64,
@@ -20,7 +20,7 @@ struct Row {
 }
 
 impl Row {
-    /// The window; None for a row that no longer reads (written from [`NewWindow`] only).
+    /// The window; None for a row that no longer reads (written from a [`WindowPlan`] only).
     fn window(self) -> Option<Window> {
         let policy = match self.policy.as_str() {
             "skip" => Policy::Skip,
@@ -29,12 +29,14 @@ impl Row {
         };
         Some(Window {
             id: self.id,
-            from: self.starts_at,
-            until: self.ends_at,
-            scope: serde_json::from_value(self.scope).ok()?,
-            policy,
-            reason: self.reason,
-            stop_running: self.stop_running,
+            plan: WindowPlan {
+                from: self.starts_at,
+                until: self.ends_at,
+                scope: serde_json::from_value(self.scope).ok()?,
+                policy,
+                reason: self.reason,
+                stop_running: self.stop_running,
+            },
             created_by: self.created_by,
             created_at: self.created_at,
         })
@@ -45,27 +47,10 @@ fn windows(rows: Vec<Row>) -> Vec<Window> {
     rows.into_iter().filter_map(Row::window).collect()
 }
 
-/// What it takes to open a window.
-#[derive(Debug, Clone)]
-pub struct NewWindow {
-    /// Its start.
-    pub from: DateTime<Utc>,
-    /// Its end (None: until ended).
-    pub until: Option<DateTime<Utc>>,
-    /// The jobs it covers.
-    pub scope: Scope,
-    /// skip or defer.
-    pub policy: Policy,
-    /// Why.
-    pub reason: String,
-    /// Stop the runs running now in its scope.
-    pub stop_running: bool,
-}
-
 /// Records a window.
 pub async fn create(
     db: impl PgExecutor<'_>,
-    window: &NewWindow,
+    window: &WindowPlan,
     created_by: &str,
 ) -> Result<Window, StoreError> {
     let row = sqlx::query_as!(

@@ -8,10 +8,9 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::calendar::{CalendarMode, Days};
 use probactr_common::ledger::{self, Outcome};
-use probactr_common::maintenance::{Policy, Scope};
+use probactr_common::maintenance::{Policy, Scope, WindowPlan};
 use probactr_common::model::JobKind;
 use probactr_common::store::jobs::{self, NewJob};
-use probactr_common::store::maintenance::NewWindow;
 use probactr_common::store::triggers::{self, NewTrigger};
 use probactr_common::store::{calendars, db_now, maintenance, TEST_MIGRATOR};
 use probactr_testkit::{eventually, executor, fast_env, unique_prefix};
@@ -88,7 +87,7 @@ async fn calendars_windows_jitter_and_max_fires_hold_back_instants_as_said(
         .unwrap();
     let maintained = every_second(&pool, job(&pool, "maintained").await).await;
     let now = db_now(&pool).await.unwrap();
-    let window = NewWindow {
+    let window = WindowPlan {
         from: now - TimeDelta::seconds(5),
         until: Some(now + TimeDelta::hours(1)),
         scope: Scope::Jobs {
@@ -182,7 +181,7 @@ async fn a_defer_window_fires_each_trigger_once_after_it(
     let second = every_second(&pool, job(&pool, "second").await).await;
     let now = db_now(&pool).await.unwrap();
     let until = now + TimeDelta::seconds(4);
-    let window = NewWindow {
+    let window = WindowPlan {
         from: now - TimeDelta::seconds(5),
         until: Some(until),
         scope: Scope::All { all: true },

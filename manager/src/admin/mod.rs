@@ -326,7 +326,7 @@ impl FromRequestParts<AppState> for AdminUser {
 /// The header's lines about maintenance: the windows open now, and the next one.
 fn maintenance_notes(outlook: &crate::service::maintenance::Outlook) -> Vec<String> {
     let until = |window: &probactr_common::maintenance::Window| {
-        window.until.map_or_else(
+        window.plan.until.map_or_else(
             || "until resumed".to_owned(),
             |until| format!("until {}", until.format("%Y-%m-%d %H:%M UTC")),
         )
@@ -337,7 +337,7 @@ fn maintenance_notes(outlook: &crate::service::maintenance::Outlook) -> Vec<Stri
         .map(|window| {
             format!(
                 "Maintenance now ({}, {}): {}",
-                window.policy.as_str(),
+                window.plan.policy.as_str(),
                 until(window),
                 window.reason_text()
             )
@@ -346,8 +346,8 @@ fn maintenance_notes(outlook: &crate::service::maintenance::Outlook) -> Vec<Stri
     if let Some(next) = &outlook.next {
         notes.push(format!(
             "Next maintenance from {} ({}, {}): {}",
-            next.from.format("%Y-%m-%d %H:%M UTC"),
-            next.policy.as_str(),
+            next.plan.from.format("%Y-%m-%d %H:%M UTC"),
+            next.plan.policy.as_str(),
             until(next),
             next.reason_text()
         ));

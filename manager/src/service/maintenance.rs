@@ -6,8 +6,7 @@
 //! every job; the resume ends it.
 
 use chrono::{DateTime, Utc};
-use probactr_common::maintenance::{Policy, Scope, Window};
-use probactr_common::store::maintenance::NewWindow;
+use probactr_common::maintenance::{Policy, Scope, Window, WindowPlan};
 use probactr_common::store::{self, audit::Change};
 use serde::Serialize;
 use serde_json::json;
@@ -83,12 +82,12 @@ pub async fn create(handles: &Handles, who: &Principal, draft: WindowDraft) -> R
     };
     store::audit::record(&mut *tx, who.actor(), change).await?;
     tx.commit().await?;
-    tracing::info!(maintenance.id = created.id, from = %created.from, until = ?created.until,
-        policy = created.policy.as_str(), stopped, "maintenance window opened");
+    tracing::info!(maintenance.id = created.id, from = %created.plan.from, until = ?created.plan.until,
+        policy = created.plan.policy.as_str(), stopped, "maintenance window opened");
     Ok(created)
 }
 
-fn checked(draft: WindowDraft, now: DateTime<Utc>) -> Result<NewWindow, ApiError> {
+fn checked(draft: WindowDraft, now: DateTime<Utc>) -> Result<WindowPlan, ApiError> {
     let from = draft.from.unwrap_or(now);
     if draft.until.is_some_and(|until| until <= from) {
         return Err(ApiError::field("until", "must be later than from"));
@@ -111,7 +110,7 @@ fn checked(draft: WindowDraft, now: DateTime<Utc>) -> Result<NewWindow, ApiError
     if !valid {
         return Err(scope_error());
     }
-    Ok(NewWindow {
+    Ok(WindowPlan {
         from,
         until: draft.until,
         scope,

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::client::{Client, ClientError};
 use crate::credentials;
 use crate::output::{self, Format};
-use crate::{alerts, instants, secrets, teams, versions, watch, workflows, Command};
 use crate::versions::DefinitionCommand;
+use crate::{alerts, instants, secrets, teams, versions, watch, workflows, Command};
 
 /// How a command ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -501,7 +501,9 @@ async fn jobs_command(client: &Client, command: JobsCommand, format: Format) -> 
         JobsCommand::Definition(command) => {
             let job = job_named(client, command.name()).await?;
             let path = format!("/jobs/{}", job["id"]);
-            command.run(client, format, &path, &format!("Job {}", command.name())).await?;
+            command
+                .run(client, format, &path, &format!("Job {}", command.name()))
+                .await?;
         }
         JobsCommand::Delete {
             name,

@@ -48,7 +48,13 @@ impl DefinitionCommand {
     }
 
     /// Runs it on the definition at `path` (`/jobs/ID`), saying so of `what` (`Job NAME`).
-    pub(crate) async fn run(&self, client: &Client, format: Format, path: &str, what: &str) -> anyhow::Result<()> {
+    pub(crate) async fn run(
+        &self,
+        client: &Client,
+        format: Format,
+        path: &str,
+        what: &str,
+    ) -> anyhow::Result<()> {
         match self {
             DefinitionCommand::Pause { .. } => set_paused(client, path, what, true).await,
             DefinitionCommand::Resume { .. } => set_paused(client, path, what, false).await,

@@ -116,7 +116,9 @@ pub async fn workflows(client: &Client, command: WorkflowsCommand, format: Forma
         WorkflowsCommand::Definition(command) => {
             let workflow = workflow_named(client, command.name()).await?;
             let path = format!("/workflows/{}", workflow["id"]);
-            command.run(client, format, &path, &format!("Workflow {}", command.name())).await?;
+            command
+                .run(client, format, &path, &format!("Workflow {}", command.name()))
+                .await?;
         }
         WorkflowsCommand::Cancel { run_id } => {
             let run = client

@@ -8,8 +8,7 @@ use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use super::{Page, StoreError};
 use crate::model::{
-    Job, JobKind, JobMode, OnExecutorLost, Overlap, Rate, RetryBackoff, RetryJitter, RetryOn, Route,
-    RunState,
+    Job, JobKind, JobMode, OnExecutorLost, Overlap, Rate, RetryBackoff, RetryJitter, RetryOn, Route, RunState,
 };
 
 /// What it takes to create a job; the database fills in ids, fence, version and times.

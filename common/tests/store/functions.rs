@@ -134,9 +134,7 @@ async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it
         Some((Some(trigger.id), Some(executor)))
     );
     let live = runs::queue_now(&pool, job.id).await.expect("queue run");
-    let unregistered = runs::claim_queued(&pool, Uuid::new_v4(), 1)
-        .await
-        .expect("claim");
+    let unregistered = runs::claim_queued(&pool, Uuid::new_v4(), 1).await.expect("claim");
     assert!(unregistered.is_empty(), "an unknown process claims nothing");
     let claimed = runs::claim_queued(&pool, executor, 1).await.expect("claim");
     assert_eq!(claimed.len(), 1, "{claimed:?}");
@@ -147,11 +145,13 @@ async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it
         .execute(&pool)
         .await;
     assert!(owner.is_err(), "an executor owning a live run stays");
-    sqlx::query("UPDATE executors SET state = 'dead', last_heartbeat_at = now() - interval '1 day' WHERE id = $1")
-        .bind(executor)
-        .execute(&pool)
-        .await
-        .expect("the executor died long ago");
+    sqlx::query(
+        "UPDATE executors SET state = 'dead', last_heartbeat_at = now() - interval '1 day' WHERE id = $1",
+    )
+    .bind(executor)
+    .execute(&pool)
+    .await
+    .expect("the executor died long ago");
     housekeeping::prune_records(&pool, Duration::from_secs(60))
         .await
         .expect("housekeeping passes over an executor owning a live run");

@@ -64,7 +64,7 @@ impl Sender {
 
     /// Sends one notification.
     pub async fn send(&self, delivery: &Delivery) -> Result<(), String> {
-        let sent = match delivery.kind {
+        let sent = match delivery.channel.kind {
             ChannelKind::Webhook => self.webhook(delivery).await,
             ChannelKind::Slack => self.slack(delivery).await,
             ChannelKind::Email => self.email(delivery).await,
@@ -79,9 +79,9 @@ impl Sender {
     /// path segments (tokens).
     fn sensitive(&self, delivery: &Delivery) -> Masker {
         let mut values = Vec::new();
-        if let Some(secret) = delivery.secret.as_ref().and_then(|sealed| {
+        if let Some(secret) = delivery.channel.secret.as_ref().and_then(|sealed| {
             self.keys
-                .open(&Owner::ChannelSecret(delivery.channel_id), sealed)
+                .open(&Owner::ChannelSecret(delivery.channel.id), sealed)
                 .ok()
         }) {
             values.push(secret);
@@ -109,10 +109,10 @@ impl Sender {
             .header("content-type", "application/json")
             .header("x-probactr-delivery", delivery.delivery_id.to_string())
             .header("x-probactr-event", delivery.event.as_str());
-        if let Some(sealed) = &delivery.secret {
+        if let Some(sealed) = &delivery.channel.secret {
             let secret = self
                 .keys
-                .open(&Owner::ChannelSecret(delivery.channel_id), sealed)
+                .open(&Owner::ChannelSecret(delivery.channel.id), sealed)
                 .map_err(|err| err.to_string())?;
             request = request.header(
                 "x-probactr-signature",
@@ -146,6 +146,7 @@ impl Sender {
             .subject(message::subject(&delivery.payload))
             .message_id(Some(format!("<{}@probactr>", delivery.delivery_id)));
         let recipients = delivery
+            .channel
             .config
             .get("to")
             .and_then(Value::as_array)
@@ -213,12 +214,13 @@ impl Sender {
 
     /// The channel's URL as configured: opened when sealed.
     fn url_text(&self, delivery: &Delivery) -> Result<String, String> {
-        Ok(match &delivery.url {
+        Ok(match &delivery.channel.url {
             Some(sealed) => self
                 .keys
-                .open(&Owner::ChannelUrl(delivery.channel_id), sealed)
+                .open(&Owner::ChannelUrl(delivery.channel.id), sealed)
                 .map_err(|err| err.to_string())?,
             None => delivery
+                .channel
                 .config
                 .get("url")
                 .and_then(Value::as_str)

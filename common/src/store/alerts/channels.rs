@@ -272,7 +272,7 @@ impl From<SealedRow> for SealedParts {
 
 /// A sealed value from its nullable columns (None unless all are set, as a CHECK keeps
 /// them).
-pub(crate) fn sealed_of(
+fn sealed_of(
     key_id: Option<String>,
     nonce: Option<Vec<u8>>,
     ciphertext: Option<Vec<u8>>,
@@ -287,6 +287,20 @@ pub(crate) fn sealed_of(
         }),
         _ => None,
     }
+}
+
+/// Channel `id`'s kind, configuration and sealed values (what sending through it takes).
+pub async fn sealed_parts(db: impl PgExecutor<'_>, id: i64) -> Result<Option<SealedParts>, StoreError> {
+    let row = sqlx::query_as!(
+        SealedRow,
+        r#"SELECT id, kind AS "kind: ChannelKind", config, secret_key_id, secret_nonce, secret_sealed, secret_bound,
+                  url_key_id, url_nonce, url_sealed, url_bound
+           FROM alert_channels WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(SealedParts::from))
 }
 
 /// The channels with a value sealed under another key than `key_id` (a rotation).

@@ -8,9 +8,8 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use crate::model::{ChannelKind, NotificationState};
-use crate::secrets::Sealed;
-use crate::store::alerts::channels::sealed_of;
+use crate::model::NotificationState;
+use crate::store::alerts::channels::SealedParts;
 use crate::store::{rows_written, Page, StoreError};
 
 /// A notification as the delivery log shows it.
@@ -112,19 +111,12 @@ pub struct Delivery {
     pub payload: serde_json::Value,
     /// Attempts made before this one.
     pub attempts: i32,
-    /// The channel's id (its sealed values are bound to it).
-    pub channel_id: i64,
     /// The channel's name.
     pub channel_name: String,
-    /// The channel's kind.
-    pub kind: ChannelKind,
-    /// The channel's public configuration.
-    pub config: serde_json::Value,
-    /// The channel's sealed secret.
-    pub secret: Option<Sealed>,
-    /// The channel's sealed URL (None: a channel of a release before sealed URLs, its
-    /// URL still in `config`, or an email channel).
-    pub url: Option<Sealed>,
+    /// The channel: its kind, public configuration and sealed secret and URL (bound to
+    /// its id). Its URL is None for a channel of a release before sealed URLs (the URL
+    /// still in `config`) and for an email channel.
+    pub channel: SealedParts,
 }
 
 /// Takes the oldest due notification, locked until the transaction ends (its attempt is
@@ -132,33 +124,30 @@ pub struct Delivery {
 /// sent by another monitor.
 pub async fn take_due(conn: &mut PgConnection) -> Result<Option<Delivery>, StoreError> {
     let row = sqlx::query!(
-        r#"SELECT n.id, n.delivery_id, n.event, n.payload, n.attempts, c.id AS channel_id, c.name AS channel_name,
-                  c.kind AS "kind: ChannelKind", c.config, c.secret_key_id, c.secret_nonce, c.secret_sealed,
-                  c.secret_bound, c.url_key_id, c.url_nonce, c.url_sealed, c.url_bound
+        r#"SELECT n.id, n.delivery_id, n.event, n.payload, n.attempts, c.id AS channel_id, c.name AS channel_name
            FROM notifications AS n JOIN alert_channels AS c ON c.id = n.channel_id
            WHERE n.state = 'pending' AND n.next_attempt_at <= now()
            ORDER BY n.next_attempt_at, n.id LIMIT 1
            FOR UPDATE OF n SKIP LOCKED"#
     )
-    .fetch_optional(conn)
+    .fetch_optional(&mut *conn)
     .await?;
-    Ok(row.map(|row| Delivery {
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    // The notification's row lock keeps its channel: deleting a channel deletes its
+    // notifications first (ON DELETE CASCADE), which waits for this transaction.
+    let channel = super::channels::sealed_parts(&mut *conn, row.channel_id)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Some(Delivery {
         id: row.id,
         delivery_id: row.delivery_id,
         event: row.event,
         payload: row.payload,
         attempts: row.attempts,
-        channel_id: row.channel_id,
         channel_name: row.channel_name,
-        kind: row.kind,
-        config: row.config,
-        secret: sealed_of(
-            row.secret_key_id,
-            row.secret_nonce,
-            row.secret_sealed,
-            row.secret_bound,
-        ),
-        url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
+        channel,
     }))
 }
 

@@ -934,6 +934,24 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     .await
     .expect("workflow versions");
 
+    // A live run held by an executor while the live runs still had a key to executors.
+    let executor = Uuid::new_v4();
+    sqlx::query("INSERT INTO executors (id, host, pid, version) VALUES ($1, 'old-host', 1, 'old')")
+        .bind(executor)
+        .execute(&pool)
+        .await
+        .expect("executor");
+    let held: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, executor_id, claimed_at, started_at)
+         VALUES ($1, $2, now(), 'running', $3, now(), now()) RETURNING id",
+    )
+    .bind(job)
+    .bind(trigger)
+    .bind(executor)
+    .fetch_one(&pool)
+    .await
+    .expect("a running run");
+
     probactr_common::store::migrate(&pool)
         .await
         .expect("migrate the rest");
@@ -954,8 +972,33 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     );
     assert_eq!(
         count("SELECT count(*) FROM runs_live").await,
-        1,
-        "the live run kept"
+        2,
+        "the live runs kept"
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'f'
+               AND conrelid = 'runs_live'::regclass AND confrelid = 'executors'::regclass"
+        )
+        .await,
+        0,
+        "the live runs carry no key to executors"
+    );
+    let holder: Option<Uuid> = sqlx::query_scalar("SELECT executor_id FROM runs_live WHERE id = $1")
+        .bind(held)
+        .fetch_one(&pool)
+        .await
+        .expect("the running run");
+    assert_eq!(holder, Some(executor), "the running run keeps its executor");
+    let refused = sqlx::query("DELETE FROM executors WHERE id = $1")
+        .bind(executor)
+        .execute(&pool)
+        .await
+        .expect_err("an executor owning a live run stays");
+    assert_eq!(
+        refused.as_database_error().and_then(|err| err.code()).as_deref(),
+        Some("23503"),
+        "refused as the key refused: {refused}"
     );
     assert_eq!(
         count("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid = 'runs_done'::regclass")
@@ -1085,7 +1128,7 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         "existing users read times in their browser's zone"
     );
     assert_eq!(
-        count("SELECT count(*) FROM runs_live WHERE available_at < '9999-01-01'").await,
+        count("SELECT count(*) FROM runs_live WHERE state = 'queued' AND available_at < '9999-01-01'").await,
         1,
         "the queued run stays claimable"
     );

@@ -155,18 +155,25 @@ async fn deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it
     housekeeping::prune_records(&pool, Duration::from_secs(60))
         .await
         .expect("housekeeping passes over an executor owning a live run");
+    let executors_of = |pool: PgPool| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM executors WHERE id = $1")
+            .bind(executor)
+            .fetch_one(&pool)
+            .await
+            .expect("count")
+    };
+    assert_eq!(executors_of(pool.clone()).await, 1, "the owner is kept");
     assert!(runs::unclaim(&pool, live.id, executor, Duration::ZERO)
         .await
         .expect("unclaim"));
     housekeeping::prune_records(&pool, Duration::from_secs(60))
         .await
         .expect("housekeeping deletes the executor");
-    let executors: i64 = sqlx::query_scalar("SELECT count(*) FROM executors WHERE id = $1")
-        .bind(executor)
-        .fetch_one(&pool)
-        .await
-        .expect("count");
-    assert_eq!(executors, 0, "a dead executor owning nothing is deleted");
+    assert_eq!(
+        executors_of(pool.clone()).await,
+        0,
+        "a dead executor owning nothing is deleted"
+    );
     assert_eq!(
         in_history(pool.clone()).await,
         Some((Some(trigger.id), None)),

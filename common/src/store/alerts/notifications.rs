@@ -135,8 +135,9 @@ pub async fn take_due(conn: &mut PgConnection) -> Result<Option<Delivery>, Store
     let Some(row) = row else {
         return Ok(None);
     };
-    // The notification's row lock keeps its channel: deleting a channel deletes its
-    // notifications first (ON DELETE CASCADE), which waits for this transaction.
+    // The notification's row lock keeps its channel readable: a channel's deletion
+    // cascades to its notifications, so it waits for this transaction, and until it
+    // commits the channel reads as it was.
     let channel = super::channels::sealed_parts(&mut *conn, row.channel_id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;

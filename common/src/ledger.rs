@@ -101,7 +101,7 @@ fn entry(instant: DateTime<Utc>, records: &Records<'_>) -> Entry {
     if instant >= records.now {
         return bare(Outcome::Pending, None);
     }
-    let threshold = TimeDelta::seconds(i64::from(records.trigger.misfire_threshold_secs));
+    let threshold = TimeDelta::seconds(i64::from(records.trigger.timing.misfire_threshold_secs));
     match records.trigger.next_fire_at {
         Some(next) if instant >= next => {
             if records.paused {
@@ -228,32 +228,22 @@ pub async fn read(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::model::{Misfire, TriggerKind};
+    use crate::model::{Misfire, TriggerTiming};
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + secs, 0).unwrap()
     }
 
     fn trigger(next: i64) -> Trigger {
-        Trigger {
-            id: 1,
-            job_id: 1,
-            kind: TriggerKind::Interval,
-            cron: None,
-            timezone: "UTC".into(),
-            interval_secs: Some(10),
-            at: None,
+        let timing = TriggerTiming {
             start_at: Some(at(0)),
-            end_at: None,
             misfire: Misfire::Skip,
             misfire_threshold_secs: 5,
-            paused: false,
+            ..TriggerTiming::interval(10)
+        };
+        Trigger {
             next_fire_at: Some(at(next)),
-            last_fired_at: None,
-            version: 1,
-            created_at: at(0),
-            updated_at: at(0),
-            max_concurrency: None,
+            ..Trigger::created(1, 1, timing, at(0))
         }
     }
 

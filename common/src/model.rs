@@ -497,6 +497,80 @@ impl Rate {
     }
 }
 
+/// When a trigger fires: its kind and schedule, the window it fires in, and what becomes
+/// of instants that passed unfired. A job's and a workflow's triggers, and the definitions
+/// that create them, all carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TriggerTiming {
+    /// cron, interval or once.
+    #[sqlx(try_from = "String")]
+    pub kind: TriggerKind,
+    /// The cron text (kind = cron).
+    pub cron: Option<String>,
+    /// IANA zone of the cron text.
+    pub timezone: String,
+    /// Seconds between instants (kind = interval).
+    pub interval_secs: Option<i64>,
+    /// The instant (kind = once).
+    pub at: Option<DateTime<Utc>>,
+    /// No instant before this.
+    pub start_at: Option<DateTime<Utc>>,
+    /// No instant after this.
+    pub end_at: Option<DateTime<Utc>>,
+    /// What to do with instants that passed unfired.
+    #[sqlx(try_from = "String")]
+    pub misfire: Misfire,
+    /// Seconds of lateness after which an instant counts as misfired.
+    pub misfire_threshold_secs: i32,
+}
+
+impl TriggerTiming {
+    /// The schema's defaults for a trigger of `kind` (its schedule still to be set).
+    pub fn of_kind(kind: TriggerKind) -> TriggerTiming {
+        TriggerTiming {
+            kind,
+            cron: None,
+            timezone: "UTC".to_owned(),
+            interval_secs: None,
+            at: None,
+            start_at: None,
+            end_at: None,
+            misfire: Misfire::FireOnce,
+            misfire_threshold_secs: 60,
+        }
+    }
+
+    /// Every `secs` seconds, with the schema's defaults.
+    pub fn interval(secs: i64) -> TriggerTiming {
+        TriggerTiming {
+            interval_secs: Some(secs),
+            ..TriggerTiming::of_kind(TriggerKind::Interval)
+        }
+    }
+
+    /// The schedule this timing describes, validated; `anchor` is the creation time
+    /// (intervals count from `start_at`, else from it); `seed` fixes its `H` items (see
+    /// [`crate::schedule::hash_seed`]; None refuses an `H`).
+    pub fn schedule(
+        &self,
+        anchor: DateTime<Utc>,
+        seed: Option<u64>,
+    ) -> Result<crate::schedule::TriggerSchedule, crate::schedule::ScheduleError> {
+        crate::schedule::TriggerSchedule::from_parts(
+            self.kind,
+            self.cron.as_deref(),
+            &self.timezone,
+            self.interval_secs,
+            self.at,
+            self.start_at,
+            self.end_at,
+            anchor,
+            seed,
+        )
+    }
+}
+
 /// A row of `triggers`.
 #[allow(missing_docs)] // the columns are documented in migrations/
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
@@ -504,17 +578,9 @@ impl Rate {
 pub struct Trigger {
     pub id: i64,
     pub job_id: i64,
-    #[sqlx(try_from = "String")]
-    pub kind: TriggerKind,
-    pub cron: Option<String>,
-    pub timezone: String,
-    pub interval_secs: Option<i64>,
-    pub at: Option<DateTime<Utc>>,
-    pub start_at: Option<DateTime<Utc>>,
-    pub end_at: Option<DateTime<Utc>>,
-    #[sqlx(try_from = "String")]
-    pub misfire: Misfire,
-    pub misfire_threshold_secs: i32,
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub timing: TriggerTiming,
     pub paused: bool,
     pub next_fire_at: Option<DateTime<Utc>>,
     pub last_fired_at: Option<DateTime<Utc>>,
@@ -522,6 +588,25 @@ pub struct Trigger {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub max_concurrency: Option<i32>,
+}
+
+impl Trigger {
+    /// Trigger `id` of job `job_id` as it is stored when created at `created_at`: unpaused,
+    /// at version 1, without a cap of its own, its first instant not yet computed.
+    pub fn created(id: i64, job_id: i64, timing: TriggerTiming, created_at: DateTime<Utc>) -> Trigger {
+        Trigger {
+            id,
+            job_id,
+            timing,
+            paused: false,
+            next_fire_at: None,
+            last_fired_at: None,
+            version: 1,
+            created_at,
+            updated_at: created_at,
+            max_concurrency: None,
+        }
+    }
 }
 
 /// A row of `runs`.

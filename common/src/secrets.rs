@@ -130,6 +130,29 @@ pub struct Sealed {
     pub bound: bool,
 }
 
+impl Sealed {
+    /// A value from its stored columns.
+    pub fn from_columns(key_id: String, nonce: Vec<u8>, ciphertext: Vec<u8>, bound: bool) -> Sealed {
+        Sealed {
+            key_id,
+            nonce,
+            ciphertext,
+            bound,
+        }
+    }
+
+    /// A value from nullable columns: None unless all three are set (as the tables'
+    /// CHECKs keep them).
+    pub fn from_nullable_columns(
+        key_id: Option<String>,
+        nonce: Option<Vec<u8>>,
+        ciphertext: Option<Vec<u8>>,
+        bound: bool,
+    ) -> Option<Sealed> {
+        Some(Sealed::from_columns(key_id?, nonce?, ciphertext?, bound))
+    }
+}
+
 /// One AES-256 key and its id.
 #[derive(Clone)]
 pub struct SecretKey {

@@ -471,7 +471,7 @@ pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime
             next: trigger.next_fire_at.or(next),
         };
     };
-    let threshold = now - TimeDelta::seconds(i64::from(trigger.misfire_threshold_secs));
+    let threshold = now - TimeDelta::seconds(i64::from(trigger.timing.misfire_threshold_secs));
     // Instants in [first, threshold) are late; those in [threshold, now] are timely.
     let just_before_threshold = threshold - TimeDelta::microseconds(1);
     let (late, late_total) = if first < threshold {
@@ -497,7 +497,7 @@ pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime
     let mut missed_count = timely.total.saturating_sub(fire.len() as u64);
     let mut reason = String::from("more instants due at once than one firing runs");
     if late_total > 0 {
-        let run_late: Vec<DateTime<Utc>> = match trigger.misfire {
+        let run_late: Vec<DateTime<Utc>> = match trigger.timing.misfire {
             Misfire::FireOnce if fire.is_empty() => late.last().copied().into_iter().collect(),
             Misfire::FireOnce | Misfire::Skip => Vec::new(),
             Misfire::FireAll => late.iter().copied().take(FIRE_ALL_CAP).collect(),
@@ -505,7 +505,7 @@ pub fn plan_trigger(trigger: &Trigger, schedule: &TriggerSchedule, now: DateTime
         missed_count += late_total - run_late.len() as u64;
         reason = format!(
             "misfired: later than {}s after their instant (policy {})",
-            trigger.misfire_threshold_secs, trigger.misfire
+            trigger.timing.misfire_threshold_secs, trigger.timing.misfire
         );
         fire.splice(0..0, run_late);
     }
@@ -529,32 +529,22 @@ fn prepend(first: DateTime<Utc>, mut rest: Vec<DateTime<Utc>>) -> Vec<DateTime<U
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use probactr_common::model::TriggerKind;
+    use probactr_common::model::TriggerTiming;
 
     use super::*;
 
     /// An interval trigger every `every` seconds from the epoch second 0, whose next
     /// instant is `next` and whose misfire threshold is `threshold` seconds.
     fn every(every: i64, next: i64, threshold: i32, misfire: Misfire) -> (Trigger, TriggerSchedule) {
-        let trigger = Trigger {
-            id: 7,
-            job_id: 3,
-            kind: TriggerKind::Interval,
-            cron: None,
-            timezone: "UTC".to_owned(),
-            interval_secs: Some(every),
-            at: None,
+        let timing = TriggerTiming {
             start_at: Some(at(0)),
-            end_at: None,
             misfire,
             misfire_threshold_secs: threshold,
-            paused: false,
+            ..TriggerTiming::interval(every)
+        };
+        let trigger = Trigger {
             next_fire_at: Some(at(next)),
-            last_fired_at: None,
-            version: 1,
-            created_at: at(0),
-            updated_at: at(0),
-            max_concurrency: None,
+            ..Trigger::created(7, 3, timing, at(0))
         };
         let schedule = TriggerSchedule::from_trigger(&trigger).expect("valid schedule");
         (trigger, schedule)

@@ -127,7 +127,7 @@ fn stretch(trigger: &Trigger, instant: DateTime<Utc>, reason: String) -> MissedI
         first: instant,
         last: instant,
         count: 1,
-        policy: trigger.misfire,
+        policy: trigger.timing.misfire,
         reason,
     }
 }
@@ -190,7 +190,7 @@ mod tests {
     use chrono::TimeZone;
     use probactr_common::calendar::{Calendar, CalendarMode, Days};
     use probactr_common::maintenance::{Policy, Scope, WindowPlan};
-    use probactr_common::model::{Misfire, TriggerKind};
+    use probactr_common::model::TriggerTiming;
 
     use super::*;
 
@@ -204,24 +204,16 @@ mod tests {
     fn due() -> DueTrigger {
         DueTrigger {
             trigger: Trigger {
-                id: 7,
-                job_id: 3,
-                kind: TriggerKind::Interval,
-                cron: None,
-                timezone: "UTC".to_owned(),
-                interval_secs: Some(10),
-                at: None,
-                start_at: Some(at(0)),
-                end_at: None,
-                misfire: Misfire::FireOnce,
-                misfire_threshold_secs: 60,
-                paused: false,
                 next_fire_at: Some(at(100)),
-                last_fired_at: None,
-                version: 1,
-                created_at: at(0),
-                updated_at: at(0),
-                max_concurrency: None,
+                ..Trigger::created(
+                    7,
+                    3,
+                    TriggerTiming {
+                        start_at: Some(at(0)),
+                        ..TriggerTiming::interval(10)
+                    },
+                    at(0),
+                )
             },
             lock_free: true,
             fan_out: false,

@@ -284,20 +284,11 @@ impl TriggerSchedule {
     /// creation: those before it never belonged to the trigger, so the ledger does not
     /// call them missed, and neither the reconciler nor a backfill reaches back to them.
     pub fn from_trigger(trigger: &Trigger) -> Result<TriggerSchedule, ScheduleError> {
-        let mut schedule = TriggerSchedule::from_parts(
-            trigger.kind,
-            trigger.cron.as_deref(),
-            &trigger.timezone,
-            trigger.interval_secs,
-            trigger.at,
-            trigger.start_at,
-            trigger.end_at,
-            trigger.created_at,
-            Some(hash_seed(trigger.job_id)),
-        )?;
-        if trigger.kind != TriggerKind::Once {
+        let timing = &trigger.timing;
+        let mut schedule = timing.schedule(trigger.created_at, Some(hash_seed(trigger.job_id)))?;
+        if timing.kind != TriggerKind::Once {
             // A one-shot trigger's instant is what it was made for, even when already past.
-            schedule.window.start = Some(trigger.start_at.unwrap_or(trigger.created_at));
+            schedule.window.start = Some(timing.start_at.unwrap_or(trigger.created_at));
         }
         Ok(schedule)
     }

@@ -1125,26 +1125,15 @@ fn next_after_cost_printout() {
 }
 
 fn stored_trigger(kind: crate::model::TriggerKind, created: &str) -> crate::model::Trigger {
-    crate::model::Trigger {
-        id: 1,
-        job_id: 1,
-        kind,
-        cron: Some("0 */10 * * * *".into()).filter(|_| kind == crate::model::TriggerKind::Cron),
+    use crate::model::TriggerKind;
+    let timing = crate::model::TriggerTiming {
+        cron: Some("0 */10 * * * *".into()).filter(|_| kind == TriggerKind::Cron),
         timezone: "Europe/Paris".into(),
-        interval_secs: Some(600).filter(|_| kind == crate::model::TriggerKind::Interval),
-        at: Some(utc("2026-03-01T09:00:00Z")).filter(|_| kind == crate::model::TriggerKind::Once),
-        start_at: None,
-        end_at: None,
-        misfire: crate::model::Misfire::FireOnce,
-        misfire_threshold_secs: 60,
-        paused: false,
-        next_fire_at: None,
-        last_fired_at: None,
-        version: 1,
-        created_at: utc(created),
-        updated_at: utc(created),
-        max_concurrency: None,
-    }
+        interval_secs: Some(600).filter(|_| kind == TriggerKind::Interval),
+        at: Some(utc("2026-03-01T09:00:00Z")).filter(|_| kind == TriggerKind::Once),
+        ..crate::model::TriggerTiming::of_kind(kind)
+    };
+    crate::model::Trigger::created(1, 1, timing, utc(created))
 }
 
 #[test]
@@ -1170,7 +1159,7 @@ fn a_stored_trigger_has_no_instants_from_before_it_existed() {
     }
     // A start_at earlier than the creation is the trigger's own (a schedule reaching back).
     let mut reaching_back = stored_trigger(TriggerKind::Cron, created);
-    reaching_back.start_at = Some(utc("2026-03-01T09:00:00Z"));
+    reaching_back.timing.start_at = Some(utc("2026-03-01T09:00:00Z"));
     let schedule = TriggerSchedule::from_trigger(&reaching_back).expect("stored trigger is valid");
     assert_eq!(schedule.between(day_before, half_hour_on, 20).total, 10);
     // A one-shot trigger made after its instant keeps it.
@@ -1224,8 +1213,8 @@ fn a_thousand_hashed_triggers_spread_over_the_hour_and_the_night() {
     for job_id in 1..=1000 {
         let mut trigger = stored_trigger(TriggerKind::Cron, created);
         trigger.job_id = job_id;
-        trigger.timezone = "UTC".into();
-        trigger.cron = Some("H H(0-7) * * *".into());
+        trigger.timing.timezone = "UTC".into();
+        trigger.timing.cron = Some("H H(0-7) * * *".into());
         let schedule = TriggerSchedule::from_trigger(&trigger).expect("seeded by its job");
         let first = schedule.next_after(utc(created)).expect("fires daily");
         per_minute[first.minute() as usize] += 1;

@@ -53,12 +53,7 @@ impl From<SealedRow> for StoredSecret {
         StoredSecret {
             namespace: row.namespace,
             name: row.name,
-            sealed: Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: row.bound,
-            },
+            sealed: Sealed::from_columns(row.key_id, row.nonce, row.ciphertext, row.bound),
         }
     }
 }
@@ -142,13 +137,10 @@ pub async fn sealed(
     Ok(rows
         .into_iter()
         .map(|row| {
-            let sealed = Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: row.bound,
-            };
-            (row.name, sealed)
+            (
+                row.name,
+                Sealed::from_columns(row.key_id, row.nonce, row.ciphertext, row.bound),
+            )
         })
         .collect())
 }

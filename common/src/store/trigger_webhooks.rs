@@ -175,17 +175,12 @@ pub async fn signature(db: impl PgExecutor<'_>, trigger_id: i64) -> Result<Optio
     .fetch_optional(db)
     .await?;
     Ok(row.and_then(|row| {
-        Some(Signature {
-            header: row.signature_header?,
-            prefix: row.signature_prefix,
-            algorithm: row.signature_algorithm?,
-            secret: Sealed {
-                key_id: row.secret_key_id?,
-                nonce: row.secret_nonce?,
-                ciphertext: row.secret_sealed?,
-                bound: true,
-            },
-        })
+        signature_of(
+            row.signature_header,
+            row.signature_prefix,
+            row.signature_algorithm,
+            Sealed::from_nullable_columns(row.secret_key_id, row.secret_nonce, row.secret_sealed, true),
+        )
     }))
 }
 
@@ -206,13 +201,10 @@ pub async fn secrets_under_other_keys(
     Ok(rows
         .into_iter()
         .map(|row| {
-            let sealed = Sealed {
-                key_id: row.key_id,
-                nonce: row.nonce,
-                ciphertext: row.ciphertext,
-                bound: true,
-            };
-            (row.trigger_id, sealed)
+            (
+                row.trigger_id,
+                Sealed::from_columns(row.key_id, row.nonce, row.ciphertext, true),
+            )
         })
         .collect())
 }
@@ -295,26 +287,12 @@ pub async fn receiver_for_update(
     .fetch_optional(conn)
     .await?;
     Ok(row.map(|row| {
-        let signature = match (
+        let signature = signature_of(
             row.signature_header,
+            row.signature_prefix,
             row.signature_algorithm,
-            row.secret_key_id,
-            row.secret_nonce,
-            row.secret_sealed,
-        ) {
-            (Some(header), Some(algorithm), Some(key_id), Some(nonce), Some(ciphertext)) => Some(Signature {
-                header,
-                prefix: row.signature_prefix,
-                algorithm,
-                secret: Sealed {
-                    key_id,
-                    nonce,
-                    ciphertext,
-                    bound: true,
-                },
-            }),
-            _ => None,
-        };
+            Sealed::from_nullable_columns(row.secret_key_id, row.secret_nonce, row.secret_sealed, true),
+        );
         Receiver {
             trigger_id: row.trigger_id,
             job_id: row.job_id,
@@ -329,4 +307,19 @@ pub async fn receiver_for_update(
             },
         }
     }))
+}
+
+/// A webhook's signature check from its nullable columns (None: it checks none).
+fn signature_of(
+    header: Option<String>,
+    prefix: String,
+    algorithm: Option<String>,
+    secret: Option<Sealed>,
+) -> Option<Signature> {
+    Some(Signature {
+        header: header?,
+        prefix,
+        algorithm: algorithm?,
+        secret: secret?,
+    })
 }

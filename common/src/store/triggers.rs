@@ -10,30 +10,15 @@ use sqlx::{PgConnection, PgExecutor};
 use super::StoreError;
 
 use crate::calendar::CalendarMode;
-use crate::model::{Misfire, Trigger, TriggerKind};
+use crate::model::{Misfire, Trigger, TriggerKind, TriggerTiming};
 use crate::schedule::{hash_seed, ScheduleError, TriggerSchedule};
 
 /// What it takes to create a trigger.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewTrigger {
-    /// cron, interval or once.
-    pub kind: TriggerKind,
-    /// The cron text (kind = cron).
-    pub cron: Option<String>,
-    /// IANA zone of the cron text.
-    pub timezone: String,
-    /// Seconds between instants (kind = interval).
-    pub interval_secs: Option<i64>,
-    /// The instant (kind = once).
-    pub at: Option<DateTime<Utc>>,
-    /// No instant before this.
-    pub start_at: Option<DateTime<Utc>>,
-    /// No instant after this.
-    pub end_at: Option<DateTime<Utc>>,
-    /// What to do with instants that passed unfired.
-    pub misfire: Misfire,
-    /// Seconds of lateness after which an instant counts as misfired.
-    pub misfire_threshold_secs: i32,
+    /// When it fires.
+    #[serde(flatten)]
+    pub timing: TriggerTiming,
     /// Created paused?
     pub paused: bool,
     /// Runs of this trigger claimed or running at once (None: no cap of its own).
@@ -44,64 +29,42 @@ pub struct NewTrigger {
 impl NewTrigger {
     /// An interval trigger with the schema's defaults.
     pub fn interval(secs: i64) -> NewTrigger {
-        NewTrigger {
-            interval_secs: Some(secs),
-            ..NewTrigger::base(TriggerKind::Interval)
-        }
+        NewTrigger::with(TriggerTiming::interval(secs))
     }
 
     /// A cron trigger with the schema's defaults.
     pub fn cron(text: impl Into<String>, timezone: impl Into<String>) -> NewTrigger {
-        NewTrigger {
+        NewTrigger::with(TriggerTiming {
             cron: Some(text.into()),
             timezone: timezone.into(),
-            ..NewTrigger::base(TriggerKind::Cron)
-        }
+            ..TriggerTiming::of_kind(TriggerKind::Cron)
+        })
     }
 
     /// A one-shot trigger.
     pub fn once(at: DateTime<Utc>) -> NewTrigger {
-        NewTrigger {
+        NewTrigger::with(TriggerTiming {
             at: Some(at),
-            ..NewTrigger::base(TriggerKind::Once)
-        }
+            ..TriggerTiming::of_kind(TriggerKind::Once)
+        })
     }
 
-    fn base(kind: TriggerKind) -> NewTrigger {
+    /// An unpaused trigger without a cap of its own that fires as `timing` says.
+    pub fn with(timing: TriggerTiming) -> NewTrigger {
         NewTrigger {
-            kind,
-            cron: None,
-            timezone: "UTC".to_owned(),
-            interval_secs: None,
-            at: None,
-            start_at: None,
-            end_at: None,
-            misfire: Misfire::FireOnce,
-            misfire_threshold_secs: 60,
+            timing,
             paused: false,
             max_concurrency: None,
         }
     }
 
-    /// The schedule this definition describes, validated; `anchor` is the creation time
-    /// (intervals count from `start_at`, else from it); `seed` fixes its `H` items (see
-    /// [`crate::schedule::hash_seed`]; None refuses an `H`).
+    /// Its schedule (see [`TriggerTiming::schedule`]).
     pub fn schedule(
         &self,
         anchor: DateTime<Utc>,
         seed: Option<u64>,
     ) -> Result<TriggerSchedule, ScheduleError> {
-        TriggerSchedule::from_parts(
-            self.kind,
-            self.cron.as_deref(),
-            &self.timezone,
-            self.interval_secs,
-            self.at,
-            self.start_at,
-            self.end_at,
-            anchor,
-            seed,
-        )
+        self.timing.schedule(anchor, seed)
     }
 }
 
@@ -109,26 +72,62 @@ impl NewTrigger {
 /// [`NewTrigger`] in the order both tables' statements list it: `$pre` first, then kind to
 /// paused, then `$post`.
 macro_rules! query_schedule {
-    ($row:ident, $sql:tt, $trigger:ident, [$($pre:expr),*], [$($post:expr),*]) => {
-        sqlx::query_as!(
-            $row,
+    ($sql:tt, $trigger:ident, [$($pre:expr),*], [$($post:expr),*]) => {
+        sqlx::query!(
             $sql,
             $($pre,)*
-            $trigger.kind as TriggerKind,
-            $trigger.cron,
-            $trigger.timezone,
-            $trigger.interval_secs,
-            $trigger.at,
-            $trigger.start_at,
-            $trigger.end_at,
-            $trigger.misfire as Misfire,
-            $trigger.misfire_threshold_secs,
+            $trigger.timing.kind as TriggerKind,
+            $trigger.timing.cron,
+            $trigger.timing.timezone,
+            $trigger.timing.interval_secs,
+            $trigger.timing.at,
+            $trigger.timing.start_at,
+            $trigger.timing.end_at,
+            $trigger.timing.misfire as Misfire,
+            $trigger.timing.misfire_threshold_secs,
             $trigger.paused,
             $($post),*
         )
     };
 }
 pub(crate) use query_schedule;
+
+/// The [`TriggerTiming`] of a row of a checked statement that returns the timing columns
+/// (the checking macros fill only flat structs).
+macro_rules! timing_of {
+    ($row:ident) => {
+        TriggerTiming {
+            kind: $row.kind,
+            cron: $row.cron,
+            timezone: $row.timezone,
+            interval_secs: $row.interval_secs,
+            at: $row.at,
+            start_at: $row.start_at,
+            end_at: $row.end_at,
+            misfire: $row.misfire,
+            misfire_threshold_secs: $row.misfire_threshold_secs,
+        }
+    };
+}
+pub(crate) use timing_of;
+
+/// The [`Trigger`] of a row of a checked statement that returns every column of `triggers`.
+macro_rules! trigger_of {
+    ($row:ident) => {
+        Trigger {
+            id: $row.id,
+            job_id: $row.job_id,
+            timing: timing_of!($row),
+            paused: $row.paused,
+            next_fire_at: $row.next_fire_at,
+            last_fired_at: $row.last_fired_at,
+            version: $row.version,
+            created_at: $row.created_at,
+            updated_at: $row.updated_at,
+            max_concurrency: $row.max_concurrency,
+        }
+    };
+}
 
 /// Why a trigger could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -151,7 +150,6 @@ pub async fn create(
     let schedule = trigger.schedule(now, Some(hash_seed(job_id)))?;
     let next_fire_at = schedule.first_at_or_after(now);
     let row = query_schedule!(
-        Trigger,
         r#"INSERT INTO triggers (job_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
                                 misfire, misfire_threshold_secs, paused, next_fire_at, created_at,
                                 max_concurrency)
@@ -161,6 +159,7 @@ pub async fn create(
         [job_id],
         [next_fire_at, now, trigger.max_concurrency]
     )
+    .map(|row| trigger_of!(row))
     .fetch_one(db)
     .await
     .map_err(StoreError::from)?;
@@ -170,7 +169,8 @@ pub async fn create(
 /// One trigger by id.
 pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE id = $1"#, id)
+        sqlx::query!( r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE id = $1"#, id)
+            .map(|row| trigger_of!(row))
             .fetch_optional(db)
             .await?,
     )
@@ -313,7 +313,7 @@ impl MissedInstants {
             first,
             last,
             count,
-            policy: trigger.misfire,
+            policy: trigger.timing.misfire,
             reason,
         }
     }
@@ -433,13 +433,13 @@ pub async fn set_paused(
     id: i64,
     paused: bool,
 ) -> Result<Option<Trigger>, StoreError> {
-    Ok(sqlx::query_as!(
-        Trigger,
+    Ok(sqlx::query!(
         r#"UPDATE triggers SET paused = $2, version = version + 1, updated_at = now() WHERE id = $1
            RETURNING id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency"#,
         id,
         paused
     )
+    .map(|row| trigger_of!(row))
     .fetch_optional(db)
     .await?)
 }
@@ -447,7 +447,8 @@ pub async fn set_paused(
 /// A job's triggers, oldest first.
 pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE job_id = $1 ORDER BY id"#, job_id)
+        sqlx::query!( r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE job_id = $1 ORDER BY id"#, job_id)
+            .map(|row| trigger_of!(row))
             .fetch_all(db)
             .await?,
     )
@@ -456,7 +457,8 @@ pub async fn list_for_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Tr
 /// One trigger, locked for the rest of the transaction.
 pub async fn get_for_update(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Trigger>, StoreError> {
     Ok(
-        sqlx::query_as!(Trigger, r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE id = $1 FOR UPDATE"#, id)
+        sqlx::query!( r#"SELECT id, job_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at, misfire AS "misfire: Misfire", misfire_threshold_secs, paused, next_fire_at, last_fired_at, version, created_at, updated_at, max_concurrency FROM triggers WHERE id = $1 FOR UPDATE"#, id)
+            .map(|row| trigger_of!(row))
             .fetch_optional(db)
             .await?,
     )
@@ -471,7 +473,6 @@ pub async fn update(
     next_fire_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Trigger>, StoreError> {
     Ok(query_schedule!(
-        Trigger,
         r#"UPDATE triggers SET kind = $3, cron = $4, timezone = $5, interval_secs = $6, at = $7,
                                start_at = $8, end_at = $9, misfire = $10, misfire_threshold_secs = $11,
                                paused = $12, next_fire_at = $13, max_concurrency = $14,
@@ -482,6 +483,7 @@ pub async fn update(
         [id, version],
         [next_fire_at, trigger.max_concurrency]
     )
+    .map(|row| trigger_of!(row))
     .fetch_optional(db)
     .await?)
 }
@@ -559,27 +561,8 @@ pub async fn watched(db: impl PgExecutor<'_>) -> Result<Vec<Watched>, StoreError
     Ok(rows
         .into_iter()
         .map(|row| Watched {
-            trigger: Trigger {
-                id: row.id,
-                job_id: row.job_id,
-                kind: row.kind,
-                cron: row.cron,
-                timezone: row.timezone,
-                interval_secs: row.interval_secs,
-                at: row.at,
-                start_at: row.start_at,
-                end_at: row.end_at,
-                misfire: row.misfire,
-                misfire_threshold_secs: row.misfire_threshold_secs,
-                paused: row.paused,
-                next_fire_at: row.next_fire_at,
-                last_fired_at: row.last_fired_at,
-                version: row.version,
-                created_at: row.created_at,
-                updated_at: row.updated_at,
-                max_concurrency: row.max_concurrency,
-            },
             job_updated_at: row.job_updated_at,
+            trigger: trigger_of!(row),
         })
         .collect())
 }

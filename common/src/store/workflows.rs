@@ -9,8 +9,8 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::{Misfire, Trigger, TriggerKind};
-use crate::store::triggers::{query_schedule, NewTrigger};
+use crate::model::{Misfire, Trigger, TriggerKind, TriggerTiming};
+use crate::store::triggers::{query_schedule, timing_of, NewTrigger};
 use serde_json::Value;
 use sqlx::{PgConnection, PgExecutor};
 
@@ -418,24 +418,9 @@ pub struct WorkflowTrigger {
     pub id: i64,
     /// Its workflow.
     pub workflow_id: i64,
-    /// cron, interval or once.
-    pub kind: TriggerKind,
-    /// The cron expression (cron triggers).
-    pub cron: Option<String>,
-    /// The IANA zone cron times are read in.
-    pub timezone: String,
-    /// Seconds between instants (interval triggers).
-    pub interval_secs: Option<i64>,
-    /// The instant of a once trigger.
-    pub at: Option<DateTime<Utc>>,
-    /// No instant before this.
-    pub start_at: Option<DateTime<Utc>>,
-    /// No instant after this.
-    pub end_at: Option<DateTime<Utc>>,
-    /// What to do with instants missed while nothing could fire them.
-    pub misfire: Misfire,
-    /// How late an instant may start before it counts as missed.
-    pub misfire_threshold_secs: i32,
+    /// When it fires.
+    #[serde(flatten)]
+    pub timing: TriggerTiming,
     /// Paused triggers do not fire.
     pub paused: bool,
     /// Parameters of the workflow runs it starts.
@@ -460,15 +445,7 @@ impl WorkflowTrigger {
         Trigger {
             id: self.id,
             job_id: self.workflow_id,
-            kind: self.kind,
-            cron: self.cron.clone(),
-            timezone: self.timezone.clone(),
-            interval_secs: self.interval_secs,
-            at: self.at,
-            start_at: self.start_at,
-            end_at: self.end_at,
-            misfire: self.misfire,
-            misfire_threshold_secs: self.misfire_threshold_secs,
+            timing: self.timing.clone(),
             paused: self.paused,
             next_fire_at: self.next_fire_at,
             last_fired_at: self.last_fired_at,
@@ -480,6 +457,25 @@ impl WorkflowTrigger {
     }
 }
 
+/// The [`WorkflowTrigger`] of a row of a checked statement that returns every column of
+/// `workflow_triggers` (the checking macros fill only flat structs).
+macro_rules! workflow_trigger_of {
+    ($row:ident) => {
+        WorkflowTrigger {
+            id: $row.id,
+            workflow_id: $row.workflow_id,
+            timing: timing_of!($row),
+            paused: $row.paused,
+            params: $row.params,
+            next_fire_at: $row.next_fire_at,
+            last_fired_at: $row.last_fired_at,
+            version: $row.version,
+            created_at: $row.created_at,
+            updated_at: $row.updated_at,
+        }
+    };
+}
+
 /// Creates a trigger of a workflow with its first instant.
 pub async fn create_trigger(
     db: impl PgExecutor<'_>,
@@ -489,7 +485,6 @@ pub async fn create_trigger(
     next_fire_at: Option<DateTime<Utc>>,
 ) -> Result<WorkflowTrigger, StoreError> {
     Ok(query_schedule!(
-        WorkflowTrigger,
         r#"INSERT INTO workflow_triggers (workflow_id, kind, cron, timezone, interval_secs, at, start_at, end_at,
                                          misfire, misfire_threshold_secs, paused, params, next_fire_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
@@ -500,6 +495,7 @@ pub async fn create_trigger(
         [workflow_id],
         [params, next_fire_at]
     )
+    .map(|row| workflow_trigger_of!(row))
     .fetch_one(db)
     .await?)
 }
@@ -509,14 +505,14 @@ pub async fn triggers_of(
     db: impl PgExecutor<'_>,
     workflow_id: i64,
 ) -> Result<Vec<WorkflowTrigger>, StoreError> {
-    Ok(sqlx::query_as!(
-        WorkflowTrigger,
+    Ok(sqlx::query!(
         r#"SELECT id, workflow_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at,
                   misfire AS "misfire: Misfire", misfire_threshold_secs, paused, params, next_fire_at,
                   last_fired_at, version, created_at, updated_at
            FROM workflow_triggers WHERE workflow_id = $1 ORDER BY id"#,
         workflow_id
     )
+    .map(|row| workflow_trigger_of!(row))
     .fetch_all(db)
     .await?)
 }
@@ -542,8 +538,7 @@ pub async fn claim_due_triggers(
     sqlx::query!("SELECT set_config('probactr.quiet', 'on', true) AS quiet")
         .fetch_one(&mut *conn)
         .await?;
-    Ok(sqlx::query_as!(
-        WorkflowTrigger,
+    Ok(sqlx::query!(
         r#"SELECT id, workflow_id, kind AS "kind: TriggerKind", cron, timezone, interval_secs, at, start_at, end_at,
                   misfire AS "misfire: Misfire", misfire_threshold_secs, paused, params, next_fire_at,
                   last_fired_at, version, created_at, updated_at
@@ -554,6 +549,7 @@ pub async fn claim_due_triggers(
            FOR UPDATE SKIP LOCKED"#,
         batch
     )
+    .map(|row| workflow_trigger_of!(row))
     .fetch_all(&mut *conn)
     .await?)
 }

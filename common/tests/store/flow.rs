@@ -67,7 +67,7 @@ async fn a_rated_jobs_queue_holds_what_its_rate_starts_within_the_threshold(pool
     })
     .await;
     let mut new_trigger = NewTrigger::interval(1);
-    new_trigger.misfire_threshold_secs = 60;
+    new_trigger.timing.misfire_threshold_secs = 60;
     let trigger = triggers::create(&pool, job.id, &new_trigger, Utc::now())
         .await
         .expect("trigger");
@@ -158,7 +158,7 @@ async fn a_calendar_deleted_while_a_trigger_takes_it_is_refused_with_the_trigger
 /// A trigger of `job` waiting for `upstream` up to `within_secs`, in Paris.
 async fn dependent_trigger(pool: &PgPool, job: &Job, upstream: &Job, within_secs: i32) -> i64 {
     let mut new_trigger = NewTrigger::interval(86_400);
-    new_trigger.timezone = "Europe/Paris".to_owned();
+    new_trigger.timing.timezone = "Europe/Paris".to_owned();
     let trigger = triggers::create(pool, job.id, &new_trigger, Utc::now())
         .await
         .expect("trigger");

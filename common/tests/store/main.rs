@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use probactr_common::fence::Write;
-use probactr_common::model::{Job, JobKind, Overlap, ProcessRole, ProcessState, Run, RunState, TriggerKind};
+use probactr_common::model::{
+    Job, JobKind, Overlap, ProcessRole, ProcessState, Run, RunState, TriggerKind, TriggerTiming,
+};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::processes::{self, Heartbeat, Registration};
 use probactr_common::store::runs::{self, Finish, Start, StartRequest};

@@ -182,7 +182,7 @@ async fn stale_claims_return_to_the_queue(pool: PgPool) {
 async fn queued_first_attempts_expire_after_the_misfire_threshold(pool: PgPool) {
     let job = make_job(&pool, "j", |j| j.retry_max_attempts = 3).await;
     let mut new_trigger = NewTrigger::interval(60);
-    new_trigger.misfire_threshold_secs = 30;
+    new_trigger.timing.misfire_threshold_secs = 30;
     let trigger = triggers::create(&pool, job.id, &new_trigger, Utc::now())
         .await
         .expect("trigger");

@@ -9,12 +9,12 @@ async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
 
     // Interval: first instant at the window's start.
     let mut every_minute = NewTrigger::interval(60);
-    every_minute.start_at = Some(now + TimeDelta::seconds(100));
+    every_minute.timing.start_at = Some(now + TimeDelta::seconds(100));
     let t = triggers::create(&pool, job.id, &every_minute, now)
         .await
         .expect("interval trigger");
     assert_eq!(
-        (t.kind, t.interval_secs, t.job_id),
+        (t.timing.kind, t.timing.interval_secs, t.job_id),
         (TriggerKind::Interval, Some(60), job.id)
     );
     assert_eq!(t.next_fire_at, Some(now + TimeDelta::seconds(100)));
@@ -49,11 +49,11 @@ async fn create_trigger_sets_next_fire_at_or_names_the_bad_field(pool: PgPool) {
         (NewTrigger::cron("0 0 * * *", "Mars/Olympus"), "timezone"),
         (NewTrigger::interval(0), "interval_secs"),
         (
-            NewTrigger {
+            NewTrigger::with(TriggerTiming {
                 end_at: Some(now),
                 start_at: Some(now),
-                ..NewTrigger::interval(60)
-            },
+                ..NewTrigger::interval(60).timing
+            }),
             "end_at",
         ),
     ];

@@ -394,10 +394,10 @@ async fn misfire_policies_after_an_outage(pool_options: PgPoolOptions, options: 
         job.parallel = true;
         let job = jobs::insert(&pool, &job).await.unwrap();
         let mut trigger = NewTrigger::interval(2);
-        trigger.misfire = policy;
-        trigger.misfire_threshold_secs = 1;
-        trigger.start_at = Some(outage_start);
-        trigger.end_at = Some(now - TimeDelta::seconds(1));
+        trigger.timing.misfire = policy;
+        trigger.timing.misfire_threshold_secs = 1;
+        trigger.timing.start_at = Some(outage_start);
+        trigger.timing.end_at = Some(now - TimeDelta::seconds(1));
         let trigger = triggers::create(&pool, job.id, &trigger, Utc::now())
             .await
             .unwrap();

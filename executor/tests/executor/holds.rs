@@ -28,10 +28,8 @@ async fn job(pool: &PgPool, name: &str) -> i64 {
 }
 
 async fn every_second(pool: &PgPool, job: i64) -> i64 {
-    let trigger = NewTrigger {
-        misfire: probactr_common::model::Misfire::Skip,
-        ..NewTrigger::interval(1)
-    };
+    let mut trigger = NewTrigger::interval(1);
+    trigger.timing.misfire = probactr_common::model::Misfire::Skip;
     triggers::create(pool, job, &trigger, db_now(pool).await.unwrap())
         .await
         .unwrap()

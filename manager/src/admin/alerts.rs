@@ -331,26 +331,33 @@ pub async fn edit_rule(
 ) -> Result<Response, AdminError> {
     let rule = alerts::get_rule(&state.handles, &user.0, id).await?;
     let mut form: HashMap<String, String> = [
-        ("name", rule.name.clone()),
-        ("job_id", rule.job_id.map(|j| j.to_string()).unwrap_or_default()),
+        ("name", rule.fields.name.clone()),
+        (
+            "job_id",
+            rule.fields.job_id.map(|j| j.to_string()).unwrap_or_default(),
+        ),
         (
             "threshold",
-            rule.threshold.map(|t| t.to_string()).unwrap_or_default(),
+            rule.fields.threshold.map(|t| t.to_string()).unwrap_or_default(),
         ),
         (
             "duration_secs",
-            rule.duration_secs.map(|d| d.to_string()).unwrap_or_default(),
+            rule.fields
+                .duration_secs
+                .map(|d| d.to_string())
+                .unwrap_or_default(),
         ),
-        ("throttle_secs", rule.throttle_secs.to_string()),
+        ("throttle_secs", rule.fields.throttle_secs.to_string()),
     ]
     .map(|(key, value)| (key.to_owned(), value))
     .into();
     let ticked = rule
+        .fields
         .events
         .iter()
         .map(|event| format!("event.{}", event.as_str()))
-        .chain(rule.channel_ids.iter().map(|id| format!("channel.{id}")))
-        .chain(rule.enabled.then(|| "enabled".to_owned()));
+        .chain(rule.fields.channel_ids.iter().map(|id| format!("channel.{id}")))
+        .chain(rule.fields.enabled.then(|| "enabled".to_owned()));
     form.extend(ticked.map(|key| (key, "on".to_owned())));
     editing(&state, &user, Target::Rule(id), form).await
 }

@@ -25,6 +25,8 @@ use crate::state::AppState;
 
 /// What a trigger form page shows.
 struct FormState<'a> {
+    /// What the page answers with (422 over bad fields, 409 over a lost race).
+    status: StatusCode,
     job: &'a JobView,
     trigger_id: Option<i64>,
     values: &'a HashMap<String, String>,
@@ -77,19 +79,14 @@ async fn latest_deliveries(
     user: &AdminUser,
     trigger: &Trigger,
 ) -> Result<Option<Vec<Delivery>>, AdminError> {
-    if trigger.kind != TriggerKind::Webhook {
+    if trigger.timing.kind != TriggerKind::Webhook {
         return Ok(None);
     }
     let listed = webhooks::deliveries(&state.handles, &user.0, trigger.id, DELIVERIES_SHOWN, 0).await?;
     Ok(Some(listed.items))
 }
 
-fn render_form(
-    state: &AppState,
-    user: &AdminUser,
-    status: StatusCode,
-    form: FormState<'_>,
-) -> Result<Response, AdminError> {
+fn render_form(state: &AppState, user: &AdminUser, form: FormState<'_>) -> Result<Response, AdminError> {
     let errors = fold_cron_errors(form.errors);
     let kinds: Vec<&str> = TriggerKind::ALL.iter().map(|k| k.as_str()).collect();
     let misfires: Vec<&str> = Misfire::ALL.iter().map(|m| m.as_str()).collect();
@@ -101,26 +98,30 @@ fn render_form(
         deliveries => form.deliveries, history => form.history,
         ..user.layout("jobs")
     };
-    render_status(state, status, "trigger_form.html", ctx)
+    render_status(state, form.status, "trigger_form.html", ctx)
 }
 
 fn values_of(trigger: &Trigger) -> HashMap<String, String> {
     let time = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339()).unwrap_or_default();
     let mut values = HashMap::from([
-        ("kind".to_owned(), trigger.kind.to_string()),
-        ("cron".to_owned(), trigger.cron.clone().unwrap_or_default()),
-        ("timezone".to_owned(), trigger.timezone.clone()),
+        ("kind".to_owned(), trigger.timing.kind.to_string()),
+        ("cron".to_owned(), trigger.timing.cron.clone().unwrap_or_default()),
+        ("timezone".to_owned(), trigger.timing.timezone.clone()),
         (
             "interval_secs".to_owned(),
-            trigger.interval_secs.map(|s| s.to_string()).unwrap_or_default(),
+            trigger
+                .timing
+                .interval_secs
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
         ),
-        ("at".to_owned(), time(trigger.at)),
-        ("start_at".to_owned(), time(trigger.start_at)),
-        ("end_at".to_owned(), time(trigger.end_at)),
-        ("misfire".to_owned(), trigger.misfire.to_string()),
+        ("at".to_owned(), time(trigger.timing.at)),
+        ("start_at".to_owned(), time(trigger.timing.start_at)),
+        ("end_at".to_owned(), time(trigger.timing.end_at)),
+        ("misfire".to_owned(), trigger.timing.misfire.to_string()),
         (
             "misfire_threshold_secs".to_owned(),
-            trigger.misfire_threshold_secs.to_string(),
+            trigger.timing.misfire_threshold_secs.to_string(),
         ),
         ("version".to_owned(), trigger.version.to_string()),
         (
@@ -196,6 +197,7 @@ async fn submit(
     };
     let page = |status, errors, conflict, preview| {
         let view = FormState {
+            status,
             job,
             trigger_id,
             values: form.values(),
@@ -206,7 +208,7 @@ async fn submit(
             deliveries: None,
             history: history.clone(),
         };
-        render_form(state, user, status, view)
+        render_form(state, user, view)
     };
     let result = if previewing {
         let request = PreviewRequest {
@@ -259,6 +261,7 @@ pub async fn new_form(
     user.0.require_operator(&job.namespace, "create triggers")?;
     let values = default_values();
     let view = FormState {
+        status: StatusCode::OK,
         job: &job,
         trigger_id: None,
         values: &values,
@@ -269,7 +272,7 @@ pub async fn new_form(
         deliveries: None,
         history: None,
     };
-    render_form(&state, &user, StatusCode::OK, view)
+    render_form(&state, &user, view)
 }
 
 /// `POST /jobs/{id}/triggers/new`.
@@ -296,6 +299,7 @@ pub async fn edit_form(
     values.insert("params".to_owned(), params_text(&trigger.params));
     values.extend(extras_values(&trigger.extras));
     let view = FormState {
+        status: StatusCode::OK,
         job: &job,
         trigger_id: Some(id),
         values: &values,
@@ -306,7 +310,7 @@ pub async fn edit_form(
         deliveries: latest_deliveries(&state, &user, &trigger.trigger).await?,
         history: Some(trigger_versions::history(&state.handles, &user.0, id).await?),
     };
-    render_form(&state, &user, StatusCode::OK, view)
+    render_form(&state, &user, view)
 }
 
 /// `POST /triggers/{id}/edit`.

@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::bodies::CalendarBody;
-use super::named::{delete_named, get_named, list_named};
+use super::listing::list_handler;
+use super::named::{delete_named, get_named};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input, QueryParams};
@@ -19,7 +20,7 @@ use crate::service::calendars::{self, CalendarDraft};
 use crate::service::Paged;
 use crate::state::AppState;
 
-list_named! {
+list_handler! {
     /// Every calendar the caller sees.
     calendars -> StoredCalendar { path: "/calendars", operation_id: "list_calendars", tag: "calendars",
         namespace: "Only this namespace's calendars (default: every namespace the caller sees)",

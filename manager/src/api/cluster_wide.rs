@@ -1,29 +1,9 @@
-//! The list and create handlers of cluster-wide objects (namespaces, users): the same
-//! extractors, the same call into the object's service module and the same answers,
-//! each with its own OpenAPI description.
+//! The create handler of cluster-wide objects (namespaces, users): the same extractors,
+//! the same call into the object's service module and the same answers, each with its
+//! own OpenAPI description (their lists: [`super::listing`]).
 //!
 //! They are macros rather than generic functions because `utoipa::path` documents one
 //! handler function at a time.
-
-/// `list`: every object the caller may see, from `$service::list`, in one page.
-macro_rules! list_all {
-    ($(#[doc = $doc:tt])* $service:ident -> $item:ident {
-        path: $path:tt, operation_id: $op:tt, tag: $tag:tt, ok: $ok:tt, otherwise: $otherwise:tt $(,)?
-    }) => {
-        $(#[doc = $doc])*
-        #[utoipa::path(get, path = $path, operation_id = $op, tag = $tag,
-            responses(
-                (status = OK, description = $ok, body = Paged<$item>),
-                (status = "default", description = $otherwise, body = ErrorBody),
-            ))]
-        pub async fn list(
-            axum::extract::State(state): axum::extract::State<crate::state::AppState>,
-            who: crate::auth::Principal,
-        ) -> Result<axum::Json<crate::service::Paged<$item>>, crate::error::ApiError> {
-            Ok(axum::Json(crate::service::Paged::all($service::list(&state.handles, &who).await?)))
-        }
-    };
-}
 
 /// `create`: hands the JSON body to `$service::create`, which reads and checks it; 201
 /// with what was created.
@@ -52,4 +32,4 @@ macro_rules! create_from_body {
     };
 }
 
-pub(super) use {create_from_body, list_all};
+pub(super) use create_from_body;

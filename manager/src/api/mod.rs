@@ -20,6 +20,7 @@ mod hooks;
 mod job_versions;
 mod jobs;
 mod ledger;
+mod listing;
 mod maintenance;
 mod named;
 mod namespaces;

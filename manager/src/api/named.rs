@@ -1,36 +1,11 @@
-//! The list, get and delete handlers of a namespace's named objects (calendars, pools,
+//! The get and delete handlers of a namespace's named objects (calendars, pools,
 //! secrets): the same extractors, the same calls into the object's service module and
-//! the same answers, each with its own OpenAPI description.
+//! the same answers, each with its own OpenAPI description (their lists:
+//! [`super::listing`]).
 //!
 //! They are macros rather than generic functions because `utoipa::path` documents one
 //! handler function at a time; each object still gets its own handlers, under its own
 //! operation ids and words.
-
-/// `list`: every object of the kind the caller sees (`?namespace=` narrows it), from
-/// `$service::list`.
-macro_rules! list_named {
-    ($(#[doc = $doc:tt])* $service:ident -> $item:ident {
-        path: $path:tt, operation_id: $op:tt, tag: $tag:tt,
-        namespace: $scope:tt, ok: $ok:tt, otherwise: $otherwise:tt $(,)?
-    }) => {
-        $(#[doc = $doc])*
-        #[utoipa::path(get, path = $path, operation_id = $op, tag = $tag,
-            params(("namespace" = Option<String>, Query, description = $scope)),
-            responses(
-                (status = OK, description = $ok, body = Paged<$item>),
-                (status = "default", description = $otherwise, body = ErrorBody),
-            ))]
-        pub async fn list(
-            axum::extract::State(state): axum::extract::State<crate::state::AppState>,
-            who: crate::auth::Principal,
-            query: crate::input::QueryParams,
-        ) -> Result<axum::Json<crate::service::Paged<$item>>, crate::error::ApiError> {
-            Ok(axum::Json(crate::service::Paged::all(
-                $service::list(&state.handles, &who, query.text("namespace")).await?,
-            )))
-        }
-    };
-}
 
 /// `get`: one object by the path's name and the query's namespace (default: default),
 /// from `$service::get`.
@@ -90,4 +65,4 @@ macro_rules! delete_named {
     };
 }
 
-pub(super) use {delete_named, get_named, list_named};
+pub(super) use {delete_named, get_named};

@@ -7,14 +7,15 @@ use probactr_common::store::namespaces::Namespace;
 use serde_json::Value;
 
 use super::bodies::NamespaceBody;
-use super::cluster_wide::{create_from_body, list_all};
+use super::cluster_wide::create_from_body;
+use super::listing::list_handler;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::ApiJson;
 use crate::service::{namespaces, Paged};
 use crate::state::AppState;
 
-list_all! {
+list_handler! {
     /// List the namespaces: every one for a cluster admin, else those where the caller has
     /// a role.
     namespaces -> Namespace { path: "/namespaces", operation_id: "list_namespaces", tag: "namespaces",

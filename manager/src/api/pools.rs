@@ -10,7 +10,8 @@ use probactr_common::store::pools::Pool;
 use serde_json::Value;
 
 use super::bodies::{NewPoolBody, PoolSlotsBody};
-use super::named::{delete_named, get_named, list_named};
+use super::listing::list_handler;
+use super::named::{delete_named, get_named};
 use crate::auth::Principal;
 use crate::command::rate;
 use crate::error::{ApiError, ErrorBody};
@@ -19,7 +20,7 @@ use crate::service::pools::{self, PoolChange, PoolView, MAX_SLOTS};
 use crate::service::Paged;
 use crate::state::AppState;
 
-list_named! {
+list_handler! {
     /// Every pool the caller sees, with the slots used now.
     pools -> Pool { path: "/pools", operation_id: "list_pools", tag: "pools",
         namespace: "Only this namespace's pools (default: every namespace the caller sees)",

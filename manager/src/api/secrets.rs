@@ -8,7 +8,8 @@ use probactr_common::store::secrets::SecretInfo;
 use serde_json::Value;
 
 use super::bodies::{NewSecretBody, SecretValueBody};
-use super::named::{delete_named, list_named};
+use super::listing::list_handler;
+use super::named::delete_named;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::input::{ApiJson, Input, QueryParams};
@@ -16,7 +17,7 @@ use crate::service::secrets::{self, Rotated};
 use crate::service::Paged;
 use crate::state::AppState;
 
-list_named! {
+list_handler! {
     /// Every secret: names, when and by whom they were set; never values.
     secrets -> SecretInfo { path: "/secrets", operation_id: "list_secrets", tag: "secrets",
         namespace: "Only this namespace's secrets (default: every namespace where the caller is an admin)",

@@ -8,7 +8,8 @@ use probactr_common::store::api_tokens::TokenInfo;
 use serde_json::Value;
 
 use super::bodies::{CreatedToken, NewTokenBody, NewUserBody, PasswordChangeBody, RolesBody, UserPatchBody};
-use super::cluster_wide::{create_from_body, list_all};
+use super::cluster_wide::create_from_body;
+use super::listing::list_handler;
 use super::Id;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -17,7 +18,7 @@ use crate::service::users::{self, RolesView, TokenRequest, UserView};
 use crate::service::Paged;
 use crate::state::AppState;
 
-list_all! {
+list_handler! {
     /// List users (admins).
     users -> UserView { path: "/users", operation_id: "list_users", tag: "users",
         ok: "Every user", otherwise: "Not allowed, not signed in, or a server error" }

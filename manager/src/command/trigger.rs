@@ -421,11 +421,11 @@ impl TriggerDraft {
         checks: &mut Checks,
     ) -> Option<Definition> {
         let kind = match base {
-            Some(trigger) => checks.not_null("kind", self.kind).or(Some(trigger.kind)),
+            Some(trigger) => checks.not_null("kind", self.kind).or(Some(trigger.timing.kind)),
             None => checks.required("kind", self.kind),
         };
         let mut trigger = base.map_or_else(|| NewTrigger::once(Utc::now()), definition_of);
-        let webhook_before = base.map(|t| t.kind == TriggerKind::Webhook);
+        let webhook_before = base.map(|t| t.timing.kind == TriggerKind::Webhook);
         if let (Some(before), Some(kind)) = (webhook_before, kind) {
             if before != (kind == TriggerKind::Webhook) {
                 checks.error(
@@ -439,39 +439,39 @@ impl TriggerDraft {
         }
         if let Some(kind) = kind {
             // A change of kind drops the previous kind's own field unless it is given.
-            if base.is_none() || trigger.kind != kind {
-                trigger.cron = None;
-                trigger.interval_secs = None;
-                trigger.at = None;
+            if base.is_none() || trigger.timing.kind != kind {
+                trigger.timing.cron = None;
+                trigger.timing.interval_secs = None;
+                trigger.timing.at = None;
             }
-            trigger.kind = kind;
+            trigger.timing.kind = kind;
         }
         if let Some(cron) = self.cron {
-            trigger.cron = cron;
+            trigger.timing.cron = cron;
         }
         if let Some(timezone) = checks.not_null("timezone", self.timezone) {
-            trigger.timezone = timezone;
+            trigger.timing.timezone = timezone;
         }
         if let Some(interval) = checks.within_given("interval_secs", self.interval_secs, 1, INT4_MAX) {
-            trigger.interval_secs = interval;
+            trigger.timing.interval_secs = interval;
         }
         if let Some(at) = self.at {
-            trigger.at = at;
+            trigger.timing.at = at;
         }
         if let Some(start_at) = self.start_at {
-            trigger.start_at = start_at;
+            trigger.timing.start_at = start_at;
         }
         if let Some(end_at) = self.end_at {
-            trigger.end_at = end_at;
+            trigger.timing.end_at = end_at;
         }
         if let Some(misfire) = checks.not_null("misfire", self.misfire) {
-            trigger.misfire = misfire;
+            trigger.timing.misfire = misfire;
         }
         let threshold = checks.not_null("misfire_threshold_secs", self.misfire_threshold_secs);
         if let Some(threshold) =
             threshold.and_then(|t| checks.within("misfire_threshold_secs", t, 1, INT4_MAX))
         {
-            trigger.misfire_threshold_secs = threshold as i32;
+            trigger.timing.misfire_threshold_secs = threshold as i32;
         }
         if let Some(max) = checks.within_given("max_concurrency", self.max_concurrency, 1, INT4_MAX) {
             trigger.max_concurrency = max.map(|m| m as i32);
@@ -512,7 +512,7 @@ impl TriggerDraft {
 /// A bad zone stops the schedule's check before its cron: the cron is read alone (in
 /// UTC), so that both are named at once.
 fn cron_behind_bad_zone(trigger: &NewTrigger, failed: &str, checks: &mut Checks) {
-    let Some(cron) = trigger.cron.as_deref().filter(|_| failed == "timezone") else {
+    let Some(cron) = trigger.timing.cron.as_deref().filter(|_| failed == "timezone") else {
         return;
     };
     if let Err(err) = CronSpec::parse_seeded(cron, "UTC", Some(0)) {
@@ -547,15 +547,7 @@ impl TriggerPatch {
 /// A stored trigger's definition, the base an edit is laid over.
 fn definition_of(t: &Trigger) -> NewTrigger {
     NewTrigger {
-        kind: t.kind,
-        cron: t.cron.clone(),
-        timezone: t.timezone.clone(),
-        interval_secs: t.interval_secs,
-        at: t.at,
-        start_at: t.start_at,
-        end_at: t.end_at,
-        misfire: t.misfire,
-        misfire_threshold_secs: t.misfire_threshold_secs,
+        timing: t.timing.clone(),
         paused: t.paused,
         max_concurrency: t.max_concurrency,
     }

@@ -244,7 +244,7 @@ pub async fn forecast(
             MAX_FORECAST,
         );
         truncated |= found.total > found.instants.len() as u64;
-        let zone: Tz = trigger.timezone.parse().unwrap_or(chrono_tz::UTC);
+        let zone: Tz = trigger.timing.timezone.parse().unwrap_or(chrono_tz::UTC);
         let resolved_cron = match &schedule.schedule {
             Schedule::Cron(spec) => spec.resolved_expression(),
             _ => None,
@@ -256,7 +256,7 @@ pub async fn forecast(
                 trigger_id: trigger.id,
                 job_id: trigger.job_id,
                 job_name: names.get(&trigger.job_id).cloned().unwrap_or_default(),
-                timezone: trigger.timezone.clone(),
+                timezone: trigger.timing.timezone.clone(),
                 local_time: local.format("%Y-%m-%d %H:%M:%S %Z").to_string(),
                 dst: match &schedule.schedule {
                     Schedule::Cron(spec) => dst_effect(spec, instant),

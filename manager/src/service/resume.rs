@@ -50,7 +50,7 @@ fn passed_while_paused(
         first,
         last: now,
         count: i64::try_from(count).unwrap_or(i64::MAX),
-        policy: trigger.misfire,
+        policy: trigger.timing.misfire,
         reason: PAUSED_REASON.to_owned(),
     };
     Some((missed, schedule.next_after(now)))

@@ -80,7 +80,7 @@ pub async fn with_params_from(
         .collect();
     let hook_ids: Vec<i64> = triggers
         .iter()
-        .filter(|trigger| trigger.kind == TriggerKind::Webhook)
+        .filter(|trigger| trigger.timing.kind == TriggerKind::Webhook)
         .map(|trigger| trigger.id)
         .collect();
     let mut extras: HashMap<i64, Extras> = store::triggers::extras_of(&mut *db, &ids)
@@ -187,7 +187,7 @@ pub async fn create_in(
         ..
     } = draft.definition(None, Utc::now(), job_id)?;
     // A webhook's runs get their parameters from each delivery, checked then.
-    let creating = trigger.kind != TriggerKind::Webhook;
+    let creating = trigger.timing.kind != TriggerKind::Webhook;
     let params = checked_params(job.params_schema.as_ref(), params, creating, None, keys)?;
     if job.mode == JobMode::Service {
         return Err(ApiError::field(
@@ -219,7 +219,7 @@ pub async fn create_in(
         )
         .await?;
     }
-    let webhook_token = match created.kind {
+    let webhook_token = match created.timing.kind {
         TriggerKind::Webhook => {
             Some(super::webhooks::create_in(&mut *conn, keys, created.id, &webhook).await?)
         }

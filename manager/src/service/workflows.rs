@@ -510,7 +510,7 @@ pub async fn create_trigger_in(
             "applies to job triggers only: bound the jobs of the steps instead",
         ));
     }
-    if trigger.kind == probactr_common::model::TriggerKind::Webhook {
+    if trigger.timing.kind == probactr_common::model::TriggerKind::Webhook {
         return Err(ApiError::field("kind", "webhook triggers start job runs only"));
     }
     let params = checked_params(workflow.params_schema.as_ref(), params, true, None, keys)?;

@@ -11,7 +11,7 @@ pub fn for_event(event: &OutboxEvent, rule: &Rule, public_url: &str) -> Value {
     let mut payload = json!({
         "event": event.event.as_str(),
         "follow_up": false,
-        "rule": {"id": rule.id, "name": rule.name},
+        "rule": {"id": rule.id, "name": rule.fields.name},
         "job": event.job_id.map(|id| json!({"id": id, "name": event.job_name})),
         "trigger": event.trigger_id.map(|id| json!({"id": id})),
         "run": event.run_id.map(|id| run_of(id, &event.detail)),
@@ -33,7 +33,7 @@ pub fn for_follow_up(window: &ClosedWindow, rule: &Rule, public_url: &str) -> Va
     let mut payload = json!({
         "event": window.event.as_str(),
         "follow_up": true,
-        "rule": {"id": rule.id, "name": rule.name},
+        "rule": {"id": rule.id, "name": rule.fields.name},
         "job": last.get("job").cloned().unwrap_or(Value::Null),
         "trigger": last.get("trigger").cloned().unwrap_or(Value::Null),
         "run": last.get("run").cloned().unwrap_or(Value::Null),

@@ -5,7 +5,7 @@
 
 use probactr_common::capacity;
 use probactr_common::model::AlertEvent;
-use probactr_common::store::alerts::conditions;
+use probactr_common::store::alerts::conditions::{self, DurationWatch};
 use probactr_common::store::alerts::notifications::{self, NewNotification};
 use probactr_common::store::alerts::outbox::{self, OutboxEvent};
 use probactr_common::store::alerts::rules::{self, Rule};
@@ -84,7 +84,7 @@ async fn raise_failures_in_a_row(
     job_id: i64,
     public_url: &str,
 ) -> Result<(), StoreError> {
-    let threshold = rule.threshold.unwrap_or(DEFAULT_THRESHOLD);
+    let threshold = rule.fields.threshold.unwrap_or(DEFAULT_THRESHOLD);
     let failures = conditions::failures_in_a_row(&mut *conn, job_id).await?;
     if failures < i64::from(threshold) {
         return Ok(());
@@ -125,14 +125,14 @@ async fn notify(
         rule.id,
         event.job_id,
         event.event,
-        rule.throttle_secs,
+        rule.fields.throttle_secs,
         &payload,
     )
     .await?;
     if opened {
         let ids = notifications::queue(
             conn,
-            &rule.channel_ids,
+            &rule.fields.channel_ids,
             &NewNotification {
                 rule_id: Some(rule.id),
                 event: event.event.as_str(),
@@ -171,12 +171,12 @@ pub async fn send_follow_ups(pool: &PgPool, public_url: &str) -> Result<usize, S
         // A disabled rule's window is restarted without a message: it raises nothing.
         if let Some(rule) = rules
             .iter()
-            .find(|rule| rule.id == window.rule_id && rule.enabled)
+            .find(|rule| rule.id == window.rule_id && rule.fields.enabled)
         {
             let payload = message::for_follow_up(window, rule, public_url);
             let ids = notifications::queue(
                 &mut tx,
-                &rule.channel_ids,
+                &rule.fields.channel_ids,
                 &NewNotification {
                     rule_id: Some(rule.id),
                     event: window.event.as_str(),
@@ -202,15 +202,15 @@ pub async fn send_follow_ups(pool: &PgPool, public_url: &str) -> Result<usize, S
 pub async fn evaluate_conditions(pool: &PgPool, forecast: bool) -> Result<u64, StoreError> {
     let mut raised = 0;
     for rule in rules::enabled(pool).await? {
-        for &event in &rule.events {
+        for &event in &rule.fields.events {
             raised += match event {
                 AlertEvent::RunTooLong => {
-                    let secs = rule.duration_secs.unwrap_or(DEFAULT_TOO_LONG_SECS);
-                    conditions::raise_runs_too_long(pool, rule.id, rule.job_id, secs).await?
+                    conditions::raise_runs_too_long(pool, duration_watch(&rule, DEFAULT_TOO_LONG_SECS))
+                        .await?
                 }
                 AlertEvent::NoSuccessWithin => {
-                    let secs = rule.duration_secs.unwrap_or(DEFAULT_NO_SUCCESS_SECS);
-                    conditions::raise_no_success_within(pool, rule.id, rule.job_id, secs).await?
+                    let watch = duration_watch(&rule, DEFAULT_NO_SUCCESS_SECS);
+                    conditions::raise_no_success_within(pool, watch).await?
                 }
                 AlertEvent::NoExecutor => conditions::raise_no_executor(pool, rule.id).await?,
                 AlertEvent::CapacityShortfall if forecast => capacity_shortfall(pool, &rule).await?,
@@ -223,11 +223,20 @@ pub async fn evaluate_conditions(pool: &PgPool, forecast: bool) -> Result<u64, S
     Ok(raised)
 }
 
+/// What `rule` watches for a duration condition, `default_secs` when it names none.
+fn duration_watch(rule: &Rule, default_secs: i32) -> DurationWatch {
+    DurationWatch {
+        rule_id: rule.id,
+        job_id: rule.fields.job_id,
+        duration_secs: rule.fields.duration_secs.unwrap_or(default_secs),
+    }
+}
+
 /// Raises the rule's `capacity_shortfall` when the forecast of its namespace's jobs sees a
 /// bucket over capacity within `duration_secs` ahead, and ends it when none is.
 async fn capacity_shortfall(pool: &PgPool, rule: &Rule) -> Result<u64, StoreError> {
     let ahead = chrono::TimeDelta::seconds(i64::from(
-        rule.duration_secs.unwrap_or(DEFAULT_SHORTFALL_AHEAD_SECS),
+        rule.fields.duration_secs.unwrap_or(DEFAULT_SHORTFALL_AHEAD_SECS),
     ));
     let now = probactr_common::store::db_now(pool).await?;
     let from = capacity::bucket_start(now);

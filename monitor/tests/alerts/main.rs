@@ -358,7 +358,7 @@ async fn conditions_are_raised_once_per_occurrence(pool_options: PgPoolOptions, 
         .unwrap()
         .id;
     let mut every_minute = NewTrigger::interval(60);
-    every_minute.misfire = Misfire::Skip;
+    every_minute.timing.misfire = Misfire::Skip;
     let behind = triggers::create(&pool, hourly, &every_minute, now).await.unwrap();
     sqlx::query(
         "UPDATE triggers SET next_fire_at = now() - interval '1 hour',

@@ -147,8 +147,8 @@ impl Workload {
             let trigger_id = match plan.every_secs {
                 Some(secs) => {
                     let mut trigger = NewTrigger::interval(secs);
-                    trigger.misfire = plan.misfire;
-                    trigger.misfire_threshold_secs = plan.misfire_threshold_secs;
+                    trigger.timing.misfire = plan.misfire;
+                    trigger.timing.misfire_threshold_secs = plan.misfire_threshold_secs;
                     let created = triggers::create(pool, job.id, &trigger, db_now(pool).await)
                         .await
                         .expect("create trigger");

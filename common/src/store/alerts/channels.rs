@@ -259,33 +259,14 @@ impl From<SealedRow> for SealedParts {
             id: row.id,
             kind: row.kind,
             config: row.config,
-            secret: sealed_of(
+            secret: Sealed::from_nullable_columns(
                 row.secret_key_id,
                 row.secret_nonce,
                 row.secret_sealed,
                 row.secret_bound,
             ),
-            url: sealed_of(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
+            url: Sealed::from_nullable_columns(row.url_key_id, row.url_nonce, row.url_sealed, row.url_bound),
         }
-    }
-}
-
-/// A sealed value from its nullable columns (None unless all are set, as a CHECK keeps
-/// them).
-fn sealed_of(
-    key_id: Option<String>,
-    nonce: Option<Vec<u8>>,
-    ciphertext: Option<Vec<u8>>,
-    bound: bool,
-) -> Option<Sealed> {
-    match (key_id, nonce, ciphertext) {
-        (Some(key_id), Some(nonce), Some(ciphertext)) => Some(Sealed {
-            key_id,
-            nonce,
-            ciphertext,
-            bound,
-        }),
-        _ => None,
     }
 }
 

@@ -9,14 +9,21 @@ use sqlx::{PgConnection, PgExecutor};
 
 use crate::store::{rows_written, StoreError};
 
+/// What a rule with a duration watches: its jobs (one, or every job of its namespace) and
+/// how long they may run, or go without success.
+#[derive(Debug, Clone, Copy)]
+pub struct DurationWatch {
+    /// The rule.
+    pub rule_id: i64,
+    /// The job it watches; None: every job of its namespace.
+    pub job_id: Option<i64>,
+    /// The duration.
+    pub duration_secs: i32,
+}
+
 /// Raises `run_too_long` for every run of the rule's jobs running longer than
 /// `duration_secs`; returns how many were new.
-pub async fn raise_runs_too_long(
-    db: impl PgExecutor<'_>,
-    rule_id: i64,
-    job_id: Option<i64>,
-    duration_secs: i32,
-) -> Result<u64, StoreError> {
+pub async fn raise_runs_too_long(db: impl PgExecutor<'_>, watch: DurationWatch) -> Result<u64, StoreError> {
     let statement = sqlx::query!(
         r#"WITH long AS (
                SELECT id, job_id, trigger_id, executor_id, started_at FROM runs
@@ -34,9 +41,9 @@ pub async fn raise_runs_too_long(
                   jsonb_build_object('started_at', long.started_at, 'duration_secs', $3::float8,
                                      'running_secs', floor(extract(epoch FROM now() - long.started_at)))
            FROM long JOIN raised ON raised.run_id = long.id"#,
-        rule_id,
-        job_id,
-        f64::from(duration_secs)
+        watch.rule_id,
+        watch.job_id,
+        f64::from(watch.duration_secs)
     );
     rows_written(db, statement).await
 }
@@ -45,9 +52,7 @@ pub async fn raise_runs_too_long(
 /// for `duration_secs` (counted from its creation, or the rule's, when it never did).
 pub async fn raise_no_success_within(
     db: impl PgExecutor<'_>,
-    rule_id: i64,
-    job_id: Option<i64>,
-    duration_secs: i32,
+    watch: DurationWatch,
 ) -> Result<u64, StoreError> {
     let statement = sqlx::query!(
         r#"WITH quiet AS (
@@ -68,9 +73,9 @@ pub async fn raise_no_success_within(
            SELECT 'no_success_within', $1, quiet.id,
                   jsonb_build_object('last_success_at', quiet.success_at, 'duration_secs', $3::float8)
            FROM quiet JOIN raised ON raised.job_id = quiet.id"#,
-        rule_id,
-        job_id,
-        f64::from(duration_secs)
+        watch.rule_id,
+        watch.job_id,
+        f64::from(watch.duration_secs)
     );
     rows_written(db, statement).await
 }

@@ -17,22 +17,9 @@ pub struct Rule {
     /// The namespace it belongs to: it watches only that namespace's jobs and notifies
     /// only its channels.
     pub namespace: String,
-    /// Name, unique within its namespace.
-    pub name: String,
-    /// Events it listens for.
-    pub events: Vec<AlertEvent>,
-    /// The job it watches; None: every job.
-    pub job_id: Option<i64>,
-    /// Channels its messages go to.
-    pub channel_ids: Vec<i64>,
-    /// `consecutive_failures`: failures in a row that raise it.
-    pub threshold: Option<i32>,
-    /// `run_too_long`, `no_success_within`: the duration.
-    pub duration_secs: Option<i32>,
-    /// Window in which repeats of an event for one job are folded into one follow-up.
-    pub throttle_secs: i32,
-    /// Disabled rules raise nothing.
-    pub enabled: bool,
+    /// What it is made of.
+    #[serde(flatten)]
+    pub fields: RuleFields,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Last changed.
@@ -42,7 +29,7 @@ pub struct Rule {
 impl Rule {
     /// Whether the rule listens for `event`.
     pub fn listens_for(&self, event: AlertEvent) -> bool {
-        self.events.contains(&event)
+        self.fields.events.contains(&event)
     }
 
     /// Whether an event about `job_id` of namespace `job_namespace` (None: about the
@@ -53,29 +40,48 @@ impl Rule {
         self.listens_for(event)
             && (event.is_cluster_wide()
                 || (job_namespace == Some(self.namespace.as_str())
-                    && (self.job_id.is_none() || self.job_id == job_id)))
+                    && (self.fields.job_id.is_none() || self.fields.job_id == job_id)))
     }
 }
 
 /// What a rule is made of (create and replace).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RuleFields {
-    /// Name.
+    /// Name, unique within its namespace.
     pub name: String,
-    /// Events.
+    /// Events it listens for.
     pub events: Vec<AlertEvent>,
-    /// Job, or every job.
+    /// The job it watches; None: every job.
     pub job_id: Option<i64>,
-    /// Channels (at least one).
+    /// Channels its messages go to (at least one).
     pub channel_ids: Vec<i64>,
-    /// Threshold.
+    /// `consecutive_failures`: failures in a row that raise it.
     pub threshold: Option<i32>,
-    /// Duration.
+    /// `run_too_long`, `no_success_within`: the duration.
     pub duration_secs: Option<i32>,
-    /// Throttle window.
+    /// Window in which repeats of an event for one job are folded into one follow-up.
     pub throttle_secs: i32,
-    /// Enabled.
+    /// Disabled rules raise nothing.
     pub enabled: bool,
+}
+
+/// A statement on `alert_rules` that binds `$pre`, then a [`RuleFields`] but its channels
+/// in the order both writes list them.
+macro_rules! query_rule {
+    ($sql:tt, [$($pre:expr),*], $fields:ident) => {
+        sqlx::query!(
+            $sql,
+            $($pre,)*
+            $fields.name,
+            &$fields.events as &[AlertEvent],
+            $fields.job_id,
+            $fields.threshold,
+            $fields.duration_secs,
+            $fields.throttle_secs,
+            $fields.enabled
+        )
+    };
 }
 
 /// Creates a rule with its channels in `namespace`.
@@ -84,20 +90,15 @@ pub async fn create(
     namespace: &str,
     fields: &RuleFields,
 ) -> Result<Rule, StoreError> {
-    let id = sqlx::query_scalar!(
+    let id = query_rule!(
         "INSERT INTO alert_rules (namespace, name, events, job_id, threshold, duration_secs, throttle_secs, enabled)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-        namespace,
-        fields.name,
-        &fields.events as &[AlertEvent],
-        fields.job_id,
-        fields.threshold,
-        fields.duration_secs,
-        fields.throttle_secs,
-        fields.enabled
+        [namespace],
+        fields
     )
     .fetch_one(&mut *conn)
-    .await?;
+    .await?
+    .id;
     set_channels(conn, id, &fields.channel_ids).await?;
     Ok(get(&mut *conn, id).await?.ok_or(sqlx::Error::RowNotFound)?)
 }
@@ -108,18 +109,12 @@ pub async fn replace(
     id: i64,
     fields: &RuleFields,
 ) -> Result<Option<Rule>, StoreError> {
-    let found = sqlx::query!(
+    let found = query_rule!(
         "UPDATE alert_rules SET name = $2, events = $3, job_id = $4, threshold = $5, duration_secs = $6,
                 throttle_secs = $7, enabled = $8, updated_at = now()
          WHERE id = $1",
-        id,
-        fields.name,
-        &fields.events as &[AlertEvent],
-        fields.job_id,
-        fields.threshold,
-        fields.duration_secs,
-        fields.throttle_secs,
-        fields.enabled
+        [id],
+        fields
     )
     .execute(&mut *conn)
     .await?;
@@ -158,8 +153,7 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Rule>, StoreError> {
 
 /// Rules with their channels: one (`id`), or every one.
 async fn select(db: impl PgExecutor<'_>, id: Option<i64>) -> Result<Vec<Rule>, StoreError> {
-    Ok(sqlx::query_as!(
-        Rule,
+    Ok(sqlx::query!(
         r#"SELECT id, namespace, name, events AS "events: Vec<AlertEvent>", job_id, threshold, duration_secs,
                   throttle_secs, enabled, created_at, updated_at,
                   -- Only channels of the rule's own namespace are notified.
@@ -170,13 +164,33 @@ async fn select(db: impl PgExecutor<'_>, id: Option<i64>) -> Result<Vec<Rule>, S
            FROM alert_rules WHERE $1::bigint IS NULL OR id = $1 ORDER BY namespace, name"#,
         id
     )
+    .map(|row| Rule {
+        id: row.id,
+        namespace: row.namespace,
+        fields: RuleFields {
+            name: row.name,
+            events: row.events,
+            job_id: row.job_id,
+            channel_ids: row.channel_ids,
+            threshold: row.threshold,
+            duration_secs: row.duration_secs,
+            throttle_secs: row.throttle_secs,
+            enabled: row.enabled,
+        },
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
     .fetch_all(db)
     .await?)
 }
 
 /// The enabled rules (what monitors match events against).
 pub async fn enabled(db: impl PgExecutor<'_>) -> Result<Vec<Rule>, StoreError> {
-    Ok(list(db).await?.into_iter().filter(|rule| rule.enabled).collect())
+    Ok(list(db)
+        .await?
+        .into_iter()
+        .filter(|rule| rule.fields.enabled)
+        .collect())
 }
 
 /// Deletes a rule; false when there is none.

@@ -253,8 +253,7 @@ async fn a_backlog_is_claimed_by_an_ordered_walk_before_any_analyze(pool: PgPool
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn every_way_a_run_ends_inlines_the_next_attempt_policy(pool: PgPool) {
     let finish_many = include_str!("../../src/store/runs/sql/finish_many.sql");
-    let abandon_stuck = include_str!("../../src/store/runs/sql/abandon_stuck.sql");
-    let abandon_orphans = include_str!("../../src/store/runs/sql/abandon_orphans.sql");
+    let abandon = include_str!("../../src/store/runs/sql/abandon.sql");
     let endings = [
         (
             "finish_many",
@@ -262,8 +261,8 @@ async fn every_way_a_run_ends_inlines_the_next_attempt_policy(pool: PgPool) {
             "bigint[], uuid[], bigint[], text[], text[], int[], int[], text[], text[], bool[]",
             "'{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}'",
         ),
-        ("abandon_stuck", abandon_stuck, "float8", "30"),
-        ("abandon_orphans", abandon_orphans, "", ""),
+        ("abandon (stuck)", abandon, "float8", "30"),
+        ("abandon (orphans)", abandon, "float8", "NULL"),
     ];
     for (name, sql, types, values) in endings {
         assert!(

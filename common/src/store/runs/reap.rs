@@ -32,10 +32,22 @@ pub struct EndedRun {
     pub retry_run_id: Option<i64>,
 }
 
-/// Abandons the running runs of dead (or stopped) executors and queues their retries.
+/// Abandons the running runs of dead (or stopped) executors and queues their takeovers
+/// or retries.
 pub async fn abandon_orphans(db: impl PgExecutor<'_>) -> Result<Vec<EndedRun>, StoreError> {
+    abandon(db, None).await
+}
+
+/// The one statement abandoning runs (`sql/abandon.sql`): those of lost executors
+/// (`stuck_after` None), or those whose stop was requested more than `stuck_after` plus
+/// their job's stop grace ago.
+async fn abandon(
+    db: impl PgExecutor<'_>,
+    stuck_after: Option<Duration>,
+) -> Result<Vec<EndedRun>, StoreError> {
+    let stuck_after_secs = stuck_after.map(|grace| grace.as_secs_f64());
     Ok(
-        sqlx::query_file_as!(EndedRun, "src/store/runs/sql/abandon_orphans.sql")
+        sqlx::query_file_as!(EndedRun, "src/store/runs/sql/abandon.sql", stuck_after_secs)
             .fetch_all(db)
             .await?,
     )
@@ -79,13 +91,7 @@ pub async fn flag_overdue(db: impl PgExecutor<'_>, grace: Duration) -> Result<Ve
 /// Abandons running runs whose stop was requested more than `grace` plus their job's stop
 /// grace ago and that are still running (their executor is alive but does not stop them).
 pub async fn abandon_stuck(db: impl PgExecutor<'_>, grace: Duration) -> Result<Vec<EndedRun>, StoreError> {
-    Ok(sqlx::query_file_as!(
-        EndedRun,
-        "src/store/runs/sql/abandon_stuck.sql",
-        grace.as_secs_f64()
-    )
-    .fetch_all(db)
-    .await?)
+    abandon(db, Some(grace)).await
 }
 
 /// Marks missed the queued first attempts of triggered runs that waited longer than

@@ -1,7 +1,6 @@
 -- probactr_next_attempt: the one next-attempt policy (retry, backoff, takeover) of every
--- way a run ends: recorded by its executor (`finish_many.sql`), abandoned after a stop its
--- executor did not carry out (`abandon_stuck.sql`), or abandoned with its lost executor
--- (`abandon_orphans.sql`).
+-- way a run ends: recorded by its executor (`finish_many.sql`), or abandoned
+-- (`abandon.sql`) after a stop its executor did not carry out or with its lost executor.
 --
 -- Given an ended attempt (its id, chain, attempt number, state, exit code, HTTP status,
 -- service slot and job) and

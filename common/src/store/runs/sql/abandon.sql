@@ -1,0 +1,47 @@
+-- Abandons running runs that will not end by themselves, and queues their takeovers or
+-- retries. $1 picks which:
+-- - NULL: the runs of dead (or stopped) executors, "executor lost" (a takeover when the
+--   job's policy asks for one);
+-- - seconds: the runs whose stop was requested more than $1 plus their job's stop grace
+--   (SIGTERM to SIGKILL) ago and whose living executor did not stop them (a retry at most).
+-- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
+-- an ended run (`ended`), which the statements after read like rows of `runs`. A run a
+-- peer monitor moved meanwhile is no longer there to delete, so each is ended once.
+WITH picked AS (
+     SELECT runs.id, 'executor lost' AS reason, true AS executor_lost
+     FROM runs_live AS runs JOIN executors ON executors.id = runs.executor_id
+     WHERE $1::float8 IS NULL AND executors.state IN ('dead', 'stopped') AND runs.state = 'running'
+     UNION ALL
+     SELECT runs.id, coalesce(runs.reason, 'stopped') || '; abandoned: its executor did not stop it', false
+     FROM runs_live AS runs JOIN jobs ON jobs.id = runs.job_id
+     WHERE $1::float8 IS NOT NULL AND runs.state = 'running'
+       AND runs.cancel_requested_at < now() - make_interval(secs => $1::float8 + jobs.stop_grace_secs)),
+gone AS (
+     DELETE FROM runs_live AS runs USING picked
+     WHERE runs.id = picked.id AND runs.state = 'running'
+     RETURNING runs.*, picked.reason AS new_reason, picked.executor_lost),
+ended AS (
+     INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
+     OVERRIDING SYSTEM VALUE
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'abandoned', gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
+     FROM gone
+     RETURNING *),
+retry AS (
+     -- The takeover or retry the job's policy asks for (probactr_next_attempt), if any.
+     -- ON CONFLICT on the chain's unique (first_run_id, attempt) makes a second re-queue of
+     -- the same attempt a no-op.
+     INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id, available_at, reason,
+                       shard, shard_total, pinned_to)
+     SELECT ended.job_id, ended.trigger_id, ended.scheduled_at, ended.attempt + 1,
+            coalesce(ended.first_run_id, ended.id), next.available_at, next.reason,
+            ended.shard, ended.shard_total, ended.pinned_to
+     FROM ended
+     JOIN gone ON gone.id = ended.id
+     CROSS JOIN LATERAL probactr_next_attempt(ended.id, ended.first_run_id, ended.attempt, ended.state,
+                                              ended.exit_code, ended.http_status,
+                                              ended.replica, ended.job_id, gone.executor_lost) AS next
+     ON CONFLICT DO NOTHING
+     RETURNING id, first_run_id)
+SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
+       retry.id AS retry_run_id
+FROM ended LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)

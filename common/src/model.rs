@@ -503,7 +503,7 @@ impl Rate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TriggerTiming {
-    /// cron, interval or once.
+    /// cron, interval, once or webhook.
     #[sqlx(try_from = "String")]
     pub kind: TriggerKind,
     /// The cron text (kind = cron).
@@ -526,6 +526,25 @@ pub struct TriggerTiming {
 }
 
 impl TriggerTiming {
+    /// Its fields' names as they read in JSON (and in a definition): the schedule's (kind
+    /// to the window's end), then the misfire policy's.
+    pub const FIELDS: [&'static str; 9] = [
+        "kind",
+        "cron",
+        "timezone",
+        "interval_secs",
+        "at",
+        "start_at",
+        "end_at",
+        "misfire",
+        "misfire_threshold_secs",
+    ];
+
+    /// The names of the schedule's fields, without the misfire policy's.
+    pub fn schedule_fields() -> &'static [&'static str] {
+        &TriggerTiming::FIELDS[..7]
+    }
+
     /// The schema's defaults for a trigger of `kind` (its schedule still to be set).
     pub fn of_kind(kind: TriggerKind) -> TriggerTiming {
         TriggerTiming {
@@ -674,7 +693,24 @@ pub struct Process {
 
 #[cfg(test)]
 mod tests {
-    use super::RunState;
+    use super::{RunState, TriggerKind, TriggerTiming};
+
+    #[test]
+    fn a_trigger_timings_field_names_are_its_json_keys() {
+        let json = serde_json::to_value(TriggerTiming::of_kind(TriggerKind::Cron)).expect("serializes");
+        let keys: Vec<&str> = json
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut sorted_names = TriggerTiming::FIELDS.to_vec();
+        sorted_names.sort_unstable();
+        let mut sorted_keys = keys.clone();
+        sorted_keys.sort_unstable();
+        assert_eq!(sorted_keys, sorted_names);
+        assert_eq!(TriggerTiming::schedule_fields().last(), Some(&"end_at"));
+    }
 
     #[test]
     fn terminal_states_have_no_way_out_and_live_ones_end_somewhere() {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::fields::{trigger_default, TRIGGER_FIELDS, WEBHOOK_FIELDS};
+use crate::fields::{trigger_default, trigger_fields, WEBHOOK_FIELDS};
 
 /// Whether an object of the files must be put, and under which id (None: created):
 /// None when the server already has it as written. Records the change.
@@ -93,22 +93,21 @@ pub(crate) fn canonical(trigger: &Value) -> Vec<(String, Value)> {
         (trigger.get("fires").and_then(Value::as_i64), trigger.get("max_fires").and_then(Value::as_i64)),
         (Some(fires), Some(max)) if fires >= max
     );
-    TRIGGER_FIELDS
-        .iter()
+    trigger_fields()
         .map(|field| {
             let value = trigger
-                .get(*field)
+                .get(field)
                 .filter(|v| !v.is_null())
-                .filter(|_| !(fired_out && *field == "end_at"))
+                .filter(|_| !(fired_out && field == "end_at"))
                 .cloned()
-                .unwrap_or_else(|| match *field {
+                .unwrap_or_else(|| match field {
                     // A calendar is followed in `exclude` mode unless told otherwise.
                     "calendar_mode" if trigger.get("calendar").is_some_and(|c| !c.is_null()) => {
                         json!("exclude")
                     }
                     _ => trigger_default(field),
                 });
-            ((*field).to_owned(), normalize_time(value))
+            (field.to_owned(), normalize_time(value))
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use probactr_common::model::TriggerTiming;
 use serde_json::{json, Map, Value};
 
 /// The fields of an alert channel a definition carries (its secret and its URL never:
@@ -51,17 +52,9 @@ pub(crate) const JOB_FIELDS: &[&str] = &[
     "pool_slots",
     "rate",
 ];
-/// The fields of a trigger a definition carries.
-pub(crate) const TRIGGER_FIELDS: &[&str] = &[
-    "kind",
-    "cron",
-    "timezone",
-    "interval_secs",
-    "at",
-    "start_at",
-    "end_at",
-    "misfire",
-    "misfire_threshold_secs",
+/// The fields of a trigger a definition carries besides its timing's
+/// ([`TriggerTiming::FIELDS`]).
+const TRIGGER_OWN_FIELDS: &[&str] = &[
     "paused",
     "max_concurrency",
     "params",
@@ -72,7 +65,19 @@ pub(crate) const TRIGGER_FIELDS: &[&str] = &[
     "after",
 ];
 
-/// The fields of a webhook trigger a definition carries besides [`TRIGGER_FIELDS`]
+/// The fields of a trigger a definition carries: its timing's, then its own.
+pub(crate) fn trigger_fields() -> impl Iterator<Item = &'static str> {
+    TriggerTiming::FIELDS
+        .into_iter()
+        .chain(TRIGGER_OWN_FIELDS.iter().copied())
+}
+
+/// Whether a definition's trigger carries `key` (see [`trigger_fields`]).
+pub(crate) fn is_trigger_field(key: &str) -> bool {
+    trigger_fields().any(|field| field == key)
+}
+
+/// The fields of a webhook trigger a definition carries besides [`trigger_fields`]
 /// (`signature` with its secret: the server never shows it back).
 pub(crate) const WEBHOOK_FIELDS: &[&str] = &["signature", "params_from", "dedup_header", "rate_per_minute"];
 
@@ -90,7 +95,7 @@ pub(crate) fn trigger_default(field: &str) -> Value {
 
 /// A trigger's definition: its carried fields, empty parameters left out.
 pub(crate) fn trigger_definition(trigger: &Value) -> Value {
-    let mut definition = pick(trigger, TRIGGER_FIELDS);
+    let mut definition = pick(trigger, &trigger_fields().collect::<Vec<_>>());
     if definition
         .get("params")
         .is_some_and(|p| p.as_object().is_some_and(Map::is_empty))

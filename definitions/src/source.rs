@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use crate::fields::{
-    CHANNEL_FIELDS, CHILD_FIELDS, JOB_FIELDS, RULE_FIELDS, SECTIONS, TRIGGER_FIELDS, WEBHOOK_FIELDS,
+    is_trigger_field, CHANNEL_FIELDS, CHILD_FIELDS, JOB_FIELDS, RULE_FIELDS, SECTIONS, WEBHOOK_FIELDS,
 };
 use crate::marked::{self, Document};
 use crate::{fail, workflows, DefinitionError};
@@ -185,7 +185,7 @@ fn job_problems(job: &Value, i: usize, problem: &mut impl FnMut(&str, &str, &str
             trigger,
             &place,
             None,
-            |key| TRIGGER_FIELDS.contains(&key) || WEBHOOK_FIELDS.contains(&key),
+            |key| is_trigger_field(key) || WEBHOOK_FIELDS.contains(&key),
             problem,
         );
     }

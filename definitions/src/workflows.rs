@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::apply::located_in;
 use crate::compare::{describe, same, short, unmatched_triggers};
-use crate::fields::{put_triggers, trigger_definition, TRIGGER_FIELDS};
+use crate::fields::{is_trigger_field, put_triggers, trigger_definition};
 use crate::source::{checked_mapping, section, Source};
 use crate::{fail, DefinitionError, Registry};
 
@@ -132,7 +132,7 @@ pub(super) fn shape_problems(source: &Source, problem: &mut impl FnMut(&str, &st
                 .as_object()
                 .into_iter()
                 .flat_map(Map::keys)
-                .filter(|k| !TRIGGER_FIELDS.contains(&k.as_str()))
+                .filter(|k| !is_trigger_field(k))
             {
                 problem(
                     &format!("{here}/{key}"),

@@ -115,6 +115,53 @@ async fn only_dead_executors_runs_are_abandoned_and_retried_once(pool: PgPool) {
     assert_eq!(run(&pool, live_run.id).await, live_before);
 }
 
+/// A run whose living executor ignores its stop is abandoned once the grace has passed,
+/// but a stop asked again while the monitor waits for the run's row restarts the grace:
+/// the monitor checks the run again as the other writer left it.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_stop_asked_again_restarts_the_grace_of_a_stuck_run(pool: PgPool) {
+    let executor = make_executor(&pool).await;
+    let job = make_job(&pool, "stubborn", |_| {}).await;
+    let stuck = claimed_run(&pool, job.id, executor).await;
+    runs::start(&pool, &start_request(&stuck, executor, false, true))
+        .await
+        .expect("start");
+    sqlx::query("UPDATE runs SET cancel_requested_at = now() - interval '1 hour', reason = 'cancelled by alice' WHERE id = $1")
+        .bind(stuck.id)
+        .execute(&pool)
+        .await
+        .expect("stop asked long ago");
+
+    let mut again = pool.begin().await.expect("begin");
+    sqlx::query("UPDATE runs SET cancel_requested_at = now() WHERE id = $1")
+        .bind(stuck.id)
+        .execute(&mut *again)
+        .await
+        .expect("stop asked again");
+    let (abandoned, ()) = tokio::join!(runs::abandon_stuck(&pool, Duration::from_secs(60)), async {
+        wait_until_blocked(&pool).await;
+        again.commit().await.expect("commit the second stop");
+    });
+    assert!(abandoned.expect("monitor").is_empty(), "the grace restarted");
+    assert_eq!(run(&pool, stuck.id).await.state, RunState::Running);
+
+    sqlx::query("UPDATE runs SET cancel_requested_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(stuck.id)
+        .execute(&pool)
+        .await
+        .expect("the second stop long ago too");
+    let abandoned = runs::abandon_stuck(&pool, Duration::from_secs(60))
+        .await
+        .expect("monitor");
+    assert_eq!(abandoned.iter().map(|r| r.id).collect::<Vec<_>>(), vec![stuck.id]);
+    let ended = run(&pool, stuck.id).await;
+    assert_eq!(ended.state, RunState::Abandoned);
+    assert_eq!(
+        ended.reason.as_deref(),
+        Some("cancelled by alice; abandoned: its executor did not stop it")
+    );
+}
+
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn stale_claims_return_to_the_queue(pool: PgPool) {
     let dead = make_executor(&pool).await;

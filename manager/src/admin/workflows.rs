@@ -12,6 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, Redirect, Response};
 use minijinja::context;
+use probactr_common::model::TriggerTiming;
 use probactr_common::store::jobs::JobFilter;
 use probactr_common::store::workflows::RunStep;
 
@@ -432,20 +433,12 @@ fn render_trigger_form(
 /// The trigger form's errors: each by its field, and listed (a field the form does not
 /// show is listed only).
 fn placed_trigger_errors(errors: FieldErrors) -> (FieldErrors, Vec<minijinja::Value>) {
-    const SHOWN: [&str; 7] = [
-        "kind",
-        "cron",
-        "timezone",
-        "interval_secs",
-        "at",
-        "start_at",
-        "end_at",
-    ];
     let listed = errors
         .iter()
         .map(|(field, message)| {
             let own = field.split(['.', '[']).next().unwrap_or(field);
-            let anchor = (SHOWN.contains(&own) || own == "params").then(|| format!("f-{own}"));
+            let anchor = (TriggerTiming::schedule_fields().contains(&own) || own == "params")
+                .then(|| format!("f-{own}"));
             context! { field, message, anchor }
         })
         .collect();

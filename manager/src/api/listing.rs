@@ -11,6 +11,7 @@
 /// passed on as the service's third argument.
 macro_rules! list_handler {
     (@call $service:ident, $handles:expr, $who:expr, $query:expr) => {{
+        // A cluster-wide object has no namespace: its list reads no parameter.
         let _ = &$query;
         $service::list($handles, $who)
     }};

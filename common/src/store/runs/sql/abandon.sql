@@ -8,22 +8,27 @@
 -- an ended run (`ended`), which the statements after read like rows of `runs`. A run a
 -- peer monitor moved meanwhile is no longer there to delete, so each is ended once.
 WITH picked AS (
-     SELECT runs.id, 'executor lost' AS reason, true AS executor_lost
+     SELECT runs.id, true AS executor_lost, NULL::integer AS stop_grace_secs
      FROM runs_live AS runs JOIN executors ON executors.id = runs.executor_id
      WHERE $1::float8 IS NULL AND executors.state IN ('dead', 'stopped') AND runs.state = 'running'
      UNION ALL
-     SELECT runs.id, coalesce(runs.reason, 'stopped') || '; abandoned: its executor did not stop it', false
+     SELECT runs.id, false, jobs.stop_grace_secs
      FROM runs_live AS runs JOIN jobs ON jobs.id = runs.job_id
      WHERE $1::float8 IS NOT NULL AND runs.state = 'running'
        AND runs.cancel_requested_at < now() - make_interval(secs => $1::float8 + jobs.stop_grace_secs)),
 gone AS (
+     -- The conditions on the run itself are here, not only in `picked`: when a peer's
+     -- write held the row, they are checked again against what it wrote (a stop asked
+     -- again restarts its grace).
      DELETE FROM runs_live AS runs USING picked
      WHERE runs.id = picked.id AND runs.state = 'running'
-     RETURNING runs.*, picked.reason AS new_reason, picked.executor_lost),
+       AND (picked.executor_lost
+            OR runs.cancel_requested_at < now() - make_interval(secs => $1::float8 + picked.stop_grace_secs))
+     RETURNING runs.*, picked.executor_lost),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE
-     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'abandoned', gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, 'abandoned', CASE WHEN gone.executor_lost THEN 'executor lost' ELSE coalesce(gone.reason, 'stopped') || '; abandoned: its executor did not stop it' END, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.exit_code, gone.http_status, gone.error, gone.output, gone.output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
      FROM gone
      RETURNING *),
 retry AS (

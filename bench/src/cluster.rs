@@ -87,6 +87,13 @@ impl Cluster {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
+        // Settings given to the bench itself reach its cluster (a comparison of
+        // `PROBACTR_EXECUTOR_PREFETCH` values, say), but for those the bench sets.
+        for (name, value) in std::env::vars() {
+            if name.starts_with("PROBACTR_") {
+                env.entry(name).or_insert(value);
+            }
+        }
         if let Some(capacity) = capacity {
             env.insert("PROBACTR_EXECUTOR_CAPACITY".into(), capacity.to_string());
         }

@@ -17,7 +17,10 @@ options:
   --trials K           failover trials [5]
   --stored N           stored triggers (scale) [1000000]
   --tiny               every size small (smoke test)
-  --json               one JSON object per scenario instead of a table";
+  --json               one JSON object per scenario instead of a table
+
+Settings in the bench's environment (PROBACTR_EXECUTOR_PREFETCH=0, say) reach the
+processes it starts, but for those the options above set.";
 
 /// What to run and at which size.
 #[derive(Debug, Clone)]

@@ -273,7 +273,12 @@ impl RunState {
         match self {
             Queued => matches!(next, Claimed | Running | Cancelled | Skipped | Missed | Failed),
             Claimed => matches!(next, Queued | Running | Skipped | Failed | Cancelled),
-            Running => matches!(next, Succeeded | Failed | TimedOut | Cancelled | Abandoned),
+            // Running → queued only for a run claimed ahead of free slots whose job never
+            // started (`give_back_unstarted`).
+            Running => matches!(
+                next,
+                Queued | Succeeded | Failed | TimedOut | Cancelled | Abandoned
+            ),
             Succeeded | Failed | TimedOut | Cancelled | Skipped | Missed | Abandoned => false,
         }
     }

@@ -1,4 +1,5 @@
-//! Claiming: taking queued runs, oldest first, up to this executor's free capacity.
+//! Claiming: taking queued runs, oldest first, up to this executor's free capacity, and
+//! runs that need nothing but a slot ahead of it ([`crate::prefetch`]).
 //!
 //! Capacity is a semaphore of `PROBACTR_EXECUTOR_CAPACITY` permits; each attempt holds
 //! one while its job executes (and a bound on ends not yet recorded: see [`Slot`](crate::slot::Slot)). The
@@ -24,6 +25,7 @@ use uuid::Uuid;
 
 use crate::attempt::{self, Attempts};
 use crate::job_cache::JobCache;
+use crate::prefetch::Prefetched;
 use crate::registry::Registry;
 use crate::run_traces;
 use crate::slot::{Slot, Slots};
@@ -49,6 +51,9 @@ pub struct Claimer {
     pub attempts: Arc<Attempts>,
     /// `PROBACTR_EXECUTOR_CAPACITY`.
     pub capacity: u32,
+    /// `PROBACTR_EXECUTOR_PREFETCH`: runs claimed ahead of the free slots
+    /// ([`crate::prefetch`]).
+    pub prefetch: usize,
     /// `PROBACTR_EXECUTOR_NAMESPACES`: the namespaces whose runs it claims (None: all).
     pub namespaces: Option<Vec<String>>,
     /// How long this executor may go unproven alive and still claim
@@ -80,16 +85,23 @@ pub async fn claim_loop(claimer: Claimer, stop: CancellationToken) {
     // news came since. A slot freed while the queue is known to be empty is no reason
     // to look (a claim per ended run would find nothing, over and over).
     let mut more_may_wait = true;
+    let mut held = Prefetched::new(claimer.prefetch);
     while !stop.is_cancelled() {
+        held.start_in_free_slots(&claimer);
+        held.give_back_if_overdue(&claimer).await;
         let free = claimer.slots.free();
-        let pause = if free == 0 {
+        // Claiming ahead while every slot is busy only when the last claim brought runs
+        // to hold: the held ones start while the next claim is under way.
+        let ahead = held.room();
+        let pause = if free == 0 && (ahead == 0 || held.is_empty()) {
             POLL
         } else {
-            match claim_and_start(&claimer, free).await {
-                Ok(claimed) if claimed == free => Duration::ZERO,
-                Ok(_) => {
+            match claim_and_start(&claimer, free, ahead, &mut held).await {
+                Ok(claimed) if claimed == free + ahead => Duration::ZERO,
+                Ok(claimed) => {
                     failures = 0;
-                    more_may_wait = false;
+                    // Free slots left unfilled: nothing more is claimable now.
+                    more_may_wait &= claimed >= free;
                     POLL
                 }
                 Err(err) => {
@@ -99,7 +111,7 @@ pub async fn claim_loop(claimer: Claimer, stop: CancellationToken) {
                 }
             }
         };
-        if pause.is_zero() {
+        if pause.is_zero() && held.is_empty() {
             // The claim filled every free slot and more may be queued. Claiming again at
             // once would take only the few slots freed meanwhile by short runs (a
             // statement and a commit for a handful of runs): let more free up first.
@@ -108,27 +120,38 @@ pub async fn claim_loop(claimer: Claimer, stop: CancellationToken) {
             }
             continue;
         }
+        // Held runs wait for freed slots, and at most until they are overdue.
+        let pause = held.until_overdue().map_or(pause, |left| left.min(pause));
         let news = tokio::select! {
             _ = stop.cancelled() => break,
             _ = claimer.wakeups.runs.notified() => true,
-            _ = claimer.wakeups.capacity.notified(), if more_may_wait => false,
+            _ = claimer.wakeups.capacity.notified(), if more_may_wait || !held.is_empty() => false,
             _ = tokio::time::sleep(pause) => true,
         };
         more_may_wait |= news;
         // Woken by one freed slot among many busy ones: let a few more free up so one
         // claim statement takes several runs.
-        if capacity.available_permits() < coalesce_below {
+        if held.is_empty() && capacity.available_permits() < coalesce_below {
             tokio::time::sleep(COALESCE).await;
         }
     }
+    held.give_back_all(&claimer).await;
     tracing::debug!("claim loop stopped");
 }
 
-async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize> {
+/// Claims up to `free` runs for the free slots and `ahead` more to hold (see
+/// [`crate::prefetch`]), starting held runs in slots that free while the claim is under
+/// way. Returns how many runs it claimed.
+async fn claim_and_start(
+    claimer: &Claimer,
+    free: usize,
+    ahead: usize,
+    held: &mut Prefetched,
+) -> anyhow::Result<usize> {
     // Slots first, claim second: the fire loop takes slots too, and a run the claim
     // started (lock-free) can no longer be given back.
     let mut slots: Vec<Slot> = (0..free).map_while(|_| Slot::try_take(&claimer.slots)).collect();
-    if slots.is_empty() {
+    if slots.is_empty() && (ahead == 0 || held.is_empty()) {
         return Ok(0);
     }
     let executor_id = claimer.registry.id();
@@ -137,16 +160,27 @@ async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize
         // attempt: wait until a heartbeat proves this executor alive again.
         return Ok(0);
     }
-    let limit = slots.len() as i64;
     let limits = runs::ClaimLimits {
-        runs: limit,
+        runs: (slots.len() + ahead) as i64,
+        slots: slots.len() as i64,
         processes: claimer.processes.available_permits() as i64,
         // Runs that need a lock would only be given back: leave them to executors that
         // reach Redis (or to this one once Redis answers again).
         with_locked: claimer.locks.usable(attempt::REDIS_PROBE_EVERY),
     };
     let asked_at = std::time::SystemTime::now();
-    let claimed = claim_recording_ends(claimer, executor_id, &limits).await?;
+    let claimed = {
+        let claim = claim_recording_ends(claimer, executor_id, &limits);
+        tokio::pin!(claim);
+        loop {
+            tokio::select! {
+                claimed = &mut claim => break claimed?,
+                _ = claimer.wakeups.capacity.notified(), if !held.is_empty() => {
+                    held.start_in_free_slots(claimer);
+                }
+            }
+        }
+    };
     if claimed.is_empty() {
         return Ok(0);
     }
@@ -171,16 +205,23 @@ async fn claim_and_start(claimer: &Claimer, free: usize) -> anyhow::Result<usize
         .collect();
     let claimed: Vec<Run> = claimed.into_iter().map(|claimed| claimed.run).collect();
     let claimed = one_per_queueing_job(&claimer.pool, claimed, &jobs, executor_id).await?;
+    // In claim order: every run past the free slots is one the claim allowed to be held.
     for run in claimed {
         let Some(job) = jobs.get(&run.job_id).cloned() else {
             // The job was deleted between claim and read; the cascade removed the run.
             continue;
         };
-        if let Some(slot) = slots.pop() {
-            let holds_quota = holding_quota.contains(&run.id);
-            attempt::spawn(&claimer.attempts, run, job, executor_id, slot, holds_quota);
+        match slots.pop() {
+            Some(slot) => {
+                let holds_quota = holding_quota.contains(&run.id);
+                attempt::spawn(&claimer.attempts, run, job, executor_id, slot, holds_quota);
+            }
+            None => held.hold(run, job),
         }
     }
+    // Slots freed while the claim was answered go to the runs just held.
+    drop(slots);
+    held.start_in_free_slots(claimer);
     Ok(count)
 }
 

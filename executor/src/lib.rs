@@ -36,6 +36,7 @@ pub mod job;
 pub mod job_cache;
 pub mod live_output;
 pub mod liveness;
+pub mod prefetch;
 pub mod progress;
 pub mod recorder;
 pub mod registry;
@@ -152,7 +153,10 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         store::pool(&config.database_url, 2).context("while opening the heartbeat connections")?;
     Ok(Some(Shared {
         liveness_pool,
-        slots: slot::Slots::new(config.executor_capacity as usize),
+        slots: slot::Slots::new(
+            config.executor_capacity as usize,
+            config.executor_prefetch as usize,
+        ),
         processes: Arc::new(Semaphore::new(config.executor_processes as usize)),
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),
@@ -204,6 +208,7 @@ impl Shared {
             wakeups: self.wakeups.clone(),
             attempts: attempts.clone(),
             capacity: self.config.executor_capacity,
+            prefetch: self.config.executor_prefetch as usize,
             namespaces: self.config.executor_namespaces.clone(),
             give_up_after: liveness::give_up_after(self.config.heartbeat_timeout),
         }

@@ -16,11 +16,13 @@ pub struct Slots {
 }
 
 impl Slots {
-    /// Bounds for `capacity` runs executing at once.
-    pub fn new(capacity: usize) -> Slots {
+    /// Bounds for `capacity` runs executing at once, and `prefetch` more claimed ahead
+    /// ([`crate::prefetch`]): as many more ends may wait to be recorded, so that a claim
+    /// carries the ends of about as many runs as it takes.
+    pub fn new(capacity: usize, prefetch: usize) -> Slots {
         Slots {
             capacity: Arc::new(Semaphore::new(capacity)),
-            unrecorded: Arc::new(Semaphore::new(capacity * UNRECORDED_PER_SLOT)),
+            unrecorded: Arc::new(Semaphore::new(capacity * UNRECORDED_PER_SLOT + prefetch)),
         }
     }
 
@@ -35,7 +37,7 @@ impl Slots {
 /// What an attempt holds: one of the runs this executor executes at once
 /// (`PROBACTR_EXECUTOR_CAPACITY`), given back as soon as the job itself ended, and one of
 /// the attempts it may hold in memory until their end is recorded (a multiple of the
-/// capacity), given back once it is. Recording happens in groups, after the job: holding
+/// capacity, plus the prefetch), given back once it is. Recording happens in groups, after the job: holding
 /// the execution slot until then would let the round trip to PostgreSQL, not the jobs,
 /// bound the throughput of short jobs; the second bound keeps the ends waiting for a slow
 /// or absent PostgreSQL finite.

@@ -121,6 +121,8 @@ pub struct Config {
     pub executor_capacity: u32,
     /// `PROBACTR_EXECUTOR_PROCESSES`.
     pub executor_processes: u32,
+    /// `PROBACTR_EXECUTOR_PREFETCH`.
+    pub executor_prefetch: u32,
     /// `PROBACTR_EXECUTOR_LABELS`.
     pub executor_labels: crate::labels::Labels,
     /// `PROBACTR_EXECUTOR_NAMESPACES` (None when empty: every namespace).
@@ -343,6 +345,7 @@ impl Config {
             lock_retry: env.backoff("PROBACTR_LOCK_RETRY")?,
             executor_capacity: env.number("PROBACTR_EXECUTOR_CAPACITY", 1, 100_000)?,
             executor_processes: env.number("PROBACTR_EXECUTOR_PROCESSES", 1, 100_000)?,
+            executor_prefetch: env.number("PROBACTR_EXECUTOR_PREFETCH", 0, 100_000)?,
             executor_labels: env.labels("PROBACTR_EXECUTOR_LABELS")?,
             executor_namespaces: env.namespaces("PROBACTR_EXECUTOR_NAMESPACES")?,
             fire_batch: env.number("PROBACTR_FIRE_BATCH", 1, 100_000)?,

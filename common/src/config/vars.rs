@@ -91,6 +91,11 @@ pub const VARS: &[Var] = &[
         help: "of those, shell jobs (each a process) one executor runs at once",
     },
     Var {
+        name: "PROBACTR_EXECUTOR_PREFETCH",
+        default: "256",
+        help: "runs an executor claims ahead of its free slots and starts as slots free (only lock-free in-process runs bound by no quota, cap or rate; 0: none)",
+    },
+    Var {
         name: "PROBACTR_EXECUTOR_LABELS",
         default: "",
         help: "labels of an executor, name=value,name=value (zone=a,gpu=1): jobs with a selector run only on executors carrying all of its labels",

@@ -132,3 +132,66 @@ async fn concurrent_claimers_never_share_a_run(pool: PgPool) {
     assert_eq!(all.len(), unique.len(), "a run was returned to two claimers");
     assert_eq!(all.len(), 200);
 }
+
+/// Past the free slots (`ClaimLimits::slots`) a claim takes only runs an executor may
+/// hold until a slot frees (prefetched); those given back unstarted are queued again as
+/// they were, in their place, but for one asked to stop meanwhile.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_claim_past_the_free_slots_takes_only_runs_that_can_wait(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let locked = make_job(&pool, "locked", |_| {}).await;
+    let other_locked = make_job(&pool, "other-locked", |_| {}).await;
+    let free = make_job(&pool, "free", |j| j.parallel = true).await;
+    let mut order = Vec::new();
+    for job in [&locked, &free, &free, &other_locked, &free, &free] {
+        order.push(runs::queue_now(&pool, job.id).await.expect("queue").id);
+    }
+    let limits = runs::ClaimLimits {
+        slots: 1,
+        ..runs::ClaimLimits::runs(5)
+    };
+    let claimed = runs::claim_within(&pool, ex, &limits).await.expect("claim");
+    let ids: Vec<i64> = claimed.iter().map(|claimed| claimed.run.id).collect();
+    assert_eq!(
+        ids,
+        vec![order[0], order[1], order[2], order[4]],
+        "the locked run in the free slot, then only lock-free ones: the other locked run stays queued"
+    );
+    assert_eq!(run(&pool, order[3]).await.state, RunState::Queued);
+    assert_eq!(run(&pool, order[2]).await.state, RunState::Running);
+
+    // Held and never started: given back, but for the one asked to stop meanwhile.
+    runs::request_cancel(&pool, order[1], "asked")
+        .await
+        .expect("cancel");
+    let held = [order[1], order[2], order[4]];
+    let given_back = runs::give_back_unstarted(&pool, &held, ex)
+        .await
+        .expect("give back");
+    assert_eq!(
+        given_back.iter().copied().collect::<BTreeSet<_>>(),
+        BTreeSet::from([order[2], order[4]])
+    );
+    for id in given_back {
+        let back = run(&pool, id).await;
+        assert_eq!(
+            (back.state, back.executor_id, back.started_at, back.claimed_at),
+            (RunState::Queued, None, None, None)
+        );
+        assert_eq!(back.attempt, 1);
+    }
+    assert_eq!(run(&pool, order[1]).await.state, RunState::Running);
+    assert!(
+        runs::give_back_unstarted(&pool, &held, Uuid::new_v4())
+            .await
+            .expect("not mine")
+            .is_empty(),
+        "only the claiming executor gives runs back"
+    );
+    let again = runs::claim_queued(&pool, ex, 10).await.expect("claim again");
+    assert_eq!(
+        again.iter().map(|run| run.id).collect::<Vec<_>>(),
+        vec![order[2], order[3], order[4], order[5]],
+        "given back in their place in the queue"
+    );
+}

@@ -125,6 +125,7 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
             .bind(true)
             .bind(16_i64)
             .bind(None::<Vec<String>>)
+            .bind(16_i64)
     })
     .await;
     println!("EXPLAIN claim_queued:\n{queued_plan}\n");
@@ -143,8 +144,8 @@ async fn claim_queries_use_their_partial_indexes(pool: PgPool) {
     let queued_generic = explain_generic(
         &pool,
         CLAIM_QUEUED_SQL,
-        "uuid, bigint, boolean, bigint, text[]",
-        &format!("'{}', 16, true, 16, NULL", Uuid::new_v4()),
+        "uuid, bigint, boolean, bigint, text[], bigint",
+        &format!("'{}', 16, true, 16, NULL, 16", Uuid::new_v4()),
     )
     .await;
     assert!(
@@ -229,6 +230,7 @@ async fn a_backlog_is_claimed_by_an_ordered_walk_before_any_analyze(pool: PgPool
             .bind(true)
             .bind(256_i64)
             .bind(None::<Vec<String>>)
+            .bind(256_i64)
     })
     .await;
     println!("EXPLAIN claim_queued:\n{plan}\n");

@@ -646,9 +646,8 @@ async fn a_claim_takes_no_more_shell_runs_than_processes_to_spare(pool: PgPool) 
         .expect("queue shell");
     runs::queue_many_now(&pool, noop.id, 5).await.expect("queue noop");
     let limits = runs::ClaimLimits {
-        runs: 10,
         processes: 2,
-        with_locked: true,
+        ..runs::ClaimLimits::runs(10)
     };
     let claimed = runs::claim_within(&pool, ex, &limits).await.expect("claim");
     let of = |job: i64| claimed.iter().filter(|claimed| claimed.run.job_id == job).count();

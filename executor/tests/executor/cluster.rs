@@ -925,3 +925,48 @@ async fn run_inputs_are_encoded_and_secrets_masked_without_gaps(
     let output = run_inputs::output_of(&pool, stepped.id).await.unwrap();
     assert_eq!(output, Some(json!({"token": MASK, "n": 1})));
 }
+
+/// Runs claimed ahead of the free slots (`PROBACTR_EXECUTOR_PREFETCH`) that wait too long
+/// for a slot go back to the queue, for any executor to take, and still run once each.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn prefetched_runs_that_wait_too_long_go_back_to_the_queue(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let mut env = fast_env(&url, &unique_prefix("prefetch"));
+    env.insert("PROBACTR_EXECUTOR_CAPACITY".into(), "1".into());
+    env.insert("PROBACTR_EXECUTOR_PREFETCH".into(), "4".into());
+    let mut job = NewJob::new("nap", JobKind::Sleep, json!({ "millis": 1500 }));
+    job.parallel = true;
+    let job = jobs::insert(&pool, &job).await.unwrap();
+    runs::queue_many_now(&pool, job.id, 3).await.unwrap();
+    let log = std::env::temp_dir().join(format!("{}.log", unique_prefix("prefetch-executor")));
+    let _executor = support::spawn_workspace_logged("probactr-executor", "executor", &env, &log);
+    eventually(
+        Duration::from_secs(10),
+        "one run running, two given back",
+        || async {
+            let running = count_state(&pool, job.id, RunState::Running).await;
+            let queued = count_state(&pool, job.id, RunState::Queued).await;
+            (running == 1 && queued == 2).then_some(())
+        },
+    )
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("prefetched runs given back to the queue"),
+        "the held runs were claimed ahead and given back: {text}"
+    );
+    eventually(Duration::from_secs(30), "3 runs succeeded", || async {
+        (count_state(&pool, job.id, RunState::Succeeded).await == 3).then_some(())
+    })
+    .await;
+    let attempts: Vec<i32> = sqlx::query_scalar("SELECT attempt FROM runs WHERE job_id = $1")
+        .bind(job.id)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, vec![1, 1, 1], "each run once, in its first attempt");
+    let _ = std::fs::remove_file(&log);
+}

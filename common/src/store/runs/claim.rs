@@ -45,7 +45,10 @@ use crate::store::StoreError;
 /// its latest starts (the pool's, the job's `job_rate_windows`) is locked, the starts of
 /// the last S seconds counted, no more runs taken than N less that count, and the
 /// instant of those taken added (see migration `2026120303000001`); runs whose job and
-/// pool have no rate read none of it.
+/// pool have no rate read none of it. Past the first `$6` runs (the executor's free
+/// slots), only runs an executor may hold in memory until a slot frees are taken
+/// (prefetched: in-process, lock-free, bound by no quota, cap or rate; see
+/// [`ClaimLimits::slots`]).
 pub const CLAIM_QUEUED_SQL: &str = include_str!("sql/claim_queued.sql");
 
 // The claim is checked at build time like every other statement: the macro below is
@@ -58,7 +61,8 @@ const _: fn() = || {
         0_i64,
         false,
         0_i64,
-        None::<&[String]>
+        None::<&[String]>,
+        0_i64
     );
 };
 
@@ -92,6 +96,10 @@ pub struct ClaimedRun {
 pub struct ClaimLimits {
     /// Runs in all.
     pub runs: i64,
+    /// Of which runs of any kind, started as soon as claimed (the executor's free slots);
+    /// the rest, up to `runs`, only runs the executor may hold until a slot frees:
+    /// in-process, lock-free, bound by no quota, trigger cap, pool or rate (prefetched).
+    pub slots: i64,
     /// Of which shell jobs.
     pub processes: i64,
     /// Whether runs that need a Redis lock or permit may be taken.
@@ -103,6 +111,7 @@ impl ClaimLimits {
     pub fn runs(runs: i64) -> ClaimLimits {
         ClaimLimits {
             runs,
+            slots: runs,
             processes: runs,
             with_locked: true,
         }
@@ -177,6 +186,7 @@ async fn claim(
         .bind(limits.with_locked)
         .bind(limits.processes)
         .bind(namespaces)
+        .bind(limits.slots)
         .fetch_all(db)
         .await?)
 }
@@ -200,6 +210,33 @@ pub async fn unclaim(
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Gives back to the queue runs this executor claimed ahead of its free slots and held
+/// without starting their jobs (prefetched: see [`ClaimLimits::slots`]): the claim made
+/// them `running`, but no job ran, so they go back unchanged, in their place in the
+/// queue. A run asked to stop meanwhile is not given back (its attempt starts and ends
+/// it as cancelled). Executors waiting for work are woken. Returns the ids given back.
+pub async fn give_back_unstarted(
+    db: impl PgExecutor<'_>,
+    run_ids: &[i64],
+    executor_id: Uuid,
+) -> Result<Vec<i64>, StoreError> {
+    Ok(sqlx::query_scalar!(
+        "WITH back AS (
+             UPDATE runs_live SET state = 'queued', executor_id = NULL, claimed_at = NULL,
+                                  started_at = NULL, heartbeat_at = NULL
+             WHERE id = ANY($1) AND executor_id = $2 AND state IN ('claimed', 'running')
+               AND cancel_requested_at IS NULL
+             RETURNING id),
+         -- Executors waiting for work hear of them at once, as of newly queued runs.
+         woken AS (SELECT pg_notify('probactr_runs', '') FROM (SELECT FROM back LIMIT 1) AS any_back)
+         SELECT back.id AS \"id!\" FROM back CROSS JOIN woken",
+        run_ids,
+        executor_id
+    )
+    .fetch_all(db)
+    .await?)
 }
 
 /// Ends a claimed run that never started (skipped by the overlap policy, failed on an

@@ -115,12 +115,17 @@ taken AS (
                                                                      ORDER BY claim_order, id) END AS pool_weight,
                CASE WHEN capped THEN row_number() OVER (PARTITION BY namespace, capped
                                                         ORDER BY claim_order, id) END AS nth_of_namespace,
+               row_number() OVER (ORDER BY claim_order, id) AS position,
                row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
                row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
                CASE WHEN trigger_capped THEN row_number() OVER (PARTITION BY trigger_id, trigger_capped
                                                                 ORDER BY claim_order, id) END AS nth_of_trigger
         FROM picked) AS ranked
     WHERE (NOT process OR nth <= $4) AND (NOT service OR nth_of_job = 1)
+      -- Past the first $6 runs (the executor's free slots), only runs it may hold until a
+      -- slot frees (prefetched): in-process, lock-free, bound by no quota, cap or rate.
+      AND (position <= $6 OR (lock_free AND NOT process AND NOT service AND NOT capped
+                              AND NOT trigger_capped AND pool IS NULL AND job_rate IS NULL))
       -- A capped trigger's runs within its room (a cap removed meanwhile: no bound).
       AND (NOT trigger_capped OR nth_of_trigger <= coalesce(
            (SELECT trigger_quota.room FROM trigger_quota WHERE trigger_quota.id = ranked.trigger_id),

@@ -196,7 +196,18 @@ async fn claim_and_start(
         .iter()
         .map(|claimed| (claimed.run.job_id, claimed.job_version))
         .collect();
-    let jobs = claimer.job_cache.get(&claimer.pool, &wanted).await?;
+    let jobs = match claimer.job_cache.get(&claimer.pool, &wanted).await {
+        Ok(jobs) => jobs,
+        Err(err) => {
+            // Without their definitions the runs cannot start: back to the queue, or
+            // they would wait, running in name only, for the reaper.
+            let ids: Vec<i64> = claimed.iter().map(|claimed| claimed.run.id).collect();
+            if let Err(back) = runs::give_back_unstarted(&claimer.pool, &ids, executor_id).await {
+                tracing::warn!(error = %back, runs = ?ids, "cannot give back claimed runs whose jobs could not be read");
+            }
+            return Err(err.into());
+        }
+    };
     let count = claimed.len();
     let holding_quota: HashSet<i64> = claimed
         .iter()
@@ -206,6 +217,7 @@ async fn claim_and_start(
     let claimed: Vec<Run> = claimed.into_iter().map(|claimed| claimed.run).collect();
     let claimed = one_per_queueing_job(&claimer.pool, claimed, &jobs, executor_id).await?;
     // In claim order: every run past the free slots is one the claim allowed to be held.
+    let mut held_now = 0;
     for run in claimed {
         let Some(job) = jobs.get(&run.job_id).cloned() else {
             // The job was deleted between claim and read; the cascade removed the run.
@@ -216,9 +228,13 @@ async fn claim_and_start(
                 let holds_quota = holding_quota.contains(&run.id);
                 attempt::spawn(&claimer.attempts, run, job, executor_id, slot, holds_quota);
             }
-            None => held.hold(run, job),
+            None => {
+                held.hold(claimer, run, job);
+                held_now += 1;
+            }
         }
     }
+    held.note_claimed_ahead(ahead, held_now);
     // Slots freed while the claim was answered go to the runs just held.
     drop(slots);
     held.start_in_free_slots(claimer);

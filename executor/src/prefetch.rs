@@ -7,10 +7,16 @@
 //! free slots), and the executor starts them as slots free, while its next claim is
 //! under way. The claim made them `running`; their jobs start when a slot frees.
 //!
+//! Held runs are registered like running attempts, so a cancellation reaches them: one
+//! asked to stop starts at once, without an execution slot, and its attempt records it
+//! stopped before its job started.
+//!
 //! Holding is for short jobs only: when no held run could start for [`HOLD_LIMIT`] (the
 //! slots are taken by jobs that are not short), or one waited [`WAIT_LIMIT`] all told,
 //! every held run goes back to the queue, in its place, for any executor to take, and
-//! prefetching pauses for [`PAUSE`]. Long jobs are never kept from an idle executor.
+//! prefetching pauses for [`PAUSE`]. It pauses too when a claim found few runs to hold
+//! (the queue holds other kinds, or little): claiming ahead would only lock rows it
+//! cannot take. Long jobs are never kept from an idle executor.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -21,16 +27,20 @@ use tokio::time::Instant;
 
 use crate::attempt;
 use crate::claiming::Claimer;
+use crate::registry::{StopHandle, StopReason};
 use crate::slot::Slot;
 
 /// How long held runs may wait with none of them starting before they are given back.
 pub const HOLD_LIMIT: Duration = Duration::from_millis(100);
 /// How long one run may be held, however steadily the others start.
 pub const WAIT_LIMIT: Duration = Duration::from_secs(1);
-/// How long prefetching pauses after held runs had to be given back.
+/// How long prefetching pauses after held runs had to be given back, or a claim found
+/// few runs to hold.
 pub const PAUSE: Duration = Duration::from_secs(10);
 /// How long to wait before trying again a give-back that failed.
 const GIVE_BACK_RETRY: Duration = Duration::from_secs(1);
+/// How often an executor that stops tries to give its held runs back.
+const GIVE_BACK_TRIES_AT_STOP: u32 = 3;
 
 /// The runs claimed ahead of the free slots, oldest first.
 pub struct Prefetched {
@@ -39,6 +49,8 @@ pub struct Prefetched {
     /// When a held run last started, or the first of those held now was held.
     progress_at: Instant,
     paused_until: Option<Instant>,
+    /// Set after a give-back failed: it may have been stored, so no held run starts its
+    /// job until a give-back answers which runs are still this executor's.
     next_give_back: Option<Instant>,
 }
 
@@ -46,9 +58,14 @@ struct Held {
     run: Run,
     job: Job,
     since: Instant,
-    /// Asked to stop while held, so not given back: started when a slot frees, however
-    /// long that takes, for its attempt to end it.
-    kept: bool,
+    /// The run's registration: a cancellation stops it while it is held.
+    handle: StopHandle,
+}
+
+impl Held {
+    fn asked_to_stop(&self) -> bool {
+        self.handle.reason().is_some()
+    }
 }
 
 impl Prefetched {
@@ -79,18 +96,31 @@ impl Prefetched {
         self.depth - self.held.len()
     }
 
-    /// Holds a run claimed past the free slots until a slot frees.
-    pub fn hold(&mut self, run: Run, job: Job) {
-        if self.held.iter().all(|held| held.kept) {
+    /// Holds a run claimed past the free slots until a slot frees, registered so that a
+    /// cancellation reaches it.
+    pub fn hold(&mut self, claimer: &Claimer, run: Run, job: Job) {
+        if self.held.is_empty() {
             self.progress_at = Instant::now();
         }
+        let executor_id = run.executor_id.unwrap_or_else(|| claimer.registry.id());
+        let grace = Duration::from_secs(u64::try_from(job.stop_grace_secs).unwrap_or(0));
+        let handle = claimer.registry.track(run.id, executor_id, grace);
         self.held.push_back(Held {
             run,
             job,
             since: Instant::now(),
-            kept: false,
+            handle,
         });
         self.publish();
+    }
+
+    /// After a claim that could take `ahead` runs past its free slots and took `held`:
+    /// few means the queue holds other kinds of runs, or little, and claiming ahead
+    /// would only lock rows the claim cannot take. Prefetching pauses.
+    pub fn note_claimed_ahead(&mut self, ahead: usize, held: usize) {
+        if ahead > 0 && held < ahead / 2 {
+            self.paused_until = Some(Instant::now() + PAUSE);
+        }
     }
 
     /// The runs held now, as the `probactr_runs_prefetched` gauge.
@@ -98,38 +128,70 @@ impl Prefetched {
         metrics::gauge!("probactr_runs_prefetched").set(self.held.len() as f64);
     }
 
-    /// Starts held runs, oldest first, in the slots free now. A run claimed under an
-    /// identity this executor no longer has was reaped with it and is dropped; none
-    /// starts while the executor cannot prove it is alive.
+    /// Starts held runs: those asked to stop at once (their attempts record that), the
+    /// others, oldest first, in the slots free now. A run claimed under an identity this
+    /// executor no longer has was reaped with it and is dropped; no job starts while the
+    /// executor cannot prove it is alive, or while a failed give-back leaves unsure
+    /// which held runs are still this executor's.
     pub fn start_in_free_slots(&mut self, claimer: &Claimer) {
         let executor_id = claimer.registry.id();
-        while let Some(held) = self.held.front() {
-            if held.run.executor_id != Some(executor_id) {
-                if let Some(dropped) = self.held.pop_front() {
-                    tracing::info!(run.id = dropped.run.id, executor.id = %executor_id,
-                        "a prefetched run was claimed under this executor's former identity; dropped");
-                }
-                self.publish();
-                continue;
-            }
+        self.drop_former_identity(claimer, executor_id);
+        self.end_those_asked_to_stop(claimer, executor_id);
+        if self.next_give_back.is_some() {
+            return;
+        }
+        while !self.held.is_empty() {
             if !claimer.registry.may_act(executor_id, claimer.give_up_after) {
-                return;
+                break;
             }
             let Some(slot) = Slot::try_take(&claimer.slots) else {
-                return;
+                break;
             };
             if let Some(held) = self.held.pop_front() {
                 attempt::spawn(&claimer.attempts, held.run, held.job, executor_id, slot, false);
                 self.progress_at = Instant::now();
-                self.publish();
             }
         }
+        self.publish();
+    }
+
+    fn drop_former_identity(&mut self, claimer: &Claimer, executor_id: uuid::Uuid) {
+        self.held.retain(|held| {
+            let mine = held.run.executor_id == Some(executor_id);
+            if !mine {
+                claimer.registry.untrack(held.run.id);
+                tracing::info!(run.id = held.run.id, executor.id = %executor_id,
+                    "a prefetched run was claimed under this executor's former identity; dropped");
+            }
+            mine
+        });
+    }
+
+    fn end_those_asked_to_stop(&mut self, claimer: &Claimer, executor_id: uuid::Uuid) {
+        let mut kept = VecDeque::with_capacity(self.held.len());
+        for held in self.held.drain(..) {
+            if !held.asked_to_stop() {
+                kept.push_back(held);
+                continue;
+            }
+            match Slot::for_ending(&claimer.slots) {
+                Some(slot) => {
+                    tracing::info!(
+                        run.id = held.run.id,
+                        "a prefetched run was asked to stop before it started"
+                    );
+                    attempt::spawn(&claimer.attempts, held.run, held.job, executor_id, slot, false);
+                }
+                None => kept.push_back(held),
+            }
+        }
+        self.held = kept;
     }
 
     /// How long until the held runs are overdue (zero when they are), if any may be
     /// given back.
     pub fn until_overdue(&self) -> Option<Duration> {
-        let oldest = self.held.iter().find(|held| !held.kept)?;
+        let oldest = self.held.iter().find(|held| !held.asked_to_stop())?;
         let due = (self.progress_at + HOLD_LIMIT).min(oldest.since + WAIT_LIMIT);
         let due = self.next_give_back.map_or(due, |retry| retry.max(due));
         Some(due.saturating_duration_since(Instant::now()))
@@ -151,14 +213,22 @@ impl Prefetched {
         self.give_back(claimer).await;
     }
 
-    /// Gives every held run back to the queue (the executor is stopping).
+    /// Gives every held run back to the queue (the executor is stopping), trying a few
+    /// times; runs still held after that are left to the reaper, like any run of an
+    /// executor that is gone.
     pub async fn give_back_all(&mut self, claimer: &Claimer) {
-        if !self.held.is_empty() {
-            self.give_back(claimer).await;
+        for _ in 0..GIVE_BACK_TRIES_AT_STOP {
+            if self.held.is_empty() || self.give_back(claimer).await {
+                break;
+            }
+            tokio::time::sleep(GIVE_BACK_RETRY).await;
         }
+        // Those not given back were asked to stop: their attempts record it.
+        self.start_in_free_slots(claimer);
     }
 
-    async fn give_back(&mut self, claimer: &Claimer) {
+    /// Gives the held runs back; true when PostgreSQL answered.
+    async fn give_back(&mut self, claimer: &Claimer) -> bool {
         let executor_id = claimer.registry.id();
         let ids: Vec<i64> = self.held.iter().map(|held| held.run.id).collect();
         match runs::give_back_unstarted(&claimer.pool, &ids, executor_id).await {
@@ -166,19 +236,25 @@ impl Prefetched {
                 tracing::info!(executor.id = %executor_id, runs = ?given_back,
                     "prefetched runs given back to the queue");
                 metrics::counter!("probactr_prefetched_given_back_total").increment(given_back.len() as u64);
-                // Those not given back were asked to stop meanwhile (or reaped): they
-                // start when a slot frees, and their attempts end them.
-                self.held.retain(|held| !given_back.contains(&held.run.id));
-                for held in &mut self.held {
-                    held.kept = true;
+                for id in &given_back {
+                    claimer.registry.untrack(*id);
                 }
-                self.publish();
+                self.held.retain(|held| !given_back.contains(&held.run.id));
+                // Those not given back were asked to stop meanwhile, or given back by an
+                // earlier try whose answer was lost: either way their jobs must not run.
+                // Their attempts start at once and record the stop, or are fenced off.
+                for held in &self.held {
+                    held.handle.stop(StopReason::Cancelled);
+                }
                 self.next_give_back = None;
+                self.publish();
+                true
             }
             Err(err) => {
                 tracing::warn!(error = %err, executor.id = %executor_id, runs = ids.len(),
                     "giving prefetched runs back failed; trying again");
                 self.next_give_back = Some(Instant::now() + GIVE_BACK_RETRY);
+                false
             }
         }
     }

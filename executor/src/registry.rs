@@ -170,13 +170,17 @@ impl Registry {
     }
 
     /// Registers an attempt of `run_id` started under `executor_id`, whose job gets
-    /// `stop_grace` between SIGTERM and SIGKILL.
+    /// `stop_grace` between SIGTERM and SIGKILL. A run registered already (held before
+    /// it starts: see [`crate::prefetch`]) keeps its handle, and any stop asked of it.
     pub fn track(&self, run_id: i64, executor_id: Uuid, stop_grace: Duration) -> StopHandle {
-        let handle = StopHandle::default();
-        self.lock()
+        let mut state = self.lock();
+        let entry = state
             .running
-            .insert(run_id, (executor_id, handle.clone(), stop_grace));
-        handle
+            .entry(run_id)
+            .or_insert_with(|| (executor_id, StopHandle::default(), stop_grace));
+        entry.0 = executor_id;
+        entry.2 = stop_grace;
+        entry.1.clone()
     }
 
     /// The longest stop grace of the running attempts (how long a stop may take).
@@ -232,5 +236,26 @@ impl Registry {
     /// How many attempts are registered.
     pub fn running_count(&self) -> usize {
         self.lock().running.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A prefetched run is registered while it waits for a slot; a cancellation that
+    /// reaches it then must still hold when its attempt registers it again.
+    #[test]
+    fn a_stop_asked_before_the_attempt_registers_is_kept() {
+        let registry = Registry::new();
+        let executor = registry.id();
+        let held = registry.track(7, executor, Duration::from_secs(1));
+        assert!(registry.stop(7, StopReason::Cancelled));
+        let started = registry.track(7, executor, Duration::from_secs(5));
+        assert_eq!(started.reason(), Some(StopReason::Cancelled));
+        assert_eq!(held.reason(), Some(StopReason::Cancelled));
+        assert_eq!(registry.longest_grace(), Duration::from_secs(5));
+        registry.untrack(7);
+        assert_eq!(registry.running_count(), 0);
     }
 }

@@ -61,6 +61,17 @@ impl Slot {
         })
     }
 
+    /// A slot for an attempt that was asked to stop before its job started: it only
+    /// records that end, so it takes no execution slot, only a place among the ends
+    /// waiting to be recorded.
+    pub fn for_ending(slots: &Slots) -> Option<Slot> {
+        let unrecorded = slots.unrecorded.clone().try_acquire_owned().ok()?;
+        Some(Slot {
+            executing: None,
+            _unrecorded: unrecorded,
+        })
+    }
+
     /// Gives the execution slot back (the job ended) and wakes the claim loop.
     pub fn release_execution(&mut self, wakeups: &Wakeups) {
         if self.executing.take().is_some() {

@@ -215,8 +215,9 @@ pub async fn unclaim(
 /// Gives back to the queue runs this executor claimed ahead of its free slots and held
 /// without starting their jobs (prefetched: see [`ClaimLimits::slots`]): the claim made
 /// them `running`, but no job ran, so they go back unchanged, in their place in the
-/// queue. A run asked to stop meanwhile is not given back (its attempt starts and ends
-/// it as cancelled). Executors waiting for work are woken. Returns the ids given back.
+/// queue. A run asked to stop meanwhile is not given back (its attempt starts at once
+/// and records it stopped before its job started). Executors waiting for work are woken.
+/// Returns the ids given back.
 pub async fn give_back_unstarted(
     db: impl PgExecutor<'_>,
     run_ids: &[i64],

@@ -167,8 +167,13 @@ async fn keep_services(monitor: &Monitor) -> Result<(), StoreError> {
         tracing::info!(run.id = started.run_id, job.id = started.job_id, replica = started.replica,
             available_at = %started.available_at, "service instance queued");
     }
-    for surplus in services::surplus(&monitor.pool).await? {
-        let state = runs::request_cancel(&monitor.pool, surplus.run_id, &surplus.reason).await?;
+    let surplus = services::surplus(&monitor.pool).await?;
+    if surplus.is_empty() {
+        return Ok(());
+    }
+    let mut conn = monitor.pool.acquire().await?;
+    for surplus in surplus {
+        let state = runs::request_cancel(&mut conn, surplus.run_id, &surplus.reason).await?;
         tracing::info!(run.id = surplus.run_id, job.id = surplus.job_id, reason = %surplus.reason,
             state = ?state, "service instance stopped");
     }

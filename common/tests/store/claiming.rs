@@ -161,7 +161,7 @@ async fn a_claim_past_the_free_slots_takes_only_runs_that_can_wait(pool: PgPool)
     assert_eq!(run(&pool, order[2]).await.state, RunState::Running);
 
     // Held and never started: given back, but for the one asked to stop meanwhile.
-    runs::request_cancel(&pool, order[1], "asked")
+    runs::request_cancel(&mut pool.acquire().await.unwrap(), order[1], "asked")
         .await
         .expect("cancel");
     let held = [order[1], order[2], order[4]];
@@ -194,4 +194,49 @@ async fn a_claim_past_the_free_slots_takes_only_runs_that_can_wait(pool: PgPool)
         vec![order[2], order[3], order[4], order[5]],
         "given back in their place in the queue"
     );
+}
+
+/// A cancellation whose statement waits for the row of a claim (queued → running) or of
+/// a give-back (running → queued) reads the run in its old state; it must still find the
+/// run, not answer that it does not exist.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_cancel_that_waits_for_a_claim_or_a_give_back_finds_its_run(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let job = make_job(&pool, "raced", |j| j.parallel = true).await;
+    let raced = runs::queue_now(&pool, job.id).await.expect("queue").id;
+
+    let mut claim = pool.begin().await.expect("begin");
+    let claimed = runs::claim_queued(&mut *claim, ex, 1).await.expect("claim");
+    assert_eq!(claimed[0].state, RunState::Running);
+    let cancel = spawn_cancel(&pool, raced);
+    wait_until_blocked(&pool).await;
+    claim.commit().await.expect("commit the claim");
+    assert_eq!(
+        cancel.await.expect("task").expect("cancel"),
+        Some(RunState::Running),
+        "flagged for its executor"
+    );
+
+    let held = runs::queue_now(&pool, job.id).await.expect("queue").id;
+    runs::claim_queued(&pool, ex, 1).await.expect("claim");
+    let mut give_back = pool.begin().await.expect("begin");
+    runs::give_back_unstarted(&mut *give_back, &[held], ex)
+        .await
+        .expect("give back");
+    let cancel = spawn_cancel(&pool, held);
+    wait_until_blocked(&pool).await;
+    give_back.commit().await.expect("commit the give-back");
+    assert_eq!(
+        cancel.await.expect("task").expect("cancel"),
+        Some(RunState::Cancelled),
+        "queued again, so cancelled at once"
+    );
+    assert_eq!(run(&pool, held).await.state, RunState::Cancelled);
+}
+
+fn spawn_cancel(pool: &PgPool, run_id: i64) -> tokio::task::JoinHandle<Result<Option<RunState>, StoreError>> {
+    let pool = pool.clone();
+    tokio::spawn(
+        async move { runs::request_cancel(&mut pool.acquire().await.unwrap(), run_id, "raced").await },
+    )
 }

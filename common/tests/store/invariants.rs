@@ -107,7 +107,7 @@ async fn start_of_a_vanished_claim_is_gone(pool: PgPool) {
         Start::Gone
     );
     // A cancelled claim cannot be started.
-    let state = runs::request_cancel(&pool, claimed.id, "user")
+    let state = runs::request_cancel(&mut pool.acquire().await.unwrap(), claimed.id, "user")
         .await
         .expect("cancel");
     assert_eq!(state, Some(RunState::Cancelled));
@@ -131,7 +131,7 @@ async fn gone_start_does_not_fence_the_current_holder(pool: PgPool) {
     // B claimed a second run (Redis forgot A's lock, say), which is cancelled before B
     // starts it.
     let late = claimed_run(&pool, job.id, b).await;
-    runs::request_cancel(&pool, late.id, "user")
+    runs::request_cancel(&mut pool.acquire().await.unwrap(), late.id, "user")
         .await
         .expect("cancel");
     assert_eq!(

@@ -103,7 +103,7 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
     assert_eq!(again.write, Write::Fenced);
     // A cancel request on an ended run rewrites the row, terminal to terminal: nothing.
     assert_eq!(
-        runs::request_cancel(&pool, ok.id, "too late")
+        runs::request_cancel(&mut pool.acquire().await.unwrap(), ok.id, "too late")
             .await
             .expect("cancel"),
         Some(RunState::Succeeded)
@@ -111,7 +111,7 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
     // Statements that end nothing: a cancel request on a running run only flags it.
     let (flagged, f) = running_exclusive(&pool, job.id, ex).await;
     assert_eq!(
-        runs::request_cancel(&pool, flagged.id, "stop")
+        runs::request_cancel(&mut pool.acquire().await.unwrap(), flagged.id, "stop")
             .await
             .expect("cancel"),
         Some(RunState::Running)
@@ -122,7 +122,7 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
         .await
         .expect("finish");
     assert_eq!(
-        runs::request_cancel(&pool, retry, "not wanted")
+        runs::request_cancel(&mut pool.acquire().await.unwrap(), retry, "not wanted")
             .await
             .expect("cancel"),
         Some(RunState::Cancelled)

@@ -57,7 +57,7 @@ async fn transitions_move_runs_only_out_of_the_states_they_name(pool: PgPool) {
     let queued = runs::queue_now(&pool, job.id).await.expect("queue");
     let path = try_every_transition(&pool, queued.id, executor, None).await;
     assert_eq!(path, [RunState::Queued], "a queued run is claimed first");
-    runs::request_cancel(&pool, queued.id, "test")
+    runs::request_cancel(&mut pool.acquire().await.unwrap(), queued.id, "test")
         .await
         .expect("cancel");
     assert_eq!(run(&pool, queued.id).await.state, RunState::Cancelled);
@@ -71,7 +71,7 @@ async fn transitions_move_runs_only_out_of_the_states_they_name(pool: PgPool) {
     // Ended: nothing moves it, a cancel included.
     let path = try_every_transition(&pool, claimed.id, executor, Some(job.fence + 1)).await;
     assert_eq!(path, [RunState::Succeeded]);
-    let after_cancel = runs::request_cancel(&pool, claimed.id, "late")
+    let after_cancel = runs::request_cancel(&mut pool.acquire().await.unwrap(), claimed.id, "late")
         .await
         .expect("cancel");
     assert_eq!(after_cancel, Some(RunState::Succeeded));

@@ -513,7 +513,7 @@ async fn cancel_stops_a_running_job_within_a_second(pool_options: PgPoolOptions,
     })
     .await;
     let asked = tokio::time::Instant::now();
-    runs::request_cancel(&pool, run.id, "cancelled by test")
+    runs::request_cancel(&mut pool.acquire().await.unwrap(), run.id, "cancelled by test")
         .await
         .unwrap();
     eventually(Duration::from_secs(3), "the run cancelled", || async {
@@ -555,7 +555,7 @@ async fn cancel_sends_sigterm_and_keeps_the_clean_exit_and_checkpoint(
             .filter(|c| c.data == b"step-1\n")
     })
     .await;
-    runs::request_cancel(&pool, run.id, "cancelled by test")
+    runs::request_cancel(&mut pool.acquire().await.unwrap(), run.id, "cancelled by test")
         .await
         .unwrap();
     let ended = eventually(Duration::from_secs(30), "the run cancelled", || async {

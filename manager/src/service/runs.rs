@@ -559,7 +559,7 @@ pub async fn cancel(handles: &Handles, who: &Principal, id: i64) -> Result<Cance
         )));
     }
     let reason = format!("cancelled by {}", who.username);
-    let after = store::runs::request_cancel(&mut *tx, id, &reason)
+    let after = store::runs::request_cancel(&mut tx, id, &reason)
         .await?
         .ok_or_else(|| ApiError::not_found("run", id))?;
     let change = Change {

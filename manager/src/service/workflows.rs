@@ -447,7 +447,7 @@ pub async fn cancel_run(handles: &Handles, who: &Principal, id: i64) -> Result<W
     };
     let reason = format!("workflow run {id} cancelled by {}", who.username);
     for run_id in store::runs::live_attempts_of(&mut *tx, &chains).await? {
-        store::runs::request_cancel(&mut *tx, run_id, &reason).await?;
+        store::runs::request_cancel(&mut tx, run_id, &reason).await?;
         tracing::info!(workflow_run.id = id, run.id = run_id, "step run cancel requested");
     }
     let change = Change {

@@ -1,7 +1,7 @@
 //! Cancelling: a queued or claimed run ends `cancelled` at once; a running one is flagged
 //! for its executor to stop (and ends through [`finish_many`](super::finish_many)).
 
-use sqlx::PgExecutor;
+use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use crate::model::RunState;
@@ -11,7 +11,30 @@ use crate::store::StoreError;
 /// Asks for a run to stop. A queued or claimed run is cancelled at once; a running one is
 /// flagged and its executor stops it (it polls for the flag). Returns the run's state
 /// after the request, or None when the run does not exist.
+///
+/// The statement reads the run in one snapshot, so a claim, a give-back or an end that
+/// commits while it waits for the run's row leaves it matching nothing although the run
+/// exists. Read committed gives each statement a new snapshot: asked again, it sees the
+/// run as it now is (see [`CANCEL_TRIES`]).
 pub async fn request_cancel(
+    conn: &mut PgConnection,
+    run_id: i64,
+    reason: &str,
+) -> Result<Option<RunState>, StoreError> {
+    for _ in 1..CANCEL_TRIES {
+        if let Some(state) = request_cancel_once(&mut *conn, run_id, reason).await? {
+            return Ok(Some(state));
+        }
+    }
+    request_cancel_once(&mut *conn, run_id, reason).await
+}
+
+/// How many times a cancellation is asked before its run is taken not to exist: each
+/// miss needs a state change of the run committed during the statement, so a run that
+/// exists is found within a few.
+const CANCEL_TRIES: usize = 4;
+
+async fn request_cancel_once(
     db: impl PgExecutor<'_>,
     run_id: i64,
     reason: &str,

@@ -424,6 +424,18 @@ CREATE FUNCTION public.probactr_next_attempt(ended_id bigint, ended_chain bigint
 $$;
 
 --
+-- Name: probactr_notify_access(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_notify_access() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM pg_notify('probactr_access', '');
+    RETURN NULL;
+END $$;
+
+--
 -- Name: probactr_notify_runs(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2615,6 +2627,12 @@ CREATE INDEX executors_live_heartbeat ON public.executors USING btree (last_hear
 CREATE INDEX idempotency_keys_created_at ON public.idempotency_keys USING btree (created_at);
 
 --
+-- Name: jobs_listed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_listed ON public.jobs USING btree (name) WHERE (deleted_at IS NULL);
+
+--
 -- Name: jobs_pool; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3089,6 +3107,12 @@ ALTER INDEX public.runs_job_newest ATTACH PARTITION public.runs_live_job_id_id_s
 ALTER INDEX public.runs_queued_at ATTACH PARTITION public.runs_live_queued_at_idx;
 
 --
+-- Name: api_tokens api_tokens_access_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER api_tokens_access_changed AFTER DELETE OR UPDATE OF user_id, token_hash, expires_at, revoked_at, namespaces, role OR TRUNCATE ON public.api_tokens FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_notify_access();
+
+--
 -- Name: executors executors_alert_lost; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3129,6 +3153,12 @@ CREATE TRIGGER jobs_stats_row AFTER INSERT ON public.jobs REFERENCING NEW TABLE 
 --
 
 CREATE TRIGGER misfires_alert_events AFTER INSERT ON public.misfires REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_alert_misfires();
+
+--
+-- Name: namespaces namespaces_access_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER namespaces_access_changed AFTER INSERT OR DELETE OR UPDATE OF name OR TRUNCATE ON public.namespaces FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_notify_access();
 
 --
 -- Name: namespaces namespaces_capped; Type: TRIGGER; Schema: public; Owner: -
@@ -3201,6 +3231,18 @@ CREATE TRIGGER triggers_changed AFTER INSERT OR DELETE OR UPDATE OF next_fire_at
 --
 
 CREATE TRIGGER triggers_forget_in_history AFTER DELETE ON public.triggers REFERENCING OLD TABLE AS deleted_triggers FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_forget_trigger_in_history();
+
+--
+-- Name: user_roles user_roles_access_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER user_roles_access_changed AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.user_roles FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_notify_access();
+
+--
+-- Name: users users_access_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_access_changed AFTER DELETE OR UPDATE OF username, disabled, cluster_admin OR TRUNCATE ON public.users FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_notify_access();
 
 --
 -- Name: workflow_triggers workflow_triggers_changed; Type: TRIGGER; Schema: public; Owner: -

@@ -58,6 +58,10 @@ pub fn app(state: AppState) -> axum::Router {
             state.handles.reads.clone(),
             service::reads::note_writes,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.tokens.clone(),
+            auth::tokens::forget_after_access_changes,
+        ))
         .with_state(state);
     layers::apply(router)
 }

@@ -138,6 +138,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         tokio::spawn(reads.clone().watch(state.handles.pool.clone(), shutdown.clone()));
         state.handles.reads = reads;
     }
+    tokio::spawn(
+        state
+            .tokens
+            .clone()
+            .watch(state.handles.pool.clone(), shutdown.clone()),
+    );
     if let Some(sso) = state.sso.clone() {
         // Discovery in the background: the provider being down must not keep the
         // manager from serving (password logins, the API); logins discover again.

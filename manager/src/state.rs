@@ -14,6 +14,7 @@ use sqlx::PgPool;
 use crate::admin::templates;
 use crate::auth::oidc::Sso;
 use crate::auth::password::Hasher;
+use crate::auth::tokens::TokenCache;
 use crate::service::Handles;
 use crate::streams::Streams;
 
@@ -37,6 +38,9 @@ pub struct AppState {
     pub sso: Option<Arc<Sso>>,
     /// Who may log in with a password (`PROBACTR_LOCAL_LOGIN`).
     pub local_login: LocalLogin,
+    /// Bearer tokens verified recently (remembered only while
+    /// [`TokenCache::watch`] listens for changes to access).
+    pub tokens: Arc<TokenCache>,
 }
 
 impl AppState {
@@ -51,6 +55,7 @@ impl AppState {
             streams: Arc::default(),
             sso: None,
             local_login: LocalLogin::Open,
+            tokens: Arc::default(),
         })
     }
 

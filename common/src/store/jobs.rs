@@ -298,6 +298,7 @@ pub struct JobFilter {
 /// by primary key, per job, whatever the length of its history (zeros for a job without
 /// a row). The lateral subquery sums the shards of each listed job alone (`OFFSET 0`
 /// keeps PostgreSQL from flattening it into one aggregate over every job's shards).
+/// Followed by what `jobs` is: the table, or one page of it ([`page_query`]).
 const SELECT_WITH_STATS: &str = "SELECT jobs.*,
         coalesce(stats.runs, 0) AS runs,
         coalesce(stats.successes, 0) AS successes,
@@ -308,9 +309,11 @@ const SELECT_WITH_STATS: &str = "SELECT jobs.*,
         stats.last_success_at, stats.last_failure_at,
         CASE WHEN jobs.paused THEN NULL ELSE
             (SELECT min(triggers.next_fire_at) FROM triggers
-             WHERE triggers.job_id = jobs.id AND NOT triggers.paused) END AS next_fire_at
-    FROM jobs
-    LEFT JOIN LATERAL (SELECT * FROM job_stats WHERE job_stats.job_id = jobs.id OFFSET 0) AS stats ON true";
+             WHERE triggers.job_id = jobs.id AND NOT triggers.paused) END AS next_fire_at";
+
+/// The statistics of each row of `jobs` (see [`SELECT_WITH_STATS`]).
+const STATS_JOIN: &str =
+    " LEFT JOIN LATERAL (SELECT * FROM job_stats WHERE job_stats.job_id = jobs.id OFFSET 0) AS stats ON true";
 
 /// `text` as a LIKE pattern matching it anywhere, its wildcards escaped.
 pub fn contains_pattern(text: &str) -> String {
@@ -343,14 +346,23 @@ fn push_filters(query: &mut QueryBuilder<Postgres>, filter: &JobFilter) {
     }
 }
 
-/// A page of jobs by name, and how many match in all.
+/// A page of jobs by name, and how many match in all: one statement, unless the page
+/// is past the last job.
 pub async fn list_with_stats(
     db: impl PgExecutor<'_> + Copy,
     filter: &JobFilter,
     page: Page,
 ) -> Result<(Vec<JobRow>, i64), StoreError> {
-    let items = page_with_stats(db, filter, page).await?;
-    Ok((items, count(db, filter).await?))
+    let counted: Vec<CountedJobRow> = page_query(filter, page, true)
+        .build_query_as()
+        .fetch_all(db)
+        .await?;
+    let total = match counted.first() {
+        Some(first) => first.total,
+        None if page.offset == 0 => 0,
+        None => count(db, filter).await?,
+    };
+    Ok((counted.into_iter().map(|counted| counted.row).collect(), total))
 }
 
 /// A page of jobs by name (through any executor, a transaction's connection included).
@@ -359,11 +371,38 @@ pub async fn page_with_stats(
     filter: &JobFilter,
     page: Page,
 ) -> Result<Vec<JobRow>, StoreError> {
+    Ok(page_query(filter, page, false)
+        .build_query_as::<JobRow>()
+        .fetch_all(db)
+        .await?)
+}
+
+/// A job row and how many jobs match the list's filter in all.
+#[derive(sqlx::FromRow)]
+struct CountedJobRow {
+    #[sqlx(flatten)]
+    row: JobRow,
+    total: i64,
+}
+
+/// The page of jobs `filter` and `page` pick, with their statistics (and, when
+/// `counted`, a `total` column). The page is cut before the statistics are read: they
+/// are summed for the jobs shown, not for every job that matches.
+fn page_query(filter: &JobFilter, page: Page, counted: bool) -> QueryBuilder<Postgres> {
     let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    if counted {
+        query.push(", (SELECT count(*) FROM jobs");
+        push_filters(&mut query, filter);
+        query.push(") AS total");
+    }
+    query.push(" FROM (SELECT * FROM jobs");
     push_filters(&mut query, filter);
     query.push(" ORDER BY jobs.name LIMIT ").push_bind(page.limit);
     query.push(" OFFSET ").push_bind(page.offset);
-    Ok(query.build_query_as::<JobRow>().fetch_all(db).await?)
+    query.push(") AS jobs");
+    query.push(STATS_JOIN);
+    query.push(" ORDER BY jobs.name");
+    query
 }
 
 /// How many jobs match `filter`.
@@ -376,6 +415,7 @@ pub async fn count(db: impl PgExecutor<'_>, filter: &JobFilter) -> Result<i64, S
 /// One job with its statistics.
 pub async fn get_with_stats(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobRow>, StoreError> {
     let mut query = QueryBuilder::<Postgres>::new(SELECT_WITH_STATS);
+    query.push(" FROM jobs").push(STATS_JOIN);
     query.push(" WHERE jobs.id = ").push_bind(id);
     Ok(query.build_query_as::<JobRow>().fetch_optional(db).await?)
 }

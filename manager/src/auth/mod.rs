@@ -29,14 +29,17 @@ pub mod password;
 pub mod ratelimit;
 pub mod secret;
 pub mod session;
+pub mod tokens;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method};
+use chrono::{DateTime, Utc};
 use probactr_common::model::JobKind;
 use probactr_common::store::api_tokens::NewToken;
 use probactr_common::store::{self, audit::Actor, StoreError};
 use sqlx::PgPool;
+use tokens::TokenCache;
 
 pub use access::Access;
 use access::TokenScope;
@@ -147,10 +150,33 @@ async fn access_of(pool: &PgPool, user_id: i64, scope: &TokenScope) -> Result<Ac
     Ok(Access::new(grant, scope, &all))
 }
 
-/// The caller behind a bearer token, if the token is valid (one statement: tokens carry
-/// every request of scripts and the CLI).
-pub async fn principal_for_token(pool: &PgPool, token: &str) -> Result<Option<Principal>, StoreError> {
-    let Some(bearer) = store::api_tokens::bearer(pool, &secret::digest(token)).await? else {
+/// The caller behind a bearer token, if the token is valid: remembered from a recent
+/// request when `tokens` has it, else read in one statement (tokens carry every request
+/// of scripts and the CLI).
+pub async fn principal_for_token(
+    pool: &PgPool,
+    tokens: &TokenCache,
+    token: &str,
+) -> Result<Option<Principal>, StoreError> {
+    let digest = secret::digest(token);
+    if let Some(principal) = tokens.recall(&digest) {
+        return Ok(Some(principal));
+    }
+    let generation = tokens.generation();
+    let Some((principal, expires_at)) = looked_up(pool, &digest).await? else {
+        return Ok(None);
+    };
+    tokens.remember(generation, digest, &principal, expires_at);
+    Ok(Some(principal))
+}
+
+/// The caller behind the token of digest `digest`, read from the database, and when
+/// the token expires.
+async fn looked_up(
+    pool: &PgPool,
+    digest: &str,
+) -> Result<Option<(Principal, Option<DateTime<Utc>>)>, StoreError> {
+    let Some(bearer) = store::api_tokens::bearer(pool, digest).await? else {
         return Ok(None);
     };
     let scope = TokenScope {
@@ -165,13 +191,14 @@ pub async fn principal_for_token(pool: &PgPool, token: &str) -> Result<Option<Pr
             .zip(bearer.role_kinds)
             .collect(),
     };
-    Ok(Some(Principal {
+    let principal = Principal {
         user_id: bearer.user_id,
         access: Access::new(grant, &scope, &bearer.all_namespaces),
         via: Via::Token(bearer.token_id),
         username: bearer.username,
         changing: false,
-    }))
+    };
+    Ok(Some((principal, bearer.expires_at)))
 }
 
 /// The rights of a user signed in with a session (no token scope).
@@ -232,7 +259,10 @@ pub async fn still_valid(
     let again = match &principal.via {
         Via::Session { cookie, .. } => session::principal(db, cookie).await?,
         Via::Token(_) => match bearer_in(headers) {
-            Some(token) => principal_for_token(db, token).await?,
+            // From the database, not from memory: a long stream re-checks its caller.
+            Some(token) => looked_up(db, &secret::digest(token))
+                .await?
+                .map(|(principal, _)| principal),
             None => None,
         },
     };
@@ -249,7 +279,7 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            let mut principal = principal_for_token(&state.handles.pool, token)
+            let mut principal = principal_for_token(&state.handles.pool, &state.tokens, token)
                 .await?
                 .ok_or(ApiError::Unauthorized)?;
             if !is_safe_method(&parts.method) {

@@ -3,11 +3,14 @@
 //!
 //! Its counts of the last hour's runs read every run of that hour, so their cost grows
 //! with the cluster's load; a summary a second old is as good to a viewer, and with it
-//! the database pays for one computation a second, not one per viewer. Concurrent
-//! requests for a stale summary wait for the one computing it rather than repeat it, and
-//! a computation is bounded by [`STATUS_COMPUTE_TIMEOUT`].
+//! the database pays for one computation a second, not one per viewer. One request
+//! recomputes a stale summary; the others meanwhile get the stale one rather than wait
+//! (the computation reads a whole hour of runs, and every viewer stalling on it once a
+//! second was most of the endpoint's slowest answers). A computation is bounded by
+//! [`STATUS_COMPUTE_TIMEOUT`], so a summary served is at most that much older than
+//! [`STATUS_MAX_AGE`]; with none kept (the first, or after a failure) requests wait.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
@@ -42,15 +45,21 @@ pub const STATUS_COMPUTE_TIMEOUT: Duration = Duration::from_secs(5);
 /// outage) fail at once instead of each trying again in turn.
 #[derive(Debug, Default)]
 pub struct StatusCache {
-    latest: Mutex<Option<(Instant, Outcome)>>,
+    latest: std::sync::Mutex<Option<Kept>>,
+    /// Held by the one request computing a summary.
+    computing: Mutex<()>,
 }
 
 /// A computed summary, or why there is none.
 type Outcome = Result<Arc<Status>, String>;
 
+/// An outcome and when it was reached.
+type Kept = (Instant, Outcome);
+
 impl StatusCache {
     /// A summary at most `max_age` old, computed by `compute` (within `limit`) when the
-    /// kept one is older.
+    /// kept one is older; while another request computes it, a summary kept less than
+    /// `max_age + limit` ago is served as it is.
     async fn get_or_compute<F, Fut>(
         &self,
         max_age: Duration,
@@ -61,11 +70,22 @@ impl StatusCache {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Status, ApiError>>,
     {
-        let mut latest = self.latest.lock().await;
-        if let Some((at, outcome)) = latest.as_ref() {
-            if at.elapsed() < max_age {
-                return outcome.clone().map_err(unavailable);
-            }
+        let kept = self.kept();
+        if let Some(fresh) = kept.as_ref().and_then(|kept| younger(kept, max_age)) {
+            return fresh.map_err(unavailable);
+        }
+        let stale = kept
+            .as_ref()
+            .and_then(|kept| younger(kept, max_age + limit))
+            .and_then(Result::ok);
+        let _computing = match (self.computing.try_lock(), stale) {
+            (Ok(guard), _) => guard,
+            (Err(_), Some(stale)) => return Ok(stale),
+            (Err(_), None) => self.computing.lock().await,
+        };
+        // Whoever held the lock before may have just computed it.
+        if let Some(fresh) = self.kept().as_ref().and_then(|kept| younger(kept, max_age)) {
+            return fresh.map_err(unavailable);
         }
         let outcome = match tokio::time::timeout(limit, compute()).await {
             Ok(Ok(status)) => Ok(Arc::new(status)),
@@ -74,9 +94,18 @@ impl StatusCache {
             Ok(Err(err)) => Err(err.to_string()),
             Err(_) => Err(format!("not computed within {limit:?}")),
         };
-        *latest = Some((Instant::now(), outcome.clone()));
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), outcome.clone()));
         outcome.map_err(unavailable)
     }
+
+    fn kept(&self) -> Option<Kept> {
+        self.latest.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// The kept outcome, if it was reached less than `age` ago.
+fn younger((at, outcome): &Kept, age: Duration) -> Option<Outcome> {
+    (at.elapsed() < age).then(|| outcome.clone())
 }
 
 fn unavailable(why: String) -> ApiError {
@@ -171,6 +200,38 @@ mod tests {
             2,
             "a stale summary is recomputed"
         );
+    }
+
+    #[tokio::test]
+    async fn a_stale_summary_is_served_while_another_request_recomputes_it() {
+        let cache = Arc::new(StatusCache::default());
+        let long = Duration::from_secs(60);
+        cache
+            .get_or_compute(long, long, || async { Ok(summary()) })
+            .await
+            .expect("first summary");
+        let (started, start) = tokio::sync::oneshot::channel();
+        let recomputing = tokio::spawn({
+            let cache = Arc::clone(&cache);
+            async move {
+                cache
+                    .get_or_compute(Duration::ZERO, long, || async {
+                        let _ = started.send(());
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        Ok(summary())
+                    })
+                    .await
+            }
+        });
+        start.await.expect("the recomputation started");
+        let served = cache
+            .get_or_compute(Duration::ZERO, long, || async {
+                Err(ApiError::Conflict("computed twice".into()))
+            })
+            .await;
+        assert!(served.is_ok(), "the stale summary, at once: {served:?}");
+        assert!(!recomputing.is_finished());
+        recomputing.abort();
     }
 
     #[tokio::test]

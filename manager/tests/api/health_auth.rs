@@ -225,3 +225,82 @@ async fn authenticated_answers_are_never_cached(pool: PgPool) {
     let style = app.call(Method::GET, "/static/style.css", None, None).await;
     assert_eq!(style.headers[header::CACHE_CONTROL], "public, max-age=3600");
 }
+
+/// While the manager listens for changes to access, a token is verified once and
+/// remembered. A change made through this manager (a role lowered, the token revoked)
+/// holds from the caller's next request; one made elsewhere (another manager, here the
+/// store directly) as soon as its notification arrives.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_remembered_token_stops_working_when_revoked_or_its_user_disabled(pool: PgPool) {
+    let app = TestApp::new(pool.clone());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(app.state.tokens.clone().watch(pool, stop.clone()));
+    let admin = app.admin().await;
+    let alice = app.user("alice", Role::Operator).await;
+    let bob = app.user("bob", Role::Operator).await;
+    remembered_after_a_request(&app, &alice).await;
+
+    let alice_id = store::users::by_name(app.pool(), "alice")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let demoted = app
+        .patch(
+            &format!("/api/v1/users/{alice_id}"),
+            &admin,
+            json!({"role": "viewer"}),
+        )
+        .await;
+    assert_eq!(demoted.status, StatusCode::OK, "{}", demoted.text);
+    assert_eq!(app.get("/api/v1/me", &alice).await.body["role"], "viewer");
+
+    remembered_after_a_request(&app, &alice).await;
+    let revoked = app
+        .call(Method::DELETE, "/api/v1/auth/token", Some(&alice), None)
+        .await;
+    assert_eq!(revoked.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get("/api/v1/me", &alice).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+
+    remembered_after_a_request(&app, &bob).await;
+    let bob_id = store::users::by_name(app.pool(), "bob")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    store::api_tokens::revoke_of_user(app.pool(), bob_id, &[TokenOrigin::Personal])
+        .await
+        .unwrap();
+    eventually(&app, &bob, |me| me.status == StatusCode::UNAUTHORIZED).await;
+    stop.cancel();
+}
+
+/// Asks for `/api/v1/me` with `token` until the manager remembers the token (it
+/// remembers nothing until it listens for changes).
+async fn remembered_after_a_request(app: &TestApp, token: &str) {
+    let digest = auth::secret::digest(token);
+    for _ in 0..200 {
+        assert_eq!(app.get("/api/v1/me", token).await.status, StatusCode::OK);
+        if app.state.tokens.recall(&digest).is_some() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the token was never remembered");
+}
+
+/// Asks for `/api/v1/me` with `token` until `holds` of the answer: a change reaches the
+/// manager as a notification, moments after it commits.
+async fn eventually(app: &TestApp, token: &str, holds: impl Fn(&Reply) -> bool) {
+    for _ in 0..200 {
+        let me = app.get("/api/v1/me", token).await;
+        if holds(&me) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the change never reached the remembered token");
+}

@@ -99,6 +99,15 @@ async fn executors_monitors_and_status(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1);
+    for minutes_ago in [30, 120] {
+        let run = store::runs::queue_now(app.pool(), job.id).await.unwrap();
+        sqlx::query("UPDATE runs SET queued_at = now() - make_interval(mins => $2) WHERE id = $1")
+            .bind(run.id)
+            .bind(minutes_ago)
+            .execute(app.pool())
+            .await
+            .unwrap();
+    }
 
     let executors = app.get("/api/v1/executors", &viewer).await;
     assert_eq!(executors.status, StatusCode::OK);
@@ -114,7 +123,25 @@ async fn executors_monitors_and_status(pool: PgPool) {
     assert_eq!(status.status, StatusCode::OK, "{}", status.text);
     assert_eq!(status.body["processes"]["executor"]["alive"], 1);
     assert_eq!(status.body["runs_last_hour"]["claimed"], 1);
-    assert_eq!(status.body["runs_per_minute"].as_array().unwrap().len(), 60);
+    assert_eq!(
+        status.body["runs_last_hour"]["queued"], 1,
+        "the run of two hours ago is not counted"
+    );
+    let per_minute: Vec<i64> = status.body["runs_per_minute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|count| count.as_i64().unwrap())
+        .collect();
+    assert_eq!(per_minute.len(), 60);
+    assert_eq!(per_minute.iter().sum::<i64>(), 2, "{per_minute:?}");
+    // Oldest first: 30 minutes ago is the 30th (the 29th if a minute turned meanwhile).
+    let older = per_minute.iter().position(|count| *count == 1).unwrap();
+    assert!((28..=29).contains(&older), "{per_minute:?}");
+    assert!(
+        per_minute[58..].iter().sum::<i64>() >= 1,
+        "this minute's run is last: {per_minute:?}"
+    );
 }
 
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]

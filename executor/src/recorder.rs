@@ -27,7 +27,7 @@ use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 
 /// The most ends written in one statement.
-const MAX_GROUP: usize = 500;
+const MAX_GROUP: usize = 1000;
 
 /// An end waiting to be written, and the attempt waiting for its answer.
 #[derive(Debug)]

@@ -96,31 +96,44 @@ job_rate_quota AS MATERIALIZED (
     CROSS JOIN (SELECT count(*) FROM pool_quota) AS pools_first
     ORDER BY recent.job_id
     FOR UPDATE OF recent),
+-- The ranks a claim needs of every run picked: its place among them (past the free
+-- slots only prefetchable runs are taken) and among the shell runs (free processes).
+-- One window, one sort.
+ranked_all AS (
+    SELECT picked.*,
+           row_number() OVER in_order AS position,
+           count(*) FILTER (WHERE process) OVER in_order AS nth
+    FROM picked
+    WINDOW in_order AS (ORDER BY claim_order, id)),
+-- The ranks only runs bound by a feature need (a service's instances, a quota, a trigger
+-- cap, a pool, a rate), ranked among the picked runs of the same kind alone: a claim of
+-- runs that use none sorts nothing here. Each window's partitions used are whole in this
+-- subset (a job's runs share its rate, a capped namespace's runs are all capped, ...).
+featured AS (
+    SELECT id,
+           row_number() OVER (PARTITION BY namespace, pool ORDER BY claim_order, id) AS nth_of_pool,
+           sum(pool_slots) OVER (PARTITION BY namespace, pool ORDER BY claim_order, id) AS pool_weight,
+           row_number() OVER (PARTITION BY namespace, capped ORDER BY claim_order, id) AS nth_of_namespace,
+           row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
+           row_number() OVER (PARTITION BY trigger_id, trigger_capped ORDER BY claim_order, id) AS nth_of_trigger
+    FROM picked
+    WHERE service OR capped OR trigger_capped OR pool IS NOT NULL OR job_rate IS NOT NULL),
 taken AS (
     SELECT id, lock_free, namespace, capped, trigger_id, trigger_capped, pool_id, pool_slots FROM (
-        SELECT id, lock_free, process, service, namespace, capped, trigger_id, trigger_capped,
-               pool, pool_slots, job_id, job_rate,
+        SELECT ranked_all.id, lock_free, process, service, namespace, capped, trigger_id, trigger_capped,
+               pool, pool_slots, job_id, job_rate, position, nth,
+               featured.nth_of_pool, featured.pool_weight, featured.nth_of_namespace,
+               featured.nth_of_job, featured.nth_of_trigger,
                CASE WHEN pool IS NOT NULL THEN
                    (SELECT pool_quota.id FROM pool_quota
-                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_id,
+                    WHERE pool_quota.namespace = ranked_all.namespace AND pool_quota.name = ranked_all.pool) END AS pool_id,
                CASE WHEN pool IS NOT NULL THEN
                    (SELECT pool_quota.room FROM pool_quota
-                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_room,
+                    WHERE pool_quota.namespace = ranked_all.namespace AND pool_quota.name = ranked_all.pool) END AS pool_room,
                CASE WHEN pool IS NOT NULL THEN
                    (SELECT pool_quota.rate_room FROM pool_quota
-                    WHERE pool_quota.namespace = picked.namespace AND pool_quota.name = picked.pool) END AS pool_rate_room,
-               CASE WHEN pool IS NOT NULL THEN row_number() OVER (PARTITION BY namespace, pool
-                                                                  ORDER BY claim_order, id) END AS nth_of_pool,
-               CASE WHEN pool IS NOT NULL THEN sum(pool_slots) OVER (PARTITION BY namespace, pool
-                                                                     ORDER BY claim_order, id) END AS pool_weight,
-               CASE WHEN capped THEN row_number() OVER (PARTITION BY namespace, capped
-                                                        ORDER BY claim_order, id) END AS nth_of_namespace,
-               row_number() OVER (ORDER BY claim_order, id) AS position,
-               row_number() OVER (PARTITION BY process ORDER BY claim_order, id) AS nth,
-               row_number() OVER (PARTITION BY job_id, service ORDER BY claim_order, id) AS nth_of_job,
-               CASE WHEN trigger_capped THEN row_number() OVER (PARTITION BY trigger_id, trigger_capped
-                                                                ORDER BY claim_order, id) END AS nth_of_trigger
-        FROM picked) AS ranked
+                    WHERE pool_quota.namespace = ranked_all.namespace AND pool_quota.name = ranked_all.pool) END AS pool_rate_room
+        FROM ranked_all LEFT JOIN featured ON featured.id = ranked_all.id) AS ranked
     WHERE (NOT process OR nth <= $4) AND (NOT service OR nth_of_job = 1)
       -- Past the first $6 runs (the executor's free slots), only runs it may hold until a
       -- slot frees (prefetched): in-process, lock-free, bound by no quota, cap or rate.

@@ -37,6 +37,10 @@ pub const WAIT_LIMIT: Duration = Duration::from_secs(1);
 /// How long prefetching pauses after held runs had to be given back, or a claim found
 /// few runs to hold.
 pub const PAUSE: Duration = Duration::from_secs(10);
+/// A claim that found this many runs to hold found enough, however deep the prefetch:
+/// a queue of a few hundred short runs is worth holding from, and a deeper prefetch must
+/// not pause where a shallower one would not.
+pub const ENOUGH_TO_HOLD: usize = 128;
 /// How long to wait before trying again a give-back that failed.
 const GIVE_BACK_RETRY: Duration = Duration::from_secs(1);
 /// How often an executor that stops tries to give its held runs back.
@@ -115,10 +119,11 @@ impl Prefetched {
     }
 
     /// After a claim that could take `ahead` runs past its free slots and took `held`:
-    /// few means the queue holds other kinds of runs, or little, and claiming ahead
-    /// would only lock rows the claim cannot take. Prefetching pauses.
+    /// few (under half of `ahead`, or under [`ENOUGH_TO_HOLD`]) means the queue holds
+    /// other kinds of runs, or little, and claiming ahead would only lock rows the claim
+    /// cannot take. Prefetching pauses.
     pub fn note_claimed_ahead(&mut self, ahead: usize, held: usize) {
-        if ahead > 0 && held < ahead / 2 {
+        if ahead > 0 && held < (ahead / 2).min(ENOUGH_TO_HOLD) {
             self.paused_until = Some(Instant::now() + PAUSE);
         }
     }
@@ -257,5 +262,28 @@ impl Prefetched {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_claim_that_found_enough_to_hold_keeps_prefetching_however_deep() {
+        let mut deep = Prefetched::new(1024);
+        deep.note_claimed_ahead(1024, ENOUGH_TO_HOLD);
+        assert_eq!(
+            deep.room(),
+            1024,
+            "a few hundred runs found are worth holding from"
+        );
+
+        deep.note_claimed_ahead(1024, ENOUGH_TO_HOLD - 1);
+        assert_eq!(deep.room(), 0, "a claim that found few pauses prefetching");
+
+        let mut shallow = Prefetched::new(64);
+        shallow.note_claimed_ahead(64, 31);
+        assert_eq!(shallow.room(), 0, "under half of a shallow depth is few");
     }
 }

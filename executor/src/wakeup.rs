@@ -90,22 +90,56 @@ fn wake_at_announced(wakeups: &Arc<Wakeups>, stop: &CancellationToken, payload: 
     wake_runs_at(wakeups, stop, &instants);
 }
 
-/// Alarms ring at most this often: runs that become claimable within one granule are
-/// claimed together.
-const ALARM_GRANULE_MS: i64 = 5;
+/// Alarms ring at most this often while instants are sparse: runs that become claimable
+/// within one granule are claimed together.
+const FINE_GRANULE_MS: i64 = 5;
+/// And at most this often once they are dense (see [`DENSE_ALARMS_PER_SEC`]): at 1,000
+/// instants a second spread over it, a claim then takes about twenty runs instead of
+/// five, for half the machine's CPU per fire (BENCHMARKS.md, "Coarser alarms").
+const COARSE_GRANULE_MS: i64 = 20;
+/// Instants that would ring more fine alarms than this a second ring coarse ones: below
+/// it each claim's fixed cost is small beside the rest, above it the claims' statements
+/// and commits are most of what a fire costs.
+const DENSE_ALARMS_PER_SEC: usize = 100;
+/// The shortest span the density is judged over (a fire pass's interval): a handful of
+/// instants close together is not a dense load.
+const DENSITY_SPAN_MS: i64 = 250;
 
-/// Wakes the claim loop when each instant (epoch milliseconds) comes, rounded up to
-/// [`ALARM_GRANULE_MS`], to claim the runs fired ahead that became claimable then. An
-/// alarm goes by this host's clock; one that rings early finds nothing yet (the
+/// Each instant rounded up to a multiple of `granule`, once each, in order.
+fn alarms(instants: &[i64], granule: i64) -> Vec<i64> {
+    let mut alarms: Vec<i64> = instants
+        .iter()
+        .map(|millis| (millis + granule - 1).div_euclid(granule) * granule)
+        .collect();
+    alarms.sort_unstable();
+    alarms.dedup();
+    alarms
+}
+
+/// The alarms for `instants`: fine ones, unless they would ring more than
+/// [`DENSE_ALARMS_PER_SEC`] a second, then coarse ones. Instants on whole seconds (or
+/// on any multiple of the coarse granule) ring on time either way.
+fn alarms_for(instants: &[i64]) -> Vec<i64> {
+    let fine = alarms(instants, FINE_GRANULE_MS);
+    let (Some(first), Some(last)) = (fine.first(), fine.last()) else {
+        return fine;
+    };
+    let span_ms = (last - first).max(DENSITY_SPAN_MS);
+    let per_sec = fine.len() as i64 * 1000 / span_ms;
+    if per_sec > DENSE_ALARMS_PER_SEC as i64 {
+        alarms(instants, COARSE_GRANULE_MS)
+    } else {
+        fine
+    }
+}
+
+/// Wakes the claim loop when each instant (epoch milliseconds) comes, rounded up to an
+/// alarm granule ([`alarms_for`]), to claim the runs fired ahead that became claimable
+/// then. An alarm goes by this host's clock; one that rings early finds nothing yet (the
 /// database's clock decides) and the once-a-second look takes the rest. Alarms still
 /// pending when `stop` is cancelled do not ring.
 pub fn wake_runs_at(wakeups: &Arc<Wakeups>, stop: &CancellationToken, instants: &[i64]) {
-    let mut granules: Vec<i64> = instants
-        .iter()
-        .map(|millis| (millis + ALARM_GRANULE_MS - 1).div_euclid(ALARM_GRANULE_MS) * ALARM_GRANULE_MS)
-        .collect();
-    granules.sort_unstable();
-    granules.dedup();
+    let granules = alarms_for(instants);
     let now = chrono::Utc::now().timestamp_millis();
     for millis in granules {
         let delay = Duration::from_millis(u64::try_from(millis - now).unwrap_or(0));
@@ -117,5 +151,45 @@ pub fn wake_runs_at(wakeups: &Arc<Wakeups>, stop: &CancellationToken, instants: 
                 _ = tokio::time::sleep(delay) => wakeups.runs.notify_one(),
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_instants_ring_within_five_milliseconds() {
+        // 50 instants over a second, 20 ms apart, each 3 ms past a multiple of 5.
+        let instants: Vec<i64> = (0..50).map(|n| 1_000_003 + n * 20).collect();
+        let rung = alarms_for(&instants);
+        assert_eq!(rung.len(), 50);
+        assert!(rung
+            .iter()
+            .zip(&instants)
+            .all(|(alarm, instant)| alarm - instant == 2));
+    }
+
+    #[test]
+    fn dense_instants_ring_coarser_and_never_early() {
+        // 1,000 instants spread over a second.
+        let instants: Vec<i64> = (0..1000).map(|n| 2_000_000 + n).collect();
+        let rung = alarms_for(&instants);
+        assert_eq!(rung.len(), 1000 / COARSE_GRANULE_MS as usize + 1);
+        for instant in &instants {
+            let alarm = rung
+                .iter()
+                .find(|alarm| *alarm >= instant)
+                .expect("an alarm at or after it");
+            assert!(alarm - instant < COARSE_GRANULE_MS);
+        }
+    }
+
+    #[test]
+    fn aligned_instants_ring_on_time_however_many() {
+        let instants = vec![3_000_000; 10_000];
+        assert_eq!(alarms_for(&instants), vec![3_000_000]);
+        let few_close = [3_000_001, 3_000_002, 3_000_007];
+        assert_eq!(alarms_for(&few_close), vec![3_000_005, 3_000_010]);
     }
 }

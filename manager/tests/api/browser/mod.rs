@@ -227,20 +227,24 @@ impl Session {
         field.send_keys(text).await.unwrap();
     }
 
-    /// Clicks the submit button labelled `label` inside the element `scope`.
+    /// Clicks the submit button labelled `label` inside the element `scope`, looked for
+    /// again while the page showing is not yet the one that has it (a page being
+    /// replaced leaves its buttons stale).
     pub(crate) async fn press(&self, scope: &str, label: &str) {
-        let buttons = self
-            .client
-            .find_all(Locator::Css(&format!("{scope} button")))
-            .await
-            .unwrap();
-        for button in buttons {
-            if button.text().await.unwrap().trim() == label {
-                button.click().await.unwrap();
-                return;
-            }
-        }
-        panic!("no button {label:?} in `{scope}` on {}", self.path().await);
+        let css = format!("{scope} button");
+        eventually(
+            PAGE_WAIT,
+            &format!("a click on {label:?} in `{scope}`"),
+            || async {
+                for button in self.client.find_all(Locator::Css(&css)).await.ok()? {
+                    if button.text().await.ok()?.trim() == label {
+                        return button.click().await.ok();
+                    }
+                }
+                None
+            },
+        )
+        .await
     }
 
     pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {

@@ -100,7 +100,7 @@ const COARSE_GRANULE_MS: i64 = 20;
 /// Instants that would ring more fine alarms than this a second ring coarse ones: below
 /// it each claim's fixed cost is small beside the rest, above it the claims' statements
 /// and commits are most of what a fire costs.
-const DENSE_ALARMS_PER_SEC: usize = 100;
+const DENSE_ALARMS_PER_SEC: i64 = 100;
 /// The shortest span the density is judged over (a fire pass's interval): a handful of
 /// instants close together is not a dense load.
 const DENSITY_SPAN_MS: i64 = 250;
@@ -126,7 +126,7 @@ fn alarms_for(instants: &[i64]) -> Vec<i64> {
     };
     let span_ms = (last - first).max(DENSITY_SPAN_MS);
     let per_sec = fine.len() as i64 * 1000 / span_ms;
-    if per_sec > DENSE_ALARMS_PER_SEC as i64 {
+    if per_sec > DENSE_ALARMS_PER_SEC {
         alarms(instants, COARSE_GRANULE_MS)
     } else {
         fine

@@ -278,3 +278,26 @@ async fn every_way_a_run_ends_inlines_the_next_attempt_policy(pool: PgPool) {
         );
     }
 }
+
+/// Every pool the processes open runs without PostgreSQL's JIT: a large backlog raises
+/// the claim's estimated cost past `jit_above_cost`, and compiling it at each execution
+/// cost ten times the statement.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn no_pool_compiles_statements_just_in_time(
+    _pool_options: sqlx::postgres::PgPoolOptions,
+    options: sqlx::postgres::PgConnectOptions,
+) {
+    let url = probactr_testkit::database_url(&options);
+    let pools = [
+        probactr_common::store::pool(&url, 1).expect("pool"),
+        probactr_common::store::hot_path_pool(&url, 1, Duration::from_secs(5)).expect("hot-path pool"),
+    ];
+    for pool in pools {
+        let jit: String = sqlx::query_scalar("SHOW jit")
+            .fetch_one(&pool)
+            .await
+            .expect("show jit");
+        assert_eq!(jit, "off");
+        pool.close().await;
+    }
+}

@@ -20,6 +20,7 @@ pub mod reads;
 pub mod resume;
 pub mod runs;
 pub mod secrets;
+pub mod single_flight;
 pub mod trigger_versions;
 pub mod triggers;
 pub mod users;
@@ -61,6 +62,8 @@ pub struct Handles {
     pub archive: Option<probactr_common::archive::OutputArchive>,
     /// Where lists, run pages, output and the dashboard are read (`DATABASE_READ_URL`).
     pub reads: Arc<reads::Reads>,
+    /// The pages of the job list being read, shared by the requests that ask meanwhile.
+    pub job_pages: Arc<single_flight::SingleFlight<jobs::PageKey, Paged<jobs::JobView>>>,
 }
 
 /// The manager's address when `PROBACTR_PUBLIC_URL` is not set.
@@ -78,6 +81,7 @@ impl Handles {
             public_url: DEFAULT_PUBLIC_URL.to_owned(),
             archive: None,
             reads: Arc::default(),
+            job_pages: Arc::default(),
         }
     }
 

@@ -13,6 +13,7 @@
 //! finds it missing from the list.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,6 +36,9 @@ const SAMPLE_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Default)]
 pub struct Reads {
     replica: Option<Replica>,
+    /// Requests that may have changed something answered so far (see
+    /// [`Reads::writes_served`]).
+    writes_served: AtomicU64,
 }
 
 struct Replica {
@@ -63,7 +67,15 @@ impl Reads {
                 max_lag,
                 state: Mutex::default(),
             }),
+            writes_served: AtomicU64::default(),
         }
+    }
+
+    /// How many requests that may have changed something this manager has answered: a
+    /// read begun before the count moved is not shared with a request made after it
+    /// ([`super::single_flight`]).
+    pub fn writes_served(&self) -> u64 {
+        self.writes_served.load(Ordering::Acquire)
     }
 
     /// Whether a replica is configured.
@@ -207,21 +219,24 @@ impl Writer {
 
 /// Middleware: after a request that may change something (any method but `GET`,
 /// `HEAD`, `OPTIONS`), its user reads from the primary until the replica has it. The
-/// time noted is the end of the request, after its transaction committed. Nothing is
-/// done without a replica.
+/// time noted is the end of the request, after its transaction committed. Every such
+/// request, with a replica or without, also ends the sharing of reads begun before it.
 pub async fn note_writes(
     AxumState(reads): AxumState<Arc<Reads>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    if !reads.has_replica() || request.method().is_safe() {
+    if request.method().is_safe() {
         return next.run(request).await;
     }
-    let writer = Writer::default();
-    request.extensions_mut().insert(writer.clone());
+    let writer = reads.has_replica().then(Writer::default);
+    if let Some(writer) = &writer {
+        request.extensions_mut().insert(writer.clone());
+    }
     let response = next.run(request).await;
-    if let Some(user_id) = writer.take() {
+    if let Some(user_id) = writer.and_then(|writer| writer.take()) {
         reads.note_write(user_id);
     }
+    reads.writes_served.fetch_add(1, Ordering::AcqRel);
     response
 }

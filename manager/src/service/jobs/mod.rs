@@ -82,7 +82,8 @@ pub(super) async fn check_secrets(
     ))
 }
 
-/// A page of jobs, as `who` may see them.
+/// A page of jobs, as `who` may see them. Requests for the same page while it is being
+/// read share that read ([`super::single_flight`]).
 pub async fn list(
     handles: &Handles,
     who: &Principal,
@@ -92,14 +93,47 @@ pub async fn list(
     let db = handles.read_pool(who);
     let mut filter = filter.clone();
     filter.namespaces = scoped(who, filter.namespaces.take());
-    let (rows, total) = store::jobs::list_with_stats(db, &filter, page).await?;
+    let key = PageKey {
+        q: filter.q.clone(),
+        kind: filter.kind.map(|kind| kind.as_str()),
+        paused: filter.paused,
+        namespaces: filter.namespaces.clone(),
+        limit: page.limit,
+        offset: page.offset,
+        from_primary: std::ptr::eq(db, &handles.pool),
+    };
+    let read = || async move {
+        let (rows, total) = store::jobs::list_with_stats(db, &filter, page).await?;
+        Ok::<_, StoreError>(Paged {
+            items: rows.into_iter().map(JobView::from).collect(),
+            total,
+        })
+    };
+    let shared = handles
+        .job_pages
+        .read(key, handles.reads.writes_served(), read)
+        .await?;
     Ok(Paged {
-        items: rows
-            .into_iter()
-            .map(|row| JobView::from(row).visible_to(who))
+        items: shared
+            .items
+            .iter()
+            .map(|job| job.clone().visible_to(who))
             .collect(),
-        total,
+        total: shared.total,
     })
+}
+
+/// What a page of the job list reads: its filters (the namespaces narrowed to those the
+/// caller sees), its place, and the database it is read from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    q: Option<String>,
+    kind: Option<&'static str>,
+    paused: Option<bool>,
+    namespaces: Option<Vec<String>>,
+    limit: i64,
+    offset: i64,
+    from_primary: bool,
 }
 
 /// A list's namespaces narrowed to those `who` sees: `asked` holds the namespace the

@@ -6,6 +6,7 @@
 //! starts the processes, [`measure`] reads CPU, memory and percentiles, [`scenarios`]
 //! holds one function per scenario, each returning its figures as a JSON object.
 
+mod beside;
 mod cluster;
 mod measure;
 mod options;

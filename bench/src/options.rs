@@ -16,6 +16,9 @@ options:
   --retry SPEC         lock retry of the executors (contention): jitter:BASE:CAP or fixed:DELAY
   --trials K           failover trials [5]
   --stored N           stored triggers (scale) [1000000]
+  --beside-features    every second-wave feature configured on other jobs (quota,
+                       pool, rate, selector, priority, children, alert rule, workflow,
+                       parameters, trigger cap), none of which the measured runs use
   --tiny               every size small (smoke test)
   --json               one JSON object per scenario instead of a table
 
@@ -37,6 +40,7 @@ pub struct Options {
     pub retry: Option<String>,
     pub trials: u32,
     pub stored: u64,
+    pub beside_features: bool,
     pub tiny: bool,
     pub json: bool,
 }
@@ -73,6 +77,7 @@ impl Options {
             retry: None,
             trials: 5,
             stored: 1_000_000,
+            beside_features: false,
             tiny: false,
             json: false,
         };
@@ -100,6 +105,7 @@ impl Options {
                 "--retry" => options.retry = Some(value("--retry")?),
                 "--parallel" => options.parallel = true,
                 "--non-parallel" => options.parallel = false,
+                "--beside-features" => options.beside_features = true,
                 "--tiny" => options.tiny = true,
                 "--json" => options.json = true,
                 other => return Err(format!("unknown option {other:?}")),

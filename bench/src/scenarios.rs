@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
+use crate::beside;
 use crate::cluster::Cluster;
 use crate::measure::{percentiles, redis_commands, rss_mib, CpuClock, CpuSplit};
 use crate::options::Options;
@@ -19,6 +20,9 @@ pub async fn run(scenario: &str, options: &Options) -> anyhow::Result<Value> {
         return backlog(options).await;
     }
     let mut cluster = Cluster::create().await?;
+    if options.beside_features {
+        beside::configure(&cluster.pool).await?;
+    }
     let figures = match scenario {
         "throughput" => throughput(&mut cluster, options).await,
         "fire-storm" => fire_storm(&mut cluster, options).await,
@@ -61,11 +65,13 @@ async fn insert_job(
 }
 
 async fn unfinished(pool: &PgPool) -> anyhow::Result<i64> {
-    Ok(
-        sqlx::query_scalar("SELECT count(*) FROM runs WHERE state IN ('queued', 'claimed', 'running')")
-            .fetch_one(pool)
-            .await?,
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM runs WHERE state IN ('queued', 'claimed', 'running')
+               AND job_id NOT IN (SELECT id FROM jobs WHERE starts_with(name, $1))",
     )
+    .bind(beside::PREFIX)
+    .fetch_one(pool)
+    .await?)
 }
 
 /// Waits until no run is queued, claimed or running; reports progress every 5 s.
@@ -164,6 +170,9 @@ async fn backlog(options: &Options) -> anyhow::Result<Value> {
     let mut drains = Vec::new();
     for &size in &options.sizes {
         let mut cluster = Cluster::create().await?;
+        if options.beside_features {
+            beside::configure(&cluster.pool).await?;
+        }
         let drained = drain_backlog(&mut cluster, options, size as i64).await;
         cluster.teardown().await?;
         drains.push(drained?);

@@ -50,7 +50,8 @@ CREATE FUNCTION public.probactr_alert_run_ends() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM alert_rules WHERE enabled) THEN
+    IF NOT EXISTS (SELECT 1 FROM alert_rules WHERE enabled)
+       OR NOT EXISTS (SELECT 1 FROM inserted WHERE state IN ('failed', 'timed_out', 'abandoned', 'missed')) THEN
         RETURN NULL;
     END IF;
     INSERT INTO alert_events (event, job_id, trigger_id, run_id, executor_id, detail)
@@ -610,7 +611,11 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM inserted WHERE state NOT IN ('queued', 'claimed', 'running')) THEN
         RETURN NULL;
     END IF;
-    IF EXISTS (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}') THEN
+    IF EXISTS (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}')
+       AND EXISTS (SELECT 1 FROM inserted AS last
+                   WHERE last.state IN ('succeeded', 'failed', 'timed_out', 'abandoned', 'cancelled')
+                     AND last.job_id IN (SELECT id FROM jobs
+                                         WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}')) THEN
         FOR child IN
             WITH parents AS MATERIALIZED (
                 SELECT last.* FROM inserted AS last

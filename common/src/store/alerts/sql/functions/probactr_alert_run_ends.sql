@@ -4,9 +4,13 @@
 -- takeover is left, nor is a failure the retry policy retries (`probactr_next_attempt`,
 -- the one place that decides: attempts left and `retry_on`): `run_failed` waits for the
 -- attempt that is.
+--
+-- The events' statement costs about 0.06 ms even when it inserts nothing: statements
+-- that ended no run badly (successes, queued runs) return before it.
 CREATE OR REPLACE FUNCTION probactr_alert_run_ends() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM alert_rules WHERE enabled) THEN
+    IF NOT EXISTS (SELECT 1 FROM alert_rules WHERE enabled)
+       OR NOT EXISTS (SELECT 1 FROM inserted WHERE state IN ('failed', 'timed_out', 'abandoned', 'missed')) THEN
         RETURN NULL;
     END IF;
     INSERT INTO alert_events (event, job_id, trigger_id, run_id, executor_id, detail)

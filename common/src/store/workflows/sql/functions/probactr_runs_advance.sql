@@ -4,7 +4,10 @@
 -- workflow run. Both cost only the runs that have them: whether any job names followers
 -- and whether any workflow step runs is one lookup each in a partial index
 -- (`jobs_with_followers`, `workflow_run_steps_running`, migration 2026112901000002), and
--- only the ended runs of jobs with followers are looked at for children.
+-- only the ended runs of jobs with followers are looked at for children. The statement
+-- that finds the children costs about 0.1 ms even when it finds none: a quick look for
+-- an ended run of a job with followers comes first, so that the ends of other jobs do
+-- not pay it while some job has followers.
 CREATE OR REPLACE FUNCTION probactr_runs_advance() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     ended RECORD;
@@ -14,7 +17,11 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM inserted WHERE state NOT IN ('queued', 'claimed', 'running')) THEN
         RETURN NULL;
     END IF;
-    IF EXISTS (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}') THEN
+    IF EXISTS (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}')
+       AND EXISTS (SELECT 1 FROM inserted AS last
+                   WHERE last.state IN ('succeeded', 'failed', 'timed_out', 'abandoned', 'cancelled')
+                     AND last.job_id IN (SELECT id FROM jobs
+                                         WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}')) THEN
         FOR child IN
             WITH parents AS MATERIALIZED (
                 SELECT last.* FROM inserted AS last

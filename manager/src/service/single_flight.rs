@@ -11,83 +11,137 @@
 //! [`super::reads::Reads::writes_served`]), so nobody saves a job and then gets a list
 //! read before the save.
 //!
-//! A read that fails, or whose request is dropped, is read again by the next waiting
-//! request; each request gets its own error.
+//! When the read waited for fails or its request is dropped, every waiting request reads
+//! on its own at once and gets its own answer or error; the flight is forgotten however
+//! its read ends.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::OnceCell;
+use tokio::sync::watch;
 
 /// The reads in flight, by what they read.
 pub struct SingleFlight<K, V> {
-    flights: Mutex<HashMap<K, Arc<Flight<V>>>>,
+    state: Mutex<State<K, V>>,
 }
 
-/// One read in flight, and the count of changes served before it began.
+struct State<K, V> {
+    flights: HashMap<K, Flight<V>>,
+    /// Numbers the flights, so that a read forgets its own flight and not a newer one.
+    started: u64,
+}
+
+/// One read in flight: the count of changes served before it began, and where its
+/// answer is announced (nothing announced when the channel closes: it failed or was
+/// dropped).
 struct Flight<V> {
+    number: u64,
     after_writes: u64,
-    answer: OnceCell<Arc<V>>,
+    answer: watch::Receiver<Option<Arc<V>>>,
+}
+
+/// A request's part in a flight: the read itself, or a wait for another's.
+enum Role<V> {
+    Reader(u64, watch::Sender<Option<Arc<V>>>),
+    Waiter(watch::Receiver<Option<Arc<V>>>),
 }
 
 impl<K, V> Default for SingleFlight<K, V> {
     fn default() -> Self {
         SingleFlight {
-            flights: Mutex::default(),
+            state: Mutex::new(State {
+                flights: HashMap::new(),
+                started: 0,
+            }),
         }
     }
 }
 
 impl<K: Hash + Eq + Clone, V> SingleFlight<K, V> {
     /// The answer of `read` for `key`: shared with a read of the same key in flight
-    /// that began after the same `writes_served` changes, else read now.
+    /// that began after the same `writes_served` changes, else read now. When the read
+    /// waited for fails or its request is dropped, each waiting request reads on its own
+    /// (at once, not one after another) and gets its own answer or error.
     pub async fn read<E, F, Fut>(&self, key: K, writes_served: u64, read: F) -> Result<Arc<V>, E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, E>>,
     {
-        let flight = self.join_or_start(&key, writes_served);
-        let answer = flight
-            .answer
-            .get_or_try_init(|| async { read().await.map(Arc::new) })
-            .await
-            .cloned();
-        self.land(&key, &flight);
-        answer
-    }
-
-    fn join_or_start(&self, key: &K, writes_served: u64) -> Arc<Flight<V>> {
-        let mut flights = self.flights();
-        match flights.get(key) {
-            Some(flight) if flight.after_writes == writes_served => flight.clone(),
-            _ => {
-                let flight = Arc::new(Flight {
-                    after_writes: writes_served,
-                    answer: OnceCell::new(),
-                });
-                flights.insert(key.clone(), flight.clone());
-                flight
+        match self.join_or_start(&key, writes_served) {
+            Role::Waiter(answer) => match announced(answer).await {
+                Some(answer) => Ok(answer),
+                None => read().await.map(Arc::new),
+            },
+            Role::Reader(number, announce) => {
+                // Forgotten however this ends: answered, failed, or dropped mid-read.
+                let _landing = Landing {
+                    flights: self,
+                    key: &key,
+                    number,
+                };
+                let answer = read().await.map(Arc::new)?;
+                announce.send_replace(Some(answer.clone()));
+                Ok(answer)
             }
         }
     }
 
-    /// Forgets the flight once it ended, unless a newer one replaced it. Requests still
-    /// waiting on it keep it: they take its answer, or read again if it failed.
-    fn land(&self, key: &K, flight: &Arc<Flight<V>>) {
-        let mut flights = self.flights();
-        if flights
-            .get(key)
-            .is_some_and(|current| Arc::ptr_eq(current, flight))
-        {
-            flights.remove(key);
+    fn join_or_start(&self, key: &K, writes_served: u64) -> Role<V> {
+        let mut state = self.state();
+        if let Some(flight) = state.flights.get(key) {
+            if flight.after_writes == writes_served {
+                return Role::Waiter(flight.answer.clone());
+            }
         }
+        state.started += 1;
+        let number = state.started;
+        let (announce, answer) = watch::channel(None);
+        state.flights.insert(
+            key.clone(),
+            Flight {
+                number,
+                after_writes: writes_served,
+                answer,
+            },
+        );
+        Role::Reader(number, announce)
     }
 
-    fn flights(&self) -> MutexGuard<'_, HashMap<K, Arc<Flight<V>>>> {
+    fn state(&self) -> MutexGuard<'_, State<K, V>> {
         // A panic while holding the lock leaves plain data behind: still usable.
-        self.flights.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The answer announced on `answer`, or None once it closed without one.
+async fn announced<V>(mut answer: watch::Receiver<Option<Arc<V>>>) -> Option<Arc<V>> {
+    loop {
+        if let Some(value) = answer.borrow_and_update().clone() {
+            return Some(value);
+        }
+        answer.changed().await.ok()?;
+    }
+}
+
+/// Forgets a flight when its reader is done with it, unless a newer flight replaced it.
+struct Landing<'a, K: Hash + Eq + Clone, V> {
+    flights: &'a SingleFlight<K, V>,
+    key: &'a K,
+    number: u64,
+}
+
+impl<K: Hash + Eq + Clone, V> Drop for Landing<'_, K, V> {
+    fn drop(&mut self) {
+        let mut state = self.flights.state();
+        if state
+            .flights
+            .get(self.key)
+            .is_some_and(|flight| flight.number == self.number)
+        {
+            state.flights.remove(self.key);
+        }
     }
 }
 
@@ -117,7 +171,10 @@ mod tests {
         let seven = Ok(Arc::new(7));
         assert_eq!(answers, (seven.clone(), seven.clone(), seven));
         assert_eq!(reads.load(Ordering::SeqCst), 1);
-        assert!(flights.flights().is_empty(), "nothing is kept after the read");
+        assert!(
+            flights.state().flights.is_empty(),
+            "nothing is kept after the read"
+        );
     }
 
     #[tokio::test]
@@ -135,7 +192,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_read_is_read_again_by_the_next_waiting_request() {
+    async fn when_the_read_fails_each_waiting_request_reads_on_its_own() {
         let flights = SingleFlight::<&str, u32>::default();
         let reads = AtomicUsize::new(0);
         let failing = || async {
@@ -150,5 +207,26 @@ mod tests {
         assert_eq!(first, Err("database gone".into()));
         assert_eq!(second, Ok(Arc::new(5)));
         assert_eq!(reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_read_is_forgotten_and_its_waiters_read_on_their_own() {
+        let flights = SingleFlight::<&str, u32>::default();
+        let reads = AtomicUsize::new(0);
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(10),
+            flights.read("jobs", 0, || slow_read(&reads, 1)),
+        );
+        let waiting = async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            flights.read("jobs", 0, || slow_read(&reads, 2)).await
+        };
+        let (dropped, waiting) = tokio::join!(dropped, waiting);
+        assert!(dropped.is_err(), "the first read was dropped");
+        assert_eq!(waiting, Ok(Arc::new(2)));
+        assert!(
+            flights.state().flights.is_empty(),
+            "a dropped read leaves nothing behind"
+        );
     }
 }

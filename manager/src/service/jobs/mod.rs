@@ -2,6 +2,8 @@
 //! Pausing or resuming wakes the executors (the job's triggers become due or stop being
 //! due without a row of `triggers` changing).
 
+use std::sync::Arc;
+
 use chrono::Utc;
 use probactr_common::jobspec::redact_secrets;
 use probactr_common::model::{Job, JobMode};
@@ -109,10 +111,16 @@ pub async fn list(
             total,
         })
     };
-    let shared = handles
-        .job_pages
-        .read(key, handles.reads.writes_served(), read)
-        .await?;
+    // Only reads of the primary are shared: a replica's read begun before it replayed a
+    // user's change could otherwise be joined by that user once it has.
+    let shared = if key.from_primary {
+        handles
+            .job_pages
+            .read(key, handles.reads.writes_served(), read)
+            .await?
+    } else {
+        Arc::new(read().await?)
+    };
     Ok(Paged {
         items: shared
             .items

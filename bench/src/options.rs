@@ -16,6 +16,7 @@ options:
   --retry SPEC         lock retry of the executors (contention): jitter:BASE:CAP or fixed:DELAY
   --trials K           failover trials [5]
   --stored N           stored triggers (scale) [1000000]
+  --history N          runs of history under the manager (admin) [1000000]
   --beside-features    every second-wave feature configured on other jobs (quota,
                        pool, rate, selector, priority, children, alert rule, workflow,
                        parameters, trigger cap), none of which the measured runs use
@@ -40,6 +41,7 @@ pub struct Options {
     pub retry: Option<String>,
     pub trials: u32,
     pub stored: u64,
+    pub history: u64,
     pub beside_features: bool,
     pub tiny: bool,
     pub json: bool,
@@ -77,6 +79,7 @@ impl Options {
             retry: None,
             trials: 5,
             stored: 1_000_000,
+            history: 1_000_000,
             beside_features: false,
             tiny: false,
             json: false,
@@ -97,6 +100,7 @@ impl Options {
                 "--duration" => options.duration = number(&value("--duration")?, "--duration")?,
                 "--trials" => options.trials = number(&value("--trials")?, "--trials")? as u32,
                 "--stored" => options.stored = number(&value("--stored")?, "--stored")?,
+                "--history" => options.history = number(&value("--history")?, "--history")?,
                 "--phase" => match value("--phase")?.as_str() {
                     "spread" => options.aligned = false,
                     "aligned" => options.aligned = true,
@@ -126,6 +130,7 @@ impl Options {
         self.duration = self.duration.min(3);
         self.trials = self.trials.min(1);
         self.stored = self.stored.min(5_000);
+        self.history = self.history.min(5_000);
         self.sizes = vec![200, 2_000];
     }
 

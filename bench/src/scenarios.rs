@@ -562,21 +562,14 @@ async fn wait_retry_started(pool: &PgPool, first: i64) -> anyhow::Result<DateTim
 
 /// Concurrent API clients on a manager over a large run history.
 async fn admin(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
-    let history: i64 = if options.tiny { 5_000 } else { 1_000_000 };
+    let history = options.history as i64;
     progress(options, &format!("storing {history} runs of history"));
     sqlx::query(
         "INSERT INTO jobs (name, kind, parallel) SELECT 'history-' || g, 'noop', true FROM generate_series(1, 100) AS g",
     )
     .execute(&cluster.pool)
     .await?;
-    sqlx::query(
-        "INSERT INTO runs (job_id, scheduled_at, state, queued_at, started_at, finished_at)
-         SELECT (SELECT min(id) FROM jobs) + g % 100, t, CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t, t, t
-         FROM (SELECT g, now() - make_interval(secs => g) AS t FROM generate_series(1, $1) AS g) AS history",
-    )
-    .bind(history)
-    .execute(&cluster.pool)
-    .await?;
+    store_history(&cluster.pool, history).await?;
     sqlx::query("ANALYZE").execute(&cluster.pool).await?;
     let port = free_port()?;
     let password = format!("bench-{}", uuid::Uuid::new_v4().simple());
@@ -649,6 +642,32 @@ async fn admin(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value
         "status": figures(status),
         "jobs": figures(jobs),
     }))
+}
+
+/// `count` ended runs, one every second back from now, or closer together when that
+/// would reach past 25 days (inside the default retention: a larger history is a busier
+/// month, not an older one). Stored a million at a time so no statement's transition
+/// tables grow without bound.
+async fn store_history(pool: &sqlx::PgPool, count: i64) -> anyhow::Result<()> {
+    const SPAN_SECS: f64 = 25.0 * 86_400.0;
+    const CHUNK: i64 = 1_000_000;
+    let spacing = (SPAN_SECS / count.max(1) as f64).min(1.0);
+    let mut first = 1;
+    while first <= count {
+        let last = (first + CHUNK - 1).min(count);
+        sqlx::query(
+            "INSERT INTO runs (job_id, scheduled_at, state, queued_at, started_at, finished_at)
+             SELECT (SELECT min(id) FROM jobs) + g % 100, t, CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'succeeded' END, t, t, t
+             FROM (SELECT g, now() - make_interval(secs => g * $3) AS t FROM generate_series($1, $2) AS g) AS history",
+        )
+        .bind(first)
+        .bind(last)
+        .bind(spacing)
+        .execute(pool)
+        .await?;
+        first = last + 1;
+    }
+    Ok(())
 }
 
 async fn login(client: &reqwest::Client, base: &str, password: &str) -> anyhow::Result<String> {

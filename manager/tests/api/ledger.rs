@@ -538,6 +538,7 @@ async fn the_capacity_forecast_flags_the_hour_demand_exceeds_capacity(pool: PgPo
     executor.labels = BTreeMap::new();
     store::processes::register(&pool, &executor).await.unwrap();
     let job = app.job(&admin, noop("three-oclock-rush")).await;
+    let created = Utc::now();
     let trigger = app
         .post(
             &format!("/api/v1/jobs/{}/triggers", job["id"]),
@@ -575,6 +576,9 @@ async fn the_capacity_forecast_flags_the_hour_demand_exceeds_capacity(pool: PgPo
         let hour = start.format("%H").to_string();
         let minute: u32 = start.format("%M").to_string().parse().unwrap();
         match hour.as_str() {
+            // Run during three o'clock, the window opens with a bucket the trigger did not
+            // yet exist for: its instants start when it was made.
+            _ if start < created => {}
             "03" => {
                 assert_eq!(bucket["demand"], 4, "{bucket}");
                 assert_eq!(bucket["shortfall"], true, "{bucket}");

@@ -2911,7 +2911,7 @@ CREATE UNIQUE INDEX runs_service_replica ON public.runs_live USING btree (job_id
 -- Name: runs_trigger_instant; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX runs_trigger_instant ON public.runs_live USING btree (trigger_id, scheduled_at, COALESCE(shard, '-1'::integer)) WHERE (attempt = 1);
+CREATE UNIQUE INDEX runs_trigger_instant ON public.runs_live USING btree (trigger_id, scheduled_at, COALESCE(shard, '-1'::integer)) WHERE ((attempt = 1) AND (trigger_id IS NOT NULL));
 
 --
 -- Name: sessions_expires; Type: INDEX; Schema: public; Owner: -

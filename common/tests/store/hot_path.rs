@@ -301,3 +301,35 @@ async fn no_pool_compiles_statements_just_in_time(
         pool.close().await;
     }
 }
+
+/// A run no trigger fired (by hand, by an API call, a parent job or a workflow) costs the
+/// instant index nothing: its NULL key could never conflict. The lookups of the fire path
+/// name a trigger, so they still find the index.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn the_instant_index_holds_only_runs_a_trigger_fired(pool: PgPool) {
+    let definition: String =
+        sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE indexname = 'runs_trigger_instant'")
+            .fetch_one(&pool)
+            .await
+            .expect("index definition");
+    assert!(definition.contains("trigger_id IS NOT NULL"), "{definition}");
+
+    let mut conn = pool.acquire().await.expect("connection");
+    sqlx::raw_sql("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .expect("set");
+    let plan: Vec<(String,)> = sqlx::query_as(
+        "EXPLAIN SELECT 1 FROM runs_live WHERE trigger_id = $1 AND scheduled_at = $2 AND attempt = 1",
+    )
+    .bind(1_i64)
+    .bind(Utc::now())
+    .fetch_all(&mut *conn)
+    .await
+    .expect("explain");
+    let plan: Vec<String> = plan.into_iter().map(|(line,)| line).collect();
+    assert!(
+        plan.iter().any(|line| line.contains("runs_trigger_instant")),
+        "{plan:#?}"
+    );
+}

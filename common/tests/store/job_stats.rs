@@ -950,6 +950,16 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     .fetch_one(&pool)
     .await
     .expect("a running run");
+    // A run no trigger fired, claimed while the instant index still held such runs.
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, executor_id, claimed_at)
+         VALUES ($1, now(), 'claimed', $2, now())",
+    )
+    .bind(job)
+    .bind(executor)
+    .execute(&pool)
+    .await
+    .expect("a run started by hand");
 
     probactr_common::store::migrate(&pool)
         .await
@@ -971,7 +981,7 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
     );
     assert_eq!(
         count("SELECT count(*) FROM runs_live").await,
-        2,
+        3,
         "the live runs kept"
     );
     assert_eq!(
@@ -989,6 +999,16 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         .await
         .expect("the running run");
     assert_eq!(holder, Some(executor), "the running run keeps its executor");
+    // The rebuilt instant index still refuses a second first attempt of a live instant.
+    let twice = sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at) SELECT job_id, trigger_id, scheduled_at
+         FROM runs_live WHERE id = $1",
+    )
+    .bind(held)
+    .execute(&pool)
+    .await
+    .expect_err("one first attempt per trigger instant");
+    assert!(twice.to_string().contains("runs_trigger_instant"), "{twice}");
     let refused = sqlx::query("DELETE FROM executors WHERE id = $1")
         .bind(executor)
         .execute(&pool)

@@ -64,6 +64,8 @@ async fn insert_job(
     .await?)
 }
 
+/// How many runs of the measured jobs are queued, claimed or running (a scan of every live
+/// run: for progress reports only).
 async fn unfinished(pool: &PgPool) -> anyhow::Result<i64> {
     Ok(sqlx::query_scalar(
         "SELECT count(*) FROM runs WHERE state IN ('queued', 'claimed', 'running')
@@ -74,24 +76,44 @@ async fn unfinished(pool: &PgPool) -> anyhow::Result<i64> {
     .await?)
 }
 
+/// Whether any run of the measured jobs is queued, claimed or running. The poll asked every
+/// 20 ms while the cluster drains, so it must cost the cluster next to nothing, like the
+/// peer's (a few counters in Redis): the newest queued run, from the end of the claim
+/// order's index where the claims have not yet left dead entries, and any active run,
+/// from the index of active runs. Counting the live runs instead scanned all of them
+/// each time: 4 ms of PostgreSQL a poll with 20,000 queued, a whole core at 200,000.
+async fn any_unfinished(pool: &PgPool) -> anyhow::Result<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT (SELECT id FROM runs_live
+                  WHERE state = 'queued' AND job_id NOT IN (SELECT id FROM jobs WHERE starts_with(name, $1))
+                  ORDER BY claim_order DESC, id DESC LIMIT 1) IS NOT NULL
+             OR EXISTS (SELECT 1 FROM runs_live
+                         WHERE state IN ('claimed', 'running')
+                           AND job_id NOT IN (SELECT id FROM jobs WHERE starts_with(name, $1)))",
+    )
+    .bind(beside::PREFIX)
+    .fetch_one(pool)
+    .await?)
+}
+
 /// Waits until no run is queued, claimed or running; reports progress every 5 s.
 async fn wait_drained(pool: &PgPool, options: &Options, within: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut last_report = Instant::now();
-    loop {
-        let left = unfinished(pool).await?;
-        if left == 0 {
-            return Ok(());
-        }
+    while any_unfinished(pool).await? {
         if started.elapsed() > within {
-            bail!("{left} runs still unfinished after {within:?}");
+            bail!(
+                "{} runs still unfinished after {within:?}",
+                unfinished(pool).await?
+            );
         }
-        if last_report.elapsed() > Duration::from_secs(5) {
-            progress(options, &format!("{left} runs left"));
+        if !options.json && last_report.elapsed() > Duration::from_secs(5) {
+            progress(options, &format!("{} runs left", unfinished(pool).await?));
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Ok(())
 }
 
 async fn db_now(pool: &PgPool) -> anyhow::Result<DateTime<Utc>> {

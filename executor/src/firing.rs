@@ -2,10 +2,12 @@
 //!
 //! The loop sleeps until the earliest `next_fire_at` is half the fire-ahead window
 //! (`PROBACTR_FIRE_AHEAD`) away (or a notification that triggers changed), then fires in
-//! batches everything due within the window. A run fired ahead of its instant waits in
-//! the queue, claimable from its instant on; the firing executor sets itself alarms for
-//! those instants and tells its peers of the crowded ones (`probactr_runs_at`), so an
-//! aligned storm is already queued when its instant comes and only starting is left.
+//! batches everything due within the window. A run fired ahead of its instant is held by
+//! the firing executor until it comes, when much of its capacity is free
+//! ([`crate::fired_ahead`]); otherwise it waits in the queue, claimable from its instant
+//! on, and the firing executor sets itself alarms for those instants and tells its peers
+//! of the crowded ones (`probactr_runs_at`), so an aligned storm is already fired when its
+//! instant comes and only starting is left.
 //! One batch is one transaction:
 //!
 //! 1. lock up to `PROBACTR_FIRE_BATCH` triggers due within the window, earliest first,
@@ -41,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::attempt::{self, Attempts};
+use crate::fired_ahead::{self, FiringClock};
 use crate::holding;
 use crate::job_cache::JobCache;
 use crate::registry::Registry;
@@ -67,6 +70,9 @@ pub struct Firer {
     pub batch: i64,
     /// `PROBACTR_FIRE_AHEAD`.
     pub ahead: Duration,
+    /// `PROBACTR_EXECUTOR_CAPACITY` (runs fired ahead are held here while much of it is
+    /// free: [`fired_ahead::may_hold`]).
+    pub capacity: u32,
     /// `PROBACTR_EXECUTOR_NAMESPACES`: the namespaces whose triggers it fires (None: all).
     pub namespaces: Option<Vec<String>>,
     /// How long this executor may go unproven alive and still start runs itself
@@ -193,6 +199,7 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
     let ahead = firer.ahead;
     let namespaces = firer.namespaces.as_deref();
     let due = triggers::claim_due_for(&mut tx, batch, ahead, namespaces).await?;
+    let answered = tokio::time::Instant::now();
     let Some(now) = due.first().map(|due| due.db_now) else {
         tx.commit().await?;
         return Ok(FireReport::default());
@@ -220,12 +227,18 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
         for instant in &plan.fire {
             // A jittered run waits for its delay in the queue, a dependent one for its job.
             let waits = due.jitter_secs.is_some() || due.after_job_id.is_some();
-            let slot = if may_start_here && due.lock_free && !waits && *instant <= now {
+            // A run fired ahead is held here until its instant while much of the
+            // capacity is free; otherwise it waits in the queue for any executor.
+            let comes_later = *instant > now;
+            let ownable = may_start_here && due.lock_free && !waits && !due.fan_out;
+            let slot = if ownable
+                && (!comes_later || fired_ahead::may_hold(&firer.slots, firer.capacity, *instant - now))
+            {
                 Slot::try_take(&firer.slots)
             } else {
                 None
             };
-            if *instant > now {
+            if comes_later && slot.is_none() {
                 ahead_of_time.push(*instant);
             }
             if due.fan_out {
@@ -270,7 +283,11 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
         .iter()
         .map(|due| (due.trigger.job_id, due.job_version))
         .collect();
-    start_owned_runs(firer, inserted, &versions, slots, executor_id).await;
+    let clock = FiringClock {
+        db_now: now,
+        answered,
+    };
+    start_owned_runs(firer, inserted, &versions, slots, executor_id, clock).await;
     Ok(FireReport {
         triggers: due.len(),
         runs,
@@ -393,13 +410,15 @@ fn crowded_instants(instants: &[DateTime<Utc>]) -> Vec<DateTime<Utc>> {
 }
 
 /// Starts the fired runs this executor owns, each with one of the slots taken for them
-/// (slots left over, for instants that already had a run, are given back).
+/// (slots left over, for instants that already had a run, are given back): at once, or
+/// at its instant for a run fired ahead ([`fired_ahead`]).
 async fn start_owned_runs(
     firer: &Firer,
     inserted: Vec<Run>,
     versions: &HashMap<i64, i64>,
     mut slots: Vec<Slot>,
     executor_id: Uuid,
+    clock: FiringClock,
 ) {
     let owned: Vec<Run> = inserted
         .into_iter()
@@ -420,13 +439,19 @@ async fn start_owned_runs(
             return;
         }
     };
+    let mut held = Vec::new();
     for run in owned {
         let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slots.pop()) else {
             continue;
         };
+        if run.scheduled_at > clock.db_now {
+            held.push((run, job, slot));
+            continue;
+        }
         // A fired run's end is written by the recorder alone (whatever quota it holds).
         attempt::spawn(&firer.attempts, run, job, executor_id, slot, true);
     }
+    fired_ahead::hold(&firer.attempts, held, executor_id, clock);
 }
 
 /// What firing does with one due trigger.

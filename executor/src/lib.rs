@@ -28,6 +28,7 @@ pub mod archive;
 pub mod attempt;
 pub mod checkpoint;
 pub mod claiming;
+pub mod fired_ahead;
 pub mod firing;
 pub mod hardening;
 pub mod holding;
@@ -226,6 +227,7 @@ impl Shared {
             shutdown: self.shutdown.clone(),
             batch: i64::from(self.config.fire_batch),
             ahead: self.config.fire_ahead,
+            capacity: self.config.executor_capacity,
             namespaces: self.config.executor_namespaces.clone(),
             give_up_after: liveness::give_up_after(self.config.heartbeat_timeout),
         }

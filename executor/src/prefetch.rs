@@ -5,7 +5,8 @@
 //! more runs of the kind that needs nothing but a slot (in-process, lock-free, bound by
 //! no quota, trigger cap, pool or rate: the claim statement gives no other kind past the
 //! free slots), and the executor starts them as slots free, while its next claim is
-//! under way. The claim made them `running`; their jobs start when a slot frees.
+//! under way. The claim made them `running`; their jobs start when a slot frees, and
+//! their ends record when that was.
 //!
 //! Held runs are registered like running attempts, so a cancellation reaches them: one
 //! asked to stop starts at once, without an execution slot, and its attempt records it
@@ -152,7 +153,8 @@ impl Prefetched {
             let Some(slot) = Slot::try_take(&claimer.slots) else {
                 break;
             };
-            if let Some(held) = self.held.pop_front() {
+            if let Some(mut held) = self.held.pop_front() {
+                held.run.started_at = held.run.started_at.map(|claimed| claimed + held.since.elapsed());
                 attempt::spawn(&claimer.attempts, held.run, held.job, executor_id, slot, false);
                 self.progress_at = Instant::now();
             }

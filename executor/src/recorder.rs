@@ -192,6 +192,7 @@ async fn record_loop(
         // Every end whose arrival is consumed here is already waiting (handed in first,
         // announced second), so the groups taken below include it.
         while arrived.try_recv().is_ok() {}
+        let mut written = 0;
         loop {
             let group: Vec<Waiting> = {
                 let mut waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
@@ -204,9 +205,21 @@ async fn record_loop(
             let (endings, replies): (Vec<RunEnd>, Vec<_>) =
                 group.into_iter().map(|end| (end.ending, end.reply)).unzip();
             let results = write_until_stored(&pool, &endings).await;
+            written += endings.len();
             for (reply, result) in replies.into_iter().zip(results) {
                 let _ = reply.send(result);
             }
+            // Ends that arrived during the write form the next group, gathered like any
+            // other: writing them at once would write, while ends keep coming, a group
+            // of the few that came during each write, one statement and commit each.
+            if endings.len() < MAX_GROUP {
+                break;
+            }
+        }
+        if written > 1 {
+            // Several ends were written together: they came in quick succession, and an
+            // end arriving during or just after the write continues it.
+            previous_arrival = Some(tokio::time::Instant::now());
         }
     }
 }
@@ -252,6 +265,7 @@ mod tests {
                     output: None,
                     output_truncated: false,
                 },
+                started_at: None,
             },
             reply,
             holds_quota: false,

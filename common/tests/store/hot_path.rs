@@ -260,8 +260,8 @@ async fn every_way_a_run_ends_inlines_the_next_attempt_policy(pool: PgPool) {
         (
             "finish_many",
             finish_many,
-            "bigint[], uuid[], bigint[], text[], text[], int[], int[], text[], text[], bool[]",
-            "'{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}'",
+            "bigint[], uuid[], bigint[], text[], text[], int[], int[], text[], text[], bool[], timestamptz[]",
+            "'{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}'",
         ),
         ("abandon (stuck)", abandon, "float8", "30"),
         ("abandon (orphans)", abandon, "float8", "NULL"),

@@ -174,6 +174,7 @@ async fn every_way_a_run_ends_is_counted_once(pool: PgPool) {
             executor_id: ex,
             fence: None,
             finish: ended(state),
+            started_at: None,
         });
     }
     let mut stale = endings[0].clone();
@@ -347,6 +348,7 @@ async fn opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock(pool: PgPool
             executor_id: ex,
             fence: None,
             finish: ended(RunState::Succeeded),
+            started_at: None,
         });
     }
     let a_then_b = vec![running[0].clone(), running[2].clone()];

@@ -300,6 +300,7 @@ async fn a_claim_records_the_ends_it_carries_and_says_which_runs_hold_a_quota(po
             executor_id: executor,
             fence: None,
             finish: ended(RunState::Succeeded),
+            started_at: None,
         })
         .collect();
     ends[0].executor_id = Uuid::new_v4();

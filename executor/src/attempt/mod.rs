@@ -495,6 +495,8 @@ impl Attempt<'_> {
             executor_id: self.executor_id,
             fence,
             finish,
+            // Later than stored only for a run held before its job started.
+            started_at: self.run.started_at,
         };
         let done = (self.attempts.recorder.record(ending.clone(), self.holds_quota))
             .instrument(traced(|| tracing::info_span!("record")))

@@ -40,6 +40,25 @@ async fn count_state(pool: &PgPool, job_id: i64, state: RunState) -> i64 {
         .unwrap_or(0)
 }
 
+/// Waits until every run of an instant up to `cutoff` ended (on a loaded machine a few
+/// may still be queued a moment after: late is not lost).
+async fn runs_up_to_ended(pool: &PgPool, cutoff: DateTime<Utc>) {
+    eventually(Duration::from_secs(30), "the runs up to the cutoff ended", || {
+        let pool = pool.clone();
+        async move {
+            let unfinished: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM runs WHERE scheduled_at <= $1 AND finished_at IS NULL",
+            )
+            .bind(cutoff)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (unfinished == 0).then_some(())
+        }
+    })
+    .await;
+}
+
 fn millis(delta: TimeDelta) -> f64 {
     delta.num_microseconds().unwrap_or(0) as f64 / 1000.0
 }
@@ -147,20 +166,7 @@ async fn interval_triggers_fire_every_instant_exactly_once(
     let cutoff = Utc::now() - TimeDelta::seconds(3);
     // Let the runs of instants up to the cutoff finish (on a loaded machine a few may
     // still be queued a moment later: late is not lost, and lost ones show below).
-    eventually(Duration::from_secs(30), "the runs up to the cutoff ended", || {
-        let pool = pool.clone();
-        async move {
-            let unfinished: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM runs WHERE scheduled_at <= $1 AND finished_at IS NULL",
-            )
-            .bind(cutoff)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            (unfinished == 0).then_some(())
-        }
-    })
-    .await;
+    runs_up_to_ended(&pool, cutoff).await;
     drop(executors);
 
     let rows: Vec<RunRow> = sqlx::query_as(
@@ -969,4 +975,96 @@ async fn prefetched_runs_that_wait_too_long_go_back_to_the_queue(
         .unwrap();
     assert_eq!(attempts, vec![1, 1, 1], "each run once, in its first attempt");
     let _ = std::fs::remove_file(&log);
+}
+
+/// Runs fired ahead of their instants (`PROBACTR_FIRE_AHEAD`) of jobs that need no lock
+/// are held by the executor that fired them and start at their instants, never before; an
+/// executor that stops gives back those it still holds, and another runs each once.
+#[sqlx::test(migrator = "TEST_MIGRATOR")]
+async fn runs_fired_ahead_start_at_their_instants_and_go_back_at_stop(
+    pool_options: PgPoolOptions,
+    options: PgConnectOptions,
+) {
+    let (pool, url) = pool_and_url(pool_options, options).await;
+    let witness = Witness::start().await;
+    let mut env = fast_env(&url, &unique_prefix("ahead"));
+    env.insert("PROBACTR_FIRE_AHEAD".to_owned(), "900ms".to_owned());
+    // The witness stamps arrivals on the monotonic clock; this maps them to the wall clock
+    // PostgreSQL shares on this host.
+    let (wall, monotonic) = (Utc::now(), std::time::Instant::now());
+    for i in 0..20 {
+        let mut job = http_job(&format!("ahead-{i}"), &witness.url(&format!("a{i}"), 0));
+        job.parallel = true;
+        let job = jobs::insert(&pool, &job).await.unwrap();
+        triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now())
+            .await
+            .unwrap();
+    }
+    let mut first = executor("executor-a", &env);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // It holds the runs of the coming second now: stopping gives them back.
+    first.signal(support::SIGTERM);
+    first.wait_exit(Duration::from_secs(30)).await;
+    let _second = executor("executor-b", &env);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let cutoff = Utc::now() - TimeDelta::seconds(1);
+    runs_up_to_ended(&pool, cutoff).await;
+
+    type Row = (
+        i64,
+        DateTime<Utc>,
+        String,
+        Option<DateTime<Utc>>,
+        Option<DateTime<Utc>>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT trigger_id, scheduled_at, state, started_at, claimed_at FROM runs WHERE scheduled_at <= $1",
+    )
+    .bind(cutoff)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut instants = HashSet::new();
+    for (trigger_id, scheduled_at, state, started_at, _) in &rows {
+        assert_eq!(
+            state, "succeeded",
+            "run of trigger {trigger_id} at {scheduled_at}"
+        );
+        assert!(instants.insert((*trigger_id, *scheduled_at)), "duplicate run row");
+        assert!(
+            started_at.is_some_and(|started| started >= *scheduled_at),
+            "run of trigger {trigger_id} at {scheduled_at} recorded as started early: {started_at:?}"
+        );
+    }
+    let held = rows
+        .iter()
+        .filter(|(_, scheduled_at, _, _, claimed_at)| {
+            claimed_at.is_some_and(|claimed| claimed < *scheduled_at)
+        })
+        .count();
+    assert!(held > 0, "no run was held by its firer ahead of its instant");
+
+    let mut effects: HashMap<(String, String), usize> = HashMap::new();
+    for hit in witness.hits() {
+        let scheduled = hit.header("x-probactr-scheduled-at").unwrap_or("").to_owned();
+        let at = DateTime::parse_from_rfc3339(&scheduled).expect("the instant header is a time");
+        let arrived = wall + TimeDelta::from_std(hit.started.duration_since(monotonic)).unwrap();
+        assert!(
+            arrived + TimeDelta::milliseconds(1) >= at,
+            "the job of the instant {scheduled} ran early, at {arrived}"
+        );
+        let trigger = hit.header("x-probactr-trigger-id").unwrap_or("").to_owned();
+        *effects.entry((trigger, scheduled)).or_default() += 1;
+    }
+    let twice: Vec<_> = effects.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "instants whose effect happened twice: {twice:?}"
+    );
+    assert!(
+        effects.len() >= rows.len(),
+        "effects {} < runs {}",
+        effects.len(),
+        rows.len()
+    );
 }

@@ -2,6 +2,7 @@
 //! executor under the run's fence, singly or in groups, with the retry it earns queued in
 //! the same statement.
 
+use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
@@ -51,6 +52,7 @@ pub async fn finish(
         executor_id,
         fence,
         finish: finish.clone(),
+        started_at: None,
     };
     let mut finished = finish_many(db, std::slice::from_ref(&ending)).await?;
     Ok(finished.pop().unwrap_or(Finished {
@@ -70,6 +72,9 @@ pub struct RunEnd {
     pub fence: Option<i64>,
     /// What is recorded.
     pub finish: Finish,
+    /// When the job really started, for a run held after its start was stored (fired
+    /// ahead of its instant, prefetched); None keeps the stored start.
+    pub started_at: Option<DateTime<Utc>>,
 }
 
 /// Records the ends of several attempts in one statement; each is fenced on its own.
@@ -93,7 +98,8 @@ pub async fn finish_many(db: impl PgExecutor<'_>, endings: &[RunEnd]) -> Result<
         &endings
             .iter()
             .map(|e| e.finish.output_truncated)
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>(),
+        &endings.iter().map(|e| e.started_at).collect::<Vec<_>>() as &[Option<DateTime<Utc>>]
     )
     .fetch_all(db)
     .await?;

@@ -19,7 +19,9 @@ pub struct FiredRuns {
     /// Each run's instant.
     pub instants: Vec<DateTime<Utc>>,
     /// Whether the firing executor starts the run itself (it has a free slot and the job
-    /// needs no lock): such a run is inserted `running` on that executor.
+    /// needs no lock): such a run is inserted `running` on that executor, started as of
+    /// its instant; one fired ahead is held there until it comes (see the executor's
+    /// `fired_ahead`).
     pub owned: Vec<bool>,
     /// Instants of jobs whose route fans out (broadcast, shard): each becomes the runs
     /// `probactr_run_targets` lists, all queued.
@@ -56,9 +58,11 @@ impl FiredRuns {
 
 /// Inserts the first attempts of fired instants; an instant that already has a run is
 /// left alone (invariant 1). Owned runs start on `executor_id` in the same statement
-/// (unless it is cordoned: then they are queued like the others).
-/// A run fired ahead of its instant waits in the queue until it: it is claimable, and
-/// counts as queued (for the misfire threshold), from its instant.
+/// (unless it is cordoned: then they are queued like the others), as of their instants:
+/// the executor holds one fired ahead until its instant, and records when its job really
+/// started with its end.
+/// A queued run fired ahead of its instant waits in the queue until it: it is claimable,
+/// and counts as queued (for the misfire threshold), from its instant.
 /// Returns the inserted rows.
 pub async fn insert_fired_runs(
     conn: &mut PgConnection,
@@ -86,7 +90,7 @@ async fn insert_single_runs(
                 CASE WHEN fired.owned AND me.may_own THEN 'running' ELSE 'queued' END,
                 CASE WHEN fired.owned AND me.may_own THEN $5::uuid END,
                 CASE WHEN fired.owned AND me.may_own THEN now() END,
-                CASE WHEN fired.owned AND me.may_own THEN now() END,
+                CASE WHEN fired.owned AND me.may_own THEN greatest(fired.at, now()) END,
                 CASE WHEN fired.owned AND me.may_own THEN now() END
          FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
          -- A cordoned executor starts nothing itself, not even what it fires.

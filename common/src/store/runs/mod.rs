@@ -16,9 +16,10 @@
 //! | transition | from | to | function |
 //! |---|---|---|---|
 //! | queue | – | queued | [`queue_now`], [`queue_instants`] (backfills), [`insert_fired_runs`] (firing), [`queue_missing_service_instances`] (services), `probactr_queue_run` (workflow steps, child jobs); the next attempt in [`finish_many`] and [`reap`] (`probactr_next_attempt`) |
+//! | fire and start | – | running (a lock-free job's run the firing executor starts at once, or holds until its instant) | [`insert_fired_runs`] |
 //! | claim | queued | claimed, or running when no lock is needed | [`claim_within`], [`claim_in_namespaces`] (within a namespace's `max_running`: see [`quota`]) |
 //! | unclaim | claimed | queued | [`unclaim`], [`requeue_stale_claims`] (monitor) |
-//! | give back unstarted | running (claimed ahead of free slots, job not started) | queued | [`give_back_unstarted`] |
+//! | give back unstarted | running (claimed ahead of free slots, or fired ahead and held; job not started) | queued | [`give_back_unstarted`] |
 //! | end before start | claimed | skipped, failed | [`end_claim`] |
 //! | start | claimed | running | [`start()`] |
 //! | finish | running | succeeded, failed, timed_out, cancelled, abandoned | [`finish_many`] |

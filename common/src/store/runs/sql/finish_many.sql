@@ -2,9 +2,10 @@
 -- retries their policies ask for. Returns each stored run with its retry, if any.
 WITH input AS (
      SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
-                          $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[])
+                          $6::int[], $7::int[], $8::text[], $9::text[], $10::bool[],
+                          $11::timestamptz[])
          AS input (id, executor_id, fence, state, reason, exit_code, http_status, error,
-                   output, output_truncated)),
+                   output, output_truncated, started_at)),
 -- Ending a run moves it: deleted from the live runs (`gone`) and inserted, changed, as
 -- an ended run (`ended`), which the statements after read like rows of `runs`.
 gone AS (
@@ -17,11 +18,14 @@ gone AS (
      RETURNING runs.*, input.state AS new_state, input.reason AS new_reason,
                input.exit_code AS new_exit_code, input.http_status AS new_http_status,
                input.error AS new_error, input.output AS new_output,
-               input.output_truncated AS new_output_truncated),
+               input.output_truncated AS new_output_truncated,
+               -- A run held after its start was stored (fired ahead, prefetched) started
+               -- its job later: the executor says when.
+               greatest(runs.started_at, input.started_at) AS new_started_at),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE
-     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, gone.new_state, gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.new_exit_code, gone.new_http_status, gone.new_error, gone.new_output, gone.new_output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
+     SELECT gone.id, gone.job_id, gone.trigger_id, gone.scheduled_at, gone.attempt, gone.first_run_id, gone.new_state, gone.new_reason, gone.exclusive, gone.executor_id, gone.lock_token, gone.fence, gone.queued_at, gone.available_at, gone.claimed_at, gone.new_started_at, now(), gone.heartbeat_at, gone.cancel_requested_at, gone.new_exit_code, gone.new_http_status, gone.new_error, gone.new_output, gone.new_output_truncated, gone.shard, gone.shard_total, gone.pinned_to, gone.replica
      FROM gone
      RETURNING *),
 retry AS (

@@ -1,0 +1,175 @@
+//! Runs fired ahead of their instants and owned by the executor that fired them: held in
+//! memory, each with the slot taken for it, until its instant, then started there.
+//!
+//! Firing inserts such a run `running` on this executor, started as of its instant
+//! ([`runs::insert_fired_runs`]), so it is never queued: no notification, no alarm, no
+//! claim. That is most of what a run fired ahead used to cost besides its own insert and
+//! end. While held, a run is registered like a running attempt, so a cancellation reaches
+//! it (its attempt starts at its instant and records the stop before its job starts), and
+//! its end records when its job really started. An executor that stops gives its held runs
+//! back to the queue, claimable from their instants; one that dies leaves them to the
+//! reaper, like every run it was executing.
+//!
+//! Waits are measured from PostgreSQL's clock: the instant's distance from the database's
+//! `now()` of the firing, on this process's monotonic clock from when the firing answered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use probactr_common::model::{Job, Run};
+use probactr_common::store::runs;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::attempt::{self, Attempts};
+use crate::registry::{StopHandle, StopReason};
+use crate::slot::{Slot, Slots};
+
+/// A free slot is taken for a run fired ahead only while more than this share of the
+/// capacity is free: a slot held for a coming instant is one queued work cannot use.
+pub const HOLD_WHILE_FREE_ABOVE: f64 = 0.5;
+/// Nor for longer than this before its instant (a longer `PROBACTR_FIRE_AHEAD` queues
+/// the runs of instants further away).
+pub const HOLD_AT_MOST: Duration = Duration::from_secs(1);
+
+/// Whether a run fired `early` before its instant may be held here, taking one of `slots`
+/// until then.
+pub fn may_hold(slots: &Slots, capacity: u32, early: chrono::TimeDelta) -> bool {
+    early.to_std().is_ok_and(|early| early <= HOLD_AT_MOST)
+        && slots.free() as f64 > f64::from(capacity) * HOLD_WHILE_FREE_ABOVE
+}
+
+/// The clock a firing's instants are waited on: PostgreSQL's `now()` as the firing saw it,
+/// and when its answer arrived here.
+#[derive(Debug, Clone, Copy)]
+pub struct FiringClock {
+    /// The database's clock during the firing.
+    pub db_now: DateTime<Utc>,
+    /// When the firing's answer arrived.
+    pub answered: Instant,
+}
+
+impl FiringClock {
+    /// When, on this process's clock, `instant` comes.
+    fn local(&self, instant: DateTime<Utc>) -> Instant {
+        let wait = (instant - self.db_now).to_std().unwrap_or(Duration::ZERO);
+        self.answered + wait
+    }
+
+    /// The database's clock now, as far as this process can tell.
+    fn db_time_now(&self) -> DateTime<Utc> {
+        self.db_now + self.answered.elapsed()
+    }
+}
+
+/// One held run.
+struct Held {
+    run: Run,
+    job: Job,
+    slot: Slot,
+    starts: Instant,
+}
+
+/// Holds `runs` (owned, fired ahead; each with its job and slot) until their instants,
+/// then starts them on `executor_id`; gives them back if the executor stops first.
+pub fn hold(attempts: &Arc<Attempts>, runs: Vec<(Run, Job, Slot)>, executor_id: Uuid, clock: FiringClock) {
+    if runs.is_empty() {
+        return;
+    }
+    let mut held: Vec<Held> = runs
+        .into_iter()
+        .map(|(run, job, slot)| {
+            let grace = Duration::from_secs(u64::try_from(job.stop_grace_secs).unwrap_or(0));
+            attempts.registry.track(run.id, executor_id, grace);
+            Held {
+                starts: clock.local(run.scheduled_at),
+                run,
+                job,
+                slot,
+            }
+        })
+        .collect();
+    held.sort_by_key(|held| held.starts);
+    tracing::debug!(runs = held.len(), executor.id = %executor_id, "holding runs fired ahead until their instants");
+    let task = attempts.clone();
+    attempts.tracker.spawn(async move {
+        start_at_instants(&task, held, executor_id, clock).await;
+    });
+}
+
+async fn start_at_instants(attempts: &Arc<Attempts>, held: Vec<Held>, executor_id: Uuid, clock: FiringClock) {
+    let mut held = held.into_iter().peekable();
+    while let Some(next) = held.peek() {
+        tokio::select! {
+            _ = attempts.shutdown.cancelled() => {
+                give_back(attempts, held.collect(), executor_id).await;
+                return;
+            }
+            _ = tokio::time::sleep_until(next.starts) => {}
+        }
+        // Every run whose instant has come starts now, in one go: an aligned instant's
+        // runs are not spread over the time the attempts already started take to run.
+        let now = Instant::now();
+        let started_at = clock.db_time_now();
+        while let Some(due) = held.next_if(|held| held.starts <= now) {
+            start(attempts, due, executor_id, started_at);
+        }
+    }
+}
+
+fn start(attempts: &Arc<Attempts>, held: Held, executor_id: Uuid, started_at: DateTime<Utc>) {
+    let Held {
+        mut run, job, slot, ..
+    } = held;
+    if attempts.registry.id() != executor_id {
+        // Reaped with the identity it was fired under: its row is no longer this executor's.
+        attempts.registry.untrack(run.id);
+        tracing::info!(run.id = run.id, executor.id = %executor_id,
+            "a run fired ahead was held under this executor's former identity; dropped");
+        return;
+    }
+    run.started_at = run.started_at.map(|stored| stored.max(started_at));
+    tracing::debug!(
+        run.id = run.id,
+        job.id = job.id,
+        "a run fired ahead starts at its instant"
+    );
+    // Its end is written by the recorder alone, like every fired run's.
+    attempt::spawn(attempts, run, job, executor_id, slot, true);
+}
+
+/// Gives held runs back to the queue (the executor is stopping). Those asked to stop
+/// meanwhile are not given back: their attempts start at once and record the stop.
+/// Those a failed give-back leaves are left to the reaper, like any run of an executor
+/// that is gone.
+async fn give_back(attempts: &Arc<Attempts>, held: Vec<Held>, executor_id: Uuid) {
+    let ids: Vec<i64> = held.iter().map(|held| held.run.id).collect();
+    let given_back = match runs::give_back_unstarted(&attempts.pool, &ids, executor_id).await {
+        Ok(given_back) => given_back,
+        Err(err) => {
+            tracing::warn!(error = %err, executor.id = %executor_id, runs = ?ids,
+                "cannot give back the runs fired ahead at stop; the reaper will");
+            for held in held {
+                attempts.registry.untrack(held.run.id);
+            }
+            return;
+        }
+    };
+    tracing::info!(executor.id = %executor_id, runs = ?given_back, "runs fired ahead given back to the queue at stop");
+    for held in held {
+        if given_back.contains(&held.run.id) {
+            attempts.registry.untrack(held.run.id);
+        } else {
+            stopped_before_start(attempts, held, executor_id);
+        }
+    }
+}
+
+fn stopped_before_start(attempts: &Arc<Attempts>, held: Held, executor_id: Uuid) {
+    let handle: StopHandle = attempts.registry.track(held.run.id, executor_id, Duration::ZERO);
+    if handle.reason().is_none() {
+        handle.stop(StopReason::Cancelled);
+    }
+    attempt::spawn(attempts, held.run, held.job, executor_id, held.slot, true);
+}

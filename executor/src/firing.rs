@@ -222,7 +222,6 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
     let may_start_here = firer.registry.may_act(executor_id, firer.give_up_after);
     let mut slots = Vec::new();
     let mut fired = FiredRuns::default();
-    let mut ahead_of_time = Vec::new();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
             // A jittered run waits for its delay in the queue, a dependent one for its job.
@@ -238,9 +237,6 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
             } else {
                 None
             };
-            if comes_later && slot.is_none() {
-                ahead_of_time.push(*instant);
-            }
             if due.fan_out {
                 fired.push_fanned_out(due.trigger.job_id, due.trigger.id, *instant);
             } else {
@@ -250,6 +246,13 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
         }
     }
     let inserted = runs::insert_fired_runs(&mut tx, &fired, executor_id).await?;
+    // Queued runs fired ahead need waking at their instants (a run meant to be held here
+    // was queued instead when this executor is cordoned).
+    let mut ahead_of_time: Vec<DateTime<Utc>> = inserted
+        .iter()
+        .filter(|run| run.state == RunState::Queued && run.scheduled_at > now)
+        .map(|run| run.scheduled_at)
+        .collect();
     ahead_of_time.extend(delay_jittered_runs(&mut tx, &due, &inserted).await?);
     hold_dependent_runs(&mut tx, &due, &inserted).await?;
     let missed: Vec<MissedInstants> = plans.iter().filter_map(|plan| plan.missed.clone()).collect();

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::attempt::{self, Attempts};
-use crate::registry::{StopHandle, StopReason};
+use crate::registry::StopReason;
 use crate::slot::{Slot, Slots};
 
 /// A free slot is taken for a run fired ahead only while more than this share of the
@@ -80,8 +80,9 @@ pub fn hold(attempts: &Arc<Attempts>, runs: Vec<(Run, Job, Slot)>, executor_id: 
     let mut held: Vec<Held> = runs
         .into_iter()
         .map(|(run, job, slot)| {
-            let grace = Duration::from_secs(u64::try_from(job.stop_grace_secs).unwrap_or(0));
-            attempts.registry.track(run.id, executor_id, grace);
+            attempts
+                .registry
+                .track(run.id, executor_id, attempt::stop_grace_of(&job));
             Held {
                 starts: clock.local(run.scheduled_at),
                 run,
@@ -167,7 +168,9 @@ async fn give_back(attempts: &Arc<Attempts>, held: Vec<Held>, executor_id: Uuid)
 }
 
 fn stopped_before_start(attempts: &Arc<Attempts>, held: Held, executor_id: Uuid) {
-    let handle: StopHandle = attempts.registry.track(held.run.id, executor_id, Duration::ZERO);
+    let handle = attempts
+        .registry
+        .track(held.run.id, executor_id, attempt::stop_grace_of(&held.job));
     if handle.reason().is_none() {
         handle.stop(StopReason::Cancelled);
     }

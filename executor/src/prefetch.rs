@@ -108,8 +108,9 @@ impl Prefetched {
             self.progress_at = Instant::now();
         }
         let executor_id = run.executor_id.unwrap_or_else(|| claimer.registry.id());
-        let grace = Duration::from_secs(u64::try_from(job.stop_grace_secs).unwrap_or(0));
-        let handle = claimer.registry.track(run.id, executor_id, grace);
+        let handle = claimer
+            .registry
+            .track(run.id, executor_id, attempt::stop_grace_of(&job));
         self.held.push_back(Held {
             run,
             job,

@@ -122,6 +122,12 @@ pub fn spawn(attempts: &Arc<Attempts>, run: Run, job: Job, executor_id: Uuid, sl
     });
 }
 
+/// How long a stopped job of `job` may take to end before it is killed (its
+/// `stop_grace_secs`); a run held before it starts is registered with it too.
+pub fn stop_grace_of(job: &Job) -> Duration {
+    Duration::from_secs(u64::try_from(job.stop_grace_secs).unwrap_or(0))
+}
+
 /// Runs one claimed run to its recorded end.
 pub async fn run_attempt(
     attempts: &Attempts,
@@ -405,7 +411,7 @@ impl Attempt<'_> {
     }
 
     fn stop_grace(&self) -> Duration {
-        Duration::from_secs(u64::try_from(self.job.stop_grace_secs).unwrap_or(0))
+        stop_grace_of(&self.job)
     }
 
     fn timeout(&self) -> Duration {

@@ -3196,10 +3196,16 @@ CREATE TRIGGER runs_live_quota_left AFTER DELETE ON public.runs_live FOR EACH RO
 CREATE TRIGGER runs_live_quota_requeued AFTER UPDATE OF state ON public.runs_live FOR EACH ROW WHEN ((((old.quota_namespace IS NOT NULL) OR (old.quota_trigger IS NOT NULL) OR (old.quota_pool IS NOT NULL)) AND (old.state = ANY (ARRAY['claimed'::text, 'running'::text])) AND (new.state = 'queued'::text))) EXECUTE FUNCTION public.probactr_quota_release();
 
 --
+-- Name: runs_live runs_live_reorder; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER runs_live_reorder BEFORE UPDATE OF available_at ON public.runs_live FOR EACH ROW EXECUTE FUNCTION public.probactr_route_live_run();
+
+--
 -- Name: runs_live runs_live_route; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER runs_live_route BEFORE INSERT OR UPDATE OF available_at ON public.runs_live FOR EACH ROW EXECUTE FUNCTION public.probactr_route_live_run();
+CREATE TRIGGER runs_live_route BEFORE INSERT ON public.runs_live FOR EACH ROW WHEN ((new.claim_order IS NULL)) EXECUTE FUNCTION public.probactr_route_live_run();
 
 --
 -- Name: runs runs_queued_notify; Type: TRIGGER; Schema: public; Owner: -

@@ -216,8 +216,9 @@ async fn reap_loop(monitor: &Monitor, stop: &CancellationToken) {
 /// Pause between two vacuums of the live runs.
 const VACUUM_EVERY: Duration = Duration::from_secs(5);
 
-/// Vacuums and analyzes the live runs every few seconds (see
-/// `housekeeping::vacuum_live_runs`), apart from the reap passes: on a large backlog a vacuum
+/// Vacuums and analyzes the live runs every few seconds, and analyzes today's ended runs
+/// when they have grown (see `housekeeping::vacuum_live_runs` and
+/// `housekeeping::analyze_todays_history`), apart from the reap passes: on a large backlog a vacuum
 /// takes seconds, and a reap pass that slow would hold off declaring executors dead.
 async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
     let mut warned = false;
@@ -238,6 +239,11 @@ async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
                 tracing::warn!(error = %err, "cannot vacuum the live runs; autovacuum alone will");
             }
             Err(_) => {}
+        }
+        match housekeeping::analyze_todays_history(&monitor.pool).await {
+            Ok(Some(partition)) => tracing::debug!(%partition, "today's ended runs analyzed"),
+            Ok(None) => {}
+            Err(err) => tracing::debug!(error = %err, "cannot analyze today's ended runs"),
         }
     }
 }

@@ -29,7 +29,7 @@
 //! | function (triggers) | behaviour test |
 //! |---|---|
 //! | `probactr_claim_order` | `common/tests/store/routing.rs`: `higher_priority_goes_first_and_waiting_long_enough_overtakes_it` |
-//! | `probactr_route_live_run` (`runs_live_route`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`, `higher_priority_goes_first_and_waiting_long_enough_overtakes_it` |
+//! | `probactr_route_live_run` (`runs_live_route`, `runs_live_reorder`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`, `higher_priority_goes_first_and_waiting_long_enough_overtakes_it`, `fired_runs_are_routed_like_runs_queued_any_other_way` |
 //! | `probactr_notify_runs` (`runs_queued_notify`) | `common/tests/store/functions.rs`: `changed_triggers_and_queued_runs_notify_unless_quiet` |
 //! | `probactr_run_targets` | `monitor/tests/faults/routing.rs`: `broadcast_runs_once_per_executor_and_shards_cover_every_index` |
 //! | `probactr_next_attempt` | `common/tests/store/retries.rs`: `failures_queue_retries_up_to_the_limit_with_backoff`, `the_retry_delay_is_fixed_or_doubling_up_to_its_bound_and_jittered`, `retry_on_retries_only_the_failures_it_names`; `common/tests/store/reaping.rs`: `a_run_whose_executor_died_is_taken_over_at_most_max_takeovers_times`; `common/tests/store/hot_path.rs`: `every_way_a_run_ends_inlines_the_next_attempt_policy` |

@@ -666,6 +666,65 @@ async fn a_claim_takes_no_more_shell_runs_than_processes_to_spare(pool: PgPool) 
     );
 }
 
+/// Today's ended runs are analyzed once they have grown well past what the planner last
+/// saw of them (the firing's check against them must probe the index, not hash the day),
+/// and not again until they grow again.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn todays_ended_runs_are_analyzed_once_they_have_grown(pool: PgPool) {
+    let job = make_job(&pool, "busy", |_| {}).await;
+    assert_eq!(
+        housekeeping::analyze_todays_history(&pool)
+            .await
+            .expect("analyze"),
+        None,
+        "nothing changed yet"
+    );
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, finished_at)
+         SELECT $1, ((now() AT TIME ZONE 'UTC')::date::timestamp AT TIME ZONE 'UTC') + make_interval(secs => g),
+                'succeeded', now()
+         FROM generate_series(1, 1500) AS g",
+    )
+    .bind(job.id)
+    .execute(&pool)
+    .await
+    .expect("ended runs");
+    // The insert's counts reach the statistics views when its session reports them.
+    let mut analyzed = None;
+    for _ in 0..50 {
+        sqlx::query("SELECT pg_stat_force_next_flush()")
+            .execute(&pool)
+            .await
+            .expect("flush");
+        analyzed = housekeeping::analyze_todays_history(&pool)
+            .await
+            .expect("analyze");
+        if analyzed.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let today: String =
+        sqlx::query_scalar("SELECT 'runs_done_' || to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')")
+            .fetch_one(&pool)
+            .await
+            .expect("today");
+    assert_eq!(analyzed, Some(today.clone()));
+    let seen: f32 = sqlx::query_scalar("SELECT reltuples FROM pg_class WHERE relname = $1")
+        .bind(&today)
+        .fetch_one(&pool)
+        .await
+        .expect("statistics");
+    assert!(seen >= 1500.0, "the planner sees {seen} rows");
+    assert_eq!(
+        housekeeping::analyze_todays_history(&pool)
+            .await
+            .expect("analyze"),
+        None,
+        "just analyzed"
+    );
+}
+
 /// Retention drops a whole day of ended runs once every run in it was queued before the
 /// cutoff, keeps a day holding a run queued later (a late retry or backfill of an old
 /// instant), and creates the days ahead.

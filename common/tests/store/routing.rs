@@ -219,6 +219,60 @@ async fn a_trigger_cap_bounds_its_runs_in_flight(pool: PgPool) {
     assert!(runs::claim_queued(&pool, ex, 10).await.expect("claim").is_empty());
 }
 
+/// The firing routes its runs in its own insert (`runs_live_route` stays out of it): a
+/// fired run carries its job's priority, its trigger's cap and the claim order the
+/// trigger gives a run queued any other way.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn fired_runs_are_routed_like_runs_queued_any_other_way(pool: PgPool) {
+    let job = make_job(&pool, "urgent", |j| {
+        j.parallel = true;
+        j.priority = 7;
+    })
+    .await;
+    let capped = NewTrigger {
+        max_concurrency: Some(3),
+        ..NewTrigger::interval(3600)
+    };
+    let trigger = triggers::create(&pool, job.id, &capped, Utc::now())
+        .await
+        .expect("trigger");
+    let mut conn = pool.acquire().await.expect("connection");
+    let fired_at = [
+        Utc::now() - TimeDelta::seconds(5),
+        Utc::now() + TimeDelta::seconds(30),
+    ];
+    let fired = insert_queued(&mut conn, &[job.id; 2], &[trigger.id; 2], &fired_at)
+        .await
+        .expect("fire");
+    assert_eq!(fired, 2);
+    sqlx::query(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, now() - interval '1 hour')",
+    )
+    .bind(job.id)
+    .bind(trigger.id)
+    .execute(&pool)
+    .await
+    .expect("queue by hand");
+
+    let routed: Vec<(DateTime<Utc>, i32, Option<i32>, f64)> = sqlx::query_as(
+        "SELECT scheduled_at, priority, trigger_cap,
+                extract(epoch FROM available_at - claim_order)::float8
+         FROM runs_live WHERE job_id = $1 ORDER BY scheduled_at",
+    )
+    .bind(job.id)
+    .fetch_all(&pool)
+    .await
+    .expect("routed runs");
+    assert_eq!(routed.len(), 3);
+    for (scheduled_at, priority, cap, ahead_by) in routed {
+        assert_eq!(
+            (priority, cap, ahead_by),
+            (7, Some(3), 7.0 * 60.0),
+            "the run of {scheduled_at}"
+        );
+    }
+}
+
 /// A pool's rate and a job's rate each bound the starts in their window, whatever the
 /// slots left; the runs past it stay queued, saying why, and go once the window moves on.
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]

@@ -85,13 +85,19 @@ async fn insert_single_runs(
     Ok(sqlx::query_as!(
         Run,
         r#"INSERT INTO runs (job_id, trigger_id, scheduled_at, queued_at, available_at, state, executor_id,
-                           claimed_at, started_at, heartbeat_at)
+                           claimed_at, started_at, heartbeat_at, priority, trigger_cap, claim_order)
          SELECT fired.job_id, fired.trigger_id, fired.at, greatest(fired.at, now()), greatest(fired.at, now()),
                 CASE WHEN fired.owned AND me.may_own THEN 'running' ELSE 'queued' END,
                 CASE WHEN fired.owned AND me.may_own THEN $5::uuid END,
                 CASE WHEN fired.owned AND me.may_own THEN now() END,
                 CASE WHEN fired.owned AND me.may_own THEN greatest(fired.at, now()) END,
-                CASE WHEN fired.owned AND me.may_own THEN now() END
+                CASE WHEN fired.owned AND me.may_own THEN now() END,
+                -- Routed here, an index probe each, rather than by `runs_live_route` (a
+                -- PL/pgSQL call per row, which stays out of an insert giving a claim order).
+                coalesce((SELECT priority FROM jobs WHERE id = fired.job_id), 0),
+                (SELECT max_concurrency FROM triggers WHERE id = fired.trigger_id),
+                probactr_claim_order(greatest(fired.at, now()),
+                                     coalesce((SELECT priority FROM jobs WHERE id = fired.job_id), 0))
          FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
          -- A cordoned executor starts nothing itself, not even what it fires.
          CROSS JOIN (SELECT NOT EXISTS (SELECT 1 FROM executors WHERE id = $5 AND cordoned) AS may_own) AS me

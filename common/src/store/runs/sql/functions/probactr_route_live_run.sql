@@ -2,6 +2,8 @@
 --
 -- A run entering the live partition takes its job's priority and its trigger's cap; its
 -- claim order follows its `available_at` (a retry's backoff, an unclaim's delay).
+-- An insert that routes its runs itself (the firing's, where this call per row was the
+-- largest part of the statement) gives them a claim order, and the trigger stays out.
 CREATE OR REPLACE FUNCTION probactr_route_live_run() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -15,5 +17,9 @@ BEGIN
 END $$;
 
 CREATE OR REPLACE TRIGGER runs_live_route
-    BEFORE INSERT OR UPDATE OF available_at ON runs_live
+    BEFORE INSERT ON runs_live
+    FOR EACH ROW WHEN (NEW.claim_order IS NULL) EXECUTE FUNCTION probactr_route_live_run();
+
+CREATE OR REPLACE TRIGGER runs_live_reorder
+    BEFORE UPDATE OF available_at ON runs_live
     FOR EACH ROW EXECUTE FUNCTION probactr_route_live_run();

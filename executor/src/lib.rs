@@ -64,8 +64,12 @@ use tokio_util::task::TaskTracker;
 pub struct Shared {
     /// Settings.
     pub config: Config,
-    /// PostgreSQL.
+    /// PostgreSQL, for attempts and everything but the three loops below.
     pub pool: PgPool,
+    /// The fire loop's own connection (see [`store::hot_path_pool`]).
+    pub firing_pool: PgPool,
+    /// The claim loop's own connection.
+    pub claiming_pool: PgPool,
     /// Two connections of its own for registration and heartbeats, so that proving this
     /// executor alive never queues behind its work on `pool`.
     pub liveness_pool: PgPool,
@@ -127,6 +131,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
+/// Connections of `PROBACTR_DB_POOL_SIZE` kept by the fire loop, the claim loop and the
+/// recorder, one each.
+const LOOP_CONNECTIONS: u32 = 3;
+
 /// Waits for PostgreSQL and Redis to answer (within `PROBACTR_CONNECT_TIMEOUT`), then
 /// opens both; None when shutdown came first.
 async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Option<Shared>> {
@@ -135,12 +143,17 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
     {
         return Ok(None);
     }
-    let pool = store::hot_path_pool(
-        &config.database_url,
-        config.db_pool_size,
-        config.heartbeat_timeout,
-    )
-    .context("while opening the PostgreSQL pool")?;
+    // The fire loop, the claim loop and the recorder keep a connection each, out of
+    // `PROBACTR_DB_POOL_SIZE`: each then runs its statements on the session that planned
+    // them.
+    let hot_pool = |connections: u32| {
+        store::hot_path_pool(&config.database_url, connections, config.heartbeat_timeout)
+            .context("while opening the PostgreSQL pool")
+    };
+    let pool = hot_pool(config.db_pool_size.saturating_sub(LOOP_CONNECTIONS).max(1))?;
+    let firing_pool = hot_pool(1)?;
+    let claiming_pool = hot_pool(1)?;
+    let recording_pool = hot_pool(1)?;
     let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, shutdown)
         .await
         .context("while connecting to Redis")?
@@ -161,10 +174,12 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
         processes: Arc::new(Semaphore::new(config.executor_processes as usize)),
         attempts: TaskTracker::new(),
         shutdown: shutdown.clone(),
-        recorder: recorder::Recorder::start(pool.clone()),
+        recorder: recorder::Recorder::start(recording_pool),
         output: live_output::OutputWriter::start(pool.clone(), config.output_limit, spool(&config, &pool)?),
         config,
         pool,
+        firing_pool,
+        claiming_pool,
         locks,
         http,
         registry: Arc::new(registry::Registry::new()),
@@ -200,7 +215,7 @@ impl Shared {
     /// What the claim loop takes.
     fn claimer(&self, attempts: &Arc<attempt::Attempts>) -> claiming::Claimer {
         claiming::Claimer {
-            pool: self.pool.clone(),
+            pool: self.claiming_pool.clone(),
             registry: self.registry.clone(),
             locks: self.locks.clone(),
             job_cache: self.job_cache.clone(),
@@ -218,7 +233,7 @@ impl Shared {
     /// What the fire loop takes.
     fn firer(&self, attempts: &Arc<attempt::Attempts>) -> firing::Firer {
         firing::Firer {
-            pool: self.pool.clone(),
+            pool: self.firing_pool.clone(),
             registry: self.registry.clone(),
             job_cache: self.job_cache.clone(),
             slots: self.slots.clone(),

@@ -52,8 +52,10 @@ use uuid::Uuid;
 pub struct Monitor {
     /// Settings.
     pub config: Config,
-    /// PostgreSQL.
+    /// PostgreSQL, for the loops but the reap pass.
     pub pool: PgPool,
+    /// The reap pass's own connection ([`store::hot_path_pool`]).
+    pub reap_pool: PgPool,
     /// Redis, to release dead executors' locks.
     pub locks: Locks,
     /// This monitor's registered id (renewed if it is itself declared dead).
@@ -75,9 +77,20 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     {
         return Ok(());
     }
-    // Reaping, vacuuming, heartbeats, alert processing and senders each hold a connection.
-    let pool = store::pool(&config.database_url, config.db_pool_size.min(8))
-        .context("while opening the PostgreSQL pool")?;
+    // Vacuuming, heartbeats, alert processing and senders each hold a connection; the
+    // reap pass and the release of waiting runs, the loops with the most statements,
+    // keep one each (counted in `PROBACTR_DB_POOL_SIZE`).
+    let pool = store::pool(
+        &config.database_url,
+        config.db_pool_size.min(8).saturating_sub(2).max(1),
+    )
+    .context("while opening the PostgreSQL pool")?;
+    let loop_pool = || {
+        store::hot_path_pool(&config.database_url, 1, config.heartbeat_timeout)
+            .context("while opening the PostgreSQL pool")
+    };
+    let reap_pool = loop_pool()?;
+    let upstream_pool = loop_pool()?;
     let Some(locks) = Locks::connect_patiently(&config.redis_url, &config.redis_prefix, &shutdown)
         .await
         .context("while connecting to Redis")?
@@ -94,6 +107,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         archive,
         config,
         pool,
+        reap_pool,
         locks,
         id: Mutex::new(Uuid::new_v4()),
     });
@@ -102,7 +116,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let vacuum = tokio::spawn(vacuum_loop(monitor.clone(), shutdown.clone()));
     let alerting = tokio::spawn(alerts::run(monitor.clone(), sender, shutdown.clone()));
     let reconciling = tokio::spawn(reconciler::run(monitor.pool.clone(), shutdown.clone()));
-    let waiting = tokio::spawn(upstream::run(monitor.pool.clone(), shutdown.clone()));
+    let waiting = tokio::spawn(upstream::run(upstream_pool, shutdown.clone()));
     reap_loop(&monitor, &shutdown).await;
     let _ = heartbeat.await;
     let _ = vacuum.await;

@@ -80,7 +80,7 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
 
     let dead = if declare {
         retry_transient("declare dead executors", || {
-            processes::declare_dead(&monitor.pool, monitor_id, config.heartbeat_timeout)
+            processes::declare_dead(&monitor.reap_pool, monitor_id, config.heartbeat_timeout)
         })
         .await?
     } else {
@@ -91,11 +91,11 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     }
     report.declared_dead = dead.len();
 
-    let orphans = retry_transient("abandon orphans", || runs::abandon_orphans(&monitor.pool)).await?;
+    let orphans = retry_transient("abandon orphans", || runs::abandon_orphans(&monitor.reap_pool)).await?;
     settle(monitor, &orphans, "executor lost", &mut report).await;
 
     let returned = retry_transient("requeue stale claims", || {
-        runs::requeue_stale_claims(&monitor.pool, stale_claim(config))
+        runs::requeue_stale_claims(&monitor.reap_pool, stale_claim(config))
     })
     .await?;
     for run_id in &returned {
@@ -104,7 +104,10 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     report.claims_returned = returned.len();
 
     let grace = config.heartbeat_timeout + config.reap_interval;
-    let overdue = retry_transient("flag overdue runs", || runs::flag_overdue(&monitor.pool, grace)).await?;
+    let overdue = retry_transient("flag overdue runs", || {
+        runs::flag_overdue(&monitor.reap_pool, grace)
+    })
+    .await?;
     for run_id in &overdue {
         tracing::warn!(
             run.id = run_id,
@@ -112,11 +115,14 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
         );
     }
     report.overdue_flagged = overdue.len();
-    let stuck = retry_transient("abandon stuck runs", || runs::abandon_stuck(&monitor.pool, grace)).await?;
+    let stuck = retry_transient("abandon stuck runs", || {
+        runs::abandon_stuck(&monitor.reap_pool, grace)
+    })
+    .await?;
     settle(monitor, &stuck, "stuck past its timeout", &mut report).await;
 
     let expired = retry_transient("expire stale queued runs", || {
-        runs::expire_stale_queued(&monitor.pool)
+        runs::expire_stale_queued(&monitor.reap_pool)
     })
     .await?;
     for run_id in &expired {
@@ -126,7 +132,10 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
         );
     }
     report.expired = expired.len();
-    let skipped = retry_transient("bound rated queues", || runs::skip_beyond_rate(&monitor.pool)).await?;
+    let skipped = retry_transient("bound rated queues", || {
+        runs::skip_beyond_rate(&monitor.reap_pool)
+    })
+    .await?;
     for run_id in &skipped {
         tracing::info!(
             run.id = run_id,
@@ -145,7 +154,10 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
 
 /// Runs pinned to executors that left: broadcasts skipped, shards freed for any executor.
 async fn reroute(monitor: &Monitor) -> Result<(), StoreError> {
-    let rerouted = retry_transient("reroute stranded runs", || runs::reroute_stranded(&monitor.pool)).await?;
+    let rerouted = retry_transient("reroute stranded runs", || {
+        runs::reroute_stranded(&monitor.reap_pool)
+    })
+    .await?;
     for run_id in &rerouted.skipped {
         tracing::info!(
             run.id = run_id,
@@ -163,15 +175,15 @@ async fn reroute(monitor: &Monitor) -> Result<(), StoreError> {
 
 /// Services: starts the instances that are missing, stops the surplus.
 async fn keep_services(monitor: &Monitor) -> Result<(), StoreError> {
-    for started in runs::queue_missing_service_instances(&monitor.pool).await? {
+    for started in runs::queue_missing_service_instances(&monitor.reap_pool).await? {
         tracing::info!(run.id = started.run_id, job.id = started.job_id, replica = started.replica,
             available_at = %started.available_at, "service instance queued");
     }
-    let surplus = services::surplus(&monitor.pool).await?;
+    let surplus = services::surplus(&monitor.reap_pool).await?;
     if surplus.is_empty() {
         return Ok(());
     }
-    let mut conn = monitor.pool.acquire().await?;
+    let mut conn = monitor.reap_pool.acquire().await?;
     for surplus in surplus {
         let state = runs::request_cancel(&mut conn, surplus.run_id, &surplus.reason).await?;
         tracing::info!(run.id = surplus.run_id, job.id = surplus.job_id, reason = %surplus.reason,
@@ -240,7 +252,7 @@ async fn settle(monitor: &Monitor, ended: &[EndedRun], why: &str, report: &mut R
 async fn prune_archive(monitor: &Monitor, archive: &OutputArchive) -> Result<u64, StoreError> {
     let mut deleted = 0;
     loop {
-        let orphans = archived_outputs::orphans(&monitor.pool, PRUNE_BATCH).await?;
+        let orphans = archived_outputs::orphans(&monitor.reap_pool, PRUNE_BATCH).await?;
         let mut gone = Vec::with_capacity(orphans.len());
         for run_id in &orphans {
             match archive.delete(*run_id).await {
@@ -251,7 +263,7 @@ async fn prune_archive(monitor: &Monitor, archive: &OutputArchive) -> Result<u64
                 }
             }
         }
-        deleted += archived_outputs::forget(&monitor.pool, &gone).await?;
+        deleted += archived_outputs::forget(&monitor.reap_pool, &gone).await?;
         if gone.len() < orphans.len() || orphans.len() < PRUNE_BATCH as usize {
             return Ok(deleted);
         }
@@ -261,12 +273,12 @@ async fn prune_archive(monitor: &Monitor, archive: &OutputArchive) -> Result<u64
 async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     let retention = monitor.config.retention;
     let mut pruned = retry_transient("maintain run partitions", || {
-        housekeeping::maintain_history(&monitor.pool, retention)
+        housekeeping::maintain_history(&monitor.reap_pool, retention)
     })
     .await?;
     loop {
         let deleted = retry_transient("prune runs", || {
-            housekeeping::prune_runs(&monitor.pool, retention, PRUNE_BATCH)
+            housekeeping::prune_runs(&monitor.reap_pool, retention, PRUNE_BATCH)
         })
         .await?;
         pruned += deleted;
@@ -275,28 +287,28 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
         }
     }
     loop {
-        let deleted = run_output::purge(&monitor.pool, retention, PRUNE_BATCH).await?;
+        let deleted = run_output::purge(&monitor.reap_pool, retention, PRUNE_BATCH).await?;
         pruned += deleted;
         if deleted < PRUNE_BATCH as u64 {
             break;
         }
     }
-    pruned += run_progress::purge(&monitor.pool, PRUNE_BATCH).await?;
+    pruned += run_progress::purge(&monitor.reap_pool, PRUNE_BATCH).await?;
     if let Some(archive) = &monitor.archive {
         pruned += prune_archive(monitor, archive).await?;
     }
     // Idempotency keys are kept 24 hours whatever the retention (a promise to clients).
     loop {
-        let deleted = idempotency::purge(&monitor.pool, PRUNE_BATCH).await?;
+        let deleted = idempotency::purge(&monitor.reap_pool, PRUNE_BATCH).await?;
         pruned += deleted;
         if deleted < PRUNE_BATCH as u64 {
             break;
         }
     }
-    pruned += housekeeping::prune_records(&monitor.pool, retention).await?;
-    pruned += notifications::purge(&monitor.pool, retention.as_secs_f64()).await?;
-    pruned += checkpoints::prune(&monitor.pool, retention).await?;
-    pruned += run_inputs::prune(&monitor.pool, retention.as_secs_f64()).await?;
+    pruned += housekeeping::prune_records(&monitor.reap_pool, retention).await?;
+    pruned += notifications::purge(&monitor.reap_pool, retention.as_secs_f64()).await?;
+    pruned += checkpoints::prune(&monitor.reap_pool, retention).await?;
+    pruned += run_inputs::prune(&monitor.reap_pool, retention.as_secs_f64()).await?;
     if pruned > 0 {
         tracing::info!(pruned, "history past retention deleted");
     }

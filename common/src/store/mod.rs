@@ -110,10 +110,14 @@ fn lazy_pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
         .connect_lazy_with(options.application_name("probactr").options([("jit", "off")]))
 }
 
-/// Like [`pool`], for a process that runs a fixed set of hot statements (an executor):
-/// each is planned once per connection (`plan_cache_mode = force_generic_plan`) instead
-/// of at every execution. Their plans do not depend on the values bound (ids, limits,
-/// the clock), and planning the claim cost more than running it.
+/// Like [`pool`], for loops that run a fixed set of hot statements over and over (an
+/// executor's, a monitor's reap pass): each is planned once per connection
+/// (`plan_cache_mode = force_generic_plan`) instead of at every execution. Their plans do
+/// not depend on the values bound (ids, limits, the clock), and planning the claim cost
+/// more than running it. A loop that owns a pool of one connection also always meets the
+/// session that planned its statements: a shared pool hands its idle connections out in
+/// turn, and once a vacuum of the live runs invalidated the plans (every few seconds), a
+/// statement run once a pass was planned anew on nearly every connection it met.
 ///
 /// A session left inside a transaction for `idle_in_transaction` is ended by PostgreSQL.
 /// An executor cut off from the database mid-transaction (a stalled network, a paused

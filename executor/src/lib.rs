@@ -131,10 +131,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
-/// Connections of `PROBACTR_DB_POOL_SIZE` kept by the fire loop, the claim loop and the
-/// recorder, one each.
-const LOOP_CONNECTIONS: u32 = 3;
-
 /// Waits for PostgreSQL and Redis to answer (within `PROBACTR_CONNECT_TIMEOUT`), then
 /// opens both; None when shutdown came first.
 async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Option<Shared>> {
@@ -143,14 +139,14 @@ async fn connect(config: Config, shutdown: &CancellationToken) -> anyhow::Result
     {
         return Ok(None);
     }
-    // The fire loop, the claim loop and the recorder keep a connection each, out of
-    // `PROBACTR_DB_POOL_SIZE`: each then runs its statements on the session that planned
-    // them.
+    // The fire loop, the claim loop and the recorder keep a connection each, beside the
+    // `PROBACTR_DB_POOL_SIZE` shared by the rest: each then runs its statements on the
+    // session that planned them.
     let hot_pool = |connections: u32| {
         store::hot_path_pool(&config.database_url, connections, config.heartbeat_timeout)
             .context("while opening the PostgreSQL pool")
     };
-    let pool = hot_pool(config.db_pool_size.saturating_sub(LOOP_CONNECTIONS).max(1))?;
+    let pool = hot_pool(config.db_pool_size)?;
     let firing_pool = hot_pool(1)?;
     let claiming_pool = hot_pool(1)?;
     let recording_pool = hot_pool(1)?;

@@ -7,7 +7,8 @@
 //! - every `PROBACTR_REAP_INTERVAL` runs one [`reaper::reap_once`] pass: declare silent
 //!   executors dead, abandon their runs, release their locks by token, re-queue retries,
 //!   and do the housekeeping (stuck and stale runs, history retention);
-//! - every few seconds, apart from the passes, vacuums and analyzes the live runs;
+//! - every few seconds, apart from the passes, vacuums and analyzes the live runs once
+//!   they changed;
 //! - turns alert events into notifications and delivers them ([`alerts`]);
 //! - records the instants that were due and never fired nor recorded, and feeds
 //!   backfills into the queue ([`reconciler`]);
@@ -79,12 +80,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
     // Vacuuming, heartbeats, alert processing and senders each hold a connection; the
     // reap pass and the release of waiting runs, the loops with the most statements,
-    // keep one each (counted in `PROBACTR_DB_POOL_SIZE`).
-    let pool = store::pool(
-        &config.database_url,
-        config.db_pool_size.min(8).saturating_sub(2).max(1),
-    )
-    .context("while opening the PostgreSQL pool")?;
+    // keep one each beside it.
+    let pool = store::pool(&config.database_url, config.db_pool_size.min(8))
+        .context("while opening the PostgreSQL pool")?;
     let loop_pool = || {
         store::hot_path_pool(&config.database_url, 1, config.heartbeat_timeout)
             .context("while opening the PostgreSQL pool")
@@ -230,8 +228,8 @@ async fn reap_loop(monitor: &Monitor, stop: &CancellationToken) {
 /// Pause between two vacuums of the live runs.
 const VACUUM_EVERY: Duration = Duration::from_secs(5);
 
-/// Vacuums and analyzes the live runs every few seconds, and analyzes today's ended runs
-/// when they have grown (see `housekeeping::vacuum_live_runs` and
+/// Vacuums and analyzes the live runs every few seconds once they changed, and analyzes
+/// today's ended runs when they have grown (see `housekeeping::vacuum_live_runs` and
 /// `housekeeping::analyze_todays_history`), apart from the reap passes: on a large backlog a vacuum
 /// takes seconds, and a reap pass that slow would hold off declaring executors dead.
 async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
@@ -243,10 +241,11 @@ async fn vacuum_loop(monitor: Arc<Monitor>, stop: CancellationToken) {
         }
         let started = Instant::now();
         match housekeeping::vacuum_live_runs(&monitor.pool).await {
-            Ok(()) => tracing::debug!(
+            Ok(true) => tracing::debug!(
                 took_ms = started.elapsed().as_millis() as u64,
                 "live runs vacuumed"
             ),
+            Ok(false) => {}
             // Not owning the table (a monitor under another role) only costs speed.
             Err(err) if !warned => {
                 warned = true;

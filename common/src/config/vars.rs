@@ -42,7 +42,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROBACTR_DB_POOL_SIZE",
         default: "10",
-        help: "maximum PostgreSQL connections per process",
+        help: "PostgreSQL connections a process shares among its work (its busiest loops, heartbeats and the listener keep their own beside them)",
     },
     Var {
         name: "PROBACTR_CONNECT_TIMEOUT",

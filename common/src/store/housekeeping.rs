@@ -44,17 +44,33 @@ pub async fn maintain_history(db: impl PgExecutor<'_>, retention: Duration) -> R
     Ok(dropped.max(0) as u64)
 }
 
+/// Rows of the live runs changed (or dead) since their last vacuum below which the next
+/// vacuum is skipped.
+pub const VACUUM_AFTER_CHANGES: i64 = 1000;
+
 /// Vacuums and analyzes the live runs' partition: its rows change state several times
 /// each and leave dead index entries at the head of the claim's index, and its size and
 /// mix of states swing with the backlog. A frequent vacuum of this small table keeps the
 /// claim's cost flat, and fresh statistics keep its plan an ordered walk of the queue
 /// (autovacuum visits a database only once per `autovacuum_naptime`). Skipped when
-/// another vacuum holds the table.
-pub async fn vacuum_live_runs(db: impl PgExecutor<'_>) -> Result<(), StoreError> {
+/// another vacuum holds the table, and when fewer than [`VACUUM_AFTER_CHANGES`] rows
+/// changed or died since the last: each vacuum invalidates every session's plans over the
+/// live runs, so a quiet cluster vacuumed every few seconds would keep planning its
+/// statements again for nothing. Returns whether it vacuumed.
+pub async fn vacuum_live_runs(db: impl PgExecutor<'_> + Copy) -> Result<bool, StoreError> {
+    let changed = sqlx::query_scalar!(
+        r#"SELECT greatest(n_dead_tup, n_mod_since_analyze) AS "changed!"
+           FROM pg_stat_user_tables WHERE relid = 'runs_live'::regclass"#
+    )
+    .fetch_optional(db)
+    .await?;
+    if changed.is_some_and(|changed| changed < VACUUM_AFTER_CHANGES) {
+        return Ok(false);
+    }
     sqlx::query("VACUUM (ANALYZE, SKIP_LOCKED) runs_live")
         .execute(db)
         .await?;
-    Ok(())
+    Ok(true)
 }
 
 /// Analyzes today's partition of ended runs when it has changed much since it was last

@@ -725,6 +725,44 @@ async fn todays_ended_runs_are_analyzed_once_they_have_grown(pool: PgPool) {
     );
 }
 
+/// The live runs are vacuumed once enough of them changed, and not while the cluster is
+/// quiet (a vacuum invalidates every session's plans over them).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn the_live_runs_are_vacuumed_once_they_changed(pool: PgPool) {
+    // Whatever the migrations changed is vacuumed first.
+    housekeeping::vacuum_live_runs(&pool).await.expect("vacuum");
+    assert!(
+        !housekeeping::vacuum_live_runs(&pool).await.expect("vacuum"),
+        "nothing changed since"
+    );
+    let job = make_job(&pool, "busy", |_| {}).await;
+    let mut conn = pool.acquire().await.expect("connection");
+    sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT $1, now() FROM generate_series(1, $2)")
+        .bind(job.id)
+        .bind(housekeeping::VACUUM_AFTER_CHANGES)
+        .execute(&mut *conn)
+        .await
+        .expect("queued runs");
+    // The insert's counts reach the statistics views when its session reports them.
+    sqlx::query("SELECT pg_stat_force_next_flush()")
+        .execute(&mut *conn)
+        .await
+        .expect("flush");
+    let mut vacuumed = false;
+    for _ in 0..50 {
+        vacuumed = housekeeping::vacuum_live_runs(&pool).await.expect("vacuum");
+        if vacuumed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(vacuumed, "a thousand runs queued since the last vacuum");
+    assert!(
+        !housekeeping::vacuum_live_runs(&pool).await.expect("vacuum"),
+        "just vacuumed"
+    );
+}
+
 /// Retention drops a whole day of ended runs once every run in it was queued before the
 /// cutoff, keeps a day holding a run queued later (a late retry or backfill of an old
 /// instant), and creates the days ahead.

@@ -82,7 +82,11 @@ impl Cluster {
                 "PROBACTR_SECRET_KEY",
                 "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=".into(),
             ),
-            ("RUST_LOG", "warn".into()),
+            // `BENCH_LOG` (a `RUST_LOG` filter) shows the processes' logs.
+            (
+                "RUST_LOG",
+                std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

@@ -24,7 +24,8 @@ options:
   --json               one JSON object per scenario instead of a table
 
 Settings in the bench's environment (PROBACTR_EXECUTOR_PREFETCH=0, say) reach the
-processes it starts, but for those the options above set.";
+processes it starts, but for those the options above set. BENCH_LOG (a RUST_LOG
+filter, say probactr_executor::firing=debug) shows their logs.";
 
 /// What to run and at which size.
 #[derive(Debug, Clone)]

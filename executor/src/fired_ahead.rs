@@ -1,5 +1,8 @@
 //! Runs fired ahead of their instants and owned by the executor that fired them: held in
-//! memory, each with the slot taken for it, until its instant, then started there.
+//! memory, each with the slot taken for it, until its instant, then started there. Past
+//! half the capacity, runs of in-process jobs are booked instead: held with a place among
+//! the ends waiting to be recorded only, they take their execution slots as slots free
+//! once their instant came, so an aligned instant of many short runs starts from memory.
 //!
 //! Firing inserts such a run `running` on this executor, started as of its instant
 //! ([`runs::insert_fired_runs`]), so it is never queued: no notification, no alarm, no
@@ -23,6 +26,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::attempt::{self, Attempts};
+use crate::prefetch::{HOLD_LIMIT, WAIT_LIMIT};
 use crate::registry::StopReason;
 use crate::slot::{Slot, Slots};
 
@@ -33,11 +37,21 @@ pub const HOLD_WHILE_FREE_ABOVE: f64 = 0.5;
 /// the runs of instants further away).
 pub const HOLD_AT_MOST: Duration = Duration::from_secs(1);
 
-/// Whether a run fired `early` before its instant may be held here, taking one of `slots`
-/// until then.
-pub fn may_hold(slots: &Slots, capacity: u32, early: chrono::TimeDelta) -> bool {
-    early.to_std().is_ok_and(|early| early <= HOLD_AT_MOST)
-        && slots.free() as f64 > f64::from(capacity) * HOLD_WHILE_FREE_ABOVE
+/// The slot a run fired `early` before its instant is held here with, if it may be:
+/// a whole slot while much of the capacity is free; otherwise, for a job that runs in
+/// this process (short, as a rule), a booked one ([`Slot::booked`]) that takes its
+/// execution slot at the instant. None: the run waits in the queue for any executor.
+pub fn slot_for(slots: &Slots, capacity: u32, early: chrono::TimeDelta, in_process: bool) -> Option<Slot> {
+    if !early.to_std().is_ok_and(|early| early <= HOLD_AT_MOST) {
+        return None;
+    }
+    if slots.free() as f64 > f64::from(capacity) * HOLD_WHILE_FREE_ABOVE {
+        return Slot::try_take(slots);
+    }
+    if in_process {
+        return Slot::booked(slots);
+    }
+    None
 }
 
 /// The clock a firing's instants are waited on: PostgreSQL's `now()` as the firing saw it,
@@ -72,8 +86,15 @@ struct Held {
 }
 
 /// Holds `runs` (owned, fired ahead; each with its job and slot) until their instants,
-/// then starts them on `executor_id`; gives them back if the executor stops first.
-pub fn hold(attempts: &Arc<Attempts>, runs: Vec<(Run, Job, Slot)>, executor_id: Uuid, clock: FiringClock) {
+/// then starts them on `executor_id` (booked ones as execution slots free); gives them
+/// back if the executor stops first.
+pub fn hold(
+    attempts: &Arc<Attempts>,
+    slots: &Slots,
+    runs: Vec<(Run, Job, Slot)>,
+    executor_id: Uuid,
+    clock: FiringClock,
+) {
     if runs.is_empty() {
         return;
     }
@@ -94,12 +115,19 @@ pub fn hold(attempts: &Arc<Attempts>, runs: Vec<(Run, Job, Slot)>, executor_id: 
     held.sort_by_key(|held| held.starts);
     tracing::debug!(runs = held.len(), executor.id = %executor_id, "holding runs fired ahead until their instants");
     let task = attempts.clone();
+    let slots = slots.clone();
     attempts.tracker.spawn(async move {
-        start_at_instants(&task, held, executor_id, clock).await;
+        start_at_instants(&task, &slots, held, executor_id, clock).await;
     });
 }
 
-async fn start_at_instants(attempts: &Arc<Attempts>, held: Vec<Held>, executor_id: Uuid, clock: FiringClock) {
+async fn start_at_instants(
+    attempts: &Arc<Attempts>,
+    slots: &Slots,
+    held: Vec<Held>,
+    executor_id: Uuid,
+    clock: FiringClock,
+) {
     let mut held = held.into_iter().peekable();
     while let Some(next) = held.peek() {
         tokio::select! {
@@ -113,9 +141,50 @@ async fn start_at_instants(attempts: &Arc<Attempts>, held: Vec<Held>, executor_i
         // runs are not spread over the time the attempts already started take to run.
         let now = Instant::now();
         let started_at = clock.db_time_now();
+        let mut booked = Vec::new();
         while let Some(due) = held.next_if(|held| held.starts <= now) {
-            start(attempts, due, executor_id, started_at);
+            if due.slot.executes() {
+                start(attempts, due, executor_id, started_at);
+            } else {
+                booked.push(due);
+            }
         }
+        if !booked.is_empty() {
+            let task = attempts.clone();
+            let slots = slots.clone();
+            attempts.tracker.spawn(async move {
+                start_booked(&task, &slots, booked, executor_id, clock).await;
+            });
+        }
+    }
+}
+
+/// Starts booked runs whose instant came, in order, each as an execution slot frees.
+/// Booking is for short jobs: when no slot freed for [`HOLD_LIMIT`], or a run waited
+/// [`WAIT_LIMIT`] past its instant, the rest go back to the queue for any executor.
+async fn start_booked(
+    attempts: &Arc<Attempts>,
+    slots: &Slots,
+    booked: Vec<Held>,
+    executor_id: Uuid,
+    clock: FiringClock,
+) {
+    let mut booked = booked.into_iter();
+    while let Some(mut next) = booked.next() {
+        let waited_enough = (next.starts + WAIT_LIMIT).min(Instant::now() + HOLD_LIMIT);
+        let slot_taken = tokio::select! {
+            taken = next.slot.take_execution(slots) => taken,
+            _ = tokio::time::sleep_until(waited_enough) => false,
+            _ = attempts.shutdown.cancelled() => false,
+        };
+        if !slot_taken {
+            let rest: Vec<Held> = std::iter::once(next).chain(booked).collect();
+            tracing::info!(runs = rest.len(), executor.id = %executor_id,
+                "booked runs found no free slot in time; given back to the queue");
+            give_back(attempts, rest, executor_id).await;
+            return;
+        }
+        start(attempts, next, executor_id, clock.db_time_now());
     }
 }
 

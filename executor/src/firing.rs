@@ -70,8 +70,8 @@ pub struct Firer {
     pub batch: i64,
     /// `PROBACTR_FIRE_AHEAD`.
     pub ahead: Duration,
-    /// `PROBACTR_EXECUTOR_CAPACITY` (runs fired ahead are held here while much of it is
-    /// free: [`fired_ahead::may_hold`]).
+    /// `PROBACTR_EXECUTOR_CAPACITY` (how runs fired ahead are held here:
+    /// [`fired_ahead::slot_for`]).
     pub capacity: u32,
     /// `PROBACTR_EXECUTOR_NAMESPACES`: the namespaces whose triggers it fires (None: all).
     pub namespaces: Option<Vec<String>>,
@@ -94,11 +94,24 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
         cap: Duration::from_secs(5),
     };
     let mut failures = 0u32;
+    let mut window = FireWindow::new(firer.ahead);
     while !stop.is_cancelled() {
-        let fired = match fire_due(&firer).await {
-            Ok(jobs) => crate::workflow_firing::fire_due(&firer.pool, &firer.wakeups, firer.batch)
-                .await
-                .map(|workflows| jobs + workflows),
+        let began = tokio::time::Instant::now();
+        let fired = match fire_due(&firer, window.now).await {
+            Ok(jobs) => {
+                if jobs > 0 {
+                    let took = began.elapsed();
+                    tracing::debug!(
+                        triggers = jobs,
+                        pass_ms = took.as_millis() as u64,
+                        "fire pass done"
+                    );
+                    window.after_pass(took);
+                }
+                crate::workflow_firing::fire_due(&firer.pool, &firer.wakeups, firer.batch)
+                    .await
+                    .map(|workflows| jobs + workflows)
+            }
             Err(err) => Err(err),
         };
         let pause = match fired {
@@ -106,7 +119,7 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
                 failures = 0;
                 // Due triggers we could not take are being fired by a peer: look again
                 // shortly rather than spinning on them.
-                time_until_next_fire(&firer).await.map(|pause| {
+                time_until_next_fire(&firer, window.now).await.map(|pause| {
                     if pause.is_zero() && fired == 0 {
                         PEER_FIRING_PAUSE
                     } else {
@@ -133,12 +146,56 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
     tracing::debug!("fire loop stopped");
 }
 
+/// The fire-ahead window of the next pass: `PROBACTR_FIRE_AHEAD`, widened while passes
+/// take long (an aligned instant of thousands of runs) so that a pass, starting half a
+/// window ahead of the earliest instant, ends well before it, up to [`WIDEST_WINDOW`]
+/// (runs fired further ahead would not be held by their firer). It starts at its widest
+/// and narrows once a pass proved short: the first instants an executor fires may be a
+/// storm (a cluster started with thousands of triggers due at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FireWindow {
+    configured: Duration,
+    /// The window of the next pass.
+    pub now: Duration,
+}
+
+/// The widest a window is widened to.
+pub const WIDEST_WINDOW: Duration = fired_ahead::HOLD_AT_MOST;
+/// A widened window is this many times the last pass: the pass starts twice its own
+/// length ahead of the earliest instant.
+const WINDOW_PER_PASS: u32 = 4;
+
+impl FireWindow {
+    /// The window as configured (0: firing at the instants, never widened), at its
+    /// widest until a pass fired something.
+    pub fn new(configured: Duration) -> FireWindow {
+        let widest = if configured.is_zero() {
+            configured
+        } else {
+            configured.max(WIDEST_WINDOW)
+        };
+        FireWindow {
+            configured,
+            now: widest,
+        }
+    }
+
+    /// Fits the window to how long the last pass that fired something took.
+    pub fn after_pass(&mut self, took: Duration) {
+        if self.configured.is_zero() || self.configured >= WIDEST_WINDOW {
+            return;
+        }
+        let wanted = took.saturating_mul(WINDOW_PER_PASS);
+        self.now = wanted.clamp(self.configured, WIDEST_WINDOW);
+    }
+}
+
 /// How long until the next pass: until the earliest instant is half the fire-ahead
-/// window away. Each pass fires everything within the whole window, so a pass takes
+/// `window` away. Each pass fires everything within the whole window, so a pass takes
 /// about half a window of instants at once (waking as soon as one instant entered the
 /// window would fire instants spread over the second one or two at a time).
-async fn time_until_next_fire(firer: &Firer) -> Result<Duration, StoreError> {
-    let early = firer.ahead.as_secs_f64() / 2.0;
+async fn time_until_next_fire(firer: &Firer, window: Duration) -> Result<Duration, StoreError> {
+    let early = window.as_secs_f64() / 2.0;
     let jobs = match triggers::seconds_until_earliest_due(&firer.pool).await? {
         Some(secs) if secs > early => Duration::from_secs_f64(secs - early).min(MAX_SLEEP),
         Some(_) => Duration::ZERO,
@@ -155,14 +212,15 @@ async fn time_until_next_fire(firer: &Firer) -> Result<Duration, StoreError> {
 /// How long to wait when due triggers are locked by a peer's firing transaction.
 const PEER_FIRING_PAUSE: Duration = Duration::from_millis(5);
 
-/// Fires batches until fewer than a full batch was due; returns how many triggers fired.
-pub async fn fire_due(firer: &Firer) -> Result<usize, StoreError> {
+/// Fires batches of the triggers due within `window` until fewer than a full batch was
+/// due; returns how many triggers fired.
+pub async fn fire_due(firer: &Firer, window: Duration) -> Result<usize, StoreError> {
     let batch = firer.batch;
     let mut fired = 0;
     loop {
         // A batch aborted by a deadlock or a serialization failure was rolled back whole
         // (its slots freed with it): fire it again.
-        let report = retry_transient("fire due triggers", || fire_batch(firer, batch)).await?;
+        let report = retry_transient("fire due triggers", || fire_batch(firer, batch, window)).await?;
         fired += report.triggers;
         if report.triggers > 0 {
             tracing::debug!(
@@ -193,10 +251,9 @@ pub struct FireReport {
 /// Fires one batch in one transaction. Runs of lock-free jobs that fit in this
 /// executor's free capacity are inserted already running here and start at once (no
 /// notification, no claim); the others are queued for any executor.
-pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreError> {
+pub async fn fire_batch(firer: &Firer, batch: i64, ahead: Duration) -> Result<FireReport, StoreError> {
     let executor_id = firer.registry.id();
     let mut tx = firer.pool.begin().await?;
-    let ahead = firer.ahead;
     let namespaces = firer.namespaces.as_deref();
     let due = triggers::claim_due_for(&mut tx, batch, ahead, namespaces).await?;
     let answered = tokio::time::Instant::now();
@@ -220,29 +277,30 @@ pub async fn fire_batch(firer: &Firer, batch: i64) -> Result<FireReport, StoreEr
     // Unproven liveness (right after an outage): queue every run rather than start one
     // here that the start would stop at once, spending an attempt.
     let may_start_here = firer.registry.may_act(executor_id, firer.give_up_after);
-    let mut slots = Vec::new();
+    let mut slots = HashMap::new();
     let mut fired = FiredRuns::default();
     for (due, plan) in due.iter().zip(&plans) {
         for instant in &plan.fire {
             // A jittered run waits for its delay in the queue, a dependent one for its job.
             let waits = due.jitter_secs.is_some() || due.after_job_id.is_some();
-            // A run fired ahead is held here until its instant while much of the
-            // capacity is free; otherwise it waits in the queue for any executor.
-            let comes_later = *instant > now;
+            // A run fired ahead is held here until its instant when this executor can
+            // take it; otherwise it waits in the queue for any executor.
             let ownable = may_start_here && due.lock_free && !waits && !due.fan_out;
-            let slot = if ownable
-                && (!comes_later || fired_ahead::may_hold(&firer.slots, firer.capacity, *instant - now))
-            {
-                Slot::try_take(&firer.slots)
-            } else {
-                None
+            let slot = match (ownable, *instant > now) {
+                (false, _) => None,
+                (true, false) => Slot::try_take(&firer.slots),
+                (true, true) => {
+                    fired_ahead::slot_for(&firer.slots, firer.capacity, *instant - now, due.in_process)
+                }
             };
             if due.fan_out {
                 fired.push_fanned_out(due.trigger.job_id, due.trigger.id, *instant);
             } else {
                 fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
             }
-            slots.extend(slot);
+            if let Some(slot) = slot {
+                slots.insert((due.trigger.id, *instant), slot);
+            }
         }
     }
     let inserted = runs::insert_fired_runs(&mut tx, &fired, executor_id).await?;
@@ -412,14 +470,14 @@ fn crowded_instants(instants: &[DateTime<Utc>]) -> Vec<DateTime<Utc>> {
         .collect()
 }
 
-/// Starts the fired runs this executor owns, each with one of the slots taken for them
+/// Starts the fired runs this executor owns, each with the slot taken for its instant
 /// (slots left over, for instants that already had a run, are given back): at once, or
 /// at its instant for a run fired ahead ([`fired_ahead`]).
 async fn start_owned_runs(
     firer: &Firer,
     inserted: Vec<Run>,
     versions: &HashMap<i64, i64>,
-    mut slots: Vec<Slot>,
+    mut slots: HashMap<(i64, DateTime<Utc>), Slot>,
     executor_id: Uuid,
     clock: FiringClock,
 ) {
@@ -444,7 +502,10 @@ async fn start_owned_runs(
     };
     let mut held = Vec::new();
     for run in owned {
-        let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slots.pop()) else {
+        let slot = run
+            .trigger_id
+            .and_then(|trigger_id| slots.remove(&(trigger_id, run.scheduled_at)));
+        let (Some(job), Some(slot)) = (jobs.get(&run.job_id).cloned(), slot) else {
             continue;
         };
         if run.scheduled_at > clock.db_now {
@@ -454,7 +515,7 @@ async fn start_owned_runs(
         // A fired run's end is written by the recorder alone (whatever quota it holds).
         attempt::spawn(&firer.attempts, run, job, executor_id, slot, true);
     }
-    fired_ahead::hold(&firer.attempts, held, executor_id, clock);
+    fired_ahead::hold(&firer.attempts, &firer.slots, held, executor_id, clock);
 }
 
 /// What firing does with one due trigger.
@@ -560,6 +621,28 @@ mod tests {
     use probactr_common::model::TriggerTiming;
 
     use super::*;
+
+    #[test]
+    fn the_window_widens_while_passes_take_long_up_to_a_second() {
+        let ms = Duration::from_millis;
+        let mut window = FireWindow::new(ms(500));
+        assert_eq!(window.now, WIDEST_WINDOW, "wide until a pass fired something");
+        window.after_pass(ms(30));
+        assert_eq!(window.now, ms(500), "a short pass keeps the configured window");
+        window.after_pass(ms(200));
+        assert_eq!(window.now, ms(800), "four times a long pass");
+        window.after_pass(ms(600));
+        assert_eq!(window.now, WIDEST_WINDOW);
+        window.after_pass(ms(10));
+        assert_eq!(window.now, ms(500), "back once passes are short again");
+        let mut at_instants = FireWindow::new(Duration::ZERO);
+        assert_eq!(at_instants.now, Duration::ZERO);
+        at_instants.after_pass(ms(600));
+        assert_eq!(at_instants.now, Duration::ZERO, "firing at the instants stays so");
+        let mut wide = FireWindow::new(Duration::from_secs(5));
+        wide.after_pass(ms(600));
+        assert_eq!(wide.now, Duration::from_secs(5));
+    }
 
     /// An interval trigger every `every` seconds from the epoch second 0, whose next
     /// instant is `next` and whose misfire threshold is `threshold` seconds.

@@ -217,6 +217,7 @@ mod tests {
             },
             lock_free: true,
             fan_out: false,
+            in_process: true,
             job_version: 1,
             db_now: at(100),
             calendar_id: None,

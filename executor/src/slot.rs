@@ -13,16 +13,23 @@ pub struct Slots {
     pub capacity: Arc<Semaphore>,
     /// One permit per attempt held until its end is recorded.
     pub unrecorded: Arc<Semaphore>,
+    /// How many `unrecorded` permits runs booked for a coming instant leave free
+    /// ([`Slot::booked`]): as many as claims and prefetching could use without them.
+    kept_from_booking: usize,
 }
 
 impl Slots {
     /// Bounds for `capacity` runs executing at once, and `prefetch` more claimed ahead
     /// ([`crate::prefetch`]): as many more ends may wait to be recorded, so that a claim
     /// carries the ends of about as many runs as it takes.
+    /// Runs fired ahead may besides be booked past the free slots, up to
+    /// [`BOOKABLE_PER_SLOT`] per slot ([`Slot::booked`]).
     pub fn new(capacity: usize, prefetch: usize) -> Slots {
+        let kept_from_booking = capacity * UNRECORDED_PER_SLOT + prefetch;
         Slots {
             capacity: Arc::new(Semaphore::new(capacity)),
-            unrecorded: Arc::new(Semaphore::new(capacity * UNRECORDED_PER_SLOT + prefetch)),
+            unrecorded: Arc::new(Semaphore::new(kept_from_booking + capacity * BOOKABLE_PER_SLOT)),
+            kept_from_booking,
         }
     }
 
@@ -49,6 +56,9 @@ pub struct Slot {
 
 /// Attempts held until recorded, per execution slot.
 pub const UNRECORDED_PER_SLOT: usize = 2;
+/// Runs booked for coming instants past the free slots, per execution slot: an aligned
+/// instant of many short runs starts from memory, without a claim, as slots free.
+pub const BOOKABLE_PER_SLOT: usize = 4;
 
 impl Slot {
     /// Takes a slot when both bounds allow one.
@@ -72,10 +82,70 @@ impl Slot {
         })
     }
 
+    /// A slot booked for a run fired ahead while no execution slot is spare: a place
+    /// among the ends waiting to be recorded, taken only from those claims would not
+    /// use; its execution slot is taken when its instant comes ([`Slot::take_execution`]).
+    pub fn booked(slots: &Slots) -> Option<Slot> {
+        if slots.unrecorded.available_permits() <= slots.kept_from_booking {
+            return None;
+        }
+        Slot::for_ending(slots)
+    }
+
+    /// Whether it holds an execution slot.
+    pub fn executes(&self) -> bool {
+        self.executing.is_some()
+    }
+
+    /// Takes an execution slot, waiting for one to free, for a booked slot. False when
+    /// the executor's slots are closed (it is stopping).
+    pub async fn take_execution(&mut self, slots: &Slots) -> bool {
+        if self.executing.is_none() {
+            match slots.capacity.clone().acquire_owned().await {
+                Ok(permit) => self.executing = Some(permit),
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
     /// Gives the execution slot back (the job ended) and wakes the claim loop.
     pub fn release_execution(&mut self, wakeups: &Wakeups) {
         if self.executing.take().is_some() {
             wakeups.capacity.notify_one();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn booked_slots_use_only_what_claims_leave_and_execute_as_slots_free() {
+        let slots = Slots::new(2, 1);
+        let mut booked: Vec<Slot> = std::iter::from_fn(|| Slot::booked(&slots)).collect();
+        assert_eq!(booked.len(), 2 * BOOKABLE_PER_SLOT);
+        assert!(booked.iter().all(|slot| !slot.executes()));
+        assert_eq!(slots.free(), 2, "claims keep every execution slot");
+        assert_eq!(
+            slots.unrecorded.available_permits(),
+            2 * UNRECORDED_PER_SLOT + 1,
+            "and every place among the ends waiting"
+        );
+        let mut running = Slot::try_take(&slots).expect("a free slot");
+        assert!(running.executes());
+        assert!(booked[0].take_execution(&slots).await);
+        assert!(booked[0].executes());
+        let waiting = tokio::time::timeout(Duration::from_millis(50), booked[1].take_execution(&slots));
+        assert!(waiting.await.is_err(), "no third execution slot");
+        let wakeups = Wakeups::default();
+        running.release_execution(&wakeups);
+        assert!(
+            booked[1].take_execution(&slots).await,
+            "a freed slot goes to the booked run"
+        );
     }
 }

@@ -107,13 +107,13 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PROBACTR_FIRE_BATCH",
-        default: "500",
+        default: "2000",
         help: "due triggers an executor fires per transaction",
     },
     Var {
         name: "PROBACTR_FIRE_AHEAD",
         default: "500ms",
-        help: "how long before their instant runs are fired into the queue, waiting there until it comes (0s: at the instant)",
+        help: "how long before their instant runs are fired, waiting until it comes, queued or held by their firer (0s: at the instant; widened up to 1s while fire passes take long)",
     },
     Var {
         name: "PROBACTR_DRAIN_TIMEOUT",

@@ -188,6 +188,8 @@ pub struct DueTrigger {
     pub lock_free: bool,
     /// Its job's route fans an instant out to several runs (broadcast, shard).
     pub fan_out: bool,
+    /// Its job runs in the executor's process (not a shell job's process).
+    pub in_process: bool,
     /// `jobs.version` of its job (the firing executor may have that definition already).
     pub job_version: i64,
     /// The database's clock, which decides what is due.

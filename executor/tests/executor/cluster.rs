@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use probactr_common::model::{JobKind, Misfire, Overlap, RunState};
+use probactr_common::model::{JobKind, Misfire, Overlap, RunState, TriggerTiming};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
 use probactr_common::store::{checkpoints, runs, TEST_MIGRATOR};
@@ -978,8 +978,9 @@ async fn prefetched_runs_that_wait_too_long_go_back_to_the_queue(
 }
 
 /// Runs fired ahead of their instants (`PROBACTR_FIRE_AHEAD`) of jobs that need no lock
-/// are held by the executor that fired them and start at their instants, never before; an
-/// executor that stops gives back those it still holds, and another runs each once.
+/// are held by the executor that fired them and start at their instants, never before,
+/// past its free slots too (booked: they start as slots free); an executor that stops
+/// gives back those it still holds, and another runs each once.
 #[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn runs_fired_ahead_start_at_their_instants_and_go_back_at_stop(
     pool_options: PgPoolOptions,
@@ -989,14 +990,22 @@ async fn runs_fired_ahead_start_at_their_instants_and_go_back_at_stop(
     let witness = Witness::start().await;
     let mut env = fast_env(&url, &unique_prefix("ahead"));
     env.insert("PROBACTR_FIRE_AHEAD".to_owned(), "900ms".to_owned());
+    // 20 runs an instant, 4 slots: most are booked past the slots.
+    env.insert("PROBACTR_EXECUTOR_CAPACITY".to_owned(), "4".to_owned());
     // The witness stamps arrivals on the monotonic clock; this maps them to the wall clock
     // PostgreSQL shares on this host.
     let (wall, monotonic) = (Utc::now(), std::time::Instant::now());
+    // Every second on the second: the 20 runs of an instant are fired together.
+    let aligned = DateTime::from_timestamp(Utc::now().timestamp() + 1, 0).expect("a time");
     for i in 0..20 {
         let mut job = http_job(&format!("ahead-{i}"), &witness.url(&format!("a{i}"), 0));
         job.parallel = true;
         let job = jobs::insert(&pool, &job).await.unwrap();
-        triggers::create(&pool, job.id, &NewTrigger::interval(1), Utc::now())
+        let every_second = NewTrigger::with(TriggerTiming {
+            start_at: Some(aligned),
+            ..TriggerTiming::interval(1)
+        });
+        triggers::create(&pool, job.id, &every_second, Utc::now())
             .await
             .unwrap();
     }
@@ -1036,13 +1045,21 @@ async fn runs_fired_ahead_start_at_their_instants_and_go_back_at_stop(
             "run of trigger {trigger_id} at {scheduled_at} recorded as started early: {started_at:?}"
         );
     }
-    let held = rows
-        .iter()
-        .filter(|(_, scheduled_at, _, _, claimed_at)| {
-            claimed_at.is_some_and(|claimed| claimed < *scheduled_at)
-        })
-        .count();
-    assert!(held > 0, "no run was held by its firer ahead of its instant");
+    let mut held: HashMap<DateTime<Utc>, usize> = HashMap::new();
+    for (_, scheduled_at, _, _, claimed_at) in &rows {
+        if claimed_at.is_some_and(|claimed| claimed < *scheduled_at) {
+            *held.entry(*scheduled_at).or_default() += 1;
+        }
+    }
+    assert!(
+        !held.is_empty(),
+        "no run was held by its firer ahead of its instant"
+    );
+    let most = held.values().max().copied().unwrap_or(0);
+    assert!(
+        most > 2,
+        "at most {most} runs of an instant held: none booked past the free slots"
+    );
 
     let mut effects: HashMap<(String, String), usize> = HashMap::new();
     for hit in witness.hits() {

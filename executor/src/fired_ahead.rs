@@ -1,8 +1,8 @@
 //! Runs fired ahead of their instants and owned by the executor that fired them: held in
 //! memory, each with the slot taken for it, until its instant, then started there. Past
-//! half the capacity, runs of in-process jobs are booked instead: held with a place among
-//! the ends waiting to be recorded only, they take their execution slots as slots free
-//! once their instant came, so an aligned instant of many short runs starts from memory.
+//! half the capacity, runs of in-process jobs are booked instead: held without an
+//! execution slot, they take one at their instant, at once when one is free, else as
+//! slots free, so an aligned instant of many short runs starts from memory.
 //!
 //! Firing inserts such a run `running` on this executor, started as of its instant
 //! ([`runs::insert_fired_runs`]), so it is never queued: no notification, no alarm, no
@@ -141,9 +141,10 @@ async fn start_at_instants(
         // runs are not spread over the time the attempts already started take to run.
         let now = Instant::now();
         let started_at = clock.db_time_now();
+        // Booked runs too, as far as execution slots are free; the others wait for one.
         let mut booked = Vec::new();
-        while let Some(due) = held.next_if(|held| held.starts <= now) {
-            if due.slot.executes() {
+        while let Some(mut due) = held.next_if(|held| held.starts <= now) {
+            if booked.is_empty() && due.slot.try_take_execution(slots) {
                 start(attempts, due, executor_id, started_at);
             } else {
                 booked.push(due);

@@ -13,9 +13,10 @@ pub struct Slots {
     pub capacity: Arc<Semaphore>,
     /// One permit per attempt held until its end is recorded.
     pub unrecorded: Arc<Semaphore>,
-    /// How many `unrecorded` permits runs booked for a coming instant leave free
-    /// ([`Slot::booked`]): as many as claims and prefetching could use without them.
-    kept_from_booking: usize,
+    /// One permit per run booked for a coming instant past the free slots, held until
+    /// its end is recorded ([`Slot::booked`]): apart from `unrecorded`, so that booking
+    /// changes nothing of what claims and prefetching take.
+    booked: Arc<Semaphore>,
 }
 
 impl Slots {
@@ -25,11 +26,10 @@ impl Slots {
     /// Runs fired ahead may besides be booked past the free slots, up to
     /// [`BOOKABLE_PER_SLOT`] per slot ([`Slot::booked`]).
     pub fn new(capacity: usize, prefetch: usize) -> Slots {
-        let kept_from_booking = capacity * UNRECORDED_PER_SLOT + prefetch;
         Slots {
             capacity: Arc::new(Semaphore::new(capacity)),
-            unrecorded: Arc::new(Semaphore::new(kept_from_booking + capacity * BOOKABLE_PER_SLOT)),
-            kept_from_booking,
+            unrecorded: Arc::new(Semaphore::new(capacity * UNRECORDED_PER_SLOT + prefetch)),
+            booked: Arc::new(Semaphore::new(capacity * BOOKABLE_PER_SLOT)),
         }
     }
 
@@ -58,7 +58,7 @@ pub struct Slot {
 pub const UNRECORDED_PER_SLOT: usize = 2;
 /// Runs booked for coming instants past the free slots, per execution slot: an aligned
 /// instant of many short runs starts from memory, without a claim, as slots free.
-pub const BOOKABLE_PER_SLOT: usize = 4;
+pub const BOOKABLE_PER_SLOT: usize = 8;
 
 impl Slot {
     /// Takes a slot when both bounds allow one.
@@ -83,17 +83,26 @@ impl Slot {
     }
 
     /// A slot booked for a run fired ahead while no execution slot is spare: a place
-    /// among the ends waiting to be recorded, taken only from those claims would not
-    /// use; its execution slot is taken when its instant comes ([`Slot::take_execution`]).
+    /// among the booked runs waiting to start or to be recorded; its execution slot is
+    /// taken when its instant comes ([`Slot::take_execution`]).
     pub fn booked(slots: &Slots) -> Option<Slot> {
-        if slots.unrecorded.available_permits() <= slots.kept_from_booking {
-            return None;
-        }
-        Slot::for_ending(slots)
+        let booked = slots.booked.clone().try_acquire_owned().ok()?;
+        Some(Slot {
+            executing: None,
+            _unrecorded: booked,
+        })
     }
 
     /// Whether it holds an execution slot.
     pub fn executes(&self) -> bool {
+        self.executing.is_some()
+    }
+
+    /// Takes an execution slot for a booked slot if one is free now.
+    pub fn try_take_execution(&mut self, slots: &Slots) -> bool {
+        if self.executing.is_none() {
+            self.executing = slots.capacity.clone().try_acquire_owned().ok();
+        }
         self.executing.is_some()
     }
 
@@ -124,7 +133,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn booked_slots_use_only_what_claims_leave_and_execute_as_slots_free() {
+    async fn booked_slots_leave_claims_their_bounds_and_execute_as_slots_free() {
         let slots = Slots::new(2, 1);
         let mut booked: Vec<Slot> = std::iter::from_fn(|| Slot::booked(&slots)).collect();
         assert_eq!(booked.len(), 2 * BOOKABLE_PER_SLOT);
@@ -136,16 +145,16 @@ mod tests {
             "and every place among the ends waiting"
         );
         let mut running = Slot::try_take(&slots).expect("a free slot");
-        assert!(running.executes());
-        assert!(booked[0].take_execution(&slots).await);
+        assert!(booked[0].try_take_execution(&slots));
         assert!(booked[0].executes());
+        assert!(!booked[1].try_take_execution(&slots), "no third execution slot");
         let waiting = tokio::time::timeout(Duration::from_millis(50), booked[1].take_execution(&slots));
-        assert!(waiting.await.is_err(), "no third execution slot");
-        let wakeups = Wakeups::default();
-        running.release_execution(&wakeups);
+        assert!(waiting.await.is_err(), "it waits for one");
+        running.release_execution(&Wakeups::default());
         assert!(
             booked[1].take_execution(&slots).await,
             "a freed slot goes to the booked run"
         );
+        assert!(booked[1].executes());
     }
 }

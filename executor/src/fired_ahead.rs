@@ -144,7 +144,7 @@ async fn start_at_instants(
         // Booked runs too, as far as execution slots are free; the others wait for one.
         let mut booked = Vec::new();
         while let Some(mut due) = held.next_if(|held| held.starts <= now) {
-            if booked.is_empty() && due.slot.try_take_execution(slots) {
+            if due.slot.try_take_execution(slots) {
                 start(attempts, due, executor_id, started_at);
             } else {
                 booked.push(due);

@@ -10,9 +10,10 @@
 //! instant comes and only starting is left.
 //! One batch is one transaction:
 //!
-//! 1. lock up to `PROBACTR_FIRE_BATCH` triggers due within the window, earliest first,
-//!    `SKIP LOCKED` — so executors firing at once split the work instead of queueing
-//!    behind each other;
+//! 1. lock a batch of triggers due within the window, earliest first, `SKIP LOCKED` — so
+//!    executors firing at once split the work instead of queueing behind each other (a
+//!    pass's first batch is half of what the last pass fired, at least [`FIRST_BATCH`];
+//!    each full one doubles the next, up to `PROBACTR_FIRE_BATCH`);
 //! 2. plan each trigger in Rust ([`plan_trigger`]): which instants run, which are
 //!    recorded as missed and why, and the next instant;
 //! 3. insert the runs (`ON CONFLICT DO NOTHING` on the trigger's instant: invariant 1),
@@ -95,11 +96,13 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
     };
     let mut failures = 0u32;
     let mut window = FireWindow::new(firer.ahead);
+    let mut first_batch = first_batch_after(0, firer.batch);
     while !stop.is_cancelled() {
         let began = tokio::time::Instant::now();
-        let fired = match fire_due(&firer, window.now).await {
+        let fired = match fire_due(&firer, window.now, first_batch).await {
             Ok(jobs) => {
                 if jobs > 0 {
+                    first_batch = first_batch_after(jobs, firer.batch);
                     let took = began.elapsed();
                     tracing::debug!(
                         triggers = jobs,
@@ -212,10 +215,31 @@ async fn time_until_next_fire(firer: &Firer, window: Duration) -> Result<Duratio
 /// How long to wait when due triggers are locked by a peer's firing transaction.
 const PEER_FIRING_PAUSE: Duration = Duration::from_millis(5);
 
-/// Fires batches of the triggers due within `window` until fewer than a full batch was
-/// due; returns how many triggers fired.
-pub async fn fire_due(firer: &Firer, window: Duration) -> Result<usize, StoreError> {
-    let batch = firer.batch;
+/// The smallest first batch of a pass. A pass's first batch is half of what the last
+/// pass that fired something fired, between this and `PROBACTR_FIRE_BATCH`; each full
+/// batch doubles the next. A moderate instant (a thousand triggers) is so shared with
+/// the peers firing beside this executor, each taking a batch, where one batch of 2,000
+/// left one executor firing and starting all of it (an eighth more CPU a fire); a storm
+/// keeps its full batches from one pass to the next (starting each pass small costs the
+/// 10,000-a-second storm half again its lag).
+pub const FIRST_BATCH: i64 = 500;
+
+/// The first batch of the pass after one that fired `fired` triggers.
+fn first_batch_after(fired: usize, largest: i64) -> i64 {
+    i64::try_from(fired / 2)
+        .unwrap_or(i64::MAX)
+        .clamp(FIRST_BATCH.min(largest), largest)
+}
+
+/// The batch after `batch` came back full.
+fn next_batch(batch: i64, largest: i64) -> i64 {
+    batch.saturating_mul(2).min(largest)
+}
+
+/// Fires batches of the triggers due within `window`, the first of `first_batch`, until
+/// fewer than a full batch was due; returns how many triggers fired.
+pub async fn fire_due(firer: &Firer, window: Duration, first_batch: i64) -> Result<usize, StoreError> {
+    let mut batch = first_batch;
     let mut fired = 0;
     loop {
         // A batch aborted by a deadlock or a serialization failure was rolled back whole
@@ -234,6 +258,7 @@ pub async fn fire_due(firer: &Firer, window: Duration) -> Result<usize, StoreErr
         if report.triggers < batch as usize {
             return Ok(fired);
         }
+        batch = next_batch(batch, firer.batch);
     }
 }
 
@@ -621,6 +646,28 @@ mod tests {
     use probactr_common::model::TriggerTiming;
 
     use super::*;
+
+    #[test]
+    fn a_pass_starts_with_half_the_last_one_and_doubles_its_batches_up_to_the_configured_one() {
+        let mut batches = vec![first_batch_after(0, 2000)];
+        while batches.len() < 5 {
+            batches.push(next_batch(*batches.last().unwrap_or(&0), 2000));
+        }
+        assert_eq!(batches, [500, 1000, 2000, 2000, 2000]);
+        assert_eq!(first_batch_after(1000, 2000), 500, "a moderate instant is shared");
+        assert_eq!(first_batch_after(3000, 2000), 1500);
+        assert_eq!(
+            first_batch_after(9000, 2000),
+            2000,
+            "a storm keeps its full batches"
+        );
+        assert_eq!(
+            first_batch_after(9000, 100),
+            100,
+            "a smaller configured batch is kept"
+        );
+        assert_eq!(next_batch(100, 100), 100);
+    }
 
     #[test]
     fn the_window_widens_while_passes_take_long_up_to_a_second() {

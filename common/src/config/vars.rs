@@ -108,7 +108,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROBACTR_FIRE_BATCH",
         default: "2000",
-        help: "due triggers an executor fires per transaction",
+        help: "most due triggers an executor fires per transaction (a fire pass starts with half of what the last one fired, at least 500, and doubles the batch after each full one)",
     },
     Var {
         name: "PROBACTR_FIRE_AHEAD",

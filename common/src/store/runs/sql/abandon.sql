@@ -25,14 +25,15 @@ WITH picked AS MATERIALIZED (
      WHERE $1::float8 IS NOT NULL AND runs.state = 'running'
        AND runs.cancel_requested_at < now() - make_interval(secs => $1::float8 + jobs.stop_grace_secs)),
 gone AS (
-     -- The conditions on the run itself are here, not only in `picked`: when a peer's
-     -- write held the row, they are checked again against what it wrote (a stop asked
-     -- again restarts its grace).
-     DELETE FROM runs_live AS runs USING picked
-     WHERE runs.id = ANY (ARRAY(SELECT id FROM picked)) AND runs.id = picked.id AND runs.state = 'running'
-       AND (picked.executor_lost
-            OR runs.cancel_requested_at < now() - make_interval(secs => $1::float8 + picked.stop_grace_secs))
-     RETURNING runs.*, picked.executor_lost),
+     -- No join back to `picked`: the runs are found by their ids (an index probe each),
+     -- the job's stop grace by a probe of its row, and whether the executor was lost is
+     -- the statement's own mode.
+     DELETE FROM runs_live AS runs
+     WHERE runs.id = ANY (ARRAY(SELECT id FROM picked)) AND runs.state = 'running'
+       AND ($1::float8 IS NULL
+            OR runs.cancel_requested_at < now() - make_interval(secs => $1::float8
+                   + (SELECT jobs.stop_grace_secs FROM jobs WHERE jobs.id = runs.job_id)))
+     RETURNING runs.*, $1::float8 IS NULL AS executor_lost),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE
@@ -49,12 +50,14 @@ retry AS (
             coalesce(ended.first_run_id, ended.id), next.available_at, next.reason,
             ended.shard, ended.shard_total, ended.pinned_to
      FROM ended
-     JOIN gone ON gone.id = ended.id
      CROSS JOIN LATERAL probactr_next_attempt(ended.id, ended.first_run_id, ended.attempt, ended.state,
                                               ended.exit_code, ended.http_status,
-                                              ended.replica, ended.job_id, gone.executor_lost) AS next
+                                              ended.replica, ended.job_id, $1::float8 IS NULL) AS next
      ON CONFLICT DO NOTHING
-     RETURNING id, first_run_id)
+     RETURNING id, first_run_id),
+-- The retries by chain, one object read once: each ended run finds its retry by key, not
+-- by a join of two sets the planner may take for a row each.
+retried AS MATERIALIZED (SELECT jsonb_object_agg(first_run_id, id) AS by_chain FROM retry)
 SELECT ended.id, ended.job_id, ended.executor_id, ended.exclusive, ended.lock_token,
-       retry.id AS retry_run_id
-FROM ended LEFT JOIN retry ON retry.first_run_id = coalesce(ended.first_run_id, ended.id)
+       (retried.by_chain ->> coalesce(ended.first_run_id, ended.id)::text)::bigint AS retry_run_id
+FROM ended CROSS JOIN retried

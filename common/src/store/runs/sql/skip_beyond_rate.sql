@@ -18,8 +18,11 @@ WITH ranked AS (
      JOIN triggers ON triggers.id = runs.trigger_id
      WHERE jobs.rate IS NOT NULL),
 gone AS (
-     DELETE FROM runs_live AS runs USING ranked
-     WHERE runs.id = ranked.id AND ranked.ahead >= ranked.room AND runs.state = 'queued'
+     -- The runs to skip are ranked once and passed on as an array of ids (an InitPlan):
+     -- joined to the queued runs, `ranked` may be computed again for each of them.
+     DELETE FROM runs_live AS runs
+     WHERE runs.id = ANY (ARRAY(SELECT ranked.id FROM ranked WHERE ranked.ahead >= ranked.room))
+       AND runs.state = 'queued'
      RETURNING runs.*),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)

@@ -45,7 +45,8 @@ pub async fn hold_for_upstream(conn: &mut PgConnection, run_ids: &[i64]) -> Resu
 /// Makes claimable at once the waiting runs whose job waited for has a succeeded run
 /// scheduled on their day, and wakes the executors when there are any; returns their
 /// ids. Rows of runs no longer queued (cancelled, deleted with their job) are dropped on
-/// the way.
+/// the way. The released runs are found by an array of ids: joined to `ready`, a plan
+/// made while `run_waits` looked empty read it again for every queued run.
 pub async fn release_ready(conn: &mut PgConnection) -> Result<Vec<i64>, StoreError> {
     let released = sqlx::query_scalar!(
         r#"WITH ready AS (
@@ -58,7 +59,7 @@ pub async fn release_ready(conn: &mut PgConnection) -> Result<Vec<i64>, StoreErr
                                WHERE runs.id = waits.run_id AND runs.state = 'queued')
              RETURNING run_id)
            UPDATE runs_live SET available_at = now(), reason = NULL
-           FROM ready WHERE runs_live.id = ready.run_id AND runs_live.state = 'queued'
+           WHERE runs_live.id = ANY (ARRAY(SELECT run_id FROM ready)) AND runs_live.state = 'queued'
            RETURNING runs_live.id"#
     )
     .fetch_all(&mut *conn)

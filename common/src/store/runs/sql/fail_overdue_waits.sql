@@ -6,10 +6,14 @@
 WITH overdue AS (
      DELETE FROM run_waits WHERE deadline <= now()
      RETURNING run_id, reason),
+-- The overdue runs' ids and reasons, gathered once: joined to the queued runs, `overdue`
+-- may be read again for each of them.
+waited AS MATERIALIZED (
+     SELECT array_agg(run_id) AS ids, jsonb_object_agg(run_id, reason) AS reasons FROM overdue),
 gone AS (
-     DELETE FROM runs_live AS runs USING overdue
-     WHERE runs.id = overdue.run_id AND runs.state = 'queued'
-     RETURNING runs.*, overdue.reason AS wait_reason),
+     DELETE FROM runs_live AS runs
+     WHERE runs.id = ANY ((SELECT ids FROM waited)::bigint[]) AND runs.state = 'queued'
+     RETURNING runs.*, (SELECT reasons ->> runs.id::text FROM waited) AS wait_reason),
 ended AS (
      INSERT INTO runs (id, job_id, trigger_id, scheduled_at, attempt, first_run_id, state, reason, exclusive, executor_id, lock_token, fence, queued_at, available_at, claimed_at, started_at, finished_at, heartbeat_at, cancel_requested_at, exit_code, http_status, error, output, output_truncated, shard, shard_total, pinned_to, replica)
      OVERRIDING SYSTEM VALUE

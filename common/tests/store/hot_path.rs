@@ -391,3 +391,104 @@ async fn abandoning_reads_the_running_runs_a_bounded_number_of_times(pool: PgPoo
         );
     }
 }
+
+/// Recording a group of failures that all retry reads each retry once, whatever the
+/// statistics say. Planned as if the live runs were none, it once joined the ended runs to
+/// their retries by a rescan of the retries for each: 0.4-1.0 s for a group of 1,000.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn recording_failures_that_retry_reads_each_retry_once(pool: PgPool) {
+    const FAILED: i64 = 300;
+    sqlx::query("ANALYZE runs_live")
+        .execute(&pool)
+        .await
+        .expect("analyze the empty live runs");
+    let job = make_job(&pool, "flaky", |j| {
+        j.parallel = true;
+        j.retry_max_attempts = 3;
+    })
+    .await;
+    let executor = make_executor(&pool).await;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO runs (job_id, scheduled_at, available_at, state, executor_id, claimed_at, started_at)
+         SELECT $1, now(), now(), 'running', $2, now(), now() FROM generate_series(1, $3) RETURNING id",
+    )
+    .bind(job.id)
+    .bind(executor)
+    .bind(FAILED)
+    .fetch_all(&pool)
+    .await
+    .expect("running runs");
+    let list = |value: &str| format!("'{{{}}}'", vec![value; ids.len()].join(","));
+    let ids_list = format!(
+        "'{{{}}}'",
+        ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+    );
+    let values = [
+        ids_list,
+        list(&executor.to_string()),
+        list("NULL"),
+        list("failed"),
+        list("NULL"),
+        list("1"),
+        list("NULL"),
+        list("NULL"),
+        list("NULL"),
+        list("false"),
+        list("NULL"),
+    ]
+    .join(", ");
+    let finish_many = include_str!("../../src/store/runs/sql/finish_many.sql");
+    let plan = explain_generic_as(
+        &pool,
+        "(ANALYZE)",
+        finish_many,
+        "bigint[], uuid[], bigint[], text[], text[], int[], int[], text[], text[], bool[], timestamptz[]",
+        &values,
+    )
+    .await;
+    for line in plan.lines().filter(|line| line.contains("CTE Scan on retry ")) {
+        assert!(
+            line.contains("loops=1)"),
+            "the retries are read again per ended run:\n{plan}"
+        );
+    }
+    let retried = plan
+        .lines()
+        .find(|line| line.contains("CTE Scan on retry "))
+        .unwrap_or_default();
+    assert!(
+        retried.contains(&format!("rows={FAILED} ")),
+        "each failure is retried once:\n{plan}"
+    );
+}
+
+/// An executor's poll for stops asked of its runs reads only such runs: it once read every
+/// run the executor had in flight, every 400 ms, to find none.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn the_stop_poll_reads_only_runs_asked_to_stop(pool: PgPool) {
+    let job = make_job(&pool, "long", |j| j.parallel = true).await;
+    let executor = make_executor(&pool).await;
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, available_at, state, executor_id, claimed_at, started_at,
+                           cancel_requested_at)
+         SELECT $1, now(), now(), 'running', $2, now(), now(), CASE WHEN g = 1 THEN now() END
+         FROM generate_series(1, 500) AS g",
+    )
+    .bind(job.id)
+    .bind(executor)
+    .execute(&pool)
+    .await
+    .expect("running runs");
+    sqlx::query("ANALYZE runs_live")
+        .execute(&pool)
+        .await
+        .expect("analyze");
+    let poll = include_str!("../../src/store/runs/sql/cancel_requested.sql");
+    let plan = explain_generic_as(&pool, "(ANALYZE)", poll, "uuid", &format!("'{executor}'")).await;
+    assert!(
+        plan.contains("runs_cancel_requested") && !plan.contains("Rows Removed"),
+        "the poll reads runs no one asked to stop:\n{plan}"
+    );
+    let asked = runs::cancel_requested(&pool, executor).await.expect("poll");
+    assert_eq!(asked.len(), 1);
+}

@@ -95,13 +95,11 @@ pub async fn request_replace(
 
 /// The executor's running runs whose cancellation was requested.
 pub async fn cancel_requested(db: impl PgExecutor<'_>, executor_id: Uuid) -> Result<Vec<i64>, StoreError> {
-    Ok(sqlx::query_scalar!(
-        "SELECT id FROM runs
-         WHERE executor_id = $1 AND state = 'running' AND cancel_requested_at IS NOT NULL",
-        executor_id
+    Ok(
+        sqlx::query_file_scalar!("src/store/runs/sql/cancel_requested.sql", executor_id)
+            .fetch_all(db)
+            .await?,
     )
-    .fetch_all(db)
-    .await?)
 }
 
 /// The live (queued, claimed or running) attempts of the chains whose first attempts are

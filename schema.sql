@@ -2740,6 +2740,12 @@ CREATE INDEX runs_active_by_executor ON public.runs_live USING btree (executor_i
 CREATE INDEX runs_active_by_job ON public.runs_live USING btree (job_id) WHERE (state = ANY (ARRAY['claimed'::text, 'running'::text]));
 
 --
+-- Name: runs_cancel_requested; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX runs_cancel_requested ON public.runs_live USING btree (executor_id) WHERE ((state = 'running'::text) AND (cancel_requested_at IS NOT NULL));
+
+--
 -- Name: runs_chain_attempt; Type: INDEX; Schema: public; Owner: -
 --
 

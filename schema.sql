@@ -86,6 +86,39 @@ BEGIN
 END $$;
 
 --
+-- Name: probactr_check_run_keys(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.probactr_check_run_keys() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    job_ids BIGINT[];
+    trigger_ids BIGINT[];
+BEGIN
+    SELECT array_agg(DISTINCT job_id), array_agg(DISTINCT trigger_id) FILTER (WHERE trigger_id IS NOT NULL)
+    INTO job_ids, trigger_ids
+    FROM inserted WHERE state IN ('queued', 'claimed', 'running');
+    IF job_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF (SELECT count(*) FROM (SELECT FROM jobs WHERE id = ANY (job_ids) FOR KEY SHARE) AS held)
+       < cardinality(job_ids) THEN
+        RAISE EXCEPTION 'a live run names a job that does not exist'
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'runs_live', COLUMN = 'job_id',
+                  CONSTRAINT = 'runs_live_job_exists';
+    END IF;
+    IF trigger_ids IS NOT NULL
+       AND (SELECT count(*) FROM (SELECT FROM triggers WHERE id = ANY (trigger_ids) FOR KEY SHARE) AS held)
+           < cardinality(trigger_ids) THEN
+        RAISE EXCEPTION 'a live run names a trigger that does not exist'
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'runs_live', COLUMN = 'trigger_id',
+                  CONSTRAINT = 'runs_live_trigger_exists';
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: probactr_claim_order(timestamp with time zone, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -126,13 +159,14 @@ BEGIN
 END $$;
 
 --
--- Name: probactr_erase_job_history(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: probactr_erase_job_runs(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.probactr_erase_job_history() RETURNS trigger
+CREATE FUNCTION public.probactr_erase_job_runs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    DELETE FROM runs_live WHERE job_id IN (SELECT id FROM erased_jobs);
     DELETE FROM runs_done WHERE job_id IN (SELECT id FROM erased_jobs);
     RETURN NULL;
 END $$;
@@ -155,13 +189,14 @@ BEGIN
 END $$;
 
 --
--- Name: probactr_forget_trigger_in_history(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: probactr_forget_trigger(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.probactr_forget_trigger_in_history() RETURNS trigger
+CREATE FUNCTION public.probactr_forget_trigger() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    UPDATE runs_live SET trigger_id = NULL WHERE trigger_id IN (SELECT id FROM deleted_triggers);
     UPDATE runs_done SET trigger_id = NULL WHERE trigger_id IN (SELECT id FROM deleted_triggers);
     RETURN NULL;
 END $$;
@@ -3136,10 +3171,10 @@ CREATE TRIGGER executors_alert_lost AFTER UPDATE OF state ON public.executors FO
 CREATE TRIGGER executors_forget AFTER DELETE ON public.executors REFERENCING OLD TABLE AS deleted_executors FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_forget_executor();
 
 --
--- Name: jobs jobs_erase_history; Type: TRIGGER; Schema: public; Owner: -
+-- Name: jobs jobs_erase_runs; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER jobs_erase_history AFTER DELETE ON public.jobs REFERENCING OLD TABLE AS erased_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_erase_job_history();
+CREATE TRIGGER jobs_erase_runs AFTER DELETE ON public.jobs REFERENCING OLD TABLE AS erased_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_erase_job_runs();
 
 --
 -- Name: jobs jobs_namespace_capped; Type: TRIGGER; Schema: public; Owner: -
@@ -3188,6 +3223,12 @@ CREATE TRIGGER runs_advance AFTER INSERT ON public.runs REFERENCING NEW TABLE AS
 --
 
 CREATE TRIGGER runs_alert_events AFTER INSERT ON public.runs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_alert_run_ends();
+
+--
+-- Name: runs runs_keys_checked; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER runs_keys_checked AFTER INSERT ON public.runs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_check_run_keys();
 
 --
 -- Name: runs_live runs_live_quota_left; Type: TRIGGER; Schema: public; Owner: -
@@ -3244,10 +3285,10 @@ CREATE TRIGGER triggers_capped BEFORE UPDATE OF max_concurrency ON public.trigge
 CREATE TRIGGER triggers_changed AFTER INSERT OR DELETE OR UPDATE OF next_fire_at, paused ON public.triggers FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_notify_triggers();
 
 --
--- Name: triggers triggers_forget_in_history; Type: TRIGGER; Schema: public; Owner: -
+-- Name: triggers triggers_forget; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER triggers_forget_in_history AFTER DELETE ON public.triggers REFERENCING OLD TABLE AS deleted_triggers FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_forget_trigger_in_history();
+CREATE TRIGGER triggers_forget AFTER DELETE ON public.triggers REFERENCING OLD TABLE AS deleted_triggers FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_forget_trigger();
 
 --
 -- Name: user_roles user_roles_access_changed; Type: TRIGGER; Schema: public; Owner: -
@@ -3427,20 +3468,6 @@ ALTER TABLE ONLY public.pools
 
 ALTER TABLE ONLY public.run_checkpoints
     ADD CONSTRAINT run_checkpoints_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
-
---
--- Name: runs_live runs_live_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.runs_live
-    ADD CONSTRAINT runs_live_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
-
---
--- Name: runs_live runs_live_trigger_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.runs_live
-    ADD CONSTRAINT runs_live_trigger_id_fkey FOREIGN KEY (trigger_id) REFERENCES public.triggers(id) ON DELETE SET NULL;
 
 --
 -- Name: secrets secrets_namespace_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -35,8 +35,9 @@
 //! | `probactr_next_attempt` | `common/tests/store/retries.rs`: `failures_queue_retries_up_to_the_limit_with_backoff`, `the_retry_delay_is_fixed_or_doubling_up_to_its_bound_and_jittered`, `retry_on_retries_only_the_failures_it_names`; `common/tests/store/reaping.rs`: `a_run_whose_executor_died_is_taken_over_at_most_max_takeovers_times`; `common/tests/store/hot_path.rs`: `every_way_a_run_ends_inlines_the_next_attempt_policy` |
 //! | `probactr_queue_run` | `monitor/tests/faults/workflows.rs`: the diamond, `child_jobs_run_once_after_their_parent_with_its_params` |
 //! | `probactr_run_params` | `manager/tests/api/workflows.rs`: `trigger_params_are_defaults_under_a_runs_own`; `monitor/tests/faults/workflows.rs`: `child_jobs_run_once_after_their_parent_with_its_params` |
-//! | `probactr_erase_job_history` (`jobs_erase_history`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it`; `common/tests/store/job_stats.rs`: `this_releases_migrations_upgrade_a_populated_database` |
-//! | `probactr_forget_trigger_in_history` (`triggers_forget_in_history`) | the same two |
+//! | `probactr_check_run_keys` (`runs_keys_checked`) | `common/tests/store/functions.rs`: `live_runs_name_jobs_and_triggers_that_exist_and_go_with_them`, `a_run_inserted_while_its_job_is_deleted_goes_with_it` |
+//! | `probactr_erase_job_runs` (`jobs_erase_runs`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it`, `live_runs_name_jobs_and_triggers_that_exist_and_go_with_them`, `a_run_inserted_while_its_job_is_deleted_goes_with_it`; `common/tests/store/job_stats.rs`: `this_releases_migrations_upgrade_a_populated_database` |
+//! | `probactr_forget_trigger` (`triggers_forget`) | the same, but the last |
 //! | `probactr_forget_executor` (`executors_forget`) | `common/tests/store/functions.rs`: `deleting_an_executor_or_a_trigger_keeps_its_history_and_a_job_erases_it` |
 //! | `probactr_quota_release` (`runs_live_quota_left`, `runs_live_quota_requeued`), `probactr_namespace_capped` (`jobs_namespace_capped`, `namespaces_capped`) | `common/tests/store/quota.rs`; `executor/tests/executor/namespaces.rs`: `max_running_holds_with_three_executors_racing` |
 //! | `probactr_quota_release` for triggers' caps and pools, `probactr_trigger_capped` (`triggers_capped`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`; `executor/tests/executor/flow.rs`: `a_trigger_cap_holds_with_three_executors_racing`, `a_pool_holds_across_executors_and_a_dead_holders_slot_waits_for_the_reap` |
@@ -98,7 +99,7 @@ macro_rules! function {
 /// functions and triggers that call it (SQL-language bodies are checked when created).
 pub const FUNCTIONS: &[DatabaseFunction] = &[
     // Runs: claim order and routing of live runs, wake-ups, where an instant's runs go,
-    // a run's parameters, and the history's integrity without foreign keys.
+    // a run's parameters, and the integrity of live runs and history without foreign keys.
     function!("runs/sql/functions/probactr_claim_order.sql"),
     function!("runs/sql/functions/probactr_route_live_run.sql"),
     function!("runs/sql/functions/probactr_notify_runs.sql"),
@@ -106,8 +107,9 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     function!("runs/sql/functions/probactr_run_params.sql"),
     function!("runs/sql/functions/probactr_next_attempt.sql"),
     function!("runs/sql/functions/probactr_queue_run.sql"),
-    function!("runs/sql/functions/probactr_erase_job_history.sql"),
-    function!("runs/sql/functions/probactr_forget_trigger_in_history.sql"),
+    function!("runs/sql/functions/probactr_check_run_keys.sql"),
+    function!("runs/sql/functions/probactr_erase_job_runs.sql"),
+    function!("runs/sql/functions/probactr_forget_trigger.sql"),
     function!("runs/sql/functions/probactr_forget_executor.sql"),
     function!("runs/sql/functions/probactr_quota_release.sql"),
     function!("runs/sql/functions/probactr_namespace_capped.sql"),

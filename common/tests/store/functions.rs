@@ -258,3 +258,152 @@ async fn changed_triggers_and_queued_runs_notify_unless_quiet(pool: PgPool) {
         "the quiet transaction notified nothing"
     );
 }
+
+/// The live runs keep no foreign keys (an insert pays one check per statement, not one
+/// per run), yet a live run names only a job and a trigger that exist, and goes with
+/// them: a deleted trigger is cleared from it, a deleted job deletes it.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn live_runs_name_jobs_and_triggers_that_exist_and_go_with_them(pool: PgPool) {
+    let keys: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = 'runs_live'::regclass AND contype = 'f'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(keys, 0, "no per-run key checks on the live runs");
+    let job = make_job(&pool, "keys", |_| {}).await;
+    let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("trigger");
+    let insert = |job_id: i64, trigger_id: Option<i64>| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, now()) RETURNING id",
+            )
+            .bind(job_id)
+            .bind(trigger_id)
+            .fetch_one(&pool)
+            .await
+        }
+    };
+    let fired = insert(job.id, Some(trigger.id)).await.expect("a fired run");
+    let retry_of_another = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO runs (job_id, trigger_id, scheduled_at, attempt, first_run_id)
+         VALUES ($1, $2, now(), 2, $3) RETURNING id",
+    )
+    .bind(job.id)
+    .bind(trigger.id)
+    .bind(fired)
+    .fetch_one(&pool)
+    .await
+    .expect("a retry");
+    let err = insert(job.id + 1_000, None).await.expect_err("no such job");
+    assert_violation(&err, "23503", "runs_live_job_exists");
+    let err = insert(job.id, Some(trigger.id + 1_000))
+        .await
+        .expect_err("no such trigger");
+    assert_violation(&err, "23503", "runs_live_trigger_exists");
+    let mixed = sqlx::query("INSERT INTO runs (job_id, scheduled_at) SELECT unnest($1::bigint[]), now()")
+        .bind(vec![job.id, job.id + 1_000])
+        .execute(&pool)
+        .await
+        .expect_err("one missing job refuses the statement");
+    assert_violation(&mixed, "23503", "runs_live_job_exists");
+    let live_of = |pool: PgPool| async move {
+        sqlx::query_as::<_, (i64, Option<i64>)>(
+            "SELECT id, trigger_id FROM runs_live WHERE job_id = $1 ORDER BY id",
+        )
+        .bind(job.id)
+        .fetch_all(&pool)
+        .await
+        .expect("live runs")
+    };
+    assert_eq!(
+        live_of(pool.clone()).await,
+        vec![(fired, Some(trigger.id)), (retry_of_another, Some(trigger.id))],
+        "nothing of a refused statement stays"
+    );
+    sqlx::query("DELETE FROM triggers WHERE id = $1")
+        .bind(trigger.id)
+        .execute(&pool)
+        .await
+        .expect("delete the trigger");
+    assert_eq!(
+        live_of(pool.clone()).await,
+        vec![(fired, None), (retry_of_another, None)],
+        "the trigger is cleared from its live runs"
+    );
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(job.id)
+        .execute(&pool)
+        .await
+        .expect("delete the job");
+    assert!(
+        live_of(pool.clone()).await.is_empty(),
+        "the job's live runs go with it"
+    );
+}
+
+/// A run inserted while its job is being deleted is never left behind: the insert locks
+/// its job until it commits, so a delete waits for it and takes the run along, and an
+/// insert behind a delete is refused once the delete commits.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_run_inserted_while_its_job_is_deleted_goes_with_it(pool: PgPool) {
+    let live_runs = |pool: PgPool, job_id: i64| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM runs_live WHERE job_id = $1")
+            .bind(job_id)
+            .fetch_one(&pool)
+            .await
+            .expect("count")
+    };
+    // The insert first: the delete waits for its commit, then deletes the run.
+    let job = make_job(&pool, "insert-first", |_| {}).await;
+    let mut inserting = pool.begin().await.expect("begin");
+    sqlx::query("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now())")
+        .bind(job.id)
+        .execute(&mut *inserting)
+        .await
+        .expect("insert");
+    let deleting = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            sqlx::query("DELETE FROM jobs WHERE id = $1")
+                .bind(job.id)
+                .execute(&pool)
+                .await
+        }
+    });
+    wait_until_blocked(&pool).await;
+    inserting.commit().await.expect("commit the run");
+    let deleted = deleting.await.unwrap().expect("delete the job");
+    assert_eq!(deleted.rows_affected(), 1);
+    assert_eq!(
+        live_runs(pool.clone(), job.id).await,
+        0,
+        "the run went with its job"
+    );
+
+    // The delete first: the insert waits for its commit, then is refused.
+    let job = make_job(&pool, "delete-first", |_| {}).await;
+    let mut deleting = pool.begin().await.expect("begin");
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(job.id)
+        .execute(&mut *deleting)
+        .await
+        .expect("delete");
+    let inserting = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            sqlx::query("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now())")
+                .bind(job.id)
+                .execute(&pool)
+                .await
+        }
+    });
+    wait_until_blocked(&pool).await;
+    deleting.commit().await.expect("commit the delete");
+    let refused = inserting.await.unwrap().expect_err("a run of a deleted job");
+    assert_violation(&refused, "23503", "runs_live_job_exists");
+    assert_eq!(live_runs(pool.clone(), job.id).await, 0);
+}

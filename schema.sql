@@ -214,38 +214,51 @@ BEGIN
 END $$;
 
 --
--- Name: probactr_job_stats_add(bigint[], bigint[], text[], timestamp with time zone[], timestamp with time zone[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: probactr_job_stats_count(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.probactr_job_stats_add(job_ids bigint[], run_ids bigint[], states text[], started timestamp with time zone[], finished timestamp with time zone[]) RETURNS void
+CREATE FUNCTION public.probactr_job_stats_count() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    -- An update's runs that were live before it; none for an insert, whose every ended
+    -- row is new.
+    were_live BIGINT[];
 BEGIN
-    WITH ended AS (
-        SELECT * FROM unnest(job_ids, run_ids, states, started, finished)
-            AS ended (job_id, id, state, started_at, finished_at)),
-    totals AS (
-        SELECT job_id,
-               count(*) AS runs,
-               count(*) FILTER (WHERE state = 'succeeded') AS successes,
-               count(*) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned')) AS failures,
-               count(*) FILTER (WHERE state = 'cancelled') AS cancelled,
-               count(*) FILTER (WHERE state IN ('skipped', 'missed')) AS not_run,
-               max(finished_at) FILTER (WHERE state = 'succeeded') AS last_success_at,
-               max(finished_at) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned')) AS last_failure_at
-        FROM ended GROUP BY job_id),
-    latest AS (
-        SELECT DISTINCT ON (job_id) job_id, id, finished_at, state,
-               (EXTRACT(EPOCH FROM finished_at - started_at) * 1000)::bigint AS duration_ms
-        FROM ended ORDER BY job_id, finished_at DESC, id DESC)
+    -- Most statements on runs (firings, claims, starts, returns to the queue) end
+    -- nothing: they pay one pass over their rows, not the upsert.
+    IF NOT EXISTS (SELECT 1 FROM changed_runs WHERE state NOT IN ('queued', 'claimed', 'running')) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        SELECT array_agg(id) INTO were_live FROM previous_runs WHERE state IN ('queued', 'claimed', 'running');
+        IF were_live IS NULL THEN
+            RETURN NULL;
+        END IF;
+    END IF;
     INSERT INTO job_stat_shards AS stats (job_id, shard, runs, successes, failures, cancelled, not_run,
                                           last_run_id, last_run_at, last_state, last_duration_ms,
                                           last_success_at, last_failure_at)
-    SELECT totals.job_id, (pg_backend_pid() % 8)::smallint, totals.runs, totals.successes,
-           totals.failures, totals.cancelled, totals.not_run, latest.id, latest.finished_at,
-           latest.state, latest.duration_ms, totals.last_success_at, totals.last_failure_at
-    FROM totals JOIN latest USING (job_id)
-    ORDER BY totals.job_id
+    SELECT job_id, (pg_backend_pid() % 8)::smallint,
+           count(*),
+           count(*) FILTER (WHERE state = 'succeeded'),
+           count(*) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned')),
+           count(*) FILTER (WHERE state = 'cancelled'),
+           count(*) FILTER (WHERE state IN ('skipped', 'missed')),
+           max(id) FILTER (WHERE latest),
+           max(finished_at) FILTER (WHERE latest),
+           max(state) FILTER (WHERE latest),
+           max((EXTRACT(EPOCH FROM finished_at - started_at) * 1000)::bigint) FILTER (WHERE latest),
+           max(finished_at) FILTER (WHERE state = 'succeeded'),
+           max(finished_at) FILTER (WHERE state IN ('failed', 'timed_out', 'abandoned'))
+    FROM (SELECT job_id, id, state, started_at, finished_at,
+                 -- The job's latest end in this statement: one sort for every job.
+                 row_number() OVER (PARTITION BY job_id ORDER BY finished_at DESC, id DESC) = 1 AS latest
+          FROM changed_runs
+          WHERE state NOT IN ('queued', 'claimed', 'running')
+            AND (were_live IS NULL OR id IN (SELECT unnest(were_live)))) AS ended
+    GROUP BY job_id
+    ORDER BY job_id
     ON CONFLICT (job_id, shard) DO UPDATE SET
         runs = stats.runs + excluded.runs,
         successes = stats.successes + excluded.successes,
@@ -266,6 +279,7 @@ BEGIN
                            THEN excluded.last_run_at ELSE stats.last_run_at END,
         last_success_at = greatest(stats.last_success_at, excluded.last_success_at),
         last_failure_at = greatest(stats.last_failure_at, excluded.last_failure_at);
+    RETURN NULL;
 END $$;
 
 --
@@ -277,52 +291,6 @@ CREATE FUNCTION public.probactr_job_stats_created() RETURNS trigger
     AS $$
 BEGIN
     INSERT INTO job_stat_shards (job_id) SELECT id FROM created_jobs ORDER BY id ON CONFLICT DO NOTHING;
-    RETURN NULL;
-END $$;
-
---
--- Name: probactr_job_stats_inserted(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.probactr_job_stats_inserted() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    job_ids BIGINT[]; run_ids BIGINT[]; states TEXT[]; started TIMESTAMPTZ[]; finished TIMESTAMPTZ[];
-BEGIN
-    SELECT array_agg(job_id), array_agg(id), array_agg(state), array_agg(started_at), array_agg(finished_at)
-    INTO job_ids, run_ids, states, started, finished
-    FROM inserted_runs WHERE state NOT IN ('queued', 'claimed', 'running');
-    IF job_ids IS NOT NULL THEN
-        PERFORM probactr_job_stats_add(job_ids, run_ids, states, started, finished);
-    END IF;
-    RETURN NULL;
-END $$;
-
---
--- Name: probactr_job_stats_updated(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.probactr_job_stats_updated() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    job_ids BIGINT[]; run_ids BIGINT[]; states TEXT[]; started TIMESTAMPTZ[]; finished TIMESTAMPTZ[];
-BEGIN
-    -- Most updates of runs (claims, starts, returns to the queue) end nothing: they pay
-    -- one pass over their new rows, not the join.
-    IF NOT EXISTS (SELECT 1 FROM updated_runs WHERE state NOT IN ('queued', 'claimed', 'running')) THEN
-        RETURN NULL;
-    END IF;
-    SELECT array_agg(after.job_id), array_agg(after.id), array_agg(after.state),
-           array_agg(after.started_at), array_agg(after.finished_at)
-    INTO job_ids, run_ids, states, started, finished
-    FROM updated_runs AS after JOIN previous_runs AS before ON before.id = after.id
-    WHERE before.state IN ('queued', 'claimed', 'running')
-      AND after.state NOT IN ('queued', 'claimed', 'running');
-    IF job_ids IS NOT NULL THEN
-        PERFORM probactr_job_stats_add(job_ids, run_ids, states, started, finished);
-    END IF;
     RETURN NULL;
 END $$;
 
@@ -646,7 +614,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM inserted WHERE state NOT IN ('queued', 'claimed', 'running')) THEN
         RETURN NULL;
     END IF;
-    IF EXISTS (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}')
+    IF (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}'
+        ORDER BY id LIMIT 1) IS NOT NULL
        AND EXISTS (SELECT 1 FROM inserted AS last
                    WHERE last.state IN ('succeeded', 'failed', 'timed_out', 'abandoned', 'cancelled')
                      AND last.job_id IN (SELECT id FROM jobs
@@ -680,7 +649,7 @@ BEGIN
             VALUES (queued, child.params, child.parent_id);
         END LOOP;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM workflow_run_steps WHERE state = 'running') THEN
+    IF (SELECT 1 FROM workflow_run_steps WHERE state = 'running' ORDER BY run_id LIMIT 1) IS NULL THEN
         RETURN NULL;
     END IF;
     FOR ended IN
@@ -3264,13 +3233,13 @@ CREATE TRIGGER runs_queued_notify AFTER INSERT ON public.runs REFERENCING NEW TA
 -- Name: runs runs_stats_inserted; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER runs_stats_inserted AFTER INSERT ON public.runs REFERENCING NEW TABLE AS inserted_runs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_job_stats_inserted();
+CREATE TRIGGER runs_stats_inserted AFTER INSERT ON public.runs REFERENCING NEW TABLE AS changed_runs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_job_stats_count();
 
 --
 -- Name: runs runs_stats_updated; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER runs_stats_updated AFTER UPDATE ON public.runs REFERENCING OLD TABLE AS previous_runs NEW TABLE AS updated_runs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_job_stats_updated();
+CREATE TRIGGER runs_stats_updated AFTER UPDATE ON public.runs REFERENCING OLD TABLE AS previous_runs NEW TABLE AS changed_runs FOR EACH STATEMENT EXECUTE FUNCTION public.probactr_job_stats_count();
 
 --
 -- Name: triggers triggers_capped; Type: TRIGGER; Schema: public; Owner: -

@@ -43,7 +43,7 @@
 //! | `probactr_quota_release` for triggers' caps and pools, `probactr_trigger_capped` (`triggers_capped`) | `common/tests/store/routing.rs`: `a_trigger_cap_bounds_its_runs_in_flight`; `executor/tests/executor/flow.rs`: `a_trigger_cap_holds_with_three_executors_racing`, `a_pool_holds_across_executors_and_a_dead_holders_slot_waits_for_the_reap` |
 //! | `probactr_rate_room`, `probactr_rate_stamp`, `probactr_job_rate_window` (`jobs_rate_window`) | `executor/tests/executor/flow.rs`: `a_rate_holds_across_executors` |
 //! | `probactr_notify_triggers` (`triggers_changed`, `workflow_triggers_changed`) | `common/tests/store/functions.rs`: `changed_triggers_and_queued_runs_notify_unless_quiet`; `executor/tests/executor/cluster.rs`: `a_new_trigger_wakes_sleeping_executors` |
-//! | `probactr_job_stats_add`, `probactr_job_stats_created` (`jobs_stats_row`), `probactr_job_stats_inserted` (`runs_stats_inserted`), `probactr_job_stats_updated` (`runs_stats_updated`) | `common/tests/store/job_stats.rs`: `every_way_a_run_ends_is_counted_once`, `job_stats_outlive_pruned_runs_and_go_with_their_job`, `opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock` |
+//! | `probactr_job_stats_created` (`jobs_stats_row`), `probactr_job_stats_count` (`runs_stats_inserted`, `runs_stats_updated`) | `common/tests/store/job_stats.rs`: `every_way_a_run_ends_is_counted_once`, `job_stats_outlive_pruned_runs_and_go_with_their_job`, `opposite_grouped_finishes_of_the_same_jobs_do_not_deadlock` |
 //! | `probactr_workflow_start_step`, `probactr_workflow_advance` | `monitor/tests/faults/workflows.rs`: `a_diamond_fans_out_fans_in_skips_and_resumes_after_a_retry`; `manager/tests/api/workflows.rs`: `workflows_are_checked_run_cancelled_retried_and_paused` |
 //! | `probactr_runs_advance` (`runs_advance`) | `monitor/tests/faults/workflows.rs`: the diamond, `child_jobs_run_once_after_their_parent_with_its_params` |
 //! | `probactr_alert_run_ends` (`runs_alert_events`) | `monitor/tests/alerts/main.rs`: `run_events_failures_in_a_row_and_recovery` |
@@ -119,10 +119,8 @@ pub const FUNCTIONS: &[DatabaseFunction] = &[
     // Triggers: wake-ups when they change.
     function!("triggers/sql/functions/probactr_notify_triggers.sql"),
     // Jobs: the statistics counters.
-    function!("jobs/sql/functions/probactr_job_stats_add.sql"),
     function!("jobs/sql/functions/probactr_job_stats_created.sql"),
-    function!("jobs/sql/functions/probactr_job_stats_inserted.sql"),
-    function!("jobs/sql/functions/probactr_job_stats_updated.sql"),
+    function!("jobs/sql/functions/probactr_job_stats_count.sql"),
     function!("jobs/sql/functions/probactr_job_rate_window.sql"),
     // Workflows and child jobs: what an ended run starts.
     function!("workflows/sql/functions/probactr_workflow_start_step.sql"),

@@ -492,3 +492,52 @@ async fn the_stop_poll_reads_only_runs_asked_to_stop(pool: PgPool) {
     let asked = runs::cancel_requested(&pool, executor).await.expect("poll");
     assert_eq!(asked.len(), 1);
 }
+
+/// Recording ends reads no table whole to learn that no job has followers and no workflow
+/// step runs, whatever the statistics say. With `jobs` never analyzed (autovacuum off, or
+/// not yet come), asking whether any job has followers read every job at each recorded
+/// group: 3.6 ms with 10,000 jobs.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn recording_ends_reads_neither_jobs_nor_steps_whole_before_any_analyze(pool: PgPool) {
+    sqlx::query("INSERT INTO jobs (name, kind, parallel) SELECT 'many-' || g, 'noop', true FROM generate_series(1, 2000) AS g")
+        .execute(&pool)
+        .await
+        .expect("jobs");
+    let job = make_job(&pool, "recorded", |j| j.parallel = true).await;
+    let executor = make_executor(&pool).await;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO runs (job_id, scheduled_at, available_at, state, executor_id, claimed_at, started_at)
+         SELECT $1, now(), now(), 'running', $2, now(), now() FROM generate_series(1, 10) RETURNING id",
+    )
+    .bind(job.id)
+    .bind(executor)
+    .fetch_all(&pool)
+    .await
+    .expect("running runs");
+    let ends: Vec<runs::RunEnd> = ids
+        .iter()
+        .map(|&run_id| runs::RunEnd {
+            run_id,
+            executor_id: executor,
+            fence: None,
+            finish: ended(RunState::Succeeded),
+            started_at: None,
+        })
+        .collect();
+    let mut tx = pool.begin().await.expect("transaction");
+    let recorded = runs::finish_many(&mut *tx, &ends).await.expect("record the ends");
+    assert!(recorded.iter().all(|f| f.write == Write::Stored), "{recorded:?}");
+    // This transaction's own reads of each table, so far.
+    let whole_reads: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT relname::text, seq_scan FROM pg_stat_xact_user_tables
+         WHERE relname IN ('jobs', 'workflow_run_steps') AND seq_scan > 0",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .expect("table reads");
+    tx.commit().await.expect("commit");
+    assert!(
+        whole_reads.is_empty(),
+        "recording ends read whole tables: {whole_reads:?}"
+    );
+}

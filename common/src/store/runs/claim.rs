@@ -144,7 +144,7 @@ pub async fn claim_in_namespaces(
 /// claimable at once. The caller passes only ends of runs that hold no quota: releasing
 /// one locks the rows a claim locks, and two such transactions could then wait for each
 /// other. The claim ends no run, so the job counters the ends lock (see
-/// `probactr_job_stats_add`) are still locked by one statement per transaction.
+/// `probactr_job_stats_count`) are still locked by one statement per transaction.
 pub async fn finish_and_claim(
     pool: &PgPool,
     endings: &[RunEnd],

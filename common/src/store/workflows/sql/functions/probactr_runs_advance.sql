@@ -8,6 +8,12 @@
 -- that finds the children costs about 0.1 ms even when it finds none: a quick look for
 -- an ended run of a job with followers comes first, so that the ends of other jobs do
 -- not pay it while some job has followers.
+--
+-- Each lookup asks for the first row in the index's order, which only the partial index
+-- gives without reading the table, whatever the planner's statistics say. Asked whether
+-- any row exists, the planner took a table never analyzed (autovacuum off, or not yet
+-- come) for half full of followers and read all of `jobs` instead: 3.6 ms at every
+-- recorded group with 10,000 jobs, against 0.01 ms.
 CREATE OR REPLACE FUNCTION probactr_runs_advance() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     ended RECORD;
@@ -17,7 +23,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM inserted WHERE state NOT IN ('queued', 'claimed', 'running')) THEN
         RETURN NULL;
     END IF;
-    IF EXISTS (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}')
+    IF (SELECT 1 FROM jobs WHERE on_success <> '{}' OR on_failure <> '{}' OR on_finish <> '{}'
+        ORDER BY id LIMIT 1) IS NOT NULL
        AND EXISTS (SELECT 1 FROM inserted AS last
                    WHERE last.state IN ('succeeded', 'failed', 'timed_out', 'abandoned', 'cancelled')
                      AND last.job_id IN (SELECT id FROM jobs
@@ -51,7 +58,7 @@ BEGIN
             VALUES (queued, child.params, child.parent_id);
         END LOOP;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM workflow_run_steps WHERE state = 'running') THEN
+    IF (SELECT 1 FROM workflow_run_steps WHERE state = 'running' ORDER BY run_id LIMIT 1) IS NULL THEN
         RETURN NULL;
     END IF;
     FOR ended IN

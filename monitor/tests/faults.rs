@@ -562,8 +562,16 @@ async fn every_trigger_succeeds_after(
 }
 
 /// Runs of the executor identity `executor_id` whose job started (by its effects) after
-/// a monitor declared that identity dead.
-async fn jobs_started_after_death(pool: &PgPool, workload: &Workload, executor_id: Uuid) -> Vec<i64> {
+/// a monitor declared that identity dead. A job whose process group is in `frozen` was
+/// started before a pause froze it with its executor: if the pause caught it between its
+/// start and its first line, that line is written on resume, after the death, by a job
+/// the executor started before it.
+async fn jobs_started_after_death(
+    pool: &PgPool,
+    workload: &Workload,
+    executor_id: Uuid,
+    frozen: &[i32],
+) -> Vec<i64> {
     let declared: Option<DateTime<Utc>> =
         sqlx::query_scalar("SELECT declared_dead_at FROM executors WHERE id = $1")
             .bind(executor_id)
@@ -582,6 +590,7 @@ async fn jobs_started_after_death(pool: &PgPool, workload: &Workload, executor_i
         .effects()
         .into_iter()
         .filter(|e| e.kind == 'S' && theirs.contains(&e.run_id) && e.at() > declared)
+        .filter(|e| !frozen.contains(&e.pid))
         .map(|e| e.run_id)
         .collect()
 }
@@ -629,8 +638,10 @@ async fn a_paused_executor_is_fenced_off_and_stops_its_job_on_resume(
     let victim = cluster.executor_with_pid(pid);
     let paused = Instant::now();
     cluster.executors[victim].pause();
+    // Every job the executor had started, frozen with it (resuming forgets them).
+    let frozen = cluster.executors[victim].paused_groups().to_vec();
     assert!(
-        cluster.executors[victim].paused_groups().contains(&job_start.pid),
+        frozen.contains(&job_start.pid),
         "the job's process group was paused with its executor"
     );
 
@@ -712,7 +723,7 @@ async fn a_paused_executor_is_fenced_off_and_stops_its_job_on_resume(
     chain_succeeded(&pool, first, Duration::from_secs(20)).await;
 
     // No job started under the dead identity once it was declared dead.
-    let late = jobs_started_after_death(&pool, &workload, old_id).await;
+    let late = jobs_started_after_death(&pool, &workload, old_id, &frozen).await;
     assert!(late.is_empty(), "jobs started under a dead identity: {late:?}");
 
     let cutoff = workload.wind_down(&pool, Duration::from_secs(40)).await;
@@ -1288,7 +1299,7 @@ async fn an_executor_cut_off_from_postgres_stops_its_jobs_and_is_reaped_once(
     )
     .await;
     assert_eq!(get_run(&pool, first).await.state, RunState::Abandoned);
-    let late = jobs_started_after_death(&pool, &workload, cut_id).await;
+    let late = jobs_started_after_death(&pool, &workload, cut_id, &[]).await;
     assert!(late.is_empty(), "jobs started under a dead identity: {late:?}");
 
     let cutoff = workload.wind_down(&pool, Duration::from_secs(40)).await;

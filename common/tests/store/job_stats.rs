@@ -1250,6 +1250,37 @@ async fn this_releases_migrations_upgrade_a_populated_database(pool: PgPool) {
         1,
         "the queued run stays claimable"
     );
+    // The counters were kept by three functions before this release, and by one after it:
+    // runs ended on either side are each counted once.
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM pg_proc WHERE proname IN
+               ('probactr_job_stats_add', 'probactr_job_stats_inserted', 'probactr_job_stats_updated')"
+        )
+        .await,
+        0,
+        "the counting functions this release replaces are gone"
+    );
+    sqlx::query(
+        "UPDATE runs SET state = 'succeeded', started_at = coalesce(started_at, now()), finished_at = now()
+         WHERE state IN ('claimed', 'running')",
+    )
+    .execute(&pool)
+    .await
+    .expect("end the held runs");
+    sqlx::query(
+        "INSERT INTO runs (job_id, scheduled_at, state, finished_at) VALUES ($1, now(), 'failed', now())",
+    )
+    .bind(job)
+    .execute(&pool)
+    .await
+    .expect("an ended run recorded after the upgrade");
+    assert_stats_match_runs(&pool).await;
+    assert_eq!(
+        stats_counts(&pool, job).await,
+        (23, 22, 1, 0, 0),
+        "the history, the two held runs and the new failure"
+    );
 
     sqlx::query("DELETE FROM triggers WHERE id = $1")
         .bind(trigger)

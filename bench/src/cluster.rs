@@ -169,12 +169,17 @@ impl Cluster {
         bail!("{count} {role}(s) did not register within 10 s")
     }
 
-    /// Stops the processes and drops the database and the Redis keys.
+    /// Stops the processes and drops the database and the Redis keys; with `BENCH_KEEP`
+    /// set, keeps the database (named on stderr) for reading the runs afterwards.
     pub async fn teardown(mut self) -> anyhow::Result<()> {
         for (_, child) in &mut self.processes {
             let _ = child.kill().await;
         }
         self.pool.close().await;
+        if std::env::var_os("BENCH_KEEP").is_some() {
+            eprintln!("probactr-bench: kept the database {}", self.database);
+            return Ok(());
+        }
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "DROP DATABASE IF EXISTS {} WITH (FORCE)",
             self.database

@@ -25,7 +25,8 @@ options:
 
 Settings in the bench's environment (PROBACTR_EXECUTOR_PREFETCH=0, say) reach the
 processes it starts, but for those the options above set. BENCH_LOG (a RUST_LOG
-filter, say probactr_executor::firing=debug) shows their logs.";
+filter, say probactr_executor::firing=debug) shows their logs; BENCH_KEEP (any value)
+keeps each scenario's database, named on stderr, to read its runs afterwards.";
 
 /// What to run and at which size.
 #[derive(Debug, Clone)]

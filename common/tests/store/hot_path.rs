@@ -479,10 +479,12 @@ async fn the_stop_poll_reads_only_runs_asked_to_stop(pool: PgPool) {
     .execute(&pool)
     .await
     .expect("running runs");
-    sqlx::query("ANALYZE runs_live")
+    // Compacted and analyzed: a few hundred live runs in a few pages, as the monitor's
+    // vacuum and analyze leave them in a steady cluster.
+    sqlx::query("VACUUM (FULL, ANALYZE) runs_live")
         .execute(&pool)
         .await
-        .expect("analyze");
+        .expect("vacuum and analyze");
     let poll = include_str!("../../src/store/runs/sql/cancel_requested.sql");
     let plan = explain_generic_as(&pool, "(ANALYZE)", poll, "uuid", &format!("'{executor}'")).await;
     assert!(
@@ -505,25 +507,8 @@ async fn recording_ends_reads_neither_jobs_nor_steps_whole_before_any_analyze(po
         .expect("jobs");
     let job = make_job(&pool, "recorded", |j| j.parallel = true).await;
     let executor = make_executor(&pool).await;
-    let ids: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO runs (job_id, scheduled_at, available_at, state, executor_id, claimed_at, started_at)
-         SELECT $1, now(), now(), 'running', $2, now(), now() FROM generate_series(1, 10) RETURNING id",
-    )
-    .bind(job.id)
-    .bind(executor)
-    .fetch_all(&pool)
-    .await
-    .expect("running runs");
-    let ends: Vec<runs::RunEnd> = ids
-        .iter()
-        .map(|&run_id| runs::RunEnd {
-            run_id,
-            executor_id: executor,
-            fence: None,
-            finish: ended(RunState::Succeeded),
-            started_at: None,
-        })
-        .collect();
+    let ids = running_runs(&pool, job.id, executor, 10).await;
+    let ends = succeeded_ends(&ids, executor);
     let mut tx = pool.begin().await.expect("transaction");
     let recorded = runs::finish_many(&mut *tx, &ends).await.expect("record the ends");
     assert!(recorded.iter().all(|f| f.write == Write::Stored), "{recorded:?}");
@@ -540,4 +525,63 @@ async fn recording_ends_reads_neither_jobs_nor_steps_whole_before_any_analyze(po
         whole_reads.is_empty(),
         "recording ends read whole tables: {whole_reads:?}"
     );
+}
+
+/// `count` runs of `job`, running on `executor`; their ids.
+async fn running_runs(pool: &PgPool, job: i64, executor: Uuid, count: i64) -> Vec<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO runs (job_id, scheduled_at, available_at, state, executor_id, claimed_at, started_at)
+         SELECT $1, now(), now(), 'running', $2, now(), now() FROM generate_series(1, $3) RETURNING id",
+    )
+    .bind(job)
+    .bind(executor)
+    .bind(count)
+    .fetch_all(pool)
+    .await
+    .expect("running runs")
+}
+
+/// The successful ends of `runs`, as `executor` records them.
+fn succeeded_ends(runs: &[i64], executor: Uuid) -> Vec<runs::RunEnd> {
+    runs.iter()
+        .map(|&run_id| runs::RunEnd {
+            run_id,
+            executor_id: executor,
+            fence: None,
+            finish: ended(RunState::Succeeded),
+            started_at: None,
+        })
+        .collect()
+}
+
+/// The generic plan of the recording (the executors' pools force generic plans) finds the
+/// ended runs by id, however many live runs the partition holds: it read all of them
+/// once a few hundred were live and analyzed.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn recording_ends_finds_them_by_id_among_many_live_runs(pool: PgPool) {
+    let job = make_job(&pool, "recorded", |j| j.parallel = true).await;
+    let executor = make_executor(&pool).await;
+    let ids = running_runs(&pool, job.id, executor, 600).await;
+    // Compacted and analyzed: a few hundred live runs in a few pages, as the monitor's
+    // vacuum and analyze leave them in a steady cluster.
+    sqlx::query("VACUUM (FULL, ANALYZE) runs_live")
+        .execute(&pool)
+        .await
+        .expect("vacuum and analyze");
+    let ends = succeeded_ends(&ids[..20], executor);
+    let mut tx = pool.begin().await.expect("transaction");
+    sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan")
+        .execute(&mut *tx)
+        .await
+        .expect("generic plans");
+    let recorded = runs::finish_many(&mut *tx, &ends).await.expect("record the ends");
+    assert!(recorded.iter().all(|f| f.write == Write::Stored), "{recorded:?}");
+    let whole_reads: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(seq_scan), 0)::bigint FROM pg_stat_xact_user_tables WHERE relname = 'runs_live'",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .expect("table reads");
+    tx.commit().await.expect("commit");
+    assert_eq!(whole_reads, 0, "recording 20 ends read every live run");
 }

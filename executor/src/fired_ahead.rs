@@ -1,5 +1,6 @@
 //! Runs fired ahead of their instants and owned by the executor that fired them: held in
-//! memory, each with the slot taken for it, until its instant, then started there. Past
+//! memory, each with the slot taken for it, until its instant (rounded up to
+//! [`START_GRANULE_MS`]), then started there. Past
 //! half the capacity, runs of in-process jobs are booked instead: held without an
 //! execution slot, they take one at their instant, at once when one is free, else as
 //! slots free, so an aligned instant of many short runs starts from memory.
@@ -29,6 +30,7 @@ use crate::attempt::{self, Attempts};
 use crate::prefetch::{HOLD_LIMIT, WAIT_LIMIT};
 use crate::registry::StopReason;
 use crate::slot::{Slot, Slots};
+use crate::wakeup;
 
 /// A free slot is taken for a run fired ahead only while more than this share of the
 /// capacity is free: a slot held for a coming instant is one queued work cannot use.
@@ -54,6 +56,14 @@ pub fn slot_for(slots: &Slots, capacity: u32, early: chrono::TimeDelta, in_proce
     None
 }
 
+/// Held runs start on multiples of this many milliseconds (from their instants on, never
+/// before): runs whose instants are spread over the second start a few at a time, one
+/// wake-up of the executor each granule rather than one each millisecond. At 1,000
+/// instants a second spread over it, that is a fifth of the executor's CPU a fire for
+/// 2-3 ms of lag (BENCHMARKS.md, "Held runs start on 5 ms granules"); instants on whole
+/// seconds, or on any multiple of the granule, start on time.
+pub const START_GRANULE_MS: i64 = 5;
+
 /// The clock a firing's instants are waited on: PostgreSQL's `now()` as the firing saw it,
 /// and when its answer arrived here.
 #[derive(Debug, Clone, Copy)]
@@ -69,6 +79,17 @@ impl FiringClock {
     fn local(&self, instant: DateTime<Utc>) -> Instant {
         let wait = (instant - self.db_now).to_std().unwrap_or(Duration::ZERO);
         self.answered + wait
+    }
+
+    /// When, on this process's clock, the first multiple of `granule_ms` milliseconds
+    /// from `instant` on comes: runs whose instants are dense start together, one wake-up
+    /// each granule rather than one each millisecond.
+    fn local_after(&self, instant: DateTime<Utc>, granule_ms: i64) -> Instant {
+        let millis = wakeup::round_up(instant.timestamp_millis(), granule_ms);
+        let rounded = DateTime::<Utc>::from_timestamp_millis(millis)
+            .unwrap_or(instant)
+            .max(instant);
+        self.local(rounded)
     }
 
     /// The database's clock now, as far as this process can tell.
@@ -105,7 +126,7 @@ pub fn hold(
                 .registry
                 .track(run.id, executor_id, attempt::stop_grace_of(&job));
             Held {
-                starts: clock.local(run.scheduled_at),
+                starts: clock.local_after(run.scheduled_at, START_GRANULE_MS),
                 run,
                 job,
                 slot,
@@ -245,4 +266,34 @@ fn stopped_before_start(attempts: &Arc<Attempts>, held: Held, executor_id: Uuid)
         handle.stop(StopReason::Cancelled);
     }
     attempt::spawn(attempts, held.run, held.job, executor_id, held.slot, true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock() -> FiringClock {
+        FiringClock {
+            db_now: DateTime::from_timestamp(1_700_000_000, 0).expect("a valid time"),
+            answered: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn held_runs_start_on_the_granule_after_their_instant_never_before() {
+        let clock = clock();
+        let at = |millis: i64| clock.db_now + chrono::TimeDelta::milliseconds(millis);
+        let starts = |millis: i64| clock.local_after(at(millis), START_GRANULE_MS) - clock.answered;
+        assert_eq!(starts(1), Duration::from_millis(5));
+        assert_eq!(starts(4), Duration::from_millis(5));
+        assert_eq!(starts(6), Duration::from_millis(10));
+        // Instants on the granule (a whole second, say) start on time.
+        assert_eq!(starts(1000), Duration::from_millis(1000));
+        // One a fraction of a millisecond past the granule starts at its instant, not before.
+        let just_after = at(5) + chrono::TimeDelta::microseconds(300);
+        assert_eq!(
+            clock.local_after(just_after, START_GRANULE_MS) - clock.answered,
+            Duration::from_micros(5300)
+        );
+    }
 }

@@ -107,13 +107,15 @@ const DENSITY_SPAN_MS: i64 = 250;
 
 /// Each instant rounded up to a multiple of `granule`, once each, in order.
 fn alarms(instants: &[i64], granule: i64) -> Vec<i64> {
-    let mut alarms: Vec<i64> = instants
-        .iter()
-        .map(|millis| (millis + granule - 1).div_euclid(granule) * granule)
-        .collect();
+    let mut alarms: Vec<i64> = instants.iter().map(|&millis| round_up(millis, granule)).collect();
     alarms.sort_unstable();
     alarms.dedup();
     alarms
+}
+
+/// `millis` rounded up to a multiple of `granule`.
+pub fn round_up(millis: i64, granule: i64) -> i64 {
+    (millis + granule - 1).div_euclid(granule) * granule
 }
 
 /// The alarms for `instants`: fine ones, unless they would ring more than

@@ -345,6 +345,58 @@ async fn live_runs_name_jobs_and_triggers_that_exist_and_go_with_them(pool: PgPo
     );
 }
 
+/// Runs `sql` with `id` bound on a connection of its own; the caller waits for it to
+/// block on a lock ([`wait_until_blocked`]) and then for its result.
+fn in_background(
+    pool: &PgPool,
+    sql: &'static str,
+    id: i64,
+) -> tokio::task::JoinHandle<Result<sqlx::postgres::PgQueryResult, sqlx::Error>> {
+    let pool = pool.clone();
+    tokio::spawn(async move { sqlx::query(sql).bind(id).execute(&pool).await })
+}
+
+/// A firing inserts its runs without locking their triggers again (it holds them since
+/// its claim): a delete of the trigger still waits for the firing's commit, then forgets
+/// the run it fired, which stays queued with no trigger.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_trigger_deleted_while_it_fires_waits_and_forgets_its_run(pool: PgPool) {
+    let job = make_job(&pool, "fired-while-deleted", |_| {}).await;
+    let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
+        .await
+        .expect("trigger");
+    let mut firing = pool.begin().await.expect("begin");
+    let due = triggers::claim_due(&mut firing, 10, Duration::from_secs(120))
+        .await
+        .expect("claim");
+    let instant = due
+        .iter()
+        .find(|due| due.trigger.id == trigger.id)
+        .and_then(|due| due.trigger.next_fire_at)
+        .expect("the trigger is due");
+    let mut fired = runs::FiredRuns::default();
+    fired.push(job.id, trigger.id, instant, false);
+    let inserted = runs::insert_fired_runs(&mut firing, &fired, Uuid::new_v4())
+        .await
+        .expect("fire");
+    assert_eq!(inserted.len(), 1);
+    let deleting = in_background(&pool, "DELETE FROM triggers WHERE id = $1", trigger.id);
+    wait_until_blocked(&pool).await;
+    firing.commit().await.expect("commit the firing");
+    let deleted = deleting.await.unwrap().expect("delete the trigger");
+    assert_eq!(deleted.rows_affected(), 1);
+    let live: Vec<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT id, trigger_id FROM runs_live WHERE job_id = $1")
+            .bind(job.id)
+            .fetch_all(&pool)
+            .await
+            .expect("live runs");
+    assert_eq!(
+        live,
+        vec![(inserted[0].id, None)],
+        "the fired run stays, with no trigger"
+    );
+}
 /// A run inserted while its job is being deleted is never left behind: the insert locks
 /// its job until it commits, so a delete waits for it and takes the run along, and an
 /// insert behind a delete is refused once the delete commits.
@@ -365,15 +417,7 @@ async fn a_run_inserted_while_its_job_is_deleted_goes_with_it(pool: PgPool) {
         .execute(&mut *inserting)
         .await
         .expect("insert");
-    let deleting = tokio::spawn({
-        let pool = pool.clone();
-        async move {
-            sqlx::query("DELETE FROM jobs WHERE id = $1")
-                .bind(job.id)
-                .execute(&pool)
-                .await
-        }
-    });
+    let deleting = in_background(&pool, "DELETE FROM jobs WHERE id = $1", job.id);
     wait_until_blocked(&pool).await;
     inserting.commit().await.expect("commit the run");
     let deleted = deleting.await.unwrap().expect("delete the job");
@@ -392,15 +436,11 @@ async fn a_run_inserted_while_its_job_is_deleted_goes_with_it(pool: PgPool) {
         .execute(&mut *deleting)
         .await
         .expect("delete");
-    let inserting = tokio::spawn({
-        let pool = pool.clone();
-        async move {
-            sqlx::query("INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now())")
-                .bind(job.id)
-                .execute(&pool)
-                .await
-        }
-    });
+    let inserting = in_background(
+        &pool,
+        "INSERT INTO runs (job_id, scheduled_at) VALUES ($1, now())",
+        job.id,
+    );
     wait_until_blocked(&pool).await;
     deleting.commit().await.expect("commit the delete");
     let refused = inserting.await.unwrap().expect_err("a run of a deleted job");

@@ -1,5 +1,7 @@
 -- The due-trigger claim: see `CLAIM_DUE_SQL` in `store/triggers.rs`.
-WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true))
+-- `probactr.triggers_held`: every trigger this transaction fires runs of is one it holds
+-- here FOR UPDATE, so the inserts need not lock them again (probactr_check_run_keys).
+WITH quiet AS (SELECT set_config('probactr.quiet', 'on', true), set_config('probactr.triggers_held', 'on', true))
 SELECT triggers.*,
        (jobs.parallel AND jobs.max_concurrency IS NULL AND triggers.max_concurrency IS NULL
         AND jobs.selector = '{}'::jsonb AND jobs.route = 'any' AND jobs.mode = 'batch'

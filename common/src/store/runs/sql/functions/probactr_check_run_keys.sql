@@ -9,6 +9,11 @@
 -- as the key did (SQLSTATE 23503, naming `runs_live_job_exists` or
 -- `runs_live_trigger_exists` as its constraint).
 --
+-- A firing transaction (`probactr.triggers_held` on, set by the due-trigger claim) inserts
+-- runs only of the triggers its claim holds FOR UPDATE: they exist, and a delete of one
+-- already waits for the commit. Their check is skipped there; it locked every fired
+-- trigger a second time, a tenth of what a fire's insert cost PostgreSQL.
+--
 -- Runs enter the live partition only by an insert: every update that moves a run (a
 -- claim given back, a reap) keeps it live, and one that ends it moves it to the history,
 -- whose rows are checked by nobody (see probactr_erase_job_runs).
@@ -30,6 +35,7 @@ BEGIN
                   CONSTRAINT = 'runs_live_job_exists';
     END IF;
     IF trigger_ids IS NOT NULL
+       AND coalesce(current_setting('probactr.triggers_held', true), '') <> 'on'
        AND (SELECT count(*) FROM (SELECT FROM triggers WHERE id = ANY (trigger_ids) FOR KEY SHARE) AS held)
            < cardinality(trigger_ids) THEN
         RAISE EXCEPTION 'a live run names a trigger that does not exist'

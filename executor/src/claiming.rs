@@ -313,7 +313,7 @@ async fn trace_claims<'a>(
 async fn one_per_queueing_job(
     pool: &PgPool,
     claimed: Vec<Run>,
-    jobs: &HashMap<i64, Job>,
+    jobs: &HashMap<i64, Arc<Job>>,
     executor_id: Uuid,
 ) -> anyhow::Result<Vec<Run>> {
     let queueing = |job_id: i64| {

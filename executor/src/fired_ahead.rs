@@ -101,7 +101,7 @@ impl FiringClock {
 /// One held run.
 struct Held {
     run: Run,
-    job: Job,
+    job: Arc<Job>,
     slot: Slot,
     starts: Instant,
 }
@@ -112,7 +112,7 @@ struct Held {
 pub fn hold(
     attempts: &Arc<Attempts>,
     slots: &Slots,
-    runs: Vec<(Run, Job, Slot)>,
+    runs: Vec<(Run, Arc<Job>, Slot)>,
     executor_id: Uuid,
     clock: FiringClock,
 ) {

@@ -51,7 +51,9 @@ pub async fn prepare(
         });
     }
     let chain_id = run.first_run_id.unwrap_or(run.id);
-    let mut inputs = read_inputs(pool, chain_id, run.trigger_id)
+    // Boxed: the reads' state is many kilobytes, and inline it would size the future of
+    // every attempt (built-ins included), moved whole as each run is spawned.
+    let mut inputs = Box::pin(read_inputs(pool, chain_id, run.trigger_id))
         .await
         .map_err(|err| format!("cannot read the run's parameters: {err}"))?;
     let secret_values = declared(job, &mut inputs, keys)?;

@@ -6,7 +6,7 @@
 //! trip instead of two.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use probactr_common::model::Job;
 use probactr_common::store::{jobs, StoreError};
@@ -19,13 +19,19 @@ const MAX_CACHED: usize = 10_000;
 /// Job definitions by id.
 #[derive(Debug, Default)]
 pub struct JobCache {
-    jobs: Mutex<HashMap<i64, Job>>,
+    /// Shared with the attempts that run them: a run takes a reference, not a copy of
+    /// the definition's strings and JSON.
+    jobs: Mutex<HashMap<i64, Arc<Job>>>,
 }
 
 impl JobCache {
     /// The jobs of `wanted` (job id, version at the claim), read from PostgreSQL only
     /// where the cache lacks that version. A job deleted since the claim is missing.
-    pub async fn get(&self, pool: &PgPool, wanted: &[(i64, i64)]) -> Result<HashMap<i64, Job>, StoreError> {
+    pub async fn get(
+        &self,
+        pool: &PgPool,
+        wanted: &[(i64, i64)],
+    ) -> Result<HashMap<i64, Arc<Job>>, StoreError> {
         let mut stale: Vec<i64> = {
             let cached = self.lock();
             wanted
@@ -42,7 +48,7 @@ impl JobCache {
             if cached.len() + fresh.len() > MAX_CACHED {
                 cached.clear();
             }
-            cached.extend(fresh.into_iter().map(|job| (job.id, job)));
+            cached.extend(fresh.into_iter().map(|job| (job.id, Arc::new(job))));
         }
         let cached = self.lock();
         Ok(wanted
@@ -51,7 +57,7 @@ impl JobCache {
             .collect())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Job>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<Job>>> {
         // A panic while holding the lock leaves a usable map (entries are whole jobs).
         self.jobs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

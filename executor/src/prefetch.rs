@@ -20,6 +20,7 @@
 //! cannot take. Long jobs are never kept from an idle executor.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use probactr_common::model::{Job, Run};
@@ -61,7 +62,7 @@ pub struct Prefetched {
 
 struct Held {
     run: Run,
-    job: Job,
+    job: Arc<Job>,
     since: Instant,
     /// The run's registration: a cancellation stops it while it is held.
     handle: StopHandle,
@@ -103,7 +104,7 @@ impl Prefetched {
 
     /// Holds a run claimed past the free slots until a slot frees, registered so that a
     /// cancellation reaches it.
-    pub fn hold(&mut self, claimer: &Claimer, run: Run, job: Job) {
+    pub fn hold(&mut self, claimer: &Claimer, run: Run, job: Arc<Job>) {
         if self.held.is_empty() {
             self.progress_at = Instant::now();
         }

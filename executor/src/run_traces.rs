@@ -31,7 +31,9 @@ pub async fn of_runs<'a>(pool: &PgPool, runs: impl IntoIterator<Item = &'a Run>)
     }
     let runs: Vec<&Run> = runs.into_iter().collect();
     let chains: Vec<i64> = runs.iter().map(|run| chain_of(run)).collect();
-    let steps: HashMap<i64, StepOf> = match run_inputs::workflow_steps(pool, &chains).await {
+    // Boxed, like the other reads an attempt may make: inline, their state would size
+    // every attempt's future.
+    let steps: HashMap<i64, StepOf> = match Box::pin(run_inputs::workflow_steps(pool, &chains)).await {
         Ok(steps) => steps.into_iter().map(|step| (step.chain_id, step)).collect(),
         Err(err) => {
             tracing::debug!(error = %err, "cannot tell which runs are workflow steps; their spans go to their own traces");
@@ -66,7 +68,7 @@ pub async fn end_first_attempt(pool: &PgPool, traced: &Traced, run: &Run) {
     if run.first_run_id.is_some() {
         return;
     }
-    let ended = matches!(runs::get(pool, run.id).await, Ok(Some(now)) if now.state.is_terminal());
+    let ended = matches!(Box::pin(runs::get(pool, run.id)).await, Ok(Some(now)) if now.state.is_terminal());
     if !ended {
         return;
     }

@@ -33,16 +33,15 @@ impl Attempt<'_> {
             ));
         }
         let waiting = std::time::Instant::now();
-        let acquired = self
-            .attempts
-            .locks
-            .acquire(
-                want,
-                self.attempts.lock_lease,
-                self.attempts.lock_start_budget,
-                &self.attempts.lock_retry,
-            )
-            .await;
+        // Boxed: the Redis call's state is kilobytes, and inline it would size the future
+        // of every attempt, moved whole as each run is spawned, lock or none.
+        let acquired = Box::pin(self.attempts.locks.acquire(
+            want,
+            self.attempts.lock_lease,
+            self.attempts.lock_start_budget,
+            &self.attempts.lock_retry,
+        ))
+        .await;
         metrics::histogram!("probactr_lock_wait_seconds").record(waiting.elapsed().as_secs_f64());
         match acquired {
             Ok(Acquire::Acquired(lease)) => {
@@ -72,7 +71,8 @@ impl Attempt<'_> {
 
     pub(super) async fn release(&self, lease: Option<&Lease>) {
         let Some(lease) = lease else { return };
-        match self.attempts.locks.release(lease).await {
+        // Boxed for the reason given in `take_lock`.
+        match Box::pin(self.attempts.locks.release(lease)).await {
             Ok(true) => tracing::debug!(lock.token = lease.token(), "lock released"),
             Ok(false) => tracing::info!(lock.token = lease.token(), "lock was no longer ours at release"),
             Err(err) => tracing::warn!(error = %err, "cannot release the lock; it expires with its lease"),

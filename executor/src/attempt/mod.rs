@@ -98,12 +98,22 @@ pub struct Attempts {
 /// Runs one attempt in the background, holding `slot` (see [`Slot`]); each freed part
 /// wakes the claim loop. `holds_quota`: the run holds a place in a quota, so its end is
 /// not written in a claim's transaction (see [`crate::recorder`]).
-pub fn spawn(attempts: &Arc<Attempts>, run: Run, job: Job, executor_id: Uuid, slot: Slot, holds_quota: bool) {
+pub fn spawn(
+    attempts: &Arc<Attempts>,
+    run: Run,
+    job: Arc<Job>,
+    executor_id: Uuid,
+    slot: Slot,
+    holds_quota: bool,
+) {
     let attempts = attempts.clone();
     // Runs of a job that allows only one (or a few) at once wait in the queue while it
     // runs: its recorded end is news for the claim, not only a freed slot.
     let unblocks_queue = !job.parallel || job.max_concurrency.is_some();
-    attempts.tracker.clone().spawn(async move {
+    // Boxed once here: a task is moved a few times on its way to the runtime, and an
+    // attempt's future is kilobytes (the awaits that would make it tens of kilobytes are
+    // boxed where they are taken).
+    attempts.tracker.clone().spawn(Box::pin(async move {
         run_attempt(
             &attempts,
             run,
@@ -119,7 +129,7 @@ pub fn spawn(attempts: &Arc<Attempts>, run: Run, job: Job, executor_id: Uuid, sl
         } else {
             attempts.wakeups.capacity.notify_one();
         }
-    });
+    }));
 }
 
 /// How long a stopped job of `job` may take to end before it is killed (its
@@ -132,7 +142,7 @@ pub fn stop_grace_of(job: &Job) -> Duration {
 pub async fn run_attempt(
     attempts: &Attempts,
     run: Run,
-    job: Job,
+    job: Arc<Job>,
     executor_id: Uuid,
     shutdown: &CancellationToken,
     slot: Slot,
@@ -183,7 +193,7 @@ fn traced(span: impl FnOnce() -> tracing::Span) -> tracing::Span {
 struct Attempt<'a> {
     attempts: &'a Attempts,
     run: Run,
-    job: Job,
+    job: Arc<Job>,
     executor_id: Uuid,
     slot: Slot,
     holds_quota: bool,

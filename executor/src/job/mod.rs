@@ -253,9 +253,11 @@ pub async fn execute_live(
         return Execution::ended(Ending::Stopped).with_error("stopped before it started");
     }
     // Requests and built-ins have nothing to clean up: being asked ends them at once.
+    // Shell and HTTP runs are boxed so that their state does not size the future of every
+    // attempt, built-ins included.
     match spec {
-        JobSpec::Shell(spec) => shell::run(spec, ctx, limits, &stop, tap).await,
-        JobSpec::Http(spec) => http.run(spec, ctx, limits, &stop.asked).await,
+        JobSpec::Shell(spec) => Box::pin(shell::run(spec, ctx, limits, &stop, tap)).await,
+        JobSpec::Http(spec) => Box::pin(http.run(spec, ctx, limits, &stop.asked)).await,
         JobSpec::Noop => builtin::noop(),
         JobSpec::Sleep { millis } => {
             builtin::sleep(Duration::from_millis(*millis), limits, &stop.asked).await

@@ -97,6 +97,10 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
     let mut failures = 0u32;
     let mut window = FireWindow::new(firer.ahead);
     let mut first_batch = first_batch_after(0, firer.batch);
+    // When the earliest workflow trigger comes (as last read): passes before it, which
+    // fire the jobs' triggers several times a second in a busy cluster, skip the workflow
+    // claim's transaction. A change to any trigger wakes the loop and looks again.
+    let mut workflows_due_at = tokio::time::Instant::now();
     while !stop.is_cancelled() {
         let began = tokio::time::Instant::now();
         let fired = match fire_due(&firer, window.now, first_batch).await {
@@ -111,9 +115,13 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
                     );
                     window.after_pass(took);
                 }
-                crate::workflow_firing::fire_due(&firer.pool, &firer.wakeups, firer.batch)
-                    .await
-                    .map(|workflows| jobs + workflows)
+                if tokio::time::Instant::now() >= workflows_due_at {
+                    crate::workflow_firing::fire_due(&firer.pool, &firer.wakeups, firer.batch)
+                        .await
+                        .map(|workflows| jobs + workflows)
+                } else {
+                    Ok(jobs)
+                }
             }
             Err(err) => Err(err),
         };
@@ -122,7 +130,9 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
                 failures = 0;
                 // Due triggers we could not take are being fired by a peer: look again
                 // shortly rather than spinning on them.
-                time_until_next_fire(&firer, window.now).await.map(|pause| {
+                time_until_next_fire(&firer, window.now).await.map(|next| {
+                    workflows_due_at = tokio::time::Instant::now() + next.workflows;
+                    let pause = next.jobs.min(next.workflows);
                     if pause.is_zero() && fired == 0 {
                         PEER_FIRING_PAUSE
                     } else {
@@ -138,11 +148,12 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
         };
         let pause = pause.unwrap_or_else(|err| {
             tracing::warn!(error = %err, "cannot read the next fire time");
+            workflows_due_at = tokio::time::Instant::now();
             backoff.delay(failures.min(10))
         });
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = firer.wakeups.triggers.notified() => {}
+            _ = firer.wakeups.triggers.notified() => workflows_due_at = tokio::time::Instant::now(),
             _ = tokio::time::sleep(pause) => {}
         }
     }
@@ -193,11 +204,19 @@ impl FireWindow {
     }
 }
 
-/// How long until the next pass: until the earliest instant is half the fire-ahead
-/// `window` away. Each pass fires everything within the whole window, so a pass takes
-/// about half a window of instants at once (waking as soon as one instant entered the
-/// window would fire instants spread over the second one or two at a time).
-async fn time_until_next_fire(firer: &Firer, window: Duration) -> Result<Duration, StoreError> {
+/// How long until the next passes of each kind of trigger.
+struct NextFires {
+    /// Jobs' triggers: until the earliest instant is half the fire-ahead window away.
+    jobs: Duration,
+    /// Workflows' triggers: until the earliest is due.
+    workflows: Duration,
+}
+
+/// How long until the next passes: for jobs' triggers, until the earliest instant is
+/// half the fire-ahead `window` away. Each pass fires everything within the whole window,
+/// so a pass takes about half a window of instants at once (waking as soon as one instant
+/// entered the window would fire instants spread over the second one or two at a time).
+async fn time_until_next_fire(firer: &Firer, window: Duration) -> Result<NextFires, StoreError> {
     let early = window.as_secs_f64() / 2.0;
     let jobs = match triggers::seconds_until_earliest_due(&firer.pool).await? {
         Some(secs) if secs > early => Duration::from_secs_f64(secs - early).min(MAX_SLEEP),
@@ -206,10 +225,10 @@ async fn time_until_next_fire(firer: &Firer, window: Duration) -> Result<Duratio
     };
     // Workflow triggers fire when due, not ahead.
     let workflows = match workflows::seconds_until_earliest_trigger(&firer.pool).await? {
-        Some(secs) => Duration::from_secs_f64(secs.max(0.0)),
+        Some(secs) => Duration::from_secs_f64(secs.max(0.0)).min(MAX_SLEEP),
         None => MAX_SLEEP,
     };
-    Ok(jobs.min(workflows))
+    Ok(NextFires { jobs, workflows })
 }
 
 /// How long to wait when due triggers are locked by a peer's firing transaction.
@@ -319,9 +338,9 @@ pub async fn fire_batch(firer: &Firer, batch: i64, ahead: Duration) -> Result<Fi
                 }
             };
             if due.fan_out {
-                fired.push_fanned_out(due.trigger.job_id, due.trigger.id, *instant);
+                fired.push_fanned_out(due, *instant);
             } else {
-                fired.push(due.trigger.job_id, due.trigger.id, *instant, slot.is_some());
+                fired.push(due, *instant, slot.is_some());
             }
             if let Some(slot) = slot {
                 slots.insert((due.trigger.id, *instant), slot);

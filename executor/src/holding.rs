@@ -219,6 +219,7 @@ mod tests {
             fan_out: false,
             in_process: true,
             job_version: 1,
+            job_priority: 0,
             db_now: at(100),
             calendar_id: None,
             jitter_secs: None,

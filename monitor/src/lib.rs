@@ -63,6 +63,8 @@ pub struct Monitor {
     pub id: Mutex<Uuid>,
     /// The output archive (`PROBACTR_OUTPUT_ARCHIVE`), whose objects retention deletes.
     pub archive: Option<OutputArchive>,
+    /// When a reap pass last deleted the history past retention (see `reaper::prune_every`).
+    pub pruned_at: std::sync::Mutex<Option<Instant>>,
 }
 
 /// Runs a monitor until `shutdown` is cancelled.
@@ -108,6 +110,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         reap_pool,
         locks,
         id: Mutex::new(Uuid::new_v4()),
+        pruned_at: std::sync::Mutex::new(None),
     });
     register(&monitor, &shutdown).await;
     let heartbeat = tokio::spawn(heartbeat_loop(monitor.clone(), shutdown.clone()));

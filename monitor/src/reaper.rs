@@ -9,7 +9,7 @@
 //! 4. Housekeeping: ask live executors to stop runs past `timeout + grace`, abandon the
 //!    ones still running a grace later, mark missed the queued runs that waited past
 //!    their trigger's misfire threshold, prune history older than `PROBACTR_RETENTION`
-//!    (runs, then the output chunks of runs gone).
+//!    (runs, then the output chunks of runs gone; at most every [`prune_every`]).
 //!
 //! Steps 2–4 look at every dead executor, not only the ones this pass declared, so a
 //! monitor that died between declaring and reaping leaves nothing behind.
@@ -147,7 +147,12 @@ pub async fn reap_once(monitor: &Monitor, declare: bool) -> Result<ReapReport, S
     reroute(monitor).await?;
     keep_services(monitor).await?;
 
-    report.pruned = prune(monitor).await?;
+    if prune_due(monitor) {
+        report.pruned = prune(monitor).await?;
+        if let Ok(mut pruned_at) = monitor.pruned_at.lock() {
+            *pruned_at = Some(tokio::time::Instant::now());
+        }
+    }
     count(&report);
     Ok(report)
 }
@@ -267,6 +272,24 @@ async fn prune_archive(monitor: &Monitor, archive: &OutputArchive) -> Result<u64
         if gone.len() < orphans.len() || orphans.len() < PRUNE_BATCH as usize {
             return Ok(deleted);
         }
+    }
+}
+
+/// How often the history past retention is deleted: a sixtieth of the retention, at most
+/// a minute. What is kept overshoots the retention by at most that much, and a reap pass,
+/// every few seconds, does not spend a dozen statements (the partitions' upkeep among
+/// them) finding nothing to delete.
+pub fn prune_every(retention: Duration) -> Duration {
+    (retention / 60).min(Duration::from_secs(60))
+}
+
+/// Whether this pass deletes the history past retention: the first pass, and then one
+/// each [`prune_every`] (a failed deletion is tried again the next pass).
+fn prune_due(monitor: &Monitor) -> bool {
+    let every = prune_every(monitor.config.retention);
+    match monitor.pruned_at.lock() {
+        Ok(pruned_at) => pruned_at.is_none_or(|at| at.elapsed() >= every),
+        Err(_) => true,
     }
 }
 

@@ -192,6 +192,8 @@ pub struct DueTrigger {
     pub in_process: bool,
     /// `jobs.version` of its job (the firing executor may have that definition already).
     pub job_version: i64,
+    /// `jobs.priority` of its job, which its runs take at birth.
+    pub job_priority: i32,
     /// The database's clock, which decides what is due.
     pub db_now: DateTime<Utc>,
     /// Its calendar (`triggers.calendar_id`): only triggers that have one make the firing

@@ -369,13 +369,13 @@ async fn a_trigger_deleted_while_it_fires_waits_and_forgets_its_run(pool: PgPool
     let due = triggers::claim_due(&mut firing, 10, Duration::from_secs(120))
         .await
         .expect("claim");
-    let instant = due
+    let claimed = due
         .iter()
         .find(|due| due.trigger.id == trigger.id)
-        .and_then(|due| due.trigger.next_fire_at)
         .expect("the trigger is due");
+    let instant = claimed.trigger.next_fire_at.expect("a next instant");
     let mut fired = runs::FiredRuns::default();
-    fired.push(job.id, trigger.id, instant, false);
+    fired.push(claimed, instant, false);
     let inserted = runs::insert_fired_runs(&mut firing, &fired, Uuid::new_v4())
         .await
         .expect("fire");

@@ -198,7 +198,8 @@ fn instant(secs: i64) -> DateTime<Utc> {
         .expect("valid instant")
 }
 
-/// Inserts fired first attempts, all queued (the firing path without owned runs);
+/// Inserts fired first attempts, all queued (the firing path without owned runs), each
+/// with its job's priority and its trigger's cap as the due-trigger claim reads them;
 /// returns how many were new.
 async fn insert_queued(
     conn: &mut sqlx::PgConnection,
@@ -208,7 +209,15 @@ async fn insert_queued(
 ) -> Result<usize, StoreError> {
     let mut fired = runs::FiredRuns::default();
     for ((job_id, trigger_id), instant) in job_ids.iter().zip(trigger_ids).zip(instants) {
-        fired.push(*job_id, *trigger_id, *instant, false);
+        let (priority, cap): (Option<i32>, Option<i32>) = sqlx::query_as(
+            "SELECT (SELECT priority FROM jobs WHERE id = $1),
+                    (SELECT max_concurrency FROM triggers WHERE id = $2)",
+        )
+        .bind(job_id)
+        .bind(trigger_id)
+        .fetch_one(&mut *conn)
+        .await?;
+        fired.push_run(*job_id, *trigger_id, *instant, priority.unwrap_or(0), cap, false);
     }
     Ok(runs::insert_fired_runs(conn, &fired, Uuid::nil()).await?.len())
 }

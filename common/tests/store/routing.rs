@@ -236,15 +236,29 @@ async fn fired_runs_are_routed_like_runs_queued_any_other_way(pool: PgPool) {
     let trigger = triggers::create(&pool, job.id, &capped, Utc::now())
         .await
         .expect("trigger");
-    let mut conn = pool.acquire().await.expect("connection");
     let fired_at = [
         Utc::now() - TimeDelta::seconds(5),
         Utc::now() + TimeDelta::seconds(30),
     ];
-    let fired = insert_queued(&mut conn, &[job.id; 2], &[trigger.id; 2], &fired_at)
+    // Fired as the firing fires: the priority and the cap the runs take are the ones the
+    // due-trigger claim read.
+    let mut firing = pool.begin().await.expect("begin");
+    let due = triggers::claim_due(&mut firing, 10, std::time::Duration::from_secs(7200))
+        .await
+        .expect("claim");
+    let claimed = due
+        .iter()
+        .find(|due| due.trigger.id == trigger.id)
+        .expect("the trigger is due within two hours");
+    let mut fired = runs::FiredRuns::default();
+    for at in fired_at {
+        fired.push(claimed, at, false);
+    }
+    let inserted = runs::insert_fired_runs(&mut firing, &fired, Uuid::nil())
         .await
         .expect("fire");
-    assert_eq!(fired, 2);
+    firing.commit().await.expect("commit the firing");
+    assert_eq!(inserted.len(), 2);
     sqlx::query(
         "INSERT INTO runs (job_id, trigger_id, scheduled_at) VALUES ($1, $2, now() - interval '1 hour')",
     )

@@ -42,11 +42,12 @@ pub async fn run(monitor: Arc<Monitor>, sender: Arc<Sender>, stop: CancellationT
         wake.clone(),
         stop.clone(),
     )));
-    for _ in 0..SENDERS {
+    for sender_index in 0..SENDERS {
         tasks.push(tokio::spawn(delivery_loop(
             monitor.clone(),
             sender.clone(),
             wake.clone(),
+            sender_index == 0,
             stop.clone(),
         )));
     }
@@ -120,17 +121,34 @@ async fn listen_loop(pool: PgPool, wake: Arc<tokio::sync::Notify>, stop: Cancell
     }
 }
 
+/// How often the senders but the first look at the outbox unwoken: should the first be
+/// held up by a receiver that does not answer, retries coming due still go out.
+const QUIET_SENDER_TICK: Duration = Duration::from_secs(5);
+
+/// One sender: delivers due notifications until none is left, then waits to be woken
+/// (a notification queued) or for its tick. Retries coming due (and a wake-up lost with
+/// the listener's connection) are found by the ticks: the `polling` sender's every
+/// [`TICK`], which wakes the others when it finds one due to share the rest, and the
+/// others' every [`QUIET_SENDER_TICK`]. An idle cluster's senders so cost one look a
+/// tick, not one each.
 async fn delivery_loop(
     monitor: Arc<Monitor>,
     sender: Arc<Sender>,
     wake: Arc<tokio::sync::Notify>,
+    polling: bool,
     stop: CancellationToken,
 ) {
     let retry_for = monitor.config.alert_retry_for.as_secs_f64();
+    let tick = if polling { TICK } else { QUIET_SENDER_TICK };
     loop {
         let woken = wake.notified();
+        let mut shared = !polling;
         loop {
             match deliver_one(&monitor.pool, &sender, retry_for).await {
+                Ok(true) if !shared => {
+                    shared = true;
+                    wake.notify_waiters();
+                }
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(err) => {
@@ -145,7 +163,7 @@ async fn delivery_loop(
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = woken => {}
-            _ = tokio::time::sleep(TICK) => {}
+            _ = tokio::time::sleep(tick) => {}
         }
     }
 }

@@ -7,6 +7,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::model::{Run, RunState};
+use crate::store::triggers::DueTrigger;
 use crate::store::StoreError;
 
 /// The first attempts of fired instants, in columns.
@@ -18,6 +19,11 @@ pub struct FiredRuns {
     pub trigger_ids: Vec<i64>,
     /// Each run's instant.
     pub instants: Vec<DateTime<Utc>>,
+    /// Each run's priority: its job's, as the due-trigger claim read it.
+    pub priorities: Vec<i32>,
+    /// Each run's trigger cap (`triggers.max_concurrency`), as the claim, which holds the
+    /// trigger locked, read it.
+    pub trigger_caps: Vec<Option<i32>>,
     /// Whether the firing executor starts the run itself (it has a free slot and the job
     /// needs no lock): such a run is inserted `running` on that executor, started as of
     /// its instant; one fired ahead is held there until it comes (see the executor's
@@ -40,18 +46,40 @@ pub struct FannedOut {
 }
 
 impl FiredRuns {
-    /// Adds one run.
-    pub fn push(&mut self, job_id: i64, trigger_id: i64, instant: DateTime<Utc>, owned: bool) {
+    /// Adds the run of one instant of a claimed trigger.
+    pub fn push(&mut self, due: &DueTrigger, instant: DateTime<Utc>, owned: bool) {
+        self.push_run(
+            due.trigger.job_id,
+            due.trigger.id,
+            instant,
+            due.job_priority,
+            due.trigger.max_concurrency,
+            owned,
+        );
+    }
+
+    /// Adds one run, with what it takes at birth: its job's priority and its trigger's cap.
+    pub fn push_run(
+        &mut self,
+        job_id: i64,
+        trigger_id: i64,
+        instant: DateTime<Utc>,
+        priority: i32,
+        trigger_cap: Option<i32>,
+        owned: bool,
+    ) {
         self.job_ids.push(job_id);
         self.trigger_ids.push(trigger_id);
         self.instants.push(instant);
+        self.priorities.push(priority);
+        self.trigger_caps.push(trigger_cap);
         self.owned.push(owned);
     }
 
-    /// Adds an instant of a job whose route fans out.
-    pub fn push_fanned_out(&mut self, job_id: i64, trigger_id: i64, instant: DateTime<Utc>) {
-        self.fanned_out.job_ids.push(job_id);
-        self.fanned_out.trigger_ids.push(trigger_id);
+    /// Adds an instant of a claimed trigger whose job's route fans out.
+    pub fn push_fanned_out(&mut self, due: &DueTrigger, instant: DateTime<Utc>) {
+        self.fanned_out.job_ids.push(due.trigger.job_id);
+        self.fanned_out.trigger_ids.push(due.trigger.id);
         self.fanned_out.instants.push(instant);
     }
 }
@@ -92,13 +120,12 @@ async fn insert_single_runs(
                 CASE WHEN fired.owned AND me.may_own THEN now() END,
                 CASE WHEN fired.owned AND me.may_own THEN greatest(fired.at, now()) END,
                 CASE WHEN fired.owned AND me.may_own THEN now() END,
-                -- Routed here, an index probe each, rather than by `runs_live_route` (a
-                -- PL/pgSQL call per row, which stays out of an insert giving a claim order).
-                coalesce((SELECT priority FROM jobs WHERE id = fired.job_id), 0),
-                (SELECT max_concurrency FROM triggers WHERE id = fired.trigger_id),
-                probactr_claim_order(greatest(fired.at, now()),
-                                     coalesce((SELECT priority FROM jobs WHERE id = fired.job_id), 0))
-         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[]) AS fired (job_id, trigger_id, at, owned)
+                -- Routed here from what the due-trigger claim read, rather than by
+                -- `runs_live_route` (a PL/pgSQL call per row, which stays out of an insert
+                -- giving a claim order) or a lookup of the job and the trigger per row.
+                fired.priority, fired.trigger_cap, probactr_claim_order(greatest(fired.at, now()), fired.priority)
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bool[], $6::int[], $7::int[])
+             AS fired (job_id, trigger_id, at, owned, priority, trigger_cap)
          -- A cordoned executor starts nothing itself, not even what it fires.
          CROSS JOIN (SELECT NOT EXISTS (SELECT 1 FROM executors WHERE id = $5 AND cordoned) AS may_own) AS me
          -- An instant whose first attempt already ended is in `runs_done`, which the live
@@ -112,7 +139,9 @@ async fn insert_single_runs(
         &runs.trigger_ids,
         &runs.instants,
         &runs.owned,
-        executor_id
+        executor_id,
+        &runs.priorities,
+        &runs.trigger_caps as &[Option<i32>]
     )
     .fetch_all(conn)
     .await?)

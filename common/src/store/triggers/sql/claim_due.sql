@@ -10,7 +10,7 @@ SELECT triggers.*,
         AND NOT jobs.namespace_capped AND jobs.pool IS NULL AND jobs.rate IS NULL
         AND ($3::text[] IS NULL OR jobs.namespace = ANY ($3::text[]))) AS lock_free,
        jobs.route <> 'any' AS fan_out, jobs.kind <> 'shell' AS in_process,
-       jobs.version AS job_version, now() AS db_now
+       jobs.version AS job_version, jobs.priority AS job_priority, now() AS db_now
 FROM triggers JOIN jobs ON jobs.id = triggers.job_id CROSS JOIN quiet
 WHERE NOT triggers.paused AND triggers.next_fire_at <= now() + make_interval(secs => $2)
   AND NOT jobs.paused

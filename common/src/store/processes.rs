@@ -53,9 +53,13 @@ fn host_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// Inserts the process's row, alive, heartbeating now.
+/// Inserts the process's row, alive, heartbeating now. A row with this id already there
+/// is this process's own: ids are drawn at random per process, so it can only be an
+/// earlier attempt that was stored while its answer was lost (a registration timed out
+/// under load retried into a duplicate key forever). That is a registration like any
+/// other; should a monitor have declared it dead meanwhile, the next heartbeat says so.
 pub async fn register(db: impl PgExecutor<'_>, who: &Registration) -> Result<(), StoreError> {
-    sqlx::query!(
+    let inserted = sqlx::query!(
         "INSERT INTO executors (id, role, host, pid, version, capacity, labels)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
         who.id,
@@ -67,8 +71,12 @@ pub async fn register(db: impl PgExecutor<'_>, who: &Registration) -> Result<(),
         serde_json::json!(who.labels)
     )
     .execute(db)
-    .await?;
-    Ok(())
+    .await;
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(err) if super::is_unique_violation(&err, "executors_pkey") => Ok(()),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// What a heartbeat learned.

@@ -2,6 +2,37 @@
 
 use super::*;
 
+/// A registration stored while its answer was lost is retried with the same id: the
+/// retry succeeds (it used to hit the primary key on every attempt, and the process never
+/// started), and the process has one row, alive; a row declared dead meanwhile stays dead,
+/// and the next heartbeat says so.
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_registration_retried_after_a_lost_answer_succeeds_once(pool: PgPool) {
+    let ex = make_executor(&pool).await;
+    let mut who = Registration::this_process(ProcessRole::Executor, 4);
+    who.id = ex;
+    processes::register(&pool, &who)
+        .await
+        .expect("the retry succeeds");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM executors WHERE id = $1 AND state = 'alive'")
+        .bind(ex)
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(rows, 1);
+
+    sqlx::query("UPDATE executors SET state = 'dead' WHERE id = $1")
+        .bind(ex)
+        .execute(&pool)
+        .await
+        .expect("declare dead");
+    processes::register(&pool, &who).await.expect("register");
+    assert_eq!(
+        processes::heartbeat(&pool, ex).await.expect("heartbeat"),
+        Heartbeat::DeclaredDead
+    );
+}
+
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_silent_executor_is_declared_dead_by_exactly_one_monitor(pool: PgPool) {
     let ex = make_executor(&pool).await;

@@ -130,7 +130,7 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
                 failures = 0;
                 // Due triggers we could not take are being fired by a peer: look again
                 // shortly rather than spinning on them.
-                time_until_next_fire(&firer, window.now).await.map(|next| {
+                time_until_next_fire(&firer, window.lead).await.map(|next| {
                     workflows_due_at = tokio::time::Instant::now() + next.workflows;
                     let pause = next.jobs.min(next.workflows);
                     if pause.is_zero() && fired == 0 {
@@ -161,8 +161,8 @@ pub async fn fire_loop(firer: Firer, stop: CancellationToken) {
 }
 
 /// The fire-ahead window of the next pass: `PROBACTR_FIRE_AHEAD`, widened while passes
-/// take long (an aligned instant of thousands of runs) so that a pass, starting half a
-/// window ahead of the earliest instant, ends well before it, up to [`WIDEST_WINDOW`]
+/// take long (an aligned instant of thousands of runs) so that a pass, starting twice its
+/// own length ahead of the earliest instant, ends well before it, up to [`WIDEST_WINDOW`]
 /// (runs fired further ahead would not be held by their firer). It starts at its widest
 /// and narrows once a pass proved short: the first instants an executor fires may be a
 /// storm (a cluster started with thousands of triggers due at once).
@@ -171,7 +171,21 @@ pub struct FireWindow {
     configured: Duration,
     /// The window of the next pass.
     pub now: Duration,
+    /// How long before the earliest instant the next pass starts: half the window, so
+    /// that a pass takes half a window of instants at once, or more once the window is
+    /// at its widest and passes still take longer than a quarter of it (10,000 triggers
+    /// due at once, fired by two executors in passes of 500–700 ms, started only half a
+    /// second ahead: the last batch committed after the instant, and its runs started up
+    /// to 200 ms late). At most [`LEAD_AT_MOST`] of the window.
+    pub lead: Duration,
 }
+
+/// The longest lead, as a share of the window (numerator, denominator). A pass fires
+/// nothing beyond the window; and with instants a window apart, a pass starting a whole
+/// window ahead would start at the previous instant, its transactions competing with that
+/// instant's thousands of starts (10,000 aligned triggers a second: lag p99 of such
+/// seconds 80–180 ms, against 30–60 with four fifths).
+pub const LEAD_AT_MOST: (u32, u32) = (4, 5);
 
 /// The widest a window is widened to.
 pub const WIDEST_WINDOW: Duration = fired_ahead::HOLD_AT_MOST;
@@ -188,36 +202,52 @@ impl FireWindow {
         } else {
             configured.max(WIDEST_WINDOW)
         };
+        // A configured window this wide is never fitted: its passes start half of it ahead.
+        let lead = if configured >= WIDEST_WINDOW {
+            configured / 2
+        } else {
+            longest_lead(widest)
+        };
         FireWindow {
             configured,
             now: widest,
+            lead,
         }
     }
 
-    /// Fits the window to how long the last pass that fired something took.
+    /// Fits the window, and how far ahead of its instants a pass starts, to how long the
+    /// last pass that fired something took.
     pub fn after_pass(&mut self, took: Duration) {
         if self.configured.is_zero() || self.configured >= WIDEST_WINDOW {
             return;
         }
         let wanted = took.saturating_mul(WINDOW_PER_PASS);
         self.now = wanted.clamp(self.configured, WIDEST_WINDOW);
+        self.lead = took
+            .saturating_mul(WINDOW_PER_PASS / 2)
+            .clamp(self.now / 2, longest_lead(self.now));
     }
+}
+
+fn longest_lead(window: Duration) -> Duration {
+    let (share, of) = LEAD_AT_MOST;
+    window * share / of
 }
 
 /// How long until the next passes of each kind of trigger.
 struct NextFires {
-    /// Jobs' triggers: until the earliest instant is half the fire-ahead window away.
+    /// Jobs' triggers: until the earliest instant is the lead away.
     jobs: Duration,
     /// Workflows' triggers: until the earliest is due.
     workflows: Duration,
 }
 
 /// How long until the next passes: for jobs' triggers, until the earliest instant is
-/// half the fire-ahead `window` away. Each pass fires everything within the whole window,
+/// `lead` away ([`FireWindow::lead`]). Each pass fires everything within the whole window,
 /// so a pass takes about half a window of instants at once (waking as soon as one instant
 /// entered the window would fire instants spread over the second one or two at a time).
-async fn time_until_next_fire(firer: &Firer, window: Duration) -> Result<NextFires, StoreError> {
-    let early = window.as_secs_f64() / 2.0;
+async fn time_until_next_fire(firer: &Firer, lead: Duration) -> Result<NextFires, StoreError> {
+    let early = lead.as_secs_f64();
     let jobs = match triggers::seconds_until_earliest_due(&firer.pool).await? {
         Some(secs) if secs > early => Duration::from_secs_f64(secs - early).min(MAX_SLEEP),
         Some(_) => Duration::ZERO,
@@ -693,21 +723,29 @@ mod tests {
         let ms = Duration::from_millis;
         let mut window = FireWindow::new(ms(500));
         assert_eq!(window.now, WIDEST_WINDOW, "wide until a pass fired something");
+        assert_eq!(window.lead, ms(800), "and starting passes as early as it may");
         window.after_pass(ms(30));
         assert_eq!(window.now, ms(500), "a short pass keeps the configured window");
         window.after_pass(ms(200));
         assert_eq!(window.now, ms(800), "four times a long pass");
-        window.after_pass(ms(600));
+        assert_eq!(window.lead, ms(400), "a pass starts twice its length ahead");
+        window.after_pass(ms(400));
         assert_eq!(window.now, WIDEST_WINDOW);
+        assert_eq!(window.lead, ms(800), "still twice the pass at the widest window");
+        window.after_pass(ms(700));
+        assert_eq!(window.lead, ms(800), "never beyond four fifths of the window");
         window.after_pass(ms(10));
         assert_eq!(window.now, ms(500), "back once passes are short again");
+        assert_eq!(window.lead, ms(250), "half the window");
         let mut at_instants = FireWindow::new(Duration::ZERO);
         assert_eq!(at_instants.now, Duration::ZERO);
         at_instants.after_pass(ms(600));
         assert_eq!(at_instants.now, Duration::ZERO, "firing at the instants stays so");
+        assert_eq!(at_instants.lead, Duration::ZERO);
         let mut wide = FireWindow::new(Duration::from_secs(5));
         wide.after_pass(ms(600));
         assert_eq!(wide.now, Duration::from_secs(5));
+        assert_eq!(wide.lead, ms(2500));
     }
 
     /// An interval trigger every `every` seconds from the epoch second 0, whose next

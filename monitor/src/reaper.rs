@@ -337,3 +337,16 @@ async fn prune(monitor: &Monitor) -> Result<u64, StoreError> {
     }
     Ok(pruned)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_is_pruned_a_sixtieth_of_its_retention_apart_at_most_a_minute() {
+        let secs = Duration::from_secs;
+        assert_eq!(prune_every(secs(30 * 86_400)), secs(60), "the default retention");
+        assert_eq!(prune_every(secs(600)), secs(10));
+        assert_eq!(prune_every(secs(60)), secs(1));
+    }
+}

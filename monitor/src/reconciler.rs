@@ -6,8 +6,13 @@
 
 use std::time::Duration;
 
-use chrono::{TimeDelta, Utc};
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::ledger::{self, LedgerError, RECORDED_GAP_REASON};
+use probactr_common::model::Trigger;
+use probactr_common::schedule::TriggerSchedule;
+use probactr_common::store::runs::history;
 use probactr_common::store::triggers::{self, MissedInstants, Watched};
 use probactr_common::store::{backfills, db_now};
 use sqlx::PgPool;
@@ -25,8 +30,9 @@ const FEED_EVERY: Duration = Duration::from_millis(500);
 /// Runs the reconciler and the backfill feeder until `stop` is cancelled.
 pub async fn run(pool: PgPool, stop: CancellationToken) {
     let feeder = tokio::spawn(feed_loop(pool.clone(), stop.clone()));
+    let mut reconciler = Reconciler::default();
     loop {
-        match reconcile_once(&pool).await {
+        match reconciler.reconcile_once(&pool).await {
             Ok(0) => {}
             Ok(gaps) => tracing::warn!(gaps, "fire ledger gaps recorded as missed"),
             Err(err) => tracing::warn!(error = %err, "fire ledger reconciliation failed; retrying"),
@@ -57,38 +63,132 @@ async fn feed_loop(pool: PgPool, stop: CancellationToken) {
     }
 }
 
-/// One pass over every watched trigger; returns how many instants it recorded as missed.
-pub async fn reconcile_once(pool: &PgPool) -> Result<i64, LedgerError> {
-    let now = db_now(pool).await?;
-    let mut recorded = 0;
-    for watched in triggers::watched(pool).await? {
-        recorded += reconcile_trigger(pool, &watched, now).await?;
-    }
-    Ok(recorded)
+/// The most instants probed in one statement of the quick look.
+const PROBED_AT_ONCE: usize = 10_000;
+
+/// The reconciler's memory between passes: up to where each trigger's instants were found
+/// accounted for. A pass reads only the instants since, so a trigger firing every second
+/// costs each pass its last half minute, not the whole hour again: the fired instants
+/// before its `next_fire_at` were committed with their runs or misfires, and stay
+/// accounted for. A monitor that starts again reads the hour once.
+#[derive(Debug, Default)]
+pub struct Reconciler {
+    checked_to: HashMap<i64, DateTime<Utc>>,
 }
 
-/// Records the gaps of one trigger: instants before its `next_fire_at` (every one of them
-/// was fired, so each must have a run or a misfire), since it and its job last changed
-/// (an edit or a pause moves what was due).
-async fn reconcile_trigger(
-    pool: &PgPool,
-    watched: &Watched,
-    now: chrono::DateTime<Utc>,
-) -> Result<i64, LedgerError> {
-    let trigger = &watched.trigger;
-    let from = [
-        now - WINDOW,
-        trigger.created_at,
-        trigger.updated_at,
-        watched.job_updated_at,
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(now);
-    let to = trigger.next_fire_at.map_or(now, |next| next.min(now));
-    if from >= to {
-        return Ok(0);
+/// One trigger's instants not yet looked at.
+struct Span<'a> {
+    trigger: &'a Trigger,
+    from: DateTime<Utc>,
+    /// Where the span ends: `to`, or just after its last instant when it held more than
+    /// [`MAX_INSTANTS`].
+    until: DateTime<Utc>,
+    instants: Vec<DateTime<Utc>>,
+}
+
+impl Reconciler {
+    /// One pass over every watched trigger; returns how many instants it recorded as missed.
+    ///
+    /// A quick look first: one probe of the trigger-instant index per instant, in a few
+    /// statements for all triggers. Only a trigger with an instant no first attempt was
+    /// recorded for (a skip, a misfire or a gap) has its ledger read in full.
+    pub async fn reconcile_once(&mut self, pool: &PgPool) -> Result<i64, LedgerError> {
+        let now = db_now(pool).await?;
+        let watched = triggers::watched(pool).await?;
+        let present: HashSet<i64> = watched.iter().map(|w| w.trigger.id).collect();
+        self.checked_to.retain(|id, _| present.contains(id));
+        let spans: Vec<Span<'_>> = watched
+            .iter()
+            .filter_map(|watched| self.span_of(watched, now))
+            .collect();
+        let mut recorded = 0;
+        for group in groups_of_instants(&spans, PROBED_AT_ONCE) {
+            let (trigger_ids, instants): (Vec<i64>, Vec<DateTime<Utc>>) = group
+                .iter()
+                .flat_map(|span| span.instants.iter().map(|instant| (span.trigger.id, *instant)))
+                .unzip();
+            let unaccounted: HashSet<i64> =
+                history::instants_without_first_run(pool, &trigger_ids, &instants)
+                    .await?
+                    .into_iter()
+                    .map(|(trigger_id, _)| trigger_id)
+                    .collect();
+            for span in group {
+                if unaccounted.contains(&span.trigger.id) {
+                    recorded += reconcile_trigger(pool, span).await?;
+                }
+                self.checked_to.insert(span.trigger.id, span.until);
+            }
+        }
+        Ok(recorded)
     }
+
+    /// The instants of `watched` to look at: those before its `next_fire_at` (every one of
+    /// them was fired, so each must have a run or a misfire), in the last hour, since it
+    /// and its job last changed (an edit or a pause moves what was due), and since the
+    /// last pass looked.
+    fn span_of<'a>(&self, watched: &'a Watched, now: DateTime<Utc>) -> Option<Span<'a>> {
+        let trigger = &watched.trigger;
+        let from = [
+            Some(now - WINDOW),
+            Some(trigger.created_at),
+            Some(trigger.updated_at),
+            Some(watched.job_updated_at),
+            self.checked_to.get(&trigger.id).copied(),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(now);
+        let to = trigger.next_fire_at.map_or(now, |next| next.min(now));
+        if from >= to {
+            return None;
+        }
+        let schedule = match TriggerSchedule::from_trigger(trigger) {
+            Ok(schedule) => schedule,
+            Err(err) => {
+                // It cannot fire either; the others are still watched.
+                tracing::warn!(trigger.id = trigger.id, job.id = trigger.job_id, error = %err,
+                    "cannot reconcile a trigger whose schedule does not parse");
+                return None;
+            }
+        };
+        let just_before = |t: DateTime<Utc>| t - TimeDelta::nanoseconds(1);
+        let found = schedule.between(just_before(from), just_before(to), MAX_INSTANTS);
+        let until = match found.instants.last() {
+            Some(last) if found.total > found.instants.len() as u64 => *last + TimeDelta::nanoseconds(1),
+            _ => to,
+        };
+        Some(Span {
+            trigger,
+            from,
+            until,
+            instants: found.instants,
+        })
+    }
+}
+
+/// `spans` in groups of at most about `most` instants (a span is never split).
+fn groups_of_instants<'s, 'a>(spans: &'s [Span<'a>], most: usize) -> Vec<&'s [Span<'a>]> {
+    let mut groups = Vec::new();
+    let (mut start, mut held) = (0, 0);
+    for (index, span) in spans.iter().enumerate() {
+        if held > 0 && held + span.instants.len() > most {
+            groups.push(&spans[start..index]);
+            (start, held) = (index, 0);
+        }
+        held += span.instants.len();
+    }
+    if start < spans.len() {
+        groups.push(&spans[start..]);
+    }
+    groups
+}
+
+/// Records the gaps among one trigger's instants, its ledger read in full.
+async fn reconcile_trigger(pool: &PgPool, span: &Span<'_>) -> Result<i64, LedgerError> {
+    let trigger = span.trigger;
+    let (from, to) = (span.from, span.until);
     let ledger = ledger::read(pool, trigger, false, from, to, MAX_INSTANTS).await?;
     let stretches = ledger::gap_stretches(&ledger.entries);
     if stretches.is_empty() {

@@ -17,6 +17,7 @@ use probactr_common::store::alerts::rules::{self, RuleFields};
 use probactr_common::store::jobs::{self, NewJob};
 use probactr_common::store::triggers::{self, NewTrigger};
 use probactr_common::store::{runs, Page, TEST_MIGRATOR};
+use probactr_monitor::reconciler::Reconciler;
 use probactr_testkit as support;
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -663,7 +664,9 @@ async fn email_is_sent_through_smtp_with_text_and_html(
 
 /// The reconciler finds instants that were due, were fired past (the trigger moved on)
 /// and have neither a run nor a misfire: it records each stretch once as missed, which
-/// raises `fire_missed`, and finds nothing the second time.
+/// raises `fire_missed`, and finds nothing the second time. Instants with a run between
+/// two gaps split them into two stretches; instants that come due after a pass are
+/// looked at by the next one.
 #[sqlx::test(migrator = "TEST_MIGRATOR")]
 async fn the_reconciler_records_each_gap_once(pool_options: PgPoolOptions, options: PgConnectOptions) {
     let (pool, _url) = connect(pool_options, options).await;
@@ -678,10 +681,11 @@ async fn the_reconciler_records_each_gap_once(pool_options: PgPoolOptions, optio
     let trigger = triggers::create(&pool, job, &NewTrigger::interval(1), now)
         .await
         .unwrap();
-    // Ten instants went by and the trigger moved past them, but nothing was recorded.
+    // Twenty instants went by and the trigger moved past the first ten of them, but
+    // nothing was recorded, except a run for three instants in the middle.
     sqlx::query(
-        "UPDATE triggers SET created_at = now() - interval '10 seconds', updated_at = now() - interval '10 seconds',
-                next_fire_at = created_at + interval '1 second' WHERE id = $1",
+        "UPDATE triggers SET created_at = now() - interval '20 seconds', updated_at = now() - interval '20 seconds',
+                next_fire_at = now() - interval '10 seconds' WHERE id = $1",
     )
     .bind(trigger.id)
     .execute(&pool)
@@ -691,27 +695,68 @@ async fn the_reconciler_records_each_gap_once(pool_options: PgPoolOptions, optio
         .execute(&pool)
         .await
         .unwrap();
-    let recorded = probactr_monitor::reconciler::reconcile_once(&pool).await.unwrap();
-    assert!((9..=11).contains(&recorded), "recorded {recorded}");
-    assert_eq!(
-        probactr_monitor::reconciler::reconcile_once(&pool).await.unwrap(),
-        0,
-        "once"
-    );
     let stored = triggers::get(&pool, trigger.id).await.unwrap().unwrap();
-    let ledger = probactr_common::ledger::read(&pool, &stored, false, stored.created_at, now, 100)
+    // The ledger of the instants fired.
+    let fired_ledger = || async {
+        probactr_common::ledger::read(
+            &pool,
+            &stored,
+            false,
+            stored.created_at,
+            stored.next_fire_at.unwrap(),
+            100,
+        )
+        .await
+        .unwrap()
+    };
+    let fired = fired_ledger().await;
+    assert!(fired.entries.len() >= 9, "{} instants fired", fired.entries.len());
+    for entry in &fired.entries[3..6] {
+        sqlx::query(
+            "INSERT INTO runs (job_id, trigger_id, scheduled_at, state, finished_at) VALUES ($1, $2, $3, 'succeeded', now())",
+        )
+        .bind(job)
+        .bind(trigger.id)
+        .bind(entry.instant)
+        .execute(&pool)
         .await
         .unwrap();
-    assert!(ledger
-        .entries
-        .iter()
-        .all(|e| e.outcome == probactr_common::ledger::Outcome::Missed
-            && e.reason.as_deref() == Some(probactr_common::ledger::RECORDED_GAP_REASON)));
+    }
+    let mut reconciler = Reconciler::default();
+    let recorded = reconciler.reconcile_once(&pool).await.unwrap();
+    assert_eq!(
+        recorded,
+        fired.entries.len() as i64 - 3,
+        "every instant without a run"
+    );
+    assert_eq!(reconciler.reconcile_once(&pool).await.unwrap(), 0, "once");
+    assert_eq!(
+        Reconciler::default().reconcile_once(&pool).await.unwrap(),
+        0,
+        "once, by a reconciler that starts again"
+    );
+    let ledger = fired_ledger().await;
+    for (index, entry) in ledger.entries.iter().enumerate() {
+        let expected = if (3..6).contains(&index) {
+            probactr_common::ledger::Outcome::Ran
+        } else {
+            probactr_common::ledger::Outcome::Missed
+        };
+        assert_eq!(entry.outcome, expected, "{index}: {entry:?}");
+    }
     let events: i64 = sqlx::query_scalar("SELECT count(*) FROM alert_events WHERE event = 'fire_missed'")
         .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(events, 1, "one stretch, one event");
+    assert_eq!(events, 2, "two stretches, two events");
+    // The trigger moves on past the rest: the same reconciler finds them.
+    sqlx::query("UPDATE triggers SET next_fire_at = now() WHERE id = $1")
+        .bind(trigger.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let later = reconciler.reconcile_once(&pool).await.unwrap();
+    assert!((9..=11).contains(&later), "recorded {later} later");
 }
 
 /// A rule belongs to a namespace: it hears only of its namespace's jobs, and notifies

@@ -362,6 +362,32 @@ pub struct ChainHead {
     pub latest_state: RunState,
 }
 
+/// Of the given instants (`trigger_ids[i]`'s instant `instants[i]`), those no first attempt
+/// was recorded for, in the order given: the reconciler's quick look before it reads a
+/// trigger's whole ledger. Each pair is one probe of a trigger-instant index.
+pub async fn instants_without_first_run(
+    db: impl PgExecutor<'_>,
+    trigger_ids: &[i64],
+    instants: &[DateTime<Utc>],
+) -> Result<Vec<(i64, DateTime<Utc>)>, StoreError> {
+    let rows = sqlx::query!(
+        r#"SELECT due.trigger_id AS "trigger_id!", due.instant AS "instant!"
+           FROM UNNEST($1::bigint[], $2::timestamptz[]) WITH ORDINALITY AS due (trigger_id, instant, position)
+           WHERE NOT EXISTS (SELECT 1 FROM runs
+                             WHERE runs.trigger_id = due.trigger_id AND runs.scheduled_at = due.instant
+                               AND runs.attempt = 1)
+           ORDER BY due.position"#,
+        trigger_ids,
+        instants
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.trigger_id, row.instant))
+        .collect())
+}
+
 /// The chain heads of a trigger's instants in `[from, to)`, in order.
 pub async fn chain_heads(
     db: impl PgExecutor<'_>,

@@ -43,7 +43,9 @@ fn every_scenario_runs_at_a_tiny_size() {
     assert_eq!(drains.len(), 2, "the tiny sizes");
     for drain in drains {
         assert!(number(drain, "runs_per_sec") > 0.0);
-        for kind in ["machine", "probactr", "postgres", "redis", "bench", "other"] {
+        for kind in [
+            "machine", "probactr", "postgres", "redis", "bench", "other", "steal",
+        ] {
             assert!(number(drain, &format!("cpu_ms_per_run.{kind}")) >= 0.0, "{kind}");
         }
     }

@@ -97,28 +97,47 @@ impl Reconciler {
         let watched = triggers::watched(pool).await?;
         let present: HashSet<i64> = watched.iter().map(|w| w.trigger.id).collect();
         self.checked_to.retain(|id, _| present.contains(id));
-        let spans: Vec<Span<'_>> = watched
+        // Spans are made a group at a time: a monitor starting on a busy cluster has an
+        // hour of every trigger to look at, millions of instants.
+        let mut recorded = 0;
+        let mut group: Vec<Span<'_>> = Vec::new();
+        let mut held = 0;
+        for watched in &watched {
+            let Some(span) = self.span_of(watched, now) else {
+                continue;
+            };
+            if held > 0 && held + span.instants.len() > PROBED_AT_ONCE {
+                recorded += self.reconcile_group(pool, &group).await?;
+                group.clear();
+                held = 0;
+            }
+            held += span.instants.len();
+            group.push(span);
+        }
+        if !group.is_empty() {
+            recorded += self.reconcile_group(pool, &group).await?;
+        }
+        Ok(recorded)
+    }
+
+    /// Probes a group's instants at once, reads the ledger of the triggers with an
+    /// instant unaccounted for, and moves each trigger's mark past its span.
+    async fn reconcile_group(&mut self, pool: &PgPool, group: &[Span<'_>]) -> Result<i64, LedgerError> {
+        let (trigger_ids, instants): (Vec<i64>, Vec<DateTime<Utc>>) = group
             .iter()
-            .filter_map(|watched| self.span_of(watched, now))
+            .flat_map(|span| span.instants.iter().map(|instant| (span.trigger.id, *instant)))
+            .unzip();
+        let unaccounted: HashSet<i64> = history::instants_without_first_run(pool, &trigger_ids, &instants)
+            .await?
+            .into_iter()
+            .map(|(trigger_id, _)| trigger_id)
             .collect();
         let mut recorded = 0;
-        for group in groups_of_instants(&spans, PROBED_AT_ONCE) {
-            let (trigger_ids, instants): (Vec<i64>, Vec<DateTime<Utc>>) = group
-                .iter()
-                .flat_map(|span| span.instants.iter().map(|instant| (span.trigger.id, *instant)))
-                .unzip();
-            let unaccounted: HashSet<i64> =
-                history::instants_without_first_run(pool, &trigger_ids, &instants)
-                    .await?
-                    .into_iter()
-                    .map(|(trigger_id, _)| trigger_id)
-                    .collect();
-            for span in group {
-                if unaccounted.contains(&span.trigger.id) {
-                    recorded += reconcile_trigger(pool, span).await?;
-                }
-                self.checked_to.insert(span.trigger.id, span.until);
+        for span in group {
+            if unaccounted.contains(&span.trigger.id) {
+                recorded += reconcile_trigger(pool, span).await?;
             }
+            self.checked_to.insert(span.trigger.id, span.until);
         }
         Ok(recorded)
     }
@@ -166,23 +185,6 @@ impl Reconciler {
             instants: found.instants,
         })
     }
-}
-
-/// `spans` in groups of at most about `most` instants (a span is never split).
-fn groups_of_instants<'s, 'a>(spans: &'s [Span<'a>], most: usize) -> Vec<&'s [Span<'a>]> {
-    let mut groups = Vec::new();
-    let (mut start, mut held) = (0, 0);
-    for (index, span) in spans.iter().enumerate() {
-        if held > 0 && held + span.instants.len() > most {
-            groups.push(&spans[start..index]);
-            (start, held) = (index, 0);
-        }
-        held += span.instants.len();
-    }
-    if start < spans.len() {
-        groups.push(&spans[start..]);
-    }
-    groups
 }
 
 /// Records the gaps among one trigger's instants, its ledger read in full.

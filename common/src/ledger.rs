@@ -193,6 +193,39 @@ pub enum LedgerError {
     Store(#[from] crate::store::StoreError),
 }
 
+/// The first instants of a trigger's schedule in a span.
+pub struct Page {
+    /// At most the limit asked for, in order.
+    pub instants: Vec<DateTime<Utc>>,
+    /// Where the page ends: the span's end, or just after its last instant when the span
+    /// holds more.
+    pub end: DateTime<Utc>,
+    /// Whether the span holds more instants than the page.
+    pub more: bool,
+}
+
+/// The instants of `trigger`'s schedule in `[from, to)`, at most `limit` of them.
+pub fn page_of_instants(
+    trigger: &Trigger,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    limit: usize,
+) -> Result<Page, crate::schedule::ScheduleError> {
+    let schedule = crate::schedule::TriggerSchedule::from_trigger(trigger)?;
+    let just_before = |t: DateTime<Utc>| t - TimeDelta::nanoseconds(1);
+    let found = schedule.between(just_before(from), just_before(to), limit);
+    let more = found.total > found.instants.len() as u64;
+    let end = match (more, found.instants.last()) {
+        (true, Some(last)) => *last + TimeDelta::nanoseconds(1),
+        _ => to,
+    };
+    Ok(Page {
+        instants: found.instants,
+        end,
+        more,
+    })
+}
+
 /// Reads what became of a trigger's instants in `[from, to)`, at most `limit` of them.
 pub async fn read(
     pool: &sqlx::PgPool,
@@ -202,14 +235,7 @@ pub async fn read(
     to: DateTime<Utc>,
     limit: usize,
 ) -> Result<Ledger, LedgerError> {
-    let schedule = crate::schedule::TriggerSchedule::from_trigger(trigger)?;
-    let just_before = |t: DateTime<Utc>| t - TimeDelta::nanoseconds(1);
-    let found = schedule.between(just_before(from), just_before(to), limit);
-    let more = found.total > found.instants.len() as u64;
-    let end = match (more, found.instants.last()) {
-        (true, Some(last)) => *last + TimeDelta::nanoseconds(1),
-        _ => to,
-    };
+    let Page { instants, end, more } = page_of_instants(trigger, from, to, limit)?;
     let heads = crate::store::runs::history::chain_heads(pool, trigger.id, from, end).await?;
     let misfires = crate::store::triggers::misfires_between(pool, trigger.id, from, end).await?;
     let backfilled = crate::store::backfills::queued_instants(pool, trigger.id, from, end).await?;
@@ -226,7 +252,7 @@ pub async fn read(
         trigger_id: trigger.id,
         from,
         to,
-        entries: classify(&found.instants, &records),
+        entries: classify(&instants, &records),
         next_from: more.then_some(end),
     })
 }

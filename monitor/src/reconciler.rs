@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use probactr_common::ledger::{self, LedgerError, RECORDED_GAP_REASON};
 use probactr_common::model::Trigger;
-use probactr_common::schedule::TriggerSchedule;
 use probactr_common::store::runs::history;
 use probactr_common::store::triggers::{self, MissedInstants, Watched};
 use probactr_common::store::{backfills, db_now};
@@ -163,8 +162,8 @@ impl Reconciler {
         if from >= to {
             return None;
         }
-        let schedule = match TriggerSchedule::from_trigger(trigger) {
-            Ok(schedule) => schedule,
+        let page = match ledger::page_of_instants(trigger, from, to, MAX_INSTANTS) {
+            Ok(page) => page,
             Err(err) => {
                 // It cannot fire either; the others are still watched.
                 tracing::warn!(trigger.id = trigger.id, job.id = trigger.job_id, error = %err,
@@ -172,17 +171,11 @@ impl Reconciler {
                 return None;
             }
         };
-        let just_before = |t: DateTime<Utc>| t - TimeDelta::nanoseconds(1);
-        let found = schedule.between(just_before(from), just_before(to), MAX_INSTANTS);
-        let until = match found.instants.last() {
-            Some(last) if found.total > found.instants.len() as u64 => *last + TimeDelta::nanoseconds(1),
-            _ => to,
-        };
         Some(Span {
             trigger,
             from,
-            until,
-            instants: found.instants,
+            until: page.end,
+            instants: page.instants,
         })
     }
 }

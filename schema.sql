@@ -93,23 +93,22 @@ CREATE FUNCTION public.probactr_check_run_keys() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
+    triggers_held BOOLEAN := coalesce(current_setting('probactr.triggers_held', true), '') = 'on';
     job_ids BIGINT[];
     trigger_ids BIGINT[];
 BEGIN
-    SELECT array_agg(DISTINCT job_id), array_agg(DISTINCT trigger_id) FILTER (WHERE trigger_id IS NOT NULL)
+    SELECT array_agg(DISTINCT job_id) FILTER (WHERE trigger_id IS NULL OR NOT triggers_held),
+           array_agg(DISTINCT trigger_id) FILTER (WHERE trigger_id IS NOT NULL AND NOT triggers_held)
     INTO job_ids, trigger_ids
     FROM inserted WHERE state IN ('queued', 'claimed', 'running');
-    IF job_ids IS NULL THEN
-        RETURN NULL;
-    END IF;
-    IF (SELECT count(*) FROM (SELECT FROM jobs WHERE id = ANY (job_ids) FOR KEY SHARE) AS held)
-       < cardinality(job_ids) THEN
+    IF job_ids IS NOT NULL
+       AND (SELECT count(*) FROM (SELECT FROM jobs WHERE id = ANY (job_ids) FOR KEY SHARE) AS held)
+           < cardinality(job_ids) THEN
         RAISE EXCEPTION 'a live run names a job that does not exist'
             USING ERRCODE = 'foreign_key_violation', TABLE = 'runs_live', COLUMN = 'job_id',
                   CONSTRAINT = 'runs_live_job_exists';
     END IF;
     IF trigger_ids IS NOT NULL
-       AND coalesce(current_setting('probactr.triggers_held', true), '') <> 'on'
        AND (SELECT count(*) FROM (SELECT FROM triggers WHERE id = ANY (trigger_ids) FOR KEY SHARE) AS held)
            < cardinality(trigger_ids) THEN
         RAISE EXCEPTION 'a live run names a trigger that does not exist'

@@ -356,47 +356,94 @@ fn in_background(
     tokio::spawn(async move { sqlx::query(sql).bind(id).execute(&pool).await })
 }
 
+/// A firing under way: its transaction, holding the trigger it claimed (of a new job
+/// with one trigger due).
+struct Firing {
+    job_id: i64,
+    trigger_id: i64,
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    claimed: triggers::DueTrigger,
+}
+
+impl Firing {
+    /// Claims the due trigger of a new job `name`, as a firing's transaction does.
+    async fn claim(pool: &PgPool, name: &str) -> Firing {
+        let job = make_job(pool, name, |_| {}).await;
+        let trigger = triggers::create(pool, job.id, &NewTrigger::interval(60), Utc::now())
+            .await
+            .expect("trigger");
+        let mut tx = pool.begin().await.expect("begin");
+        let claimed = triggers::claim_due(&mut tx, 10, Duration::from_secs(120))
+            .await
+            .expect("claim")
+            .into_iter()
+            .find(|due| due.trigger.id == trigger.id)
+            .expect("the trigger is due");
+        Firing {
+            job_id: job.id,
+            trigger_id: trigger.id,
+            tx,
+            claimed,
+        }
+    }
+
+    /// Inserts the run of the claimed trigger's next instant; returns its id.
+    async fn fire(&mut self) -> i64 {
+        let instant = self.claimed.trigger.next_fire_at.expect("a next instant");
+        let mut fired = runs::FiredRuns::default();
+        fired.push(&self.claimed, instant, false);
+        let inserted = runs::insert_fired_runs(&mut self.tx, &fired, Uuid::new_v4())
+            .await
+            .expect("fire");
+        assert_eq!(inserted.len(), 1);
+        inserted[0].id
+    }
+}
+
 /// A firing inserts its runs without locking their triggers again (it holds them since
 /// its claim): a delete of the trigger still waits for the firing's commit, then forgets
 /// the run it fired, which stays queued with no trigger.
 #[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
 async fn a_trigger_deleted_while_it_fires_waits_and_forgets_its_run(pool: PgPool) {
-    let job = make_job(&pool, "fired-while-deleted", |_| {}).await;
-    let trigger = triggers::create(&pool, job.id, &NewTrigger::interval(60), Utc::now())
-        .await
-        .expect("trigger");
-    let mut firing = pool.begin().await.expect("begin");
-    let due = triggers::claim_due(&mut firing, 10, Duration::from_secs(120))
-        .await
-        .expect("claim");
-    let claimed = due
-        .iter()
-        .find(|due| due.trigger.id == trigger.id)
-        .expect("the trigger is due");
-    let instant = claimed.trigger.next_fire_at.expect("a next instant");
-    let mut fired = runs::FiredRuns::default();
-    fired.push(claimed, instant, false);
-    let inserted = runs::insert_fired_runs(&mut firing, &fired, Uuid::new_v4())
-        .await
-        .expect("fire");
-    assert_eq!(inserted.len(), 1);
-    let deleting = in_background(&pool, "DELETE FROM triggers WHERE id = $1", trigger.id);
+    let mut firing = Firing::claim(&pool, "fired-while-deleted").await;
+    let run_id = firing.fire().await;
+    let deleting = in_background(&pool, "DELETE FROM triggers WHERE id = $1", firing.trigger_id);
     wait_until_blocked(&pool).await;
-    firing.commit().await.expect("commit the firing");
+    let job_id = firing.job_id;
+    firing.tx.commit().await.expect("commit the firing");
     let deleted = deleting.await.unwrap().expect("delete the trigger");
     assert_eq!(deleted.rows_affected(), 1);
     let live: Vec<(i64, Option<i64>)> =
         sqlx::query_as("SELECT id, trigger_id FROM runs_live WHERE job_id = $1")
-            .bind(job.id)
+            .bind(job_id)
             .fetch_all(&pool)
             .await
             .expect("live runs");
-    assert_eq!(
-        live,
-        vec![(inserted[0].id, None)],
-        "the fired run stays, with no trigger"
-    );
+    assert_eq!(live, vec![(run_id, None)], "the fired run stays, with no trigger");
 }
+
+/// A job deleted while its trigger fires waits for the firing and takes its run along,
+/// rather than deadlocking with it: the firing holds the trigger the delete cascades to,
+/// and its insert does not lock the job (as it did before, waiting for the delete that
+/// waited for it).
+#[sqlx::test(migrator = "probactr_common::store::TEST_MIGRATOR")]
+async fn a_job_deleted_while_its_trigger_fires_waits_and_takes_the_run(pool: PgPool) {
+    let mut firing = Firing::claim(&pool, "job-deleted-while-fired").await;
+    let deleting = in_background(&pool, "DELETE FROM jobs WHERE id = $1", firing.job_id);
+    wait_until_blocked(&pool).await;
+    firing.fire().await;
+    let job_id = firing.job_id;
+    firing.tx.commit().await.expect("commit the firing");
+    let deleted = deleting.await.unwrap().expect("delete the job");
+    assert_eq!(deleted.rows_affected(), 1);
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = $1")
+        .bind(job_id)
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(left, 0, "the fired run went with its job");
+}
+
 /// A run inserted while its job is being deleted is never left behind: the insert locks
 /// its job until it commits, so a delete waits for it and takes the run along, and an
 /// insert behind a delete is refused once the delete commits.

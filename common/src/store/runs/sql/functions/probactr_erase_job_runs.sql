@@ -10,7 +10,9 @@
 --
 -- A run inserted while its job is being deleted cannot be missed: its insert locks the
 -- job KEY SHARE until it commits, so the delete of the job's row waits for it, and each
--- statement below, run after that, sees it.
+-- statement below, run after that, sees it. A firing's insert locks no job: the delete
+-- waits instead for the trigger it cascades to, which the firing holds until it commits
+-- (probactr_check_run_keys).
 CREATE OR REPLACE FUNCTION probactr_erase_job_runs() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM runs_live WHERE job_id IN (SELECT id FROM erased_jobs);

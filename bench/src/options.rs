@@ -7,6 +7,7 @@ scenarios: throughput backlog fire-storm scale contention failover admin memory 
 options:
   --jobs N             runs (throughput, contention) [20000 / 1000]
   --triggers T         interval triggers (fire-storm) [1000]
+  --trigger-jobs J     jobs the triggers belong to, taken in turn (fire-storm) [1]
   --executors E        executor processes [2]
   --capacity C         PROBACTR_EXECUTOR_CAPACITY of each executor [the executor's default]
   --sizes A,B,C        runs queued at start (backlog) [2000,20000,200000]
@@ -34,6 +35,7 @@ pub struct Options {
     pub scenario: String,
     pub jobs: Option<u64>,
     pub triggers: u64,
+    pub trigger_jobs: u64,
     pub executors: u32,
     pub capacity: Option<u32>,
     pub sizes: Vec<u64>,
@@ -72,6 +74,7 @@ impl Options {
             scenario,
             jobs: None,
             triggers: 1000,
+            trigger_jobs: 1,
             executors: 2,
             capacity: None,
             sizes: vec![2_000, 20_000, 200_000],
@@ -91,6 +94,7 @@ impl Options {
             match flag.as_str() {
                 "--jobs" => options.jobs = Some(number(&value("--jobs")?, "--jobs")?),
                 "--triggers" => options.triggers = number(&value("--triggers")?, "--triggers")?,
+                "--trigger-jobs" => options.trigger_jobs = number(&value("--trigger-jobs")?, "--trigger-jobs")?,
                 "--executors" => options.executors = number(&value("--executors")?, "--executors")? as u32,
                 "--capacity" => options.capacity = Some(number(&value("--capacity")?, "--capacity")? as u32),
                 "--sizes" => {
@@ -119,6 +123,9 @@ impl Options {
         }
         if options.executors == 0 {
             return Err("--executors must be at least 1".into());
+        }
+        if options.trigger_jobs == 0 {
+            return Err("--trigger-jobs must be at least 1".into());
         }
         if options.tiny {
             options.shrink();

@@ -263,25 +263,31 @@ struct FireFigures {
 }
 
 /// Inserts `count` interval triggers (every second, phases spread over the second or
-/// aligned) of one parallel noop job, lets them fire for `duration`, pauses them, and
-/// checks every instant in the window: run once, not twice, none missing.
+/// aligned) of `jobs` parallel noop jobs (trigger `g` belongs to job `g mod jobs`), lets
+/// them fire for `duration`, pauses them, and checks every instant in the window: run
+/// once, not twice, none missing.
 async fn measure_firing(
     cluster: &Cluster,
     options: &Options,
     count: u64,
+    jobs: u64,
     duration: u64,
 ) -> anyhow::Result<FireFigures> {
     let name = format!("storm-{count}-{}", uuid::Uuid::new_v4().simple());
-    let job = insert_job(&cluster.pool, &name, "noop", json!({}), true, "queue").await?;
+    let mut job_ids = Vec::new();
+    for index in 0..jobs {
+        let job_name = if jobs > 1 { format!("{name}-{index}") } else { name.clone() };
+        job_ids.push(insert_job(&cluster.pool, &job_name, "noop", json!({}), true, "queue").await?);
+    }
     let now = db_now(&cluster.pool).await?;
     let base = DateTime::<Utc>::from_timestamp(now.timestamp() + 2, 0).context("time")?;
     sqlx::query(
         "INSERT INTO triggers (job_id, kind, interval_secs, start_at, next_fire_at, created_at, misfire_threshold_secs)
-         SELECT $1, 'interval', 1, at, at, at, 3600 FROM (
-             SELECT $2::timestamptz + make_interval(secs => CASE WHEN $4 THEN 0 ELSE (g::float8 / $3) END) AS at
+         SELECT ($1::bigint[])[1 + g % cardinality($1::bigint[])], 'interval', 1, at, at, at, 3600 FROM (
+             SELECT g, $2::timestamptz + make_interval(secs => CASE WHEN $4 THEN 0 ELSE (g::float8 / $3) END) AS at
              FROM generate_series(0, $3 - 1) AS g) AS phases",
     )
-    .bind(job)
+    .bind(&job_ids)
     .bind(base)
     .bind(count as i64)
     .bind(options.aligned)
@@ -293,13 +299,19 @@ async fn measure_firing(
     let cpu = CpuClock::now();
     let split = CpuSplit::now(&cluster.pids());
     progress(options, &format!("{count} triggers firing for {duration} s"));
+    // The CPU is read over [base, end) exactly, the instants counted (as the peer's bench
+    // does): the triggers go on firing until paused below, so every second of the window,
+    // whichever it is, holds a second's firing, starting and recording, and a longer
+    // window would divide more than `duration` seconds of work by `duration` seconds of
+    // fires.
     let until_end = (end - db_now(&cluster.pool).await?).to_std().unwrap_or_default();
-    tokio::time::sleep(until_end + Duration::from_millis(500)).await;
+    tokio::time::sleep(until_end).await;
     let (cpu_ms, _) = cpu.since();
     let expected_fires = (count * duration) as f64;
     let cpu_split = split.per_unit_since(expected_fires);
-    sqlx::query("UPDATE triggers SET paused = true WHERE job_id = $1")
-        .bind(job)
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    sqlx::query("UPDATE triggers SET paused = true WHERE job_id = ANY ($1)")
+        .bind(&job_ids)
         .execute(&cluster.pool)
         .await?;
     wait_drained(&cluster.pool, options, Duration::from_secs(60)).await?;
@@ -307,25 +319,25 @@ async fn measure_firing(
     // The window [base, end): every trigger's instants in it.
     let (fired, distinct): (i64, i64) = sqlx::query_as(
         "SELECT count(*), count(DISTINCT (trigger_id, scheduled_at)) FROM runs
-         WHERE job_id = $1 AND scheduled_at >= $2 AND scheduled_at < $3",
+         WHERE job_id = ANY ($1) AND scheduled_at >= $2 AND scheduled_at < $3",
     )
-    .bind(job)
+    .bind(&job_ids)
     .bind(base)
     .bind(end)
     .fetch_one(&cluster.pool)
     .await?;
     let expected: i64 = sqlx::query_scalar(
-        "SELECT coalesce(sum(ceil(EXTRACT(EPOCH FROM ($2 - start_at)))), 0)::bigint FROM triggers WHERE job_id = $1",
+        "SELECT coalesce(sum(ceil(EXTRACT(EPOCH FROM ($2 - start_at)))), 0)::bigint FROM triggers WHERE job_id = ANY ($1)",
     )
-    .bind(job)
+    .bind(&job_ids)
     .bind(end)
     .fetch_one(&cluster.pool)
     .await?;
     let mut lags: Vec<f64> = sqlx::query_scalar(
         "SELECT EXTRACT(EPOCH FROM (started_at - scheduled_at))::float8 * 1000 FROM runs
-         WHERE job_id = $1 AND scheduled_at >= $2 AND scheduled_at < $3 AND started_at IS NOT NULL",
+         WHERE job_id = ANY ($1) AND scheduled_at >= $2 AND scheduled_at < $3 AND started_at IS NOT NULL",
     )
-    .bind(job)
+    .bind(&job_ids)
     .bind(base)
     .bind(end)
     .fetch_all(&cluster.pool)
@@ -345,9 +357,11 @@ async fn measure_firing(
 /// T interval triggers every second, spread or aligned.
 async fn fire_storm(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value> {
     start_workers(cluster, options).await?;
-    let figures = measure_firing(cluster, options, options.triggers, options.duration).await?;
+    let jobs = options.trigger_jobs.min(options.triggers.max(1));
+    let figures = measure_firing(cluster, options, options.triggers, jobs, options.duration).await?;
     Ok(json!({
         "triggers": options.triggers,
+        "jobs": jobs,
         "phase": if options.aligned { "aligned" } else { "spread" },
         "executors": options.executors,
         "capacity": cluster.executor_capacity().await?,
@@ -405,14 +419,14 @@ async fn scale(cluster: &mut Cluster, options: &Options) -> anyhow::Result<Value
     let env = cluster.env(options.capacity);
     cluster.start_executors(options.executors, &env).await?;
     store_idle_triggers(&cluster.pool, small - active).await?;
-    let at_small = measure_firing(cluster, options, active, options.duration).await?;
+    let at_small = measure_firing(cluster, options, active, 1, options.duration).await?;
     let claim_small = claim_query_ms(&cluster.pool).await?;
     progress(
         options,
         &format!("storing {} idle triggers", options.stored - small),
     );
     store_idle_triggers(&cluster.pool, options.stored - small).await?;
-    let at_large = measure_firing(cluster, options, active, options.duration).await?;
+    let at_large = measure_firing(cluster, options, active, 1, options.duration).await?;
     let claim_large = claim_query_ms(&cluster.pool).await?;
     let p99 = |figures: &FireFigures| figures.lag_ms["p99"].as_f64().unwrap_or(f64::NAN);
     Ok(json!({

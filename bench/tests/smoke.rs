@@ -7,7 +7,7 @@ use serde_json::Value;
 #[test]
 fn every_scenario_runs_at_a_tiny_size() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_probactr-bench"))
-        .args(["all", "--tiny", "--json"])
+        .args(["all", "--tiny", "--trigger-jobs", "5", "--json"])
         .output()
         .expect("probactr-bench runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -53,6 +53,7 @@ fn every_scenario_runs_at_a_tiny_size() {
     assert!(number(backlog, "ratio_cpu_per_run") >= 0.0);
 
     let storm = scenario("fire-storm");
+    assert_eq!(number(storm, "jobs"), 5.0, "the triggers spread over the jobs asked for");
     assert_eq!(number(storm, "duplicates"), 0.0);
     assert_eq!(number(storm, "missed"), 0.0);
     assert!(number(storm, "fires") > 0.0);

@@ -418,11 +418,13 @@ pub async fn move_next_fire_at(
 
 /// Seconds from the database's clock until the earliest due instant of any unpaused
 /// trigger of an unpaused job (negative when overdue), or None when nothing is scheduled.
+/// Each trigger's job is looked up by its key, as in the due-trigger claim.
 pub async fn seconds_until_earliest_due(db: impl PgExecutor<'_>) -> Result<Option<f64>, StoreError> {
     Ok(sqlx::query_scalar!(
         "SELECT EXTRACT(EPOCH FROM (min(next_fire_at) - clock_timestamp()))::float8 FROM (
-             SELECT triggers.next_fire_at FROM triggers JOIN jobs ON jobs.id = triggers.job_id
-             WHERE NOT triggers.paused AND triggers.next_fire_at IS NOT NULL AND NOT jobs.paused
+             SELECT triggers.next_fire_at FROM triggers
+             WHERE NOT triggers.paused AND triggers.next_fire_at IS NOT NULL
+               AND EXISTS (SELECT FROM jobs WHERE jobs.id = triggers.job_id AND NOT jobs.paused OFFSET 0)
              ORDER BY triggers.next_fire_at LIMIT 1) AS first"
     )
     .fetch_one(db)

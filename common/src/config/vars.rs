@@ -92,7 +92,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PROBACTR_EXECUTOR_PREFETCH",
-        default: "1024",
+        default: "2048",
         help: "runs an executor claims ahead of its free slots and starts as slots free (only lock-free in-process runs bound by no quota, cap or rate; 0: none)",
     },
     Var {

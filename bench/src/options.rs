@@ -94,7 +94,9 @@ impl Options {
             match flag.as_str() {
                 "--jobs" => options.jobs = Some(number(&value("--jobs")?, "--jobs")?),
                 "--triggers" => options.triggers = number(&value("--triggers")?, "--triggers")?,
-                "--trigger-jobs" => options.trigger_jobs = number(&value("--trigger-jobs")?, "--trigger-jobs")?,
+                "--trigger-jobs" => {
+                    options.trigger_jobs = number(&value("--trigger-jobs")?, "--trigger-jobs")?
+                }
                 "--executors" => options.executors = number(&value("--executors")?, "--executors")? as u32,
                 "--capacity" => options.capacity = Some(number(&value("--capacity")?, "--capacity")? as u32),
                 "--sizes" => {

@@ -276,7 +276,11 @@ async fn measure_firing(
     let name = format!("storm-{count}-{}", uuid::Uuid::new_v4().simple());
     let mut job_ids = Vec::new();
     for index in 0..jobs {
-        let job_name = if jobs > 1 { format!("{name}-{index}") } else { name.clone() };
+        let job_name = if jobs > 1 {
+            format!("{name}-{index}")
+        } else {
+            name.clone()
+        };
         job_ids.push(insert_job(&cluster.pool, &job_name, "noop", json!({}), true, "queue").await?);
     }
     let now = db_now(&cluster.pool).await?;

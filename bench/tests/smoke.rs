@@ -53,7 +53,11 @@ fn every_scenario_runs_at_a_tiny_size() {
     assert!(number(backlog, "ratio_cpu_per_run") >= 0.0);
 
     let storm = scenario("fire-storm");
-    assert_eq!(number(storm, "jobs"), 5.0, "the triggers spread over the jobs asked for");
+    assert_eq!(
+        number(storm, "jobs"),
+        5.0,
+        "the triggers spread over the jobs asked for"
+    );
     assert_eq!(number(storm, "duplicates"), 0.0);
     assert_eq!(number(storm, "missed"), 0.0);
     assert!(number(storm, "fires") > 0.0);
